@@ -1,0 +1,60 @@
+/*
+ * agent: the state of the running agent, shared by the loop (which owns and mutates it) and the API (which only
+ * reads it, on the same thread, to answer requests). Nothing here is touched from another thread except the
+ * stub_status result, which the pool thread fills while stub_busy is set and the loop reads after the fetch.
+ */
+#ifndef NGXAT_AGENT_H
+#define NGXAT_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "core/metrics.h"
+#include "sampler.h"
+#include "store.h"
+
+#define AGENT_CPU_RING 128
+
+struct api;
+
+struct agent {
+	struct config cfg;
+	char config_path[CONFIG_PATH_MAX];
+	bool config_must_exist;
+	char root_override[CONFIG_PATH_MAX]; /* --root, kept across reloads */
+
+	uv_loop_t *loop;
+	uv_timer_t timer;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_work_t stub_work;
+
+	struct metric_registry *reg;
+	struct sampler *sampler;
+	struct store *store;
+	struct api *api;
+
+	struct frame fr;          /* the frame being built */
+	bool tick_busy;           /* a tick is waiting for its stub_status fetch */
+	bool stub_busy;           /* a fetch is on the pool */
+	void *stub_handle;
+	struct stub_result stub_res;
+
+	int64_t start_ms;         /* wall clock at start */
+	uint64_t start_mono_ms;
+	int64_t last_tick_ms;     /* wall clock of the last tick */
+	uint64_t ticks, late, stored;
+	double tick_cpu_ms;       /* CPU of the tick being built (loop thread part) */
+	double cpu_ring[AGENT_CPU_RING]; /* CPU ms of recent ticks, loop thread and stub fetch together */
+	size_t cpu_n;
+
+	bool ready;               /* READY=1 sent */
+	bool stopping;
+	char summary[512];        /* one line for STATUS= and /v1/status */
+};
+
+/* Median CPU ms per tick over the recent ticks (NAN before the first). */
+double agent_tick_cpu_median(const struct agent *a);
+
+#endif

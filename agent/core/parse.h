@@ -1,0 +1,119 @@
+/*
+ * parse: pure parsers for the kernel and nginx texts the sampler reads.
+ *
+ * Each parser takes bytes (not necessarily NUL-terminated) that a thin driver read, and fills plain structs.
+ * The input is untrusted: a malformed, truncated or hostile text yields -EBADMSG (or -E2BIG when it exceeds a
+ * documented limit), never a crash, a hang or an unbounded allocation. Parsers never read files, clocks or logs.
+ * One .c file per source: parse_netstat.c, parse_softnet.c, parse_softirqs.c, parse_stat.c, parse_interrupts.c,
+ * parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c.
+ */
+#ifndef NGXAT_PARSE_H
+#define NGXAT_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PARSE_MAX_CPUS 1024
+
+/*
+ * /proc/net/netstat and /proc/net/snmp: pairs of lines "Prefix: name1 name2 ..." / "Prefix: v1 v2 ...".
+ * CB is called once per (prefix, name, value), e.g. ("TcpExt", "ListenOverflows", 12); a non-zero return from
+ * CB stops the parse and is returned. Values may be negative (Tcp MaxConn is -1).
+ */
+typedef int (*parse_kv_cb)(void *ctx, const char *prefix, const char *name, int64_t value);
+/* Parse netstat/snmp text; CB sees nothing from a text that fails to parse. 0, -EBADMSG (unpaired or mismatched
+ * lines, a value outside int64), or CB's return. */
+int parse_netstat(const char *buf, size_t len, parse_kv_cb cb, void *ctx);
+
+/* One row of /proc/net/softnet_stat. */
+struct softnet_cpu {
+	uint32_t cpu; /* from the index column where the kernel prints it (>= 5.10), else the row number */
+	uint64_t processed, dropped, time_squeeze;
+	uint64_t received_rps, flow_limit; /* flow_limit: 0 before 3.11, which has no such column */
+	uint64_t backlog_len; /* UINT64_MAX when the layout has no backlog column */
+};
+/* Parse softnet_stat: old layouts (10 or 11 columns) and new ones (13, 15, or wider as the kernel appends up to 32).
+ * Fills at most MAX rows. 0, -EBADMSG, -E2BIG (more than MAX rows). */
+int parse_softnet(const char *buf, size_t len, struct softnet_cpu *out, size_t max, size_t *n);
+
+/* /proc/softirqs: per-CPU NET_RX and NET_TX counts. NCPU is the number of CPU columns. 0, -EBADMSG, -E2BIG. */
+int parse_softirqs(const char *buf, size_t len, uint64_t *net_rx, uint64_t *net_tx, size_t max, size_t *ncpu);
+
+/* One cpu line of /proc/stat, in USER_HZ ticks. cpu = -1 for the aggregate "cpu" line. */
+struct cpu_times {
+	int cpu;
+	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+};
+struct proc_stat {
+	struct cpu_times total;
+	struct cpu_times *cpus; /* caller's array of MAX entries */
+	size_t ncpu;            /* filled */
+	uint64_t ctxt, procs_running, procs_blocked;
+};
+/* Parse /proc/stat into ST (st->cpus must point at MAX entries). Missing trailing columns (old kernels) read as 0.
+ * The cpu, ctxt, procs_running and procs_blocked lines are required. 0, -EBADMSG, -E2BIG. */
+int parse_stat(const char *buf, size_t len, struct proc_stat *st, size_t max);
+
+/* /proc/interrupts. Rows keep their id ("45", "NMI", "LOC") and description ("IR-PCI-MSI 524288-edge eth0-rx-0":
+ * blank runs folded to one space, cut to fit). Column j is the j-th CPU of the header, which lists online CPUs
+ * only. Rows with fewer counts than CPUs (ERR, MIS) have 0 in the missing columns. */
+struct irq_row {
+	char id[16];
+	char desc[80];
+	uint64_t total;
+};
+struct irq_table {
+	size_t ncpu, nirq;
+	struct irq_row *rows; /* nirq rows */
+	uint64_t *counts;     /* nirq * ncpu, row-major */
+};
+/* Parse /proc/interrupts into T (overwritten, zeroed on failure; allocates; free with irq_table_free). At most 8192
+ * rows and PARSE_MAX_CPUS cpus. 0, -EBADMSG, -E2BIG, -ENOMEM. */
+int parse_interrupts(const char *buf, size_t len, struct irq_table *t);
+/* Free what parse_interrupts allocated; T may be zeroed. */
+void irq_table_free(struct irq_table *t);
+
+/* /proc/PID/schedstat: "run_ns wait_ns timeslices". 0, -EBADMSG. */
+int parse_schedstat(const char *buf, size_t len, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *slices);
+/* /proc/PID/status: voluntary_ctxt_switches and nonvoluntary_ctxt_switches. 0, -EBADMSG if either is absent. */
+int parse_ctxt_switches(const char *buf, size_t len, uint64_t *voluntary, uint64_t *nonvoluntary);
+
+/* nginx stub_status body. */
+struct stub_status {
+	uint64_t active, accepts, handled, requests, reading, writing, waiting;
+};
+/* Parse the stub_status page. 0, -EBADMSG. */
+int parse_stub_status(const char *buf, size_t len, struct stub_status *st);
+
+/*
+ * nginx access log, one line. Two formats are understood (docs/ngx-autotune.conf.5 gives the exact log_format):
+ *  - JSON (log_format ... escape=json) with keys "status", "request_time", "upstream_response_time";
+ *  - combined with " $request_time $upstream_response_time" appended.
+ * upstream_response_time may be "-", a number, or a list ("0.010, 0.020 : 0.003"); the sum is taken.
+ */
+struct access_rec {
+	int status;             /* 100..599 */
+	uint32_t request_ms;    /* request_time in ms */
+	uint32_t upstream_ms;   /* sum of upstream times in ms; 0 when none */
+	int has_upstream;       /* 1 when an upstream was involved */
+};
+/* Parse one line (without its newline). 0, -EBADMSG. */
+int parse_access_line(const char *line, size_t len, struct access_rec *rec);
+
+/* nginx error log messages that matter for tuning. */
+enum errlog_kind {
+	ERRLOG_OTHER = 0,
+	ERRLOG_WORKER_CONNECTIONS, /* "worker_connections are not enough" */
+	ERRLOG_TOO_MANY_FILES,     /* "Too many open files" */
+	ERRLOG_UPSTREAM_PREMATURE, /* "upstream prematurely closed" */
+	ERRLOG_BUFFERED_TEMP,      /* "buffered to a temporary file" */
+	ERRLOG_ADDR_NOT_AVAIL,     /* "Cannot assign requested address" */
+	ERRLOG_UPSTREAM_TIMEOUT,   /* "upstream timed out" */
+	ERRLOG_KIND_COUNT
+};
+/* Classify one error-log line. */
+enum errlog_kind parse_errorlog_line(const char *line, size_t len);
+/* Metric-name suffix of a kind ("worker_connections", ...); NULL for ERRLOG_OTHER. */
+const char *errlog_kind_name(enum errlog_kind k);
+
+#endif

@@ -1,0 +1,305 @@
+#include "loop.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+#include "api.h"
+#include "log.h"
+#include "notify.h"
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int64_t loop_wall_ms(const struct agent *a)
+{
+	(void)a;
+	return wall_ms();
+}
+
+int64_t loop_uptime_s(const struct agent *a)
+{
+	return (int64_t)((uv_hrtime() / 1000000 - a->start_mono_ms) / 1000);
+}
+
+int64_t loop_stub_timeout_ms(int64_t configured, int64_t tick_ms)
+{
+	int64_t cap = tick_ms * 8 / 10;
+
+	return configured < cap ? configured : cap;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+double agent_tick_cpu_median(const struct agent *a)
+{
+	double v[AGENT_CPU_RING];
+	size_t n = a->cpu_n < AGENT_CPU_RING ? a->cpu_n : AGENT_CPU_RING;
+
+	if (n == 0)
+		return NAN;
+	memcpy(v, a->cpu_ring, n * sizeof(v[0]));
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- status line ----------------------------------------------------------------------------------------- */
+
+static bool frame_value(struct agent *a, const char *name, double *v)
+{
+	uint32_t id;
+
+	return metric_lookup(a->reg, name, &id) == 0 && frame_get(&a->fr, id, v) && isfinite(*v);
+}
+
+static void build_summary(struct agent *a, const struct store_health *sh)
+{
+	const struct probe_health *bad = NULL;
+	const char *bad_name = NULL;
+	unsigned enabled = 0, ok = 0;
+	double req, p99, ovf;
+	char rates[160] = "";
+	size_t off = 0;
+
+	for (int i = 0; i < PROBE_COUNT; i++) {
+		const struct probe_health *h = sampler_health(a->sampler, (enum probe_id)i);
+
+		if (!h->enabled)
+			continue;
+		enabled++;
+		if (h->ok)
+			ok++;
+		else if (!bad) {
+			bad = h;
+			bad_name = sampler_probe_name((enum probe_id)i);
+		}
+	}
+	if (a->fr.dt_s > 0) {
+		if (frame_value(a, "nginx.requests", &req) || frame_value(a, "http.requests", &req))
+			off += (size_t)snprintf(rates + off, sizeof(rates) - off, "%.0f req/s, ", req / a->fr.dt_s);
+		if (frame_value(a, "http.p99_ms", &p99))
+			off += (size_t)snprintf(rates + off, sizeof(rates) - off, "p99 %.0f ms, ", p99);
+		if (frame_value(a, "tcp.listen_overflows", &ovf) && off < sizeof(rates))
+			snprintf(rates + off, sizeof(rates) - off, "%.0f listen overflows/s, ", ovf / a->fr.dt_s);
+	}
+	if (sh->degraded)
+		snprintf(a->summary, sizeof(a->summary), "degraded: store not writable (%.200s); %sprobes %u/%u ok",
+			 sh->reason, rates, ok, enabled);
+	else if (bad)
+		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s failing: %.200s", rates, ok,
+			 enabled, bad_name, bad->msg);
+	else
+		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok", rates, ok, enabled);
+}
+
+/* ---- the tick -------------------------------------------------------------------------------------------- */
+
+static void schedule_next(struct agent *a);
+
+static void finish_tick(struct agent *a, double extra_cpu_ms)
+{
+	double c0 = thread_cpu_ms();
+	struct store_health sh;
+	bool was_degraded;
+	int r;
+
+	store_get_health(a->store, &sh);
+	was_degraded = sh.degraded;
+	r = store_append_frame(a->store, a->reg, &a->fr);
+	store_get_health(a->store, &sh);
+	if (r == 0) {
+		a->stored++;
+		if (was_degraded)
+			log_notice("store writable again: observing normally");
+	} else if (!was_degraded) {
+		log_err("store write failed, agent degraded: %s", sh.reason);
+	}
+	a->ticks++;
+	a->last_tick_ms = a->fr.ts_ms;
+	build_summary(a, &sh);
+	if (r == 0 && !a->ready) {
+		a->ready = true;
+		notify_ready(a->summary);
+		log_info("first frame stored: ready (%s)", a->summary);
+	} else {
+		notify_status(a->summary);
+	}
+	notify_watchdog();
+	a->cpu_ring[a->cpu_n++ % AGENT_CPU_RING] = a->tick_cpu_ms + extra_cpu_ms + (thread_cpu_ms() - c0);
+	a->tick_busy = false;
+}
+
+static void stub_work(uv_work_t *w)
+{
+	struct agent *a = w->data;
+
+	sampler_stub_fetch(a->stub_handle, &a->stub_res);
+}
+
+static void stub_after(uv_work_t *w, int status)
+{
+	struct agent *a = w->data;
+	double c0;
+
+	a->stub_busy = false;
+	if (status == UV_ECANCELED || a->stopping || !a->tick_busy)
+		return;
+	c0 = thread_cpu_ms();
+	sampler_stub_apply(a->sampler, &a->fr, &a->stub_res);
+	a->tick_cpu_ms += thread_cpu_ms() - c0;
+	finish_tick(a, a->stub_res.cpu_ms);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+	int64_t now = wall_ms();
+	double c0 = thread_cpu_ms();
+	bool wait_stub = false;
+
+	schedule_next(a);
+	if (a->tick_busy) {
+		a->late++;
+		return;
+	}
+	frame_clear(&a->fr);
+	a->fr.ts_ms = now;
+	a->fr.dt_s = a->last_tick_ms ? (double)(now - a->last_tick_ms) / 1000.0 : 0;
+	a->fr.probes_ok = a->fr.probes_bad = 0;
+	a->tick_busy = true;
+	if (sampler_stub_enabled(a->sampler)) {
+		if (a->stub_busy) {
+			sampler_stub_skip(a->sampler, &a->fr, "previous stub_status fetch still running");
+		} else if ((a->stub_handle = sampler_stub_prepare(a->sampler))) {
+			a->stub_work.data = a;
+			if (uv_queue_work(a->loop, &a->stub_work, stub_work, stub_after) == 0)
+				a->stub_busy = wait_stub = true;
+		}
+	}
+	sampler_collect(a->sampler, &a->fr);
+	a->tick_cpu_ms = thread_cpu_ms() - c0;
+	if (!wait_stub)
+		finish_tick(a, 0);
+}
+
+/* Ticks are aligned to multiples of the interval since start, so the callback's own delay does not drift. */
+static void schedule_next(struct agent *a)
+{
+	uint64_t now = uv_now(a->loop), step = (uint64_t)a->cfg.tick_ms;
+	uint64_t since = now - a->start_mono_ms;
+	uint64_t next = (since / step + 1) * step;
+
+	uv_timer_start(&a->timer, on_tick, next - since, 0);
+}
+
+/* ---- signals --------------------------------------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void stop(struct agent *a, const char *why)
+{
+	if (a->stopping)
+		return;
+	a->stopping = true;
+	log_info("%s: stopping", why);
+	notify_stopping();
+	uv_close((uv_handle_t *)&a->timer, on_closed);
+	uv_close((uv_handle_t *)&a->sig_term, on_closed);
+	uv_close((uv_handle_t *)&a->sig_int, on_closed);
+	uv_close((uv_handle_t *)&a->sig_hup, on_closed);
+	api_stop(a->api);
+	a->api = NULL;
+}
+
+int loop_reload(struct agent *a)
+{
+	struct config cfg;
+	char err[512];
+	int r;
+
+	notify_reloading(uv_hrtime() / 1000);
+	r = config_load(a->config_path, a->config_must_exist, &cfg, err, sizeof(err));
+	if (r < 0) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		notify_ready(a->summary);
+		return r;
+	}
+	if (a->root_override[0])
+		snprintf(cfg.root, sizeof(cfg.root), "%s", a->root_override);
+	cfg.stub_status_timeout_ms = loop_stub_timeout_ms(cfg.stub_status_timeout_ms, cfg.tick_ms);
+	if (strcmp(cfg.socket_path, a->cfg.socket_path) != 0 || strcmp(cfg.store_path, a->cfg.store_path) != 0)
+		log_warn("reload: a new socket or store path takes effect at the next start");
+	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s", a->cfg.socket_path);
+	snprintf(cfg.store_path, sizeof(cfg.store_path), "%s", a->cfg.store_path);
+	a->cfg = cfg;
+	log_set_level(cfg.log_level);
+	sampler_reconfigure(a->sampler, &a->cfg);
+	schedule_next(a);
+	log_info("configuration reloaded from %s", a->config_path);
+	notify_ready(a->summary);
+	return 0;
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct agent *a = h->data;
+
+	if (signum == SIGHUP)
+		loop_reload(a);
+	else
+		stop(a, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+int loop_init(struct agent *a)
+{
+	a->loop = uv_default_loop();
+	a->start_ms = wall_ms();
+	uv_update_time(a->loop);
+	a->start_mono_ms = uv_now(a->loop);
+	uv_timer_init(a->loop, &a->timer);
+	a->timer.data = a;
+	uv_signal_init(a->loop, &a->sig_term);
+	uv_signal_init(a->loop, &a->sig_int);
+	uv_signal_init(a->loop, &a->sig_hup);
+	a->sig_term.data = a->sig_int.data = a->sig_hup.data = a;
+	uv_signal_start(&a->sig_term, on_signal, SIGTERM);
+	uv_signal_start(&a->sig_int, on_signal, SIGINT);
+	uv_signal_start(&a->sig_hup, on_signal, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+int loop_run(struct agent *a)
+{
+	/* The first tick right away: READY=1 should not wait a whole interval. */
+	uv_timer_start(&a->timer, on_tick, 0, 0);
+	uv_run(a->loop, UV_RUN_DEFAULT);
+	uv_loop_close(a->loop);
+	return 0;
+}

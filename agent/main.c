@@ -1,0 +1,178 @@
+/*
+ * ngx-autotune: the agent's entry point. Parses the command line and the configuration, opens the store and
+ * the API (the only fatal failures), then hands over to the loop.
+ */
+#include "build-config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "api.h"
+#include "frame_json.h"
+#include "log.h"
+#include "loop.h"
+#include "notify.h"
+#include "proto.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ngx-autotune [OPTION]...\n"
+		"Observe nginx and the kernel under it, and tune them one guarded change at a time.\n"
+		"\n"
+		"  -c, --config FILE   configuration file (default " NGXAT_DEFAULT_CONFIG ")\n"
+		"  -n, --check         validate the configuration, print 'configuration OK' and exit\n"
+		"  -r, --root DIR      read every /proc and /sys path under DIR (tests, simulation)\n"
+		"  -f, --foreground    stay in the foreground (implied under systemd)\n"
+		"  -1, --once          sample two ticks one interval apart, print the frame as JSON and exit\n"
+		"  -h, --help          show this help\n"
+		"  -V, --version       show the version\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT stop cleanly, SIGHUP reloads the configuration (a broken file is refused and\n"
+		"the running configuration kept). See ngx-autotune(8) and ngx-autotune.conf(5).\n");
+}
+
+/* --once: two collections one interval apart, so counters have deltas; no store, no API. */
+static int run_once(struct agent *a)
+{
+	struct timespec ts;
+	struct stub_result *res = calloc(1, sizeof(*res));
+	json_t *o;
+
+	if (!res)
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		frame_clear(&a->fr);
+		a->fr.ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		a->fr.dt_s = i ? (double)a->cfg.tick_ms / 1000.0 : 0;
+		sampler_collect(a->sampler, &a->fr);
+		if (sampler_stub_enabled(a->sampler)) {
+			void *h = sampler_stub_prepare(a->sampler);
+
+			if (h) {
+				sampler_stub_fetch(h, res);
+				sampler_stub_apply(a->sampler, &a->fr, res);
+			}
+		}
+		if (i == 0)
+			usleep((useconds_t)a->cfg.tick_ms * 1000);
+	}
+	free(res);
+	o = frame_to_json(&a->fr, a->reg, NULL);
+	if (!o)
+		return 1;
+	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+	putchar('\n');
+	json_decref(o);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'n'},
+		{"root", required_argument, NULL, 'r'},   {"foreground", no_argument, NULL, 'f'},
+		{"once", no_argument, NULL, '1'},         {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	};
+	struct agent *a = calloc(1, sizeof(*a));
+	bool check = false, once = false, foreground = false;
+	struct store_options so;
+	char err[512];
+	int c, r, rc = 1;
+
+	if (!a)
+		return 1;
+	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
+	while ((c = getopt_long(argc, argv, "c:nr:f1hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			snprintf(a->config_path, sizeof(a->config_path), "%s", optarg);
+			a->config_must_exist = true;
+			break;
+		case 'n': check = true; break;
+		case 'r':
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->root_override)) {
+				fprintf(stderr, "ngx-autotune: --root needs an absolute path\n");
+				return 2;
+			}
+			snprintf(a->root_override, sizeof(a->root_override), "%s", optarg);
+			break;
+		case 'f': foreground = true; break;
+		case '1': once = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("ngx-autotune %s (API %d)\n", PACKAGE_VERSION, NGXAT_API_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ngx-autotune: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (config_load(a->config_path, a->config_must_exist, &a->cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ngx-autotune: %s\n", err);
+		return 1;
+	}
+	if (a->root_override[0])
+		snprintf(a->cfg.root, sizeof(a->cfg.root), "%s", a->root_override);
+	if (check) {
+		printf("configuration OK\n");
+		return 0;
+	}
+	log_set_level(a->cfg.log_level);
+	a->cfg.stub_status_timeout_ms = loop_stub_timeout_ms(a->cfg.stub_status_timeout_ms, a->cfg.tick_ms);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	frame_init(&a->fr);
+	if (metric_registry_new(&a->reg) < 0 || sampler_new(&a->cfg, a->reg, &a->sampler) < 0) {
+		fprintf(stderr, "ngx-autotune: out of memory\n");
+		return 1;
+	}
+	if (once) {
+		rc = run_once(a);
+		goto out;
+	}
+	if (notify_stderr_is_journal()) {
+		notify_use_journal();
+	} else if (!foreground && !getenv("NOTIFY_SOCKET")) {
+		if (daemon(0, 0) < 0) {
+			fprintf(stderr, "ngx-autotune: daemon: %s\n", strerror(errno));
+			goto out;
+		}
+		notify_use_syslog();
+	}
+	store_options_default(&so);
+	so.frames_retention_s = a->cfg.frames_retention_ms / 1000;
+	so.rollups_retention_s = a->cfg.rollups_retention_ms / 1000;
+	r = store_open(a->cfg.store_path, &so, a->reg, &a->store, err, sizeof(err));
+	if (r < 0) {
+		log_err("cannot open the store: %s", err);
+		goto out;
+	}
+	loop_init(a);
+	r = api_start(a, &a->api, err, sizeof(err));
+	if (r < 0) {
+		log_err("cannot start the API: %s", err);
+		goto out;
+	}
+	log_info("ngx-autotune %s started: tick %lldms, store %s, API %s", PACKAGE_VERSION,
+		 (long long)a->cfg.tick_ms, a->cfg.store_path, a->cfg.socket_path);
+	rc = loop_run(a);
+out:
+	store_close(a->store);
+	sampler_free(a->sampler);
+	metric_registry_free(a->reg);
+	frame_free(&a->fr);
+	curl_global_cleanup();
+	free(a);
+	return rc;
+}

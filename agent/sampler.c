@@ -1,0 +1,1102 @@
+#include "build-config.h"
+
+#include "sampler.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <sched.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/hist.h"
+#include "core/parse.h"
+#include "log.h"
+#include "logtail.h"
+#include "probe_netlink.h"
+#include "strutil.h"
+
+#define MAX_CPUS 256
+#define MAX_WORKERS 256
+#define MAX_LISTEN 64
+#define MAX_LINKS 64
+#define MAX_READ (8u << 20)          /* largest /proc file we read (a big /proc/interrupts is ~1 MiB) */
+#define ACCESS_BYTES_PER_TICK (16u << 20)
+#define ERROR_BYTES_PER_TICK (1u << 20)
+#define STATES_CHEAP 2000       /* sockets below which counting TCP states every tick costs < 1 ms */
+#define STATES_EVERY_MS 10000   /* otherwise, how often */
+
+struct worker_prev {
+	pid_t pid;
+	uint64_t run_ns, wait_ns, vcsw, ivcsw;
+};
+
+struct stub_handle {
+	CURL *curl;
+	int netns_fd;            /* a dup of sampler.netns_fd for one fetch, closed by the fetch */
+	char url[CONFIG_PATH_MAX];
+	long timeout_ms;
+	struct stub_result *res; /* valid during a fetch */
+};
+
+struct sampler {
+	struct config cfg;
+	struct metric_registry *reg;
+	struct counters ctr;
+	uint64_t tick;
+	uint64_t *seen_tick; /* per metric id: tick of its last counter sample */
+	size_t seen_cap;
+	struct probe_health health[PROBE_COUNT];
+
+	char *buf;
+	size_t bufcap, buflen;
+
+	pid_t nginx_pid;
+	size_t nworkers;
+	struct worker_prev workers[MAX_WORKERS];
+
+	struct cpu_times prev_cpu[MAX_CPUS + 1]; /* index 0: aggregate */
+	bool have_prev_cpu[MAX_CPUS + 1];
+
+	struct logtail *access, *errlog;
+	char access_path[CONFIG_PATH_MAX], errlog_path[CONFIG_PATH_MAX];
+	struct hist tick_hist;
+	uint64_t acc_n, acc_class[6], acc_req_ms, acc_up_ms, acc_bad, err_kind[ERRLOG_KIND_COUNT];
+
+	struct nl_probe *nl;
+	pid_t nl_pid;
+	uint64_t states_tick;   /* tick of the last TCP state count */
+	uint32_t states_total;  /* sockets seen then */
+
+	char netifs[16][16]; /* interface names from /sys/class/net, for spotting NIC queue IRQs */
+	size_t nnetifs;
+	uint64_t netifs_tick;
+
+	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
+	struct stub_handle stub;
+};
+
+static const char *const probe_names[PROBE_COUNT] = {
+	[PROBE_NETSTAT] = "netstat",       [PROBE_SOFTNET] = "softnet", [PROBE_SOFTIRQS] = "softirqs",
+	[PROBE_STAT] = "stat",             [PROBE_INTERRUPTS] = "interrupts", [PROBE_NGINX] = "nginx",
+	[PROBE_STUB] = "stub_status",      [PROBE_WORKERS] = "workers", [PROBE_ACCESSLOG] = "access_log",
+	[PROBE_ERRORLOG] = "error_log",    [PROBE_NETLINK] = "netlink",
+};
+
+const char *sampler_probe_name(enum probe_id id)
+{
+	return id < PROBE_COUNT ? probe_names[id] : "?";
+}
+
+const struct probe_health *sampler_health(const struct sampler *s, enum probe_id id)
+{
+	return &s->health[id];
+}
+
+void sampler_nginx(const struct sampler *s, pid_t *master, unsigned *workers)
+{
+	*master = s->nginx_pid;
+	*workers = (unsigned)s->nworkers;
+}
+
+static void set_enabled(struct sampler *s)
+{
+	const struct config *c = &s->cfg;
+
+	for (int i = 0; i < PROBE_COUNT; i++)
+		s->health[i].enabled = true;
+	s->health[PROBE_INTERRUPTS].enabled = c->probe_interrupts;
+	s->health[PROBE_WORKERS].enabled = c->probe_workers && c->pid_file[0];
+	s->health[PROBE_NGINX].enabled = c->pid_file[0] != '\0';
+	s->health[PROBE_STUB].enabled = c->stub_status_url[0] != '\0';
+	s->health[PROBE_ACCESSLOG].enabled = c->access_log[0] != '\0';
+	s->health[PROBE_ERRORLOG].enabled = c->error_log[0] != '\0';
+	s->health[PROBE_NETLINK].enabled = c->probe_netlink;
+}
+
+int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sampler **out)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->reg = reg;
+	counters_init(&s->ctr);
+	hist_reset(&s->tick_hist);
+	s->netns_fd = s->stub.netns_fd = -1;
+	set_enabled(s);
+	*out = s;
+	return 0;
+}
+
+static void close_tailers(struct sampler *s)
+{
+	logtail_close(s->access);
+	logtail_close(s->errlog);
+	s->access = s->errlog = NULL;
+}
+
+void sampler_free(struct sampler *s)
+{
+	if (!s)
+		return;
+	close_tailers(s);
+	nl_probe_close(s->nl);
+	if (s->stub.curl)
+		curl_easy_cleanup(s->stub.curl);
+	if (s->netns_fd >= 0)
+		close(s->netns_fd);
+	counters_free(&s->ctr);
+	free(s->seen_tick);
+	free(s->buf);
+	free(s);
+}
+
+void sampler_reconfigure(struct sampler *s, const struct config *cfg)
+{
+	bool root_changed = strcmp(s->cfg.root, cfg->root) != 0;
+
+	s->cfg = *cfg;
+	set_enabled(s);
+	if (strcmp(s->access_path, cfg->access_log) != 0) {
+		logtail_close(s->access);
+		s->access = NULL;
+	}
+	if (strcmp(s->errlog_path, cfg->error_log) != 0) {
+		logtail_close(s->errlog);
+		s->errlog = NULL;
+	}
+	if (root_changed || !cfg->probe_netlink) {
+		nl_probe_close(s->nl);
+		s->nl = NULL;
+	}
+}
+
+/* ---- health ---------------------------------------------------------------------------------------------- */
+
+static void probe_ok(struct sampler *s, struct frame *fr, enum probe_id id)
+{
+	struct probe_health *h = &s->health[id];
+
+	if (!h->ok && h->failures)
+		log_notice("probe %s recovered", probe_names[id]);
+	h->ok = true;
+	h->err = 0;
+	h->msg[0] = '\0';
+	fr->probes_ok |= 1u << id;
+}
+
+static void probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+{
+	struct probe_health *h = &s->health[id];
+	char msg[sizeof(h->msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* Log on a change of the error only: a dead nginx must not write a line per second. */
+	if (h->ok || h->failures == 0 || strcmp(msg, h->msg) != 0)
+		log_warn("probe %s failing: %s", probe_names[id], msg);
+	h->ok = false;
+	h->err = err;
+	h->failures++;
+	memcpy(h->msg, msg, sizeof(msg));
+	fr->probes_bad |= 1u << id;
+}
+
+/* ---- values ---------------------------------------------------------------------------------------------- */
+
+static int intern(struct sampler *s, const char *name, uint32_t *id)
+{
+	return metric_intern(s->reg, name, id);
+}
+
+static void put_gauge(struct sampler *s, struct frame *fr, const char *name, double v)
+{
+	uint32_t id;
+
+	if (intern(s, name, &id) == 0)
+		frame_put(fr, id, v);
+}
+
+/*
+ * A counter's delta is only meaningful against the previous tick: after a gap (probe failed, source vanished)
+ * the next sample is a new base, so an outage never shows as a spike.
+ */
+static void put_counter(struct sampler *s, struct frame *fr, const char *name, uint64_t raw)
+{
+	uint64_t delta;
+	uint32_t id;
+
+	if (intern(s, name, &id) < 0)
+		return;
+	if (id >= s->seen_cap) {
+		size_t cap = s->seen_cap ? s->seen_cap : 256;
+		uint64_t *p;
+
+		while (cap <= id)
+			cap *= 2;
+		p = realloc(s->seen_tick, cap * sizeof(*p));
+		if (!p)
+			return;
+		memset(p + s->seen_cap, 0, (cap - s->seen_cap) * sizeof(*p));
+		s->seen_tick = p;
+		s->seen_cap = cap;
+	}
+	if (s->seen_tick[id] + 1 != s->tick)
+		counters_forget(&s->ctr, id);
+	s->seen_tick[id] = s->tick;
+	if (counters_delta(&s->ctr, id, raw, &delta) == 0)
+		frame_put(fr, id, (double)delta);
+	else
+		frame_put(fr, id, NAN);
+}
+
+static void putf_counter(struct sampler *s, struct frame *fr, uint64_t raw, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void putf_counter(struct sampler *s, struct frame *fr, uint64_t raw, const char *fmt, ...)
+{
+	char name[METRIC_NAME_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	put_counter(s, fr, name, raw);
+}
+
+static void putf_gauge(struct sampler *s, struct frame *fr, double v, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void putf_gauge(struct sampler *s, struct frame *fr, double v, const char *fmt, ...)
+{
+	char name[METRIC_NAME_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	put_gauge(s, fr, name, v);
+}
+
+/* ---- file access ----------------------------------------------------------------------------------------- */
+
+static void rooted(const struct sampler *s, char *out, size_t n, const char *path)
+{
+	const char *root = s->cfg.root;
+
+	if (strcmp(root, "/") == 0 || root[0] == '\0')
+		snprintf(out, n, "%s", path);
+	else
+		snprintf(out, n, "%s%s", root, path);
+}
+
+/* Read PATH (already rooted or absolute) whole into s->buf. 0 or -errno. */
+static int read_whole(struct sampler *s, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	s->buflen = 0;
+	for (;;) {
+		if (s->buflen + 4096 > s->bufcap) {
+			size_t cap = s->bufcap ? s->bufcap * 2 : 65536;
+			char *p;
+
+			if (cap > MAX_READ + 4096) {
+				close(fd);
+				return -E2BIG;
+			}
+			p = realloc(s->buf, cap);
+			if (!p) {
+				close(fd);
+				return -ENOMEM;
+			}
+			s->buf = p;
+			s->bufcap = cap;
+		}
+		r = read(fd, s->buf + s->buflen, s->bufcap - s->buflen - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			close(fd);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		s->buflen += (size_t)r;
+	}
+	close(fd);
+	s->buf[s->buflen] = '\0';
+	return 0;
+}
+
+static int read_proc(struct sampler *s, const char *path)
+{
+	char full[CONFIG_PATH_MAX + 128];
+
+	rooted(s, full, sizeof(full), path);
+	return read_whole(s, full);
+}
+
+/* The network-namespace view: nginx's when its pid is known, else the agent's. */
+static int read_netns(struct sampler *s, const char *file)
+{
+	char path[128];
+
+	if (s->nginx_pid > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)s->nginx_pid, file);
+		if (read_proc(s, path) == 0)
+			return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/net/%s", file);
+	return read_proc(s, path);
+}
+
+/* ---- kernel probes --------------------------------------------------------------------------------------- */
+
+static const struct {
+	const char *prefix, *key, *metric;
+	bool gauge;
+} tcp_keys[] = {
+	{"TcpExt", "ListenOverflows", "tcp.listen_overflows", false},
+	{"TcpExt", "ListenDrops", "tcp.listen_drops", false},
+	{"TcpExt", "TCPBacklogDrop", "tcp.backlog_drop", false},
+	{"TcpExt", "TCPTimeWaitOverflow", "tcp.timewait_overflow", false},
+	{"TcpExt", "SyncookiesSent", "tcp.syncookies_sent", false},
+	{"TcpExt", "TCPAbortOnMemory", "tcp.abort_on_memory", false},
+	{"TcpExt", "TCPReqQFullDrop", "tcp.reqq_full_drop", false},
+	{"Tcp", "RetransSegs", "tcp.retrans_segs", false},
+	{"Tcp", "OutSegs", "tcp.out_segs", false},
+	{"Tcp", "InSegs", "tcp.in_segs", false},
+	{"Tcp", "ActiveOpens", "tcp.active_opens", false},
+	{"Tcp", "PassiveOpens", "tcp.passive_opens", false},
+	{"Tcp", "CurrEstab", "tcp.curr_estab", true},
+	{"Tcp", "AttemptFails", "tcp.attempt_fails", false},
+	{"Tcp", "EstabResets", "tcp.estab_resets", false},
+	{"Tcp", "InErrs", "tcp.in_errs", false},
+};
+
+struct kv_ctx {
+	struct sampler *s;
+	struct frame *fr;
+	unsigned found;
+};
+
+static int on_kv(void *arg, const char *prefix, const char *name, int64_t value)
+{
+	struct kv_ctx *c = arg;
+
+	for (size_t i = 0; i < sizeof(tcp_keys) / sizeof(tcp_keys[0]); i++) {
+		if (strcmp(tcp_keys[i].prefix, prefix) != 0 || strcmp(tcp_keys[i].key, name) != 0)
+			continue;
+		c->found++;
+		if (tcp_keys[i].gauge)
+			put_gauge(c->s, c->fr, tcp_keys[i].metric, (double)value);
+		else if (value >= 0)
+			put_counter(c->s, c->fr, tcp_keys[i].metric, (uint64_t)value);
+	}
+	return 0;
+}
+
+static void probe_netstat(struct sampler *s, struct frame *fr)
+{
+	struct kv_ctx c = {.s = s, .fr = fr};
+	static const char *const files[] = {"netstat", "snmp"};
+	int r;
+
+	for (size_t i = 0; i < 2; i++) {
+		r = read_netns(s, files[i]);
+		if (r == 0)
+			r = parse_netstat(s->buf, s->buflen, on_kv, &c);
+		if (r < 0) {
+			probe_fail(s, fr, PROBE_NETSTAT, r, "%s: %s", files[i], strerror(-r));
+			return;
+		}
+	}
+	probe_ok(s, fr, PROBE_NETSTAT);
+}
+
+static void probe_softnet(struct sampler *s, struct frame *fr)
+{
+	struct softnet_cpu rows[MAX_CPUS];
+	uint64_t processed = 0, dropped = 0, squeeze = 0;
+	size_t n = 0;
+	int r = read_netns(s, "softnet_stat");
+
+	if (r == 0)
+		r = parse_softnet(s->buf, s->buflen, rows, MAX_CPUS, &n);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_SOFTNET, r, "softnet_stat: %s", strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		putf_counter(s, fr, rows[i].processed, "softnet.%u.processed", rows[i].cpu);
+		putf_counter(s, fr, rows[i].dropped, "softnet.%u.dropped", rows[i].cpu);
+		putf_counter(s, fr, rows[i].time_squeeze, "softnet.%u.time_squeeze", rows[i].cpu);
+		processed += rows[i].processed;
+		dropped += rows[i].dropped;
+		squeeze += rows[i].time_squeeze;
+	}
+	/* softnet counters are 32-bit in the kernel: a wrap on one CPU makes the total go backwards and that
+	 * tick's total is then missing, as it should be. */
+	put_counter(s, fr, "softnet.processed", processed);
+	put_counter(s, fr, "softnet.dropped", dropped);
+	put_counter(s, fr, "softnet.time_squeeze", squeeze);
+	probe_ok(s, fr, PROBE_SOFTNET);
+}
+
+static void probe_softirqs(struct sampler *s, struct frame *fr)
+{
+	uint64_t rx[MAX_CPUS], tx[MAX_CPUS], trx = 0, ttx = 0;
+	size_t n = 0;
+	int r = read_proc(s, "/proc/softirqs");
+
+	if (r == 0)
+		r = parse_softirqs(s->buf, s->buflen, rx, tx, MAX_CPUS, &n);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_SOFTIRQS, r, "softirqs: %s", strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		putf_counter(s, fr, rx[i], "softirq.%zu.net_rx", i);
+		putf_counter(s, fr, tx[i], "softirq.%zu.net_tx", i);
+		trx += rx[i];
+		ttx += tx[i];
+	}
+	put_counter(s, fr, "softirq.net_rx", trx);
+	put_counter(s, fr, "softirq.net_tx", ttx);
+	probe_ok(s, fr, PROBE_SOFTIRQS);
+}
+
+static uint64_t cpu_sum(const struct cpu_times *t)
+{
+	return t->user + t->nice + t->system + t->idle + t->iowait + t->irq + t->softirq + t->steal;
+}
+
+/* Shares of one CPU's time in this tick, in percent. */
+static void put_cpu_shares(struct sampler *s, struct frame *fr, const char *label, size_t slot,
+			   const struct cpu_times *now)
+{
+	const struct cpu_times *p = &s->prev_cpu[slot];
+	uint64_t total;
+	static const char *const names[] = {"user", "system", "irq", "softirq", "idle", "iowait", "steal"};
+	uint64_t a[7], b[7];
+
+	if (s->have_prev_cpu[slot] && cpu_sum(now) > cpu_sum(p)) {
+		a[0] = now->user + now->nice, b[0] = p->user + p->nice;
+		a[1] = now->system, b[1] = p->system;
+		a[2] = now->irq, b[2] = p->irq;
+		a[3] = now->softirq, b[3] = p->softirq;
+		a[4] = now->idle, b[4] = p->idle;
+		a[5] = now->iowait, b[5] = p->iowait;
+		a[6] = now->steal, b[6] = p->steal;
+		total = cpu_sum(now) - cpu_sum(p);
+		for (size_t i = 0; i < 7; i++)
+			putf_gauge(s, fr, a[i] >= b[i] ? 100.0 * (double)(a[i] - b[i]) / (double)total : NAN,
+				   "cpu.%s.%s", label, names[i]);
+	}
+	s->prev_cpu[slot] = *now;
+	s->have_prev_cpu[slot] = true;
+}
+
+static void probe_stat(struct sampler *s, struct frame *fr)
+{
+	struct cpu_times cpus[MAX_CPUS];
+	struct proc_stat st = {.cpus = cpus};
+	char label[16];
+	int r = read_proc(s, "/proc/stat");
+
+	if (r == 0)
+		r = parse_stat(s->buf, s->buflen, &st, MAX_CPUS);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_STAT, r, "stat: %s", strerror(-r));
+		return;
+	}
+	put_cpu_shares(s, fr, "all", 0, &st.total);
+	for (size_t i = 0; i < st.ncpu; i++) {
+		if (st.cpus[i].cpu < 0 || st.cpus[i].cpu >= MAX_CPUS)
+			continue;
+		snprintf(label, sizeof(label), "%d", st.cpus[i].cpu);
+		put_cpu_shares(s, fr, label, (size_t)st.cpus[i].cpu + 1, &st.cpus[i]);
+	}
+	put_counter(s, fr, "sys.ctxt", st.ctxt);
+	put_gauge(s, fr, "sys.procs_running", (double)st.procs_running);
+	put_gauge(s, fr, "sys.cpus", (double)st.ncpu);
+	probe_ok(s, fr, PROBE_STAT);
+}
+
+/* Interface names, to spot NIC queue IRQs by their description; refreshed once a minute. */
+static void refresh_netifs(struct sampler *s)
+{
+	char path[CONFIG_PATH_MAX + 32];
+	struct dirent *de;
+	DIR *d;
+
+	if (s->netifs_tick && s->tick - s->netifs_tick < 60)
+		return;
+	s->netifs_tick = s->tick;
+	s->nnetifs = 0;
+	rooted(s, path, sizeof(path), "/sys/class/net");
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && s->nnetifs < 16) {
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "lo") == 0 || strlen(de->d_name) >= 16)
+			continue;
+		strcpy(s->netifs[s->nnetifs++], de->d_name);
+	}
+	closedir(d);
+}
+
+static bool is_net_irq(const struct sampler *s, const char *desc)
+{
+	if (strstr(desc, "virtio") && (strstr(desc, "-input") || strstr(desc, "-output")))
+		return true;
+	for (size_t i = 0; i < s->nnetifs; i++) {
+		const char *p = strstr(desc, s->netifs[i]);
+		size_t n = strlen(s->netifs[i]);
+
+		if (p && (p == desc || p[-1] == ' ') && (p[n] == '\0' || p[n] == '-' || p[n] == ' ' || p[n] == '@'))
+			return true;
+	}
+	return false;
+}
+
+static void probe_interrupts(struct sampler *s, struct frame *fr)
+{
+	struct irq_table t = {0};
+	int r = read_proc(s, "/proc/interrupts");
+
+	if (r == 0)
+		r = parse_interrupts(s->buf, s->buflen, &t);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_INTERRUPTS, r, "interrupts: %s", strerror(-r));
+		return;
+	}
+	refresh_netifs(s);
+	for (size_t i = 0; i < t.nirq; i++) {
+		putf_counter(s, fr, t.rows[i].total, "irq.%s.total", t.rows[i].id);
+		if (!is_net_irq(s, t.rows[i].desc))
+			continue;
+		for (size_t c = 0; c < t.ncpu; c++)
+			putf_counter(s, fr, t.counts[i * t.ncpu + c], "irq.%s.%zu", t.rows[i].id, c);
+	}
+	irq_table_free(&t);
+	probe_ok(s, fr, PROBE_INTERRUPTS);
+}
+
+/* ---- nginx ----------------------------------------------------------------------------------------------- */
+
+/*
+ * stub_status is fetched from inside nginx's network namespace: where nginx runs in a namespace or container,
+ * 127.0.0.1 in the agent's namespace is another host. Only with the real root (under --root the pid is fake).
+ */
+static void follow_netns(struct sampler *s)
+{
+	char path[64];
+	struct stat mine, theirs;
+	int fd;
+
+	if (s->netns_fd >= 0)
+		close(s->netns_fd);
+	s->netns_fd = -1;
+	if (!s->nginx_pid || strcmp(s->cfg.root, "/") != 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->nginx_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &theirs) < 0 || stat("/proc/self/ns/net", &mine) < 0 ||
+	    (mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev)) {
+		close(fd);
+		return;
+	}
+	s->netns_fd = fd;
+}
+
+static void set_nginx_pid(struct sampler *s, pid_t pid)
+{
+	if (pid == s->nginx_pid)
+		return;
+	if (s->nginx_pid && pid)
+		log_notice("nginx master pid changed from %d to %d", (int)s->nginx_pid, (int)pid);
+	s->nginx_pid = pid;
+	s->nworkers = 0;
+	follow_netns(s);
+}
+
+static void probe_nginx(struct sampler *s, struct frame *fr)
+{
+	char path[64];
+	int64_t pid;
+	int r;
+
+	r = read_whole(s, s->cfg.pid_file);
+	if (r < 0) {
+		set_nginx_pid(s, 0);
+		probe_fail(s, fr, PROBE_NGINX, r, "%s: %s (is nginx running?)", s->cfg.pid_file, strerror(-r));
+		return;
+	}
+	while (s->buflen && isspace((unsigned char)s->buf[s->buflen - 1]))
+		s->buf[--s->buflen] = '\0';
+	if (str_to_i64(s->buf, 1, 0x3fffffff, &pid) < 0) {
+		set_nginx_pid(s, 0);
+		probe_fail(s, fr, PROBE_NGINX, -EBADMSG, "%s: not a pid", s->cfg.pid_file);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	r = read_proc(s, path);
+	if (r < 0) {
+		set_nginx_pid(s, 0);
+		probe_fail(s, fr, PROBE_NGINX, r, "pid %d from %s is not running (stale pid file)", (int)pid,
+			   s->cfg.pid_file);
+		return;
+	}
+	set_nginx_pid(s, (pid_t)pid);
+	probe_ok(s, fr, PROBE_NGINX);
+}
+
+/* Workers are the master's children: /proc/PID/task/PID/children (CONFIG_PROC_CHILDREN, on in distro kernels). */
+static int list_workers(struct sampler *s, pid_t *out, size_t max, size_t *n)
+{
+	char path[96];
+	const char *p;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->nginx_pid, (int)s->nginx_pid);
+	r = read_proc(s, path);
+	if (r < 0)
+		return r;
+	*n = 0;
+	for (p = s->buf; *p && *n < max;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v > 0)
+			out[(*n)++] = (pid_t)v;
+		p = end;
+	}
+	return 0;
+}
+
+static const struct worker_prev *find_prev(const struct worker_prev *prev, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (prev[i].pid == pid)
+			return &prev[i];
+	return NULL;
+}
+
+static void probe_workers(struct sampler *s, struct frame *fr)
+{
+	pid_t pids[MAX_WORKERS];
+	struct worker_prev now[MAX_WORKERS];
+	size_t n = 0, m = 0;
+	double run = 0, wait = 0, wait_max = 0, vcsw = 0, ivcsw = 0;
+	char path[96];
+	int r;
+
+	if (!s->nginx_pid) {
+		probe_fail(s, fr, PROBE_WORKERS, -ESRCH, "no nginx master");
+		return;
+	}
+	r = list_workers(s, pids, MAX_WORKERS, &n);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_WORKERS, r, "children of %d: %s", (int)s->nginx_pid, strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct worker_prev w = {.pid = pids[i]};
+		const struct worker_prev *p;
+		uint64_t slices;
+
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w.pid);
+		if (read_proc(s, path) < 0 || parse_schedstat(s->buf, s->buflen, &w.run_ns, &w.wait_ns, &slices) < 0)
+			continue; /* a worker exiting between the listing and the read */
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)w.pid);
+		if (read_proc(s, path) < 0 || parse_ctxt_switches(s->buf, s->buflen, &w.vcsw, &w.ivcsw) < 0)
+			continue;
+		now[m++] = w;
+		/* Per-worker deltas: a worker that is new this tick contributes nothing, so a reload is no spike. */
+		p = find_prev(s->workers, s->nworkers, w.pid);
+		if (!p || w.run_ns < p->run_ns || w.wait_ns < p->wait_ns || w.vcsw < p->vcsw || w.ivcsw < p->ivcsw)
+			continue;
+		run += (double)(w.run_ns - p->run_ns) / 1e6;
+		wait += (double)(w.wait_ns - p->wait_ns) / 1e6;
+		if ((double)(w.wait_ns - p->wait_ns) / 1e6 > wait_max)
+			wait_max = (double)(w.wait_ns - p->wait_ns) / 1e6;
+		vcsw += (double)(w.vcsw - p->vcsw);
+		ivcsw += (double)(w.ivcsw - p->ivcsw);
+	}
+	memcpy(s->workers, now, m * sizeof(now[0]));
+	s->nworkers = m;
+	put_gauge(s, fr, "nginx.workers", (double)m);
+	put_gauge(s, fr, "nginx.worker_run_ms", run);
+	put_gauge(s, fr, "nginx.worker_wait_ms", wait);
+	put_gauge(s, fr, "nginx.worker_wait_max_ms", wait_max);
+	put_gauge(s, fr, "nginx.worker_vcsw", vcsw);
+	put_gauge(s, fr, "nginx.worker_ivcsw", ivcsw);
+	probe_ok(s, fr, PROBE_WORKERS);
+}
+
+/* ---- logs ------------------------------------------------------------------------------------------------ */
+
+static void on_access_line(void *ctx, const char *line, size_t len)
+{
+	struct sampler *s = ctx;
+	struct access_rec rec;
+
+	if (parse_access_line(line, len, &rec) < 0) {
+		s->acc_bad++;
+		return;
+	}
+	s->acc_n++;
+	s->acc_class[rec.status / 100]++;
+	s->acc_req_ms += rec.request_ms;
+	s->acc_up_ms += rec.upstream_ms;
+	hist_add(&s->tick_hist, rec.request_ms);
+}
+
+static void on_error_line(void *ctx, const char *line, size_t len)
+{
+	struct sampler *s = ctx;
+
+	s->err_kind[parse_errorlog_line(line, len)]++;
+}
+
+static int ensure_tail(struct logtail **t, char *saved, const char *path)
+{
+	int r;
+
+	if (*t)
+		return 0;
+	r = logtail_open(path, t);
+	if (r == 0)
+		snprintf(saved, CONFIG_PATH_MAX, "%s", path);
+	return r;
+}
+
+static void probe_access(struct sampler *s, struct frame *fr)
+{
+	bool more = false;
+	int r;
+
+	s->acc_n = s->acc_req_ms = s->acc_up_ms = s->acc_bad = 0;
+	memset(s->acc_class, 0, sizeof(s->acc_class));
+	hist_reset(&s->tick_hist);
+	r = ensure_tail(&s->access, s->access_path, s->cfg.access_log);
+	if (r == 0)
+		r = logtail_poll(s->access, ACCESS_BYTES_PER_TICK, on_access_line, s, &more);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_ACCESSLOG, r, "%s: %s", s->cfg.access_log, strerror(-r));
+		return;
+	}
+	put_gauge(s, fr, "http.requests", (double)s->acc_n);
+	for (int c = 1; c <= 5; c++)
+		putf_gauge(s, fr, (double)s->acc_class[c], "http.%dxx", c);
+	put_gauge(s, fr, "http.unparsed", (double)s->acc_bad);
+	put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
+	put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
+	put_gauge(s, fr, "http.upstream_share",
+		  s->acc_req_ms ? (double)s->acc_up_ms / (double)s->acc_req_ms : NAN);
+	put_gauge(s, fr, "http.p50_ms", hist_quantile(&s->tick_hist, 0.50));
+	put_gauge(s, fr, "http.p90_ms", hist_quantile(&s->tick_hist, 0.90));
+	put_gauge(s, fr, "http.p99_ms", hist_quantile(&s->tick_hist, 0.99));
+	put_gauge(s, fr, "http.backlog", more ? 1 : 0);
+	/* The histogram is stored sparse: a bucket absent from a frame that has http.requests is zero. */
+	for (unsigned i = 0; i < HIST_NBUCKETS; i++)
+		if (s->tick_hist.b[i])
+			putf_gauge(s, fr, (double)s->tick_hist.b[i], "http.lat.b%u", i);
+	probe_ok(s, fr, PROBE_ACCESSLOG);
+}
+
+static void probe_errorlog(struct sampler *s, struct frame *fr)
+{
+	bool more = false;
+	int r;
+
+	memset(s->err_kind, 0, sizeof(s->err_kind));
+	r = ensure_tail(&s->errlog, s->errlog_path, s->cfg.error_log);
+	if (r == 0)
+		r = logtail_poll(s->errlog, ERROR_BYTES_PER_TICK, on_error_line, s, &more);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_ERRORLOG, r, "%s: %s", s->cfg.error_log, strerror(-r));
+		return;
+	}
+	for (int k = 1; k < ERRLOG_KIND_COUNT; k++)
+		putf_gauge(s, fr, (double)s->err_kind[k], "nginx.err.%s", errlog_kind_name((enum errlog_kind)k));
+	probe_ok(s, fr, PROBE_ERRORLOG);
+}
+
+/* ---- netlink --------------------------------------------------------------------------------------------- */
+
+static void probe_netlink(struct sampler *s, struct frame *fr)
+{
+	struct nl_listen_queue lq[MAX_LISTEN];
+	struct nl_link_stats links[MAX_LINKS];
+	struct nl_tcp_states st;
+	/* The agent's own namespace under a fake root: the nginx pid there is not a real process. */
+	pid_t want = strcmp(s->cfg.root, "/") == 0 ? s->nginx_pid : 0;
+	size_t nlq = 0, nlinks = 0;
+	bool count_states;
+	char err[160];
+	int r;
+
+	if (s->nl && s->nl_pid != want) {
+		nl_probe_close(s->nl);
+		s->nl = NULL;
+	}
+	if (!s->nl) {
+		r = nl_probe_open(want, &s->nl, err, sizeof(err));
+		if (r < 0) {
+			probe_fail(s, fr, PROBE_NETLINK, r, "%s", err);
+			return;
+		}
+		s->nl_pid = want;
+	}
+	/*
+	 * Counting TCP states walks every socket in the kernel (about 0.5 us each: 10 ms at 20k TIME_WAIT), while the
+	 * listen queues alone cost 0.03 ms. Count states every tick on a small host, every STATES_EVERY_MS otherwise.
+	 */
+	count_states = s->states_total < STATES_CHEAP || !s->states_tick ||
+		       (s->tick - s->states_tick) * (uint64_t)s->cfg.tick_ms >= STATES_EVERY_MS;
+	r = nl_probe_tcp(s->nl, lq, MAX_LISTEN, &nlq, count_states ? &st : NULL);
+	if (r == 0)
+		r = nl_probe_links(s->nl, links, MAX_LINKS, &nlinks);
+	if (r < 0) {
+		/* A socket error may mean the namespace is gone: reopen next tick. */
+		nl_probe_close(s->nl);
+		s->nl = NULL;
+		probe_fail(s, fr, PROBE_NETLINK, r, "netlink dump: %s", strerror(-r));
+		return;
+	}
+	if (count_states) {
+		s->states_tick = s->tick;
+		s->states_total = st.established + st.syn_sent + st.syn_recv + st.fin_wait1 + st.fin_wait2 +
+				  st.time_wait + st.close + st.close_wait + st.last_ack + st.listen + st.closing;
+		put_gauge(s, fr, "tcp.state.established", st.established);
+		put_gauge(s, fr, "tcp.state.syn_recv", st.syn_recv);
+		put_gauge(s, fr, "tcp.state.time_wait", st.time_wait);
+		put_gauge(s, fr, "tcp.state.close_wait", st.close_wait);
+		put_gauge(s, fr, "tcp.state.fin_wait", st.fin_wait1 + st.fin_wait2);
+		put_gauge(s, fr, "tcp.state.listen", st.listen);
+	}
+	/* Per port, summed over addresses and reuseport sockets; fill is the fullest socket's share. */
+	for (size_t i = 0; i < nlq; i++) {
+		uint32_t queued = 0, backlog = 0;
+		double fill = 0;
+		bool first = true;
+
+		for (size_t j = 0; j < i; j++)
+			if (lq[j].port == lq[i].port)
+				first = false;
+		if (!first)
+			continue;
+		for (size_t j = i; j < nlq; j++) {
+			if (lq[j].port != lq[i].port)
+				continue;
+			queued += lq[j].queued;
+			backlog += lq[j].backlog;
+			if (lq[j].backlog && 100.0 * lq[j].queued / lq[j].backlog > fill)
+				fill = 100.0 * lq[j].queued / lq[j].backlog;
+		}
+		putf_gauge(s, fr, queued, "listen.%u.queued", lq[i].port);
+		putf_gauge(s, fr, backlog, "listen.%u.backlog", lq[i].port);
+		putf_gauge(s, fr, fill, "listen.%u.fill_pct", lq[i].port);
+	}
+	for (size_t i = 0; i < nlinks; i++) {
+		const struct nl_link_stats *l = &links[i];
+
+		putf_counter(s, fr, l->rx_packets, "link.%s.rx_packets", l->name);
+		putf_counter(s, fr, l->tx_packets, "link.%s.tx_packets", l->name);
+		putf_counter(s, fr, l->rx_bytes, "link.%s.rx_bytes", l->name);
+		putf_counter(s, fr, l->tx_bytes, "link.%s.tx_bytes", l->name);
+		putf_counter(s, fr, l->rx_dropped, "link.%s.rx_dropped", l->name);
+		putf_counter(s, fr, l->rx_missed, "link.%s.rx_missed", l->name);
+		putf_counter(s, fr, l->tx_dropped, "link.%s.tx_dropped", l->name);
+		putf_counter(s, fr, l->rx_errors, "link.%s.rx_errors", l->name);
+		putf_counter(s, fr, l->tx_errors, "link.%s.tx_errors", l->name);
+	}
+	probe_ok(s, fr, PROBE_NETLINK);
+}
+
+/* ---- stub_status ----------------------------------------------------------------------------------------- */
+
+bool sampler_stub_enabled(const struct sampler *s)
+{
+	return s->health[PROBE_STUB].enabled;
+}
+
+/* curl's socket, created in nginx's namespace; setns() changes only this (pool) thread, and back at once. */
+static curl_socket_t stub_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct stub_handle *h = arg;
+	curl_socket_t fd;
+	int self;
+
+	(void)purpose;
+	if (h->netns_fd < 0)
+		return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0 || setns(h->netns_fd, CLONE_NEWNET) < 0) {
+		if (self >= 0)
+			close(self);
+		return CURL_SOCKET_BAD;
+	}
+	fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+	if (setns(self, CLONE_NEWNET) < 0) {
+		/* Cannot happen short of a kernel bug; a pool thread left in nginx's namespace would be wrong. */
+		abort();
+	}
+	close(self);
+	return fd;
+}
+
+static size_t stub_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct stub_handle *h = arg;
+	struct stub_result *res = h->res;
+	size_t n = size * nmemb;
+
+	if (res->len + n >= sizeof(res->body))
+		return 0; /* a stub_status page is ~100 bytes: anything this big is not one */
+	memcpy(res->body + res->len, data, n);
+	res->len += n;
+	return n;
+}
+
+void *sampler_stub_prepare(struct sampler *s)
+{
+	struct stub_handle *h = &s->stub;
+
+	if (!h->curl) {
+		h->curl = curl_easy_init();
+		if (!h->curl)
+			return NULL;
+	}
+	snprintf(h->url, sizeof(h->url), "%s", s->cfg.stub_status_url);
+	h->timeout_ms = (long)s->cfg.stub_status_timeout_ms;
+	curl_easy_setopt(h->curl, CURLOPT_URL, h->url);
+	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->timeout_ms);
+	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
+	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "ngx-autotune/" PACKAGE_VERSION);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, stub_write);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETFUNCTION, stub_socket);
+	curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETDATA, h);
+	/* The fetch owns a duplicate: the loop may switch namespaces (nginx restarted) while it runs. */
+	h->netns_fd = s->netns_fd >= 0 ? fcntl(s->netns_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	return h;
+}
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void sampler_stub_fetch(void *handle, struct stub_result *res)
+{
+	struct stub_handle *h = handle;
+	double t0 = thread_cpu_ms();
+	char errbuf[CURL_ERROR_SIZE] = "";
+	long code = 0;
+	CURLcode rc;
+
+	memset(res, 0, sizeof(*res));
+	h->res = res;
+	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, errbuf);
+	rc = curl_easy_perform(h->curl);
+	if (rc != CURLE_OK) {
+		res->err = rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+		snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", h->url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	} else {
+		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
+		if (code != 200) {
+			res->err = -EPROTO;
+			snprintf(res->msg, sizeof(res->msg), "%.100s: HTTP %ld (is stub_status on at that location?)",
+				 h->url, code);
+		}
+	}
+	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, NULL);
+	h->res = NULL;
+	if (h->netns_fd >= 0)
+		close(h->netns_fd);
+	h->netns_fd = -1;
+	res->cpu_ms = thread_cpu_ms() - t0;
+}
+
+void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res)
+{
+	struct stub_status st;
+	int r = res->err;
+
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_STUB, r, "%s", res->msg);
+		return;
+	}
+	r = parse_stub_status(res->body, res->len, &st);
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_STUB, r, "%s: not a stub_status page", s->cfg.stub_status_url);
+		return;
+	}
+	put_gauge(s, fr, "nginx.active", (double)st.active);
+	put_gauge(s, fr, "nginx.reading", (double)st.reading);
+	put_gauge(s, fr, "nginx.writing", (double)st.writing);
+	put_gauge(s, fr, "nginx.waiting", (double)st.waiting);
+	put_counter(s, fr, "nginx.accepts", st.accepts);
+	put_counter(s, fr, "nginx.handled", st.handled);
+	put_counter(s, fr, "nginx.requests", st.requests);
+	probe_ok(s, fr, PROBE_STUB);
+}
+
+void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why)
+{
+	probe_fail(s, fr, PROBE_STUB, -EBUSY, "%s", why);
+}
+
+/* ---- the tick -------------------------------------------------------------------------------------------- */
+
+void sampler_collect(struct sampler *s, struct frame *fr)
+{
+	s->tick++;
+	if (s->health[PROBE_NGINX].enabled)
+		probe_nginx(s, fr);
+	probe_netstat(s, fr);
+	probe_softnet(s, fr);
+	probe_softirqs(s, fr);
+	probe_stat(s, fr);
+	if (s->health[PROBE_INTERRUPTS].enabled)
+		probe_interrupts(s, fr);
+	if (s->health[PROBE_WORKERS].enabled)
+		probe_workers(s, fr);
+	if (s->health[PROBE_ACCESSLOG].enabled)
+		probe_access(s, fr);
+	if (s->health[PROBE_ERRORLOG].enabled)
+		probe_errorlog(s, fr);
+	if (s->health[PROBE_NETLINK].enabled)
+		probe_netlink(s, fr);
+}

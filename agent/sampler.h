@@ -1,0 +1,79 @@
+/*
+ * sampler: one frame per tick from every probe.
+ *
+ * Owns the probes' drivers (file reads under the configured root, the nginx pid and workers, the log tailers, the
+ * netlink probe), their health, and the conversion of raw counters into per-tick deltas. Parsing is done by the
+ * pure parsers in core/. The stub_status fetch is split out (sampler_stub_*) so that the loop can run it on the
+ * thread pool: it is the one probe that can block. The sampler never writes to the host and never logs a probe
+ * failure more than once per change of its error.
+ */
+#ifndef NGXAT_SAMPLER_H
+#define NGXAT_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "core/metrics.h"
+
+enum probe_id {
+	PROBE_NETSTAT,    /* /proc/PID/net/netstat + snmp */
+	PROBE_SOFTNET,    /* /proc/PID/net/softnet_stat */
+	PROBE_SOFTIRQS,   /* /proc/softirqs */
+	PROBE_STAT,       /* /proc/stat */
+	PROBE_INTERRUPTS, /* /proc/interrupts */
+	PROBE_NGINX,      /* the master pid from the pid file */
+	PROBE_STUB,       /* stub_status over HTTP */
+	PROBE_WORKERS,    /* workers' schedstat */
+	PROBE_ACCESSLOG,  /* the access log */
+	PROBE_ERRORLOG,   /* the error log */
+	PROBE_NETLINK,    /* inet_diag + link stats */
+	PROBE_COUNT
+};
+
+struct probe_health {
+	bool enabled;
+	bool ok;
+	int err;            /* -errno of the last failure */
+	char msg[192];      /* what failed, for status */
+	uint64_t failures;  /* ticks this probe failed */
+};
+
+struct stub_result {
+	int err;        /* 0 or -errno */
+	char msg[192];
+	char body[2048];
+	size_t len;
+	double cpu_ms;  /* CPU the fetch used on its thread */
+};
+
+struct sampler;
+
+/* Create a sampler for CFG that interns metric names into REG. 0 or -ENOMEM. */
+int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sampler **out);
+/* Free; NULL is fine. */
+void sampler_free(struct sampler *s);
+/* Take a new configuration (after a reload); tailers and sockets whose path changed are reopened lazily. */
+void sampler_reconfigure(struct sampler *s, const struct config *cfg);
+/* Name of a probe ("netstat", ...). */
+const char *sampler_probe_name(enum probe_id id);
+/* Health of probe ID. */
+const struct probe_health *sampler_health(const struct sampler *s, enum probe_id id);
+/* nginx master pid (0 when unknown) and number of workers found last tick. */
+void sampler_nginx(const struct sampler *s, pid_t *master, unsigned *workers);
+
+/* Run every probe except stub_status into FR (ts_ms and dt_s already set by the caller). */
+void sampler_collect(struct sampler *s, struct frame *fr);
+/* Whether stub_status is configured. */
+bool sampler_stub_enabled(const struct sampler *s);
+/* Prepare a fetch handle for the thread pool (allocates on first use). Returns an opaque pointer or NULL. */
+void *sampler_stub_prepare(struct sampler *s);
+/* Blocking fetch; runs on a pool thread and touches nothing but HANDLE and RES. */
+void sampler_stub_fetch(void *handle, struct stub_result *res);
+/* Parse RES into FR and account the probe's health (on the loop thread). */
+void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res);
+/* Mark stub_status missing for this tick (the previous fetch was still running). */
+void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why);
+
+#endif

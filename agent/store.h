@@ -1,0 +1,74 @@
+/*
+ * store: the agent's SQLite database (WAL mode).
+ *
+ * Owns the schema and its forward migrations (PRAGMA user_version), the per-tick frames, the per-minute roll-ups,
+ * the metric-name table, and retention. One transaction per tick. A failed write (disk full, read-only file,
+ * corruption) never crashes the agent: the store marks itself degraded with the reason, later ticks keep trying
+ * (a freed disk recovers), and the schema is never lost. Only this module includes sqlite3.h.
+ */
+#ifndef NGXAT_STORE_H
+#define NGXAT_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/metrics.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+struct store;
+
+/* Every field >= 1. "Now" for retention is the ts of the frame being appended: the store reads no clock. */
+struct store_options {
+	int64_t frames_retention_s;  /* per-second frames kept this long (default 48 h) */
+	int64_t rollups_retention_s; /* per-minute roll-ups kept this long (default 90 days) */
+	int delete_batch;            /* most rows retention deletes per tick (default 500) */
+};
+
+struct store_health {
+	bool degraded;
+	char reason[256];         /* why, when degraded (sqlite's message and the operation) */
+	int64_t frames;           /* rows in frames */
+	int64_t rollups;          /* rows in rollups */
+	int64_t bytes;            /* database size (page_count * page_size) */
+	int64_t write_errors;     /* failed tick transactions since open */
+	int64_t last_write_ms;    /* ts of the last frame stored */
+};
+
+/* Fill OPT with the defaults. */
+void store_options_default(struct store_options *opt);
+/* Open (creating the file and any missing parent directory) and migrate to STORE_SCHEMA_VERSION. Loads known
+ * metric names into REG (NULL: skip), which must be empty or agree with the file. OPT NULL: defaults. On failure
+ * writes a message into ERR and returns -EINVAL (options), -EROFS (not writable), -ENOTSUP (schema newer than
+ * ours; the file is not touched), -EIO (not a database, not ours, damaged, or a migration failed and was rolled
+ * back) or another -errno. */
+int store_open(const char *path, const struct store_options *opt, struct metric_registry *reg,
+	       struct store **out, char *err, size_t errlen);
+/* Close; NULL is fine. */
+void store_close(struct store *st);
+/* Schema version found in the file at open, before migrating (0 for a new file). */
+int store_opened_version(const struct store *st);
+
+/* Store one tick in one transaction: new metric names, the frame, the roll-up of a completed minute, and one
+ * bounded retention step. A frame with the ts of a stored one replaces it. On failure the store is degraded (see
+ * store_health) and -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM)
+ * returned; the next successful tick clears it. Caller errors leave the health alone: -EINVAL (ts outside
+ * 0..2^53, ids written into vals by hand outside 1..METRIC_ID_MAX), -EBUSY (called from a query callback). */
+int store_append_frame(struct store *st, const struct metric_registry *reg, struct frame *fr);
+
+/* Called once per stored frame by the queries; non-zero stops the query and is returned. FR is valid only during
+ * the call. It must not call back into the store (that returns -EBUSY). */
+typedef int (*store_frame_cb)(void *ctx, const struct frame *fr);
+/* Frames with since_ms <= ts < until_ms in time order, at most LIMIT (0: no limit). A row whose data does not
+ * decode is skipped like a missed tick. 0, the callback's value, or -errno. */
+int store_query_frames(struct store *st, int64_t since_ms, int64_t until_ms, size_t limit, store_frame_cb cb,
+		       void *ctx);
+/* Per-minute roll-ups in the same form as frames: ts is the minute start, dt_s the number of ticks averaged,
+ * probe bits 0; each value is the mean over the ticks where it was present and not NaN, NaN if there were none. */
+int store_query_rollups(struct store *st, int64_t since_ms, int64_t until_ms, size_t limit, store_frame_cb cb,
+			void *ctx);
+/* Current health (runs a cheap count). */
+void store_get_health(struct store *st, struct store_health *h);
+
+#endif

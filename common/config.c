@@ -1,0 +1,182 @@
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "proto.h"
+#include "strutil.h"
+
+enum key_type { K_PATH, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL };
+
+struct key {
+	const char *section, *name;
+	enum key_type type;
+	size_t off;
+	int64_t lo, hi; /* durations, in ms */
+};
+
+#define F(field) offsetof(struct config, field)
+
+static const struct key keys[] = {
+	{"agent", "tick_interval", K_DURATION, F(tick_ms), 100, 60000},
+	{"agent", "root", K_PATH, F(root), 0, 0},
+	{"agent", "socket", K_PATH, F(socket_path), 0, 0},
+	{"agent", "socket_mode", K_MODE, F(socket_mode), 0, 0},
+	{"agent", "socket_group", K_NAME, F(socket_group), 0, 0},
+	{"agent", "log_level", K_LEVEL, F(log_level), 0, 0},
+	{"store", "path", K_PATH, F(store_path), 0, 0},
+	{"store", "frames_retention", K_DURATION, F(frames_retention_ms), 60000, 366LL * 86400000},
+	{"store", "rollups_retention", K_DURATION, F(rollups_retention_ms), 3600000, 3660LL * 86400000},
+	{"nginx", "pid_file", K_PATH, F(pid_file), 0, 0},
+	{"nginx", "stub_status_url", K_URL, F(stub_status_url), 0, 0},
+	{"nginx", "stub_status_timeout", K_DURATION, F(stub_status_timeout_ms), 10, 10000},
+	{"nginx", "access_log", K_PATH, F(access_log), 0, 0},
+	{"nginx", "error_log", K_PATH, F(error_log), 0, 0},
+	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
+	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
+	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
+};
+
+void config_default(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->tick_ms = 1000;
+	strcpy(cfg->root, "/");
+	strcpy(cfg->socket_path, NGXAT_DEFAULT_SOCKET);
+	cfg->socket_mode = 0660;
+	strcpy(cfg->socket_group, "ngx-autotune");
+	cfg->log_level = LOG_INFO;
+	strcpy(cfg->store_path, "/var/lib/ngx-autotune/ngx-autotune.db");
+	cfg->frames_retention_ms = 48LL * 3600 * 1000;
+	cfg->rollups_retention_ms = 90LL * 86400 * 1000;
+	strcpy(cfg->pid_file, "/run/nginx.pid");
+	strcpy(cfg->stub_status_url, "http://127.0.0.1/nginx_status");
+	cfg->stub_status_timeout_ms = 400;
+	strcpy(cfg->access_log, "/var/log/nginx/access.log");
+	strcpy(cfg->error_log, "/var/log/nginx/error.log");
+	cfg->probe_netlink = true;
+	cfg->probe_interrupts = true;
+	cfg->probe_workers = true;
+}
+
+struct load_ctx {
+	struct config *cfg;
+	FILE *f;
+	int line;     /* line the reader handed to inih last */
+	int err_line; /* line of our first semantic error */
+	char msg[200];
+};
+
+/* inih calls the reader once per line; counting here gives the handler the line it is looking at. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct load_ctx *ctx = stream;
+	char *r = fgets(str, num, ctx->f);
+
+	if (r)
+		ctx->line++;
+	return r;
+}
+
+static int set_key(struct config *cfg, const struct key *k, const char *value, char *msg, size_t msglen)
+{
+	char *field = (char *)cfg + k->off;
+	int r = 0;
+
+	switch (k->type) {
+	case K_PATH:
+		if (value[0] && value[0] != '/')
+			return snprintf(msg, msglen, "%s: must be an absolute path", k->name), -EINVAL;
+		/* fall through */
+	case K_URL:
+	case K_NAME:
+		if (k->type == K_URL && value[0] && strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)
+			return snprintf(msg, msglen, "%s: must be an http:// or https:// URL (or empty)", k->name), -EINVAL;
+		if (str_copy(field, k->type == K_NAME ? sizeof(cfg->socket_group) : CONFIG_PATH_MAX, value) < 0)
+			return snprintf(msg, msglen, "%s: value too long", k->name), -EINVAL;
+		return 0;
+	case K_DURATION:
+		r = str_to_duration_ms(value, k->lo, k->hi, (int64_t *)(void *)field);
+		if (r < 0)
+			snprintf(msg, msglen, "%s: '%s' is not a duration between %lldms and %lldms (e.g. 500ms, 2s, 48h, 90d)",
+				 k->name, value, (long long)k->lo, (long long)k->hi);
+		return r;
+	case K_MODE:
+		r = str_to_mode(value, (unsigned *)(void *)field);
+		if (r < 0)
+			snprintf(msg, msglen, "%s: '%s' is not an octal mode (e.g. 0660)", k->name, value);
+		return r;
+	case K_LEVEL:
+		r = log_level_parse(value, (int *)(void *)field);
+		if (r < 0)
+			snprintf(msg, msglen, "%s: '%s' is not one of error, warning, notice, info, debug", k->name, value);
+		return r;
+	case K_BOOL:
+		r = str_to_bool(value, (bool *)(void *)field);
+		if (r < 0)
+			snprintf(msg, msglen, "%s: '%s' is not yes or no", k->name, value);
+		return r;
+	}
+	return -EINVAL;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *ctx = user;
+	bool section_known = false;
+	char msg[sizeof(ctx->msg)];
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(section, keys[i].section) != 0)
+			continue;
+		section_known = true;
+		if (strcmp(name, keys[i].name) == 0) {
+			if (set_key(ctx->cfg, &keys[i], value, msg, sizeof(msg)) == 0)
+				return 1;
+			goto fail;
+		}
+	}
+	if (!section_known)
+		snprintf(msg, sizeof(msg), "unknown section [%s] (key %s)", section, name);
+	else
+		snprintf(msg, sizeof(msg), "unknown key '%s' in section [%s]", name, section);
+fail:
+	if (!ctx->err_line) {
+		ctx->err_line = ctx->line;
+		memcpy(ctx->msg, msg, sizeof(msg));
+	}
+	return 0;
+}
+
+int config_load(const char *path, bool must_exist, struct config *cfg, char *err, size_t errlen)
+{
+	struct load_ctx ctx = {.cfg = cfg};
+	int line;
+
+	config_default(cfg);
+	ctx.f = fopen(path, "re");
+	if (!ctx.f) {
+		int e = errno;
+		if (e == ENOENT && !must_exist)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	line = ini_parse_stream(reader, &ctx, handler, &ctx);
+	fclose(ctx.f);
+	if (line == 0)
+		return 0;
+	if (line < 0) {
+		snprintf(err, errlen, "%s: cannot read", path);
+		return -EIO;
+	}
+	if (line == ctx.err_line)
+		snprintf(err, errlen, "%s:%d: %s", path, line, ctx.msg);
+	else
+		snprintf(err, errlen, "%s:%d: syntax error (expected 'key = value' or '[section]')", path, line);
+	return -EINVAL;
+}

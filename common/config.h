@@ -1,0 +1,49 @@
+/*
+ * config: the agent's configuration file (INI, /etc/ngx-autotune/agent.conf by default).
+ *
+ * Every key is optional and has a default; unknown sections or keys, and values out of range, are errors
+ * reported as "FILE:LINE: message". Loading fills a fresh struct and leaves the caller's current one untouched
+ * on failure, so a reload can keep the old configuration. Also read by ngxctl for the socket path.
+ */
+#ifndef NGXAT_CONFIG_H
+#define NGXAT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PATH_MAX 512
+
+struct config {
+	/* [agent] */
+	int64_t tick_ms;                    /* tick interval */
+	char root[CONFIG_PATH_MAX];         /* prefix of every /proc and /sys path */
+	char socket_path[CONFIG_PATH_MAX];  /* API Unix socket */
+	unsigned socket_mode;               /* its mode */
+	char socket_group[64];              /* its group ("" = the agent's) */
+	int log_level;                      /* syslog priority */
+	/* [store] */
+	char store_path[CONFIG_PATH_MAX];
+	int64_t frames_retention_ms;
+	int64_t rollups_retention_ms;
+	/* [nginx] */
+	char pid_file[CONFIG_PATH_MAX];
+	char stub_status_url[CONFIG_PATH_MAX]; /* "" disables the stub_status probe */
+	int64_t stub_status_timeout_ms;
+	char access_log[CONFIG_PATH_MAX];      /* "" disables the access-log probe */
+	char error_log[CONFIG_PATH_MAX];       /* "" disables the error-log probe */
+	/* [probes] */
+	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
+	bool probe_interrupts;  /* /proc/interrupts */
+	bool probe_workers;     /* nginx workers' schedstat */
+};
+
+/* Fill CFG with the defaults. */
+void config_default(struct config *cfg);
+/*
+ * Load PATH over the defaults into CFG. A missing file is an error only when MUST_EXIST; otherwise the defaults
+ * stand. On error returns -EINVAL/-errno, writes "PATH:LINE: what" into ERR, and leaves CFG unspecified.
+ */
+int config_load(const char *path, bool must_exist, struct config *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,171 @@
+#include "strutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int str_to_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < lo || v > hi)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int str_to_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
+
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		int64_t ms;
+	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000}};
+	char *end;
+	long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) != 0)
+			continue;
+		if (v > INT64_MAX / units[i].ms)
+			return -ERANGE;
+		v *= units[i].ms;
+		if (v < lo_ms || v > hi_ms)
+			return -ERANGE;
+		*out = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int str_to_mode(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || *s < '0' || *s > '7')
+		return -EINVAL;
+	v = strtoul(s, &end, 8);
+	if (*end || v > 07777)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int str_copy(char *dst, size_t n, const char *src)
+{
+	size_t len = strlen(src);
+
+	if (len >= n)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, len + 1);
+	return 0;
+}
+
+void sbuf_init(struct sbuf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void sbuf_free(struct sbuf *b)
+{
+	free(b->p);
+	sbuf_init(b);
+}
+
+void sbuf_reset(struct sbuf *b)
+{
+	b->len = 0;
+	if (b->p)
+		b->p[0] = '\0';
+}
+
+static bool reserve(struct sbuf *b, size_t extra)
+{
+	size_t need, cap;
+	char *p;
+
+	if (b->oom)
+		return false;
+	need = b->len + extra + 1;
+	if (need <= b->cap)
+		return true;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+void sbuf_add(struct sbuf *b, const char *s, size_t len)
+{
+	if (!reserve(b, len))
+		return;
+	memcpy(b->p + b->len, s, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+}
+
+void sbuf_puts(struct sbuf *b, const char *s)
+{
+	sbuf_add(b, s, strlen(s));
+}
+
+void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+const char *sbuf_str(const struct sbuf *b)
+{
+	return b->p && !b->oom ? b->p : "";
+}

@@ -1,0 +1,49 @@
+/*
+ * strutil: strict string-to-number conversions and a growable string buffer.
+ *
+ * Used for configuration values, query strings and command-line arguments: whole-string, range-checked, no
+ * silent truncation. Not for /proc parsing (agent/core has its own bounded scanners for non-terminated buffers).
+ */
+#ifndef NGXAT_STRUTIL_H
+#define NGXAT_STRUTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decimal int64 in [lo, hi], the whole string. 0, -EINVAL, -ERANGE. */
+int str_to_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* yes/no, true/false, on/off, 1/0. 0 or -EINVAL. */
+int str_to_bool(const char *s, bool *out);
+/* A duration "250ms", "1s", "5m", "48h", "90d" (a bare number is seconds) into ms within [lo_ms, hi_ms].
+ * 0, -EINVAL, -ERANGE. */
+int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out);
+/* Octal file mode "0660". 0, -EINVAL. */
+int str_to_mode(const char *s, unsigned *out);
+/* Copy SRC into DST of size N; -ENAMETOOLONG (DST untouched) when it does not fit. */
+int str_copy(char *dst, size_t n, const char *src);
+
+/* A growable, always NUL-terminated string. A failed allocation sets OOM and later appends do nothing. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+/* Empty buffer, no allocation. */
+void sbuf_init(struct sbuf *b);
+/* Release; the buffer is empty again. */
+void sbuf_free(struct sbuf *b);
+/* Drop contents, keep memory. */
+void sbuf_reset(struct sbuf *b);
+/* Append LEN bytes. */
+void sbuf_add(struct sbuf *b, const char *s, size_t len);
+/* Append a NUL-terminated string. */
+void sbuf_puts(struct sbuf *b, const char *s);
+/* Append formatted text. */
+void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Contents ("" when empty or OOM). */
+const char *sbuf_str(const struct sbuf *b);
+
+#endif

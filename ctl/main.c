@@ -1,0 +1,77 @@
+/*
+ * ngxctl: the operator's command line for ngx-autotune. One file per verb, each a table entry.
+ */
+#include <curl/curl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "proto.h"
+
+static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: ngxctl [-s SOCKET] [-c CONFIG] [--json] VERB [ARGS]\n"
+		   "Talk to the ngx-autotune agent over its API socket.\n\n"
+		   "  -s, --socket PATH  API socket (default: from the configuration, else " NGXAT_DEFAULT_SOCKET ";\n"
+		   "                     also $NGXCTL_SOCKET)\n"
+		   "  -c, --config FILE  agent configuration to read the socket path from (default "
+		   NGXAT_DEFAULT_CONFIG ")\n"
+		   "  -j, --json         print the API's JSON\n"
+		   "  -h, --help         this help\n\nVerbs:\n");
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		fprintf(f, "  %-8s %-26s %s\n", verbs[i]->name, verbs[i]->usage, verbs[i]->summary);
+	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached or refused.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+					     {"config", required_argument, NULL, 'c'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	struct ctl ctl = {0};
+	const char *config = NGXAT_DEFAULT_CONFIG, *sock = getenv("NGXCTL_SOCKET");
+	bool config_given = false;
+	struct config cfg;
+	char err[512];
+	int c, rc;
+
+	/* '+': stop at the verb, its options are its own. */
+	while ((c = getopt_long(argc, argv, "+s:c:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': sock = optarg; break;
+		case 'c': config = optarg; config_given = true; break;
+		case 'j': ctl.json = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!sock) {
+		if (config_load(config, config_given, &cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ngxctl: %s\n", err);
+			return 2;
+		}
+		sock = cfg.socket_path;
+	}
+	snprintf(ctl.socket, sizeof(ctl.socket), "%s", sock);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(argv[optind], verbs[i]->name) != 0)
+			continue;
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		rc = verbs[i]->exec(&ctl, argc - optind, argv + optind);
+		curl_global_cleanup();
+		return rc;
+	}
+	fprintf(stderr, "ngxctl: unknown verb '%s'\n", argv[optind]);
+	usage(stderr);
+	return 2;
+}

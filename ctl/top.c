@@ -1,0 +1,150 @@
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "proto.h"
+#include "strutil.h"
+
+#define TOP_METRICS "nginx.requests,http.requests,http.p99_ms,tcp.listen_overflows,softnet.time_squeeze," \
+		    "softnet.dropped,nginx.active,cpu.*"
+
+static volatile sig_atomic_t quit;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	quit = 1;
+}
+
+/* A value of the frame, NAN when absent or null. */
+static double val(json_t *values, const char *name)
+{
+	json_t *v = json_object_get(values, name);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void fmt(char *buf, size_t n, double v, const char *f)
+{
+	if (isfinite(v))
+		snprintf(buf, n, f, v);
+	else
+		snprintf(buf, n, "-");
+}
+
+static void show(json_t *frame, bool tty)
+{
+	json_t *values = json_object_get(frame, API_K_VALUES), *v;
+	double dt = json_number_value(json_object_get(frame, API_K_DT));
+	double req = val(values, "nginx.requests");
+	char a[32], b[32], c[32], d[32], e[32], f[32], when[16];
+	time_t ts = (time_t)(json_integer_value(json_object_get(frame, API_K_TS)) / 1000);
+	struct sbuf cores;
+
+	if (!isfinite(req))
+		req = val(values, "http.requests");
+	if (!(dt > 0))
+		dt = NAN;
+	strftime(when, sizeof(when), "%H:%M:%S", localtime(&ts));
+	fmt(a, sizeof(a), req / dt, "%.0f");
+	fmt(b, sizeof(b), val(values, "http.p99_ms"), "%.0f");
+	fmt(c, sizeof(c), val(values, "tcp.listen_overflows") / dt, "%.0f");
+	fmt(d, sizeof(d), val(values, "softnet.time_squeeze") / dt, "%.0f");
+	fmt(e, sizeof(e), val(values, "softnet.dropped") / dt, "%.0f");
+	fmt(f, sizeof(f), val(values, "nginx.active"), "%.0f");
+	sbuf_init(&cores);
+	for (int cpu = 0; cpu < 1024; cpu++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "cpu.%d.softirq", cpu);
+		if (!(v = json_object_get(values, name)))
+			break;
+		sbuf_printf(&cores, "%scpu%d %s", cpu ? "  " : "", cpu,
+			    json_is_number(v) ? (snprintf(name, sizeof(name), "%.1f%%", json_number_value(v)), name) : "-");
+	}
+	if (tty) {
+		printf("\033[H\033[2J");
+		printf("ngxctl top  %s  (Ctrl-C quits)\n\n", when);
+		printf("%12s %10s %14s %14s %12s %10s\n", "requests/s", "p99 ms", "overflows/s", "squeeze/s",
+		       "drops/s", "active");
+		printf("%12s %10s %14s %14s %12s %10s\n\n", a, b, c, d, e, f);
+		printf("softirq share per core: %s\n", sbuf_str(&cores));
+	} else {
+		printf("%s req/s=%s p99_ms=%s listen_overflows/s=%s time_squeeze/s=%s softnet_drops/s=%s active=%s "
+		       "softirq=[%s]\n", when, a, b, c, d, e, f, sbuf_str(&cores));
+	}
+	fflush(stdout);
+	sbuf_free(&cores);
+}
+
+static int top_exec(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"count", required_argument, NULL, 'n'}, {"interval", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+	int64_t count = 0, interval_ms = 1000, shown_ts = 0, done = 0;
+	bool tty = isatty(1);
+	char err[512];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:i:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (str_to_i64(optarg, 1, 1000000, &count) < 0) {
+				fprintf(stderr, "ngxctl top: -n takes a count from 1\n");
+				return 2;
+			}
+			break;
+		case 'i':
+			if (str_to_duration_ms(optarg, 100, 3600000, &interval_ms) < 0) {
+				fprintf(stderr, "ngxctl top: -i takes a duration such as 1s or 500ms\n");
+				return 2;
+			}
+			break;
+		default:
+			return 2;
+		}
+	}
+	signal(SIGINT, on_sigint);
+	while (!quit && (!count || done < count)) {
+		json_t *r, *frames, *last;
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s?%s=-5&%s=%s", API_PATH_FRAMES, API_Q_SINCE, API_Q_METRICS, TOP_METRICS);
+		if (ctl_get(ctl, path, &r, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ngxctl: %s\n", err);
+			return 3;
+		}
+		frames = json_object_get(r, API_K_FRAMES);
+		last = json_array_get(frames, json_array_size(frames) - 1);
+		if (last && json_integer_value(json_object_get(last, API_K_TS)) != shown_ts) {
+			shown_ts = json_integer_value(json_object_get(last, API_K_TS));
+			if (ctl->json) {
+				json_dumpf(last, stdout, JSON_COMPACT);
+				putchar('\n');
+				fflush(stdout);
+			} else {
+				show(last, tty);
+			}
+			done++;
+		}
+		json_decref(r);
+		if (!count || done < count)
+			usleep((useconds_t)interval_ms * 1000);
+	}
+	return 0;
+}
+
+const struct ctl_verb verb_top = {
+	.name = "top",
+	.usage = "[-n COUNT] [-i INTERVAL]",
+	.summary = "live per-second view: requests/s, p99, listen overflows, time_squeeze, drops, softirq per core",
+	.exec = top_exec,
+};

@@ -1,0 +1,83 @@
+#!/bin/bash
+# The full test suite, as CI runs it: install packages (as root), build with -Werror, run every test
+# (unit, simulation, system), run the unit tests again under ASan+UBSan, check the distribution tarball, and end
+# with one line "N passed, N failed". Exits non-zero on any failure.
+#
+#   sudo tests/run-all.sh            everything
+#   NGXAT_SKIP_DEPS=1 tests/run-all.sh   do not call apt-get
+set -u
+cd "$(dirname "$0")/.."
+top=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0 failed=0 skipped=0
+failures=()
+
+step() { # step NAME COMMAND...: a build step counts as one test
+	local name=$1
+	shift
+	echo "=== $name"
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		failures+=("$name")
+		echo "=== FAILED: $name"
+		return 1
+	fi
+}
+
+count_log() { # add the counts of an automake test-suite.log
+	local log=$1 p f s
+	[ -f "$log" ] || return 0
+	p=$(sed -n 's/^# PASS: *//p' "$log" | head -1)
+	f=$(($(sed -n 's/^# FAIL: *//p' "$log" | head -1) + $(sed -n 's/^# ERROR: *//p' "$log" | head -1) + \
+		$(sed -n 's/^# XPASS: *//p' "$log" | head -1)))
+	s=$(sed -n 's/^# SKIP: *//p' "$log" | head -1)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + f))
+	skipped=$((skipped + ${s:-0}))
+	if [ "$f" -gt 0 ]; then
+		failures+=("tests in $log")
+		# Show what failed: the log holds each failing test's output.
+		awk '/^(FAIL|ERROR): /{p=1} p{print} /^(PASS|SKIP): /{p=0}' "$log" | tail -n 200
+	fi
+}
+
+if [ -z "${NGXAT_SKIP_DEPS:-}" ]; then
+	if [ "$(id -u)" = 0 ]; then
+		step "install packages" packaging/debian-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+	else
+		echo "not root: not installing packages (the system tests will skip)"
+	fi
+fi
+
+step "autoreconf" autoreconf -fi || { echo "$passed passed, $failed failed"; exit 1; }
+
+# 1. The normal build, -Werror, and every test.
+rm -rf build && mkdir build
+step "configure (-Werror)" sh -c 'cd build && ../configure --enable-werror >configure.out 2>&1 || { tail -30 configure.out; exit 1; }' &&
+	step "make (-Werror)" make -C build -j"$jobs" &&
+	{ make -C build -j"$jobs" check >build/check.out 2>&1 || true
+	  grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' build/check.out
+	  count_log build/test-suite.log; }
+
+# 2. The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+rm -rf build-asan && mkdir build-asan
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
+step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werror CFLAGS='$san' LDFLAGS='$san' >configure.out 2>&1 || { tail -30 configure.out; exit 1; }" &&
+	step "make (ASan+UBSan)" make -C build-asan -j"$jobs" &&
+	{ units=$(make -s -C build-asan print-unit-tests)
+	  ASAN_OPTIONS=detect_leaks=1 make -C build-asan -j"$jobs" check TESTS="$units" >build-asan/check.out 2>&1 || true
+	  grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' build-asan/check.out | sed 's/^/asan /'
+	  count_log build-asan/test-suite.log; }
+
+# 3. The release tarball builds and passes its unit tests on its own.
+step "make distcheck" sh -c 'make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+	printf 'failed: %s\n' "${failures[@]}"
+fi
+echo "skipped: $skipped"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

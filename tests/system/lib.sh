@@ -1,0 +1,119 @@
+# Shared by the system tests: paths, assertions, and cleanup. Source it; set TEST_NAME first.
+set -u
+: "${srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${builddir:=$(pwd)}"
+AGENT=$builddir/ngx-autotune
+NGXCTL=$builddir/ngxctl
+NOTIFY_LISTEN=$builddir/tests/system/notify-listen
+TMP=$(mktemp -d "/tmp/ngxat-${TEST_NAME:-test}.XXXXXX")
+CLEANUP=()
+checks=0
+
+cleanup() {
+	local i
+	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${CLEANUP[$i]}" >/dev/null 2>&1 || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+fail() {
+	echo "FAIL: $*"
+	if [ -f "$TMP/agent.log" ]; then
+		echo "--- agent log (last 40 lines)"
+		tail -n 40 "$TMP/agent.log"
+	fi
+	exit 1
+}
+
+ok() {
+	checks=$((checks + 1))
+	echo "ok $checks - $*"
+}
+
+need_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+}
+
+need_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip "needs $c"
+	done
+}
+
+# api PATH: GET from the agent's socket, print the body.
+api() {
+	curl -sS --max-time 5 --unix-socket "$TMP/api.sock" "http://localhost$1"
+}
+
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.1
+	done
+}
+
+# start_nginx_ns NS PORT: a network namespace NS (loopback up) and a real nginx in it on 127.0.0.1:PORT with
+# stub_status at /nginx_status, the JSON access log the agent understands, and its error log; all files under
+# $TMP/nginx. Sets NGINX_DIR. Both are removed by cleanup.
+start_nginx_ns() {
+	local ns=$1 port=$2
+	NGINX_DIR=$TMP/nginx
+	mkdir -p "$NGINX_DIR/logs"
+	ip netns add "$ns" || return 1
+	CLEANUP+=("ip netns del $ns")
+	ip -n "$ns" link set lo up
+	cat >"$NGINX_DIR/nginx.conf" <<EOT
+worker_processes 2;
+pid $NGINX_DIR/nginx.pid;
+error_log $NGINX_DIR/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+	log_format ngxat_json escape=json '{"time":"\$time_iso8601","status":\$status,"request_time":\$request_time,'
+		'"upstream_response_time":"\$upstream_response_time","upstream_addr":"\$upstream_addr",'
+		'"bytes":\$body_bytes_sent}';
+	access_log $NGINX_DIR/logs/access.log ngxat_json;
+	client_body_temp_path $NGINX_DIR/tmp_body;
+	proxy_temp_path $NGINX_DIR/tmp_proxy;
+	fastcgi_temp_path $NGINX_DIR/tmp_fastcgi;
+	uwsgi_temp_path $NGINX_DIR/tmp_uwsgi;
+	scgi_temp_path $NGINX_DIR/tmp_scgi;
+	keepalive_requests 10000;
+	server {
+		listen 127.0.0.1:$port;
+		location = /nginx_status { stub_status; access_log off; }
+		location / { return 200 "hello from nginx\n"; }
+	}
+}
+EOT
+	ip netns exec "$ns" nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/logs/error.log" || return 1
+	CLEANUP+=("kill -QUIT \$(cat $NGINX_DIR/nginx.pid)")
+	wait_for 5 test -s "$NGINX_DIR/nginx.pid"
+}
+
+# agent_conf FILE PORT [TICK]: an agent configuration for the nginx of start_nginx_ns.
+agent_conf() {
+	cat >"$1" <<EOT
+[agent]
+tick_interval = ${3:-1s}
+socket = $TMP/api.sock
+socket_group =
+[store]
+path = $TMP/store/ngx-autotune.db
+[nginx]
+pid_file = $NGINX_DIR/nginx.pid
+stub_status_url = http://127.0.0.1:$2/nginx_status
+access_log = $NGINX_DIR/logs/access.log
+error_log = $NGINX_DIR/logs/error.log
+EOT
+}

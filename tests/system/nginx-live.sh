@@ -1,0 +1,67 @@
+#!/bin/bash
+# A real nginx (Debian package) in its own network namespace, real load from wrk inside it, and the real agent
+# outside it: the agent follows nginx into its namespace (counters, stub_status, inet_diag) and its frames agree
+# with what the load generator measured.
+TEST_NAME=nginx-live
+. "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip "system test skipped in distcheck"
+need_root
+need_cmd nginx wrk jq curl ip
+NS=ngxat-live-$$
+PORT=8081
+start_nginx_ns "$NS" $PORT || fail "could not start nginx in namespace $NS"
+ok "nginx running in namespace $NS"
+agent_conf "$TMP/agent.conf" $PORT 500ms
+"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
+CLEANUP+=("kill -9 $!")
+wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
+wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/status | jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
+	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
+ok "every probe ok against the namespaced nginx"
+
+t0=$(date +%s%3N)
+ip netns exec "$NS" timeout 30 wrk -t2 -c32 -d6s --latency "http://127.0.0.1:$PORT/" >"$TMP/wrk.out" 2>&1 ||
+	fail "wrk failed: $(cat "$TMP/wrk.out")"
+t1=$(date +%s%3N)
+sleep 1.5
+total=$(awk '/requests in/{print $1}' "$TMP/wrk.out")
+rps=$(awk '/^Requests\/sec/{print int($2)}' "$TMP/wrk.out")
+echo "# wrk: $total requests, $rps req/s"
+[ "${total:-0}" -gt 1000 ] || fail "wrk did too little: $(cat "$TMP/wrk.out")"
+
+M="nginx.requests,http.requests,http.p99_ms,listen.$PORT.backlog,listen.$PORT.queued,tcp.state.established,link.lo.rx_packets,tcp.passive_opens"
+api "/v1/frames?since=$((t0 - 1000))&metrics=$M" >"$TMP/frames.json"
+stub=$(jq '[.frames[].values["nginx.requests"] | select(. != null)] | add' "$TMP/frames.json")
+logged=$(jq '[.frames[].values["http.requests"] | select(. != null)] | add' "$TMP/frames.json")
+echo "# agent: stub_status $stub requests, access log $logged requests"
+awk -v a="$stub" -v w="$total" 'BEGIN{exit !(a >= w*0.97 && a <= w*1.05 + 50)}' ||
+	fail "stub_status requests $stub not within 3% of wrk's $total"
+ok "stub_status request count agrees with wrk ($stub vs $total)"
+awk -v a="$logged" -v w="$total" 'BEGIN{exit !(a >= w*0.97 && a <= w*1.05 + 50)}' ||
+	fail "access-log requests $logged not within 3% of wrk's $total"
+ok "access-log request count agrees with wrk ($logged vs $total)"
+# The per-second rate in the middle of the run, against wrk's average.
+med=$(jq --argjson t0 "$t0" --argjson t1 "$t1" '[.frames[] | select(.ts > $t0 + 1500 and .ts < $t1 - 500)
+	| select(.values["nginx.requests"] != null and .dt > 0) | .values["nginx.requests"] / .dt] | sort
+	| .[length/2|floor]' "$TMP/frames.json")
+echo "# agent: median requests/s in the run $med, wrk $rps"
+awk -v a="$med" -v w="$rps" 'BEGIN{exit !(a >= w*0.8 && a <= w*1.2)}' ||
+	fail "requests/s $med not within 20% of wrk's $rps"
+ok "requests/s close to wrk's ($med vs $rps)"
+jq -e --argjson t0 "$t0" '[.frames[] | select(.ts > $t0 + 1000) | .values["http.p99_ms"] | select(. != null)]
+	| length > 3' "$TMP/frames.json" >/dev/null || fail "no p99 during the load"
+ok "p99 present during the load"
+jq -e ".frames[-1].values[\"listen.$PORT.backlog\"] == 511" "$TMP/frames.json" >/dev/null ||
+	fail "listen backlog of :$PORT is not nginx's default 511: $(jq -c ".frames[-1].values" "$TMP/frames.json")"
+jq -e ".frames[-1].values | has(\"listen.$PORT.queued\") and has(\"tcp.state.established\")" "$TMP/frames.json" \
+	>/dev/null || fail "listen queue or TCP states missing"
+ok "listen-queue figures from inet_diag in nginx's namespace (backlog 511)"
+jq -e '[.frames[].values["link.lo.rx_packets"] | select(. != null)] | add > 1000' "$TMP/frames.json" >/dev/null ||
+	fail "namespace loopback link counters missing"
+jq -e '[.frames[].values["tcp.passive_opens"] | select(. != null)] | add >= 32' "$TMP/frames.json" >/dev/null ||
+	fail "passive opens of the namespace not seen"
+ok "link and TCP counters are the namespace's"
+"$NGXCTL" -s "$TMP/api.sock" top -n 2 >"$TMP/top.out" || fail "ngxctl top failed"
+grep -q "req/s=" "$TMP/top.out" || fail "ngxctl top printed: $(cat "$TMP/top.out")"
+ok "ngxctl top shows live frames"
+echo "# $checks checks passed"

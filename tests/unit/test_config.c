@@ -1,0 +1,169 @@
+/* Unit tests for common/config.c and common/strutil.c: defaults, every key, and errors with FILE:LINE. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "strutil.h"
+
+static char path[64];
+
+static void write_conf(const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	strcpy(path, "/tmp/ngxat-config-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+static void test_defaults_when_missing(void **state)
+{
+	struct config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(config_load("/nonexistent/agent.conf", false, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.tick_ms, 1000);
+	assert_string_equal(c.root, "/");
+	assert_string_equal(c.store_path, "/var/lib/ngx-autotune/ngx-autotune.db");
+	assert_int_equal(c.frames_retention_ms, 48LL * 3600 * 1000);
+	assert_int_equal(c.rollups_retention_ms, 90LL * 86400 * 1000);
+	assert_int_equal(c.socket_mode, 0660);
+	assert_true(c.probe_netlink);
+	assert_int_equal(config_load("/nonexistent/agent.conf", true, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/agent.conf"));
+}
+
+static void test_every_key(void **state)
+{
+	struct config c;
+	char err[256];
+
+	(void)state;
+	write_conf("; comment\n[agent]\ntick_interval = 250ms\nroot = /tmp/fake\nsocket = /tmp/s.sock\n"
+		   "socket_mode = 0600\nsocket_group = wheel\nlog_level = debug\n"
+		   "[store]\npath = /tmp/x.db\nframes_retention = 2h\nrollups_retention = 7d\n"
+		   "[nginx]\npid_file = /tmp/nginx.pid\nstub_status_url = http://127.0.0.1:8080/st\n"
+		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\n"
+		   "[probes]\nnetlink = no\ninterrupts = off\nworkers = false\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.tick_ms, 250);
+	assert_string_equal(c.root, "/tmp/fake");
+	assert_string_equal(c.socket_path, "/tmp/s.sock");
+	assert_int_equal(c.socket_mode, 0600);
+	assert_string_equal(c.socket_group, "wheel");
+	assert_int_equal(c.log_level, 7);
+	assert_string_equal(c.store_path, "/tmp/x.db");
+	assert_int_equal(c.frames_retention_ms, 2 * 3600 * 1000);
+	assert_int_equal(c.rollups_retention_ms, 7LL * 86400 * 1000);
+	assert_string_equal(c.stub_status_url, "http://127.0.0.1:8080/st");
+	assert_int_equal(c.stub_status_timeout_ms, 150);
+	assert_string_equal(c.access_log, "");
+	assert_false(c.probe_netlink);
+	assert_false(c.probe_interrupts);
+	assert_false(c.probe_workers);
+}
+
+static const struct {
+	const char *text;
+	const char *expect; /* substring of the error, which always starts with PATH:LINE */
+	int line;
+} bad[] = {
+	{"[agent]\nfoo = 1\n", "unknown key 'foo' in section [agent]", 2},
+	{"[agent]\ntick_interval = 1s\n[nosuch]\nx = 1\n", "unknown section [nosuch]", 4},
+	{"[agent]\ntick_interval = fast\n", "not a duration", 2},
+	{"[agent]\ntick_interval = 10ms\n", "between 100ms and 60000ms", 2},
+	{"[agent]\n\n\nthis line has no equals\n", "syntax error", 4},
+	{"[store]\npath = relative/x.db\n", "absolute path", 2},
+	{"[nginx]\nstub_status_url = ftp://x/\n", "http:// or https://", 2},
+	{"[agent]\nsocket_mode = 999\n", "octal mode", 2},
+	{"[agent]\nlog_level = loud\n", "not one of error", 2},
+	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
+	{"[agent]\nlog_level = info\nlog_level = bogus\ntick_interval = x\n", "not one of error", 3},
+};
+
+static void test_errors(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct config c;
+		char err[512], prefix[128];
+
+		write_conf(bad[i].text);
+		assert_int_equal(config_load(path, true, &c, err, sizeof(err)), -EINVAL);
+		snprintf(prefix, sizeof(prefix), "%s:%d: ", path, bad[i].line);
+		if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, bad[i].expect))
+			fail_msg("case %zu: got '%s', want prefix '%s' and '%s'", i, err, prefix, bad[i].expect);
+	}
+}
+
+static void test_strutil(void **state)
+{
+	int64_t v;
+	bool b;
+	struct sbuf s;
+
+	(void)state;
+	assert_int_equal(str_to_i64("42", 0, 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(str_to_i64("101", 0, 100, &v), -ERANGE);
+	assert_int_equal(str_to_i64("4x", 0, 100, &v), -EINVAL);
+	assert_int_equal(str_to_i64("", 0, 100, &v), -EINVAL);
+	assert_int_equal(str_to_i64("99999999999999999999", 0, INT64_MAX, &v), -ERANGE);
+	assert_int_equal(str_to_duration_ms("90d", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 90LL * 86400000);
+	assert_int_equal(str_to_duration_ms("5", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 5000);
+	assert_int_equal(str_to_duration_ms("5 s", 0, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(str_to_duration_ms("-5s", 0, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(str_to_duration_ms("9223372036854775807d", 0, INT64_MAX, &v), -ERANGE);
+	assert_int_equal(str_to_bool("Yes", &b), 0);
+	assert_true(b);
+	assert_int_equal(str_to_bool("nope", &b), -EINVAL);
+	sbuf_init(&s);
+	assert_string_equal(sbuf_str(&s), "");
+	for (int i = 0; i < 1000; i++)
+		sbuf_printf(&s, "%d,", i);
+	assert_int_equal(strlen(sbuf_str(&s)), s.len);
+	assert_int_equal(strncmp(sbuf_str(&s), "0,1,2,", 6), 0);
+	sbuf_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_when_missing),
+		cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test(test_strutil),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
