@@ -1,0 +1,56 @@
+/*
+ * probe_netlink: TCP socket and network link statistics of one network namespace, read over netlink.
+ *
+ * This module owns two netlink sockets (sock_diag through libnl-idiag, rtnetlink through libnl) created inside
+ * the namespace of a given process, one TCP socket dump (IPv4 and IPv6 together) and one link dump per call.
+ * It runs every tick on hosts that may hold 100k TIME_WAIT sockets, so it reads each dump into one buffer
+ * allocated at open and parses records in place: no allocation per socket or per call. Every receive has a
+ * timeout, so a silent kernel or a signal gives an error, never a hang.
+ * Cost, measured on loopback: listen queues alone take about 0.04 ms whatever the number of connections; counting
+ * states costs about 0.5 ms of kernel time per 1000 sockets (10 ms with 20k TIME_WAIT), so callers that count
+ * states every tick on a busy host spend more than the agent's whole budget: count them at a slower cadence.
+ * It must not decide anything, log, or keep history: it returns this call's numbers and errors as -errno.
+ * It must not leave the calling thread in another namespace.
+ */
+#ifndef NGXAT_PROBE_NETLINK_H
+#define NGXAT_PROBE_NETLINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nl_probe;
+
+/* One listening TCP socket: current accept queue and its configured backlog. */
+struct nl_listen_queue {
+	int family;		/* AF_INET or AF_INET6 */
+	uint16_t port;		/* host byte order */
+	char addr[46];		/* numeric local address, as inet_ntop writes it */
+	uint32_t queued;	/* connections waiting for accept() (inet_diag idiag_rqueue) */
+	uint32_t backlog;	/* listen() backlog after the kernel's somaxconn cap (idiag_wqueue) */
+};
+
+/* Number of TCP sockets in each state, IPv4 and IPv6 together (TIME_WAIT and SYN_RECV minisockets included). */
+struct nl_tcp_states {
+	uint32_t established, syn_sent, syn_recv, fin_wait1, fin_wait2, time_wait, close, close_wait, last_ack,
+		listen, closing;
+};
+
+/* Counters of one network interface, 64-bit as the kernel keeps them. */
+struct nl_link_stats {
+	char name[16];
+	uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, rx_missed, tx_dropped, rx_errors, tx_errors;
+};
+
+/* Open netlink sockets in the network namespace of PID (0: the caller's own); on failure a message goes to ERR. */
+int nl_probe_open(int pid, struct nl_probe **out, char *err, size_t errlen);
+
+/* Close the sockets and free the probe; NULL is allowed. */
+void nl_probe_close(struct nl_probe *p);
+
+/* Dump TCP sockets: up to MAX listen queues into LQ (*NLQ stored); state counts into ST unless NULL (costly). */
+int nl_probe_tcp(struct nl_probe *p, struct nl_listen_queue *lq, size_t max, size_t *nlq, struct nl_tcp_states *st);
+
+/* Dump links once: the first MAX interfaces in ifindex order (physical ones come first) into OUT, *N stored. */
+int nl_probe_links(struct nl_probe *p, struct nl_link_stats *out, size_t max, size_t *n);
+
+#endif
