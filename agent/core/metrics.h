@@ -22,8 +22,8 @@ struct metric_registry;
 int metric_registry_new(struct metric_registry **out);
 /* Free a registry; NULL is fine. */
 void metric_registry_free(struct metric_registry *reg);
-/* Id of NAME, adding it when unknown. -EINVAL for an empty, too long or non-printable name (only ASCII 0x21..0x7e,
- * so names survive JSON, SQL and Prometheus untouched); -ENOSPC when all ids are taken. */
+/* Id of NAME, adding it when unknown. -EINVAL for an empty, too long or non-printable name (only ASCII 0x21..0x7e:
+ * no spaces or control bytes to escape in logs and JSON); -ENOSPC when all ids are taken. */
 int metric_intern(struct metric_registry *reg, const char *name, uint32_t *id);
 /* Add NAME under a known ID (used when loading a store); -EEXIST if either is taken differently, -EINVAL for a bad
  * name or an id outside 1..METRIC_ID_MAX. */
