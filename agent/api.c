@@ -233,6 +233,15 @@ static enum MHD_Result get_metrics(struct api *api, struct MHD_Connection *c)
 	return send_json(c, 200, json_pack("{s:o}", API_K_METRICS, arr), "application/json");
 }
 
+/* Whether the request announces a body: MHD calls the handler before reading it. */
+static bool has_body(struct MHD_Connection *c)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (len && strcmp(len, "0") != 0) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------------------- */
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -245,7 +254,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)con_cls;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return send_problem(c, 405, "%s is read-only in API version %d", url, NGXAT_API_VERSION);
-	if (*upload_data_size)
+	if (*upload_data_size || has_body(c))
 		return send_problem(c, 413, "GET requests take no body");
 	if (strcmp(url, API_PATH_STATUS) == 0)
 		return send_json(c, 200, status_json(api->a), "application/json");

@@ -121,6 +121,8 @@ static void schedule_next(struct agent *a);
 
 static void finish_tick(struct agent *a, double extra_cpu_ms)
 {
+	static const char *const degraded[] = {"NGXAT_STORE_STATE=degraded", NULL};
+	static const char *const writable[] = {"NGXAT_STORE_STATE=ok", NULL};
 	double c0 = thread_cpu_ms();
 	struct store_health sh;
 	bool was_degraded;
@@ -133,9 +135,9 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 	if (r == 0) {
 		a->stored++;
 		if (was_degraded)
-			log_notice("store writable again: observing normally");
+			log_fields(LOG_NOTICE, writable, "store writable again: observing normally");
 	} else if (!was_degraded) {
-		log_err("store write failed, agent degraded: %s", sh.reason);
+		log_fields(LOG_ERR, degraded, "store write failed, agent degraded: %s", sh.reason);
 	}
 	a->ticks++;
 	a->last_tick_ms = a->fr.ts_ms;
@@ -190,6 +192,7 @@ static void on_tick(uv_timer_t *t)
 	a->fr.dt_s = a->last_tick_ms ? (double)(now - a->last_tick_ms) / 1000.0 : 0;
 	a->fr.probes_ok = a->fr.probes_bad = 0;
 	a->tick_busy = true;
+	sampler_begin(a->sampler, &a->fr);
 	if (sampler_stub_enabled(a->sampler)) {
 		if (a->stub_busy) {
 			sampler_stub_skip(a->sampler, &a->fr, "previous stub_status fetch still running");

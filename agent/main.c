@@ -54,6 +54,7 @@ static int run_once(struct agent *a)
 		frame_clear(&a->fr);
 		a->fr.ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 		a->fr.dt_s = i ? (double)a->cfg.tick_ms / 1000.0 : 0;
+		sampler_begin(a->sampler, &a->fr);
 		sampler_collect(a->sampler, &a->fr);
 		if (sampler_stub_enabled(a->sampler)) {
 			void *h = sampler_stub_prepare(a->sampler);

@@ -186,8 +186,13 @@ static void probe_ok(struct sampler *s, struct frame *fr, enum probe_id id)
 {
 	struct probe_health *h = &s->health[id];
 
-	if (!h->ok && h->failures)
-		log_notice("probe %s recovered", probe_names[id]);
+	if (!h->ok && h->failures) {
+		char field[64];
+		const char *fields[] = {field, NULL};
+
+		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", probe_names[id]);
+		log_fields(LOG_NOTICE, fields, "probe %s recovered", probe_names[id]);
+	}
 	h->ok = true;
 	h->err = 0;
 	h->msg[0] = '\0';
@@ -207,8 +212,14 @@ static void probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, in
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	/* Log on a change of the error only: a dead nginx must not write a line per second. */
-	if (h->ok || h->failures == 0 || strcmp(msg, h->msg) != 0)
-		log_warn("probe %s failing: %s", probe_names[id], msg);
+	if (h->ok || h->failures == 0 || strcmp(msg, h->msg) != 0) {
+		char field[64], errno_field[32];
+		const char *fields[] = {field, errno_field, NULL};
+
+		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", probe_names[id]);
+		snprintf(errno_field, sizeof(errno_field), "ERRNO=%d", -err);
+		log_fields(LOG_WARNING, fields, "probe %s failing: %s", probe_names[id], msg);
+	}
 	h->ok = false;
 	h->err = err;
 	h->failures++;
@@ -1080,11 +1091,15 @@ void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why)
 
 /* ---- the tick -------------------------------------------------------------------------------------------- */
 
-void sampler_collect(struct sampler *s, struct frame *fr)
+void sampler_begin(struct sampler *s, struct frame *fr)
 {
 	s->tick++;
 	if (s->health[PROBE_NGINX].enabled)
 		probe_nginx(s, fr);
+}
+
+void sampler_collect(struct sampler *s, struct frame *fr)
+{
 	probe_netstat(s, fr);
 	probe_softnet(s, fr);
 	probe_softirqs(s, fr);

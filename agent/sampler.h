@@ -63,7 +63,9 @@ const struct probe_health *sampler_health(const struct sampler *s, enum probe_id
 /* nginx master pid (0 when unknown) and number of workers found last tick. */
 void sampler_nginx(const struct sampler *s, pid_t *master, unsigned *workers);
 
-/* Run every probe except stub_status into FR (ts_ms and dt_s already set by the caller). */
+/* Start a tick: find nginx (its pid and namespace) so that the stub_status fetch goes to the right place. */
+void sampler_begin(struct sampler *s, struct frame *fr);
+/* Run every other probe except stub_status into FR (ts_ms and dt_s already set by the caller). */
 void sampler_collect(struct sampler *s, struct frame *fr);
 /* Whether stub_status is configured. */
 bool sampler_stub_enabled(const struct sampler *s);

@@ -9,67 +9,7 @@ need_cmd jq curl
 
 R=$TMP/root
 NPID=4242
-mkdir -p "$R/proc/net" "$R/proc/$NPID/net" "$R/proc/$NPID/task/$NPID" "$R/proc/4243" "$R/proc/4244" "$R/sys/class/net/eth0"
-
-# netstat/snmp of nginx's namespace: OVF is the ListenOverflows the test drives. Written by rename, so a
-# tick never reads half a file.
-write_netns() { # write_netns DIR OVF
-	cat >"$1/netstat.tmp" <<EOT
-TcpExt: SyncookiesSent SyncookiesRecv ListenOverflows ListenDrops TCPBacklogDrop TCPTimeWaitOverflow
-TcpExt: 0 0 $2 $2 3 0
-IpExt: InNoRoutes InTruncatedPkts
-IpExt: 0 0
-EOT
-	mv "$1/netstat.tmp" "$1/netstat"
-	cat >"$1/snmp.tmp" <<EOT
-Ip: Forwarding DefaultTTL
-Ip: 1 64
-Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors
-Tcp: 1 200 120000 -1 10 $(( $2 * 3 )) 0 0 5 1000 2000 7 0 0 0
-EOT
-	mv "$1/snmp.tmp" "$1/snmp"
-	cat >"$1/softnet_stat" <<EOT
-00000100 00000002 00000003 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000
-00000200 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001
-EOT
-}
-write_netns "$R/proc/net" 999999
-write_netns "$R/proc/$NPID/net" 100
-cat >"$R/proc/softirqs" <<'EOT'
-                    CPU0       CPU1
-          HI:          0          0
-       TIMER:       2385       2608
-      NET_TX:         10         20
-      NET_RX:        300        400
-       BLOCK:          0          0
-EOT
-cat >"$R/proc/stat" <<'EOT'
-cpu  100 0 50 1000 5 3 7 0 0 0
-cpu0 50 0 25 500 2 1 3 0 0 0
-cpu1 50 0 25 500 3 2 4 0 0 0
-intr 0
-ctxt 12345
-btime 1700000000
-processes 100
-procs_running 2
-procs_blocked 0
-softirq 0 0 0 0 0 0 0 0 0 0 0
-EOT
-cat >"$R/proc/interrupts" <<'EOT'
-           CPU0       CPU1
-  0:         10          0   IO-APIC   2-edge      timer
- 25:        100        200   PCI-MSI 524288-edge      eth0-rx-0
- 26:         50         60   PCI-MSI 524289-edge      eth0-tx-0
-NMI:          0          0   Non-maskable interrupts
-LOC:       1000       1100   Local timer interrupts
-ERR:          0
-EOT
-echo "4242 (nginx) S 1 4242" >"$R/proc/$NPID/stat"
-echo "4243 4244 " >"$R/proc/$NPID/task/$NPID/children"
-for w in 4243 4244; do
-	echo "1000000 2000000 30" >"$R/proc/$w/schedstat"
-	printf 'Name:\tnginx\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n' >"$R/proc/$w/status"
-done
+make_fake_root "$R" $NPID
 echo $NPID >"$TMP/nginx.pid"
 : >"$TMP/access.log"
 : >"$TMP/error.log"
@@ -99,7 +39,7 @@ wait_for 5 test -S "$TMP/notify.sock" || fail "notify-listen did not start"
 
 NOTIFY_SOCKET=$TMP/notify.sock "$AGENT" --foreground -c "$TMP/agent.conf" --root "$R" >"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
-CLEANUP+=("kill -9 $AGENT_PID")
+CLEANUP+=("kill $AGENT_PID")
 wait_for 10 grep -q "READY=1" "$TMP/notify.log" || fail "no READY=1"
 ok "READY=1 after the first frame"
 api /v1/status | jq -e '.store.frames >= 1' >/dev/null || fail "READY before a frame was stored"

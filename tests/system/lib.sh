@@ -117,3 +117,72 @@ access_log = $NGINX_DIR/logs/access.log
 error_log = $NGINX_DIR/logs/error.log
 EOT
 }
+
+# write_netns DIR OVF: the netstat, snmp and softnet_stat of a fake namespace, with ListenOverflows = OVF and
+# PassiveOpens = 3 * OVF. Written by rename, so a tick never reads half a file.
+write_netns() {
+	cat >"$1/netstat.tmp" <<EOT
+TcpExt: SyncookiesSent SyncookiesRecv ListenOverflows ListenDrops TCPBacklogDrop TCPTimeWaitOverflow
+TcpExt: 0 0 $2 $2 3 0
+IpExt: InNoRoutes InTruncatedPkts
+IpExt: 0 0
+EOT
+	mv "$1/netstat.tmp" "$1/netstat"
+	cat >"$1/snmp.tmp" <<EOT
+Ip: Forwarding DefaultTTL
+Ip: 1 64
+Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors
+Tcp: 1 200 120000 -1 10 $(($2 * 3)) 0 0 5 1000 2000 7 0 0 0
+EOT
+	mv "$1/snmp.tmp" "$1/snmp"
+	cat >"$1/softnet_stat.tmp" <<EOT
+00000100 00000002 00000003 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000
+00000200 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001
+EOT
+	mv "$1/softnet_stat.tmp" "$1/softnet_stat"
+}
+
+# make_fake_root DIR NPID: a fake /proc and /sys tree for --root: an nginx master NPID with workers NPID+1 and
+# NPID+2, whose network namespace has its own counters (ListenOverflows 100) while the host's show 999999.
+make_fake_root() {
+	local R=$1 NPID=$2 w
+	mkdir -p "$R/proc/net" "$R/proc/$NPID/net" "$R/proc/$NPID/task/$NPID" "$R/sys/class/net/eth0"
+	write_netns "$R/proc/net" 999999
+	write_netns "$R/proc/$NPID/net" 100
+	cat >"$R/proc/softirqs" <<'EOT'
+                    CPU0       CPU1
+          HI:          0          0
+       TIMER:       2385       2608
+      NET_TX:         10         20
+      NET_RX:        300        400
+       BLOCK:          0          0
+EOT
+	cat >"$R/proc/stat" <<'EOT'
+cpu  100 0 50 1000 5 3 7 0 0 0
+cpu0 50 0 25 500 2 1 3 0 0 0
+cpu1 50 0 25 500 3 2 4 0 0 0
+intr 0
+ctxt 12345
+btime 1700000000
+processes 100
+procs_running 2
+procs_blocked 0
+softirq 0 0 0 0 0 0 0 0 0 0 0
+EOT
+	cat >"$R/proc/interrupts" <<'EOT'
+           CPU0       CPU1
+  0:         10          0   IO-APIC   2-edge      timer
+ 25:        100        200   PCI-MSI 524288-edge      eth0-rx-0
+ 26:         50         60   PCI-MSI 524289-edge      eth0-tx-0
+NMI:          0          0   Non-maskable interrupts
+LOC:       1000       1100   Local timer interrupts
+ERR:          0
+EOT
+	echo "$NPID (nginx) S 1 $NPID" >"$R/proc/$NPID/stat"
+	echo "$((NPID + 1)) $((NPID + 2)) " >"$R/proc/$NPID/task/$NPID/children"
+	for w in $((NPID + 1)) $((NPID + 2)); do
+		mkdir -p "$R/proc/$w"
+		echo "1000000 2000000 30" >"$R/proc/$w/schedstat"
+		printf 'Name:\tnginx\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n' >"$R/proc/$w/status"
+	done
+}

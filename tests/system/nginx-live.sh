@@ -13,7 +13,7 @@ start_nginx_ns "$NS" $PORT || fail "could not start nginx in namespace $NS"
 ok "nginx running in namespace $NS"
 agent_conf "$TMP/agent.conf" $PORT 500ms
 "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
-CLEANUP+=("kill -9 $!")
+CLEANUP+=("kill $!")
 wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/status | jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
 	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"

@@ -1,0 +1,511 @@
+/*
+ * parse_accesslog: one nginx access-log line in either of the two formats the agent documents.
+ *
+ * JSON (told apart by a leading '{'):
+ *
+ *   log_format ngxat_json escape=json
+ *       '{"time":"$time_iso8601","status":$status,"request_time":$request_time,'
+ *       '"upstream_response_time":"$upstream_response_time","upstream_addr":"$upstream_addr",'
+ *       '"bytes":$body_bytes_sent}';
+ *
+ *   Keys may come in any order and extra keys (any JSON value, nested up to 64 deep) are skipped; "status" and
+ *   "request_time" are required, "upstream_response_time" is optional (absent: no upstream). Each of the three may
+ *   be a JSON number or a string holding the same text. A key repeated is refused as ambiguous. With escape=json
+ *   nginx writes an unset variable as "" rather than "-", so "" also means no upstream.
+ *
+ * combined, with the two times appended:
+ *
+ *   log_format ngxat_combined
+ *       '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+ *       '"$http_referer" "$http_user_agent" $request_time $upstream_response_time';
+ *
+ *   nginx escapes '"', '\\', control and non-ASCII bytes in variables as \xHH, so a quoted field never holds a raw
+ *   quote and the first '"' of the line opens "$request" ($remote_user may hold blanks, so the part before it is
+ *   not split). Fields are separated by exactly one blank, as nginx writes them; anything after
+ *   $upstream_response_time (another appended variable) is refused rather than guessed at.
+ *
+ * Times are nginx's "%T.%03M" (seconds, three decimals); they are rounded to the nearest ms, and refused when
+ * negative, in exponent form or above 1e7 s. Values above UINT32_MAX ms (49.7 days) saturate. Upstream times are a
+ * list: ", " separates servers tried in turn, " : " upstream groups after an internal redirect, and "-" stands for
+ * an attempt without a time; the numbers are summed. has_upstream is 1 when the list holds at least one number.
+ *
+ * The scanners walk the line once and allocate nothing, so line length does not matter.
+ */
+#include "parse.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define MAX_TIME_MS 10000000000ull /* 1e7 s */
+#define MAX_DEPTH 64		   /* nesting of skipped JSON values; one bit each in a uint64_t */
+
+struct span {
+	const char *b, *e;
+};
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int is_hex(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static uint32_t sat_u32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* Whole span S is "D+" or "D+.D+", at most 1e7 s; *MS gets it rounded to the nearest ms (half up). */
+static int parse_time(struct span s, uint64_t *ms)
+{
+	const char *p = s.b;
+	uint64_t sec = 0, frac = 0;
+	int nfrac = 0;
+
+	if (p == s.e || !is_digit(*p))
+		return -EBADMSG;
+	for (; p < s.e && is_digit(*p); p++) {
+		sec = sec * 10 + (uint64_t)(*p - '0');
+		if (sec > MAX_TIME_MS / 1000)
+			return -EBADMSG;
+	}
+	if (p < s.e) {
+		if (*p++ != '.' || p == s.e)
+			return -EBADMSG;
+		for (; p < s.e; p++, nfrac++) {
+			if (!is_digit(*p))
+				return -EBADMSG;
+			if (nfrac < 3)
+				frac = frac * 10 + (uint64_t)(*p - '0');
+			else if (nfrac == 3 && *p >= '5')
+				frac++; /* 0.9995 -> 1000 ms: carries into seconds below */
+		}
+		for (; nfrac < 3; nfrac++)
+			frac *= 10;
+	}
+	*ms = sec * 1000 + frac;
+	return *ms > MAX_TIME_MS ? -EBADMSG : 0;
+}
+
+/* Whole span S is an HTTP status, 100..599. */
+static int parse_status(struct span s, int *status)
+{
+	const char *p;
+	int v = 0;
+
+	if (s.b == s.e || s.e - s.b > 3)
+		return -EBADMSG;
+	for (p = s.b; p < s.e; p++) {
+		if (!is_digit(*p))
+			return -EBADMSG;
+		v = v * 10 + (*p - '0');
+	}
+	if (v < 100 || v > 599)
+		return -EBADMSG;
+	*status = v;
+	return 0;
+}
+
+static int is_list_sep(char c)
+{
+	return c == ' ' || c == ',' || c == ':';
+}
+
+/* $upstream_response_time: "-", "" (JSON's unset) or elements ("-" or a time) joined by ", " or " : ". */
+static int parse_upstream(struct span s, uint32_t *sum_ms, int *has)
+{
+	const char *p = s.b;
+	uint64_t sum = 0, ms;
+	int n = 0;
+
+	*sum_ms = 0;
+	*has = 0;
+	if (p == s.e)
+		return 0;
+	for (;;) {
+		struct span el = { p, p };
+
+		while (el.e < s.e && !is_list_sep(*el.e))
+			el.e++;
+		if (el.e - el.b == 1 && *el.b == '-') {
+			/* attempt without a time */
+		} else if (parse_time(el, &ms) < 0) {
+			return -EBADMSG;
+		} else {
+			sum += ms; /* <= UINT32_MAX + 1e10 before the cap: cannot wrap */
+			if (sum > UINT32_MAX)
+				sum = UINT32_MAX;
+			n++;
+		}
+		p = el.e;
+		if (p == s.e)
+			break;
+		/* separator: optional blanks, one ',' or ':', optional blanks, then another element */
+		while (p < s.e && *p == ' ')
+			p++;
+		if (p == s.e || (*p != ',' && *p != ':'))
+			return -EBADMSG;
+		p++;
+		while (p < s.e && *p == ' ')
+			p++;
+		if (p == s.e)
+			return -EBADMSG;
+	}
+	*sum_ms = (uint32_t)sum;
+	*has = n > 0;
+	return 0;
+}
+
+/* ---- JSON ---- */
+
+struct scan {
+	const char *p, *end;
+};
+
+static void skip_ws(struct scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n'))
+		s->p++;
+}
+
+static int eat(struct scan *s, char c)
+{
+	if (s->p == s->end || *s->p != c)
+		return -EBADMSG;
+	s->p++;
+	return 0;
+}
+
+/* A JSON string at s->p; OUT gets its raw content (escapes not decoded). */
+static int scan_string(struct scan *s, struct span *out)
+{
+	const char *p = s->p;
+
+	if (p == s->end || *p != '"')
+		return -EBADMSG;
+	out->b = ++p;
+	while (p < s->end && *p != '"') {
+		unsigned char c = (unsigned char)*p;
+
+		if (c < 0x20)
+			return -EBADMSG;
+		if (c != '\\') {
+			p++;
+			continue;
+		}
+		if (++p == s->end)
+			return -EBADMSG;
+		if (*p == 'u') {
+			int i;
+
+			for (i = 1; i <= 4; i++)
+				if (p + i >= s->end || !is_hex(p[i]))
+					return -EBADMSG;
+			p += 5;
+		} else if (*p && strchr("\"\\/bfnrt", *p)) {
+			p++;
+		} else {
+			return -EBADMSG;
+		}
+	}
+	if (p == s->end)
+		return -EBADMSG;
+	out->e = p;
+	s->p = p + 1;
+	return 0;
+}
+
+/* A JSON number (strict grammar) at s->p. */
+static int scan_number(struct scan *s, struct span *out)
+{
+	const char *p = s->p;
+
+	out->b = p;
+	if (p < s->end && *p == '-')
+		p++;
+	if (p == s->end || !is_digit(*p))
+		return -EBADMSG;
+	if (*p == '0')
+		p++;
+	else
+		while (p < s->end && is_digit(*p))
+			p++;
+	if (p < s->end && *p == '.') {
+		if (++p == s->end || !is_digit(*p))
+			return -EBADMSG;
+		while (p < s->end && is_digit(*p))
+			p++;
+	}
+	if (p < s->end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < s->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p == s->end || !is_digit(*p))
+			return -EBADMSG;
+		while (p < s->end && is_digit(*p))
+			p++;
+	}
+	out->e = s->p = p;
+	return 0;
+}
+
+static int scan_literal(struct scan *s)
+{
+	static const char *const lits[] = { "true", "false", "null" };
+	size_t i, n;
+
+	for (i = 0; i < sizeof(lits) / sizeof(lits[0]); i++) {
+		n = strlen(lits[i]);
+		if ((size_t)(s->end - s->p) >= n && memcmp(s->p, lits[i], n) == 0) {
+			s->p += n;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+/* One object member's key and ':' (the value follows). */
+static int scan_key(struct scan *s, struct span *key)
+{
+	if (scan_string(s, key) < 0)
+		return -EBADMSG;
+	skip_ws(s);
+	if (eat(s, ':') < 0)
+		return -EBADMSG;
+	skip_ws(s);
+	return 0;
+}
+
+/*
+ * Skip any JSON value, validating it. Iterative: the open containers are a bit stack (1 = object), so hostile
+ * nesting costs no C stack and is refused past MAX_DEPTH.
+ */
+static int skip_value(struct scan *s)
+{
+	uint64_t stack = 0;
+	unsigned depth = 0;
+	struct span sp;
+
+	for (;;) {
+		/* a value is expected at s->p */
+		skip_ws(s);
+		if (s->p == s->end)
+			return -EBADMSG;
+		if (*s->p == '{' || *s->p == '[') {
+			int obj = *s->p == '{';
+
+			if (depth == MAX_DEPTH)
+				return -EBADMSG;
+			stack = (stack << 1) | (uint64_t)obj;
+			depth++;
+			s->p++;
+			skip_ws(s);
+			if (s->p < s->end && *s->p == (obj ? '}' : ']')) {
+				s->p++;
+				stack >>= 1;
+				depth--;
+			} else {
+				if (obj && scan_key(s, &sp) < 0)
+					return -EBADMSG;
+				continue;
+			}
+		} else if (*s->p == '"') {
+			if (scan_string(s, &sp) < 0)
+				return -EBADMSG;
+		} else if (*s->p == '-' || is_digit(*s->p)) {
+			if (scan_number(s, &sp) < 0)
+				return -EBADMSG;
+		} else if (scan_literal(s) < 0) {
+			return -EBADMSG;
+		}
+		/* a value ended: close containers or move to the next element */
+		for (;;) {
+			int obj = (int)(stack & 1);
+
+			if (depth == 0)
+				return 0;
+			skip_ws(s);
+			if (s->p == s->end)
+				return -EBADMSG;
+			if (*s->p == ',') {
+				s->p++;
+				skip_ws(s);
+				if (obj && scan_key(s, &sp) < 0)
+					return -EBADMSG;
+				break;
+			}
+			if (*s->p != (obj ? '}' : ']'))
+				return -EBADMSG;
+			s->p++;
+			stack >>= 1;
+			depth--;
+		}
+	}
+}
+
+/* Value of a field we read: a JSON string's raw content, or the text of a bare number. */
+static int scan_field(struct scan *s, struct span *out)
+{
+	if (s->p < s->end && *s->p == '"')
+		return scan_string(s, out);
+	return scan_number(s, out);
+}
+
+static int span_is(struct span k, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return (size_t)(k.e - k.b) == n && memcmp(k.b, lit, n) == 0;
+}
+
+enum { F_STATUS = 1, F_REQUEST = 2, F_UPSTREAM = 4 };
+
+static int parse_json(const char *line, size_t len, struct access_rec *rec)
+{
+	struct scan s = { line, line + len };
+	struct span key, val;
+	uint64_t ms;
+	int seen = 0;
+
+	skip_ws(&s);
+	if (eat(&s, '{') < 0)
+		return -EBADMSG;
+	skip_ws(&s);
+	if (s.p < s.end && *s.p == '}')
+		return -EBADMSG; /* no status */
+	for (;;) {
+		int f = 0;
+
+		if (scan_key(&s, &key) < 0)
+			return -EBADMSG;
+		if (span_is(key, "status"))
+			f = F_STATUS;
+		else if (span_is(key, "request_time"))
+			f = F_REQUEST;
+		else if (span_is(key, "upstream_response_time"))
+			f = F_UPSTREAM;
+		if (f & seen)
+			return -EBADMSG;
+		seen |= f;
+		if (f == 0) {
+			if (skip_value(&s) < 0)
+				return -EBADMSG;
+		} else if (scan_field(&s, &val) < 0) {
+			return -EBADMSG;
+		} else if (f == F_STATUS) {
+			if (parse_status(val, &rec->status) < 0)
+				return -EBADMSG;
+		} else if (f == F_REQUEST) {
+			if (parse_time(val, &ms) < 0)
+				return -EBADMSG;
+			rec->request_ms = sat_u32(ms);
+		} else if (parse_upstream(val, &rec->upstream_ms, &rec->has_upstream) < 0) {
+			return -EBADMSG;
+		}
+		skip_ws(&s);
+		if (s.p < s.end && *s.p == ',') {
+			s.p++;
+			skip_ws(&s);
+			continue;
+		}
+		if (eat(&s, '}') < 0)
+			return -EBADMSG;
+		break;
+	}
+	skip_ws(&s);
+	if (s.p != s.end || (seen & (F_STATUS | F_REQUEST)) != (F_STATUS | F_REQUEST))
+		return -EBADMSG;
+	return 0;
+}
+
+/* ---- combined ---- */
+
+/* A "..." field at *P; *P is left after the closing quote. */
+static int skip_quoted(const char **p, const char *end)
+{
+	const char *q = *p;
+
+	if (q == end || *q != '"')
+		return -EBADMSG;
+	q = memchr(q + 1, '"', (size_t)(end - q - 1));
+	if (!q)
+		return -EBADMSG;
+	*p = q + 1;
+	return 0;
+}
+
+/* The run of bytes from *P up to the next blank (or the end); *P is left on the blank. */
+static struct span token(const char **p, const char *end)
+{
+	struct span t = { *p, *p };
+
+	while (t.e < end && *t.e != ' ')
+		t.e++;
+	*p = t.e;
+	return t;
+}
+
+static int blank(const char **p, const char *end)
+{
+	if (*p == end || **p != ' ')
+		return -EBADMSG;
+	(*p)++;
+	return 0;
+}
+
+static int parse_combined(const char *line, size_t len, struct access_rec *rec)
+{
+	const char *end = line + len, *p, *q;
+	struct span t;
+	uint64_t ms;
+	size_t i;
+
+	/* nginx escapes control bytes in every variable; a raw one means this is not an nginx line (or NULs from a
+	 * log file that was preallocated and cut short). */
+	for (i = 0; i < len; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			return -EBADMSG;
+	q = memchr(line, '"', len);
+	/* "$remote_addr - $remote_user [$time_local] " must come first */
+	if (!q || q - line < 4 || q[-1] != ' ' || q[-2] != ']' || !memchr(line, '[', (size_t)(q - line)))
+		return -EBADMSG;
+	p = q;
+	if (skip_quoted(&p, end) < 0 || blank(&p, end) < 0)
+		return -EBADMSG;
+	if (parse_status(token(&p, end), &rec->status) < 0 || blank(&p, end) < 0)
+		return -EBADMSG;
+	t = token(&p, end); /* $body_bytes_sent: digits, not used */
+	if (t.b == t.e)
+		return -EBADMSG;
+	for (q = t.b; q < t.e; q++)
+		if (!is_digit(*q))
+			return -EBADMSG;
+	if (blank(&p, end) < 0 || skip_quoted(&p, end) < 0 || blank(&p, end) < 0 || skip_quoted(&p, end) < 0 ||
+	    blank(&p, end) < 0)
+		return -EBADMSG;
+	if (parse_time(token(&p, end), &ms) < 0 || blank(&p, end) < 0)
+		return -EBADMSG;
+	rec->request_ms = sat_u32(ms);
+	t.b = p;
+	t.e = end;
+	if (t.b == t.e) /* nginx writes "-", never nothing */
+		return -EBADMSG;
+	return parse_upstream(t, &rec->upstream_ms, &rec->has_upstream);
+}
+
+int parse_access_line(const char *line, size_t len, struct access_rec *rec)
+{
+	struct access_rec tmp = { 0 };
+	int r;
+
+	if (!line || len == 0)
+		return -EBADMSG;
+	r = line[0] == '{' ? parse_json(line, len, &tmp) : parse_combined(line, len, &tmp);
+	if (r < 0)
+		return r;
+	*rec = tmp;
+	return 0;
+}

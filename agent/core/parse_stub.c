@@ -1,0 +1,99 @@
+/*
+ * parse_stub: the nginx stub_status page.
+ *
+ * nginx (ngx_http_stub_status_module.c) prints exactly:
+ *
+ *   "Active connections: %uA \n"
+ *   "server accepts handled requests\n"
+ *   " %uA %uA %uA \n"
+ *   "Reading: %uA Writing: %uA Waiting: %uA \n"
+ *
+ * The match is strict about words, their order, the line breaks and the seven numbers, so a proxy's error page, a
+ * forked format with extra columns (Tengine's request_time) or a truncated body is refused rather than misread.
+ * It forgives only the amount of blank space, missing trailing blanks and a CR before each LF. The final LF is
+ * required: without it a body cut inside the last number ("Waiting: 10" of 106) would parse as a plausible, wrong
+ * value. Numbers must fit in 64 bits.
+ */
+#include "parse.h"
+
+#include <errno.h>
+
+/* Template: ' ' matches a run of blanks (empty only at the end of a line, where editors and proxies trim), '\n'
+ * matches blanks, an optional CR and a LF, '#' a number, anything else itself. */
+static const char stub_template[] = "Active connections: # \n"
+				    "server accepts handled requests\n"
+				    " # # # \n"
+				    "Reading: # Writing: # Waiting: # \n";
+
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Unsigned decimal at *P; no sign, no overflow. */
+static int scan_u64(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+
+	if (s == end || *s < '0' || *s > '9')
+		return -EBADMSG;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return -EBADMSG;
+		x = x * 10 + d;
+	}
+	*p = s;
+	*v = x;
+	return 0;
+}
+
+int parse_stub_status(const char *buf, size_t len, struct stub_status *st)
+{
+	struct stub_status tmp; /* filled first, so a failed parse leaves *ST alone */
+	uint64_t *slot[] = { &tmp.active, &tmp.accepts, &tmp.handled, &tmp.requests,
+			     &tmp.reading, &tmp.writing, &tmp.waiting };
+	const char *p = buf, *end = buf + len, *t;
+	size_t n = 0;
+
+	if (!buf)
+		return -EBADMSG;
+	for (t = stub_template; *t; t++) {
+		switch (*t) {
+		case ' ': {
+			const char *b = p;
+
+			while (p < end && is_blank(*p))
+				p++;
+			if (p == b && t[1] != '\n')
+				return -EBADMSG;
+			break;
+		}
+		case '\n':
+			while (p < end && is_blank(*p))
+				p++;
+			if (p < end && *p == '\r')
+				p++;
+			if (p == end || *p != '\n')
+				return -EBADMSG;
+			p++;
+			break;
+		case '#':
+			if (scan_u64(&p, end, slot[n++]) < 0)
+				return -EBADMSG;
+			break;
+		default:
+			if (p == end || *p != *t)
+				return -EBADMSG;
+			p++;
+		}
+	}
+	/* Only blank space may follow. */
+	for (; p < end; p++)
+		if (!is_blank(*p) && *p != '\r' && *p != '\n')
+			return -EBADMSG;
+	*st = tmp;
+	return 0;
+}

@@ -1,0 +1,81 @@
+#!/bin/bash
+# The command lines and the API's answers to bad input: usage errors, -n on broken files, --once, problem objects
+# with the right status (400, 404, 405, 413), metric filters, and ngxctl when the agent is down.
+TEST_NAME=cli-api
+. "$(dirname "$0")/lib.sh"
+need_cmd jq curl
+
+"$AGENT" --help | grep -q -- "--once" || fail "--help does not list --once"
+"$AGENT" --bogus >/dev/null 2>&1
+[ $? = 2 ] || fail "an unknown option does not exit 2"
+"$AGENT" -V | grep -q "^ngx-autotune " || fail "-V"
+ok "ngx-autotune --help, -V, unknown option"
+
+printf '[agent]\ntick_interval = 1s\n[nginx]\nstub_status_url = gopher://x\n' >"$TMP/bad.conf"
+out=$("$AGENT" -n -c "$TMP/bad.conf" 2>&1)
+[ $? = 1 ] || fail "-n on a broken file does not exit 1"
+grep -q "bad.conf:4: stub_status_url: must be an http:// or https:// URL" <<<"$out" || fail "-n said: $out"
+out=$("$AGENT" -n -c "$TMP/missing.conf" 2>&1)
+[ $? = 1 ] && grep -q "missing.conf: No such file" <<<"$out" || fail "-n on a missing -c file: $out"
+ok "-n names FILE:LINE and the problem; a missing -c file is an error"
+
+R=$TMP/root
+make_fake_root "$R" 77
+echo 77 >"$TMP/nginx.pid"
+cat >"$TMP/agent.conf" <<EOT
+[agent]
+tick_interval = 200ms
+socket = $TMP/api.sock
+socket_group =
+[store]
+path = $TMP/store.db
+[nginx]
+pid_file = $TMP/nginx.pid
+stub_status_url =
+access_log =
+error_log =
+[probes]
+netlink = no
+EOT
+"$AGENT" --once -c "$TMP/agent.conf" --root "$R" >"$TMP/once.json" 2>"$TMP/once.err" || fail "--once failed"
+jq -e '.values["tcp.listen_overflows"] == 0 and .values["nginx.workers"] == 2 and .dt > 0' "$TMP/once.json" \
+	>/dev/null || fail "--once frame: $(head -c 600 "$TMP/once.json")"
+ok "--once prints one frame as JSON (with deltas over one interval)"
+
+"$NGXCTL" -s "$TMP/api.sock" status >"$TMP/down.out" 2>&1
+[ $? = 3 ] || fail "ngxctl status with the agent down does not exit 3"
+grep -q "is ngx-autotune running" "$TMP/down.out" || fail "ngxctl down message: $(cat "$TMP/down.out")"
+"$NGXCTL" -s "$TMP/api.sock" frobnicate >/dev/null 2>&1
+[ $? = 2 ] || fail "unknown verb does not exit 2"
+ok "ngxctl: agent down -> exit 3 with a hint; unknown verb -> exit 2"
+
+"$AGENT" --foreground -c "$TMP/agent.conf" --root "$R" >"$TMP/agent.log" 2>&1 &
+CLEANUP+=("kill $!")
+wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
+[ "$(stat -c %a "$TMP/api.sock")" = 660 ] || fail "socket mode is $(stat -c %a "$TMP/api.sock"), want 660"
+ok "API socket mode 0660"
+sleep 1
+
+code() { curl -s -o "$TMP/body" -w '%{http_code}' --unix-socket "$TMP/api.sock" "$@"; }
+is_problem() { jq -e --argjson s "$1" '.status == $s and (.title | length > 0) and (.detail | length > 0)' "$TMP/body" >/dev/null; }
+[ "$(code http://localhost/v1/nope)" = 404 ] && is_problem 404 || fail "unknown path: $(cat "$TMP/body")"
+[ "$(code -X POST http://localhost/v1/status)" = 405 ] && is_problem 405 || fail "POST: $(cat "$TMP/body")"
+[ "$(code 'http://localhost/v1/frames?since=yesterday')" = 400 ] && is_problem 400 || fail "bad since"
+[ "$(code 'http://localhost/v1/frames?limit=0')" = 400 ] && is_problem 400 || fail "bad limit"
+[ "$(code 'http://localhost/v1/frames?metrics=a*b')" = 400 ] && is_problem 400 || fail "bad metric pattern"
+[ "$(code -X GET --data-binary 'hello' http://localhost/v1/status)" = 413 ] && is_problem 413 ||
+	fail "GET with a body: $(cat "$TMP/body")"
+ok "problem objects: 404 unknown path, 405 method, 400 bad query, 413 body on GET"
+[ "$(code 'http://localhost/v1/frames?since=-10&metrics=tcp.*,nginx.workers,no.such&limit=2')" = 200 ] ||
+	fail "frames query: $(cat "$TMP/body")"
+jq -e '(.frames | length) == 2 and (.frames[-1].values | has("no.such") and .["no.such"] == null
+	and has("tcp.listen_overflows") and has("nginx.workers") and (has("cpu.0.user") | not))' "$TMP/body" >/dev/null ||
+	fail "metric filter/limit: $(head -c 600 "$TMP/body")"
+ok "frames: prefix filter, exact names (null when absent), limit"
+[ "$(code http://localhost/v1/metrics)" = 200 ] || fail "metrics list"
+jq -e '.metrics | index("tcp.listen_overflows") != null' "$TMP/body" >/dev/null || fail "metric list lacks a name"
+ok "/v1/metrics lists metric names"
+"$NGXCTL" -s "$TMP/api.sock" --json status | jq -e '.api_version == 1' >/dev/null || fail "ngxctl --json status"
+NGXCTL_SOCKET=$TMP/api.sock "$NGXCTL" status | grep -q "^probes:" || fail "ngxctl via \$NGXCTL_SOCKET"
+ok "ngxctl --json and \$NGXCTL_SOCKET"
+echo "# $checks checks passed"
