@@ -364,17 +364,18 @@ static int read_proc(struct sampler *s, const char *path)
 	return read_whole(s, full);
 }
 
-/* The network-namespace view: nginx's when its pid is known, else the agent's. */
+/*
+ * The network-namespace view: nginx's when its pid is known, else the agent's. No fallback from one to the other
+ * within a tick: counters of two namespaces must never be subtracted from each other.
+ */
 static int read_netns(struct sampler *s, const char *file)
 {
 	char path[128];
 
-	if (s->nginx_pid > 0) {
+	if (s->nginx_pid > 0)
 		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)s->nginx_pid, file);
-		if (read_proc(s, path) == 0)
-			return 0;
-	}
-	snprintf(path, sizeof(path), "/proc/net/%s", file);
+	else
+		snprintf(path, sizeof(path), "/proc/net/%s", file);
 	return read_proc(s, path);
 }
 
@@ -648,6 +649,10 @@ static void set_nginx_pid(struct sampler *s, pid_t pid)
 		log_notice("nginx master pid changed from %d to %d", (int)s->nginx_pid, (int)pid);
 	s->nginx_pid = pid;
 	s->nworkers = 0;
+	/* Another master may live in another namespace, and its stub_status counters start again: every counter
+	 * takes a new base (one tick of missing values) rather than a delta across two sources. */
+	counters_free(&s->ctr);
+	counters_init(&s->ctr);
 	follow_netns(s);
 }
 

@@ -61,6 +61,25 @@ step "configure (-Werror)" sh -c 'cd build && ../configure --enable-werror >conf
 	  grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' build/check.out
 	  count_log build/test-suite.log; }
 
+# Installation into a staging root puts every file where the unit and the documentation say.
+install_check() {
+	local d
+	d=$(mktemp -d) || return 1
+	make -C build install DESTDIR="$d" >build/install.out 2>&1 || { tail -20 build/install.out; rm -rf "$d"; return 1; }
+	for f in usr/local/sbin/ngx-autotune usr/local/bin/ngxctl usr/local/lib/systemd/system/ngx-autotune.service \
+		usr/local/etc/ngx-autotune/agent.conf usr/local/lib/tmpfiles.d/ngx-autotune.conf \
+		usr/local/lib/sysusers.d/ngx-autotune.conf usr/local/share/man/man8/ngx-autotune.8 \
+		usr/local/share/man/man8/ngxctl.8 usr/local/share/man/man5/ngx-autotune.conf.5; do
+		[ -e "$d/$f" ] || { echo "make install did not install $f"; rm -rf "$d"; return 1; }
+	done
+	grep -q "ExecStart=/usr/local/sbin/ngx-autotune" "$d/usr/local/lib/systemd/system/ngx-autotune.service" ||
+		{ echo "unit ExecStart does not point at the installed binary"; rm -rf "$d"; return 1; }
+	"$d/usr/local/sbin/ngx-autotune" -n -c "$d/usr/local/etc/ngx-autotune/agent.conf" | grep -qx "configuration OK" ||
+		{ echo "the installed agent.conf does not validate"; rm -rf "$d"; return 1; }
+	rm -rf "$d"
+}
+[ -x build/ngx-autotune ] && step "make install DESTDIR=..." install_check
+
 # 2. The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
 rm -rf build-asan && mkdir build-asan
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
