@@ -77,7 +77,8 @@ static int run_once(struct agent *a)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Returns -1 to go on, or the exit code (0 after --help/--version, 2 on a usage error). */
+static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool *once, bool *foreground)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'n'},
@@ -85,22 +86,15 @@ int main(int argc, char **argv)
 		{"once", no_argument, NULL, '1'},         {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
-	struct agent *a = calloc(1, sizeof(*a));
-	bool check = false, once = false, foreground = false;
-	struct store_options so;
-	char err[512];
-	int c, r, rc = 1;
+	int c;
 
-	if (!a)
-		return 1;
-	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
 	while ((c = getopt_long(argc, argv, "c:nr:f1hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			snprintf(a->config_path, sizeof(a->config_path), "%s", optarg);
 			a->config_must_exist = true;
 			break;
-		case 'n': check = true; break;
+		case 'n': *check = true; break;
 		case 'r':
 			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->root_override)) {
 				fprintf(stderr, "ngx-autotune: --root needs an absolute path\n");
@@ -108,8 +102,8 @@ int main(int argc, char **argv)
 			}
 			snprintf(a->root_override, sizeof(a->root_override), "%s", optarg);
 			break;
-		case 'f': foreground = true; break;
-		case '1': once = true; break;
+		case 'f': *foreground = true; break;
+		case '1': *once = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("ngx-autotune %s (API %d)\n", PACKAGE_VERSION, NGXAT_API_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -120,15 +114,34 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	bool check = false, once = false, foreground = false;
+	struct store_options so;
+	char err[512];
+	int r, rc = 1;
+
+	if (!a)
+		return 1;
+	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
+	rc = parse_args(a, argc, argv, &check, &once, &foreground);
+	if (rc >= 0)
+		goto out_args;
+	rc = 1;
 	if (config_load(a->config_path, a->config_must_exist, &a->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ngx-autotune: %s\n", err);
-		return 1;
+		goto out_args;
 	}
 	if (a->root_override[0])
 		snprintf(a->cfg.root, sizeof(a->cfg.root), "%s", a->root_override);
 	if (check) {
 		printf("configuration OK\n");
-		return 0;
+		rc = 0;
+		goto out_args;
 	}
 	log_set_level(a->cfg.log_level);
 	a->cfg.stub_status_timeout_ms = loop_stub_timeout_ms(a->cfg.stub_status_timeout_ms, a->cfg.tick_ms);
@@ -136,7 +149,7 @@ int main(int argc, char **argv)
 	frame_init(&a->fr);
 	if (metric_registry_new(&a->reg) < 0 || sampler_new(&a->cfg, a->reg, &a->sampler) < 0) {
 		fprintf(stderr, "ngx-autotune: out of memory\n");
-		return 1;
+		goto out;
 	}
 	if (once) {
 		rc = run_once(a);
@@ -174,6 +187,7 @@ out:
 	metric_registry_free(a->reg);
 	frame_free(&a->fr);
 	curl_global_cleanup();
+out_args:
 	free(a);
 	return rc;
 }

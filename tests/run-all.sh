@@ -80,12 +80,13 @@ install_check() {
 }
 [ -x build/ngx-autotune ] && step "make install DESTDIR=..." install_check
 
-# 2. The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# 2. The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, and the system tests that run
+#    the agent to a clean exit (LeakSanitizer then checks it too).
 rm -rf build-asan && mkdir build-asan
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werror CFLAGS='$san' LDFLAGS='$san' >configure.out 2>&1 || { tail -30 configure.out; exit 1; }" &&
 	step "make (ASan+UBSan)" make -C build-asan -j"$jobs" &&
-	{ units=$(make -s -C build-asan print-unit-tests)
+	{ units="$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh"
 	  ASAN_OPTIONS=detect_leaks=1 make -C build-asan -j"$jobs" check TESTS="$units" >build-asan/check.out 2>&1 || true
 	  grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' build-asan/check.out | sed 's/^/asan /'
 	  count_log build-asan/test-suite.log; }

@@ -13,7 +13,8 @@ start_nginx_ns "$NS" $PORT || fail "could not start nginx in namespace $NS"
 ok "nginx running in namespace $NS"
 agent_conf "$TMP/agent.conf" $PORT 500ms
 "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
-CLEANUP+=("kill $!")
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
 wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/status | jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
 	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
@@ -64,4 +65,9 @@ ok "link and TCP counters are the namespace's"
 "$NGXCTL" -s "$TMP/api.sock" top -n 2 >"$TMP/top.out" || fail "ngxctl top failed"
 grep -q "req/s=" "$TMP/top.out" || fail "ngxctl top printed: $(cat "$TMP/top.out")"
 ok "ngxctl top shows live frames"
+kill -TERM $AGENT_PID
+wait $AGENT_PID
+rc=$?
+[ $rc = 0 ] || fail "agent exited with $rc after SIGTERM (a sanitizer report?)"
+ok "agent exits 0 on SIGTERM after real load"
 echo "# $checks checks passed"
