@@ -151,6 +151,8 @@ struct frames_ctx {
 	struct agent *a;
 	const struct metric_filter *f;
 	json_t *arr;
+	bool rollup;
+	size_t n;
 };
 
 static int on_frame(void *arg, const struct frame *fr)
@@ -160,7 +162,13 @@ static int on_frame(void *arg, const struct frame *fr)
 
 	if (!o)
 		return -ENOMEM;
+	/* The store hands a roll-up back with dt = the number of ticks; on the wire dt stays seconds. */
+	if (c->rollup) {
+		json_object_set_new(o, API_K_TICKS, json_integer((json_int_t)fr->dt_s));
+		json_object_set_new(o, API_K_DT, json_real(60.0));
+	}
 	json_array_append_new(c->arr, o);
+	c->n++;
 	return 0;
 }
 
@@ -181,8 +189,7 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 
 	if (!f)
 		return MHD_NO;
-	if (!since || parse_time(a, since, &t0) < 0)
-		t0 = loop_wall_ms(a) - 60000;
+	t0 = t1 - 1 - 60000;
 	if (since && parse_time(a, since, &t0) < 0) {
 		free(f);
 		return send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
@@ -206,6 +213,7 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 		return send_problem(c, 400, "%s: %s", API_Q_METRICS, err);
 	}
 	ctx.f = f;
+	ctx.rollup = rollup;
 	ctx.arr = json_array();
 	r = rollup ? store_query_rollups(a->store, t0, t1, (size_t)limit, on_frame, &ctx)
 		   : store_query_frames(a->store, t0, t1, (size_t)limit, on_frame, &ctx);
@@ -214,7 +222,8 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 		json_decref(ctx.arr);
 		return send_problem(c, 503, "store query failed: %s", strerror(-r));
 	}
-	return send_json(c, 200, json_pack("{s:o}", API_K_FRAMES, ctx.arr), "application/json");
+	return send_json(c, 200, json_pack("{s:o, s:b}", API_K_FRAMES, ctx.arr, API_K_TRUNCATED, ctx.n == (size_t)limit),
+			 "application/json");
 }
 
 /* ---- GET /v1/metrics ------------------------------------------------------------------------------------- */

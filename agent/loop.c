@@ -136,16 +136,20 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		a->stored++;
 		if (was_degraded)
 			log_fields(LOG_NOTICE, writable, "store writable again: observing normally");
-	} else if (!was_degraded) {
+	} else if (sh.degraded && !was_degraded) {
 		log_fields(LOG_ERR, degraded, "store write failed, agent degraded: %s", sh.reason);
+	} else if (!sh.degraded) {
+		log_err("frame not stored: %s", strerror(-r));
 	}
 	a->ticks++;
 	a->last_tick_ms = a->fr.ts_ms;
 	build_summary(a, &sh);
-	if (r == 0 && !a->ready) {
+	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
+	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
+	if (!a->ready && (r == 0 || sh.degraded)) {
 		a->ready = true;
 		notify_ready(a->summary);
-		log_info("first frame stored: ready (%s)", a->summary);
+		log_info("%s: ready (%s)", r == 0 ? "first frame stored" : "store not writable", a->summary);
 	} else {
 		notify_status(a->summary);
 	}
@@ -250,7 +254,8 @@ int loop_reload(struct agent *a)
 	r = config_load(a->config_path, a->config_must_exist, &cfg, err, sizeof(err));
 	if (r < 0) {
 		log_err("reload refused, keeping the running configuration: %s", err);
-		notify_ready(a->summary);
+		if (a->ready)
+			notify_ready(a->summary);
 		return r;
 	}
 	if (a->root_override[0])
@@ -265,7 +270,8 @@ int loop_reload(struct agent *a)
 	sampler_reconfigure(a->sampler, &a->cfg);
 	schedule_next(a);
 	log_info("configuration reloaded from %s", a->config_path);
-	notify_ready(a->summary);
+	if (a->ready)
+		notify_ready(a->summary);
 	return 0;
 }
 

@@ -132,6 +132,14 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		goto out_args;
 	rc = 1;
+	/* Absolute, so that a reload after daemon() (which changes to /) reads the same file. */
+	if (a->config_path[0] != '/') {
+		char *rp = realpath(a->config_path, NULL);
+
+		if (rp && strlen(rp) < sizeof(a->config_path))
+			strcpy(a->config_path, rp);
+		free(rp);
+	}
 	if (config_load(a->config_path, a->config_must_exist, &a->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ngx-autotune: %s\n", err);
 		goto out_args;

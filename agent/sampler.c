@@ -23,10 +23,10 @@
 #include "probe_netlink.h"
 #include "strutil.h"
 
-#define MAX_CPUS 256
+#define MAX_CPUS PARSE_MAX_CPUS /* /proc/softirqs lists possible CPUs: big VMs have many */
 #define MAX_WORKERS 256
-#define MAX_LISTEN 64
-#define MAX_LINKS 64
+#define MAX_LISTEN 256
+#define MAX_LINKS 256
 #define MAX_READ (8u << 20)          /* largest /proc file we read (a big /proc/interrupts is ~1 MiB) */
 #define ACCESS_BYTES_PER_TICK (16u << 20)
 #define ERROR_BYTES_PER_TICK (1u << 20)
@@ -631,8 +631,11 @@ static void follow_netns(struct sampler *s)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->nginx_pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		log_warn("cannot open %s (%s): stub_status is fetched from the agent's network namespace", path,
+			 strerror(errno));
 		return;
+	}
 	if (fstat(fd, &theirs) < 0 || stat("/proc/self/ns/net", &mine) < 0 ||
 	    (mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev)) {
 		close(fd);
@@ -830,8 +833,9 @@ static void probe_access(struct sampler *s, struct frame *fr)
 	put_gauge(s, fr, "http.unparsed", (double)s->acc_bad);
 	put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
 	put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
+	/* nginx rounds request and upstream times separately, so sub-millisecond requests can sum above 1. */
 	put_gauge(s, fr, "http.upstream_share",
-		  s->acc_req_ms ? (double)s->acc_up_ms / (double)s->acc_req_ms : NAN);
+		  s->acc_req_ms ? fmin(1.0, (double)s->acc_up_ms / (double)s->acc_req_ms) : NAN);
 	put_gauge(s, fr, "http.p50_ms", hist_quantile(&s->tick_hist, 0.50));
 	put_gauge(s, fr, "http.p90_ms", hist_quantile(&s->tick_hist, 0.90));
 	put_gauge(s, fr, "http.p99_ms", hist_quantile(&s->tick_hist, 0.99));

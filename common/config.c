@@ -4,13 +4,14 @@
 #include <ini.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "proto.h"
 #include "strutil.h"
 
-enum key_type { K_PATH, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL };
+enum key_type { K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL };
 
 struct key {
 	const char *section, *name;
@@ -22,7 +23,7 @@ struct key {
 #define F(field) offsetof(struct config, field)
 
 static const struct key keys[] = {
-	{"agent", "tick_interval", K_DURATION, F(tick_ms), 100, 60000},
+	{"agent", "tick_interval", K_DURATION, F(tick_ms), 100, 10000}, /* WatchdogSec=30s: 3 ticks */
 	{"agent", "root", K_PATH, F(root), 0, 0},
 	{"agent", "socket", K_PATH, F(socket_path), 0, 0},
 	{"agent", "socket_mode", K_MODE, F(socket_mode), 0, 0},
@@ -31,11 +32,11 @@ static const struct key keys[] = {
 	{"store", "path", K_PATH, F(store_path), 0, 0},
 	{"store", "frames_retention", K_DURATION, F(frames_retention_ms), 60000, 366LL * 86400000},
 	{"store", "rollups_retention", K_DURATION, F(rollups_retention_ms), 3600000, 3660LL * 86400000},
-	{"nginx", "pid_file", K_PATH, F(pid_file), 0, 0},
+	{"nginx", "pid_file", K_PATH_OPT, F(pid_file), 0, 0},
 	{"nginx", "stub_status_url", K_URL, F(stub_status_url), 0, 0},
 	{"nginx", "stub_status_timeout", K_DURATION, F(stub_status_timeout_ms), 10, 10000},
-	{"nginx", "access_log", K_PATH, F(access_log), 0, 0},
-	{"nginx", "error_log", K_PATH, F(error_log), 0, 0},
+	{"nginx", "access_log", K_PATH_OPT, F(access_log), 0, 0},
+	{"nginx", "error_log", K_PATH_OPT, F(error_log), 0, 0},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -66,20 +67,43 @@ void config_default(struct config *cfg)
 struct load_ctx {
 	struct config *cfg;
 	FILE *f;
+	char *buf;    /* getline's buffer */
+	size_t cap;
 	int line;     /* line the reader handed to inih last */
-	int err_line; /* line of our first semantic error */
+	int err_line; /* line of our first error */
 	char msg[200];
 };
 
-/* inih calls the reader once per line; counting here gives the handler the line it is looking at. */
+static void record_error(struct load_ctx *ctx, const char *msg)
+{
+	if (ctx->err_line)
+		return;
+	ctx->err_line = ctx->line;
+	snprintf(ctx->msg, sizeof(ctx->msg), "%s", msg);
+}
+
+/*
+ * inih calls the reader for each line with a buffer of its own fixed size. Reading whole lines here keeps the line
+ * count right (the handler reports FILE:LINE from it) and turns a line too long for inih into an error of its own
+ * instead of a split line.
+ */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_ctx *ctx = stream;
-	char *r = fgets(str, num, ctx->f);
+	ssize_t len = getline(&ctx->buf, &ctx->cap, ctx->f);
+	char msg[64];
 
-	if (r)
-		ctx->line++;
-	return r;
+	if (len < 0)
+		return NULL;
+	ctx->line++;
+	if (len >= num) {
+		snprintf(msg, sizeof(msg), "line longer than %d characters", num - 2);
+		record_error(ctx, msg);
+		snprintf(str, (size_t)num, "\n");
+		return str;
+	}
+	memcpy(str, ctx->buf, (size_t)len + 1);
+	return str;
 }
 
 static int set_key(struct config *cfg, const struct key *k, const char *value, char *msg, size_t msglen)
@@ -89,6 +113,10 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 
 	switch (k->type) {
 	case K_PATH:
+		if (!value[0])
+			return snprintf(msg, msglen, "%s: must not be empty", k->name), -EINVAL;
+		/* fall through */
+	case K_PATH_OPT:
 		if (value[0] && value[0] != '/')
 			return snprintf(msg, msglen, "%s: must be an absolute path", k->name), -EINVAL;
 		/* fall through */
@@ -145,10 +173,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	else
 		snprintf(msg, sizeof(msg), "unknown key '%s' in section [%s]", name, section);
 fail:
-	if (!ctx->err_line) {
-		ctx->err_line = ctx->line;
-		memcpy(ctx->msg, msg, sizeof(msg));
-	}
+	record_error(ctx, msg);
 	return 0;
 }
 
@@ -168,14 +193,15 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 	}
 	line = ini_parse_stream(reader, &ctx, handler, &ctx);
 	fclose(ctx.f);
-	if (line == 0)
-		return 0;
+	free(ctx.buf);
 	if (line < 0) {
 		snprintf(err, errlen, "%s: cannot read", path);
 		return -EIO;
 	}
-	if (line == ctx.err_line)
-		snprintf(err, errlen, "%s:%d: %s", path, line, ctx.msg);
+	if (line == 0 && !ctx.err_line)
+		return 0;
+	if (ctx.err_line && (line == 0 || ctx.err_line <= line))
+		snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.msg);
 	else
 		snprintf(err, errlen, "%s:%d: syntax error (expected 'key = value' or '[section]')", path, line);
 	return -EINVAL;

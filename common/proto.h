@@ -59,6 +59,8 @@
 #define API_K_TS "ts"
 #define API_K_DT "dt"
 #define API_K_VALUES "values"
+#define API_K_TICKS "ticks"         /* roll-ups: how many ticks the minute's means are over */
+#define API_K_TRUNCATED "truncated" /* true when LIMIT frames were returned and more may exist */
 
 /* Keys of /v1/metrics */
 #define API_K_METRICS "metrics"

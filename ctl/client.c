@@ -47,8 +47,7 @@ int ctl_get(const struct ctl *ctl, const char *path, json_t **out, char *err, si
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(h);
 	if (rc != CURLE_OK) {
-		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running? "
-			 "ngxctl revert works without it)", ctl->socket, cerr[0] ? cerr : curl_easy_strerror(rc));
+		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)", ctl->socket, cerr[0] ? cerr : curl_easy_strerror(rc));
 		sbuf_free(&body);
 		return rc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
 	}

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	struct ctl ctl = {0};
-	const char *config = NGXAT_DEFAULT_CONFIG, *sock = getenv("NGXCTL_SOCKET");
+	const char *config = NGXAT_DEFAULT_CONFIG, *sock = NULL;
 	bool config_given = false;
 	struct config cfg;
 	char err[512];
@@ -55,6 +55,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* An explicit -s or -c wins over the environment, which wins over the default configuration. */
+	if (!sock && !config_given)
+		sock = getenv("NGXCTL_SOCKET");
 	if (!sock) {
 		if (config_load(config, config_given, &cfg, err, sizeof(err)) < 0) {
 			fprintf(stderr, "ngxctl: %s\n", err);

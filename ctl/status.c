@@ -91,7 +91,7 @@ static int status_exec(struct ctl *ctl, int argc, char **argv)
 		else {
 			const char *e = json_string_value(json_object_get(p, API_K_PROBE_ERROR));
 
-			printf("  %-12s FAILING (%lld ticks): %s\n", name, jint(p, API_K_PROBE_FAILURES), e ? e : "not yet run");
+			printf("  %-12s FAILING (%lld failed ticks since start): %s\n", name, jint(p, API_K_PROBE_FAILURES), e ? e : "not yet run");
 		}
 	}
 	json_decref(st);

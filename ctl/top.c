@@ -93,8 +93,8 @@ static int top_exec(struct ctl *ctl, int argc, char **argv)
 	char err[512];
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:i:", opts, NULL)) != -1) {
+	optind = 0; /* glibc: start afresh for the verb's own options */
+	while ((c = getopt_long(argc, argv, "+n:i:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (str_to_i64(optarg, 1, 1000000, &count) < 0) {
@@ -111,6 +111,10 @@ static int top_exec(struct ctl *ctl, int argc, char **argv)
 		default:
 			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ngxctl top: unexpected argument '%s'\n", argv[optind]);
+		return 2;
 	}
 	signal(SIGINT, on_sigint);
 	while (!quit && (!count || done < count)) {

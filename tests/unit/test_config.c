@@ -99,11 +99,13 @@ static const struct {
 	{"[agent]\nfoo = 1\n", "unknown key 'foo' in section [agent]", 2},
 	{"[agent]\ntick_interval = 1s\n[nosuch]\nx = 1\n", "unknown section [nosuch]", 4},
 	{"[agent]\ntick_interval = fast\n", "not a duration", 2},
-	{"[agent]\ntick_interval = 10ms\n", "between 100ms and 60000ms", 2},
+	{"[agent]\ntick_interval = 10ms\n", "between 100ms and 10000ms", 2},
 	{"[agent]\n\n\nthis line has no equals\n", "syntax error", 4},
 	{"[store]\npath = relative/x.db\n", "absolute path", 2},
 	{"[nginx]\nstub_status_url = ftp://x/\n", "http:// or https://", 2},
 	{"[agent]\nsocket_mode = 999\n", "octal mode", 2},
+	{"[agent]\nsocket =\n", "socket: must not be empty", 2},
+	{"[agent]\nroot =\n", "root: must not be empty", 2},
 	{"[agent]\nlog_level = loud\n", "not one of error", 2},
 	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
 	{"[agent]\nlog_level = info\nlog_level = bogus\ntick_interval = x\n", "not one of error", 3},
@@ -122,6 +124,22 @@ static void test_errors(void **state)
 		if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, bad[i].expect))
 			fail_msg("case %zu: got '%s', want prefix '%s' and '%s'", i, err, prefix, bad[i].expect);
 	}
+}
+
+/* inih reads at most a fixed number of bytes per line: a longer one is an error on its own line, not a
+ * syntax error somewhere after it. */
+static void test_long_line(void **state)
+{
+	char text[1024], err[512], want[128];
+	struct config c;
+
+	(void)state;
+	snprintf(text, sizeof(text), "[agent]\n; comment\nroot = /%0600d\ntick_interval = 1s\n", 0);
+	write_conf(text);
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: line longer than", path);
+	if (strncmp(err, want, strlen(want)) != 0)
+		fail_msg("got '%s', want '%s...'", err, want);
 }
 
 static void test_strutil(void **state)
@@ -162,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_when_missing),
 		cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test(test_strutil),
 	};
 
