@@ -4,8 +4,8 @@
  * Each parser takes bytes (not necessarily NUL-terminated) that a thin driver read, and fills plain structs.
  * The input is untrusted: a malformed, truncated or hostile text yields -EBADMSG (or -E2BIG when it exceeds a
  * documented limit), never a crash, a hang or an unbounded allocation. Parsers never read files, clocks or logs.
- * One .c file per source: parse_netstat.c, parse_softnet.c, parse_softirqs.c, parse_stat.c, parse_interrupts.c,
- * parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c.
+ * One .c file per source: parse_netstat.c, parse_sockstat.c, parse_softnet.c, parse_softirqs.c, parse_stat.c,
+ * parse_interrupts.c, parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c.
  */
 #ifndef NGXAT_PARSE_H
 #define NGXAT_PARSE_H
@@ -24,6 +24,10 @@ typedef int (*parse_kv_cb)(void *ctx, const char *prefix, const char *name, int6
 /* Parse netstat/snmp text; CB sees nothing from a text that fails to parse. 0, -EBADMSG (unpaired or mismatched
  * lines, a value outside int64), or CB's return. */
 int parse_netstat(const char *buf, size_t len, parse_kv_cb cb, void *ctx);
+
+/* /proc/net/sockstat: lines "TCP: inuse 5 orphan 0 tw 0 alloc 7 mem 1"; CB gets ("TCP", "tw", 0) and so on.
+ * Cheap to read, unlike an inet_diag dump of every socket. 0, -EBADMSG, or CB's return. */
+int parse_sockstat(const char *buf, size_t len, parse_kv_cb cb, void *ctx);
 
 /* One row of /proc/net/softnet_stat. */
 struct softnet_cpu {
@@ -93,8 +97,8 @@ int parse_stub_status(const char *buf, size_t len, struct stub_status *st);
  */
 struct access_rec {
 	int status;             /* 100..599 */
-	uint32_t request_ms;    /* request_time in ms */
-	uint32_t upstream_ms;   /* sum of upstream times in ms; 0 when none */
+	uint32_t request_ms;    /* request_time in ms, rounded; saturates at UINT32_MAX (49.7 days) */
+	uint32_t upstream_ms;   /* sum of upstream times in ms; 0 when none; saturates likewise */
 	int has_upstream;       /* 1 when an upstream was involved */
 };
 /* Parse one line (without its newline). 0, -EBADMSG. */
