@@ -140,6 +140,8 @@ EOT
 00000200 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001
 EOT
 	mv "$1/softnet_stat.tmp" "$1/softnet_stat"
+	printf 'sockets: used 40\nTCP: inuse 5 orphan 0 tw %d alloc 7 mem 1\nUDP: inuse 2 mem 2\n' "$2" >"$1/sockstat.tmp"
+	mv "$1/sockstat.tmp" "$1/sockstat"
 }
 
 # make_fake_root DIR NPID: a fake /proc and /sys tree for --root: an nginx master NPID with workers NPID+1 and
