@@ -16,8 +16,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: ngxctl [-s SOCKET] [-c CONFIG] [--json] VERB [ARGS]\n"
 		   "Talk to the ngx-autotune agent over its API socket.\n\n"
-		   "  -s, --socket PATH  API socket (default: from the configuration, else " NGXAT_DEFAULT_SOCKET ";\n"
-		   "                     also $NGXCTL_SOCKET)\n"
+		   "  -s, --socket PATH  API socket; else the one in -c CONFIG; else $NGXCTL_SOCKET; else the one in\n"
+		   "                     the default configuration; else " NGXAT_DEFAULT_SOCKET "\n"
 		   "  -c, --config FILE  agent configuration to read the socket path from (default "
 		   NGXAT_DEFAULT_CONFIG ")\n"
 		   "  -j, --json         print the API's JSON\n"
