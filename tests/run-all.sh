@@ -43,6 +43,27 @@ count_log() { # add the counts of an automake test-suite.log
 	fi
 }
 
+run_check() { # run_check BUILDDIR [TESTS]: make check there and count its results
+	local dir=$1 rc
+	rm -f "$dir/test-suite.log"
+	if [ $# -gt 1 ]; then
+		make -C "$dir" -j"$jobs" check TESTS="$2" >"$dir/check.out" 2>&1
+	else
+		make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1
+	fi
+	rc=$?
+	grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' "$dir/check.out" | sed "s|^|$dir: |"
+	if [ ! -f "$dir/test-suite.log" ]; then
+		# The tests did not even build: that is a failure, not zero tests.
+		tail -n 30 "$dir/check.out"
+		failed=$((failed + 1))
+		failures+=("make check in $dir (no test ran)")
+		return 1
+	fi
+	count_log "$dir/test-suite.log"
+	[ $rc -eq 0 ]
+}
+
 if [ -z "${NGXAT_SKIP_DEPS:-}" ]; then
 	if [ "$(id -u)" = 0 ]; then
 		step "install packages" packaging/debian-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
@@ -57,9 +78,7 @@ step "autoreconf" autoreconf -fi || { echo "$passed passed, $failed failed"; exi
 rm -rf build && mkdir build
 step "configure (-Werror)" sh -c 'cd build && ../configure --enable-werror >configure.out 2>&1 || { tail -30 configure.out; exit 1; }' &&
 	step "make (-Werror)" make -C build -j"$jobs" &&
-	{ make -C build -j"$jobs" check >build/check.out 2>&1 || true
-	  grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' build/check.out
-	  count_log build/test-suite.log; }
+	run_check build
 
 # Installation into a staging root puts every file where the unit and the documentation say.
 install_check() {
@@ -86,10 +105,8 @@ rm -rf build-asan && mkdir build-asan
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werror CFLAGS='$san' LDFLAGS='$san' >configure.out 2>&1 || { tail -30 configure.out; exit 1; }" &&
 	step "make (ASan+UBSan)" make -C build-asan -j"$jobs" &&
-	{ units="$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh"
-	  ASAN_OPTIONS=detect_leaks=1 make -C build-asan -j"$jobs" check TESTS="$units" >build-asan/check.out 2>&1 || true
-	  grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' build-asan/check.out | sed 's/^/asan /'
-	  count_log build-asan/test-suite.log; }
+	ASAN_OPTIONS=detect_leaks=1 run_check build-asan \
+		"$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh"
 
 # 3. The release tarball builds and passes its unit tests on its own.
 step "make distcheck" sh -c 'make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'

@@ -298,7 +298,7 @@ static void test_max_bytes_bounds_each_poll(void **state)
 {
 	struct fixture *f = *state;
 	struct logtail *t;
-	char buf[16];
+	char buf[32];
 	bool more;
 	int i, polls = 0;
 
