@@ -27,6 +27,8 @@
 #define MAX_WORKERS 256
 #define MAX_LISTEN 256
 #define MAX_LINKS 256
+#define MAX_NET_IRQS 256
+#define NET_IRQS_EVERY_MS 60000 /* how often NICs and their IRQs are discovered again */
 #define MAX_READ (8u << 20)          /* largest /proc file we read (a big /proc/interrupts is ~1 MiB) */
 #define ACCESS_BYTES_PER_TICK (16u << 20)
 #define ERROR_BYTES_PER_TICK (1u << 20)
@@ -80,7 +82,10 @@ struct sampler {
 
 	char netifs[16][16]; /* interface names from /sys/class/net, for spotting NIC queue IRQs */
 	size_t nnetifs;
-	uint64_t netifs_tick;
+	unsigned net_irqs[MAX_NET_IRQS]; /* the NICs' IRQs */
+	size_t nnet_irqs;
+	bool net_irqs_sysfs;  /* their counts come from /sys/kernel/irq/N/per_cpu_count */
+	uint64_t netifs_tick; /* tick of the last discovery; 0: due */
 
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
 	struct stub_handle stub;
@@ -586,25 +591,35 @@ static void probe_stat(struct sampler *s, struct frame *fr)
 	probe_ok(s, fr, PROBE_STAT);
 }
 
-/* Interface names, to spot NIC queue IRQs by their description; refreshed once a minute. */
-static void refresh_netifs(struct sampler *s)
+static void add_net_irq(struct sampler *s, unsigned irq)
 {
-	char path[CONFIG_PATH_MAX + 32];
-	struct dirent *de;
-	DIR *d;
+	for (size_t i = 0; i < s->nnet_irqs; i++)
+		if (s->net_irqs[i] == irq)
+			return;
+	if (s->nnet_irqs < MAX_NET_IRQS)
+		s->net_irqs[s->nnet_irqs++] = irq;
+}
 
-	if (s->netifs_tick && s->tick - s->netifs_tick < 60)
-		return;
-	s->netifs_tick = s->tick;
-	s->nnetifs = 0;
-	rooted(s, path, sizeof(path), "/sys/class/net");
-	d = opendir(path);
+/* The IRQs of a NIC's PCI function: DEV/device/msi_irqs, or its parent's for virtio-net. */
+static void add_msi_irqs(struct sampler *s, const char *dev)
+{
+	static const char *const where[] = {"device/msi_irqs", "device/../msi_irqs"};
+	char path[CONFIG_PATH_MAX + 96], rel[96];
+	struct dirent *de;
+	DIR *d = NULL;
+
+	for (size_t i = 0; i < 2 && !d; i++) {
+		snprintf(rel, sizeof(rel), "/sys/class/net/%s/%s", dev, where[i]);
+		rooted(s, path, sizeof(path), rel);
+		d = opendir(path);
+	}
 	if (!d)
 		return;
-	while ((de = readdir(d)) && s->nnetifs < 16) {
-		if (de->d_name[0] == '.' || strcmp(de->d_name, "lo") == 0 || strlen(de->d_name) >= 16)
-			continue;
-		strcpy(s->netifs[s->nnetifs++], de->d_name);
+	while ((de = readdir(d))) {
+		int64_t irq;
+
+		if (str_to_i64(de->d_name, 0, 1 << 20, &irq) == 0)
+			add_net_irq(s, (unsigned)irq);
 	}
 	closedir(d);
 }
@@ -623,26 +638,122 @@ static bool is_net_irq(const struct sampler *s, const char *desc)
 	return false;
 }
 
-static void probe_interrupts(struct sampler *s, struct frame *fr)
+/* NIC IRQs named in /proc/interrupts (drivers without msi_irqs in sysfs). */
+static void add_irqs_by_name(struct sampler *s, const struct irq_table *t)
+{
+	for (size_t i = 0; i < t->nirq; i++) {
+		int64_t irq;
+
+		if (is_net_irq(s, t->rows[i].desc) && str_to_i64(t->rows[i].id, 0, 1 << 20, &irq) == 0)
+			add_net_irq(s, (unsigned)irq);
+	}
+}
+
+/*
+ * Which IRQs belong to NICs, and whether each can be read alone. /proc/interrupts costs the kernel a line per IRQ
+ * per CPU to format (several ms on a big host), so it is read only here, once a minute, unless the kernel lacks
+ * /sys/kernel/irq/N/per_cpu_count.
+ */
+static void discover_net_irqs(struct sampler *s)
+{
+	char path[CONFIG_PATH_MAX + 64];
+	struct dirent *de;
+	DIR *d;
+
+	s->netifs_tick = s->tick;
+	s->nnetifs = s->nnet_irqs = 0;
+	rooted(s, path, sizeof(path), "/sys/class/net");
+	d = opendir(path);
+	if (d) {
+		while ((de = readdir(d)) && s->nnetifs < 16) {
+			if (de->d_name[0] == '.' || strcmp(de->d_name, "lo") == 0 || strlen(de->d_name) >= 16)
+				continue;
+			strcpy(s->netifs[s->nnetifs++], de->d_name);
+			add_msi_irqs(s, de->d_name);
+		}
+		closedir(d);
+	}
+	if (s->nnet_irqs == 0 && read_proc(s, "/proc/interrupts") == 0) {
+		struct irq_table t = {0};
+
+		if (parse_interrupts(s->buf, s->buflen, &t) == 0)
+			add_irqs_by_name(s, &t);
+		irq_table_free(&t);
+	}
+	s->net_irqs_sysfs = false;
+	if (s->nnet_irqs) {
+		char rel[64];
+
+		snprintf(rel, sizeof(rel), "/sys/kernel/irq/%u/per_cpu_count", s->net_irqs[0]);
+		rooted(s, path, sizeof(path), rel);
+		s->net_irqs_sysfs = access(path, R_OK) == 0;
+	}
+}
+
+static void put_irq(struct sampler *s, struct frame *fr, const char *id, const uint64_t *counts, size_t n)
+{
+	uint64_t total = 0;
+
+	for (size_t c = 0; c < n; c++) {
+		putf_counter(s, fr, counts[c], "irq.%s.%zu", id, c);
+		total += counts[c];
+	}
+	putf_counter(s, fr, total, "irq.%s.total", id);
+}
+
+/* Old kernels: the whole /proc/interrupts every tick, NIC rows only (columns are online CPUs in order). */
+static int irqs_from_proc(struct sampler *s, struct frame *fr)
 {
 	struct irq_table t = {0};
 	int r = read_proc(s, "/proc/interrupts");
 
 	if (r == 0)
 		r = parse_interrupts(s->buf, s->buflen, &t);
-	if (r < 0) {
-		probe_fail(s, fr, PROBE_INTERRUPTS, r, "interrupts: %s", strerror(-r));
-		return;
-	}
-	refresh_netifs(s);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < t.nirq; i++) {
-		putf_counter(s, fr, t.rows[i].total, "irq.%s.total", t.rows[i].id);
-		if (!is_net_irq(s, t.rows[i].desc))
+		int64_t irq;
+
+		if (str_to_i64(t.rows[i].id, 0, 1 << 20, &irq) < 0)
 			continue;
-		for (size_t c = 0; c < t.ncpu; c++)
-			putf_counter(s, fr, t.counts[i * t.ncpu + c], "irq.%s.%zu", t.rows[i].id, c);
+		for (size_t j = 0; j < s->nnet_irqs; j++)
+			if (s->net_irqs[j] == (unsigned)irq)
+				put_irq(s, fr, t.rows[i].id, &t.counts[i * t.ncpu], t.ncpu);
 	}
 	irq_table_free(&t);
+	return 0;
+}
+
+static void probe_interrupts(struct sampler *s, struct frame *fr)
+{
+	uint64_t counts[MAX_CPUS];
+	char path[64], id[16];
+	size_t n;
+	int r = 0;
+
+	if (!s->netifs_tick || (s->tick - s->netifs_tick) * (uint64_t)s->cfg.tick_ms >= NET_IRQS_EVERY_MS)
+		discover_net_irqs(s);
+	if (!s->net_irqs_sysfs) {
+		r = irqs_from_proc(s, fr);
+	} else {
+		for (size_t i = 0; i < s->nnet_irqs && r == 0; i++) {
+			snprintf(path, sizeof(path), "/sys/kernel/irq/%u/per_cpu_count", s->net_irqs[i]);
+			r = read_proc(s, path);
+			if (r == 0)
+				r = parse_irq_counts(s->buf, s->buflen, counts, MAX_CPUS, &n);
+			if (r == 0) {
+				snprintf(id, sizeof(id), "%u", s->net_irqs[i]);
+				put_irq(s, fr, id, counts, n);
+			}
+		}
+		if (r < 0)
+			s->netifs_tick = 0; /* an IRQ went away (driver reload): discover again next tick */
+	}
+	if (r < 0) {
+		probe_fail(s, fr, PROBE_INTERRUPTS, r, "NIC IRQ counts: %s", strerror(-r));
+		return;
+	}
+	put_gauge(s, fr, "irq.net_irqs", (double)s->nnet_irqs);
 	probe_ok(s, fr, PROBE_INTERRUPTS);
 }
 

@@ -76,6 +76,9 @@ struct irq_table {
 int parse_interrupts(const char *buf, size_t len, struct irq_table *t);
 /* Free what parse_interrupts allocated; T may be zeroed. */
 void irq_table_free(struct irq_table *t);
+/* /sys/kernel/irq/N/per_cpu_count: "49,0,7" (one count per possible CPU, index = CPU number). Fills at most MAX.
+ * 0, -EBADMSG, -E2BIG. */
+int parse_irq_counts(const char *buf, size_t len, uint64_t *out, size_t max, size_t *n);
 
 /* /proc/PID/schedstat: "run_ns wait_ns timeslices". 0, -EBADMSG. */
 int parse_schedstat(const char *buf, size_t len, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *slices);

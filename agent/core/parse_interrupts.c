@@ -159,3 +159,31 @@ void irq_table_free(struct irq_table *t)
 	free(t->counts);
 	memset(t, 0, sizeof(*t));
 }
+
+int parse_irq_counts(const char *buf, size_t len, uint64_t *out, size_t max, size_t *n)
+{
+	size_t i = 0, count = 0;
+
+	if (!buf || parse_has_nul(buf, len))
+		return -EBADMSG;
+	/* one line, optionally ending in a newline */
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len == 0)
+		return -EBADMSG;
+	while (i < len) {
+		size_t b = i;
+
+		while (i < len && buf[i] != ',')
+			i++;
+		if (count == max)
+			return -E2BIG;
+		if (i == b || parse_u64(buf + b, i - b, &out[count]) < 0)
+			return -EBADMSG;
+		count++;
+		if (i < len && ++i == len)
+			return -EBADMSG; /* a trailing comma */
+	}
+	*n = count;
+	return 0;
+}

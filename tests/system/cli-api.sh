@@ -38,9 +38,10 @@ error_log =
 netlink = no
 EOT
 "$AGENT" --once -c "$TMP/agent.conf" --root "$R" >"$TMP/once.json" 2>"$TMP/once.err" || fail "--once failed"
-jq -e '.values["tcp.listen_overflows"] == 0 and .values["nginx.workers"] == 2 and .dt > 0' "$TMP/once.json" \
-	>/dev/null || fail "--once frame: $(head -c 600 "$TMP/once.json")"
-ok "--once prints one frame as JSON (with deltas over one interval)"
+jq -e '.values["tcp.listen_overflows"] == 0 and .values["nginx.workers"] == 2 and .dt > 0
+	and .values["irq.25.1"] == 0 and .values["irq.26.total"] == 0 and .values["tcp.sockstat.time_wait"] == 100' \
+	"$TMP/once.json" >/dev/null || fail "--once frame: $(head -c 600 "$TMP/once.json")"
+ok "--once prints one frame as JSON (deltas over one interval; NIC IRQs found by name in /proc/interrupts)"
 
 "$NGXCTL" -s "$TMP/api.sock" status >"$TMP/down.out" 2>&1
 [ $? = 3 ] || fail "ngxctl status with the agent down does not exit 3"

@@ -144,8 +144,10 @@ EOT
 	mv "$1/sockstat.tmp" "$1/sockstat"
 }
 
-# make_fake_root DIR NPID: a fake /proc and /sys tree for --root: an nginx master NPID with workers NPID+1 and
-# NPID+2, whose network namespace has its own counters (ListenOverflows 100) while the host's show 999999.
+# make_fake_root DIR NPID [sysfs]: a fake /proc and /sys tree for --root: an nginx master NPID with workers NPID+1
+# and NPID+2, whose network namespace has its own counters (ListenOverflows 100) while the host's show 999999.
+# eth0's IRQs are 25 and 26; with "sysfs" the tree also has their msi_irqs and /sys/kernel/irq/N/per_cpu_count
+# (write_irq_counts), else the agent finds them by name in /proc/interrupts.
 make_fake_root() {
 	local R=$1 NPID=$2 w
 	mkdir -p "$R/proc/net" "$R/proc/$NPID/net" "$R/proc/$NPID/task/$NPID" "$R/sys/class/net/eth0"
@@ -187,4 +189,16 @@ EOT
 		echo "1000000 2000000 30" >"$R/proc/$w/schedstat"
 		printf 'Name:\tnginx\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n' >"$R/proc/$w/status"
 	done
+	if [ "${3:-}" = sysfs ]; then
+		mkdir -p "$R/sys/class/net/eth0/device/msi_irqs" "$R/sys/kernel/irq/25" "$R/sys/kernel/irq/26"
+		touch "$R/sys/class/net/eth0/device/msi_irqs/25" "$R/sys/class/net/eth0/device/msi_irqs/26"
+		write_irq_counts "$R" 100 200
+		echo "50,60" >"$R/sys/kernel/irq/26/per_cpu_count"
+	fi
+}
+
+# write_irq_counts DIR CPU0 CPU1: the per-CPU count of IRQ 25 in a fake tree made with "sysfs".
+write_irq_counts() {
+	echo "$2,$3" >"$1/sys/kernel/irq/25/per_cpu_count.tmp"
+	mv "$1/sys/kernel/irq/25/per_cpu_count.tmp" "$1/sys/kernel/irq/25/per_cpu_count"
 }

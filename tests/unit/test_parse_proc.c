@@ -1093,6 +1093,46 @@ static void test_all_prefixes(void **state)
 	}
 }
 
+/* /sys/kernel/irq/N/per_cpu_count, as the kernel prints it ("%u" per possible CPU, comma-separated). */
+static void test_irq_counts(void **state)
+{
+	static const struct {
+		const char *text;
+		int ret;
+		size_t n;
+		uint64_t last;
+	} cases[] = {
+		{"49,0\n", 0, 2, 0},
+		{"0,545", 0, 2, 545},
+		{"7\n", 0, 1, 7},
+		{"1,2,3,4,5,6,7,8\n", 0, 8, 8},
+		{"18446744073709551615,0\n", 0, 2, 0},
+		{"18446744073709551616,0\n", -EBADMSG, 0, 0},
+		{"", -EBADMSG, 0, 0},
+		{"\n", -EBADMSG, 0, 0},
+		{"1,,2\n", -EBADMSG, 0, 0},
+		{"1,2,\n", -EBADMSG, 0, 0},
+		{",1\n", -EBADMSG, 0, 0},
+		{"1, 2\n", -EBADMSG, 0, 0},
+		{"1,2\n3\n", -EBADMSG, 0, 0},
+		{"-1,2\n", -EBADMSG, 0, 0},
+		{"1,2,3,4,5,6,7,8,9\n", -E2BIG, 0, 0},
+	};
+	uint64_t v[8];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = 99;
+		int r = parse_irq_counts(cases[i].text, strlen(cases[i].text), v, 8, &n);
+
+		if (r != cases[i].ret)
+			fail_msg("case %zu '%s': got %d, want %d", i, cases[i].text, r, cases[i].ret);
+		if (r == 0 && (n != cases[i].n || v[n - 1] != cases[i].last))
+			fail_msg("case %zu: n %zu last %llu", i, n, (unsigned long long)v[n - 1]);
+	}
+	assert_int_equal(parse_irq_counts("1\0,2", 4, v, 8, &(size_t){0}), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1117,6 +1157,7 @@ int main(void)
 		cmocka_unit_test(test_schedstat_fixtures),
 		cmocka_unit_test(test_schedstat_cases),
 		cmocka_unit_test(test_all_prefixes),
+		cmocka_unit_test(test_irq_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
