@@ -2,6 +2,7 @@
 
 #include "sampler.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <sched.h>
@@ -91,6 +92,37 @@ struct sampler {
 	struct stub_handle stub;
 };
 
+/* Sorted by prefix, then key (strcmp order): on_kv looks each of ~150 names a tick up with bsearch. */
+static const struct tcp_key {
+	const char *prefix, *key, *metric;
+	bool gauge;
+} tcp_keys[] = {
+	{"Tcp", "ActiveOpens", "tcp.active_opens", false},
+	{"Tcp", "AttemptFails", "tcp.attempt_fails", false},
+	{"Tcp", "CurrEstab", "tcp.curr_estab", true},
+	{"Tcp", "EstabResets", "tcp.estab_resets", false},
+	{"Tcp", "InErrs", "tcp.in_errs", false},
+	{"Tcp", "InSegs", "tcp.in_segs", false},
+	{"Tcp", "OutSegs", "tcp.out_segs", false},
+	{"Tcp", "PassiveOpens", "tcp.passive_opens", false},
+	{"Tcp", "RetransSegs", "tcp.retrans_segs", false},
+	{"TcpExt", "ListenDrops", "tcp.listen_drops", false},
+	{"TcpExt", "ListenOverflows", "tcp.listen_overflows", false},
+	{"TcpExt", "SyncookiesSent", "tcp.syncookies_sent", false},
+	{"TcpExt", "TCPAbortOnMemory", "tcp.abort_on_memory", false},
+	{"TcpExt", "TCPBacklogDrop", "tcp.backlog_drop", false},
+	{"TcpExt", "TCPReqQFullDrop", "tcp.reqq_full_drop", false},
+	{"TcpExt", "TCPTimeWaitOverflow", "tcp.timewait_overflow", false},
+};
+
+static int cmp_tcp_key(const void *k, const void *e)
+{
+	const struct tcp_key *a = k, *b = e;
+	int r = strcmp(a->prefix, b->prefix);
+
+	return r ? r : strcmp(a->key, b->key);
+}
+
 static const char *const probe_names[PROBE_COUNT] = {
 	[PROBE_NETSTAT] = "netstat",       [PROBE_SOFTNET] = "softnet", [PROBE_SOFTIRQS] = "softirqs",
 	[PROBE_STAT] = "stat",             [PROBE_INTERRUPTS] = "interrupts", [PROBE_NGINX] = "nginx",
@@ -135,6 +167,8 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 
 	if (!s)
 		return -ENOMEM;
+	for (size_t i = 1; i < sizeof(tcp_keys) / sizeof(tcp_keys[0]); i++)
+		assert(cmp_tcp_key(&tcp_keys[i - 1], &tcp_keys[i]) < 0); /* bsearch needs the table sorted */
 	s->cfg = *cfg;
 	s->reg = reg;
 	counters_init(&s->ctr);
@@ -390,28 +424,6 @@ static int read_netns(struct sampler *s, const char *file)
 /* ---- kernel probes --------------------------------------------------------------------------------------- */
 
 static const struct {
-	const char *prefix, *key, *metric;
-	bool gauge;
-} tcp_keys[] = {
-	{"TcpExt", "ListenOverflows", "tcp.listen_overflows", false},
-	{"TcpExt", "ListenDrops", "tcp.listen_drops", false},
-	{"TcpExt", "TCPBacklogDrop", "tcp.backlog_drop", false},
-	{"TcpExt", "TCPTimeWaitOverflow", "tcp.timewait_overflow", false},
-	{"TcpExt", "SyncookiesSent", "tcp.syncookies_sent", false},
-	{"TcpExt", "TCPAbortOnMemory", "tcp.abort_on_memory", false},
-	{"TcpExt", "TCPReqQFullDrop", "tcp.reqq_full_drop", false},
-	{"Tcp", "RetransSegs", "tcp.retrans_segs", false},
-	{"Tcp", "OutSegs", "tcp.out_segs", false},
-	{"Tcp", "InSegs", "tcp.in_segs", false},
-	{"Tcp", "ActiveOpens", "tcp.active_opens", false},
-	{"Tcp", "PassiveOpens", "tcp.passive_opens", false},
-	{"Tcp", "CurrEstab", "tcp.curr_estab", true},
-	{"Tcp", "AttemptFails", "tcp.attempt_fails", false},
-	{"Tcp", "EstabResets", "tcp.estab_resets", false},
-	{"Tcp", "InErrs", "tcp.in_errs", false},
-};
-
-static const struct {
 	const char *key, *metric;
 } sockstat_keys[] = {
 	{"inuse", "tcp.sockstat.inuse"},
@@ -430,18 +442,20 @@ static int on_kv(void *arg, const char *prefix, const char *name, int64_t value)
 {
 	struct kv_ctx *c = arg;
 
+	struct tcp_key want = {.prefix = prefix, .key = name};
+	const struct tcp_key *k;
+
 	/* ~300 names a tick, 16 wanted, all in these two groups. */
 	if (prefix[0] != 'T' || (strcmp(prefix, "Tcp") != 0 && strcmp(prefix, "TcpExt") != 0))
 		return 0;
-	for (size_t i = 0; i < sizeof(tcp_keys) / sizeof(tcp_keys[0]); i++) {
-		if (strcmp(tcp_keys[i].prefix, prefix) != 0 || strcmp(tcp_keys[i].key, name) != 0)
-			continue;
-		c->found++;
-		if (tcp_keys[i].gauge)
-			put_gauge(c->s, c->fr, tcp_keys[i].metric, (double)value);
-		else if (value >= 0)
-			put_counter(c->s, c->fr, tcp_keys[i].metric, (uint64_t)value);
-	}
+	k = bsearch(&want, tcp_keys, sizeof(tcp_keys) / sizeof(tcp_keys[0]), sizeof(tcp_keys[0]), cmp_tcp_key);
+	if (!k)
+		return 0;
+	c->found++;
+	if (k->gauge)
+		put_gauge(c->s, c->fr, k->metric, (double)value);
+	else if (value >= 0)
+		put_counter(c->s, c->fr, k->metric, (uint64_t)value);
 	return 0;
 }
 
