@@ -623,7 +623,7 @@ static void add_msi_irqs(struct sampler *s, const char *dev)
 	DIR *d = NULL;
 
 	for (size_t i = 0; i < 2 && !d; i++) {
-		snprintf(rel, sizeof(rel), "/sys/class/net/%s/%s", dev, where[i]);
+		snprintf(rel, sizeof(rel), "/sys/class/net/%.16s/%s", dev, where[i]);
 		rooted(s, path, sizeof(path), rel);
 		d = opendir(path);
 	}
