@@ -15,6 +15,8 @@
 
 #include <sqlite3.h>
 
+#include "store_internal.h"
+
 #define STORE_APPLICATION_ID 0x4e475841 /* "NGXA": tells our files from other SQLite databases */
 #define BUSY_TIMEOUT_MS 500             /* a tick is 1 s; waiting longer only delays the next one */
 #define MINUTE_MS 60000
@@ -38,12 +40,27 @@ static const char *const migrations[] = {
 	"SELECT id, name FROM metrics LIMIT 0;"
 	"SELECT ts, dt, probes_ok, probes_bad, data FROM frames LIMIT 0;"
 	"SELECT ts, n, data FROM rollups LIMIT 0;",
+	/* v2: the change journal (a row per knob write, committed before the write), what the agent knows of each
+	 * knob (its original value, what it last wrote, conflict/unsupported), and the append-only audit trail. */
+	"CREATE TABLE changes(id INTEGER PRIMARY KEY AUTOINCREMENT, knob TEXT NOT NULL, kind TEXT NOT NULL,"
+	" reverts INTEGER NOT NULL DEFAULT 0, old_value TEXT NOT NULL, new_value TEXT NOT NULL, state TEXT NOT NULL,"
+	" actor TEXT NOT NULL, why TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);"
+	"CREATE INDEX changes_knob ON changes(knob, id);"
+	"CREATE INDEX changes_state ON changes(state);"
+	"CREATE TABLE knobs(name TEXT PRIMARY KEY, original TEXT, last_written TEXT, state TEXT NOT NULL DEFAULT 'ok',"
+	" why TEXT NOT NULL DEFAULT '', updated_ms INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE audit(id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL, last_ts INTEGER NOT NULL,"
+	" actor TEXT NOT NULL, peer TEXT NOT NULL DEFAULT '', action TEXT NOT NULL, knob TEXT NOT NULL DEFAULT '',"
+	" change_id INTEGER NOT NULL DEFAULT 0, outcome TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '',"
+	" count INTEGER NOT NULL DEFAULT 1);"
+	"CREATE INDEX audit_ts ON audit(ts);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION, "one migration per version");
 _Static_assert(STORE_APPLICATION_ID == 1313298497, "application_id in migration v1");
 
-static const char *const our_tables[] = { "meta", "metrics", "frames", "rollups" };
+static const char *const our_tables[] = { "meta", "metrics", "frames", "rollups", "changes", "knobs", "audit" };
 
 enum {
 	S_BEGIN,
@@ -62,6 +79,8 @@ enum {
 	S_BYTES,
 	S_COUNT
 };
+
+_Static_assert(S_COUNT <= STORE_STMT_MAX, "room for every statement");
 
 static const char *const stmt_sql[S_COUNT] = {
 	[S_BEGIN] = "BEGIN IMMEDIATE",
@@ -82,29 +101,6 @@ static const char *const stmt_sql[S_COUNT] = {
 			   " ORDER BY ts LIMIT ?3",
 	[S_QUERY_ROLLUPS] = "SELECT ts, n, data FROM rollups WHERE ts >= ?1 AND ts < ?2 ORDER BY ts LIMIT ?3",
 	[S_BYTES] = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
-};
-
-/* One metric's running sum over a minute's frames. */
-struct acc {
-	uint32_t id;
-	uint32_t n; /* ticks where the value was present and not NaN */
-	double sum;
-};
-
-struct store {
-	sqlite3 *db;
-	sqlite3_stmt *stmt[S_COUNT];
-	struct store_options opt;
-	int opened_version;
-	bool in_query;          /* a query callback is running: the statements are in use */
-	uint32_t names_stored;  /* highest metric id in the metrics table */
-	bool have_last;
-	int64_t last_ts;        /* the previous frame stored: a new minute completes its minute */
-	struct frame scratch;   /* decoded rows */
-	struct frame rollup;    /* the means being written */
-	struct acc *acc, *acc_tmp;
-	size_t acc_n, acc_cap;
-	struct store_health h;
 };
 
 void store_options_default(struct store_options *opt)
@@ -128,7 +124,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* -errno for a failed sqlite call, so callers can sort full disks from read-only files from the rest. */
-static int sqlite_errno(sqlite3 *db, int rc)
+int store_sqlite_errno(sqlite3 *db, int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_FULL:
@@ -158,7 +154,7 @@ static int sqlite_errno(sqlite3 *db, int rc)
 }
 
 /* sqlite's message for RC, with the OS reason when sqlite only says "disk I/O error". */
-static void describe(sqlite3 *db, int rc, char *buf, size_t len)
+void store_describe(sqlite3 *db, int rc, char *buf, size_t len)
 {
 	const char *msg = (sqlite3_errcode(db) & 0xff) == (rc & 0xff) ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	int sys = sqlite3_system_errno(db);
@@ -170,7 +166,7 @@ static void describe(sqlite3 *db, int rc, char *buf, size_t len)
 }
 
 /* Step a statement that returns no rows we need, and reset it. */
-static int run(sqlite3_stmt *s)
+int store_run(sqlite3_stmt *s)
 {
 	int rc;
 
@@ -274,6 +270,7 @@ static void store_free(struct store *st)
 {
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	store_journal_free(st);
 	sqlite3_close_v2(st->db);
 	frame_free(&st->scratch);
 	frame_free(&st->rollup);
@@ -323,10 +320,10 @@ static int check_identity(struct store *st, int64_t version, int64_t app_id, cha
 	if (rc != SQLITE_DONE) {
 		char msg[200];
 
-		describe(st->db, rc, msg, sizeof(msg));
+		store_describe(st->db, rc, msg, sizeof(msg));
 		set_err(err, errlen, "read schema: %s", msg);
 		sqlite3_finalize(s);
-		return sqlite_errno(st->db, rc);
+		return store_sqlite_errno(st->db, rc);
 	}
 	sqlite3_finalize(s);
 	return 0;
@@ -358,7 +355,7 @@ static int migrate(struct store *st, char *err, size_t errlen)
 				set_err(err, errlen, "migrate to schema v%d: %s", v, emsg ? emsg : sqlite3_errstr(rc));
 				sqlite3_free(emsg);
 				sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-				return sqlite_errno(st->db, rc);
+				return store_sqlite_errno(st->db, rc);
 			}
 		}
 		rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
@@ -366,11 +363,11 @@ static int migrate(struct store *st, char *err, size_t errlen)
 			goto fail;
 		continue;
 fail:
-		describe(st->db, rc, msg, sizeof(msg));
+		store_describe(st->db, rc, msg, sizeof(msg));
 		set_err(err, errlen, "migrate to schema v%d: %s", v, msg);
 		if (!sqlite3_get_autocommit(st->db))
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-		return sqlite_errno(st->db, rc);
+		return store_sqlite_errno(st->db, rc);
 	}
 	return 0;
 }
@@ -404,10 +401,10 @@ static int load_names(struct store *st, struct metric_registry *reg, char *err, 
 		st->names_stored = (uint32_t)id;
 	}
 	if (rc != SQLITE_DONE) {
-		describe(st->db, rc, msg, sizeof(msg));
+		store_describe(st->db, rc, msg, sizeof(msg));
 		set_err(err, errlen, "load metric names: %s", msg);
 		sqlite3_finalize(s);
-		return sqlite_errno(st->db, rc);
+		return store_sqlite_errno(st->db, rc);
 	}
 	sqlite3_finalize(s);
 	return 0;
@@ -427,9 +424,9 @@ static int load_counts(struct store *st, char *err, size_t errlen)
 	if (rc != SQLITE_OK) {
 		char msg[200];
 
-		describe(st->db, rc, msg, sizeof(msg));
+		store_describe(st->db, rc, msg, sizeof(msg));
 		set_err(err, errlen, "count rows: %s", msg);
-		return sqlite_errno(st->db, rc);
+		return store_sqlite_errno(st->db, rc);
 	}
 	st->have_last = !none && st->last_ts >= 0 && st->last_ts <= TS_MAX;
 	st->h.last_write_ms = st->have_last ? st->last_ts : 0;
@@ -568,8 +565,8 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 
 sqlfail:
 	if (st->db) {
-		describe(st->db, rc, msg, sizeof(msg));
-		ret = sqlite_errno(st->db, rc);
+		store_describe(st->db, rc, msg, sizeof(msg));
+		ret = store_sqlite_errno(st->db, rc);
 	} else {
 		snprintf(msg, sizeof(msg), "%s", sqlite3_errstr(rc));
 		ret = -ENOMEM;
@@ -685,7 +682,7 @@ static int write_rollup(struct store *st, int64_t minute, bool *added)
 		sqlite3_bind_int64(s, 1, minute);
 		sqlite3_bind_int64(s, 2, n);
 		sqlite3_bind_blob64(s, 3, buf, len, SQLITE_STATIC);
-		rc = run(s);
+		rc = store_run(s);
 		sqlite3_clear_bindings(s);
 	}
 	free(buf);
@@ -701,7 +698,7 @@ static int trim(struct store *st, int which, int64_t cutoff, int64_t *deleted)
 	*deleted = 0;
 	sqlite3_bind_int64(s, 1, cutoff);
 	sqlite3_bind_int64(s, 2, st->opt.delete_batch);
-	rc = run(s);
+	rc = store_run(s);
 	if (rc == SQLITE_OK)
 		*deleted = sqlite3_changes(st->db);
 	return rc;
@@ -711,12 +708,12 @@ static int trim(struct store *st, int which, int64_t cutoff, int64_t *deleted)
 static int tick_failed(struct store *st, const char *op, int rc)
 {
 	char msg[200];
-	int ret = sqlite_errno(st->db, rc);
+	int ret = store_sqlite_errno(st->db, rc);
 
-	describe(st->db, rc, msg, sizeof(msg));
+	store_describe(st->db, rc, msg, sizeof(msg));
 	snprintf(st->h.reason, sizeof(st->h.reason), "%s: %s", op, msg);
 	if (!sqlite3_get_autocommit(st->db))
-		run(st->stmt[S_ROLLBACK]);
+		store_run(st->stmt[S_ROLLBACK]);
 	st->h.degraded = true;
 	st->h.write_errors++;
 	return ret;
@@ -743,7 +740,7 @@ int store_append_frame(struct store *st, const struct metric_registry *reg, stru
 		return tick_failed(st, "append frame", SQLITE_NOMEM);
 	minute = minute_of(fr->ts_ms);
 
-	rc = run(st->stmt[S_BEGIN]);
+	rc = store_run(st->stmt[S_BEGIN]);
 	if (rc != SQLITE_OK) {
 		free(buf);
 		return tick_failed(st, "append frame (begin)", rc);
@@ -757,7 +754,7 @@ int store_append_frame(struct store *st, const struct metric_registry *reg, stru
 			continue;
 		sqlite3_bind_int64(s, 1, id);
 		sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-		rc = run(s);
+		rc = store_run(s);
 		if (rc != SQLITE_OK) {
 			sqlite3_clear_bindings(s);
 			free(buf);
@@ -791,7 +788,7 @@ int store_append_frame(struct store *st, const struct metric_registry *reg, stru
 	sqlite3_bind_int64(s, 3, fr->probes_ok);
 	sqlite3_bind_int64(s, 4, fr->probes_bad);
 	sqlite3_bind_blob64(s, 5, buf, len, SQLITE_STATIC);
-	rc = run(s);
+	rc = store_run(s);
 	sqlite3_clear_bindings(s);
 	free(buf);
 	if (rc != SQLITE_OK)
@@ -803,7 +800,7 @@ int store_append_frame(struct store *st, const struct metric_registry *reg, stru
 	if (rc != SQLITE_OK)
 		return tick_failed(st, "append frame (retention)", rc);
 
-	rc = run(st->stmt[S_COMMIT]);
+	rc = store_run(st->stmt[S_COMMIT]);
 	if (rc != SQLITE_OK)
 		return tick_failed(st, "append frame (commit)", rc);
 
@@ -863,7 +860,7 @@ static int query(struct store *st, int which, int64_t since_ms, int64_t until_ms
 			break;
 	}
 	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		ret = sqlite_errno(st->db, rc);
+		ret = store_sqlite_errno(st->db, rc);
 	sqlite3_reset(s);
 	st->in_query = false;
 	return ret;

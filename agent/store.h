@@ -15,7 +15,7 @@
 
 #include "core/metrics.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 struct store;
 
@@ -70,5 +70,91 @@ int store_query_rollups(struct store *st, int64_t since_ms, int64_t until_ms, si
 			void *ctx);
 /* Current health (runs a cheap count). */
 void store_get_health(struct store *st, struct store_health *h);
+
+/* ---- the change journal, knob records and the audit trail (store_journal.c) ------------------------------- */
+
+#define STORE_KNOB_MAX 64
+#define STORE_VALUE_MAX 1024
+
+enum change_state {
+	CHANGE_PROPOSED,  /* waiting for approval */
+	CHANGE_APPROVED,  /* approved, waiting for its turn (one trial on the host at a time) */
+	CHANGE_APPLYING,  /* journaled; the write is under way */
+	CHANGE_TRIAL,     /* written and verified; being measured */
+	CHANGE_KEPT,      /* stays */
+	CHANGE_REVERTED,  /* undone (by the judge, an operator, or recovery after a restart) */
+	CHANGE_REJECTED,  /* an operator said no */
+	CHANGE_FAILED,    /* the write or its verification failed; the knob was put back */
+	CHANGE_ABORTED,   /* a guardrail tripped or the trial was ended; put back */
+	CHANGE_STATE_COUNT
+};
+
+enum change_kind {
+	CHANGE_KIND_CHANGE, /* sets new_value; recovery puts old_value back */
+	CHANGE_KIND_REVERT  /* puts a knob back; recovery finishes it (writes new_value) */
+};
+
+struct change_row {
+	int64_t id;
+	char knob[STORE_KNOB_MAX];
+	enum change_kind kind;
+	int64_t reverts; /* revert rows: the change they undo, 0 when several or none */
+	char old_value[STORE_VALUE_MAX];
+	char new_value[STORE_VALUE_MAX];
+	enum change_state state;
+	char actor[64];
+	char why[256];
+	char detail[512];
+	int64_t created_ms, updated_ms;
+};
+
+struct knob_row {
+	char name[STORE_KNOB_MAX];
+	bool has_original;
+	char original[STORE_VALUE_MAX];     /* the live value before the agent's first write */
+	bool has_written;
+	char last_written[STORE_VALUE_MAX]; /* what the agent wrote last */
+	char state[16];                     /* "ok", "conflict", "unsupported" */
+	char why[256];
+	int64_t updated_ms;
+};
+
+struct audit_row {
+	int64_t id, ts, last_ts, change_id, count;
+	char actor[64];
+	char peer[64];
+	char action[32];
+	char knob[STORE_KNOB_MAX];
+	char outcome[32];
+	char detail[512];
+};
+
+/* "proposed", "applying", ... */
+const char *change_state_name(enum change_state s);
+/* The state named S: 0 or -EINVAL. */
+int change_state_parse(const char *s, enum change_state *out);
+/* Journal ROW (its id is set) durably (synchronous=FULL): the row is on disk before this returns. 0 or -errno. */
+int store_change_insert(struct store *st, struct change_row *row);
+/* Move change ID to STATE, with DETAIL when not NULL, durably. 0, -ENOENT, or -errno. */
+int store_change_update(struct store *st, int64_t id, enum change_state state, const char *detail, int64_t now_ms);
+/* Change ID into ROW. 0, -ENOENT, -errno. */
+int store_change_get(struct store *st, int64_t id, struct change_row *row);
+typedef int (*store_change_cb)(void *ctx, const struct change_row *row);
+/* Changes newest first: of KNOB ("" = all), in STATES (a bitmask of 1u << state; 0 = all), with id < BEFORE_ID
+ * (0 = no bound), at most LIMIT. */
+int store_changes_query(struct store *st, const char *knob, unsigned states, int64_t before_id, size_t limit,
+			store_change_cb cb, void *ctx);
+/* What the store knows of knob NAME. 0, -ENOENT, -errno. */
+int store_knob_get(struct store *st, const char *name, struct knob_row *row);
+/* Insert or replace ROW, durably. */
+int store_knob_put(struct store *st, const struct knob_row *row);
+/* Append ROW (id set), or, when the newest row is the same event (actor, peer, action, knob, change, outcome,
+ * detail), count it there and move its last_ts: repeated events are collapsed, not repeated. */
+int store_audit_append(struct store *st, struct audit_row *row);
+typedef int (*store_audit_cb)(void *ctx, const struct audit_row *row);
+/* Audit rows newest first with since_ms <= ts < until_ms (0 = no bound), of KNOB and ACTOR ("" = any), id <
+ * BEFORE_ID (0 = no bound), at most LIMIT. */
+int store_audit_query(struct store *st, int64_t since_ms, int64_t until_ms, const char *knob, const char *actor,
+		      int64_t before_id, size_t limit, store_audit_cb cb, void *ctx);
 
 #endif

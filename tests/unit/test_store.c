@@ -535,6 +535,11 @@ static void test_retention(void **state)
 	metric_registry_free(reg);
 }
 
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define STORE_SCHEMA_VERSION_NEXT 3 /* STORE_SCHEMA_VERSION + 1, as a token the preprocessor can quote */
+_Static_assert(STORE_SCHEMA_VERSION_NEXT == STORE_SCHEMA_VERSION + 1, "bump with the schema");
+
 static void test_newer_and_foreign(void **state)
 {
 	const struct {
@@ -544,7 +549,8 @@ static void test_newer_and_foreign(void **state)
 		const char *msg;
 		int64_t version_after;
 	} cases[] = {
-		{ "newer schema", "PRAGMA user_version = 2", -ENOTSUP, "newer", 2 },
+		{ "newer schema", "PRAGMA user_version = " XSTR(STORE_SCHEMA_VERSION_NEXT), -ENOTSUP, "newer",
+		  STORE_SCHEMA_VERSION + 1 },
 		{ "much newer", "PRAGMA user_version = 77", -ENOTSUP, "77", 77 },
 		{ "other application", "PRAGMA application_id = 42; PRAGMA user_version = 1", -EIO,
 		  "not an ngx-autotune store", 1 },
@@ -770,7 +776,7 @@ static void test_migrate_v0(void **state)
 	assert_true(rs.r[0].v[2].v == 150);
 	store_close(st);
 	metric_registry_free(reg);
-	assert_int_equal(sql_int(path, "PRAGMA user_version"), 1);
+	assert_int_equal(sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_int(path, "PRAGMA application_id"), 0x4e475841);
 	assert_int_equal(sql_int(path, "SELECT id FROM metrics WHERE name = 'nginx.waiting'"), 4);
 	assert_int_equal(sql_int(path, "SELECT count(*) FROM meta"), 1);
