@@ -1,0 +1,101 @@
+/*
+ * knob: the drivers that read and write guarded parameters on the host.
+ *
+ * A knob is one parameter (a sysctl, a NIC's IRQ affinity, its RPS masks, the scheduler slice, an nginx
+ * directive) with the driver that reads and writes it. Values cross this interface as canonical text (see
+ * core/knobval.h). Drivers do no policy: they are handed values that the engine has already validated against
+ * the policy, and they write only what they are told, to the path they own, under the configured root. They
+ * re-read after writing (verify), classify errors by errno, and never log: the engine decides and journals. The
+ * dry-run driver (env->dry_run) reads like the real one and records writes in memory only.
+ */
+#ifndef NGXAT_KNOB_H
+#define NGXAT_KNOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#define KNOB_NAME_MAX 64
+#define KNOB_VALUE_MAX 1024 /* a CPUMAP of 64 IRQs with CPU lists fits */
+#define KNOB_WHY_MAX 256
+
+struct knob;
+struct knob_policy; /* core/policy.h */
+
+/* What every driver may need from the host; owned by the engine, shared by all knobs. */
+struct knob_env {
+	const char *root;        /* prefix of /proc and /sys paths ("/" in production) */
+	uv_loop_t *loop;         /* for asynchronous drivers (nginx: nginx -t, reload) */
+	bool dry_run;            /* never write: remember the value instead */
+	pid_t nginx_pid;         /* the master, 0 if unknown (updated by the engine each tick) */
+	const char *nginx_bin;   /* "nginx" or a path */
+	const char *nginx_conf;  /* the main configuration file nginx runs with ("" = nginx's default) */
+	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
+	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
+};
+
+/* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */
+typedef void (*knob_done_fn)(struct knob *k, int result, const char *msg, void *ctx);
+
+struct knob_ops {
+	const char *kind; /* "sysctl", "irq_affinity", "rps", "rps_flows", "sched_slice", "nginx_directive", ... */
+	/* Whether the knob can be used here: 0, or -ENOTSUP / -ENOENT with the reason in WHY ("debugfs not mounted",
+	 * "irqbalance is running (pid 812)" for IRQ knobs, which are then reported as conflicting, not fought). */
+	int (*probe)(struct knob *k, char *why, size_t whylen);
+	/* The live value, canonical, into OUT. 0 or -errno. */
+	int (*read)(struct knob *k, char *out, size_t outlen);
+	/* Write VALUE. Synchronous drivers write, re-read, compare, and return 0, -EIO (read back differs, WHY says
+	 * what was read), or the write's -errno. Asynchronous drivers return -EINPROGRESS and call DONE exactly once
+	 * later, from the loop thread. */
+	int (*write)(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
+	/* Release PRIV. */
+	void (*release)(struct knob *k);
+};
+
+struct knob {
+	char name[KNOB_NAME_MAX];      /* unique: the policy's knob name, plus ".DEV" for per-interface knobs */
+	const struct knob_policy *pol; /* its policy */
+	const struct knob_ops *ops;
+	struct knob_env *env;
+	void *priv;                    /* the driver's */
+	char dry_value[KNOB_VALUE_MAX]; /* dry run: the value "written" */
+	bool dry_written;
+};
+
+/* The drivers. */
+extern const struct knob_ops knob_sysctl_ops;
+extern const struct knob_ops knob_irq_ops;
+extern const struct knob_ops knob_rps_ops;
+extern const struct knob_ops knob_rps_flows_ops;
+extern const struct knob_ops knob_sched_ops;
+extern const struct knob_ops knob_nginx_ops;
+extern const struct knob_ops knob_listen_ops;
+
+/* The driver for a policy kind ("sysctl", ...), or NULL. */
+const struct knob_ops *knob_ops_for(const char *kind);
+
+/*
+ * Expand one policy into knobs: one for most kinds; one per matching interface for irq_affinity and rps (target
+ * is a glob over /sys/class/net, NICs with queues only). Fills at most MAX into OUT (name, pol, ops, env set;
+ * priv NULL). 0 or -errno.
+ */
+int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct knob *out, size_t max, size_t *n);
+
+/* Read through the dry-run layer: the remembered value when one was "written", else the driver's read. */
+int knob_read(struct knob *k, char *out, size_t outlen);
+/* Write through the dry-run layer (in dry run: remember VALUE, return 0). Same contract as ops->write. */
+int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
+
+/* How the engine must treat an errno from a driver. */
+enum knob_errclass {
+	KNOB_ERR_NONE,        /* 0 */
+	KNOB_ERR_RETRY,       /* EBUSY, EAGAIN, EINTR: try again next tick */
+	KNOB_ERR_UNSUPPORTED, /* EINVAL, ERANGE, ENOENT, ENOTSUP, EOPNOTSUPP: mark this knob unsupported */
+	KNOB_ERR_READONLY,    /* EPERM, EACCES, EROFS: stop writing anything, go observe-only */
+	KNOB_ERR_OTHER        /* anything else (EIO: read back differs): fail this change */
+};
+/* Classify R (0 or -errno). */
+enum knob_errclass knob_errclass(int r);
+
+#endif
