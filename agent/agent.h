@@ -12,12 +12,14 @@
 
 #include "config.h"
 #include "core/metrics.h"
+#include "knob.h"
 #include "sampler.h"
 #include "store.h"
 
 #define AGENT_CPU_RING 128
 
 struct api;
+struct engine;
 
 struct agent {
 	struct config cfg;
@@ -34,6 +36,10 @@ struct agent {
 	struct sampler *sampler;
 	struct store *store;
 	struct api *api;
+	struct engine *engine;    /* the knobs; NULL only before policies load */
+	struct knob_env env;      /* what the knob drivers see */
+	int lock_fd;              /* flock on the store's lock file: one agent (or offline revert) at a time */
+	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */
 
 	struct frame fr;          /* the frame being built */
 	bool tick_busy;           /* a tick is waiting for its stub_status fetch */
@@ -56,5 +62,10 @@ struct agent {
 
 /* Median CPU ms per tick over the recent ticks (NAN before the first). */
 double agent_tick_cpu_median(const struct agent *a);
+struct policy_set;
+/* Load and validate the policy files the configuration names (main.c). 0 or -errno with ERR. */
+int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen);
+/* Fill a->env from the configuration (main.c). */
+void agent_knob_env(struct agent *a);
 
 #endif

@@ -1,9 +1,11 @@
 #include "build-config.h"
 
 #include "api.h"
+#include "api_internal.h"
 
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <jansson.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -24,15 +26,6 @@
 
 #define FRAMES_LIMIT_MAX 3600
 
-struct api {
-	struct agent *a;
-	struct MHD_Daemon *mhd;
-	int fd;
-	char path[CONFIG_PATH_MAX];
-	uv_poll_t poll;
-	uv_timer_t timer;
-	int open_handles; /* uv handles not yet closed: API is freed when this reaches 0 */
-};
 
 /* ---- responses ------------------------------------------------------------------------------------------- */
 
@@ -53,7 +46,7 @@ static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, cons
 	return ret;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *o, const char *type)
+enum MHD_Result api_send_json(struct MHD_Connection *c, unsigned status, json_t *o, const char *type)
 {
 	char *s;
 	enum MHD_Result ret;
@@ -73,7 +66,10 @@ static const char *status_title(unsigned status)
 {
 	switch (status) {
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
+	case 409: return "Conflict";
 	case 405: return "Method Not Allowed";
 	case 413: return "Content Too Large";
 	case 503: return "Service Unavailable";
@@ -81,9 +77,7 @@ static const char *status_title(unsigned status)
 	}
 }
 
-static enum MHD_Result send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static enum MHD_Result send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
 	char detail[512];
 	va_list ap;
@@ -91,7 +85,7 @@ static enum MHD_Result send_problem(struct MHD_Connection *c, unsigned status, c
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	return send_json(c, status,
+	return api_send_json(c, status,
 			 json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE,
 				   status_title(status), API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail),
 			 "application/problem+json");
@@ -136,7 +130,7 @@ static json_t *status_json(struct agent *a)
 /* ---- GET /v1/frames -------------------------------------------------------------------------------------- */
 
 /* A time in the query: ms since the epoch, or a negative number of seconds relative to now. */
-static int parse_time(struct agent *a, const char *s, int64_t *out)
+int api_parse_time(struct agent *a, const char *s, int64_t *out)
 {
 	int64_t v;
 	int r = str_to_i64(s, -(int64_t)10 * 366 * 86400, INT64_MAX / 2, &v);
@@ -190,27 +184,27 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	if (!f)
 		return MHD_NO;
 	t0 = t1 - 1 - 60000;
-	if (since && parse_time(a, since, &t0) < 0) {
+	if (since && api_parse_time(a, since, &t0) < 0) {
 		free(f);
-		return send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
+		return api_send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
 				    API_Q_SINCE, since);
 	}
-	if (until && parse_time(a, until, &t1) < 0) {
+	if (until && api_parse_time(a, until, &t1) < 0) {
 		free(f);
-		return send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
+		return api_send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
 				    API_Q_UNTIL, until);
 	}
 	if (limit_s && str_to_i64(limit_s, 1, FRAMES_LIMIT_MAX, &limit) < 0) {
 		free(f);
-		return send_problem(c, 400, "%s: expected 1..%d", API_Q_LIMIT, FRAMES_LIMIT_MAX);
+		return api_send_problem(c, 400, "%s: expected 1..%d", API_Q_LIMIT, FRAMES_LIMIT_MAX);
 	}
 	if (rollup_s && str_to_bool(rollup_s, &rollup) < 0) {
 		free(f);
-		return send_problem(c, 400, "%s: expected 0 or 1", API_Q_ROLLUP);
+		return api_send_problem(c, 400, "%s: expected 0 or 1", API_Q_ROLLUP);
 	}
 	if (metric_filter_parse(metrics ? metrics : "", f, err, sizeof(err)) < 0) {
 		free(f);
-		return send_problem(c, 400, "%s: %s", API_Q_METRICS, err);
+		return api_send_problem(c, 400, "%s: %s", API_Q_METRICS, err);
 	}
 	ctx.f = f;
 	ctx.rollup = rollup;
@@ -220,9 +214,9 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	free(f);
 	if (r < 0) {
 		json_decref(ctx.arr);
-		return send_problem(c, 503, "store query failed: %s", strerror(-r));
+		return api_send_problem(c, 503, "store query failed: %s", strerror(-r));
 	}
-	return send_json(c, 200, json_pack("{s:o, s:b}", API_K_FRAMES, ctx.arr, API_K_TRUNCATED, ctx.n == (size_t)limit),
+	return api_send_json(c, 200, json_pack("{s:o, s:b}", API_K_FRAMES, ctx.arr, API_K_TRUNCATED, ctx.n == (size_t)limit),
 			 "application/json");
 }
 
@@ -239,7 +233,7 @@ static enum MHD_Result get_metrics(struct api *api, struct MHD_Connection *c)
 		if (name && strncmp(name, "http.lat.b", 10) != 0)
 			json_array_append_new(arr, json_string(name));
 	}
-	return send_json(c, 200, json_pack("{s:o}", API_K_METRICS, arr), "application/json");
+	return api_send_json(c, 200, json_pack("{s:o}", API_K_METRICS, arr), "application/json");
 }
 
 /* Whether the request announces a body: MHD calls the handler before reading it. */
@@ -253,25 +247,104 @@ static bool has_body(struct MHD_Connection *c)
 
 /* ---- dispatch -------------------------------------------------------------------------------------------- */
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+void api_actor(struct MHD_Connection *c, char *out, size_t outlen)
 {
-	struct api *api = cls;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct passwd *pw;
 
-	(void)version;
-	(void)upload_data;
-	(void)con_cls;
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return send_problem(c, 405, "%s is read-only in API version %d", url, NGXAT_API_VERSION);
-	if (*upload_data_size || has_body(c))
-		return send_problem(c, 413, "GET requests take no body");
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(out, outlen, "unknown");
+		return;
+	}
+	pw = getpwuid(cred.uid);
+	if (pw)
+		snprintf(out, outlen, "%s", pw->pw_name);
+	else
+		snprintf(out, outlen, "uid:%u", (unsigned)cred.uid);
+}
+
+static enum MHD_Result handle_get(struct api *api, struct MHD_Connection *c, const char *url)
+{
+	enum MHD_Result r;
+	bool handled = false;
+
 	if (strcmp(url, API_PATH_STATUS) == 0)
-		return send_json(c, 200, status_json(api->a), "application/json");
+		return api_send_json(c, 200, status_json(api->a), "application/json");
 	if (strcmp(url, API_PATH_FRAMES) == 0)
 		return get_frames(api, c);
 	if (strcmp(url, API_PATH_METRICS) == 0)
 		return get_metrics(api, c);
-	return send_problem(c, 404, "no such endpoint: %s", url);
+	r = api_knobs_get(api, c, url, &handled);
+	if (handled)
+		return r;
+	return api_send_problem(c, 404, "no such endpoint: %s", url);
+}
+
+/*
+ * MHD calls this once with the headers (*con_cls NULL), then once per piece of body, then once more with no data.
+ * GET answers at once; POST collects its body (bounded) and answers on the last call.
+ */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct api *api = cls;
+	struct api_req *req = *con_cls;
+	bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+
+	(void)version;
+	if (!post) {
+		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+			return api_send_problem(c, 405, "%s is not a method of this API", method);
+		if (*upload_data_size || has_body(c))
+			return api_send_problem(c, 413, "GET requests take no body");
+		return handle_get(api, c, url);
+	}
+	if (!req) {
+		if (!api_knobs_is_post(url))
+			return api_send_problem(c, 405, "POST %s: not an action (actions: " API_PATH_PROPOSALS ", "
+					    API_PATH_REVERT ", " API_PATH_CHANGES "/ID/revert, " API_PATH_KNOBS
+					    "/NAME/clear-conflict)", url);
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return MHD_NO;
+		*con_cls = req;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (!req->too_big && req->len + *upload_data_size <= API_BODY_MAX) {
+			char *p = realloc(req->body, req->len + *upload_data_size + 1);
+
+			if (!p)
+				return MHD_NO;
+			req->body = p;
+			memcpy(req->body + req->len, upload_data, *upload_data_size);
+			req->len += *upload_data_size;
+			req->body[req->len] = '\0';
+		} else {
+			req->too_big = true;
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (req->too_big)
+		return api_send_problem(c, 413, "request bodies are at most %d bytes", API_BODY_MAX);
+	return api_knobs_post(api, c, url, req->body ? req->body : "", req->len);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+	struct api_req *req = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)why;
+	if (req) {
+		free(req->body);
+		free(req);
+		*con_cls = NULL;
+	}
 }
 
 /* ---- loop integration ------------------------------------------------------------------------------------ */
@@ -388,6 +461,7 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen)
 		return r;
 	}
 	api->mhd = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, handle, api, MHD_OPTION_LISTEN_SOCKET, api->fd,
+				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
 				    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
 				    (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
 	if (!api->mhd) {

@@ -10,6 +10,8 @@
 
 #include "agent.h"
 #include "api.h"
+#include "core/policy.h"
+#include "engine.h"
 #include "log.h"
 #include "notify.h"
 
@@ -143,10 +145,19 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 	}
 	a->ticks++;
 	a->last_tick_ms = a->fr.ts_ms;
+	if (a->engine) {
+		pid_t pid;
+		unsigned workers;
+
+		sampler_nginx(a->sampler, &pid, &workers);
+		if (pid)
+			a->env.nginx_pid = pid;
+		engine_tick(a->engine, a->fr.ts_ms);
+	}
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
 	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
-	if (!a->ready && (r == 0 || sh.degraded)) {
+	if (!a->ready && (r == 0 || sh.degraded) && !(a->engine && engine_busy(a->engine))) {
 		a->ready = true;
 		notify_ready(a->summary);
 		log_info("%s: ready (%s)", r == 0 ? "first frame stored" : "store not writable", a->summary);
@@ -229,6 +240,30 @@ static void on_closed(uv_handle_t *h)
 	(void)h;
 }
 
+static void close_all(struct agent *a)
+{
+	uv_close((uv_handle_t *)&a->timer, on_closed);
+	uv_close((uv_handle_t *)&a->sig_term, on_closed);
+	uv_close((uv_handle_t *)&a->sig_int, on_closed);
+	uv_close((uv_handle_t *)&a->sig_hup, on_closed);
+	api_stop(a->api);
+	a->api = NULL;
+}
+
+/* Waiting for an asynchronous revert (nginx) before closing; bounded by the stop timer. */
+static void on_stop_wait(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+
+	engine_tick(a->engine, wall_ms());
+	if (engine_busy(a->engine) && wall_ms() < a->last_tick_ms + 3 * a->cfg.nginx_timeout_ms)
+		return;
+	if (engine_busy(a->engine))
+		log_err("stopping before a revert completed: the journal keeps it for the next start");
+	uv_close((uv_handle_t *)&a->stop_timer, on_closed);
+	close_all(a);
+}
+
 static void stop(struct agent *a, const char *why)
 {
 	if (a->stopping)
@@ -236,12 +271,18 @@ static void stop(struct agent *a, const char *why)
 	a->stopping = true;
 	log_info("%s: stopping", why);
 	notify_stopping();
-	uv_close((uv_handle_t *)&a->timer, on_closed);
-	uv_close((uv_handle_t *)&a->sig_term, on_closed);
-	uv_close((uv_handle_t *)&a->sig_int, on_closed);
-	uv_close((uv_handle_t *)&a->sig_hup, on_closed);
-	api_stop(a->api);
-	a->api = NULL;
+	uv_timer_stop(&a->timer);
+	if (a->engine) {
+		/* Invariant 6: the change in trial goes back; kept ones stay unless revert_on_stop. */
+		engine_stop(a->engine, a->cfg.revert_on_stop, wall_ms());
+		if (engine_busy(a->engine)) {
+			uv_timer_init(a->loop, &a->stop_timer);
+			a->stop_timer.data = a;
+			uv_timer_start(&a->stop_timer, on_stop_wait, 100, 100);
+			return;
+		}
+	}
+	close_all(a);
 }
 
 int loop_reload(struct agent *a)
@@ -268,6 +309,19 @@ int loop_reload(struct agent *a)
 	a->cfg = cfg;
 	log_set_level(cfg.log_level);
 	sampler_reconfigure(a->sampler, &a->cfg);
+	agent_knob_env(a);
+	if (a->engine) {
+		struct policy_set *set;
+
+		/* Parse and validate whole; swap only on success. */
+		if (agent_load_policies(a, &set, err, sizeof(err)) < 0) {
+			log_err("policies not reloaded, keeping the running ones: %s", err);
+		} else if (engine_set_policies(a->engine, set, err, sizeof(err)) < 0) {
+			log_err("policies not reloaded: %s", err);
+			policy_set_free(set);
+			free(set);
+		}
+	}
 	schedule_next(a);
 	log_info("configuration reloaded from %s", a->config_path);
 	if (a->ready)

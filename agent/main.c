@@ -6,7 +6,9 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/file.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +18,15 @@
 
 #include "agent.h"
 #include "api.h"
+#include "core/policy.h"
+#include "engine.h"
+#include "policy_load.h"
 #include "frame_json.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
 #include "proto.h"
+#include "strutil.h"
 
 static void usage(FILE *f)
 {
@@ -33,11 +39,136 @@ static void usage(FILE *f)
 		"  -r, --root DIR      read every /proc and /sys path under DIR (tests, simulation)\n"
 		"  -f, --foreground    stay in the foreground (implied under systemd)\n"
 		"  -1, --once          sample two ticks one interval apart, print the frame as JSON and exit\n"
+		"      --revert ID|all put change ID (or every change) back, with the agent stopped, and exit;\n"
+		"                      journaled like the agent's own reverts (ngxctl revert --offline runs this)\n"
 		"  -h, --help          show this help\n"
 		"  -V, --version       show the version\n"
 		"\n"
 		"Signals: SIGTERM/SIGINT stop cleanly, SIGHUP reloads the configuration (a broken file is refused and\n"
 		"the running configuration kept). See ngx-autotune(8) and ngx-autotune.conf(5).\n");
+}
+
+int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	int r;
+
+	if (!set)
+		return -ENOMEM;
+	r = policy_load(a->cfg.policy_dir, a->cfg.policy_override_dir, 0, set, err, errlen);
+	if (r < 0) {
+		free(set);
+		return r;
+	}
+	*out = set;
+	return 0;
+}
+
+void agent_knob_env(struct agent *a)
+{
+	a->env.root = a->cfg.root;
+	a->env.loop = a->loop;
+	a->env.dry_run = a->cfg.dry_run;
+	a->env.nginx_bin = a->cfg.nginx_bin;
+	a->env.nginx_conf = a->cfg.nginx_conf;
+	a->env.include_dir = a->cfg.include_dir;
+	a->env.nginx_timeout_ms = a->cfg.nginx_timeout_ms;
+}
+
+/* One agent, or one offline revert, per store: both write knobs. */
+static int take_lock(struct agent *a, char *err, size_t errlen)
+{
+	char path[CONFIG_PATH_MAX + 8];
+
+	snprintf(path, sizeof(path), "%s.lock", a->cfg.store_path);
+	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (a->lock_fd < 0) {
+		snprintf(err, errlen, "lock %.300s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "another ngx-autotune holds %.300s (the agent is running: use ngxctl revert without "
+			 "--offline)", path);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	return 0;
+}
+
+/* Policies, knobs, and recovery of whatever a previous run left in flight (invariant 3). */
+static int start_engine(struct agent *a, char *err, size_t errlen)
+{
+	struct policy_set *set;
+	struct frame scratch;
+	int r;
+
+	r = agent_load_policies(a, &set, err, errlen);
+	if (r < 0)
+		return r;
+	agent_knob_env(a);
+	/* The drivers act in nginx's namespace: find nginx first. */
+	frame_init(&scratch);
+	sampler_begin(a->sampler, &scratch);
+	frame_free(&scratch);
+	{
+		pid_t pid;
+		unsigned workers;
+
+		sampler_nginx(a->sampler, &pid, &workers);
+		a->env.nginx_pid = pid;
+	}
+	r = engine_new(a->store, &a->env, set, &a->engine, err, errlen);
+	if (r < 0)
+		return r;
+	r = engine_recover(a->engine, loop_wall_ms(a));
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the change journal: %s", strerror(-r));
+		return r;
+	}
+	if (r > 0)
+		log_notice("recovery: %d knob write(s) to put the host back as the journal says", r);
+	return 0;
+}
+
+static void offline_tick(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+
+	engine_tick(a->engine, loop_wall_ms(a));
+	if (!engine_busy(a->engine) || loop_wall_ms(a) > a->start_ms + a->cfg.nginx_timeout_ms * 3)
+		uv_stop(a->loop);
+}
+
+/* --revert: the same engine, journal and drivers as the running agent, then exit. */
+static int run_offline_revert(struct agent *a, const char *arg)
+{
+	char err[512];
+	int64_t id = 0;
+	int r;
+
+	if (strcmp(arg, "all") != 0 && str_to_i64(arg, 1, INT64_MAX, &id) < 0) {
+		fprintf(stderr, "ngx-autotune: --revert takes a change id or 'all'\n");
+		return 2;
+	}
+	r = engine_revert(a->engine, id, getenv("SUDO_USER") ? getenv("SUDO_USER") : "offline", loop_wall_ms(a),
+			  err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "ngx-autotune: revert: %s\n", err);
+		return 1;
+	}
+	if (engine_busy(a->engine)) {
+		a->timer.data = a;
+		uv_timer_start(&a->timer, offline_tick, 100, 100);
+		uv_run(a->loop, UV_RUN_DEFAULT);
+		uv_timer_stop(&a->timer);
+	}
+	if (engine_busy(a->engine)) {
+		fprintf(stderr, "ngx-autotune: revert: a write did not complete in time\n");
+		return 1;
+	}
+	printf("reverted: %d knob write(s)%s\n", r, r ? "" : " (nothing to put back)");
+	return 0;
 }
 
 /* --once: two collections one interval apart, so counters have deltas; no store, no API. */
@@ -78,13 +209,15 @@ static int run_once(struct agent *a)
 }
 
 /* Returns -1 to go on, or the exit code (0 after --help/--version, 2 on a usage error). */
-static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool *once, bool *foreground)
+static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool *once, bool *foreground,
+		      const char **revert)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'n'},
 		{"root", required_argument, NULL, 'r'},   {"foreground", no_argument, NULL, 'f'},
 		{"once", no_argument, NULL, '1'},         {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+		{"version", no_argument, NULL, 'V'},      {"revert", required_argument, NULL, 'R'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -104,6 +237,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 			break;
 		case 'f': *foreground = true; break;
 		case '1': *once = true; break;
+		case 'R': *revert = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("ngx-autotune %s (API %d)\n", PACKAGE_VERSION, NGXAT_API_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -121,6 +255,7 @@ int main(int argc, char **argv)
 {
 	struct agent *a = calloc(1, sizeof(*a));
 	bool check = false, once = false, foreground = false;
+	const char *revert_arg = NULL;
 	struct store_options so;
 	char err[512];
 	int r, rc = 1;
@@ -128,7 +263,7 @@ int main(int argc, char **argv)
 	if (!a)
 		return 1;
 	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
-	rc = parse_args(a, argc, argv, &check, &once, &foreground);
+	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg);
 	if (rc >= 0)
 		goto out_args;
 	rc = 1;
@@ -147,6 +282,15 @@ int main(int argc, char **argv)
 	if (a->root_override[0])
 		snprintf(a->cfg.root, sizeof(a->cfg.root), "%s", a->root_override);
 	if (check) {
+		struct policy_set *set = NULL;
+
+		/* -n checks the policies too: they decide what gets written as root. */
+		if (agent_load_policies(a, &set, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ngx-autotune: %s\n", err);
+			goto out_args;
+		}
+		policy_set_free(set);
+		free(set);
 		printf("configuration OK\n");
 		rc = 0;
 		goto out_args;
@@ -165,7 +309,7 @@ int main(int argc, char **argv)
 	}
 	if (notify_stderr_is_journal()) {
 		notify_use_journal();
-	} else if (!foreground && !getenv("NOTIFY_SOCKET")) {
+	} else if (!foreground && !revert_arg && !getenv("NOTIFY_SOCKET")) {
 		if (daemon(0, 0) < 0) {
 			fprintf(stderr, "ngx-autotune: daemon: %s\n", strerror(errno));
 			goto out;
@@ -180,7 +324,19 @@ int main(int argc, char **argv)
 		log_err("cannot open the store: %s", err);
 		goto out;
 	}
+	if (take_lock(a, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
 	loop_init(a);
+	if (start_engine(a, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
+	if (revert_arg) {
+		rc = run_offline_revert(a, revert_arg);
+		goto out;
+	}
 	r = api_start(a, &a->api, err, sizeof(err));
 	if (r < 0) {
 		log_err("cannot start the API: %s", err);
@@ -190,6 +346,9 @@ int main(int argc, char **argv)
 		 (long long)a->cfg.tick_ms, a->cfg.store_path, a->cfg.socket_path);
 	rc = loop_run(a);
 out:
+	engine_free(a->engine);
+	if (a->lock_fd > 0)
+		close(a->lock_fd);
 	store_close(a->store);
 	sampler_free(a->sampler);
 	metric_registry_free(a->reg);

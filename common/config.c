@@ -29,6 +29,10 @@ static const struct key keys[] = {
 	{"agent", "socket_mode", K_MODE, F(socket_mode), 0, 0},
 	{"agent", "socket_group", K_NAME, F(socket_group), 0, 0},
 	{"agent", "log_level", K_LEVEL, F(log_level), 0, 0},
+	{"agent", "dry_run", K_BOOL, F(dry_run), 0, 0},
+	{"agent", "revert_on_stop", K_BOOL, F(revert_on_stop), 0, 0},
+	{"policies", "dir", K_PATH, F(policy_dir), 0, 0},
+	{"policies", "override_dir", K_PATH_OPT, F(policy_override_dir), 0, 0},
 	{"store", "path", K_PATH, F(store_path), 0, 0},
 	{"store", "frames_retention", K_DURATION, F(frames_retention_ms), 60000, 366LL * 86400000},
 	{"store", "rollups_retention", K_DURATION, F(rollups_retention_ms), 3600000, 3660LL * 86400000},
@@ -37,6 +41,10 @@ static const struct key keys[] = {
 	{"nginx", "stub_status_timeout", K_DURATION, F(stub_status_timeout_ms), 10, 10000},
 	{"nginx", "access_log", K_PATH_OPT, F(access_log), 0, 0},
 	{"nginx", "error_log", K_PATH_OPT, F(error_log), 0, 0},
+	{"nginx", "binary", K_PATH, F(nginx_bin), 0, 0},
+	{"nginx", "conf", K_PATH_OPT, F(nginx_conf), 0, 0},
+	{"nginx", "include_dir", K_PATH, F(include_dir), 0, 0},
+	{"nginx", "timeout", K_DURATION, F(nginx_timeout_ms), 100, 120000},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -59,6 +67,11 @@ void config_default(struct config *cfg)
 	cfg->stub_status_timeout_ms = 400;
 	strcpy(cfg->access_log, "/var/log/nginx/access.log");
 	strcpy(cfg->error_log, "/var/log/nginx/error.log");
+	strcpy(cfg->nginx_bin, "/usr/sbin/nginx");
+	strcpy(cfg->include_dir, "/etc/nginx/ngx-autotune");
+	cfg->nginx_timeout_ms = 10000;
+	snprintf(cfg->policy_dir, sizeof(cfg->policy_dir), "%s", NGXAT_POLICY_DIR);
+	strcpy(cfg->policy_override_dir, "/etc/ngx-autotune/policies.d");
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;

@@ -22,6 +22,11 @@ struct config {
 	unsigned socket_mode;               /* its mode */
 	char socket_group[64];              /* its group ("" = the agent's) */
 	int log_level;                      /* syslog priority */
+	bool dry_run;                       /* knob writes are remembered, never made */
+	bool revert_on_stop;                /* SIGTERM puts every knob back (default: only the change in trial) */
+	/* [policies] */
+	char policy_dir[CONFIG_PATH_MAX];   /* shipped policies */
+	char policy_override_dir[CONFIG_PATH_MAX]; /* local overrides, same file name replaces */
 	/* [store] */
 	char store_path[CONFIG_PATH_MAX];
 	int64_t frames_retention_ms;
@@ -32,6 +37,10 @@ struct config {
 	int64_t stub_status_timeout_ms;
 	char access_log[CONFIG_PATH_MAX];      /* "" disables the access-log probe */
 	char error_log[CONFIG_PATH_MAX];       /* "" disables the error-log probe */
+	char nginx_bin[CONFIG_PATH_MAX];       /* the nginx binary, for nginx -t / -T */
+	char nginx_conf[CONFIG_PATH_MAX];      /* its main configuration ("" = nginx's built-in default) */
+	char include_dir[CONFIG_PATH_MAX];     /* the agent's nginx include files */
+	int64_t nginx_timeout_ms;              /* bound on nginx -t and on a reload's new workers */
 	/* [probes] */
 	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
 	bool probe_interrupts;  /* /proc/interrupts */

@@ -16,6 +16,13 @@
 #define API_PATH_STATUS "/v1/status"
 #define API_PATH_FRAMES "/v1/frames"
 #define API_PATH_METRICS "/v1/metrics"
+#define API_PATH_KNOBS "/v1/knobs"          /* GET; POST .../NAME/clear-conflict */
+#define API_PATH_CHANGES "/v1/changes"      /* GET, GET .../ID; POST .../ID/revert */
+#define API_PATH_PROPOSALS "/v1/proposals"  /* POST {"knob", "value", "why"} */
+#define API_PATH_REVERT "/v1/revert"        /* POST {}: every change back to its original */
+#define API_PATH_AUDIT "/v1/audit"          /* GET */
+#define API_ACTION_REVERT "revert"
+#define API_ACTION_CLEAR_CONFLICT "clear-conflict"
 
 /* Query parameters of /v1/frames */
 #define API_Q_SINCE "since"     /* ms since the epoch, or negative seconds relative to now ("-60") */
@@ -61,6 +68,61 @@
 #define API_K_VALUES "values"
 #define API_K_TICKS "ticks"         /* roll-ups: how many ticks the minute's means are over */
 #define API_K_TRUNCATED "truncated" /* true when LIMIT frames were returned and more may exist */
+
+/* Query parameters of /v1/changes and /v1/audit */
+#define API_Q_KNOB "knob"
+#define API_Q_STATE "state"
+#define API_Q_BEFORE "before" /* ids below this (paging backwards) */
+#define API_Q_ACTOR "actor"
+
+/* Keys of /v1/knobs */
+#define API_K_KNOBS "knobs"
+#define API_K_NAME "name"
+#define API_K_KIND "kind"
+#define API_K_KNOB_STATE "state"
+#define API_K_WHY "why"
+#define API_K_VALUE "value"
+#define API_K_ORIGINAL "original"
+#define API_K_LAST_WRITTEN "last_written"
+#define API_K_CHANGE "change"
+#define API_K_POLICY "policy"
+#define API_K_TYPE "type"
+#define API_K_BOUNDS "bounds"
+#define API_K_MIN "min"
+#define API_K_MAX "max"
+#define API_K_ALLOWED "values"
+#define API_K_STEP "step"
+#define API_K_MAX_STEP "max_step"
+#define API_K_APPROVAL "approval"
+#define API_K_ENABLED "enabled"
+#define API_K_SETTLE_MS "settle_ms"
+#define API_K_OBJECTIVE "objective"
+#define API_K_GUARDRAILS "guardrails"
+#define API_K_TARGET "target"
+#define API_K_OBSERVE_ONLY "observe_only"
+
+/* Keys of /v1/changes and /v1/proposals */
+#define API_K_CHANGES "changes"
+#define API_K_ID "id"
+#define API_K_KNOB "knob"
+#define API_K_CHANGE_KIND "kind"
+#define API_K_REVERTS "reverts"
+#define API_K_FROM "from"
+#define API_K_TO "to"
+#define API_K_ACTOR "actor"
+#define API_K_DETAIL "detail"
+#define API_K_CREATED "created_ms"
+#define API_K_UPDATED "updated_ms"
+#define API_K_STARTED "started"
+
+/* Keys of /v1/audit */
+#define API_K_AUDIT "audit"
+#define API_K_LAST_TS "last_ts"
+#define API_K_PEER "peer"
+#define API_K_ACTION "action"
+#define API_K_OUTCOME "outcome"
+#define API_K_COUNT "count"
+#define API_K_CHANGE_ID "change_id"
 
 /* Keys of /v1/metrics */
 #define API_K_METRICS "metrics"

@@ -1,6 +1,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -20,10 +21,12 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return b->oom ? 0 : n;
 }
 
-int ctl_get(const struct ctl *ctl, const char *path, json_t **out, char *err, size_t errlen)
+/* One request to the agent; BODY NULL for a GET. The parsed JSON answer in *OUT on a 2xx. */
+static int request(const struct ctl *ctl, const char *path, const char *body, json_t **out, char *err, size_t errlen)
 {
 	char url[1024], cerr[CURL_ERROR_SIZE] = "";
-	struct sbuf body;
+	struct curl_slist *hdrs = NULL;
+	struct sbuf resp;
 	json_error_t jerr;
 	long code = 0;
 	CURLcode rc;
@@ -32,40 +35,64 @@ int ctl_get(const struct ctl *ctl, const char *path, json_t **out, char *err, si
 
 	if (!h)
 		return -ENOMEM;
-	sbuf_init(&body);
+	sbuf_init(&resp);
 	snprintf(url, sizeof(url), "http://localhost%s", path);
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ctl->socket);
 	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
+	if (body) {
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	}
 	rc = curl_easy_perform(h);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
 	if (rc != CURLE_OK) {
-		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)", ctl->socket, cerr[0] ? cerr : curl_easy_strerror(rc));
-		sbuf_free(&body);
+		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)", ctl->socket,
+			 cerr[0] ? cerr : curl_easy_strerror(rc));
+		sbuf_free(&resp);
 		return rc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
 	}
-	j = json_loads(sbuf_str(&body), 0, &jerr);
-	sbuf_free(&body);
+	j = json_loads(sbuf_str(&resp), 0, &jerr);
+	sbuf_free(&resp);
 	if (!j) {
 		snprintf(err, errlen, "the agent answered HTTP %ld with a body that is not JSON: %s", code, jerr.text);
 		return -EPROTO;
 	}
-	if (code != 200) {
+	if (code < 200 || code > 299) {
 		json_t *d = json_object_get(j, API_K_ERR_DETAIL);
 
-		snprintf(err, errlen, "HTTP %ld: %s", code, json_is_string(d) ? json_string_value(d) : "error");
+		snprintf(err, errlen, "%s (HTTP %ld)", json_is_string(d) ? json_string_value(d) : "error", code);
 		json_decref(j);
-		return code == 404 ? -ENOENT : -EPROTO;
+		return code == 404 ? -ENOENT : code == 409 ? -EBUSY : -EPROTO;
 	}
 	*out = j;
 	return 0;
+}
+
+int ctl_get(const struct ctl *ctl, const char *path, json_t **out, char *err, size_t errlen)
+{
+	return request(ctl, path, NULL, out, err, errlen);
+}
+
+int ctl_post(const struct ctl *ctl, const char *path, json_t *body, json_t **out, char *err, size_t errlen)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	r = request(ctl, path, text, out, err, errlen);
+	free(text);
+	return r;
 }
 
 void ctl_print_json(json_t *v)

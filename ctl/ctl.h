@@ -15,6 +15,7 @@
 
 struct ctl {
 	char socket[CONFIG_PATH_MAX];
+	char config[CONFIG_PATH_MAX]; /* the agent configuration (for revert --offline) */
 	bool json; /* --json: print the API's JSON as is */
 };
 
@@ -27,10 +28,16 @@ struct ctl_verb {
 
 extern const struct ctl_verb verb_status;
 extern const struct ctl_verb verb_top;
+extern const struct ctl_verb verb_knobs;
+extern const struct ctl_verb verb_history;
+extern const struct ctl_verb verb_revert;
+extern const struct ctl_verb verb_propose;
 
 /* GET PATH (with its query) from the agent; the parsed body in *OUT. On failure -errno and a message in ERR
  * (for a problem object, its detail). */
 int ctl_get(const struct ctl *ctl, const char *path, json_t **out, char *err, size_t errlen);
+/* POST BODY (not consumed) to PATH; the answer in *OUT. Same errors as ctl_get. */
+int ctl_post(const struct ctl *ctl, const char *path, json_t *body, json_t **out, char *err, size_t errlen);
 /* Print a JSON value to stdout, indented. */
 void ctl_print_json(json_t *v);
 

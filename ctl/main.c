@@ -10,7 +10,8 @@
 #include "ctl.h"
 #include "proto.h"
 
-static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top};
+static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top, &verb_knobs, &verb_history, &verb_propose,
+						&verb_revert};
 
 static void usage(FILE *f)
 {
@@ -66,6 +67,7 @@ int main(int argc, char **argv)
 		sock = cfg.socket_path;
 	}
 	snprintf(ctl.socket, sizeof(ctl.socket), "%s", sock);
+	snprintf(ctl.config, sizeof(ctl.config), "%s", config);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[optind], verbs[i]->name) != 0)
 			continue;

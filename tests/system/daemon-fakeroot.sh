@@ -21,6 +21,9 @@ socket = $TMP/api.sock
 socket_group =
 [store]
 path = $TMP/store/ngx-autotune.db
+[policies]
+dir = $srcdir/policies
+override_dir = $TMP/policies.d
 [nginx]
 pid_file = $TMP/nginx.pid
 stub_status_url =

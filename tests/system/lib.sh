@@ -110,6 +110,9 @@ socket = $TMP/api.sock
 socket_group =
 [store]
 path = $TMP/store/ngx-autotune.db
+[policies]
+dir = $srcdir/policies
+override_dir = $TMP/policies.d
 [nginx]
 pid_file = $NGINX_DIR/nginx.pid
 stub_status_url = http://127.0.0.1:$2/nginx_status

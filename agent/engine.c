@@ -1,0 +1,825 @@
+#include "engine.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/policy.h"
+#include "log.h"
+
+#define MAX_KNOBS 256
+#define MAX_JOBS 256
+#define MAX_RETRIES 5 /* EBUSY/EAGAIN ticks before a write is given up */
+
+enum job_purpose {
+	JOB_APPLY,   /* a change: success puts it in trial */
+	JOB_REVERT,  /* a revert row: success puts the knob back to its original (or the change's old value) */
+	JOB_REAPPLY  /* after a restart, a kept value the host lost (reboot): success keeps it */
+};
+
+struct job {
+	enum job_purpose purpose;
+	int64_t change_id; /* the journal row of this write */
+	int64_t reverts;   /* JOB_REVERT: the change it undoes (0: all of the knob's changes) */
+	size_t knob;
+	char value[KNOB_VALUE_MAX];
+	int retries;
+};
+
+struct eknob {
+	struct knob k;
+	enum engine_knob_state state;
+	char why[KNOB_WHY_MAX];
+	struct knob_row rec; /* what the store knows */
+};
+
+struct engine {
+	struct store *st;
+	struct knob_env *env;
+	struct policy_set *set;
+	struct eknob *knobs;
+	size_t n;
+
+	struct job jobs[MAX_JOBS]; /* writes to do, in order; one at a time */
+	size_t njobs;
+	bool waiting;              /* the first job's asynchronous write is under way */
+
+	int64_t trial_id;          /* the change in trial (invariant 1: at most one), 0 if none */
+	size_t trial_knob;
+	int64_t settle_until_ms;
+
+	bool observe_only;
+	char observe_why[KNOB_WHY_MAX];
+	int64_t now_ms;
+};
+
+static const char *const state_names[] = {"ok", "conflict", "unsupported", "disabled"};
+
+const char *engine_knob_state_name(enum engine_knob_state s)
+{
+	return state_names[s];
+}
+
+/* ---- journal helpers ------------------------------------------------------------------------------------- */
+
+static void audit(struct engine *e, const char *actor, const char *action, const char *knob, int64_t change_id,
+		  const char *outcome, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+static void audit(struct engine *e, const char *actor, const char *action, const char *knob, int64_t change_id,
+		  const char *outcome, const char *fmt, ...)
+{
+	struct audit_row row;
+	char field_knob[96], field_change[48];
+	const char *fields[] = {field_knob, field_change, NULL};
+	va_list ap;
+
+	memset(&row, 0, sizeof(row));
+	row.ts = e->now_ms;
+	snprintf(row.actor, sizeof(row.actor), "%s", actor);
+	snprintf(row.action, sizeof(row.action), "%s", action);
+	snprintf(row.knob, sizeof(row.knob), "%s", knob ? knob : "");
+	row.change_id = change_id;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", outcome);
+	va_start(ap, fmt);
+	vsnprintf(row.detail, sizeof(row.detail), fmt, ap);
+	va_end(ap);
+	store_audit_append(e->st, &row);
+	snprintf(field_knob, sizeof(field_knob), "NGXAT_KNOB=%s", row.knob);
+	snprintf(field_change, sizeof(field_change), "NGXAT_CHANGE_ID=%lld", (long long)change_id);
+	log_fields(strcmp(outcome, "ok") == 0 ? LOG_INFO : LOG_WARNING, fields, "%s %s%s%s: %s (%s)", actor, action,
+		   row.knob[0] ? " " : "", row.knob, outcome, row.detail);
+}
+
+static void set_state(struct engine *e, int64_t id, enum change_state s, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void set_state(struct engine *e, int64_t id, enum change_state s, const char *fmt, ...)
+{
+	char detail[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	store_change_update(e->st, id, s, detail, e->now_ms);
+}
+
+static void save_rec(struct engine *e, struct eknob *ek)
+{
+	snprintf(ek->rec.name, sizeof(ek->rec.name), "%s", ek->k.name);
+	snprintf(ek->rec.state, sizeof(ek->rec.state), "%s", state_names[ek->state]);
+	snprintf(ek->rec.why, sizeof(ek->rec.why), "%s", ek->why);
+	ek->rec.updated_ms = e->now_ms;
+	store_knob_put(e->st, &ek->rec);
+}
+
+static void set_knob_state(struct engine *e, struct eknob *ek, enum engine_knob_state s, const char *why)
+{
+	ek->state = s;
+	snprintf(ek->why, sizeof(ek->why), "%s", why);
+	save_rec(e, ek);
+}
+
+/* ---- knobs ----------------------------------------------------------------------------------------------- */
+
+static struct eknob *find(struct engine *e, const char *name)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strcmp(e->knobs[i].k.name, name) == 0)
+			return &e->knobs[i];
+	return NULL;
+}
+
+/* For the policy's constraints: the live value of another knob, by knob or policy name. */
+static int value_of(const char *name, char *out, size_t outlen, void *ctx)
+{
+	struct engine *e = ctx;
+
+	for (size_t i = 0; i < e->n; i++) {
+		struct eknob *ek = &e->knobs[i];
+
+		if (strcmp(ek->k.name, name) != 0 && strcmp(ek->k.pol->name, name) != 0)
+			continue;
+		if (ek->state == ENGINE_KNOB_DISABLED || ek->state == ENGINE_KNOB_UNSUPPORTED)
+			return -ENOENT;
+		return knob_read(&ek->k, out, outlen);
+	}
+	return -ENOENT;
+}
+
+static void release_knobs(struct eknob *knobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (knobs[i].k.ops && knobs[i].k.ops->release)
+			knobs[i].k.ops->release(&knobs[i].k);
+	free(knobs);
+}
+
+static int instantiate(struct engine *e, struct policy_set *set, struct eknob **out, size_t *nout, char *err,
+		       size_t errlen)
+{
+	struct eknob *knobs = calloc(MAX_KNOBS, sizeof(*knobs));
+	struct knob tmp[64];
+	size_t n = 0;
+
+	if (!knobs)
+		return -ENOMEM;
+	for (size_t i = 0; i < set->n; i++) {
+		size_t got = 0;
+		int r = knob_instantiate(&set->knobs[i], e->env, tmp, 64, &got);
+
+		if (r < 0) {
+			snprintf(err, errlen, "knob %s: %s", set->knobs[i].name, strerror(-r));
+			release_knobs(knobs, n);
+			return r;
+		}
+		for (size_t j = 0; j < got && n < MAX_KNOBS; j++) {
+			struct eknob *ek = &knobs[n++];
+			char why[KNOB_WHY_MAX] = "";
+
+			ek->k = tmp[j];
+			ek->state = ENGINE_KNOB_OK;
+			if (!ek->k.pol->enabled) {
+				ek->state = ENGINE_KNOB_DISABLED;
+				snprintf(ek->why, sizeof(ek->why), "enabled = no in %s", ek->k.pol->file);
+			} else if (ek->k.ops->probe && (r = ek->k.ops->probe(&ek->k, why, sizeof(why))) < 0) {
+				/* A knob another daemon manages (irqbalance) is a conflict, not something to fight. */
+				ek->state = r == -EBUSY ? ENGINE_KNOB_CONFLICT : ENGINE_KNOB_UNSUPPORTED;
+				snprintf(ek->why, sizeof(ek->why), "%s", why[0] ? why : strerror(-r));
+			}
+			if (store_knob_get(e->st, ek->k.name, &ek->rec) == 0) {
+				/* A conflict an operator has not cleared survives restarts. */
+				if (strcmp(ek->rec.state, "conflict") == 0 && ek->state == ENGINE_KNOB_OK) {
+					ek->state = ENGINE_KNOB_CONFLICT;
+					snprintf(ek->why, sizeof(ek->why), "%s", ek->rec.why);
+				}
+			} else {
+				memset(&ek->rec, 0, sizeof(ek->rec));
+				snprintf(ek->rec.name, sizeof(ek->rec.name), "%s", ek->k.name);
+			}
+		}
+	}
+	*out = knobs;
+	*nout = n;
+	return 0;
+}
+
+int engine_new(struct store *st, struct knob_env *env, struct policy_set *set, struct engine **out, char *err,
+	       size_t errlen)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	e->st = st;
+	e->env = env;
+	r = instantiate(e, set, &e->knobs, &e->n, err, errlen);
+	if (r < 0) {
+		free(e);
+		return r;
+	}
+	e->set = set;
+	*out = e;
+	return 0;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	release_knobs(e->knobs, e->n);
+	if (e->set) {
+		policy_set_free(e->set);
+		free(e->set);
+	}
+	free(e);
+}
+
+int engine_set_policies(struct engine *e, struct policy_set *set, char *err, size_t errlen)
+{
+	struct eknob *knobs;
+	size_t n;
+	int r;
+
+	/* Knob indices in jobs and the trial would dangle: reload between changes only. */
+	if (e->njobs || e->trial_id) {
+		snprintf(err, errlen, "a change is in flight; policies are reloaded when it ends");
+		return -EBUSY;
+	}
+	r = instantiate(e, set, &knobs, &n, err, errlen);
+	if (r < 0)
+		return r;
+	release_knobs(e->knobs, e->n);
+	policy_set_free(e->set);
+	free(e->set);
+	e->knobs = knobs;
+	e->n = n;
+	e->set = set;
+	return 0;
+}
+
+/* ---- writes ---------------------------------------------------------------------------------------------- */
+
+static void run_jobs(struct engine *e);
+
+static bool can_write(struct engine *e, char *err, size_t errlen)
+{
+	struct store_health h;
+
+	if (e->observe_only) {
+		snprintf(err, errlen, "observe-only: %s", e->observe_why);
+		return false;
+	}
+	store_get_health(e->st, &h);
+	if (h.degraded) {
+		snprintf(err, errlen, "observe-only: the store cannot be written (%s)", h.reason);
+		return false;
+	}
+	return true;
+}
+
+static int queue(struct engine *e, enum job_purpose purpose, int64_t change_id, int64_t reverts, size_t knob,
+		 const char *value)
+{
+	struct job *j;
+
+	if (e->njobs == MAX_JOBS)
+		return -ENOSPC;
+	j = &e->jobs[e->njobs++];
+	memset(j, 0, sizeof(*j));
+	j->purpose = purpose;
+	j->change_id = change_id;
+	j->reverts = reverts;
+	j->knob = knob;
+	snprintf(j->value, sizeof(j->value), "%s", value);
+	return 0;
+}
+
+/* For the system tests: NGXAT_TEST_CRASH=journaled kills the agent between a journal row and its write, as a power
+ * cut or kill -9 would, so that recovery at the next start can be checked for real. */
+static void crash_point(const char *where)
+{
+	const char *c = getenv("NGXAT_TEST_CRASH");
+
+	if (c && strcmp(c, where) == 0)
+		raise(SIGKILL);
+}
+
+/* Journal a row (invariant 2: before the write) and queue the write. */
+static int journal_and_queue(struct engine *e, enum job_purpose purpose, enum change_kind kind, size_t knob,
+			     const char *from, const char *to, int64_t reverts, const char *actor, const char *why,
+			     int64_t *id)
+{
+	struct change_row row;
+	int r;
+
+	memset(&row, 0, sizeof(row));
+	snprintf(row.knob, sizeof(row.knob), "%s", e->knobs[knob].k.name);
+	row.kind = kind;
+	row.reverts = reverts;
+	snprintf(row.old_value, sizeof(row.old_value), "%s", from);
+	snprintf(row.new_value, sizeof(row.new_value), "%s", to);
+	row.state = CHANGE_APPLYING;
+	snprintf(row.actor, sizeof(row.actor), "%s", actor);
+	snprintf(row.why, sizeof(row.why), "%s", why);
+	row.created_ms = e->now_ms;
+	r = store_change_insert(e->st, &row);
+	if (r < 0)
+		return r; /* not journaled: not written */
+	if (kind == CHANGE_KIND_CHANGE)
+		crash_point("journaled");
+	if (id)
+		*id = row.id;
+	return queue(e, purpose, row.id, reverts, knob, to);
+}
+
+/* Mark every change of KNOB that is kept or in trial as reverted (when its original is back). */
+static int mark_reverted_cb(void *ctx, const struct change_row *row)
+{
+	struct engine *e = ctx;
+
+	if (row->kind == CHANGE_KIND_CHANGE)
+		set_state(e, row->id, CHANGE_REVERTED, "reverted");
+	return 0;
+}
+
+static void finish_ok(struct engine *e, struct job *j)
+{
+	struct eknob *ek = &e->knobs[j->knob];
+
+	switch (j->purpose) {
+	case JOB_APPLY:
+		ek->rec.has_written = true;
+		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
+		save_rec(e, ek);
+		set_state(e, j->change_id, CHANGE_TRIAL, "written and verified: reads back %s", j->value);
+		e->trial_id = j->change_id;
+		e->trial_knob = j->knob;
+		e->settle_until_ms = e->now_ms + ek->k.pol->settle_ms;
+		audit(e, "agent", "apply", ek->k.name, j->change_id, "ok", "now %s, in trial", j->value);
+		break;
+	case JOB_REAPPLY:
+		ek->rec.has_written = true;
+		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
+		save_rec(e, ek);
+		set_state(e, j->change_id, CHANGE_KEPT, "re-applied after restart: reads back %s", j->value);
+		audit(e, "agent", "reapply", ek->k.name, j->change_id, "ok", "kept value %s re-applied", j->value);
+		break;
+	case JOB_REVERT:
+		/* The knob is the host's own again: not managed until the agent writes it next. */
+		if (ek->rec.has_original && strcmp(j->value, ek->rec.original) == 0) {
+			ek->rec.has_written = false;
+			ek->rec.last_written[0] = '\0';
+			store_changes_query(e->st, ek->k.name, (1u << CHANGE_KEPT) | (1u << CHANGE_TRIAL), 0, 0,
+					    mark_reverted_cb, e);
+		} else {
+			ek->rec.has_written = true;
+			snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
+		}
+		save_rec(e, ek);
+		if (j->reverts) {
+			struct change_row undone;
+
+			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED)
+				set_state(e, j->reverts, CHANGE_REVERTED, "reverted by change %lld", (long long)j->change_id);
+		}
+		set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s", j->value);
+		audit(e, "agent", "revert", ek->k.name, j->change_id, "ok", "back to %s", j->value);
+		if (e->trial_id && e->trial_knob == j->knob)
+			e->trial_id = 0;
+		break;
+	}
+}
+
+static void finish_failed(struct engine *e, struct job *j, int r, const char *why)
+{
+	struct eknob *ek = &e->knobs[j->knob];
+	struct change_row row;
+	enum knob_errclass c = knob_errclass(r);
+
+	set_state(e, j->change_id, CHANGE_FAILED, "%s: %s", strerror(-r), why[0] ? why : "write failed");
+	audit(e, "agent", j->purpose == JOB_REVERT ? "revert" : "apply", ek->k.name, j->change_id, "failed", "%s: %s",
+	      strerror(-r), why[0] ? why : "write failed");
+	if (c == KNOB_ERR_UNSUPPORTED)
+		set_knob_state(e, ek, ENGINE_KNOB_UNSUPPORTED, why[0] ? why : strerror(-r));
+	if (c == KNOB_ERR_READONLY) {
+		e->observe_only = true;
+		snprintf(e->observe_why, sizeof(e->observe_why), "%s refused a write: %s", ek->k.name, strerror(-r));
+	}
+	/* A failed apply may have left part of the value (a vector, an IRQ map): put the old value back, journaled
+	 * as a revert of this change. Nothing more when the host refuses writes altogether. */
+	if (j->purpose == JOB_APPLY && c != KNOB_ERR_READONLY && store_change_get(e->st, j->change_id, &row) == 0) {
+		char live[KNOB_VALUE_MAX];
+
+		if (knob_read(&ek->k, live, sizeof(live)) == 0 && strcmp(live, row.old_value) != 0)
+			journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, j->knob, live, row.old_value, j->change_id,
+					  "agent", "restore after a failed write", NULL);
+	}
+}
+
+static void pop_job(struct engine *e)
+{
+	memmove(&e->jobs[0], &e->jobs[1], (e->njobs - 1) * sizeof(e->jobs[0]));
+	e->njobs--;
+}
+
+static void complete(struct engine *e, struct job *j, int r, const char *why)
+{
+	if (r == 0) {
+		char live[KNOB_VALUE_MAX];
+		struct eknob *ek = &e->knobs[j->knob];
+
+		/* Asynchronous drivers verified their own way; every write is read back here once more. */
+		r = knob_read(&ek->k, live, sizeof(live));
+		if (r == 0 && strcmp(live, j->value) != 0) {
+			char msg[KNOB_WHY_MAX + KNOB_VALUE_MAX];
+
+			snprintf(msg, sizeof(msg), "wrote %.200s, reads back %.200s", j->value, live);
+			finish_failed(e, j, -EIO, msg);
+			return;
+		}
+		if (r == 0) {
+			finish_ok(e, j);
+			return;
+		}
+	}
+	if (knob_errclass(r) == KNOB_ERR_RETRY && ++j->retries < MAX_RETRIES)
+		return; /* left at the head of the queue: next tick */
+	finish_failed(e, j, r, why);
+}
+
+static void on_done(struct knob *k, int result, const char *msg, void *ctx)
+{
+	struct engine *e = ctx;
+	struct job j;
+
+	(void)k;
+	if (!e->waiting || e->njobs == 0)
+		return;
+	e->waiting = false;
+	j = e->jobs[0];
+	pop_job(e);
+	complete(e, &j, result, msg ? msg : "");
+	run_jobs(e);
+}
+
+static void run_jobs(struct engine *e)
+{
+	while (e->njobs && !e->waiting) {
+		struct job *j = &e->jobs[0];
+		struct eknob *ek = &e->knobs[j->knob];
+		char why[KNOB_WHY_MAX] = "";
+		int r, retries = j->retries;
+
+		r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
+		if (r == -EINPROGRESS) {
+			e->waiting = true;
+			return;
+		}
+		if (knob_errclass(r) == KNOB_ERR_RETRY && retries + 1 < MAX_RETRIES) {
+			j->retries++;
+			return; /* next tick */
+		}
+		{
+			struct job done = *j;
+
+			pop_job(e);
+			complete(e, &done, r, why);
+		}
+	}
+}
+
+/* ---- operator and agent actions -------------------------------------------------------------------------- */
+
+int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
+		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
+{
+	struct eknob *ek = find(e, knob);
+	struct knobval parsed;
+	char live[KNOB_VALUE_MAX], canon[KNOB_VALUE_MAX];
+	int r;
+
+	e->now_ms = now_ms;
+	if (!ek) {
+		snprintf(err, errlen, "no knob named '%s' (see GET /v1/knobs)", knob);
+		return -ENOENT;
+	}
+	if (ek->state != ENGINE_KNOB_OK) {
+		snprintf(err, errlen, "%s is %s: %s", knob, state_names[ek->state], ek->why);
+		return ek->state == ENGINE_KNOB_CONFLICT ? -EBUSY : -ENOTSUP;
+	}
+	if (!can_write(e, err, errlen))
+		return -EROFS;
+	if (e->trial_id || e->njobs) {
+		snprintf(err, errlen, "change %lld is in flight: one change on the host at a time",
+			 (long long)(e->trial_id ? e->trial_id : e->jobs[0].change_id));
+		return -EBUSY;
+	}
+	r = knobval_parse(ek->k.pol->type, value, &parsed, err, errlen);
+	if (r < 0)
+		return -ERANGE;
+	knobval_format(&parsed, canon, sizeof(canon));
+	r = knob_read(&ek->k, live, sizeof(live));
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", knob, strerror(-r));
+		return r;
+	}
+	if (strcmp(live, canon) == 0) {
+		snprintf(err, errlen, "%s is already %s", knob, canon);
+		return -EALREADY;
+	}
+	/* Invariant 4: bounds, step and constraints, checked here and nowhere bypassed. */
+	r = policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+	if (r < 0)
+		return r;
+	if (!ek->rec.has_original) {
+		ek->rec.has_original = true;
+		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
+		save_rec(e, ek);
+	}
+	r = journal_and_queue(e, JOB_APPLY, CHANGE_KIND_CHANGE, (size_t)(ek - e->knobs), live, canon, 0, actor,
+			      why && why[0] ? why : "operator proposal", change_id);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot journal the change: %s", strerror(-r));
+		return r;
+	}
+	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s", live, canon);
+	run_jobs(e);
+	return 0;
+}
+
+/* Revert one knob to TARGET (its original, or the old value of change REVERTS). */
+static int revert_knob(struct engine *e, size_t i, const char *target, int64_t reverts, const char *actor,
+		       const char *why)
+{
+	struct eknob *ek = &e->knobs[i];
+	char live[KNOB_VALUE_MAX];
+	int r = knob_read(&ek->k, live, sizeof(live));
+
+	if (r < 0)
+		return r;
+	if (strcmp(live, target) == 0) {
+		/* Nothing to write; the journal still says the change is undone. */
+		if (reverts)
+			set_state(e, reverts, CHANGE_REVERTED, "%s already reads %s", ek->k.name, target);
+		if (e->trial_id && e->trial_knob == i)
+			e->trial_id = 0;
+		return 0;
+	}
+	/* A revert puts back the host's own value, which may be outside today's bounds: it is not checked
+	 * against the policy (it is not a new value), only journaled like any write. */
+	r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, i, live, target, reverts, actor, why, NULL);
+	return r < 0 ? r : 1;
+}
+
+int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_t now_ms, char *err, size_t errlen)
+{
+	int started = 0, r;
+
+	e->now_ms = now_ms;
+	if (!can_write(e, err, errlen))
+		return -EROFS;
+	if (change_id) {
+		struct change_row row;
+		struct eknob *ek;
+
+		r = store_change_get(e->st, change_id, &row);
+		if (r < 0) {
+			snprintf(err, errlen, "no change %lld", (long long)change_id);
+			return r;
+		}
+		if (row.kind != CHANGE_KIND_CHANGE || (row.state != CHANGE_KEPT && row.state != CHANGE_TRIAL &&
+						       row.state != CHANGE_APPLYING)) {
+			snprintf(err, errlen, "change %lld is %s%s: nothing to revert", (long long)change_id,
+				 row.kind == CHANGE_KIND_REVERT ? "a revert, " : "", change_state_name(row.state));
+			return -EALREADY;
+		}
+		ek = find(e, row.knob);
+		if (!ek) {
+			snprintf(err, errlen, "knob %s of change %lld is not managed now (policy removed?)", row.knob,
+				 (long long)change_id);
+			return -ENOENT;
+		}
+		audit(e, actor, "revert", row.knob, change_id, "ok", "requested");
+		r = revert_knob(e, (size_t)(ek - e->knobs), row.old_value, change_id, actor, "operator revert");
+		if (r < 0) {
+			snprintf(err, errlen, "%s: %s", row.knob, strerror(-r));
+			return r;
+		}
+		run_jobs(e);
+		return r;
+	}
+	audit(e, actor, "revert-all", NULL, 0, "ok", "requested");
+	for (size_t i = 0; i < e->n; i++) {
+		struct eknob *ek = &e->knobs[i];
+
+		if (!ek->rec.has_original || !ek->rec.has_written)
+			continue;
+		r = revert_knob(e, i, ek->rec.original, 0, actor, "operator revert of every change");
+		if (r > 0)
+			started++;
+	}
+	run_jobs(e);
+	return started;
+}
+
+int engine_clear_conflict(struct engine *e, const char *knob, const char *actor, int64_t now_ms, char *err,
+			  size_t errlen)
+{
+	struct eknob *ek = find(e, knob);
+	char live[KNOB_VALUE_MAX];
+
+	e->now_ms = now_ms;
+	if (!ek) {
+		snprintf(err, errlen, "no knob named '%s'", knob);
+		return -ENOENT;
+	}
+	if (ek->state != ENGINE_KNOB_CONFLICT) {
+		snprintf(err, errlen, "%s is not in conflict", knob);
+		return -EALREADY;
+	}
+	if (knob_read(&ek->k, live, sizeof(live)) == 0) {
+		/* Whatever is live now is the operator's: it becomes the value to return to. */
+		ek->rec.has_original = true;
+		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
+	}
+	ek->rec.has_written = false;
+	set_knob_state(e, ek, ENGINE_KNOB_OK, "");
+	audit(e, actor, "clear-conflict", knob, 0, "ok", "original is now %s", ek->rec.original);
+	return 0;
+}
+
+/* ---- restart, ticks, stop -------------------------------------------------------------------------------- */
+
+struct recover_ctx {
+	struct engine *e;
+	int started;
+};
+
+static int recover_cb(void *ctx, const struct change_row *row)
+{
+	struct recover_ctx *c = ctx;
+	struct engine *e = c->e;
+	struct eknob *ek = find(e, row->knob);
+	int r;
+
+	if (!ek) {
+		set_state(e, row->id, CHANGE_FAILED, "left %s at restart, but knob %s is no longer managed",
+			  change_state_name(row->state), row->knob);
+		return 0;
+	}
+	if (row->kind == CHANGE_KIND_REVERT) {
+		/* A revert interrupted: finish it. */
+		r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, (size_t)(ek - e->knobs), row->old_value,
+				      row->new_value, row->reverts, "agent", "revert finished after restart", NULL);
+		set_state(e, row->id, CHANGE_FAILED, "interrupted by a restart; finished by a new revert");
+	} else {
+		r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, (size_t)(ek - e->knobs), row->new_value,
+				      row->old_value, row->id, "agent", "rolled back after restart", NULL);
+	}
+	if (r == 0)
+		c->started++;
+	audit(e, "agent", "recover", row->knob, row->id, r == 0 ? "ok" : "failed", "%s change left %s: %s",
+	      row->kind == CHANGE_KIND_REVERT ? "revert" : "a", change_state_name(row->state),
+	      row->kind == CHANGE_KIND_REVERT ? "finishing it" : "rolled back after restart");
+	return 0;
+}
+
+int engine_recover(struct engine *e, int64_t now_ms)
+{
+	struct recover_ctx c = {.e = e};
+	int r;
+
+	e->now_ms = now_ms;
+	r = store_changes_query(e->st, "", (1u << CHANGE_APPLYING) | (1u << CHANGE_TRIAL), 0, 0, recover_cb, &c);
+	if (r < 0)
+		return r;
+	/* Kept values the host lost (a reboot resets sysctls): re-apply where the host still has the original. */
+	for (size_t i = 0; i < e->n; i++) {
+		struct eknob *ek = &e->knobs[i];
+		char live[KNOB_VALUE_MAX];
+		bool rolling_back = false;
+
+		if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
+			continue;
+		for (size_t j = 0; j < e->njobs; j++)
+			rolling_back = rolling_back || e->jobs[j].knob == i;
+		if (rolling_back || knob_read(&ek->k, live, sizeof(live)) < 0 || strcmp(live, ek->rec.last_written) == 0)
+			continue;
+		if (ek->rec.has_original && strcmp(live, ek->rec.original) == 0) {
+			if (journal_and_queue(e, JOB_REAPPLY, CHANGE_KIND_CHANGE, i, live, ek->rec.last_written, 0,
+					      "agent", "kept value re-applied after restart", NULL) == 0)
+				c.started++;
+		} else {
+			char why[KNOB_WHY_MAX];
+
+			snprintf(why, sizeof(why), "at start it reads %.100s; the agent last wrote %.100s", live,
+				 ek->rec.last_written);
+			set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
+			audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+		}
+	}
+	run_jobs(e);
+	return c.started;
+}
+
+static void check_conflicts(struct engine *e)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		struct eknob *ek = &e->knobs[i];
+		char live[KNOB_VALUE_MAX], why[KNOB_WHY_MAX];
+		bool busy = false;
+
+		if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
+			continue;
+		for (size_t j = 0; j < e->njobs; j++)
+			busy = busy || e->jobs[j].knob == i;
+		if (busy || knob_read(&ek->k, live, sizeof(live)) < 0 || strcmp(live, ek->rec.last_written) == 0)
+			continue;
+		/* Invariant 5: someone else changed it. Freeze, report, never write it back. */
+		snprintf(why, sizeof(why), "reads %.100s; the agent last wrote %.100s", live, ek->rec.last_written);
+		set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
+		audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+		if (e->trial_id && e->trial_knob == i) {
+			set_state(e, e->trial_id, CHANGE_ABORTED, "conflict during the trial: %s", why);
+			e->trial_id = 0;
+		}
+	}
+}
+
+void engine_tick(struct engine *e, int64_t now_ms)
+{
+	e->now_ms = now_ms;
+	if (!e->waiting)
+		run_jobs(e); /* retries */
+	check_conflicts(e);
+	if (e->trial_id && !e->njobs && now_ms >= e->settle_until_ms) {
+		set_state(e, e->trial_id, CHANGE_KEPT, "settled for %lld ms", (long long)e->knobs[e->trial_knob].k.pol->settle_ms);
+		audit(e, "agent", "keep", e->knobs[e->trial_knob].k.name, e->trial_id, "ok", "settled");
+		e->trial_id = 0;
+	}
+}
+
+void engine_stop(struct engine *e, bool revert_all, int64_t now_ms)
+{
+	char err[KNOB_WHY_MAX];
+
+	e->now_ms = now_ms;
+	if (revert_all) {
+		engine_revert(e, 0, "agent", now_ms, err, sizeof(err));
+		return;
+	}
+	/* Invariant 6: stop is not revert; only the change being measured goes back. */
+	if (e->trial_id) {
+		struct change_row row;
+
+		if (store_change_get(e->st, e->trial_id, &row) == 0)
+			revert_knob(e, e->trial_knob, row.old_value, row.id, "agent", "stopped during its trial");
+		run_jobs(e);
+	}
+}
+
+bool engine_busy(const struct engine *e)
+{
+	return e->njobs > 0;
+}
+
+/* ---- reports --------------------------------------------------------------------------------------------- */
+
+size_t engine_knob_count(const struct engine *e)
+{
+	return e->n;
+}
+
+void engine_knob_report(struct engine *e, size_t i, struct engine_knob_report *out)
+{
+	struct eknob *ek = &e->knobs[i];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", ek->k.name);
+	out->kind = ek->k.ops->kind;
+	out->pol = ek->k.pol;
+	out->state = ek->state;
+	snprintf(out->why, sizeof(out->why), "%s", ek->why);
+	out->live_ok = ek->state != ENGINE_KNOB_UNSUPPORTED && knob_read(&ek->k, out->live, sizeof(out->live)) == 0;
+	out->has_original = ek->rec.has_original;
+	out->has_written = ek->rec.has_written;
+	snprintf(out->original, sizeof(out->original), "%s", ek->rec.original);
+	snprintf(out->last_written, sizeof(out->last_written), "%s", ek->rec.last_written);
+	if (e->trial_id && e->trial_knob == i)
+		out->change_id = e->trial_id;
+	for (size_t j = 0; j < e->njobs; j++)
+		if (e->jobs[j].knob == i)
+			out->change_id = e->jobs[j].change_id;
+}
+
+bool engine_observe_only(const struct engine *e, char *why, size_t whylen)
+{
+	if (e->observe_only)
+		snprintf(why, whylen, "%s", e->observe_why);
+	return e->observe_only;
+}

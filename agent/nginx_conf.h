@@ -1,0 +1,133 @@
+/*
+ * nginx_conf: the configuration nginx would load, as `nginx -T` prints it, read the way nginx reads it.
+ *
+ * This module owns the text of one `nginx -T` dump (split into its files), a tokenizer that follows nginx's own
+ * (ngx_conf_read_token: comments, single and double quotes, backslash escapes, `${var}`, a `}` inside a word), and
+ * a walk of the configuration with every `include` expanded in place, so that each directive is seen in its
+ * context ("main", "events", "http", "http/server", ...) with its file and line. On top of that it answers what the
+ * nginx drivers ask: where a directive is set, whether a file is included and where, which `listen` directives
+ * open which sockets, and the text of a file with the `backlog=` parameter of some `listen` directives set. It
+ * edits text only: it never reads or writes a file, spawns nginx or logs (knob_nginx.c does that).
+ *
+ * The dump is untrusted input: anything malformed, a file that does not tokenize, unbalanced braces, includes
+ * nested deeper than NGINX_CONF_INCLUDE_DEPTH or more than NGINX_CONF_FILES_MAX files gives -EINVAL with the
+ * reason, never a crash or a guess. A line inside a file that looks exactly like a dump header ("# configuration
+ * file /x:") is taken as a header only where nginx could have written one: at the top level of the file before
+ * it, for a path not seen yet that an `include` read so far names. Known limits: blocks that nginx modules parse
+ * with their own lexer (`*_by_lua_block`) may not tokenize and then give -EINVAL; a server without any `listen`
+ * (nginx then listens on *:80) has no line to edit and is not reported.
+ */
+#ifndef NGXAT_NGINX_CONF_H
+#define NGXAT_NGINX_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NGINX_CONF_FILES_MAX 4096       /* files in one dump */
+#define NGINX_CONF_DUMP_MAX (64u << 20) /* bytes of one dump */
+#define NGINX_CONF_INCLUDE_DEPTH 32     /* nested includes */
+#define NGINX_CONF_DEPTH_MAX 64         /* nested blocks */
+#define NGINX_CONF_ARGS_MAX 4096        /* words of one directive */
+#define NGINX_CONF_LISTENS_MAX 65536    /* listen directives in one configuration */
+#define NGINX_CONF_WORD_MAX 1040        /* an argument returned by value: a CPU mask of 1024 bits fits */
+#define NGINX_CONF_ADDR_MAX 256         /* a listen address */
+#define NGINX_CONF_LINE_MAX 2048        /* a directive nginx_conf_set_directive writes */
+#define NGINX_CONF_VALUE_ARGS 8         /* arguments of a directive returned by nginx_conf_find */
+#define NGINX_CONF_CONTEXT_MAX 128      /* a context path such as "http/server" */
+
+/* One file of the dump: its path as nginx printed it and its bytes as nginx read them. */
+struct nginx_conf_file {
+	const char *path;
+	const char *text;
+	size_t len;
+};
+
+/* A parsed dump: files[0] is the main configuration file; every pointer points into buf. */
+struct nginx_conf {
+	char *buf;
+	struct nginx_conf_file *files;
+	size_t nfiles;
+	char prefix[4096]; /* where relative includes resolve: the main file's directory, with a trailing '/' */
+};
+
+/* One directive found by nginx_conf_find, its arguments unescaped as nginx sees them. */
+struct nginx_conf_directive {
+	size_t file;                                          /* index into files[] */
+	unsigned line;                                        /* of its name */
+	size_t nargs;                                         /* arguments after the name */
+	char args[NGINX_CONF_VALUE_ARGS][NGINX_CONF_WORD_MAX]; /* the first NGINX_CONF_VALUE_ARGS of them */
+};
+
+enum nginx_listen_module { NGINX_LISTEN_HTTP, NGINX_LISTEN_STREAM, NGINX_LISTEN_MAIL };
+
+/* One `listen` directive of a server block. */
+struct nginx_listen {
+	size_t file;                   /* index into files[] */
+	unsigned line;
+	size_t start;                  /* offset of "listen" in the file's text (the key of nginx_conf_set_backlog) */
+	enum nginx_listen_module module;
+	int family;                    /* AF_INET, AF_INET6, AF_UNIX, or AF_UNSPEC for a host name */
+	char addr[NGINX_CONF_ADDR_MAX]; /* "0.0.0.0", "::", "127.0.0.1", a host name, or the unix: path */
+	uint16_t port;                 /* 0 for unix sockets */
+	bool wildcard;                 /* any address of its family */
+	bool udp;                      /* stream `udp`: no accept queue */
+	bool options;                  /* bind, backlog= or another option that makes nginx bind this address alone */
+	bool has_backlog;
+	int64_t backlog;               /* when has_backlog */
+	/*
+	 * The directive of its address:port that should carry backlog=: nginx allows socket options on only one
+	 * listen of an address:port, so this is the one that has options, else the first. False for unix sockets,
+	 * udp, and an address without options whose port a wildcard listen of its family already serves (giving it
+	 * backlog= would make nginx bind it on its own: another socket layout, not a queue change).
+	 */
+	bool target;
+};
+
+/* Split the standard output of `nginx -T` (LEN bytes at DUMP, copied) into OUT. 0, -EINVAL with ERR, -ENOMEM. */
+int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen);
+
+/* Free what nginx_conf_parse allocated; C is left empty. NULL and an empty C are allowed. */
+void nginx_conf_free(struct nginx_conf *c);
+
+/* The index of the file named PATH in C, or -ENOENT. */
+int nginx_conf_file_index(const struct nginx_conf *c, const char *path);
+
+/*
+ * Whether PATH is included, and the context of its first inclusion into CONTEXT ("main" at the top level,
+ * "events", "http", "http/server", ...). 0, -ENOENT when nothing includes it, -EINVAL with ERR.
+ */
+int nginx_conf_included(const struct nginx_conf *c, const char *path, char *context, size_t contextlen, char *err,
+			size_t errlen);
+
+/* The first directive NAME directly in CONTEXT ("main", "events", "http", ...). 0, -ENOENT, -EINVAL with ERR. */
+int nginx_conf_find(const struct nginx_conf *c, const char *context, const char *name,
+		    struct nginx_conf_directive *out, char *err, size_t errlen);
+
+/* Every listen directive of http, stream and mail servers, in the order nginx reads them (malloc'd into *OUT). */
+int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, size_t *n, char *err, size_t errlen);
+
+/*
+ * TEXT (one whole file) with backlog=VALUE on each listen directive whose name starts at one of the N offsets
+ * STARTS: an existing backlog= parameter is replaced, else " backlog=VALUE" follows the last parameter; no other
+ * byte changes. The new text (NUL-terminated, malloc'd) into *OUT and *OUTLEN. 0, -EINVAL with ERR, -ENOMEM.
+ */
+int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, size_t n, int64_t value, char **out,
+			   size_t *outlen, char *err, size_t errlen);
+
+/* Whether texts A and B differ only in backlog= parameters of listen directives (both must tokenize). */
+bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen);
+
+/*
+ * TEXT (a file holding directives of one context, such as the agent's include files) with the top-level
+ * directive NAME set to ARGS (a space-separated line of words; NULL removes it): its first occurrence is
+ * replaced in place (others removed), else "NAME ARGS;\n" is appended. New text into *OUT and *OUTLEN as above.
+ */
+int nginx_conf_set_directive(const char *text, size_t len, const char *name, const char *args, char **out,
+			     size_t *outlen, char *err, size_t errlen);
+
+/* The top-level directive NAME of TEXT (one file) into OUT. 0, -ENOENT, -EINVAL with ERR. */
+int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
+			 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,50 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "proto.h"
+
+static int propose_exec(struct ctl *ctl, int argc, char **argv)
+{
+	static const struct option opts[] = {{"why", required_argument, NULL, 'w'}, {NULL, 0, NULL, 0}};
+	const char *why = NULL;
+	char knob[128], err[512], *eq;
+	json_t *body, *r;
+	int opt, rc;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "w:", opts, NULL)) != -1) {
+		if (opt != 'w')
+			return 2;
+		why = optarg;
+	}
+	if (optind + 1 != argc || !(eq = strchr(argv[optind], '=')) || eq == argv[optind] ||
+	    (size_t)(eq - argv[optind]) >= sizeof(knob)) {
+		fprintf(stderr, "usage: ngxctl propose KNOB=VALUE [--why TEXT]   (ngxctl knobs lists the knobs)\n");
+		return 2;
+	}
+	memcpy(knob, argv[optind], (size_t)(eq - argv[optind]));
+	knob[eq - argv[optind]] = '\0';
+	body = json_pack("{s:s, s:s, s:s}", API_K_KNOB, knob, API_K_VALUE, eq + 1, API_K_WHY, why ? why : "");
+	rc = ctl_post(ctl, API_PATH_PROPOSALS, body, &r, err, sizeof(err));
+	json_decref(body);
+	if (rc < 0) {
+		fprintf(stderr, "ngxctl: %s\n", err);
+		return 3;
+	}
+	if (ctl->json)
+		ctl_print_json(r);
+	else
+		printf("change %lld: %s -> %s applied, in trial (ngxctl history shows how it ends)\n",
+		       (long long)json_integer_value(json_object_get(r, API_K_ID)), knob, eq + 1);
+	json_decref(r);
+	return 0;
+}
+
+const struct ctl_verb verb_propose = {
+	.name = "propose",
+	.usage = "KNOB=VALUE [--why TEXT]",
+	.summary = "an operator's change, validated by the knob's policy, applied and tried",
+	.exec = propose_exec,
+};

@@ -1,0 +1,211 @@
+#!/bin/bash
+# The nginx knob drivers against a real nginx (Debian package) in its own network namespace, driven through
+# tests/system/knob-harness. A directive is written, tested, reloaded and verified (new workers; nginx -T shows
+# it). Values nginx -t refuses leave no trace (same workers, our file back byte for byte, nginx's own message
+# returned); an nginx -t that hangs is killed; a reload that never happens is undone; a missing include or a
+# directive the operator sets elsewhere is reported by probe. The listen queue: with somaxconn 16 in the
+# namespace, raising somaxconn alone leaves the live backlog at 16; the driver's write of 4096 makes it 4096 (ss
+# and inet_diag), and writing the original back restores the operator's files byte for byte and somaxconn.
+TEST_NAME=nginx-knobs
+. "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip "system test skipped in distcheck"
+need_root
+need_cmd nginx ip ss cmp ps
+HARNESS=${KNOB_HARNESS:-$builddir/tests/system/knob-harness}
+[ -x "$HARNESS" ] || skip "$HARNESS not built"
+NS=ngxat-knobs-$$
+PORT=8093
+PORT2=8094
+N=$TMP/nginx
+INC=$N/ngx-autotune
+
+# The operator's configuration: our three includes, a directive set by the operator (keepalive_requests), and a
+# second site reached, as on Debian, through a symlink in sites-enabled.
+mkdir -p "$N/logs" "$INC" "$N/sites-available" "$N/sites-enabled"
+cat >"$N/nginx.conf" <<EOT
+include $INC/main.conf;
+worker_processes 2;
+pid $N/nginx.pid;
+error_log $N/logs/error.log warn;
+events {
+	include $INC/events.conf;
+}
+http {
+	include $INC/http.conf;
+	access_log off;
+	keepalive_requests 10000;
+	include $N/sites-enabled/*;
+	server {
+		listen 127.0.0.1:$PORT default_server;
+		location / { return 200 "hello from nginx\n"; }
+	}
+}
+EOT
+cat >"$N/sites-available/default" <<EOT
+server {
+	listen $PORT2; # the default site
+	return 200 "site\n";
+}
+EOT
+ln -s "$N/sites-available/default" "$N/sites-enabled/default"
+: >"$INC/main.conf"
+printf '# Managed by ngx-autotune.\nworker_connections 1024;\n' >"$INC/events.conf"
+: >"$INC/http.conf"
+cp -a "$N" "$TMP/orig"
+
+ip netns add "$NS" || fail "cannot create namespace $NS"
+CLEANUP+=("ip netns del $NS")
+ip -n "$NS" link set lo up
+ip netns exec "$NS" sysctl -qw net.core.somaxconn=16 || fail "cannot set somaxconn in $NS"
+ip netns exec "$NS" nginx -c "$N/nginx.conf" -e "$N/logs/error.log" || fail "nginx did not start"
+CLEANUP+=("kill -QUIT \$(cat $N/nginx.pid)")
+wait_for 5 test -s "$N/nginx.pid" || fail "no pid file"
+MASTER=$(cat "$N/nginx.pid")
+
+h() {
+	"$HARNESS" --nginx-conf "$N/nginx.conf" --include-dir "$INC" --pid-file "$N/nginx.pid" --timeout-ms 5000 "$@"
+}
+# The master's workers (not those shutting down), sorted.
+workers() {
+	ps --ppid "$MASTER" -o pid=,args= | awk '$2 == "nginx:" && $3 == "worker" && $4 == "process" && NF == 4 {
+		print $1 }' | sort
+}
+live_backlog() {
+	ip netns exec "$NS" ss -Hltn "sport = :$1" | awk '{ print $3 }' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+somaxconn() {
+	ip netns exec "$NS" cat /proc/sys/net/core/somaxconn
+}
+wait_for 5 sh -c "[ \$(ps --ppid $MASTER -o pid= | wc -l) -eq 2 ]" || fail "nginx has no two workers"
+ok "nginx $MASTER running in namespace $NS with somaxconn $(somaxconn)"
+
+# ---- a directive: write, test, reload, verify ---------------------------------------------------------------
+before=$(workers)
+out=$(h nginx_directive worker_connections events int probe read write 2048 read) || fail "worker_connections: $out"
+echo "$out" | grep -qx "read rc=0 value=1024" || fail "worker_connections did not read 1024 first: $out"
+echo "$out" | grep -qx "read rc=0 value=2048" || fail "worker_connections does not read 2048 back: $out"
+after=$(workers)
+[ -n "$after" ] && [ -z "$(comm -12 <(echo "$before") <(echo "$after"))" ] ||
+	fail "no new generation of workers: before [$before], after [$after]"
+ok "worker_connections 1024 -> 2048: new workers ($(echo $before) -> $(echo $after))"
+nginx -q -T -c "$N/nginx.conf" 2>/dev/null | sed -n "\|^# configuration file $INC/events.conf:|,/^# configuration/p" |
+	grep -qx "worker_connections 2048;" || fail "nginx -T does not show worker_connections 2048 in events.conf"
+printf '# Managed by ngx-autotune.\nworker_connections 2048;\n' | cmp -s - "$INC/events.conf" ||
+	fail "events.conf is not the old file with one line changed: $(cat "$INC/events.conf")"
+ok "nginx -T shows worker_connections 2048 from $INC/events.conf, the rest of the file kept"
+
+# ---- refused values: nothing reloads, our file is back byte for byte, nginx's text is returned -------------------
+cp "$INC/events.conf" "$TMP/events.before"
+before=$(workers)
+out=$(h nginx_directive worker_connections events int write -1)
+echo "$out" | grep -q '^write rc=-22 msg=\[emerg\] invalid number "-1" in '"$INC/events.conf:2" ||
+	fail "worker_connections -1 not refused with nginx's message: $out"
+cmp -s "$TMP/events.before" "$INC/events.conf" || fail "events.conf not restored after a failing nginx -t"
+[ "$(workers)" = "$before" ] || fail "workers changed although nginx -t failed"
+ok "worker_connections -1: nginx -t fails, same workers, events.conf back byte for byte ($out)"
+out=$(h nginx_directive worker_connectionz events int write 5)
+echo "$out" | grep -q '^write rc=-22 msg=\[emerg\] unknown directive "worker_connectionz"' ||
+	fail "an unknown directive was not refused with nginx's message: $out"
+cmp -s "$TMP/events.before" "$INC/events.conf" || fail "events.conf not restored after an unknown directive"
+[ "$(workers)" = "$before" ] || fail "workers changed after an unknown directive"
+ok "an unknown directive: refused by nginx -t, nothing changed"
+
+# ---- an nginx -t that hangs is killed at the timeout ---------------------------------------------------------
+cat >"$TMP/slow-nginx" <<EOT
+#!/bin/sh
+for a; do [ "\$a" = -t ] && exec sleep 60; done
+exec nginx "\$@"
+EOT
+chmod +x "$TMP/slow-nginx"
+t0=$(date +%s%3N)
+out=$("$HARNESS" --nginx-bin "$TMP/slow-nginx" --nginx-conf "$N/nginx.conf" --include-dir "$INC" \
+	--pid-file "$N/nginx.pid" --timeout-ms 800 nginx_directive worker_connections events int write 3000)
+t1=$(date +%s%3N)
+echo "$out" | grep -q '^write rc=-110 msg=nginx -t did not finish within 800 ms' || fail "hung nginx -t: $out"
+[ $((t1 - t0)) -lt 5000 ] || fail "the hung nginx -t was not killed in time ($((t1 - t0)) ms)"
+! pgrep -f "^sleep 60$" >/dev/null || fail "the hung nginx -t is still running"
+cmp -s "$TMP/events.before" "$INC/events.conf" || fail "events.conf not restored after a hung nginx -t"
+[ "$(workers)" = "$before" ] || fail "workers changed after a hung nginx -t"
+ok "a hung nginx -t is killed after 800 ms ($((t1 - t0)) ms in all), events.conf back, no reload"
+
+# ---- a reload that never happens is undone ---------------------------------------------------------------------
+kill -STOP "$MASTER"
+CLEANUP+=("kill -CONT $MASTER")
+out=$("$HARNESS" --nginx-conf "$N/nginx.conf" --include-dir "$INC" --pid-file "$N/nginx.pid" --timeout-ms 1000 \
+	nginx_directive worker_connections events int write 3000)
+kill -CONT "$MASTER"
+echo "$out" | grep -q '^write rc=-110 msg=nginx did not start a new generation of workers within 1000 ms' ||
+	fail "a stopped master: $out"
+cmp -s "$TMP/events.before" "$INC/events.conf" || fail "events.conf not restored after a reload that never came"
+wait_for 5 sh -c "[ \$(ps --ppid $MASTER -o args= | grep -cx 'nginx: worker process') -eq 2 ]" ||
+	fail "nginx did not come back with two workers"
+out=$(h nginx_directive worker_connections events int probe read)
+echo "$out" | grep -qx "read rc=0 value=2048" || fail "after the undone reload: $out"
+ok "a master that does not reload (SIGSTOP): -ETIMEDOUT, events.conf back, nginx runs 2048 after SIGCONT"
+
+# ---- probe: what the driver must not manage ------------------------------------------------------------------
+out=$(h nginx_directive keepalive_requests http int probe read)
+want="probe rc=-95 why=keepalive_requests is set in $N/nginx.conf:11; remove it there so that ngx-autotune can"
+echo "$out" | grep -qx "$want manage it in $INC/http.conf" || fail "keepalive_requests set by the operator: $out"
+echo "$out" | grep -qx "read rc=0 value=10000" || fail "keepalive_requests does not read the operator's 10000: $out"
+ok "a directive the operator sets in nginx.conf: probe says where (-ENOTSUP), read gives its value"
+out=$("$HARNESS" --nginx-conf "$N/nginx.conf" --include-dir "$TMP/elsewhere" --pid-file "$N/nginx.pid" \
+	nginx_directive multi_accept events onoff probe)
+echo "$out" | grep -qx "probe rc=-2 why=nginx does not include $TMP/elsewhere/events.conf" ||
+	fail "an include directory nginx does not include: $out"
+ok "an include file nginx does not include: probe -ENOENT with the reason"
+
+# ---- the listen queue ------------------------------------------------------------------------------------------
+[ "$(live_backlog $PORT) $(live_backlog $PORT2)" = "16 16" ] ||
+	fail "live backlog is not somaxconn's 16: $(live_backlog $PORT) $(live_backlog $PORT2)"
+# What the issue measured: somaxconn alone does nothing until nginx calls listen() again with another backlog.
+ip netns exec "$NS" sysctl -qw net.core.somaxconn=4096
+before=$(workers)
+kill -HUP "$MASTER"
+wait_for 5 sh -c "[ -n \"\$(comm -13 <(echo '$before') <(ps --ppid $MASTER -o pid= | sort))\" ]" || true
+sleep 0.5
+[ "$(live_backlog $PORT)" = 16 ] || fail "raising somaxconn alone changed the live backlog: $(live_backlog $PORT)"
+ip netns exec "$NS" sysctl -qw net.core.somaxconn=16
+ok "somaxconn 4096 and a reload leave the live backlog at 16"
+
+out=$(h listen_queue listen_queue main int probe read write 4096 read) || fail "listen queue 4096: $out"
+echo "$out" | grep -qx "read rc=0 value=16" || fail "listen queue did not read 16 first: $out"
+echo "$out" | grep -qx "read rc=0 value=4096" || fail "listen queue does not read 4096 back: $out"
+[ "$(live_backlog $PORT) $(live_backlog $PORT2)" = "4096 4096" ] ||
+	fail "ss shows $(live_backlog $PORT) $(live_backlog $PORT2), not 4096"
+[ "$(somaxconn)" -ge 4096 ] || fail "somaxconn is $(somaxconn)"
+grep -q "listen 127.0.0.1:$PORT default_server backlog=4096;" "$N/nginx.conf" || fail "nginx.conf not edited"
+grep -q "listen $PORT2 backlog=4096; # the default site" "$N/sites-available/default" ||
+	fail "the symlinked site not edited: $(cat "$N/sites-available/default")"
+[ -L "$N/sites-enabled/default" ] && [ "$(ls -A "$N/sites-enabled")" = default ] ||
+	fail "sites-enabled changed: $(ls -la "$N/sites-enabled")"
+grep -qx "original 16" "$INC/listen-queue.state" || fail "no state: $(cat "$INC/listen-queue.state")"
+[ "$(ls "$INC/listen-backup" | wc -l)" = 2 ] || fail "backups: $(ls "$INC/listen-backup")"
+ok "listen queue 4096: ss shows 4096 on :$PORT and :$PORT2, somaxconn $(somaxconn), only backlog= edited"
+
+out=$(h listen_queue listen_queue main int probe write 16 read) || fail "listen queue revert: $out"
+echo "$out" | grep -qx "read rc=0 value=16" || fail "listen queue does not read 16 after the revert: $out"
+[ "$(live_backlog $PORT) $(live_backlog $PORT2)" = "16 16" ] ||
+	fail "ss shows $(live_backlog $PORT) $(live_backlog $PORT2) after the revert"
+[ "$(somaxconn)" = 16 ] || fail "somaxconn is $(somaxconn) after the revert, not 16"
+cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf differs after the revert"
+cmp -s "$TMP/orig/sites-available/default" "$N/sites-available/default" || fail "the site differs after the revert"
+[ ! -e "$INC/listen-queue.state" ] && [ ! -e "$INC/listen-backup" ] || fail "state or backups left after the revert"
+ok "revert to 16: the operator's files byte for byte, somaxconn 16, live backlog 16, no state left"
+
+# An operator edits one of the files between the change and its revert: that file keeps their edit.
+out=$(h listen_queue listen_queue main int probe write 1024) || fail "listen queue 1024: $out"
+[ "$(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)" = "1024 1024 1024" ] ||
+	fail "after 1024: $(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)"
+sed -i 's|^\treturn 200 "site\\n";|\treturn 200 "edited site\\n";|' "$N/sites-available/default"
+grep -q "edited site" "$N/sites-available/default" || fail "could not edit the site"
+out=$(h listen_queue listen_queue main int probe write 16 read) || fail "listen queue revert after an edit: $out"
+echo "$out" | grep -qx "read rc=0 value=16" || fail "listen queue does not read 16 after the revert: $out"
+cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf differs after the revert"
+sed 's|^\tlisten '$PORT2'; |\tlisten '$PORT2' backlog=16; |; s|"site|"edited site|' "$TMP/orig/sites-available/default" |
+	cmp -s - "$N/sites-available/default" || fail "the edited site after the revert: $(cat "$N/sites-available/default")"
+[ "$(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)" = "16 16 16" ] ||
+	fail "after the revert: $(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)"
+[ ! -e "$INC/listen-queue.state" ] && [ ! -e "$INC/listen-backup" ] || fail "state or backups left after the revert"
+ok "revert after an operator's edit: nginx.conf byte for byte, the edited site keeps the edit with backlog=16"
+echo "# $checks checks passed"
