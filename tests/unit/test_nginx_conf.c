@@ -1,0 +1,756 @@
+/*
+ * Tests for nginx_conf on `nginx -T` dumps captured from a real nginx 1.22 (tests/fixtures/nginx-T/capture.sh):
+ * the split into files (including lines that only look like dump headers), directives found in their context
+ * through includes, which files are included where, the listen directives and which of them carry backlog=, and
+ * every backlog= edit checked byte for byte. Then small synthetic dumps for what Debian's nginx-light cannot load
+ * (stream, mail) and for hostile input: truncation at many offsets, garbage, unbalanced braces, include loops.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "nginx_conf.h"
+
+#define MULTI "/tmp/ngxat-fixture/multi/"
+#define DEBIAN "/tmp/ngxat-fixture/debian/"
+#define NOTINC "/tmp/ngxat-fixture/notincluded/"
+
+static char *load(const char *name, size_t *len)
+{
+	const char *srcdir = getenv("srcdir");
+	char path[4096];
+	FILE *f;
+	char *buf;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/nginx-T/%s", srcdir ? srcdir : ".", name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n > 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void parse_fixture(const char *name, struct nginx_conf *c)
+{
+	char err[256];
+	size_t len;
+	char *dump = load(name, &len);
+	int r = nginx_conf_parse(dump, len, c, err, sizeof(err));
+
+	if (r != 0)
+		fail_msg("%s: %s", name, err);
+	free(dump);
+}
+
+/* The file of C named PATH (which must be there). */
+static const struct nginx_conf_file *file(const struct nginx_conf *c, const char *path)
+{
+	int i = nginx_conf_file_index(c, path);
+
+	if (i < 0)
+		fail_msg("%s not in the dump", path);
+	return &c->files[i];
+}
+
+static bool contains(const struct nginx_conf_file *f, const char *s)
+{
+	return memmem(f->text, f->len, s, strlen(s)) != NULL;
+}
+
+/* ---- the split -------------------------------------------------------------------------------------------- */
+
+static void test_split_multi(void **state)
+{
+	static const char *const paths[] = {
+		MULTI "nginx.conf", MULTI "ngx-autotune/main.conf", MULTI "ngx-autotune/events.conf",
+		MULTI "ngx-autotune/http.conf", MULTI "mime.types", MULTI "map-entries.conf", MULTI "conf.d/long.conf",
+		MULTI "conf.d/servers.conf",
+	};
+	struct nginx_conf c;
+	const struct nginx_conf_file *f;
+
+	(void)state;
+	parse_fixture("multi.txt", &c);
+	assert_int_equal(c.nfiles, 8);
+	for (size_t i = 0; i < c.nfiles; i++)
+		assert_string_equal(c.files[i].path, paths[i]);
+	assert_string_equal(c.prefix, MULTI);
+	/* The comment and the quoted line that look like headers stay inside nginx.conf. */
+	f = &c.files[0];
+	assert_true(contains(f, "\n# configuration file " MULTI "conf.d/servers.conf:\ninclude ngx-autotune/main.conf;"));
+	assert_true(contains(f, "\n# configuration file " MULTI "conf.d/long.conf:\nstill the same string';"));
+	assert_int_equal(f->text[f->len - 1], '\n');
+	assert_memory_equal(f->text + f->len - 5, "\t}\n}\n", 5);
+	/* A file without a final newline keeps none; the newline nginx adds is not part of it. */
+	f = file(&c, MULTI "ngx-autotune/http.conf");
+	assert_int_equal(f->len, strlen("keepalive_requests 500;"));
+	assert_memory_equal(f->text, "keepalive_requests 500;", f->len);
+	f = file(&c, MULTI "ngx-autotune/events.conf");
+	assert_int_equal(f->len, strlen("# Managed by ngx-autotune.\nworker_connections 2048;\n"));
+	f = file(&c, MULTI "conf.d/long.conf");
+	assert_true(f->len > 15000);
+	assert_null(memchr(f->text, '\n', f->len - 1));
+	f = file(&c, MULTI "conf.d/servers.conf");
+	assert_memory_equal(f->text + f->len - strlen("\treturn 200 \"e\\n\";\n}\n"), "\treturn 200 \"e\\n\";\n}\n",
+			    strlen("\treturn 200 \"e\\n\";\n}\n"));
+	nginx_conf_free(&c);
+	assert_null(c.buf);
+	assert_int_equal(c.nfiles, 0);
+	nginx_conf_free(&c);
+}
+
+static void test_split_debian(void **state)
+{
+	struct nginx_conf c;
+
+	(void)state;
+	parse_fixture("debian.txt", &c);
+	assert_int_equal(c.nfiles, 6);
+	assert_string_equal(c.files[5].path, DEBIAN "sites-enabled/default");
+	assert_int_equal(file(&c, DEBIAN "ngx-autotune/main.conf")->len, 0);
+	assert_int_equal(file(&c, DEBIAN "ngx-autotune/http.conf")->len, 0);
+	assert_true(contains(file(&c, DEBIAN "sites-enabled/default"), "\tlisten [::]:80 default_server;\n"));
+	assert_int_equal(nginx_conf_file_index(&c, DEBIAN "sites-available/default"), -ENOENT);
+	nginx_conf_free(&c);
+}
+
+/* ---- directives in context -------------------------------------------------------------------------------- */
+
+struct find_case {
+	const char *fixture, *context, *name;
+	int rc;
+	const char *path;
+	unsigned line;
+	size_t nargs;
+	const char *arg0, *arg1;
+};
+
+static const struct find_case find_cases[] = {
+	{ "multi.txt", "main", "worker_processes", 0, MULTI "nginx.conf", 7, 1, "2", NULL },
+	{ "multi.txt", "main", "worker_rlimit_nofile", 0, MULTI "ngx-autotune/main.conf", 1, 1, "4096", NULL },
+	{ "multi.txt", "events", "worker_connections", 0, MULTI "ngx-autotune/events.conf", 2, 1, "2048", NULL },
+	{ "multi.txt", "events", "multi_accept", 0, MULTI "nginx.conf", 10, 1, "on", NULL },
+	{ "multi.txt", "http", "keepalive_requests", 0, MULTI "ngx-autotune/http.conf", 1, 1, "500", NULL },
+	{ "multi.txt", "http", "default_type", 0, MULTI "nginx.conf", 15, 1, "application/octet-stream", NULL },
+	{ "multi.txt", "http/map", "default", 0, MULTI "nginx.conf", 21, 1, "a;b}", NULL },
+	{ "multi.txt", "http/map", "~^x\"{", 0, MULTI "nginx.conf", 22, 1, "1", NULL },
+	{ "multi.txt", "http/map", "~^y", 0, MULTI "map-entries.conf", 1, 1, "2", NULL },
+	{ "multi.txt", "http/server", "server_name", 0, MULTI "conf.d/long.conf", 1, 1, "long.example", NULL },
+	{ "multi.txt", "http", "sendfile", -ENOENT, NULL, 0, 0, NULL, NULL },
+	{ "multi.txt", "main", "worker_connections", -ENOENT, NULL, 0, 0, NULL, NULL },
+	{ "multi.txt", "main", "user", -ENOENT, NULL, 0, 0, NULL, NULL },
+	{ "debian.txt", "main", "worker_processes", 0, DEBIAN "nginx.conf", 2, 1, "auto", NULL },
+	{ "debian.txt", "main", "user", 0, DEBIAN "nginx.conf", 1, 1, "www-data", NULL },
+	{ "debian.txt", "events", "worker_connections", 0, DEBIAN "nginx.conf", 10, 1, "768", NULL },
+	{ "debian.txt", "events", "multi_accept", -ENOENT, NULL, 0, 0, NULL, NULL },
+	{ "debian.txt", "http", "keepalive_requests", -ENOENT, NULL, 0, 0, NULL, NULL },
+	{ "debian.txt", "http", "sendfile", 0, DEBIAN "nginx.conf", 21, 1, "on", NULL },
+	{ "debian.txt", "http/types", "text/html", 0, DEBIAN "mime.types", 3, 3, "html", "htm" },
+	{ "notincluded.txt", "http", "keepalive_requests", 0, NOTINC "nginx.conf", 6, 1, "100", NULL },
+};
+
+static void test_find(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(find_cases) / sizeof(find_cases[0]); i++) {
+		const struct find_case *t = &find_cases[i];
+		struct nginx_conf c;
+		struct nginx_conf_directive d;
+		char err[256] = "";
+		int r;
+
+		parse_fixture(t->fixture, &c);
+		r = nginx_conf_find(&c, t->context, t->name, &d, err, sizeof(err));
+		if (r != t->rc)
+			fail_msg("case %zu (%s %s): %d, want %d (%s)", i, t->context, t->name, r, t->rc, err);
+		if (r == 0) {
+			assert_string_equal(c.files[d.file].path, t->path);
+			if (d.line != t->line)
+				fail_msg("case %zu: line %u, want %u", i, d.line, t->line);
+			assert_int_equal(d.nargs, t->nargs);
+			assert_string_equal(d.args[0], t->arg0);
+			if (t->arg1)
+				assert_string_equal(d.args[1], t->arg1);
+		}
+		nginx_conf_free(&c);
+	}
+}
+
+static void test_find_long_argument(void **state)
+{
+	struct nginx_conf c;
+	struct nginx_conf_directive d;
+	char err[256] = "";
+
+	(void)state;
+	parse_fixture("multi.txt", &c);
+	/* The log_format string spans three lines and holds a header look-alike; it is one word. */
+	assert_int_equal(nginx_conf_find(&c, "http", "log_format", &d, err, sizeof(err)), 0);
+	assert_int_equal(d.nargs, 2);
+	assert_string_equal(d.args[0], "braces");
+	assert_string_equal(d.args[1], "$remote_addr \"{\" $request ; } # not a comment\n# configuration file " MULTI
+			    "conf.d/long.conf:\nstill the same string");
+	/* The first return of a location is long.conf's 3000-byte word: refused by value, not truncated. */
+	assert_int_equal(nginx_conf_find(&c, "http/server/location", "return", &d, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "longer than"));
+	nginx_conf_free(&c);
+}
+
+struct included_case {
+	const char *fixture, *path;
+	int rc;
+	const char *context;
+};
+
+static const struct included_case included_cases[] = {
+	{ "multi.txt", MULTI "ngx-autotune/main.conf", 0, "main" },
+	{ "multi.txt", MULTI "ngx-autotune/events.conf", 0, "events" },
+	{ "multi.txt", MULTI "ngx-autotune/http.conf", 0, "http" },
+	{ "multi.txt", MULTI "map-entries.conf", 0, "http/map" },
+	{ "multi.txt", MULTI "conf.d/servers.conf", 0, "http" },
+	{ "multi.txt", MULTI "nginx.conf", -ENOENT, NULL },
+	{ "multi.txt", "/etc/nginx/ngx-autotune/http.conf", -ENOENT, NULL },
+	{ "debian.txt", DEBIAN "ngx-autotune/main.conf", 0, "main" },
+	{ "debian.txt", DEBIAN "ngx-autotune/events.conf", 0, "events" },
+	{ "debian.txt", DEBIAN "ngx-autotune/http.conf", 0, "http" },
+	{ "debian.txt", DEBIAN "sites-enabled/default", 0, "http" },
+	{ "notincluded.txt", NOTINC "ngx-autotune/http.conf", 0, "main" },
+	{ "notincluded.txt", NOTINC "ngx-autotune/events.conf", -ENOENT, NULL },
+};
+
+static void test_included(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(included_cases) / sizeof(included_cases[0]); i++) {
+		const struct included_case *t = &included_cases[i];
+		struct nginx_conf c;
+		char ctx[NGINX_CONF_CONTEXT_MAX] = "", err[256] = "";
+		int r;
+
+		parse_fixture(t->fixture, &c);
+		r = nginx_conf_included(&c, t->path, ctx, sizeof(ctx), err, sizeof(err));
+		if (r != t->rc)
+			fail_msg("case %zu (%s): %d, want %d (%s)", i, t->path, r, t->rc, err);
+		if (r == 0)
+			assert_string_equal(ctx, t->context);
+		nginx_conf_free(&c);
+	}
+}
+
+/* ---- listen directives ------------------------------------------------------------------------------------ */
+
+struct listen_want {
+	const char *path;
+	unsigned line;
+	int family;
+	const char *addr;
+	uint16_t port;
+	bool wildcard, options, has_backlog;
+	int64_t backlog;
+	bool target;
+};
+
+static const struct listen_want multi_listens[] = {
+	{ MULTI "conf.d/long.conf", 1, AF_INET, "127.0.0.1", 18086, false, false, false, 0, true },
+	/* Shares 127.0.0.1:18081 with nginx.conf's default server, which has the options. */
+	{ MULTI "conf.d/servers.conf", 4, AF_INET, "127.0.0.1", 18081, false, false, false, 0, false },
+	{ MULTI "conf.d/servers.conf", 9, AF_INET, "0.0.0.0", 18082, true, false, false, 0, true },
+	/* Served by the wildcard socket of *:18082: giving it backlog= would bind it on its own. */
+	{ MULTI "conf.d/servers.conf", 10, AF_INET, "127.0.0.1", 18082, false, false, false, 0, false },
+	{ MULTI "conf.d/servers.conf", 11, AF_INET6, "::1", 18083, false, true, false, 0, true },
+	{ MULTI "conf.d/servers.conf", 16, AF_INET, "127.0.0.1", 18084, false, false, false, 0, true },
+	{ MULTI "conf.d/servers.conf", 16, AF_INET, "127.0.0.1", 18085, false, true, true, 64, true },
+	{ MULTI "nginx.conf", 27, AF_INET, "127.0.0.1", 18081, false, true, true, 511, true },
+	{ MULTI "nginx.conf", 28, AF_INET6, "::1", 18081, false, false, false, 0, true },
+	{ MULTI "nginx.conf", 29, AF_UNIX, "unix:" MULTI "nginx.sock", 0, false, false, false, 0, false },
+};
+
+static const struct listen_want debian_listens[] = {
+	{ DEBIAN "sites-enabled/default", 22, AF_INET, "0.0.0.0", 80, true, false, false, 0, true },
+	{ DEBIAN "sites-enabled/default", 23, AF_INET6, "::", 80, true, false, false, 0, true },
+};
+
+static void check_listens(const char *fixture, const struct listen_want *want, size_t nwant)
+{
+	struct nginx_conf c;
+	struct nginx_listen *l;
+	size_t n;
+	char err[256] = "";
+
+	parse_fixture(fixture, &c);
+	if (nginx_conf_listens(&c, &l, &n, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", fixture, err);
+	assert_int_equal(n, nwant);
+	for (size_t i = 0; i < n; i++) {
+		const struct listen_want *w = &want[i];
+
+		assert_string_equal(c.files[l[i].file].path, w->path);
+		if (l[i].line != w->line)
+			fail_msg("%s listen %zu: line %u, want %u", fixture, i, l[i].line, w->line);
+		assert_int_equal(l[i].module, NGINX_LISTEN_HTTP);
+		assert_int_equal(l[i].family, w->family);
+		assert_string_equal(l[i].addr, w->addr);
+		assert_int_equal(l[i].port, w->port);
+		assert_int_equal(l[i].wildcard, w->wildcard);
+		assert_int_equal(l[i].options, w->options);
+		assert_int_equal(l[i].has_backlog, w->has_backlog);
+		if (w->has_backlog)
+			assert_int_equal(l[i].backlog, w->backlog);
+		if (l[i].target != w->target)
+			fail_msg("%s listen %zu (%s:%u): target %d, want %d", fixture, i, l[i].addr, l[i].port,
+				 l[i].target, w->target);
+		assert_false(l[i].udp);
+		assert_memory_equal(c.files[l[i].file].text + l[i].start, "listen", 6);
+	}
+	free(l);
+	nginx_conf_free(&c);
+}
+
+static void test_listens(void **state)
+{
+	(void)state;
+	check_listens("multi.txt", multi_listens, sizeof(multi_listens) / sizeof(multi_listens[0]));
+	check_listens("debian.txt", debian_listens, sizeof(debian_listens) / sizeof(debian_listens[0]));
+}
+
+/* TEXT with each FROM[i] (which must occur exactly once) replaced by TO[i]. */
+static char *replaced(const char *text, size_t len, const char *const *from, const char *const *to, size_t n)
+{
+	char *cur = strndup(text, len);
+
+	assert_non_null(cur);
+	for (size_t i = 0; i < n; i++) {
+		char *at = strstr(cur, from[i]), *next;
+		size_t fl = strlen(from[i]), tl = strlen(to[i]), cl = strlen(cur);
+
+		if (!at || strstr(at + 1, from[i]))
+			fail_msg("'%s' is not in the text exactly once", from[i]);
+		next = malloc(cl - fl + tl + 1);
+		assert_non_null(next);
+		memcpy(next, cur, (size_t)(at - cur));
+		memcpy(next + (at - cur), to[i], tl);
+		strcpy(next + (at - cur) + tl, at + fl);
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
+/* Edit the NTARGETS target listens of PATH in FIXTURE to VALUE; compare with the file under the FROM -> TO edits. */
+static void check_edit(const char *fixture, const char *path, int64_t value, size_t ntargets,
+		       const char *const *from, const char *const *to, size_t n)
+{
+	struct nginx_conf c;
+	struct nginx_listen *l;
+	size_t nl, starts[16], ns = 0, outlen;
+	char err[256] = "", *out, *want;
+	const struct nginx_conf_file *f;
+
+	parse_fixture(fixture, &c);
+	assert_int_equal(nginx_conf_listens(&c, &l, &nl, err, sizeof(err)), 0);
+	f = file(&c, path);
+	for (size_t i = 0; i < nl; i++)
+		if (l[i].target && &c.files[l[i].file] == f)
+			starts[ns++] = l[i].start;
+	assert_int_equal(ns, ntargets);
+	if (nginx_conf_set_backlog(f->text, f->len, starts, ns, value, &out, &outlen, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", path, err);
+	want = replaced(f->text, f->len, from, to, n);
+	assert_int_equal(outlen, strlen(want));
+	assert_string_equal(out, want);
+	/* Only backlog= changed, and the edit is undone by stripping it on both sides. */
+	assert_true(nginx_conf_same_but_backlog(f->text, f->len, out, outlen));
+	free(want);
+	free(out);
+	free(l);
+	nginx_conf_free(&c);
+}
+
+static void test_edit_servers(void **state)
+{
+	static const char *const from[] = {
+		"\tlisten 18082;\n",
+		"\tlisten [::1]:18083 ipv6only=on;\n",
+		"\tlisten 127.0.0.1:18084; listen 127.0.0.1:18085\n\t\tbacklog=64;\n",
+	};
+	static const char *const to[] = {
+		"\tlisten 18082 backlog=4096;\n",
+		"\tlisten [::1]:18083 ipv6only=on backlog=4096;\n",
+		"\tlisten 127.0.0.1:18084 backlog=4096; listen 127.0.0.1:18085\n\t\tbacklog=4096;\n",
+	};
+
+	(void)state;
+	/* Four targets in three replacements: the third holds two directives on one line. */
+	check_edit("multi.txt", MULTI "conf.d/servers.conf", 4096, 4, from, to, 3);
+}
+
+static void test_edit_nginx_conf(void **state)
+{
+	static const char *const from[] = {
+		"listen 127.0.0.1:18081 default_server backlog=511 reuseport;",
+		"listen [::1]:18081;",
+	};
+	static const char *const to[] = {
+		"listen 127.0.0.1:18081 default_server backlog=16 reuseport;",
+		"listen [::1]:18081 backlog=16;",
+	};
+
+	(void)state;
+	check_edit("multi.txt", MULTI "nginx.conf", 16, 2, from, to, 2);
+}
+
+static void test_edit_long_line_and_debian(void **state)
+{
+	static const char *const lfrom[] = { "server { listen 127.0.0.1:18086; server_name long.example;" };
+	static const char *const lto[] = { "server { listen 127.0.0.1:18086 backlog=65535; server_name long.example;" };
+	static const char *const dfrom[] = { "\tlisten 80 default_server;\n", "\tlisten [::]:80 default_server;\n" };
+	static const char *const dto[] = { "\tlisten 80 default_server backlog=4096;\n",
+					   "\tlisten [::]:80 default_server backlog=4096;\n" };
+
+	(void)state;
+	check_edit("multi.txt", MULTI "conf.d/long.conf", 65535, 1, lfrom, lto, 1);
+	check_edit("debian.txt", DEBIAN "sites-enabled/default", 4096, 2, dfrom, dto, 2);
+}
+
+static void test_edit_round_trip(void **state)
+{
+	struct nginx_conf c;
+	struct nginx_listen *l;
+	size_t nl, starts[4], ns = 0, len1, len2;
+	char err[256] = "", *once, *back, *other;
+	const struct nginx_conf_file *f;
+
+	(void)state;
+	parse_fixture("multi.txt", &c);
+	assert_int_equal(nginx_conf_listens(&c, &l, &nl, err, sizeof(err)), 0);
+	f = &c.files[0];
+	for (size_t i = 0; i < nl; i++)
+		if (l[i].target && l[i].file == 0)
+			starts[ns++] = l[i].start;
+	assert_int_equal(ns, 2);
+	assert_int_equal(nginx_conf_set_backlog(f->text, f->len, starts, ns, 4096, &once, &len1, err, sizeof(err)), 0);
+	/* The same directives start at the same offsets after an edit before them of equal length or none. */
+	assert_int_equal(nginx_conf_set_backlog(once, len1, starts, 1, 511, &back, &len2, err, sizeof(err)), 0);
+	assert_true(nginx_conf_same_but_backlog(f->text, f->len, back, len2));
+	assert_non_null(strstr(back, "listen 127.0.0.1:18081 default_server backlog=511 reuseport;"));
+	assert_non_null(strstr(back, "listen [::1]:18081 backlog=4096;"));
+	/* A change of anything else is seen. */
+	other = strdup(once);
+	assert_non_null(other);
+	*strstr(other, "a.example") = 'A';
+	assert_false(nginx_conf_same_but_backlog(f->text, f->len, other, len1));
+	assert_false(nginx_conf_same_but_backlog(f->text, f->len, once, len1 - 1));
+	/* Offsets that are not a listen directive, and values nginx would refuse. */
+	free(back);
+	starts[0] = 0;
+	assert_int_equal(nginx_conf_set_backlog(f->text, f->len, starts, 1, 10, &back, &len2, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(back);
+	assert_int_equal(nginx_conf_set_backlog(once, len1, starts, 0, 0, &back, &len2, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nginx_conf_set_backlog(once, len1, starts, 0, (int64_t)1 << 40, &back, &len2, err,
+						sizeof(err)), -EINVAL);
+	free(other);
+	free(once);
+	free(l);
+	nginx_conf_free(&c);
+}
+
+/* ---- the agent's include files ---------------------------------------------------------------------------- */
+
+struct directive_case {
+	const char *text, *name, *args;
+	int rc;
+	const char *want;
+};
+
+static const struct directive_case directive_cases[] = {
+	{ "", "worker_connections", "2048", 0, "worker_connections 2048;\n" },
+	{ "# Managed by ngx-autotune.\nworker_connections 2048;\n", "worker_connections", "4096", 0,
+	  "# Managed by ngx-autotune.\nworker_connections 4096;\n" },
+	{ "keepalive_requests 500;", "multi_accept", "on", 0, "keepalive_requests 500;\nmulti_accept on;\n" },
+	{ "a 1;\nworker_connections 2;\nb 3;\n", "worker_connections", NULL, 0, "a 1;\nb 3;\n" },
+	{ "a 1; worker_connections 2; b 3;\n", "worker_connections", NULL, 0, "a 1;  b 3;\n" },
+	{ "worker_connections 1;\nworker_connections 2;\n", "worker_connections", "3", 0, "worker_connections 3;\n" },
+	{ "worker_cpu_affinity auto 1111; # four\n", "worker_cpu_affinity", "auto 11", 0,
+	  "worker_cpu_affinity auto 11; # four\n" },
+	{ "events { worker_connections 1; }\n", "worker_connections", "2", 0,
+	  "events { worker_connections 1; }\nworker_connections 2;\n" },
+	{ "worker_connections { }\n", "worker_connections", "2", -EINVAL, NULL },
+	{ "worker_connections \"2;\n", "worker_connections", "2", -EINVAL, NULL },
+	{ "}\n", "worker_connections", "2", -EINVAL, NULL },
+	{ "", "multi_accept", NULL, 0, "" },
+};
+
+static void test_set_directive(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(directive_cases) / sizeof(directive_cases[0]); i++) {
+		const struct directive_case *t = &directive_cases[i];
+		char err[256] = "", *out = NULL;
+		size_t outlen = 0;
+		int r = nginx_conf_set_directive(t->text, strlen(t->text), t->name, t->args, &out, &outlen, err,
+						 sizeof(err));
+
+		if (r != t->rc)
+			fail_msg("case %zu: %d, want %d (%s)", i, r, t->rc, err);
+		if (r == 0) {
+			assert_string_equal(out, t->want);
+			assert_int_equal(outlen, strlen(t->want));
+		} else {
+			assert_null(out);
+			assert_true(err[0] != '\0');
+		}
+		free(out);
+	}
+}
+
+static void test_file_find(void **state)
+{
+	static const char text[] = "# c\nevents { worker_connections 1; }\nworker_connections \"20\\\"48\";\n";
+	struct nginx_conf_directive d;
+	char err[256], big[1100];
+
+	(void)state;
+	assert_int_equal(nginx_conf_file_find(text, strlen(text), "worker_connections", &d, err, sizeof(err)), 0);
+	assert_int_equal(d.line, 3);
+	assert_int_equal(d.nargs, 1);
+	assert_string_equal(d.args[0], "20\"48");
+	assert_int_equal(nginx_conf_file_find(text, strlen(text), "multi_accept", &d, err, sizeof(err)), -ENOENT);
+	/* A worker_cpu_affinity mask of 1024 CPUs is one word that comes back whole. */
+	{
+		char mask[1025], *out;
+		size_t outlen;
+
+		memset(mask, '0', 1024);
+		mask[0] = '1';
+		mask[1024] = '\0';
+		snprintf(big, sizeof(big), "auto %s", mask);
+		assert_int_equal(nginx_conf_set_directive("", 0, "worker_cpu_affinity", big, &out, &outlen, err,
+							  sizeof(err)), 0);
+		assert_int_equal(nginx_conf_file_find(out, outlen, "worker_cpu_affinity", &d, err, sizeof(err)), 0);
+		assert_int_equal(d.nargs, 2);
+		assert_string_equal(d.args[1], mask);
+		free(out);
+	}
+	assert_int_equal(nginx_conf_file_find("a \"b;", 5, "a", &d, err, sizeof(err)), -EINVAL);
+}
+
+/* ---- synthetic dumps -------------------------------------------------------------------------------------- */
+
+static int parse_str(const char *dump, struct nginx_conf *c, char *err, size_t errlen)
+{
+	return nginx_conf_parse(dump, strlen(dump), c, err, errlen);
+}
+
+static void test_stream_and_mail(void **state)
+{
+	static const char dump[] =
+		"# configuration file /s/nginx.conf:\n"
+		"events { }\n"
+		"stream { server { listen 12345 backlog=100; proxy_pass 127.0.0.1:1; }\n"
+		"  server { listen 127.0.0.1:53 udp; proxy_pass 127.0.0.1:2; }\n"
+		"  server { listen \"127.0.0.1:8080\" \"backlog=5\"; proxy_pass 127.0.0.1:3; } }\n"
+		"mail { server { listen localhost:25; protocol smtp; } }\n\n";
+	struct nginx_conf c;
+	struct nginx_listen *l;
+	size_t n, len;
+	char err[256] = "", *out;
+	size_t start;
+
+	(void)state;
+	assert_int_equal(parse_str(dump, &c, err, sizeof(err)), 0);
+	assert_int_equal(nginx_conf_listens(&c, &l, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(l[0].module, NGINX_LISTEN_STREAM);
+	assert_int_equal(l[0].port, 12345);
+	assert_true(l[0].wildcard && l[0].target && l[0].has_backlog);
+	assert_int_equal(l[0].backlog, 100);
+	assert_true(l[1].udp);
+	assert_false(l[1].target);
+	assert_int_equal(l[2].port, 8080);
+	assert_int_equal(l[2].backlog, 5);
+	assert_true(l[2].target);
+	assert_int_equal(l[3].module, NGINX_LISTEN_MAIL);
+	assert_int_equal(l[3].family, AF_UNSPEC);
+	assert_string_equal(l[3].addr, "localhost");
+	assert_int_equal(l[3].port, 25);
+	assert_true(l[3].target);
+	/* Quoted words are replaced whole, quotes included. */
+	start = l[2].start;
+	assert_int_equal(nginx_conf_set_backlog(c.files[0].text, c.files[0].len, &start, 1, 9, &out, &len, err,
+						sizeof(err)), 0);
+	assert_non_null(strstr(out, "server { listen \"127.0.0.1:8080\" backlog=9; proxy_pass"));
+	free(out);
+	free(l);
+	nginx_conf_free(&c);
+}
+
+struct bad_case {
+	const char *dump;
+	int rc;
+	size_t nfiles; /* when rc == 0 */
+	const char *walk_err; /* when the split succeeds but a walk must fail: a word of the message */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "", -EINVAL, 0, NULL },
+	{ "hello\n", -EINVAL, 0, NULL },
+	{ "# configuration file rel.conf:\na 1;\n\n", -EINVAL, 0, NULL },
+	/* Without the newline nginx adds, the file's own last newline is taken for it. */
+	{ "# configuration file /a.conf:\na 1;\n", 0, 1, NULL },
+	{ "# configuration file /a.conf:\na 1;\n\n# configuration file /b.conf:\nb 2;", -EINVAL, 0, NULL },
+	{ "# configuration file /a.conf:\na \"1;\n\n", -EINVAL, 0, NULL }, /* unterminated string */
+	{ "# configuration file /a.conf:\na { b 1;\n\n", -EINVAL, 0, NULL },
+	{ "# configuration file /a.conf:\na 1; }\n\n", -EINVAL, 0, NULL },
+	{ "# configuration file /a.conf:\n\"a\"b;\n\n", -EINVAL, 0, NULL },
+	{ "# configuration file /a.conf:\n;\n\n", -EINVAL, 0, NULL },
+	/* Not named by any include: the look-alike stays in /a.conf. */
+	{ "# configuration file /a.conf:\na 1;\n\n# configuration file /b.conf:\nb 2;\n\n", 0, 1, NULL },
+	/* Named, but the file before it is inside a block there. */
+	{ "# configuration file /a.conf:\nhttp { include /b.conf;\n# configuration file /b.conf:\n}\n\n", 0, 1,
+	  "not in the output" },
+	{ "# configuration file /a.conf:\ninclude /b.conf;\n\n# configuration file /b.conf:\nb 2;\n\n", 0, 2, NULL },
+	/* A file that includes itself: nginx would not start; the walk stops at the depth bound. */
+	{ "# configuration file /a.conf:\ninclude /a.conf;\n\n", 0, 1, "deeper" },
+	{ "# configuration file /a.conf:\ninclude /missing.conf;\n\n", 0, 1, "not in the output" },
+	{ "# configuration file /a.conf:\nlisten x;\nhttp { server { listen 1.2.3.4:99999; } }\n\n", 0, 1, "listen" },
+	{ "# configuration file /a.conf:\nhttp { server { listen 80 backlog=x; } }\n\n", 0, 1, "backlog" },
+};
+
+static void test_bad_dumps(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *t = &bad_cases[i];
+		struct nginx_conf c;
+		struct nginx_listen *l;
+		size_t n;
+		char err[256] = "";
+		int r = parse_str(t->dump, &c, err, sizeof(err));
+
+		if (r != t->rc)
+			fail_msg("case %zu: %d, want %d (%s)", i, r, t->rc, err);
+		if (r < 0) {
+			assert_true(err[0] != '\0');
+			assert_null(c.buf);
+			continue;
+		}
+		assert_int_equal(c.nfiles, t->nfiles);
+		r = nginx_conf_listens(&c, &l, &n, err, sizeof(err));
+		if (t->walk_err) {
+			if (r != -EINVAL || !strstr(err, t->walk_err))
+				fail_msg("case %zu: walk %d (%s), want -EINVAL with '%s'", i, r, err, t->walk_err);
+		} else {
+			assert_int_equal(r, 0);
+			free(l);
+		}
+		nginx_conf_free(&c);
+	}
+}
+
+/* Blocks nested past the bound, and includes that double at every level: both end in an error, quickly. */
+static void test_bounds(void **state)
+{
+	struct nginx_conf c;
+	struct nginx_conf_directive d;
+	char err[256] = "", *dump, *p;
+	size_t cap = 1 << 18;
+	int k;
+
+	(void)state;
+	dump = malloc(cap);
+	assert_non_null(dump);
+	p = dump + sprintf(dump, "# configuration file /a.conf:\n");
+	for (k = 0; k < NGINX_CONF_DEPTH_MAX + 1; k++)
+		p += sprintf(p, "b {");
+	for (k = 0; k < NGINX_CONF_DEPTH_MAX + 1; k++)
+		p += sprintf(p, "}");
+	sprintf(p, "\n\n");
+	assert_int_equal(parse_str(dump, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "nested"));
+
+	p = dump + sprintf(dump, "# configuration file /f0.conf:\ninclude /f1.conf; include /f1.conf;\n\n");
+	for (k = 1; k < 30; k++)
+		p += sprintf(p, "# configuration file /f%d.conf:\n# %04000d\ninclude /f%d.conf; include /f%d.conf;\n\n",
+			     k, 0, k + 1, k + 1);
+	sprintf(p, "# configuration file /f30.conf:\nx 1;\n\n");
+	assert_int_equal(parse_str(dump, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.nfiles, 31);
+	assert_int_equal(nginx_conf_find(&c, "main", "y", &d, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "larger than"));
+	nginx_conf_free(&c);
+	free(dump);
+}
+
+/* Every prefix of a real dump gives an error or a configuration that walks; never a crash or a hang. */
+static void test_truncated(void **state)
+{
+	static const char *const fixtures[] = { "notincluded.txt", "debian.txt", "multi.txt" };
+
+	(void)state;
+	for (size_t f = 0; f < sizeof(fixtures) / sizeof(fixtures[0]); f++) {
+		size_t len, ok = 0, step;
+		char *dump = load(fixtures[f], &len);
+
+		step = len < 1000 ? 1 : len / 400;
+		for (size_t cut = 0; cut < len; cut += step) {
+			struct nginx_conf c;
+			struct nginx_listen *l;
+			size_t n;
+			char err[256];
+
+			if (nginx_conf_parse(dump, cut, &c, err, sizeof(err)) != 0)
+				continue;
+			ok++;
+			if (nginx_conf_listens(&c, &l, &n, err, sizeof(err)) == 0)
+				free(l);
+			nginx_conf_free(&c);
+		}
+		/* Cuts right after a file's added newline are whole dumps of fewer files; most cuts are not. */
+		assert_true(ok < len / step / 2);
+		free(dump);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split_multi),
+		cmocka_unit_test(test_split_debian),
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_find_long_argument),
+		cmocka_unit_test(test_included),
+		cmocka_unit_test(test_listens),
+		cmocka_unit_test(test_edit_servers),
+		cmocka_unit_test(test_edit_nginx_conf),
+		cmocka_unit_test(test_edit_long_line_and_debian),
+		cmocka_unit_test(test_edit_round_trip),
+		cmocka_unit_test(test_set_directive),
+		cmocka_unit_test(test_file_find),
+		cmocka_unit_test(test_stream_and_mail),
+		cmocka_unit_test(test_bad_dumps),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_truncated),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
