@@ -93,8 +93,14 @@ install_check() {
 	done
 	grep -q "ExecStart=/usr/local/sbin/ngx-autotune" "$d/usr/local/lib/systemd/system/ngx-autotune.service" ||
 		{ echo "unit ExecStart does not point at the installed binary"; rm -rf "$d"; return 1; }
-	"$d/usr/local/sbin/ngx-autotune" -n -c "$d/usr/local/etc/ngx-autotune/agent.conf" | grep -qx "configuration OK" ||
-		{ echo "the installed agent.conf does not validate"; rm -rf "$d"; return 1; }
+	[ -f "$d/usr/local/share/ngx-autotune/policies/listen.policy" ] &&
+		[ -f "$d/usr/local/share/man/man5/ngx-autotune.policy.5" ] ||
+		{ echo "make install did not install the policies or their man page"; rm -rf "$d"; return 1; }
+	# The installed configuration and policies validate (the policy directory is where DESTDIR put it).
+	{ cat "$d/usr/local/etc/ngx-autotune/agent.conf"
+	  printf '[policies]\ndir = %s\n' "$d/usr/local/share/ngx-autotune/policies"; } >"$d/check.conf"
+	"$d/usr/local/sbin/ngx-autotune" -n -c "$d/check.conf" | grep -qx "configuration OK" ||
+		{ echo "the installed agent.conf and policies do not validate"; rm -rf "$d"; return 1; }
 	rm -rf "$d"
 }
 [ -x build/ngx-autotune ] && step "make install DESTDIR=..." install_check
