@@ -347,9 +347,31 @@ static int mark_reverted_cb(void *ctx, const struct change_row *row)
 	return 0;
 }
 
+/*
+ * The listen queue knob raises (and on revert restores) net.core.somaxconn itself. If the agent also manages that
+ * sysctl as a knob, what it last wrote there is now the listen driver's value: take it, or the next tick would see
+ * a conflict with ourselves.
+ */
+static void adopt_somaxconn(struct engine *e)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		struct eknob *ek = &e->knobs[i];
+		char live[KNOB_VALUE_MAX];
+
+		if (ek->k.pol->kind != POLICY_SYSCTL || strcmp(ek->k.pol->target, "net.core.somaxconn") != 0 ||
+		    !ek->rec.has_written || knob_read(&ek->k, live, sizeof(live)) < 0)
+			continue;
+		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", live);
+		save_rec(e, ek);
+	}
+}
+
 static void finish_ok(struct engine *e, struct job *j)
 {
 	struct eknob *ek = &e->knobs[j->knob];
+
+	if (ek->k.pol->kind == POLICY_LISTEN_QUEUE)
+		adopt_somaxconn(e);
 
 	switch (j->purpose) {
 	case JOB_APPLY:
