@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "engine.h"
 #include "frame_json.h"
 #include "log.h"
 #include "loop.h"
@@ -112,10 +113,14 @@ static json_t *status_json(struct agent *a)
 	}
 	store_get_health(a->store, &sh);
 	sampler_nginx(a->sampler, &pid, &workers);
-	return json_pack("{s:i, s:s, s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
+	char why[256] = "";
+	bool ro = a->engine && engine_observe_only(a->engine, why, sizeof(why));
+
+	return json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
 			 "s:{s:s, s:b, s:s?, s:I, s:I, s:I, s:I}, s:{s:i, s:i}}",
 			 API_K_API_VERSION, NGXAT_API_VERSION, API_K_VERSION, PACKAGE_VERSION, API_K_STATE,
-			 sh.degraded ? "degraded" : "observing", API_K_SUMMARY, a->summary, API_K_UPTIME,
+			 sh.degraded ? "degraded" : ro ? "observe-only" : "observing", API_K_OBSERVE_ONLY,
+			 ro ? why : NULL, API_K_SUMMARY, a->summary, API_K_UPTIME,
 			 (json_int_t)loop_uptime_s(a), API_K_TICK, API_K_TICK_INTERVAL, (json_int_t)a->cfg.tick_ms,
 			 API_K_TICK_COUNT, (json_int_t)a->ticks, API_K_TICK_LATE, (json_int_t)a->late,
 			 API_K_TICK_LAST_MS, (json_int_t)a->last_tick_ms, API_K_TICK_CPU_MED,

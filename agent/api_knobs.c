@@ -258,6 +258,7 @@ static unsigned status_of(int r)
 {
 	switch (r) {
 	case -ENOENT: return 404;
+	case -EIO: return 502; /* the host refused or garbled the write; it was undone */
 	case -EBUSY:
 	case -EALREADY:
 	case -EROFS:
@@ -315,7 +316,17 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 			   why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err, sizeof(err));
 	if (r < 0)
 		return api_send_problem(c, status_of(r), "%s", err);
-	return api_send_json(c, 201, json_pack("{s:I}", API_K_ID, (json_int_t)id), "application/json");
+	{
+		/* 201 once written (in trial); 202 while an asynchronous driver (nginx) is still at it. */
+		struct change_row *row = malloc(sizeof(*row));
+		bool applying = row && store_change_get(api->a->store, id, row) == 0 && row->state == CHANGE_APPLYING;
+
+		free(row);
+		return api_send_json(c, applying ? 202 : 201,
+				     json_pack("{s:I, s:s}", API_K_ID, (json_int_t)id, API_K_STATE,
+					       applying ? "applying" : "trial"),
+				     "application/json");
+	}
 }
 
 enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const char *url, const char *body,

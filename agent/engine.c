@@ -40,6 +40,7 @@ struct engine {
 	struct store *st;
 	struct knob_env *env;
 	struct policy_set *set;
+	struct policy_set *pending_set; /* a reload that waits for the change in flight to end */
 	struct eknob *knobs;
 	size_t n;
 
@@ -113,7 +114,9 @@ static void save_rec(struct engine *e, struct eknob *ek)
 	snprintf(ek->rec.state, sizeof(ek->rec.state), "%s", state_names[ek->state]);
 	snprintf(ek->rec.why, sizeof(ek->rec.why), "%s", ek->why);
 	ek->rec.updated_ms = e->now_ms;
-	store_knob_put(e->st, &ek->rec);
+	/* A dry run's values exist only in this process: persisted, the next real start would re-apply them. */
+	if (!e->env->dry_run)
+		store_knob_put(e->st, &ek->rec);
 }
 
 static void set_knob_state(struct engine *e, struct eknob *ek, enum engine_knob_state s, const char *why)
@@ -236,6 +239,10 @@ void engine_free(struct engine *e)
 		policy_set_free(e->set);
 		free(e->set);
 	}
+	if (e->pending_set) {
+		policy_set_free(e->pending_set);
+		free(e->pending_set);
+	}
 	free(e);
 }
 
@@ -245,10 +252,16 @@ int engine_set_policies(struct engine *e, struct policy_set *set, char *err, siz
 	size_t n;
 	int r;
 
-	/* Knob indices in jobs and the trial would dangle: reload between changes only. */
+	/* Knob indices in jobs and the trial would dangle: reload between changes only. The set was validated
+	 * whole already; it is swapped in by engine_tick when the change ends. */
 	if (e->njobs || e->trial_id) {
-		snprintf(err, errlen, "a change is in flight; policies are reloaded when it ends");
-		return -EBUSY;
+		if (e->pending_set) {
+			policy_set_free(e->pending_set);
+			free(e->pending_set);
+		}
+		e->pending_set = set;
+		snprintf(err, errlen, "a change is in flight; the new policies apply when it ends");
+		return 0;
 	}
 	r = instantiate(e, set, &knobs, &n, err, errlen);
 	if (r < 0)
@@ -280,6 +293,11 @@ static bool can_write(struct engine *e, char *err, size_t errlen)
 		return false;
 	}
 	return true;
+}
+
+static bool actor_is_agent(const char *actor)
+{
+	return strcmp(actor, "agent") == 0;
 }
 
 static int queue(struct engine *e, enum job_purpose purpose, int64_t change_id, int64_t reverts, size_t knob,
@@ -325,7 +343,7 @@ static int journal_and_queue(struct engine *e, enum job_purpose purpose, enum ch
 	snprintf(row.new_value, sizeof(row.new_value), "%s", to);
 	row.state = CHANGE_APPLYING;
 	snprintf(row.actor, sizeof(row.actor), "%s", actor);
-	snprintf(row.why, sizeof(row.why), "%s", why);
+	snprintf(row.why, sizeof(row.why), "%s%s", e->env->dry_run ? "[dry run] " : "", why);
 	row.created_ms = e->now_ms;
 	r = store_change_insert(e->st, &row);
 	if (r < 0)
@@ -422,6 +440,11 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 	struct eknob *ek = &e->knobs[j->knob];
 	struct change_row row;
 	enum knob_errclass c = knob_errclass(r);
+
+	/* For nginx, EINVAL is nginx -t refusing this value (its text is in WHY), not the knob being unsupported. */
+	if (r == -EINVAL &&
+	    (ek->k.pol->kind == POLICY_NGINX_DIRECTIVE || ek->k.pol->kind == POLICY_LISTEN_QUEUE))
+		c = KNOB_ERR_OTHER;
 
 	set_state(e, j->change_id, CHANGE_FAILED, "%s: %s", strerror(-r), why[0] ? why : "write failed");
 	audit(e, "agent", j->purpose == JOB_REVERT ? "revert" : "apply", ek->k.name, j->change_id, "failed", "%s: %s",
@@ -531,7 +554,8 @@ int engine_propose(struct engine *e, const char *knob, const char *value, const 
 		return -ENOENT;
 	}
 	if (ek->state != ENGINE_KNOB_OK) {
-		snprintf(err, errlen, "%s is %s: %s", knob, state_names[ek->state], ek->why);
+		snprintf(err, errlen, "%s is %s: %s", knob,
+			 ek->state == ENGINE_KNOB_CONFLICT ? "in conflict" : state_names[ek->state], ek->why);
 		return ek->state == ENGINE_KNOB_CONFLICT ? -EBUSY : -ENOTSUP;
 	}
 	if (!can_write(e, err, errlen))
@@ -571,6 +595,15 @@ int engine_propose(struct engine *e, const char *knob, const char *value, const 
 	}
 	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s", live, canon);
 	run_jobs(e);
+	{
+		/* Synchronous drivers are done already: a write that failed is the caller's answer. */
+		struct change_row row;
+
+		if (store_change_get(e->st, *change_id, &row) == 0 && row.state == CHANGE_FAILED) {
+			snprintf(err, errlen, "the write failed and was undone: %s", row.detail);
+			return -EIO;
+		}
+	}
 	return 0;
 }
 
@@ -626,6 +659,10 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 				 (long long)change_id);
 			return -ENOENT;
 		}
+		if (ek->state == ENGINE_KNOB_CONFLICT) {
+			snprintf(err, errlen, "%s is in conflict (%s): clear the conflict first", row.knob, ek->why);
+			return -EBUSY;
+		}
 		audit(e, actor, "revert", row.knob, change_id, "ok", "requested");
 		r = revert_knob(e, (size_t)(ek - e->knobs), row.old_value, change_id, actor, "operator revert");
 		if (r < 0) {
@@ -641,12 +678,25 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 
 		if (!ek->rec.has_original || !ek->rec.has_written)
 			continue;
-		r = revert_knob(e, i, ek->rec.original, 0, actor, "operator revert of every change");
+		if (ek->state == ENGINE_KNOB_CONFLICT) {
+			/* Invariant 5 holds for reverts too: someone else's value is not overwritten. */
+			audit(e, actor, "revert", ek->k.name, 0, "skipped", "in conflict: %s", ek->why);
+			continue;
+		}
+		r = revert_knob(e, i, ek->rec.original, 0, actor, actor_is_agent(actor) ? "revert of every change at stop"
+										       : "operator revert of every change");
 		if (r > 0)
 			started++;
 	}
 	run_jobs(e);
 	return started;
+}
+
+static int supersede_cb(void *ctx, const struct change_row *row)
+{
+	if (row->kind == CHANGE_KIND_CHANGE)
+		set_state(ctx, row->id, CHANGE_REVERTED, "superseded: an operator's value became the original");
+	return 0;
 }
 
 int engine_clear_conflict(struct engine *e, const char *knob, const char *actor, int64_t now_ms, char *err,
@@ -671,6 +721,9 @@ int engine_clear_conflict(struct engine *e, const char *knob, const char *actor,
 	}
 	ek->rec.has_written = false;
 	set_knob_state(e, ek, ENGINE_KNOB_OK, "");
+	/* The operator's value is the new baseline: the agent's earlier changes of this knob are history now, and
+	 * reverting one would write over the operator again. */
+	store_changes_query(e->st, ek->k.name, (1u << CHANGE_KEPT) | (1u << CHANGE_TRIAL), 0, 0, supersede_cb, e);
 	audit(e, actor, "clear-conflict", knob, 0, "ok", "original is now %s", ek->rec.original);
 	return 0;
 }
@@ -780,9 +833,23 @@ void engine_tick(struct engine *e, int64_t now_ms)
 		run_jobs(e); /* retries */
 	check_conflicts(e);
 	if (e->trial_id && !e->njobs && now_ms >= e->settle_until_ms) {
-		set_state(e, e->trial_id, CHANGE_KEPT, "settled for %lld ms", (long long)e->knobs[e->trial_knob].k.pol->settle_ms);
+		set_state(e, e->trial_id, CHANGE_KEPT, "settled for %lld ms",
+			  (long long)e->knobs[e->trial_knob].k.pol->settle_ms);
 		audit(e, "agent", "keep", e->knobs[e->trial_knob].k.name, e->trial_id, "ok", "settled");
 		e->trial_id = 0;
+	}
+	if (e->pending_set && !e->njobs && !e->trial_id) {
+		struct policy_set *set = e->pending_set;
+		char err[KNOB_WHY_MAX];
+
+		e->pending_set = NULL;
+		if (engine_set_policies(e, set, err, sizeof(err)) < 0) {
+			log_err("policies not reloaded: %s", err);
+			policy_set_free(set);
+			free(set);
+		} else {
+			log_info("policies reloaded now that the change in flight has ended");
+		}
 	}
 }
 

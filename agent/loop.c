@@ -83,7 +83,7 @@ static void build_summary(struct agent *a, const struct store_health *sh)
 	const char *bad_name = NULL;
 	unsigned enabled = 0, ok = 0;
 	double req, p99, ovf;
-	char rates[160] = "";
+	char rates[160] = "", why[256];
 	size_t off = 0;
 
 	for (int i = 0; i < PROBE_COUNT; i++) {
@@ -110,6 +110,9 @@ static void build_summary(struct agent *a, const struct store_health *sh)
 	if (sh->degraded)
 		snprintf(a->summary, sizeof(a->summary), "degraded: store not writable (%.200s); %sprobes %u/%u ok",
 			 sh->reason, rates, ok, enabled);
+	else if (a->engine && engine_observe_only(a->engine, why, sizeof(why)))
+		snprintf(a->summary, sizeof(a->summary), "observe-only: %.200s; %sprobes %u/%u ok", why, rates, ok,
+			 enabled);
 	else if (bad)
 		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s failing: %.200s", rates, ok,
 			 enabled, bad_name, bad->msg);

@@ -131,6 +131,32 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 	return 0;
 }
 
+static int newest_cb(void *ctx, const struct change_row *row)
+{
+	*(int64_t *)ctx = row->id;
+	return 1;
+}
+
+struct failed_ctx {
+	int64_t after;
+	int n;
+	char knob[STORE_KNOB_MAX];
+	char detail[256];
+};
+
+static int failed_cb(void *ctx, const struct change_row *row)
+{
+	struct failed_ctx *f = ctx;
+
+	if (row->id <= f->after)
+		return 1; /* newest first: everything from here on is older than this run */
+	if (f->n++ == 0) {
+		snprintf(f->knob, sizeof(f->knob), "%s", row->knob);
+		snprintf(f->detail, sizeof(f->detail), "%.200s", row->detail);
+	}
+	return 0;
+}
+
 static void offline_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
@@ -143,14 +169,15 @@ static void offline_tick(uv_timer_t *t)
 /* --revert: the same engine, journal and drivers as the running agent, then exit. */
 static int run_offline_revert(struct agent *a, const char *arg)
 {
+	struct failed_ctx failed = {0};
 	char err[512];
-	int64_t id = 0;
+	int64_t id = 0, first = 0;
 	int r;
 
-	if (strcmp(arg, "all") != 0 && str_to_i64(arg, 1, INT64_MAX, &id) < 0) {
-		fprintf(stderr, "ngx-autotune: --revert takes a change id or 'all'\n");
-		return 2;
-	}
+	if (strcmp(arg, "all") != 0)
+		str_to_i64(arg, 1, INT64_MAX, &id); /* checked in parse_args */
+	/* The rows this run journals come after the newest one now. */
+	store_changes_query(a->store, "", 0, 0, 1, newest_cb, &first);
 	r = engine_revert(a->engine, id, getenv("SUDO_USER") ? getenv("SUDO_USER") : "offline", loop_wall_ms(a),
 			  err, sizeof(err));
 	if (r < 0) {
@@ -165,6 +192,13 @@ static int run_offline_revert(struct agent *a, const char *arg)
 	}
 	if (engine_busy(a->engine)) {
 		fprintf(stderr, "ngx-autotune: revert: a write did not complete in time\n");
+		return 1;
+	}
+	failed.after = first;
+	store_changes_query(a->store, "", 1u << CHANGE_FAILED, 0, 0, failed_cb, &failed);
+	if (failed.n) {
+		fprintf(stderr, "ngx-autotune: revert: %d write(s) failed, e.g. %s: %s (see ngxctl history)\n", failed.n,
+			failed.knob, failed.detail);
 		return 1;
 	}
 	printf("reverted: %d knob write(s)%s\n", r, r ? "" : " (nothing to put back)");
@@ -237,7 +271,16 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 			break;
 		case 'f': *foreground = true; break;
 		case '1': *once = true; break;
-		case 'R': *revert = optarg; break;
+		case 'R': {
+			int64_t id;
+
+			if (strcmp(optarg, "all") != 0 && str_to_i64(optarg, 1, INT64_MAX, &id) < 0) {
+				fprintf(stderr, "ngx-autotune: --revert takes a change id or 'all'\n");
+				return 2;
+			}
+			*revert = optarg;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("ngx-autotune %s (API %d)\n", PACKAGE_VERSION, NGXAT_API_VERSION); return 0;
 		default: usage(stderr); return 2;

@@ -35,6 +35,9 @@ static int propose_exec(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl->json)
 		ctl_print_json(r);
+	else if (strcmp(json_string_value(json_object_get(r, API_K_STATE)) ?: "", "applying") == 0)
+		printf("change %lld: %s -> %s being applied (nginx -t and a reload); ngxctl history shows how it ends\n",
+		       (long long)json_integer_value(json_object_get(r, API_K_ID)), knob, eq + 1);
 	else
 		printf("change %lld: %s -> %s applied, in trial (ngxctl history shows how it ends)\n",
 		       (long long)json_integer_value(json_object_get(r, API_K_ID)), knob, eq + 1);

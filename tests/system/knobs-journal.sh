@@ -91,10 +91,19 @@ sleep 0.6
 out=$(ctl propose net.core.somaxconn=8192 2>&1) && fail "a conflicting knob was changed"
 api "/v1/audit?knob=net.core.somaxconn" | jq -e '.audit[] | select(.action == "conflict" and (.detail | test("reads 1024")))' \
 	>/dev/null || fail "no conflict in the audit trail"
+# A revert never writes over someone else's value either.
+curl -s -X POST --unix-socket "$TMP/api.sock" -d '{}' http://localhost/v1/revert >/dev/null
+sleep 0.5
+[ "$(cat "$SOMAX")" = 1024 ] || fail "revert-all wrote over a knob in conflict"
+out=$(ctl revert 1 2>&1) && fail "revert of a change on a conflicting knob was accepted"
+grep -q "clear the conflict first" <<<"$out" || fail "revert refusal: $out"
 curl -s -X POST --unix-socket "$TMP/api.sock" -d '{}' http://localhost/v1/knobs/net.core.somaxconn/clear-conflict \
 	| jq -e '.knob == "net.core.somaxconn"' >/dev/null || fail "clear-conflict"
 ctl knobs | grep -q "^net.core.somaxconn *ok *1024 *1024" || fail "after clearing: $(ctl knobs | grep somaxconn)"
-ok "a value changed behind the agent's back: conflict, frozen, audited, never overwritten; cleared by an operator"
+[ "$(change_state 1)" = reverted ] || fail "after clear-conflict change 1 is $(change_state 1), want reverted (superseded)"
+out=$(ctl revert 1 2>&1) && fail "a superseded change was reverted over the operator's value"
+[ "$(cat "$SOMAX")" = 1024 ] || fail "the operator's value was overwritten"
+ok "a value changed behind the agent's back: conflict, frozen, audited, never overwritten; reverts skip it; cleared by an operator, whose value becomes the original"
 
 # kill -9 during a trial: the original is back before READY=1, and the journal says why.
 ctl propose net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog"
@@ -151,6 +160,24 @@ sqlite3 "$TMP/store/ngx-autotune.db" "SELECT state FROM changes WHERE id = $sid"
 sqlite3 "$TMP/store/ngx-autotune.db" "SELECT kind, why, state FROM changes ORDER BY id DESC LIMIT 1" |
 	grep -qx "revert|operator revert of every change|kept" || fail "offline revert not journaled"
 ok "ngxctl revert --offline: refused while the agent runs; with it stopped, journaled and done"
+
+# Dry run: journaled as such, never written, and not re-applied by a later real start.
+sed -i 's/^tick_interval = 200ms/tick_interval = 200ms\ndry_run = yes/' "$TMP/agent.conf"
+start_agent
+ctl propose net.core.netdev_max_backlog=2000 >/dev/null || fail "dry-run propose"
+[ "$(cat "$BACKLOG")" = 1000 ] || fail "dry run wrote the knob"
+ctl knobs | grep -q "^net.core.netdev_max_backlog *ok *2000" || fail "dry run does not show its value"
+api "/v1/changes?knob=net.core.netdev_max_backlog" | jq -e '.changes[0].why | startswith("[dry run]")' >/dev/null ||
+	fail "dry-run change not marked in the journal"
+kill -TERM $AGENT_PID
+wait $AGENT_PID 2>/dev/null
+sed -i '/^dry_run = yes$/d' "$TMP/agent.conf"
+start_agent
+sleep 0.5
+[ "$(cat "$BACKLOG")" = 1000 ] || fail "a real start applied a dry-run value"
+kill -TERM $AGENT_PID
+wait $AGENT_PID 2>/dev/null
+ok "dry run: journaled as such, never written, never re-applied by a real start"
 
 # Policy files decide what is written as root: a group-writable one is refused.
 chmod g+w "$TMP/policies.d/listen.policy"
