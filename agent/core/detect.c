@@ -1,0 +1,738 @@
+/*
+ * detect: windows of frames and the detectors of ngx-autotune.policy(5). See detect.h.
+ */
+#include "detect.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DT_MAX_S 3600.0
+
+/* The scalar metrics the detectors read; one ring of doubles each. */
+enum series {
+	S_LISTEN_OVERFLOWS, S_LISTEN_DROPS, S_SYNCOOKIES, S_REQQ_FULL, S_SQUEEZE, S_SN_DROPPED, S_SN_PROCESSED,
+	S_ACCEPTS, S_HANDLED, S_NGX_REQUESTS, S_WORKERS, S_RUN_MS, S_WAIT_MS, S_ERR_WC, S_ERR_NOFILE, S_ERR_ADDR,
+	S_RETRANS, S_OUT_SEGS, S_TIME_WAIT, S_ORPHAN, S_CURR_ESTAB, S_CLOSE_WAIT, S_HTTP_REQUESTS, S_REQ_MS, S_UP_MS,
+	S_COUNT
+};
+
+static const char *const series_names[S_COUNT] = {
+	[S_LISTEN_OVERFLOWS] = "tcp.listen_overflows", [S_LISTEN_DROPS] = "tcp.listen_drops",
+	[S_SYNCOOKIES] = "tcp.syncookies_sent",        [S_REQQ_FULL] = "tcp.reqq_full_drop",
+	[S_SQUEEZE] = "softnet.time_squeeze",          [S_SN_DROPPED] = "softnet.dropped",
+	[S_SN_PROCESSED] = "softnet.processed",        [S_ACCEPTS] = "nginx.accepts",
+	[S_HANDLED] = "nginx.handled",                 [S_NGX_REQUESTS] = "nginx.requests",
+	[S_WORKERS] = "nginx.workers",                 [S_RUN_MS] = "nginx.worker_run_ms",
+	[S_WAIT_MS] = "nginx.worker_wait_ms",          [S_ERR_WC] = "nginx.err.worker_connections",
+	[S_ERR_NOFILE] = "nginx.err.too_many_files",   [S_ERR_ADDR] = "nginx.err.addr_not_avail",
+	[S_RETRANS] = "tcp.retrans_segs",              [S_OUT_SEGS] = "tcp.out_segs",
+	[S_TIME_WAIT] = "tcp.sockstat.time_wait",      [S_ORPHAN] = "tcp.sockstat.orphan",
+	[S_CURR_ESTAB] = "tcp.curr_estab",             [S_CLOSE_WAIT] = "tcp.state.close_wait",
+	[S_HTTP_REQUESTS] = "http.requests",           [S_REQ_MS] = "http.request_ms_sum",
+	[S_UP_MS] = "http.upstream_ms_sum",
+};
+
+static const char *const detector_names[DETECT_COUNT] = {
+	[DETECT_LISTEN_OVERFLOWS] = "listen_overflows",
+	[DETECT_SYN_QUEUE_OVERFLOW] = "syn_queue_overflow",
+	[DETECT_WORKER_CONNECTIONS_EXHAUSTED] = "worker_connections_exhausted",
+	[DETECT_PORT_EXHAUSTION] = "port_exhaustion",
+	[DETECT_SOFTNET_DROPS] = "softnet_drops",
+	[DETECT_SOFTNET_SQUEEZE] = "softnet_squeeze",
+	[DETECT_SOFTIRQ_IMBALANCE] = "softirq_imbalance",
+	[DETECT_WORKER_SATURATION] = "worker_saturation",
+	[DETECT_WORKER_RUN_DELAY] = "worker_run_delay",
+	[DETECT_RETRANSMISSIONS] = "retransmissions",
+	[DETECT_KEEPALIVE_SHORT] = "keepalive_short",
+	[DETECT_TIMEWAIT_PILEUP] = "timewait_pileup",
+	[DETECT_FINWAIT_PILEUP] = "finwait_pileup",
+};
+
+static const char *const advisory_names[DETECT_ADV_COUNT] = {
+	[DETECT_ADV_CLOSE_WAIT] = "close_wait_pileup",
+	[DETECT_ADV_FILE_LIMIT] = "file_limit",
+};
+
+struct detect {
+	struct detect_config cfg;
+	const struct metric_registry *reg;
+	uint32_t seen_max_id;       /* the registry's size when ids were last resolved */
+	uint32_t ids[S_COUNT];      /* 0: not interned yet */
+	uint32_t *cpu_ids;          /* [cpus_max]: cpu.N.softirq */
+	uint32_t *rx_ids;           /* [cpus_max]: softirq.N.net_rx */
+	size_t head, count;         /* ring position of the next tick, ticks held */
+	double *dt;                 /* [window]: seconds of each tick, 0 when it keeps no rate */
+	int64_t *ts;                /* [window] */
+	double *val;                /* [S_COUNT][window] */
+	float *cpu_soft;            /* [cpus_max][window]: softirq share in percent */
+	float *cpu_rx;              /* [cpus_max][window]: NET_RX softirqs */
+	double *scratch;            /* [cpus_max]: the median's sort */
+};
+
+void detect_config_default(struct detect_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->window_ticks = 60;
+	cfg->min_ticks = 30;
+	cfg->min_event_ticks = 3;
+	cfg->cpus_max = 256;
+	cfg->upstream_share_max = 0.9;
+	cfg->idle_rps = 1.0;
+	cfg->min_out_segs = 1000;
+	cfg->min_conns = 100;
+	cfg->min_worker_ms = 100;
+	cfg->close_wait_min = 100;
+	/* As the shipped policies' triggers; timewait_pileup has no knob, half the port range is already a risk. */
+	cfg->threshold[DETECT_LISTEN_OVERFLOWS] = 0;
+	cfg->threshold[DETECT_SYN_QUEUE_OVERFLOW] = 0;
+	cfg->threshold[DETECT_WORKER_CONNECTIONS_EXHAUSTED] = 0;
+	cfg->threshold[DETECT_PORT_EXHAUSTION] = 0;
+	cfg->threshold[DETECT_SOFTNET_DROPS] = 0;
+	cfg->threshold[DETECT_SOFTNET_SQUEEZE] = 0;
+	cfg->threshold[DETECT_SOFTIRQ_IMBALANCE] = 80;
+	cfg->threshold[DETECT_WORKER_SATURATION] = 0.8;
+	cfg->threshold[DETECT_WORKER_RUN_DELAY] = 0.1;
+	cfg->threshold[DETECT_RETRANSMISSIONS] = 0.01;
+	cfg->threshold[DETECT_KEEPALIVE_SHORT] = 0.5;
+	cfg->threshold[DETECT_TIMEWAIT_PILEUP] = 0.5;
+	cfg->threshold[DETECT_FINWAIT_PILEUP] = 50;
+}
+
+static bool bad_setting(double v)
+{
+	return isnan(v) || isinf(v) || v < 0;
+}
+
+int detect_new(const struct detect_config *cfg, struct detect **out)
+{
+	struct detect *d;
+	size_t w = cfg->window_ticks, nc = cfg->cpus_max;
+
+	*out = NULL;
+	if (w == 0 || w > DETECT_WINDOW_MAX || cfg->min_ticks > w || nc == 0 || nc > DETECT_CPUS_MAX)
+		return -EINVAL;
+	if (bad_setting(cfg->upstream_share_max) || cfg->upstream_share_max > 1 || bad_setting(cfg->idle_rps) ||
+	    bad_setting(cfg->min_out_segs) || bad_setting(cfg->min_conns) || bad_setting(cfg->min_worker_ms) ||
+	    bad_setting(cfg->close_wait_min))
+		return -EINVAL;
+	for (size_t i = 0; i < DETECT_COUNT; i++)
+		if (isnan(cfg->threshold[i]) || isinf(cfg->threshold[i]))
+			return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->cfg = *cfg;
+	if (d->cfg.min_ticks == 0)
+		d->cfg.min_ticks = 1;
+	d->cpu_ids = calloc(nc, sizeof(*d->cpu_ids));
+	d->rx_ids = calloc(nc, sizeof(*d->rx_ids));
+	d->dt = calloc(w, sizeof(*d->dt));
+	d->ts = calloc(w, sizeof(*d->ts));
+	d->val = calloc((size_t)S_COUNT * w, sizeof(*d->val));
+	d->cpu_soft = calloc(nc * w, sizeof(*d->cpu_soft));
+	d->cpu_rx = calloc(nc * w, sizeof(*d->cpu_rx));
+	d->scratch = calloc(nc, sizeof(*d->scratch));
+	if (!d->cpu_ids || !d->rx_ids || !d->dt || !d->ts || !d->val || !d->cpu_soft || !d->cpu_rx || !d->scratch) {
+		detect_free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
+void detect_free(struct detect *d)
+{
+	if (!d)
+		return;
+	free(d->cpu_ids);
+	free(d->rx_ids);
+	free(d->dt);
+	free(d->ts);
+	free(d->val);
+	free(d->cpu_soft);
+	free(d->cpu_rx);
+	free(d->scratch);
+	free(d);
+}
+
+void detect_reset(struct detect *d)
+{
+	d->head = 0;
+	d->count = 0;
+}
+
+/* Look up the names not interned yet; cheap when the registry has not grown since the last time. */
+static void resolve(struct detect *d)
+{
+	char name[METRIC_NAME_MAX];
+	uint32_t max = metric_max_id(d->reg);
+
+	if (max == d->seen_max_id)
+		return;
+	d->seen_max_id = max;
+	for (size_t i = 0; i < S_COUNT; i++)
+		if (!d->ids[i])
+			(void)metric_lookup(d->reg, series_names[i], &d->ids[i]);
+	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
+		if (!d->cpu_ids[c]) {
+			snprintf(name, sizeof(name), "cpu.%zu.softirq", c);
+			(void)metric_lookup(d->reg, name, &d->cpu_ids[c]);
+		}
+		if (!d->rx_ids[c]) {
+			snprintf(name, sizeof(name), "softirq.%zu.net_rx", c);
+			(void)metric_lookup(d->reg, name, &d->rx_ids[c]);
+		}
+	}
+}
+
+/* FR's value of ID, NAN when absent or not a usable (finite, non-negative) number. */
+static double get(const struct frame *fr, uint32_t id)
+{
+	double v;
+
+	if (!id || !frame_get(fr, id, &v) || isnan(v) || isinf(v) || v < 0)
+		return NAN;
+	return v;
+}
+
+int detect_push(struct detect *d, const struct metric_registry *reg, const struct frame *fr)
+{
+	size_t w = d->cfg.window_ticks, h = d->head;
+	double dt = fr->dt_s;
+
+	if (!reg || (d->reg && d->reg != reg))
+		return -EINVAL;
+	d->reg = reg;
+	resolve(d);
+	d->dt[h] = (isnan(dt) || dt <= 0 || dt > DT_MAX_S) ? 0 : dt;
+	d->ts[h] = fr->ts_ms;
+	for (size_t i = 0; i < S_COUNT; i++)
+		d->val[i * w + h] = get(fr, d->ids[i]);
+	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
+		double s = get(fr, d->cpu_ids[c]), r = get(fr, d->rx_ids[c]);
+
+		/* A share is a percentage; anything above is garbage, not a busier CPU. */
+		d->cpu_soft[c * w + h] = (float)(s > 100 ? NAN : s);
+		d->cpu_rx[c * w + h] = (float)r;
+	}
+	d->head = (h + 1) % w;
+	if (d->count < w)
+		d->count++;
+	return 0;
+}
+
+/* ---- window aggregates ------------------------------------------------------------------------------------- */
+
+/* Over the ticks where a series has a value: its sum, their seconds, how many, how many were above zero. */
+struct agg {
+	double sum, dt;
+	size_t n, events;
+	double first, last; /* oldest and newest values present */
+};
+
+/* Index of the I-th oldest tick held. */
+static size_t slot(const struct detect *d, size_t i)
+{
+	size_t w = d->cfg.window_ticks;
+
+	return (d->head + w - d->count + i) % w;
+}
+
+static struct agg aggregate(const struct detect *d, enum series s)
+{
+	struct agg a = {0, 0, 0, 0, NAN, NAN};
+	const double *v = d->val + (size_t)s * d->cfg.window_ticks;
+
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		if (isnan(v[k]))
+			continue;
+		a.sum += v[k];
+		a.dt += d->dt[k];
+		a.n++;
+		a.events += v[k] > 0;
+		if (isnan(a.first))
+			a.first = v[k];
+		a.last = v[k];
+	}
+	return a;
+}
+
+/* Sums of two counters over the ticks where both have a value. */
+static void aggregate_pair(const struct detect *d, enum series x, enum series y, struct agg *ax, struct agg *ay)
+{
+	const double *vx = d->val + (size_t)x * d->cfg.window_ticks, *vy = d->val + (size_t)y * d->cfg.window_ticks;
+
+	memset(ax, 0, sizeof(*ax));
+	memset(ay, 0, sizeof(*ay));
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		if (isnan(vx[k]) || isnan(vy[k]))
+			continue;
+		ax->sum += vx[k], ay->sum += vy[k];
+		ax->dt += d->dt[k], ay->dt += d->dt[k];
+		ax->n++, ay->n++;
+		ax->events += vx[k] > 0, ay->events += vy[k] > 0;
+	}
+}
+
+/* ---- readings ---------------------------------------------------------------------------------------------- */
+
+__attribute__((format(printf, 2, 3))) static void say(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, DETECT_TEXT_MAX, fmt, ap);
+	va_end(ap);
+}
+
+static void invalid(struct detect_reading *r, const char *why)
+{
+	r->valid = r->sustained = r->active = false;
+	r->value = NAN;
+	say(r->evidence, "%s", why);
+}
+
+static void finish(const struct detect *d, struct detect_reading *r, double value, double window_s, bool sustained)
+{
+	r->valid = !isnan(value);
+	r->value = value;
+	r->window_s = window_s;
+	r->sustained = r->valid && sustained;
+	r->active = r->sustained && value > d->cfg.threshold[r->id];
+}
+
+/* A per-second rate of one counter: the detectors whose unit is "METRIC per second". */
+static void rate_reading(const struct detect *d, struct detect_reading *r, enum series s)
+{
+	struct agg a = aggregate(d, s);
+
+	if (a.n < d->cfg.min_ticks || a.dt <= 0) {
+		say(r->evidence, "%s: %zu of %zu ticks with data, %zu needed", series_names[s], a.n, d->count,
+		    d->cfg.min_ticks);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	finish(d, r, a.sum / a.dt, a.dt, a.events >= d->cfg.min_event_ticks);
+	say(r->evidence, "%s: %.0f in %.0f s (%.3g/s), in %zu of %zu ticks", series_names[s], a.sum, a.dt,
+	    a.sum / a.dt, a.events, a.n);
+}
+
+static void read_listen(const struct detect *d, struct detect_reading *r)
+{
+	struct agg drops = aggregate(d, S_LISTEN_DROPS);
+	size_t len;
+
+	rate_reading(d, r, S_LISTEN_OVERFLOWS);
+	len = strlen(r->evidence);
+	if (r->valid && drops.n > 0)
+		snprintf(r->evidence + len, DETECT_TEXT_MAX - len, "; listen drops %.0f", drops.sum);
+}
+
+static void read_syn(const struct detect *d, struct detect_reading *r)
+{
+	struct agg c = aggregate(d, S_SYNCOOKIES), q = aggregate(d, S_REQQ_FULL);
+	double sum = 0, dt = 0;
+	size_t n = c.n > q.n ? c.n : q.n, events = c.events > q.events ? c.events : q.events;
+
+	/* Either counter may be absent on a kernel; the rate is the sum of the rates of those present. */
+	if (n < d->cfg.min_ticks) {
+		say(r->evidence, "tcp.syncookies_sent and tcp.reqq_full_drop: %zu of %zu ticks with data, %zu needed",
+		    n, d->count, d->cfg.min_ticks);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	if (c.n >= d->cfg.min_ticks && c.dt > 0)
+		sum += c.sum / c.dt, dt = c.dt;
+	if (q.n >= d->cfg.min_ticks && q.dt > 0)
+		sum += q.sum / q.dt, dt = q.dt > dt ? q.dt : dt;
+	if (dt <= 0) {
+		invalid(r, "tcp.syncookies_sent and tcp.reqq_full_drop: no tick with a time");
+		return;
+	}
+	finish(d, r, sum, dt, events >= d->cfg.min_event_ticks);
+	say(r->evidence, "SYN queue: %.0f syncookies sent, %.0f requests dropped (queue full) in %.0f s (%.3g/s)",
+	    c.sum, q.sum, dt, sum);
+}
+
+static void read_worker_connections(const struct detect *d, struct detect_reading *r)
+{
+	struct agg acc, han, wc = aggregate(d, S_ERR_WC), nofile = aggregate(d, S_ERR_NOFILE);
+	const double *va = d->val + (size_t)S_ACCEPTS * d->cfg.window_ticks;
+	const double *vh = d->val + (size_t)S_HANDLED * d->cfg.window_ticks;
+	double unhandled = 0, value = 0, dt = 0;
+	size_t unhandled_ticks = 0, events;
+
+	aggregate_pair(d, S_ACCEPTS, S_HANDLED, &acc, &han);
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		if (!isnan(va[k]) && !isnan(vh[k]) && va[k] > vh[k])
+			unhandled += va[k] - vh[k], unhandled_ticks++;
+	}
+	if (acc.n < d->cfg.min_ticks && wc.n < d->cfg.min_ticks) {
+		say(r->evidence, "nginx.accepts/handled and nginx.err.worker_connections: too few ticks with data "
+				 "(%zu, %zu of %zu needed)", acc.n, wc.n, d->cfg.min_ticks);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	if (acc.n >= d->cfg.min_ticks && acc.dt > 0)
+		value += unhandled / acc.dt, dt = acc.dt;
+	if (wc.n >= d->cfg.min_ticks && wc.dt > 0)
+		value += wc.sum / wc.dt, dt = wc.dt > dt ? wc.dt : dt;
+	if (dt <= 0) {
+		invalid(r, "nginx.accepts/handled: no tick with a time");
+		return;
+	}
+	events = unhandled_ticks > wc.events ? unhandled_ticks : wc.events;
+	finish(d, r, value, dt, events >= d->cfg.min_event_ticks);
+	say(r->evidence, "%.0f connections accepted and not handled (of %.0f), %.0f \"worker_connections are not "
+			 "enough\" in %.0f s (%.3g/s); %.0f \"Too many open files\"", unhandled, acc.sum, wc.sum, dt,
+	    value, nofile.sum);
+}
+
+static void read_softnet_drops(const struct detect *d, struct detect_reading *r)
+{
+	struct agg p = aggregate(d, S_SN_PROCESSED);
+	size_t len;
+
+	rate_reading(d, r, S_SN_DROPPED);
+	len = strlen(r->evidence);
+	if (r->valid && p.sum > 0)
+		snprintf(r->evidence + len, DETECT_TEXT_MAX - len, "; %.0f processed", p.sum);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void read_softirq(struct detect *d, struct detect_reading *r)
+{
+	size_t w = d->cfg.window_ticks, ncpu = 0, busiest = 0;
+	double top = -1, median, rx_top = 0, rx_all = 0, dt = 0;
+
+	for (size_t i = 0; i < d->count; i++)
+		dt += d->dt[slot(d, i)];
+	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
+		const float *s = d->cpu_soft + c * w, *x = d->cpu_rx + c * w;
+		double sum = 0, rx = 0;
+		size_t n = 0;
+
+		if (!d->cpu_ids[c])
+			continue;
+		for (size_t i = 0; i < d->count; i++) {
+			size_t k = slot(d, i);
+
+			if (!isnan(s[k]))
+				sum += s[k], n++;
+			if (!isnan(x[k]))
+				rx += x[k];
+		}
+		rx_all += rx;
+		if (n < d->cfg.min_ticks)
+			continue;
+		d->scratch[ncpu++] = sum / (double)n;
+		/* Ties go to the lowest CPU number, so the evidence names one CPU the same way every time. */
+		if (sum / (double)n > top)
+			top = sum / (double)n, busiest = c, rx_top = rx;
+	}
+	if (ncpu < 2) {
+		say(r->evidence, "cpu.N.softirq: %zu CPUs with %zu ticks of data, 2 needed", ncpu, d->cfg.min_ticks);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	qsort(d->scratch, ncpu, sizeof(*d->scratch), cmp_double);
+	median = ncpu % 2 ? d->scratch[ncpu / 2] : (d->scratch[ncpu / 2 - 1] + d->scratch[ncpu / 2]) / 2;
+	/* Counted only while the median CPU is below half of the busiest: otherwise every CPU is busy alike. */
+	finish(d, r, median < top / 2 ? top : 0, dt, true);
+	if (rx_all > 0)
+		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of %zu CPUs %.1f%%; it ran %.0f%% of "
+				 "NET_RX softirqs", busiest, top, ncpu, median, 100 * rx_top / rx_all);
+	else
+		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of %zu CPUs %.1f%%", busiest, top, ncpu,
+		    median);
+}
+
+static void read_workers(const struct detect *d, struct detect_reading *sat, struct detect_reading *delay)
+{
+	const double *run = d->val + (size_t)S_RUN_MS * d->cfg.window_ticks;
+	const double *wait = d->val + (size_t)S_WAIT_MS * d->cfg.window_ticks;
+	const double *wk = d->val + (size_t)S_WORKERS * d->cfg.window_ticks;
+	double run_ms = 0, wait_ms = 0, cap_ms = 0, run_ms_sat = 0, dt = 0, dt_sat = 0;
+	size_t n = 0, n_sat = 0;
+
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		if (isnan(run[k]))
+			continue;
+		if (!isnan(wait[k]))
+			run_ms += run[k], wait_ms += wait[k], dt += d->dt[k], n++;
+		if (!isnan(wk[k]) && wk[k] >= 1 && d->dt[k] > 0)
+			run_ms_sat += run[k], cap_ms += wk[k] * d->dt[k] * 1000, dt_sat += d->dt[k], n_sat++;
+	}
+	if (n_sat < d->cfg.min_ticks || cap_ms <= 0) {
+		say(sat->evidence, "nginx.worker_run_ms and nginx.workers: %zu of %zu ticks with data, %zu needed",
+		    n_sat, d->count, d->cfg.min_ticks);
+		sat->valid = false;
+		sat->value = NAN;
+	} else {
+		finish(d, sat, run_ms_sat / cap_ms, dt_sat, true);
+		say(sat->evidence, "workers ran %.0f ms of CPU in %.0f s: %.2f of one CPU each", run_ms_sat, dt_sat,
+		    run_ms_sat / cap_ms);
+	}
+	if (n < d->cfg.min_ticks || run_ms < d->cfg.min_worker_ms) {
+		say(delay->evidence, "nginx.worker_wait_ms/run_ms: %zu ticks and %.0f ms of worker CPU; %zu ticks and "
+				     "%.0f ms needed", n, run_ms, d->cfg.min_ticks, d->cfg.min_worker_ms);
+		delay->valid = false;
+		delay->value = NAN;
+	} else {
+		finish(d, delay, wait_ms / run_ms, dt, true);
+		say(delay->evidence, "workers waited %.0f ms on a run queue for %.0f ms of CPU in %.0f s (ratio %.3f)",
+		    wait_ms, run_ms, dt, wait_ms / run_ms);
+	}
+}
+
+static void read_retrans(const struct detect *d, struct detect_reading *r)
+{
+	struct agg re, out;
+
+	aggregate_pair(d, S_RETRANS, S_OUT_SEGS, &re, &out);
+	if (re.n < d->cfg.min_ticks || out.sum < d->cfg.min_out_segs || out.sum <= 0) {
+		say(r->evidence, "tcp.retrans_segs/out_segs: %zu ticks and %.0f segments; %zu ticks and %.0f needed",
+		    re.n, out.sum, d->cfg.min_ticks, d->cfg.min_out_segs);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	finish(d, r, re.sum / out.sum, re.dt, true);
+	say(r->evidence, "%.0f of %.0f segments retransmitted in %.0f s (%.2f%%)", re.sum, out.sum, re.dt,
+	    100 * re.sum / out.sum);
+}
+
+static void read_keepalive(const struct detect *d, const struct detect_env *env, struct detect_reading *r)
+{
+	struct agg req, acc;
+	double ka = env ? env->keepalive_requests : NAN, rpc;
+
+	aggregate_pair(d, S_NGX_REQUESTS, S_ACCEPTS, &req, &acc);
+	if (isnan(ka) || ka < 1) {
+		invalid(r, "keepalive_requests unknown");
+		return;
+	}
+	if (req.n < d->cfg.min_ticks || acc.sum < d->cfg.min_conns || acc.sum <= 0) {
+		say(r->evidence, "nginx.requests/accepts: %zu ticks and %.0f connections; %zu ticks and %.0f needed",
+		    req.n, acc.sum, d->cfg.min_ticks, d->cfg.min_conns);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	/* stub_status counts the agent's own fetch, one request per tick. */
+	rpc = (req.sum > (double)req.n ? req.sum - (double)req.n : 0) / acc.sum;
+	finish(d, r, rpc / ka, req.dt, true);
+	say(r->evidence, "%.1f requests per connection (%.0f / %.0f) in %.0f s, keepalive_requests %.0f (%.2f)", rpc,
+	    req.sum - (double)req.n, acc.sum, req.dt, ka, rpc / ka);
+}
+
+static double mean_level(const struct detect *d, enum series s, struct agg *a)
+{
+	*a = aggregate(d, s);
+	return a->n ? a->sum / (double)a->n : NAN;
+}
+
+static void read_timewait(const struct detect *d, const struct detect_env *env, struct detect_reading *r)
+{
+	struct agg a;
+	double range = env ? env->port_range : NAN, tw = mean_level(d, S_TIME_WAIT, &a);
+
+	if (isnan(range) || range < 1) {
+		invalid(r, "the local port range is unknown");
+		return;
+	}
+	if (a.n < d->cfg.min_ticks) {
+		say(r->evidence, "tcp.sockstat.time_wait: %zu of %zu ticks with data, %zu needed", a.n, d->count,
+		    d->cfg.min_ticks);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	finish(d, r, tw / range, a.dt, true);
+	say(r->evidence, "%.0f sockets in TIME_WAIT on average (now %.0f) for %.0f local ports (%.2f)", tw, a.last,
+	    range, tw / range);
+}
+
+static void read_finwait(const struct detect *d, struct detect_reading *r)
+{
+	struct agg o, e;
+	double orphan = mean_level(d, S_ORPHAN, &o), estab = mean_level(d, S_CURR_ESTAB, &e);
+
+	if (o.n < d->cfg.min_ticks || e.n < d->cfg.min_ticks) {
+		say(r->evidence, "tcp.sockstat.orphan and tcp.curr_estab: %zu and %zu ticks with data, %zu needed", o.n,
+		    e.n, d->cfg.min_ticks);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	/* With no connection established a few orphans are no pile-up; count against at least one. */
+	finish(d, r, 1000 * orphan / (estab > 1 ? estab : 1), o.dt, true);
+	say(r->evidence, "%.0f orphaned sockets for %.0f established on average (%.1f per 1000)", orphan, estab,
+	    r->value);
+}
+
+static void read_advisories(const struct detect *d, struct detect_report *rep)
+{
+	struct detect_advisory *cw = &rep->adv[DETECT_ADV_CLOSE_WAIT], *fl = &rep->adv[DETECT_ADV_FILE_LIMIT];
+	struct agg a = aggregate(d, S_CLOSE_WAIT), nf = aggregate(d, S_ERR_NOFILE);
+
+	/* Counted every 10 s: the newest sample is the level, the oldest in the window says whether it drains. */
+	cw->value = a.last;
+	cw->active = a.n > 0 && a.last >= d->cfg.close_wait_min && a.last >= a.first;
+	if (cw->active)
+		say(cw->text, "%.0f sockets in CLOSE_WAIT (%.0f at the start of the window): the application does not "
+			      "close connections its peer closed; no kernel or nginx knob fixes that", a.last, a.first);
+	else if (a.n > 0)
+		say(cw->text, "%.0f sockets in CLOSE_WAIT", a.last);
+	else
+		say(cw->text, "tcp.state.close_wait not sampled in the window");
+	fl->value = nf.sum;
+	fl->active = nf.events >= d->cfg.min_event_ticks;
+	if (fl->active)
+		say(fl->text, "%.0f \"Too many open files\" in %.0f s: raise worker_rlimit_nofile or the unit's "
+			      "LimitNOFILE (not a knob the agent turns)", nf.sum, nf.dt);
+	else
+		say(fl->text, "%.0f \"Too many open files\" in the window", nf.sum);
+}
+
+/* Requests per second, from stub_status (less the agent's fetch) where it has data, else from the access log. */
+static double request_rate(const struct detect *d)
+{
+	struct agg s = aggregate(d, S_NGX_REQUESTS), h = aggregate(d, S_HTTP_REQUESTS);
+
+	if (s.n >= d->cfg.min_ticks && s.dt > 0)
+		return (s.sum > (double)s.n ? s.sum - (double)s.n : 0) / s.dt;
+	if (h.n >= d->cfg.min_ticks && h.dt > 0)
+		return h.sum / h.dt;
+	return NAN;
+}
+
+static void where_time_goes(const struct detect *d, struct detect_report *rep)
+{
+	struct agg req, up;
+	double share;
+
+	rep->request_rate = request_rate(d);
+	aggregate_pair(d, S_REQ_MS, S_UP_MS, &req, &up);
+	/* Static content has no upstream time at all: then all of the time is nginx's. */
+	if (req.n < d->cfg.min_ticks) {
+		struct agg only = aggregate(d, S_REQ_MS);
+
+		req = only;
+		up.sum = 0;
+	}
+	share = req.n >= d->cfg.min_ticks && req.sum > 0 ? up.sum / req.sum : NAN;
+	if (share > 1)
+		share = 1; /* nginx rounds the two times separately */
+	rep->upstream_share = share;
+	if (d->count < d->cfg.min_ticks || isnan(rep->request_rate)) {
+		rep->bottleneck = DETECT_BOTTLENECK_UNKNOWN;
+		say(rep->status, "not enough data yet: %zu ticks in the window, %zu with request counts needed",
+		    d->count, d->cfg.min_ticks);
+	} else if (rep->request_rate < d->cfg.idle_rps) {
+		rep->bottleneck = DETECT_BOTTLENECK_IDLE;
+		say(rep->status, "nginx is idle (%.2f requests/s, below %.2f): no change would matter or be measurable",
+		    rep->request_rate, d->cfg.idle_rps);
+	} else if (!isnan(share) && share >= d->cfg.upstream_share_max) {
+		rep->bottleneck = DETECT_BOTTLENECK_UPSTREAM;
+		say(rep->status, "upstream time is %.0f%% of request time (%.0f of %.0f ms, at least %.0f%%): the "
+				 "bottleneck is the upstream, not nginx or the kernel", 100 * share, up.sum, req.sum,
+		    100 * d->cfg.upstream_share_max);
+	} else {
+		rep->bottleneck = DETECT_BOTTLENECK_HERE;
+		if (isnan(share))
+			say(rep->status, "%.1f requests/s; no request times (access log), nginx and the kernel are "
+					 "taken as the bottleneck", rep->request_rate);
+		else
+			say(rep->status, "%.1f requests/s, upstream time %.0f%% of request time: nginx and the kernel "
+					 "are in the path", rep->request_rate, 100 * share);
+	}
+	rep->actionable = rep->bottleneck == DETECT_BOTTLENECK_HERE;
+}
+
+void detect_evaluate(struct detect *d, const struct detect_env *env, struct detect_report *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ticks = d->count;
+	for (size_t i = 0; i < d->count; i++)
+		out->window_s += d->dt[slot(d, i)];
+	out->ts_ms = d->count ? d->ts[slot(d, d->count - 1)] : 0;
+	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		out->r[i].id = (enum detect_id)i;
+		out->r[i].name = detector_names[i];
+		out->r[i].threshold = d->cfg.threshold[i];
+		out->r[i].value = NAN;
+	}
+	for (size_t i = 0; i < DETECT_ADV_COUNT; i++) {
+		out->adv[i].id = (enum detect_advisory_id)i;
+		out->adv[i].name = advisory_names[i];
+		out->adv[i].value = NAN;
+	}
+	read_listen(d, &out->r[DETECT_LISTEN_OVERFLOWS]);
+	read_syn(d, &out->r[DETECT_SYN_QUEUE_OVERFLOW]);
+	read_worker_connections(d, &out->r[DETECT_WORKER_CONNECTIONS_EXHAUSTED]);
+	rate_reading(d, &out->r[DETECT_PORT_EXHAUSTION], S_ERR_ADDR);
+	read_softnet_drops(d, &out->r[DETECT_SOFTNET_DROPS]);
+	rate_reading(d, &out->r[DETECT_SOFTNET_SQUEEZE], S_SQUEEZE);
+	read_softirq(d, &out->r[DETECT_SOFTIRQ_IMBALANCE]);
+	read_workers(d, &out->r[DETECT_WORKER_SATURATION], &out->r[DETECT_WORKER_RUN_DELAY]);
+	read_retrans(d, &out->r[DETECT_RETRANSMISSIONS]);
+	read_keepalive(d, env, &out->r[DETECT_KEEPALIVE_SHORT]);
+	read_timewait(d, env, &out->r[DETECT_TIMEWAIT_PILEUP]);
+	read_finwait(d, &out->r[DETECT_FINWAIT_PILEUP]);
+	read_advisories(d, out);
+	where_time_goes(d, out);
+}
+
+const char *detect_name(enum detect_id id)
+{
+	return (unsigned)id < DETECT_COUNT ? detector_names[id] : "?";
+}
+
+int detect_lookup(const char *name, enum detect_id *id)
+{
+	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		if (strcmp(name, detector_names[i]) == 0) {
+			*id = (enum detect_id)i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *detect_bottleneck_name(enum detect_bottleneck b)
+{
+	switch (b) {
+	case DETECT_BOTTLENECK_UNKNOWN:
+		return "unknown";
+	case DETECT_BOTTLENECK_HERE:
+		return "here";
+	case DETECT_BOTTLENECK_UPSTREAM:
+		return "upstream";
+	case DETECT_BOTTLENECK_IDLE:
+		return "idle";
+	}
+	return "unknown";
+}

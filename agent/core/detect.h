@@ -1,0 +1,135 @@
+/*
+ * detect: the detectors of ngx-autotune.policy(5), fed one frame per tick, and where request time goes.
+ *
+ * Owns short windows of the metrics the detectors read (ring buffers sized once at detect_new: pushing a frame
+ * allocates nothing), the metric ids it reads (looked up by name and cached; names not yet interned are looked
+ * up again only when the registry has grown), and the evaluation of each detector over the window into a reading
+ * with its value in the unit that policy triggers use and one line of evidence with the numbers. It also decides
+ * whether nginx and the kernel are the bottleneck at all: when upstream time is most of request time, or nginx is
+ * idle, no reading is actionable and the status says why. Findings no knob can fix are advisories.
+ * It must not choose knobs or read policies (plan does), and must not judge trials (judge does). Pure: no I/O, no
+ * clock; the frames carry the time.
+ */
+#ifndef NGXAT_DETECT_H
+#define NGXAT_DETECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+
+#define DETECT_TEXT_MAX 192        /* evidence and status lines, with their NUL */
+#define DETECT_WINDOW_MAX 3600     /* ticks a window may hold */
+#define DETECT_CPUS_MAX 1024       /* CPUs the softirq detector may follow (knobval's CPU range) */
+
+/* The detector vocabulary; the order is the planner's priority (documented in plan.h). */
+enum detect_id {
+	DETECT_LISTEN_OVERFLOWS,
+	DETECT_SYN_QUEUE_OVERFLOW,
+	DETECT_WORKER_CONNECTIONS_EXHAUSTED,
+	DETECT_PORT_EXHAUSTION,
+	DETECT_SOFTNET_DROPS,
+	DETECT_SOFTNET_SQUEEZE,
+	DETECT_SOFTIRQ_IMBALANCE,
+	DETECT_WORKER_SATURATION,
+	DETECT_WORKER_RUN_DELAY,
+	DETECT_RETRANSMISSIONS,
+	DETECT_KEEPALIVE_SHORT,
+	DETECT_TIMEWAIT_PILEUP,
+	DETECT_FINWAIT_PILEUP,
+	DETECT_COUNT
+};
+
+/* Findings the agent reports and never acts on. */
+enum detect_advisory_id {
+	DETECT_ADV_CLOSE_WAIT,   /* CLOSE_WAIT piling up: the application does not close its sockets */
+	DETECT_ADV_FILE_LIMIT,   /* "Too many open files": worker_rlimit_nofile / LimitNOFILE, not a tunable here */
+	DETECT_ADV_COUNT
+};
+
+enum detect_bottleneck {
+	DETECT_BOTTLENECK_UNKNOWN,  /* not enough data in the window to say */
+	DETECT_BOTTLENECK_HERE,     /* nginx or the kernel: readings are actionable */
+	DETECT_BOTTLENECK_UPSTREAM, /* upstream time is most of request time */
+	DETECT_BOTTLENECK_IDLE,     /* too few requests for any change to matter or to be measured */
+};
+
+struct detect_config {
+	size_t window_ticks;        /* ticks in a window (60 at 1 Hz) */
+	size_t min_ticks;           /* ticks with data before a reading is valid (default: half the window) */
+	size_t min_event_ticks;     /* ticks with events before a counter's reading is sustained, not a blip */
+	size_t cpus_max;            /* CPUs followed by softirq_imbalance: cpu.0 .. cpu.(cpus_max - 1) */
+	double upstream_share_max;  /* upstream ms / request ms at or above which the upstream is the bottleneck */
+	double idle_rps;            /* requests per second below which nginx is idle */
+	double min_out_segs;        /* TCP segments sent in the window before a retransmission rate is trusted */
+	double min_conns;           /* connections accepted in the window before requests per connection is */
+	double min_worker_ms;       /* worker CPU ms in the window before the workers' ratios are */
+	double close_wait_min;      /* CLOSE_WAIT sockets at or above which the advisory fires (when not falling) */
+	double threshold[DETECT_COUNT]; /* the shipped policies' trigger thresholds, for status; plan uses policies */
+};
+
+/* Values the detectors need that are knob values, not metrics; NAN when unknown (that detector is not valid). */
+struct detect_env {
+	double keepalive_requests;  /* nginx's keepalive_requests, for keepalive_short */
+	double port_range;          /* ports in net.ipv4.ip_local_port_range, for timewait_pileup */
+};
+
+struct detect_reading {
+	enum detect_id id;
+	const char *name;           /* the detector's name in the policy vocabulary */
+	bool valid;                 /* the window held enough data to compute VALUE */
+	bool sustained;             /* seen in enough ticks not to be a blip (counters), or valid (ratios, levels) */
+	bool active;                /* valid, sustained and VALUE > THRESHOLD */
+	double value;               /* in the unit of ngx-autotune.policy(5); NAN when not valid */
+	double threshold;           /* the configured threshold (config.threshold) */
+	double window_s;            /* seconds of data VALUE was computed from */
+	char evidence[DETECT_TEXT_MAX]; /* one line with the numbers, or why the reading is not valid */
+};
+
+struct detect_advisory {
+	enum detect_advisory_id id;
+	const char *name;           /* "close_wait_pileup", "file_limit" */
+	bool active;
+	double value;
+	char text[DETECT_TEXT_MAX];
+};
+
+struct detect_report {
+	int64_t ts_ms;              /* time of the newest frame in the window */
+	size_t ticks;               /* frames in the window */
+	double window_s;            /* seconds they cover (sum of their dt) */
+	enum detect_bottleneck bottleneck;
+	bool actionable;            /* bottleneck is HERE: the planner may act on active readings */
+	double request_rate;        /* requests per second (stub_status, less the agent's own fetch; else the log) */
+	double upstream_share;      /* upstream ms / request ms over the window; NAN without request times */
+	char status[DETECT_TEXT_MAX]; /* why the readings are or are not actionable, in one sentence */
+	struct detect_reading r[DETECT_COUNT];
+	struct detect_advisory adv[DETECT_ADV_COUNT];
+};
+
+struct detect;
+
+/* CFG filled with the defaults: 60 ticks, 30 to be valid, 3 ticks with events, 256 CPUs, 90% upstream, 1 req/s. */
+void detect_config_default(struct detect_config *cfg);
+/* A detector with empty windows. 0, -EINVAL (window 0 or above DETECT_WINDOW_MAX, min_ticks above the window,
+ * cpus_max 0 or above DETECT_CPUS_MAX, a share outside 0..1, a negative or NAN setting) or -ENOMEM. */
+int detect_new(const struct detect_config *cfg, struct detect **out);
+/* Free D; NULL is fine. */
+void detect_free(struct detect *d);
+/* Forget every window (after a change of the host: what came before no longer describes it). */
+void detect_reset(struct detect *d);
+/* Add one tick. REG is the registry FR's ids belong to (one registry for D's life; another one is -EINVAL). A
+ * value that is NAN, infinite or negative counts as missing; a tick whose dt is not in (0, 3600] keeps no rate. */
+int detect_push(struct detect *d, const struct metric_registry *reg, const struct frame *fr);
+/* Evaluate every detector and advisory over the window into OUT (fully overwritten). ENV may be NULL. */
+void detect_evaluate(struct detect *d, const struct detect_env *env, struct detect_report *out);
+
+/* The vocabulary name of ID ("listen_overflows"), or "?" outside the enum. */
+const char *detect_name(enum detect_id id);
+/* ID of the detector NAME: 0 or -ENOENT. */
+int detect_lookup(const char *name, enum detect_id *id);
+/* "unknown", "here", "upstream", "idle". */
+const char *detect_bottleneck_name(enum detect_bottleneck b);
+
+#endif

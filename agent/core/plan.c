@@ -1,0 +1,481 @@
+/*
+ * plan: one proposal from symptoms, policies and the memory of what was tried. See plan.h.
+ */
+#include "plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAIRS_MAX 1000
+#define MEASURE_MAX_MS (24 * 3600 * 1000LL)
+#define MEMORY_MAX_MS (365 * 24 * 3600 * 1000LL)
+
+typedef int (*value_fn)(const char *knob, char *out, size_t outlen, void *ctx);
+
+/*
+ * Knobs that fix their symptom by going down or apart; every other knob goes up. A shorter scheduler slice lets a
+ * woken worker run sooner; a shorter FIN timeout frees orphaned sockets sooner; a wider port range gives more
+ * local ports.
+ */
+static const struct dir_rule {
+	enum policy_kind kind;
+	const char *target; /* NULL: every knob of the kind */
+	enum plan_dir dir;
+} dir_rules[] = {
+	{POLICY_SCHED_SLICE, NULL, PLAN_DOWN},
+	{POLICY_SYSCTL, "net.ipv4.tcp_fin_timeout", PLAN_DOWN},
+	{POLICY_SYSCTL, "net.ipv4.ip_local_port_range", PLAN_APART},
+};
+
+static const char *const dir_names[] = {[PLAN_UP] = "up", [PLAN_DOWN] = "down", [PLAN_APART] = "apart"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+void plan_config_default(struct plan_config *cfg)
+{
+	cfg->pairs = 8;
+	cfg->measure_ms = 90000;
+	cfg->cooldown_ms = 3600000;
+	cfg->memory_ms = 24 * 3600000LL;
+	cfg->worse_factor = 2;
+}
+
+static bool config_ok(const struct plan_config *cfg)
+{
+	return cfg->pairs >= 1 && cfg->pairs <= PAIRS_MAX && cfg->measure_ms > 0 && cfg->measure_ms <= MEASURE_MAX_MS &&
+	       cfg->cooldown_ms >= 0 && cfg->cooldown_ms <= MEMORY_MAX_MS && cfg->memory_ms >= 0 &&
+	       cfg->memory_ms <= MEMORY_MAX_MS && isfinite(cfg->worse_factor) && cfg->worse_factor >= 1;
+}
+
+enum plan_dir plan_direction(const struct knob_policy *p)
+{
+	for (size_t i = 0; i < COUNT(dir_rules); i++)
+		if (dir_rules[i].kind == p->kind &&
+		    (!dir_rules[i].target || strcmp(dir_rules[i].target, p->target) == 0))
+			return dir_rules[i].dir;
+	return PLAN_UP;
+}
+
+const char *plan_result_name(enum plan_result r)
+{
+	switch (r) {
+	case PLAN_KEPT:
+		return "kept";
+	case PLAN_HARM:
+		return "harm";
+	case PLAN_INCONCLUSIVE:
+		return "inconclusive";
+	case PLAN_ABORTED:
+		return "aborted";
+	case PLAN_ERROR:
+		return "error";
+	case PLAN_REJECTED:
+		return "rejected";
+	}
+	return "?";
+}
+
+/* ---- memory ---------------------------------------------------------------------------------------------- */
+
+void plan_memory_init(struct plan_memory *mem)
+{
+	memset(mem, 0, sizeof(*mem));
+}
+
+void plan_memory_free(struct plan_memory *mem)
+{
+	free(mem->k);
+	plan_memory_init(mem);
+}
+
+static const struct plan_knob_memory *memory_find(const struct plan_memory *mem, const char *knob)
+{
+	if (!mem)
+		return NULL;
+	for (size_t i = 0; i < mem->n; i++)
+		if (strcmp(mem->k[i].knob, knob) == 0)
+			return &mem->k[i];
+	return NULL;
+}
+
+static int memory_get(struct plan_memory *mem, const char *knob, struct plan_knob_memory **out)
+{
+	struct plan_knob_memory *nk;
+	size_t ncap;
+
+	for (size_t i = 0; i < mem->n; i++) {
+		if (strcmp(mem->k[i].knob, knob) == 0) {
+			*out = &mem->k[i];
+			return 0;
+		}
+	}
+	if (mem->n >= POLICY_KNOBS_MAX)
+		return -ENOSPC;
+	if (mem->n == mem->cap) {
+		ncap = mem->cap ? mem->cap * 2 : 8;
+		nk = realloc(mem->k, ncap * sizeof(*nk));
+		if (!nk)
+			return -ENOMEM;
+		mem->k = nk;
+		mem->cap = ncap;
+	}
+	nk = &mem->k[mem->n++];
+	memset(nk, 0, sizeof(*nk));
+	snprintf(nk->knob, sizeof(nk->knob), "%s", knob);
+	*out = nk;
+	return 0;
+}
+
+int plan_memory_record(struct plan_memory *mem, const struct plan_config *cfg, const struct plan_proposal *prop,
+		       enum plan_result result, int64_t now_ms)
+{
+	struct plan_knob_memory *k;
+	struct plan_when when;
+	size_t len = strnlen(prop->knob, sizeof(prop->knob));
+	int rc;
+
+	if (len == 0 || len >= sizeof(prop->knob) || (unsigned)result > PLAN_REJECTED ||
+	    (unsigned)prop->dir > PLAN_APART || !config_ok(cfg))
+		return -EINVAL;
+	if (result == PLAN_KEPT) {
+		/* The host is not what earlier failures were measured on: every remembered failure may be retried. */
+		mem->generation++;
+		return 0;
+	}
+	rc = memory_get(mem, prop->knob, &k);
+	if (rc < 0)
+		return rc;
+	k->cooldown_until_ms = now_ms > INT64_MAX - cfg->cooldown_ms ? INT64_MAX : now_ms + cfg->cooldown_ms;
+	if (result == PLAN_ERROR)
+		return 0; /* a failed measurement says nothing about the value */
+	memset(&when, 0, sizeof(when));
+	when.at_ms = now_ms;
+	when.generation = mem->generation;
+	when.symptom = prop->value;
+	snprintf(when.from, sizeof(when.from), "%s", prop->from);
+	if (result == PLAN_HARM || result == PLAN_ABORTED) {
+		k->failed[prop->dir] = true;
+		k->failed_when[prop->dir] = when;
+	}
+	snprintf(k->reverted[k->next_reverted], sizeof(k->reverted[0]), "%s", prop->to);
+	k->reverted_when[k->next_reverted] = when;
+	k->next_reverted = (k->next_reverted + 1) % PLAN_REVERTED_MAX;
+	if (k->nreverted < PLAN_REVERTED_MAX)
+		k->nreverted++;
+	return 0;
+}
+
+/* Has anything changed since WHEN that makes a remembered failure of P worth another try? */
+static bool conditions_changed(const struct plan_memory *mem, const struct plan_config *cfg,
+			       const struct knob_policy *p, const struct plan_when *when, const char *current,
+			       double symptom, int64_t now_ms)
+{
+	bool lower_worse = p->trigger_op == POLICY_LT || p->trigger_op == POLICY_LE;
+
+	if (now_ms - when->at_ms >= cfg->memory_ms || now_ms < when->at_ms)
+		return true;
+	if (mem->generation != when->generation)
+		return true;
+	if (!knobval_text_equal(p->type, current, when->from))
+		return true;
+	if (lower_worse)
+		return symptom < when->symptom && symptom * cfg->worse_factor <= when->symptom;
+	return symptom > when->symptom && symptom >= when->symptom * cfg->worse_factor;
+}
+
+/* ---- choosing ---------------------------------------------------------------------------------------------- */
+
+struct cand {
+	const struct knob_policy *p;
+	enum detect_id id;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	if (x->p->approval_required != y->p->approval_required)
+		return x->p->approval_required ? 1 : -1;
+	return strcmp(x->p->name, y->p->name);
+}
+
+static bool fires(enum policy_cmp op, double v, double t)
+{
+	switch (op) {
+	case POLICY_LE:
+		return v <= t;
+	case POLICY_LT:
+		return v < t;
+	case POLICY_GE:
+		return v >= t;
+	case POLICY_GT:
+		return v > t;
+	}
+	return false;
+}
+
+static const char *op_text(enum policy_cmp op)
+{
+	static const char *const t[] = {[POLICY_LE] = "<=", [POLICY_LT] = "<", [POLICY_GE] = ">=", [POLICY_GT] = ">"};
+
+	return (unsigned)op < COUNT(t) ? t[op] : "?";
+}
+
+__attribute__((format(printf, 3, 4))) static void skip(struct plan_outcome *out, const struct knob_policy *p,
+							const char *fmt, ...)
+{
+	struct plan_skip *s;
+	va_list ap;
+
+	if (out->nskipped >= PLAN_SKIPPED_MAX)
+		return;
+	s = &out->skipped[out->nskipped++];
+	snprintf(s->knob, sizeof(s->knob), "%s", p->name);
+	va_start(ap, fmt);
+	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Text that may be cut short at LEN: reasons are for people, and a long value must not make them fail. */
+__attribute__((format(printf, 3, 4))) static void put(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* "at 2026-..." would need a calendar; seconds relative to now say the same to an operator and stay pure. */
+static long long secs(int64_t ms)
+{
+	return (long long)(ms / 1000);
+}
+
+/* The next value of P from CUR in direction DIR into OUT: 0, -ERANGE at the bound, -EINVAL without a rule. */
+static int next_value(const struct knob_policy *p, const char *cur, enum plan_dir dir, char *out, size_t outlen)
+{
+	struct knobval lo, hi, v;
+	char a[KNOBVAL_TEXT_MAX], b[KNOBVAL_TEXT_MAX];
+	int ra, rb;
+
+	if (p->type == KNOB_T_ONOFF) {
+		if (knobval_parse(KNOB_T_ONOFF, cur, &v, NULL, 0) < 0)
+			return -EINVAL;
+		if (v.v[0] == (dir != PLAN_DOWN))
+			return -ERANGE;
+		return snprintf(out, outlen, "%s", dir != PLAN_DOWN ? "on" : "off") < (int)outlen ? 0 : -ENOSPC;
+	}
+	if (p->type != KNOB_T_INT && p->type != KNOB_T_INTVEC)
+		return -EINVAL;
+	if (dir != PLAN_APART)
+		return policy_step_value(p, cur, dir == PLAN_UP, out, outlen);
+	/* A range widens: its low end steps down and its high end up, each by the step rule. */
+	if (p->type != KNOB_T_INTVEC || p->nelem != 2 || knobval_parse(p->type, cur, &v, NULL, 0) < 0 || v.n != 2)
+		return -EINVAL;
+	ra = policy_step_value(p, cur, false, a, sizeof(a));
+	rb = policy_step_value(p, cur, true, b, sizeof(b));
+	if ((ra < 0 && ra != -ERANGE) || (rb < 0 && rb != -ERANGE))
+		return ra < 0 && ra != -ERANGE ? ra : rb;
+	if (ra == 0 && knobval_parse(p->type, a, &lo, NULL, 0) == 0)
+		v.v[0] = lo.v[0] < v.v[0] ? lo.v[0] : v.v[0];
+	if (rb == 0 && knobval_parse(p->type, b, &hi, NULL, 0) == 0)
+		v.v[1] = hi.v[1] > v.v[1] ? hi.v[1] : v.v[1];
+	if (ra == -ERANGE && rb == -ERANGE)
+		return -ERANGE;
+	if (knobval_format(&v, out, outlen) < 0)
+		return -ENOSPC;
+	return knobval_text_equal(p->type, cur, out) ? -ERANGE : 0;
+}
+
+/* The first policy of KIND in SET that is enabled, or NULL. */
+static const struct knob_policy *find_kind(const struct policy_set *set, enum policy_kind kind, const char *target)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const struct knob_policy *p = &set->knobs[i];
+
+		if (p->kind == kind && p->enabled && (!target || strcmp(p->target, target) == 0))
+			return p;
+	}
+	return NULL;
+}
+
+static bool int_value(const struct knob_policy *p, value_fn value_of, void *ctx, int64_t *v)
+{
+	char buf[KNOBVAL_TEXT_MAX];
+	struct knobval kv;
+
+	buf[0] = buf[sizeof(buf) - 1] = '\0';
+	if (value_of(p->name, buf, sizeof(buf), ctx) < 0 || (buf[sizeof(buf) - 1] = '\0') != 0 ||
+	    knobval_parse(p->type, buf, &kv, NULL, 0) < 0 ||
+	    (p->type != KNOB_T_INT && p->type != KNOB_T_INTVEC))
+		return false;
+	*v = kv.v[0];
+	return true;
+}
+
+/*
+ * somaxconn only caps the listen queue: a socket's limit is min(backlog, somaxconn). While nginx's backlog is
+ * below somaxconn, raising somaxconn changes nothing and a trial of it measures nothing, so it is passed over for
+ * the listen_queue knob (which raises somaxconn itself when a larger backlog needs it).
+ */
+static bool not_binding(const struct policy_set *set, const struct knob_policy *p, const char *cur,
+			value_fn value_of, void *ctx, char *why, size_t len)
+{
+	const struct knob_policy *lq;
+	struct knobval s;
+	int64_t backlog;
+
+	if (p->kind != POLICY_SYSCTL || strcmp(p->target, "net.core.somaxconn") != 0)
+		return false;
+	lq = find_kind(set, POLICY_LISTEN_QUEUE, NULL);
+	if (!lq || !int_value(lq, value_of, ctx, &backlog) || knobval_parse(p->type, cur, &s, NULL, 0) < 0)
+		return false;
+	if (backlog >= s.v[0])
+		return false;
+	snprintf(why, len, "nginx's backlog %lld is below somaxconn %lld: the backlog (%s) is the limit",
+		 (long long)backlog, (long long)s.v[0], lq->name);
+	return true;
+}
+
+/* Try P for reading R: 0 and the proposal in OUT, or 1 with a skip recorded. */
+static int try_knob(const struct policy_set *set, const struct knob_policy *p, const struct detect_reading *r,
+		    value_fn value_of, void *ctx, const struct plan_memory *mem, const struct plan_config *cfg,
+		    int64_t now_ms, struct plan_outcome *out)
+{
+	const struct plan_knob_memory *k = memory_find(mem, p->name);
+	struct plan_proposal *pr = &out->prop;
+	char cur[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX], why[PLAN_REASON_MAX], bounds[128];
+	enum plan_dir dir = plan_direction(p);
+	int rc;
+
+	if (!p->enabled)
+		return skip(out, p, "switched off by its policy"), 1;
+	if (p->type != KNOB_T_INT && p->type != KNOB_T_INTVEC && p->type != KNOB_T_ONOFF)
+		return skip(out, p, "a %s value has no step rule: an operator proposes its values",
+			    knobval_type_name(p->type)), 1;
+	if ((p->type == KNOB_T_INT || p->type == KNOB_T_INTVEC) && p->step <= 0)
+		return skip(out, p, "no step in its policy"), 1;
+	cur[0] = '\0';
+	rc = value_of(p->name, cur, sizeof(cur), ctx);
+	cur[sizeof(cur) - 1] = '\0';
+	if (rc == -EBUSY)
+		return skip(out, p, "frozen: its live value differs from what the agent wrote (a conflict)"), 1;
+	if (rc == -ENOENT)
+		return skip(out, p, "absent on this host"), 1;
+	if (rc < 0)
+		return skip(out, p, "its current value cannot be read (%s)", strerror(-rc > 0 ? -rc : EIO)), 1;
+	if (k && now_ms < k->cooldown_until_ms)
+		return skip(out, p, "cooling down for %lld s more after its last trial",
+			    secs(k->cooldown_until_ms - now_ms + 999)), 1;
+	if (k && k->failed[dir] && !conditions_changed(mem, cfg, p, &k->failed_when[dir], cur, r->value, now_ms))
+		return skip(out, p, "going %s from %s failed %lld s ago and conditions have not changed",
+			    dir_names[dir], k->failed_when[dir].from, secs(now_ms - k->failed_when[dir].at_ms)), 1;
+	rc = next_value(p, cur, dir, to, sizeof(to));
+	if (rc == -ERANGE) {
+		if (policy_bounds_text(p, bounds, sizeof(bounds)) < 0)
+			bounds[0] = '\0';
+		return skip(out, p, "%s is at its bound going %s (%s)", cur, dir_names[dir], bounds), 1;
+	}
+	if (rc < 0)
+		return skip(out, p, "no next value from %s (%s)", cur, strerror(-rc)), 1;
+	if (not_binding(set, p, cur, value_of, ctx, why, sizeof(why)))
+		return skip(out, p, "%s", why), 1;
+	for (size_t i = 0; k && i < k->nreverted; i++) {
+		if (knobval_text_equal(p->type, to, k->reverted[i]) &&
+		    !conditions_changed(mem, cfg, p, &k->reverted_when[i], cur, r->value, now_ms))
+			return skip(out, p, "%s was reverted %lld s ago and conditions have not changed", to,
+				    secs(now_ms - k->reverted_when[i].at_ms)), 1;
+	}
+	if (policy_check(set, p, cur, to, value_of, ctx, why, sizeof(why)) < 0)
+		return skip(out, p, "refused by its policy: %s", why), 1;
+
+	memset(pr, 0, sizeof(*pr));
+	snprintf(pr->knob, sizeof(pr->knob), "%s", p->name);
+	snprintf(pr->from, sizeof(pr->from), "%s", cur);
+	snprintf(pr->to, sizeof(pr->to), "%s", to);
+	pr->dir = dir;
+	pr->detector = r->id;
+	pr->value = r->value;
+	pr->op = p->trigger_op;
+	pr->threshold = p->trigger_threshold;
+	snprintf(pr->evidence, sizeof(pr->evidence), "%s", r->evidence);
+	pr->approval_required = p->approval_required;
+	pr->trial.pairs = cfg->pairs;
+	pr->trial.settle_ms = p->settle_ms;
+	pr->trial.block_ms = p->settle_ms + cfg->measure_ms;
+	pr->trial.objective = p->objective;
+	pr->trial.nguardrails = p->nguardrails < POLICY_GUARDRAILS_MAX ? p->nguardrails : POLICY_GUARDRAILS_MAX;
+	memcpy(pr->trial.guardrails, p->guardrails, pr->trial.nguardrails * sizeof(pr->trial.guardrails[0]));
+	pr->trial.duration_ms = (int64_t)cfg->pairs * 2 * pr->trial.block_ms;
+	put(out->reason, sizeof(out->reason), "%s %s -> %s: %s = %.3g %s %.3g", pr->knob, pr->from, pr->to,
+		 r->name, r->value, op_text(pr->op), pr->threshold);
+	out->proposed = true;
+	return 0;
+}
+
+int plan_next(const struct policy_set *set, const struct detect_report *rep, value_fn value_of, void *ctx,
+	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
+{
+	struct cand cands[POLICY_KNOBS_MAX];
+	size_t n = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!config_ok(cfg) || !value_of)
+		return -EINVAL;
+	if (!rep->actionable) {
+		put(out->reason, sizeof(out->reason), "no proposal: %s", rep->status);
+		return 0;
+	}
+	for (size_t i = 0; i < set->n && n < POLICY_KNOBS_MAX; i++) {
+		const struct knob_policy *p = &set->knobs[i];
+		const struct detect_reading *r;
+		enum detect_id id;
+
+		if (!p->trigger[0] || detect_lookup(p->trigger, &id) < 0)
+			continue;
+		r = &rep->r[id];
+		if (!r->valid || !r->sustained || isnan(r->value) ||
+		    !fires(p->trigger_op, r->value, p->trigger_threshold))
+			continue;
+		cands[n].p = p;
+		cands[n].id = id;
+		n++;
+	}
+	if (n == 0) {
+		snprintf(out->reason, sizeof(out->reason), "no proposal: no knob's trigger fires");
+		return 0;
+	}
+	qsort(cands, n, sizeof(cands[0]), cmp_cand);
+	for (size_t i = 0; i < n; i++)
+		if (try_knob(set, cands[i].p, &rep->r[cands[i].id], value_of, ctx, mem, cfg, now_ms, out) == 0)
+			return 0;
+	put(out->reason, sizeof(out->reason), "no proposal: %zu knob%s triggered, none can move (%s: %s)", n,
+		 n == 1 ? "" : "s", out->skipped[0].knob, out->skipped[0].reason);
+	return 0;
+}
+
+void plan_detect_env(const struct policy_set *set, value_fn value_of, void *ctx, struct detect_env *env)
+{
+	const struct knob_policy *ka = find_kind(set, POLICY_NGINX_DIRECTIVE, "keepalive_requests");
+	const struct knob_policy *pr = find_kind(set, POLICY_SYSCTL, "net.ipv4.ip_local_port_range");
+	char buf[KNOBVAL_TEXT_MAX];
+	struct knobval v;
+	int64_t n;
+
+	env->keepalive_requests = NAN;
+	env->port_range = NAN;
+	buf[0] = buf[sizeof(buf) - 1] = '\0';
+	if (ka && ka->type == KNOB_T_INT && int_value(ka, value_of, ctx, &n) && n > 0)
+		env->keepalive_requests = (double)n;
+	if (pr && pr->type == KNOB_T_INTVEC && value_of(pr->name, buf, sizeof(buf), ctx) == 0 &&
+	    (buf[sizeof(buf) - 1] = '\0') == 0 && knobval_parse(KNOB_T_INTVEC, buf, &v, NULL, 0) == 0 && v.n == 2 &&
+	    v.v[1] >= v.v[0])
+		env->port_range = (double)(v.v[1] - v.v[0] + 1);
+}

@@ -1,0 +1,154 @@
+/*
+ * plan: from a detect report, the policies and the knobs' current values, one proposal or the reason for none.
+ *
+ * Owns the choice of the knob (the policies whose trigger names an active detector, in a documented order), the
+ * next value by the policy's step rule toward its bound, the trial plan the proposal carries, and the memory of
+ * what was tried: a cooldown per knob after a revert, reverted values that are not proposed again and directions
+ * that are not climbed again until conditions change. It must not write knobs, run trials or judge them (the
+ * controller and the judge do), and must not read files. Pure: no I/O, no clock (NOW is an argument), and the same
+ * inputs give the same proposal.
+ *
+ * Order (documented in one place, here): a knob's trigger must fire on a valid, sustained reading of an
+ * actionable report. Candidates are ranked by (1) their detector, in the order of enum detect_id (lost
+ * connections, then lost packets, then CPU placement and latency, then efficiency and leaks), (2) policies with
+ * approval = auto first (their authors marked them safe to try alone), (3) knob name, byte order. The first
+ * candidate that is not blocked (disabled, no step rule, unknown value, at its bound, cooling down, a remembered
+ * failure, refused by policy_check, not the binding limit) is proposed.
+ */
+#ifndef NGXAT_PLAN_H
+#define NGXAT_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "detect.h"
+#include "knobval.h"
+#include "policy.h"
+
+#define PLAN_REVERTED_MAX 4   /* reverted values remembered per knob (the oldest is forgotten first) */
+#define PLAN_SKIPPED_MAX 16   /* candidates whose reason for being passed over is reported */
+#define PLAN_REASON_MAX 320
+
+/* Which way a knob moves to fix its trigger's symptom. */
+enum plan_dir {
+	PLAN_UP,    /* raise (a longer queue, a bigger budget): most knobs */
+	PLAN_DOWN,  /* lower (a shorter slice, a shorter FIN timeout) */
+	PLAN_APART, /* a range: element 0 down and element 1 up (ip_local_port_range) */
+};
+
+/* How a trial of a proposal ended, as the controller tells the planner. */
+enum plan_result {
+	PLAN_KEPT,          /* the change stays */
+	PLAN_HARM,          /* reverted: the objective got worse */
+	PLAN_INCONCLUSIVE,  /* reverted: no gain large enough to keep */
+	PLAN_ABORTED,       /* reverted: a guardrail tripped */
+	PLAN_ERROR,         /* reverted: the measurement failed (collector errors); says nothing of the knob */
+	PLAN_REJECTED,      /* an operator said no */
+};
+
+struct plan_config {
+	unsigned pairs;             /* K: A/B pairs of a trial */
+	int64_t measure_ms;         /* measured part of a block, after the policy's settle time */
+	int64_t cooldown_ms;        /* a knob waits this long after a revert or rejection */
+	int64_t memory_ms;          /* a remembered failure is forgotten after this long (load and time of day move) */
+	double worse_factor;        /* the symptom this many times worse than at the failure counts as changed */
+};
+
+struct plan_trial {
+	unsigned pairs;
+	int64_t block_ms;           /* settle_ms + measure time */
+	int64_t settle_ms;          /* dropped at the start of each block */
+	struct policy_metric objective;
+	struct policy_metric guardrails[POLICY_GUARDRAILS_MAX];
+	size_t nguardrails;
+	int64_t duration_ms;        /* expected: pairs x 2 blocks */
+};
+
+struct plan_proposal {
+	char knob[POLICY_NAME_MAX];
+	char from[KNOBVAL_TEXT_MAX];
+	char to[KNOBVAL_TEXT_MAX];
+	enum plan_dir dir;
+	enum detect_id detector;    /* the symptom */
+	double value;               /* the detector's value */
+	enum policy_cmp op;         /* the policy's trigger: value OP threshold */
+	double threshold;
+	char evidence[DETECT_TEXT_MAX];
+	bool approval_required;     /* by the policy; the controller's mode may still ask */
+	struct plan_trial trial;
+};
+
+struct plan_skip {
+	char knob[POLICY_NAME_MAX];
+	char reason[PLAN_REASON_MAX];
+};
+
+struct plan_outcome {
+	bool proposed;
+	struct plan_proposal prop;
+	char reason[PLAN_REASON_MAX];           /* why nothing is proposed, or what is: one sentence */
+	struct plan_skip skipped[PLAN_SKIPPED_MAX]; /* triggered knobs passed over, in rank order */
+	size_t nskipped;
+};
+
+/* What a remembered failure was measured under, to tell when conditions have changed. */
+struct plan_when {
+	int64_t at_ms;
+	uint64_t generation;        /* kept changes on the host before it */
+	double symptom;             /* the detector's value */
+	char from[KNOBVAL_TEXT_MAX];/* the knob's value it started from */
+};
+
+struct plan_knob_memory {
+	char knob[POLICY_NAME_MAX];
+	int64_t cooldown_until_ms;
+	bool failed[3];             /* by enum plan_dir */
+	struct plan_when failed_when[3];
+	char reverted[PLAN_REVERTED_MAX][KNOBVAL_TEXT_MAX];
+	struct plan_when reverted_when[PLAN_REVERTED_MAX];
+	size_t nreverted, next_reverted;
+};
+
+struct plan_memory {
+	struct plan_knob_memory *k;
+	size_t n, cap;
+	uint64_t generation;        /* changes kept so far */
+};
+
+/* CFG filled with the defaults: 8 pairs, 90 s measured per block, 1 h cooldown, 24 h memory, 2x worse. */
+void plan_config_default(struct plan_config *cfg);
+/* An empty memory. */
+void plan_memory_init(struct plan_memory *mem);
+/* Release MEM's memory; it is empty again. */
+void plan_memory_free(struct plan_memory *mem);
+/*
+ * Remember how the trial of PROP ended at NOW_MS. Kept: a new generation (conditions changed for every knob).
+ * Harm and aborted: the value is reverted and its direction failed. Inconclusive and rejected: the value is
+ * reverted. Every result but kept starts the knob's cooldown; error only that. 0, -EINVAL (a bad result or
+ * knob name), -ENOMEM or -ENOSPC (more than POLICY_KNOBS_MAX knobs).
+ */
+int plan_memory_record(struct plan_memory *mem, const struct plan_config *cfg, const struct plan_proposal *prop,
+		       enum plan_result result, int64_t now_ms);
+
+/*
+ * The next proposal for REP under SET at NOW_MS, or none, into OUT (fully overwritten). VALUE_OF gives a knob's
+ * current (or planned) value as text, as policy_check's: 0, -ENOENT (absent or disabled on this host), -EBUSY
+ * (frozen by a conflict) or another -errno; it is also handed to policy_check for constraints. MEM may be NULL
+ * (nothing remembered). Returns 0 (OUT->proposed says whether there is a proposal), or -EINVAL for a bad CFG.
+ */
+int plan_next(const struct policy_set *set, const struct detect_report *rep,
+	      int (*value_of)(const char *knob, char *out, size_t outlen, void *ctx), void *ctx,
+	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out);
+
+/* ENV for detect_evaluate from the knobs of SET that carry it (nginx keepalive_requests, ip_local_port_range);
+ * NAN where there is no such knob or its value is unknown. */
+void plan_detect_env(const struct policy_set *set,
+		     int (*value_of)(const char *knob, char *out, size_t outlen, void *ctx), void *ctx,
+		     struct detect_env *env);
+/* The direction P moves to fix its trigger's symptom. */
+enum plan_dir plan_direction(const struct knob_policy *p);
+/* "kept", "harm", ... */
+const char *plan_result_name(enum plan_result r);
+
+#endif

@@ -1,0 +1,521 @@
+/*
+ * Unit tests for detect: synthetic frames built through a real metric registry, one table row per case: a
+ * background of a busy nginx, the series of the case (constant, noisy, blips, gaps, NAN), the detector read and
+ * the number it must give. Then the window itself (ring wrap, reset, names interned late, hostile values), where
+ * request time goes (upstream-bound, idle, not enough data) and the advisories.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "detect.h"
+#include "metrics.h"
+
+/*
+ * One metric of a case: V at every tick, plus uniform noise in [-NOISE, +NOISE] (never below 0); with PERIOD,
+ * only at ticks where t % PERIOD == 0 and 0 at the others (ABSENT_OFF: absent at the others, as a metric sampled
+ * every 10 s); NAN_EVERY: NAN at every such tick; RAMP added per tick.
+ */
+struct spec {
+	const char *name;
+	double v, noise;
+	unsigned period, nan_every;
+	bool absent_off;
+	double ramp;
+};
+
+#define M(n, val) {.name = n, .v = val}
+#define MN(n, val, nz) {.name = n, .v = val, .noise = nz}
+#define MP(n, val, p) {.name = n, .v = val, .period = p}
+#define MNAN(n, val, e) {.name = n, .v = val, .nan_every = e}
+#define MABS(n, val, p, r) {.name = n, .v = val, .period = p, .absent_off = true, .ramp = r}
+#define SPECS_MAX 12
+
+struct dcase {
+	const char *what;
+	struct spec s[SPECS_MAX];
+	bool no_background;
+	size_t ticks;                  /* 0: 60 */
+	struct detect_env env;         /* zero: NAN */
+	enum detect_id id;
+	bool valid, sustained, active;
+	double value, tol;             /* checked when valid */
+	const char *evidence;          /* a substring of the evidence, or NULL */
+};
+
+/* A busy nginx that is the bottleneck: 1000 requests/s (+1 the agent's fetch), 10% upstream time. */
+static const struct spec background[] = {
+	{"nginx.requests", 1001, 0, 0, 0, false, 0},
+	{"nginx.accepts", 100, 0, 0, 0, false, 0},
+	{"nginx.handled", 100, 0, 0, 0, false, 0},
+	{"http.requests", 1000, 0, 0, 0, false, 0},
+	{"http.request_ms_sum", 20000, 0, 0, 0, false, 0},
+	{"http.upstream_ms_sum", 2000, 0, 0, 0, false, 0},
+};
+
+static uint64_t rng_state;
+
+static double uniform(void)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static void put_spec(struct frame *fr, struct metric_registry *reg, const struct spec *s, size_t t)
+{
+	double v = s->v + s->ramp * (double)t;
+
+	if (s->period && t % s->period != 0) {
+		if (s->absent_off)
+			return;
+		v = 0;
+	}
+	if (s->nan_every && t % s->nan_every == 0)
+		v = NAN;
+	else if (s->noise > 0)
+		v = fmax(0, v + (2 * uniform() - 1) * s->noise);
+	assert_int_equal(frame_set(fr, reg, s->name, v), 0);
+}
+
+/* Push the ticks of C into D; frames are 1 s apart. */
+static void feed(struct detect *d, struct metric_registry *reg, const struct dcase *c)
+{
+	struct frame fr;
+	size_t ticks = c->ticks ? c->ticks : 60;
+
+	frame_init(&fr);
+	rng_state = 42;
+	for (size_t t = 0; t < ticks; t++) {
+		frame_clear(&fr);
+		fr.ts_ms = 1700000000000 + (int64_t)t * 1000;
+		fr.dt_s = 1.0;
+		for (size_t i = 0; !c->no_background && i < sizeof(background) / sizeof(background[0]); i++)
+			put_spec(&fr, reg, &background[i], t);
+		for (size_t i = 0; i < SPECS_MAX && c->s[i].name; i++)
+			put_spec(&fr, reg, &c->s[i], t);
+		assert_int_equal(detect_push(d, reg, &fr), 0);
+	}
+	frame_free(&fr);
+}
+
+static const struct dcase cases[] = {
+	{"listen overflows every tick", {M("tcp.listen_overflows", 5)}, .id = DETECT_LISTEN_OVERFLOWS, .valid = true,
+	 .sustained = true, .active = true, .value = 5, .tol = 1e-9, .evidence = "tcp.listen_overflows: 300 in 60 s"},
+	{"no listen overflows", {M("tcp.listen_overflows", 0)}, .id = DETECT_LISTEN_OVERFLOWS, .valid = true,
+	 .sustained = false, .active = false, .value = 0, .tol = 1e-9},
+	{"one burst of overflows is a blip", {MP("tcp.listen_overflows", 120, 60)}, .id = DETECT_LISTEN_OVERFLOWS,
+	 .valid = true, .sustained = false, .active = false, .value = 2, .tol = 1e-9},
+	{"overflows in 3 ticks are sustained", {MP("tcp.listen_overflows", 1, 20)}, .id = DETECT_LISTEN_OVERFLOWS,
+	 .valid = true, .sustained = true, .active = true, .value = 0.05, .tol = 1e-9},
+	{"gaps: a third of the ticks NAN", {MNAN("tcp.listen_overflows", 6, 3)}, .id = DETECT_LISTEN_OVERFLOWS,
+	 .valid = true, .sustained = true, .active = true, .value = 6, .tol = 1e-9},
+	{"too few ticks with data", {MABS("tcp.listen_overflows", 6, 3, 0)}, .id = DETECT_LISTEN_OVERFLOWS,
+	 .valid = false, .evidence = "20 of 60 ticks with data, 30 needed"},
+	{"metric never sampled", {M("tcp.in_segs", 6)}, .id = DETECT_LISTEN_OVERFLOWS, .valid = false},
+	{"noisy time_squeeze", {MN("softnet.time_squeeze", 2, 2)}, .id = DETECT_SOFTNET_SQUEEZE, .valid = true,
+	 .sustained = true, .active = true, .value = 2, .tol = 0.35},
+	{"softnet drops", {M("softnet.dropped", 7), M("softnet.processed", 70000)}, .id = DETECT_SOFTNET_DROPS,
+	 .valid = true, .sustained = true, .active = true, .value = 7, .tol = 1e-9, .evidence = "4200000 processed"},
+	{"no softnet drops", {M("softnet.dropped", 0)}, .id = DETECT_SOFTNET_DROPS, .valid = true, .value = 0,
+	 .tol = 0},
+	{"SYN queue: cookies and full drops", {M("tcp.syncookies_sent", 3), M("tcp.reqq_full_drop", 1)},
+	 .id = DETECT_SYN_QUEUE_OVERFLOW, .valid = true, .sustained = true, .active = true, .value = 4, .tol = 1e-9},
+	{"SYN queue: cookies counter only", {M("tcp.syncookies_sent", 2)}, .id = DETECT_SYN_QUEUE_OVERFLOW,
+	 .valid = true, .sustained = true, .active = true, .value = 2, .tol = 1e-9},
+	{"accepts != handled", {M("nginx.accepts", 100), M("nginx.handled", 98)},
+	 .id = DETECT_WORKER_CONNECTIONS_EXHAUSTED, .valid = true, .sustained = true, .active = true, .value = 2,
+	 .tol = 1e-9},
+	{"accepts != handled and error-log lines",
+	 {M("nginx.accepts", 100), M("nginx.handled", 98), M("nginx.err.worker_connections", 1)},
+	 .id = DETECT_WORKER_CONNECTIONS_EXHAUSTED, .valid = true, .sustained = true, .active = true, .value = 3,
+	 .tol = 1e-9},
+	{"all connections handled", {M("nginx.err.worker_connections", 0)}, .id = DETECT_WORKER_CONNECTIONS_EXHAUSTED,
+	 .valid = true, .value = 0, .tol = 0},
+	{"port exhaustion", {M("nginx.err.addr_not_avail", 2)}, .id = DETECT_PORT_EXHAUSTION, .valid = true,
+	 .sustained = true, .active = true, .value = 2, .tol = 1e-9},
+	{"run-queue delay high", {M("nginx.worker_run_ms", 500), M("nginx.worker_wait_ms", 100)},
+	 .id = DETECT_WORKER_RUN_DELAY, .valid = true, .sustained = true, .active = true, .value = 0.2, .tol = 1e-9},
+	{"run-queue delay low", {M("nginx.worker_run_ms", 500), M("nginx.worker_wait_ms", 20)},
+	 .id = DETECT_WORKER_RUN_DELAY, .valid = true, .sustained = true, .active = false, .value = 0.04,
+	 .tol = 1e-9},
+	{"run-queue delay of idle workers is not judged", {M("nginx.worker_run_ms", 1), M("nginx.worker_wait_ms", 1)},
+	 .id = DETECT_WORKER_RUN_DELAY, .valid = false},
+	{"workers saturated", {M("nginx.workers", 4), M("nginx.worker_run_ms", 3600)}, .id = DETECT_WORKER_SATURATION,
+	 .valid = true, .sustained = true, .active = true, .value = 0.9, .tol = 1e-9},
+	{"retransmissions 3%", {M("tcp.retrans_segs", 30), M("tcp.out_segs", 1000)}, .id = DETECT_RETRANSMISSIONS,
+	 .valid = true, .sustained = true, .active = true, .value = 0.03, .tol = 1e-9, .evidence = "(3.00%)"},
+	{"retransmissions 0.5%", {M("tcp.retrans_segs", 5), M("tcp.out_segs", 1000)}, .id = DETECT_RETRANSMISSIONS,
+	 .valid = true, .sustained = true, .active = false, .value = 0.005, .tol = 1e-9},
+	{"retransmissions over too few segments", {M("tcp.retrans_segs", 5), M("tcp.out_segs", 10)},
+	 .id = DETECT_RETRANSMISSIONS, .valid = false},
+	{"keepalive: 50 requests per connection of 100", {M("nginx.accepts", 20)}, .env = {100, NAN},
+	 .id = DETECT_KEEPALIVE_SHORT, .valid = true, .sustained = true, .active = false, .value = 0.5, .tol = 1e-9},
+	{"keepalive: 62.5 requests per connection of 100", {M("nginx.accepts", 16)}, .env = {100, NAN},
+	 .id = DETECT_KEEPALIVE_SHORT, .valid = true, .sustained = true, .active = true, .value = 0.625, .tol = 1e-9},
+	{"keepalive without keepalive_requests", {M("nginx.accepts", 16)}, .env = {NAN, NAN},
+	 .id = DETECT_KEEPALIVE_SHORT, .valid = false, .evidence = "keepalive_requests unknown"},
+	{"TIME_WAIT pile-up", {M("tcp.sockstat.time_wait", 20000)}, .env = {NAN, 28232}, .id = DETECT_TIMEWAIT_PILEUP,
+	 .valid = true, .sustained = true, .active = true, .value = 20000.0 / 28232, .tol = 1e-9},
+	{"FIN_WAIT pile-up", {M("tcp.sockstat.orphan", 600), M("tcp.curr_estab", 10000)}, .id = DETECT_FINWAIT_PILEUP,
+	 .valid = true, .sustained = true, .active = true, .value = 60, .tol = 1e-9},
+	{"a few orphans", {M("tcp.sockstat.orphan", 6), M("tcp.curr_estab", 10000)}, .id = DETECT_FINWAIT_PILEUP,
+	 .valid = true, .sustained = true, .active = false, .value = 0.6, .tol = 1e-9},
+	{"one CPU in softirq",
+	 {M("cpu.0.softirq", 90), M("cpu.1.softirq", 5), M("cpu.2.softirq", 5), M("cpu.3.softirq", 5),
+	 M("softirq.0.net_rx", 900), M("softirq.1.net_rx", 100)}, .id = DETECT_SOFTIRQ_IMBALANCE, .valid = true,
+	 .sustained = true, .active = true, .value = 90, .tol = 1e-6,
+	 .evidence = "CPU 0 spends 90.0% in softirq, the median of 4 CPUs 5.0%; it ran 90% of NET_RX"},
+	{"busiest CPU is not CPU 0", {M("cpu.0.softirq", 5), M("cpu.1.softirq", 5), MN("cpu.2.softirq", 85, 4),
+	 M("cpu.3.softirq", 5)}, .id = DETECT_SOFTIRQ_IMBALANCE, .valid = true, .sustained = true, .active = true,
+	 .value = 85, .tol = 1.0, .evidence = "CPU 2 spends"},
+	{"softirq spread evenly", {M("cpu.0.softirq", 60), M("cpu.1.softirq", 58), M("cpu.2.softirq", 61)},
+	 .id = DETECT_SOFTIRQ_IMBALANCE, .valid = true, .sustained = true, .active = false, .value = 0, .tol = 0},
+	{"a single CPU has no imbalance", {M("cpu.0.softirq", 95)}, .id = DETECT_SOFTIRQ_IMBALANCE, .valid = false},
+	{"softirq shares above 100% are garbage",
+	 {M("cpu.0.softirq", 400), M("cpu.1.softirq", 5), M("cpu.2.softirq", 5)},
+	 .id = DETECT_SOFTIRQ_IMBALANCE, .valid = true, .sustained = true, .active = false, .value = 0, .tol = 0},
+};
+
+static void test_cases(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct dcase *c = &cases[i];
+		struct detect_config cfg;
+		struct metric_registry *reg;
+		struct detect_report rep;
+		struct detect_env env = c->env;
+		const struct detect_reading *r;
+		struct detect *d;
+
+		if (env.keepalive_requests == 0 && env.port_range == 0)
+			env.keepalive_requests = env.port_range = NAN;
+		detect_config_default(&cfg);
+		assert_int_equal(metric_registry_new(&reg), 0);
+		assert_int_equal(detect_new(&cfg, &d), 0);
+		feed(d, reg, c);
+		detect_evaluate(d, &env, &rep);
+		r = &rep.r[c->id];
+		print_message("%s: %s valid=%d sustained=%d active=%d value=%g: %s\n", c->what, r->name, r->valid,
+			      r->sustained, r->active, r->value, r->evidence);
+		assert_int_equal(r->id, c->id);
+		assert_string_equal(r->name, detect_name(c->id));
+		assert_int_equal(r->valid, c->valid);
+		if (c->valid) {
+			assert_int_equal(r->sustained, c->sustained);
+			assert_int_equal(r->active, c->active);
+			assert_true(fabs(r->value - c->value) <= c->tol);
+			assert_true(r->window_s > 0);
+		} else {
+			assert_false(r->active);
+			assert_true(isnan(r->value));
+		}
+		if (c->evidence && !strstr(r->evidence, c->evidence))
+			fail_msg("%s: evidence \"%s\" lacks \"%s\"", c->what, r->evidence, c->evidence);
+		/* The background is a busy nginx that is the bottleneck. */
+		assert_int_equal(rep.bottleneck, DETECT_BOTTLENECK_HERE);
+		assert_true(rep.actionable);
+		detect_free(d);
+		metric_registry_free(reg);
+	}
+}
+
+/* Where time goes, and the status that says why nothing is actionable. */
+static const struct bcase {
+	const char *what;
+	struct spec s[SPECS_MAX];
+	bool no_background;
+	size_t ticks;
+	enum detect_bottleneck bn;
+	const char *status;
+} bcases[] = {
+	{"nginx-bound", {M("tcp.listen_overflows", 5)}, false, 60, DETECT_BOTTLENECK_HERE, "upstream time 10%"},
+	{"upstream-bound", {M("http.upstream_ms_sum", 19000)}, false, 60, DETECT_BOTTLENECK_UPSTREAM,
+	 "upstream time is 95% of request time"},
+	{"upstream exactly at 90%", {M("http.upstream_ms_sum", 18000)}, false, 60, DETECT_BOTTLENECK_UPSTREAM, NULL},
+	{"upstream at 89%", {M("http.upstream_ms_sum", 17800)}, false, 60, DETECT_BOTTLENECK_HERE, NULL},
+	{"rounding puts upstream above request time", {M("http.upstream_ms_sum", 21000)}, false, 60,
+	 DETECT_BOTTLENECK_UPSTREAM, "100%"},
+	{"idle: only the agent's own fetch", {M("nginx.requests", 1), M("http.requests", 0)}, false, 60,
+	 DETECT_BOTTLENECK_IDLE, "nginx is idle (0.00 requests/s"},
+	{"static content: no upstream time", {M("nginx.requests", 501), M("http.request_ms_sum", 900)}, true, 60,
+	 DETECT_BOTTLENECK_HERE, "upstream time 0%"},
+	{"access log only", {M("http.requests", 300), M("http.request_ms_sum", 900)}, true, 60, DETECT_BOTTLENECK_HERE,
+	 "300.0 requests/s"},
+	{"no request counts", {M("tcp.listen_overflows", 5)}, true, 60, DETECT_BOTTLENECK_UNKNOWN, "not enough data"},
+	{"too few ticks yet", {M("tcp.listen_overflows", 5)}, false, 10, DETECT_BOTTLENECK_UNKNOWN, "not enough data"},
+};
+
+static void test_bottleneck(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bcases) / sizeof(bcases[0]); i++) {
+		const struct bcase *b = &bcases[i];
+		struct dcase c = {.what = b->what, .no_background = b->no_background, .ticks = b->ticks};
+		struct detect_config cfg;
+		struct metric_registry *reg;
+		struct detect_report rep;
+		struct detect *d;
+
+		memcpy(c.s, b->s, sizeof(c.s));
+		detect_config_default(&cfg);
+		assert_int_equal(metric_registry_new(&reg), 0);
+		assert_int_equal(detect_new(&cfg, &d), 0);
+		feed(d, reg, &c);
+		detect_evaluate(d, NULL, &rep);
+		print_message("%s: %s: %s\n", b->what, detect_bottleneck_name(rep.bottleneck), rep.status);
+		assert_int_equal(rep.bottleneck, b->bn);
+		assert_int_equal(rep.actionable, b->bn == DETECT_BOTTLENECK_HERE);
+		if (b->status && !strstr(rep.status, b->status))
+			fail_msg("%s: status \"%s\" lacks \"%s\"", b->what, rep.status, b->status);
+		assert_int_equal(rep.ticks, b->ticks);
+		assert_true(fabs(rep.window_s - (double)b->ticks) < 1e-9);
+		detect_free(d);
+		metric_registry_free(reg);
+	}
+}
+
+static void test_upstream_share_value(void **state)
+{
+	struct dcase c = {.what = "share", .s = {M("http.upstream_ms_sum", 19000)}};
+	struct detect_config cfg;
+	struct metric_registry *reg;
+	struct detect_report rep;
+	struct detect *d;
+
+	(void)state;
+	detect_config_default(&cfg);
+	cfg.upstream_share_max = 0.96; /* configurable: 95% is then still nginx's */
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(detect_new(&cfg, &d), 0);
+	feed(d, reg, &c);
+	detect_evaluate(d, NULL, &rep);
+	assert_true(fabs(rep.upstream_share - 0.95) < 1e-9);
+	assert_true(fabs(rep.request_rate - 1000) < 1e-9);
+	assert_int_equal(rep.bottleneck, DETECT_BOTTLENECK_HERE);
+	detect_free(d);
+	metric_registry_free(reg);
+}
+
+static void test_advisories(void **state)
+{
+	struct dcase rising = {.what = "close_wait rising",
+			       .s = {MABS("tcp.state.close_wait", 100, 10, 5), M("nginx.err.too_many_files", 1)}};
+	struct dcase falling = {.what = "close_wait draining", .s = {MABS("tcp.state.close_wait", 400, 10, -5)}};
+	struct dcase few = {.what = "a few close_wait", .s = {MABS("tcp.state.close_wait", 10, 10, 0)}};
+	struct detect_config cfg;
+	struct metric_registry *reg;
+	struct detect_report rep;
+	struct detect *d;
+
+	(void)state;
+	detect_config_default(&cfg);
+
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(detect_new(&cfg, &d), 0);
+	feed(d, reg, &rising);
+	detect_evaluate(d, NULL, &rep);
+	print_message("%s\n%s\n", rep.adv[DETECT_ADV_CLOSE_WAIT].text, rep.adv[DETECT_ADV_FILE_LIMIT].text);
+	assert_string_equal(rep.adv[DETECT_ADV_CLOSE_WAIT].name, "close_wait_pileup");
+	assert_true(rep.adv[DETECT_ADV_CLOSE_WAIT].active);
+	assert_true(fabs(rep.adv[DETECT_ADV_CLOSE_WAIT].value - 350) < 1e-9); /* 100 + 5 x 50 */
+	assert_non_null(strstr(rep.adv[DETECT_ADV_CLOSE_WAIT].text, "application"));
+	assert_true(rep.adv[DETECT_ADV_FILE_LIMIT].active);
+	assert_true(fabs(rep.adv[DETECT_ADV_FILE_LIMIT].value - 60) < 1e-9);
+	/* Too many open files is no worker_connections symptom: raising worker_connections would make it worse. */
+	assert_true(fabs(rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED].value) < 1e-9);
+	detect_free(d);
+
+	assert_int_equal(detect_new(&cfg, &d), 0);
+	feed(d, reg, &falling);
+	detect_evaluate(d, NULL, &rep);
+	assert_false(rep.adv[DETECT_ADV_CLOSE_WAIT].active);
+	assert_false(rep.adv[DETECT_ADV_FILE_LIMIT].active);
+	detect_reset(d);
+	feed(d, reg, &few);
+	detect_evaluate(d, NULL, &rep);
+	assert_false(rep.adv[DETECT_ADV_CLOSE_WAIT].active);
+	assert_true(fabs(rep.adv[DETECT_ADV_CLOSE_WAIT].value - 10) < 1e-9);
+	detect_free(d);
+	metric_registry_free(reg);
+}
+
+/* The window slides: overflows long ago are forgotten; reset forgets everything. */
+static void test_window(void **state)
+{
+	struct dcase old = {.what = "old overflows", .s = {M("tcp.listen_overflows", 9)}, .ticks = 150};
+	struct dcase now = {.what = "none now", .s = {M("tcp.listen_overflows", 0)}, .ticks = 59};
+	struct dcase one = {.what = "one more", .s = {M("tcp.listen_overflows", 0)}, .ticks = 1};
+	struct detect_config cfg;
+	struct metric_registry *reg;
+	struct detect_report rep;
+	struct detect *d;
+
+	(void)state;
+	detect_config_default(&cfg);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(detect_new(&cfg, &d), 0);
+	feed(d, reg, &old);
+	detect_evaluate(d, NULL, &rep);
+	assert_int_equal(rep.ticks, 60);
+	assert_true(fabs(rep.r[DETECT_LISTEN_OVERFLOWS].value - 9) < 1e-9);
+	feed(d, reg, &now);
+	detect_evaluate(d, NULL, &rep);
+	/* 59 new ticks without overflows and one old tick with 9. */
+	assert_true(fabs(rep.r[DETECT_LISTEN_OVERFLOWS].value - 9.0 / 60) < 1e-9);
+	assert_false(rep.r[DETECT_LISTEN_OVERFLOWS].sustained);
+	feed(d, reg, &one);
+	detect_evaluate(d, NULL, &rep);
+	assert_true(fabs(rep.r[DETECT_LISTEN_OVERFLOWS].value) < 1e-12);
+	assert_int_equal(rep.ts_ms, 1700000000000);
+
+	detect_reset(d);
+	detect_evaluate(d, NULL, &rep);
+	assert_int_equal(rep.ticks, 0);
+	assert_false(rep.r[DETECT_LISTEN_OVERFLOWS].valid);
+	assert_int_equal(rep.bottleneck, DETECT_BOTTLENECK_UNKNOWN);
+	detect_free(d);
+	metric_registry_free(reg);
+}
+
+/* A metric interned after the detector started is found once the registry grows. */
+static void test_late_names(void **state)
+{
+	struct dcase before = {.what = "before", .ticks = 30};
+	struct dcase after = {.what = "after", .s = {M("softnet.time_squeeze", 4)}, .ticks = 40};
+	struct detect_config cfg;
+	struct metric_registry *reg, *other;
+	struct detect_report rep;
+	struct detect *d;
+	struct frame fr;
+
+	(void)state;
+	detect_config_default(&cfg);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(detect_new(&cfg, &d), 0);
+	feed(d, reg, &before);
+	detect_evaluate(d, NULL, &rep);
+	assert_false(rep.r[DETECT_SOFTNET_SQUEEZE].valid);
+	feed(d, reg, &after);
+	detect_evaluate(d, NULL, &rep);
+	assert_true(rep.r[DETECT_SOFTNET_SQUEEZE].valid);
+	assert_true(fabs(rep.r[DETECT_SOFTNET_SQUEEZE].value - 4) < 1e-9);
+	assert_int_equal(rep.r[DETECT_SOFTNET_SQUEEZE].window_s, 40);
+
+	/* Another registry's ids mean other names. */
+	assert_int_equal(metric_registry_new(&other), 0);
+	frame_init(&fr);
+	assert_int_equal(detect_push(d, other, &fr), -EINVAL);
+	assert_int_equal(detect_push(d, NULL, &fr), -EINVAL);
+	metric_registry_free(other);
+	frame_free(&fr);
+	detect_free(d);
+	metric_registry_free(reg);
+}
+
+/* Hostile values never crash and never count: NAN, infinities, negatives, a garbage dt. */
+static void test_hostile(void **state)
+{
+	static const double bad[] = {NAN, INFINITY, -INFINITY, -5, 1e308};
+	static const double bad_dt[] = {0, -1, NAN, INFINITY, 1e9};
+	const char *names[] = {"tcp.listen_overflows", "nginx.requests", "nginx.accepts", "nginx.handled",
+			       "http.request_ms_sum", "http.upstream_ms_sum", "cpu.0.softirq", "cpu.1.softirq",
+			       "tcp.out_segs", "tcp.retrans_segs", "nginx.worker_run_ms", "nginx.workers"};
+	struct detect_config cfg;
+	struct metric_registry *reg;
+	struct detect_report rep;
+	struct detect_env env = {NAN, NAN};
+	struct detect *d;
+	struct frame fr;
+
+	(void)state;
+	detect_config_default(&cfg);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(detect_new(&cfg, &d), 0);
+	frame_init(&fr);
+	for (size_t t = 0; t < 200; t++) {
+		frame_clear(&fr);
+		fr.dt_s = bad_dt[t % 5];
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			assert_int_equal(frame_set(&fr, reg, names[i], bad[(t + i) % 4]), 0);
+		assert_int_equal(detect_push(d, reg, &fr), 0);
+		detect_evaluate(d, &env, &rep);
+	}
+	for (size_t i = 0; i < DETECT_COUNT; i++)
+		assert_false(rep.r[i].active);
+	assert_int_equal(rep.bottleneck, DETECT_BOTTLENECK_UNKNOWN);
+
+	/* Huge but finite values with a garbage dt: rates need a time, so nothing is valid. */
+	for (size_t t = 0; t < 60; t++) {
+		frame_clear(&fr);
+		fr.dt_s = bad_dt[t % 5];
+		assert_int_equal(frame_set(&fr, reg, "tcp.listen_overflows", 1e308), 0);
+		assert_int_equal(detect_push(d, reg, &fr), 0);
+	}
+	detect_evaluate(d, &env, &rep);
+	assert_false(rep.r[DETECT_LISTEN_OVERFLOWS].valid);
+	frame_free(&fr);
+	detect_free(d);
+	metric_registry_free(reg);
+}
+
+static void test_config_and_names(void **state)
+{
+	struct detect_config cfg, bad;
+	struct detect *d = (struct detect *)&cfg;
+	enum detect_id id;
+
+	(void)state;
+	detect_config_default(&cfg);
+	assert_int_equal(cfg.window_ticks, 60);
+	assert_true(fabs(cfg.upstream_share_max - 0.9) < 1e-12);
+	bad = cfg, bad.window_ticks = 0;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	assert_null(d);
+	bad = cfg, bad.window_ticks = DETECT_WINDOW_MAX + 1;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	bad = cfg, bad.min_ticks = 61;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	bad = cfg, bad.cpus_max = DETECT_CPUS_MAX + 1;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	bad = cfg, bad.upstream_share_max = 1.5;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	bad = cfg, bad.idle_rps = NAN;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	bad = cfg, bad.threshold[DETECT_RETRANSMISSIONS] = INFINITY;
+	assert_int_equal(detect_new(&bad, &d), -EINVAL);
+	detect_free(NULL);
+
+	/* Every detector a policy trigger may name is one this module implements, and the other way round. */
+	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		assert_int_equal(detect_lookup(detect_name((enum detect_id)i), &id), 0);
+		assert_int_equal(id, i);
+	}
+	assert_int_equal(detect_lookup("listen_overflow", &id), -ENOENT);
+	assert_string_equal(detect_name(DETECT_COUNT), "?");
+	assert_string_equal(detect_bottleneck_name(DETECT_BOTTLENECK_UPSTREAM), "upstream");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cases),
+		cmocka_unit_test(test_bottleneck),
+		cmocka_unit_test(test_upstream_share_value),
+		cmocka_unit_test(test_advisories),
+		cmocka_unit_test(test_window),
+		cmocka_unit_test(test_late_names),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_config_and_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

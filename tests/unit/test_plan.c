@@ -1,0 +1,795 @@
+/*
+ * Unit tests for plan, against the shipped policies (the files in policies/, read through policy_load's parser) and a
+ * few small sets of its own: one table row per situation (the detectors that fire, the knobs' current values) and
+ * the proposal it must give or the reason there is none; then the memory of what was tried (cooldown, reverted
+ * values, failed directions, and what counts as changed conditions), determinism, and two planted
+ * misconfigurations driven end to end from synthetic frames through detect.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/detect.h"
+#include "core/metrics.h"
+#include "core/plan.h"
+#include "core/policy.h"
+#include "policy_load.h"
+
+static const char *const shipped[] = {"buffers", "busypoll", "irq",   "listen", "nginx",
+				      "rps",     "sched",    "softnet", "tcp"};
+
+static const char *srcdir(void)
+{
+	const char *s = getenv("srcdir");
+
+	return s && s[0] ? s : ".";
+}
+
+static void parse_file(struct policy_set *set, const char *path)
+{
+	char err[512] = "";
+	size_t len;
+	char *buf;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		fail_msg("cannot open %s", path);
+	buf = malloc(POLICY_FILE_SIZE_MAX + 1);
+	assert_non_null(buf);
+	len = fread(buf, 1, POLICY_FILE_SIZE_MAX, f);
+	fclose(f);
+	if (policy_parse_buffer(set, path, buf, len, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	free(buf);
+}
+
+/* The shipped policies, in file order or (REVERSED) the other way round. */
+static void load_shipped(struct policy_set *set, bool reversed)
+{
+	char path[512], err[512] = "";
+	size_t n = sizeof(shipped) / sizeof(shipped[0]);
+
+	policy_set_init(set);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/policies/%s.policy", srcdir(), shipped[reversed ? n - 1 - i : i]);
+		parse_file(set, path);
+	}
+	if (policy_set_validate(set, policy_metric_known, NULL, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+}
+
+static void load_text(struct policy_set *set, const char *text)
+{
+	char err[512] = "";
+
+	policy_set_init(set);
+	if (policy_parse_buffer(set, "t.policy", text, strlen(text), err, sizeof(err)) < 0 ||
+	    policy_set_validate(set, policy_metric_known, NULL, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+}
+
+/* ---- the knobs' current values ------------------------------------------------------------------------------ */
+
+struct kv {
+	const char *knob, *value; /* value NULL: the error below */
+	int err;
+};
+
+#define KV_MAX 24
+
+/* The shipped defaults of a fresh host (nginx's and the kernel's). */
+static const struct kv host_defaults[] = {
+	{"net.core.somaxconn", "4096", 0},
+	{"net.ipv4.tcp_max_syn_backlog", "1024", 0},
+	{"listen_queue", "511", 0},
+	{"net.core.netdev_budget", "300", 0},
+	{"net.core.netdev_budget_usecs", "2000", 0},
+	{"net.core.netdev_max_backlog", "1000", 0},
+	{"nginx.worker_processes", "4", 0},
+	{"nginx.worker_connections", "1024", 0},
+	{"nginx.multi_accept", "off", 0},
+	{"nginx.keepalive_requests", "1000", 0},
+	{"nginx.worker_cpu_affinity", "", 0},
+	{"sched.base_slice", "1000000", 0},
+	{"net.ipv4.tcp_fin_timeout", "60", 0},
+	{"net.ipv4.ip_local_port_range", "32768 60999", 0},
+	{"net.core.rmem_max", "8388608", 0},
+	{"net.core.wmem_max", "4194304", 0},
+};
+
+struct host {
+	struct kv v[KV_MAX];
+	size_t n;
+};
+
+/* The defaults with the overrides of a case (a NULL value stands for an error). */
+static void host_make(struct host *h, const struct kv *over)
+{
+	h->n = 0;
+	for (size_t i = 0; i < sizeof(host_defaults) / sizeof(host_defaults[0]); i++)
+		h->v[h->n++] = host_defaults[i];
+	for (size_t i = 0; over && over[i].knob; i++) {
+		size_t j;
+
+		for (j = 0; j < h->n; j++)
+			if (strcmp(h->v[j].knob, over[i].knob) == 0)
+				break;
+		if (j == h->n)
+			h->n++;
+		assert_true(h->n <= KV_MAX);
+		h->v[j] = over[i];
+	}
+}
+
+static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
+{
+	const struct host *h = ctx;
+
+	for (size_t i = 0; i < h->n; i++) {
+		if (strcmp(h->v[i].knob, knob) != 0)
+			continue;
+		if (!h->v[i].value)
+			return h->v[i].err;
+		snprintf(out, outlen, "%s", h->v[i].value);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* ---- reports ------------------------------------------------------------------------------------------------ */
+
+struct fire {
+	const char *detector;
+	double value;
+};
+
+#define FIRES_MAX 4
+
+/* An actionable report in which the detectors of FIRES have those values and every other one reads 0. */
+static void report_make(struct detect_report *rep, const struct fire *fires)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->actionable = true;
+	rep->bottleneck = DETECT_BOTTLENECK_HERE;
+	rep->ticks = 60;
+	rep->window_s = 60;
+	snprintf(rep->status, sizeof(rep->status), "busy");
+	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		rep->r[i].id = (enum detect_id)i;
+		rep->r[i].name = detect_name((enum detect_id)i);
+		rep->r[i].valid = rep->r[i].sustained = true;
+		rep->r[i].value = 0;
+		rep->r[i].window_s = 60;
+	}
+	for (size_t i = 0; i < FIRES_MAX && fires[i].detector; i++) {
+		enum detect_id id;
+
+		assert_int_equal(detect_lookup(fires[i].detector, &id), 0);
+		rep->r[id].value = fires[i].value;
+		rep->r[id].active = true;
+		snprintf(rep->r[id].evidence, sizeof(rep->r[id].evidence), "%s at %g", fires[i].detector,
+			 fires[i].value);
+	}
+}
+
+/* ---- the table ---------------------------------------------------------------------------------------------- */
+
+struct pcase {
+	const char *what;
+	struct fire fires[FIRES_MAX];
+	struct kv over[6];
+	const char *knob, *from, *to; /* knob NULL: no proposal */
+	const char *reason;           /* a substring of the outcome's reason */
+	const char *skipped;          /* the first knob passed over, or NULL for none */
+	const char *skip_reason;      /* a substring of its reason */
+};
+
+static const struct pcase pcases[] = {
+	{"time_squeeze on a default host: the auto knob first",
+	 {{"softnet_squeeze", 3.5}}, {{NULL, NULL, 0}},
+	 "net.core.netdev_budget", "300", "600", "softnet_squeeze = 3.5 > 0", NULL, NULL},
+	{"netdev_budget at its bound: the time budget next",
+	 {{"softnet_squeeze", 3.5}}, {{"net.core.netdev_budget", "1200", 0}, {NULL, NULL, 0}},
+	 "net.core.netdev_budget_usecs", "2000", "2500", NULL, "net.core.netdev_budget", "at its bound going up"},
+	{"a tiny netdev_budget goes to the policy's minimum first",
+	 {{"softnet_squeeze", 3.5}}, {{"net.core.netdev_budget", "64", 0}, {NULL, NULL, 0}},
+	 "net.core.netdev_budget", "64", "300", NULL, NULL, NULL},
+	{"both softnet knobs at their bounds",
+	 {{"softnet_squeeze", 3.5}}, {{"net.core.netdev_budget", "1200", 0},
+				      {"net.core.netdev_budget_usecs", "4000", 0}, {NULL, NULL, 0}},
+	 NULL, NULL, NULL, "2 knobs triggered, none can move", "net.core.netdev_budget", NULL},
+	{"listen overflows: the backlog, not somaxconn",
+	 {{"listen_overflows", 2}}, {{NULL, NULL, 0}},
+	 "listen_queue", "511", "1022", NULL, "net.core.somaxconn", "backlog 511 is below somaxconn 4096"},
+	{"listen overflows with a backlog at somaxconn: somaxconn",
+	 {{"listen_overflows", 2}}, {{"listen_queue", "4096", 0}, {NULL, NULL, 0}},
+	 "net.core.somaxconn", "4096", "8192", NULL, NULL, NULL},
+	{"listen overflows without an nginx backlog knob on this host",
+	 {{"listen_overflows", 2}}, {{"listen_queue", NULL, -ENOENT}, {NULL, NULL, 0}},
+	 "net.core.somaxconn", "4096", "8192", NULL, NULL, NULL},
+	{"listen overflows, somaxconn at its bound",
+	 {{"listen_overflows", 2}}, {{"net.core.somaxconn", "65535", 0}, {NULL, NULL, 0}},
+	 "listen_queue", "511", "1022", NULL, "net.core.somaxconn", "at its bound"},
+	{"worker_connections exhausted",
+	 {{"worker_connections_exhausted", 1.5}}, {{NULL, NULL, 0}},
+	 "nginx.worker_connections", "1024", "2048", NULL, NULL, NULL},
+	{"a frozen knob is passed over",
+	 {{"worker_connections_exhausted", 1.5}}, {{"nginx.worker_connections", NULL, -EBUSY}, {NULL, NULL, 0}},
+	 NULL, NULL, NULL, "none can move", "nginx.worker_connections", "frozen"},
+	{"a knob whose value cannot be read is passed over",
+	 {{"worker_connections_exhausted", 1.5}}, {{"nginx.worker_connections", NULL, -EIO}, {NULL, NULL, 0}},
+	 NULL, NULL, NULL, NULL, "nginx.worker_connections", "cannot be read"},
+	{"run-queue delay: the slice goes down; the CPU list has no step rule",
+	 {{"worker_run_delay", 0.3}}, {{NULL, NULL, 0}},
+	 "sched.base_slice", "1000000", "750000", NULL, "nginx.worker_cpu_affinity", "no step rule"},
+	{"orphans pile up: the FIN timeout goes down",
+	 {{"finwait_pileup", 80}}, {{NULL, NULL, 0}},
+	 "net.ipv4.tcp_fin_timeout", "60", "45", NULL, NULL, NULL},
+	{"out of local ports: the range widens at both ends",
+	 {{"port_exhaustion", 3}}, {{NULL, NULL, 0}},
+	 "net.ipv4.ip_local_port_range", "32768 60999", "28672 65095", NULL, NULL, NULL},
+	{"the range at its high bound still widens down",
+	 {{"port_exhaustion", 3}}, {{"net.ipv4.ip_local_port_range", "32768 65535", 0}, {NULL, NULL, 0}},
+	 "net.ipv4.ip_local_port_range", "32768 65535", "28672 65535", NULL, NULL, NULL},
+	{"keepalive_requests cuts clients off",
+	 {{"keepalive_short", 0.7}}, {{"nginx.keepalive_requests", "100", 0}, {NULL, NULL, 0}},
+	 "nginx.keepalive_requests", "100", "200", NULL, NULL, NULL},
+	{"keepalive_short below its threshold",
+	 {{"keepalive_short", 0.5}}, {{NULL, NULL, 0}},
+	 NULL, NULL, NULL, "no knob's trigger fires", NULL, NULL},
+	{"softirq imbalance: only cpumap knobs, which an operator proposes",
+	 {{"softirq_imbalance", 95}}, {{NULL, NULL, 0}},
+	 NULL, NULL, NULL, "none can move", "irq_affinity", "no step rule"},
+	{"priority: lost connections before lost packets",
+	 {{"softnet_drops", 50}, {"listen_overflows", 0.1}}, {{NULL, NULL, 0}},
+	 "listen_queue", "511", "1022", NULL, "net.core.somaxconn", NULL},
+	{"priority: a blocked first symptom falls through to the next",
+	 {{"softnet_drops", 50}, {"listen_overflows", 0.1}},
+	 {{"listen_queue", "65535", 0}, {"net.core.somaxconn", "65535", 0}, {"nginx.multi_accept", "on", 0},
+	  {NULL, NULL, 0}},
+	 "net.core.netdev_max_backlog", "1000", "2000", NULL, "net.core.somaxconn", "at its bound"},
+	{"worker saturation: more workers",
+	 {{"worker_saturation", 0.95}}, {{NULL, NULL, 0}},
+	 "nginx.worker_processes", "4", "8", NULL, NULL, NULL},
+	{"nothing fires", {{NULL, 0}}, {{NULL, NULL, 0}}, NULL, NULL, NULL, "no knob's trigger fires", NULL, NULL},
+};
+
+static void check_outcome(const struct pcase *c, const struct plan_outcome *o)
+{
+	print_message("%s: %s\n", c->what, o->reason);
+	for (size_t i = 0; i < o->nskipped; i++)
+		print_message("    skipped %s: %s\n", o->skipped[i].knob, o->skipped[i].reason);
+	if (c->knob) {
+		if (!o->proposed)
+			fail_msg("%s: no proposal: %s", c->what, o->reason);
+		assert_string_equal(o->prop.knob, c->knob);
+		assert_string_equal(o->prop.from, c->from);
+		assert_string_equal(o->prop.to, c->to);
+	} else {
+		assert_false(o->proposed);
+	}
+	if (c->reason && !strstr(o->reason, c->reason))
+		fail_msg("%s: reason \"%s\" lacks \"%s\"", c->what, o->reason, c->reason);
+	if (c->skipped) {
+		assert_true(o->nskipped >= 1);
+		assert_string_equal(o->skipped[0].knob, c->skipped);
+		if (c->skip_reason && !strstr(o->skipped[0].reason, c->skip_reason))
+			fail_msg("%s: skip reason \"%s\" lacks \"%s\"", c->what, o->skipped[0].reason, c->skip_reason);
+	} else if (c->knob) {
+		assert_int_equal(o->nskipped, 0);
+	}
+}
+
+static void test_table(void **state)
+{
+	struct policy_set set;
+	struct plan_config cfg;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	for (size_t i = 0; i < sizeof(pcases) / sizeof(pcases[0]); i++) {
+		const struct pcase *c = &pcases[i];
+		struct detect_report rep;
+		struct plan_outcome o;
+		struct host h;
+
+		host_make(&h, c->over);
+		report_make(&rep, c->fires);
+		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+		check_outcome(c, &o);
+	}
+	policy_set_free(&set);
+}
+
+/* What a proposal carries: the symptom with its evidence and the trial plan from the policy. */
+static void test_proposal_contents(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"softnet_squeeze", 3.5}};
+	struct policy_set set;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome o;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_true(o.proposed);
+	assert_int_equal(o.prop.detector, DETECT_SOFTNET_SQUEEZE);
+	assert_true(o.prop.value == 3.5);
+	assert_int_equal(o.prop.op, POLICY_GT);
+	assert_true(o.prop.threshold == 0);
+	assert_string_equal(o.prop.evidence, "softnet_squeeze at 3.5");
+	assert_int_equal(o.prop.dir, PLAN_UP);
+	assert_false(o.prop.approval_required); /* approval = auto in softnet.policy */
+	assert_int_equal(o.prop.trial.pairs, 8);
+	assert_int_equal(o.prop.trial.settle_ms, 30000);
+	assert_int_equal(o.prop.trial.block_ms, 30000 + 90000);
+	assert_int_equal(o.prop.trial.duration_ms, 8 * 2 * 120000);
+	assert_string_equal(o.prop.trial.objective.metric, "softnet.time_squeeze");
+	assert_int_equal(o.prop.trial.objective.dir, POLICY_LOWER_IS_BETTER);
+	assert_int_equal(o.prop.trial.nguardrails, 2);
+	assert_string_equal(o.prop.trial.guardrails[0].metric, "http.p99_ms");
+	assert_string_equal(o.prop.trial.guardrails[1].metric, "nginx.worker_wait_ratio");
+
+	/* listen_queue needs approval and settles for a minute (a reload). */
+	{
+		static const struct fire lf[FIRES_MAX] = {{"listen_overflows", 2}};
+
+		report_make(&rep, lf);
+		cfg.pairs = 4;
+		cfg.measure_ms = 60000;
+		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+		assert_string_equal(o.prop.knob, "listen_queue");
+		assert_true(o.prop.approval_required);
+		assert_int_equal(o.prop.trial.block_ms, 120000);
+		assert_int_equal(o.prop.trial.duration_ms, 4 * 2 * 120000);
+		assert_string_equal(o.prop.trial.objective.metric, "tcp.listen_overflows");
+	}
+	policy_set_free(&set);
+}
+
+/* Nothing is proposed while the report is not actionable, whatever fires; nor for readings that are not
+ * sustained or not valid. */
+static void test_not_actionable(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"softnet_squeeze", 3.5}, {"listen_overflows", 9}};
+	struct policy_set set;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome o;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+	rep.actionable = false;
+	rep.bottleneck = DETECT_BOTTLENECK_UPSTREAM;
+	snprintf(rep.status, sizeof(rep.status), "upstream time is 95%% of request time");
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_false(o.proposed);
+	assert_string_equal(o.reason, "no proposal: upstream time is 95% of request time");
+
+	report_make(&rep, fires);
+	rep.r[DETECT_SOFTNET_SQUEEZE].sustained = false;
+	rep.r[DETECT_LISTEN_OVERFLOWS].valid = false;
+	rep.r[DETECT_LISTEN_OVERFLOWS].value = NAN;
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_false(o.proposed);
+
+	cfg.pairs = 0;
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), -EINVAL);
+	plan_config_default(&cfg);
+	cfg.worse_factor = NAN;
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), -EINVAL);
+	policy_set_free(&set);
+}
+
+/* The order of the policy files does not change the choice. */
+static void test_deterministic(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"softnet_squeeze", 3.5}, {"softnet_drops", 3},
+						     {"worker_run_delay", 0.5}};
+	struct policy_set a, b;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome oa, ob, oc;
+	struct host h;
+
+	(void)state;
+	load_shipped(&a, false);
+	load_shipped(&b, true);
+	plan_config_default(&cfg);
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+	assert_int_equal(plan_next(&a, &rep, value_of, &h, NULL, &cfg, 5000, &oa), 0);
+	assert_int_equal(plan_next(&b, &rep, value_of, &h, NULL, &cfg, 5000, &ob), 0);
+	assert_int_equal(plan_next(&a, &rep, value_of, &h, NULL, &cfg, 5000, &oc), 0);
+	assert_true(oa.proposed && ob.proposed);
+	/* softnet_drops ranks before softnet_squeeze; netdev_max_backlog is its only knob. */
+	assert_string_equal(oa.prop.knob, "net.core.netdev_max_backlog");
+	assert_string_equal(oa.prop.knob, ob.prop.knob);
+	assert_string_equal(oa.prop.to, ob.prop.to);
+	assert_string_equal(oa.reason, ob.reason);
+	assert_int_equal(memcmp(&oa, &oc, sizeof(oa)), 0);
+	policy_set_free(&a);
+	policy_set_free(&b);
+}
+
+/* ---- memory ------------------------------------------------------------------------------------------------- */
+
+static void next(const struct policy_set *set, const struct detect_report *rep, struct host *h,
+		 const struct plan_memory *mem, const struct plan_config *cfg, int64_t now, struct plan_outcome *o)
+{
+	assert_int_equal(plan_next(set, rep, value_of, h, mem, cfg, now, o), 0);
+	print_message("t=%lld: %s%s%s\n", (long long)now, o->reason, o->nskipped ? "; skipped: " : "",
+		      o->nskipped ? o->skipped[0].reason : "");
+}
+
+static void test_memory_harm(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"softnet_squeeze", 3.5}};
+	struct policy_set set;
+	struct plan_config cfg;
+	struct plan_memory mem;
+	struct detect_report rep;
+	struct plan_outcome o, budget;
+	struct host h;
+	const int64_t t0 = 1000000, hour = 3600000;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	plan_memory_init(&mem);
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+
+	next(&set, &rep, &h, &mem, &cfg, t0, &budget);
+	assert_string_equal(budget.prop.knob, "net.core.netdev_budget");
+	assert_int_equal(plan_memory_record(&mem, &cfg, &budget.prop, PLAN_HARM, t0 + 100), 0);
+
+	/* Cooling down: the other knob of the symptom is next. */
+	next(&set, &rep, &h, &mem, &cfg, t0 + 1000, &o);
+	assert_string_equal(o.prop.knob, "net.core.netdev_budget_usecs");
+	assert_string_equal(o.skipped[0].knob, "net.core.netdev_budget");
+	assert_non_null(strstr(o.skipped[0].reason, "cooling down"));
+	assert_int_equal(plan_memory_record(&mem, &cfg, &o.prop, PLAN_ABORTED, t0 + 2000), 0);
+
+	next(&set, &rep, &h, &mem, &cfg, t0 + 3000, &o);
+	assert_false(o.proposed);
+	assert_int_equal(o.nskipped, 2);
+
+	/* After the cooldown the failed direction still blocks: same value, same symptom, nothing kept since. */
+	next(&set, &rep, &h, &mem, &cfg, t0 + hour + 3000, &o);
+	assert_false(o.proposed);
+	assert_non_null(strstr(o.skipped[0].reason, "going up from 300 failed"));
+
+	/* A symptom not yet twice as bad is the same conditions; twice as bad is not. */
+	rep.r[DETECT_SOFTNET_SQUEEZE].value = 6.9;
+	next(&set, &rep, &h, &mem, &cfg, t0 + hour + 4000, &o);
+	assert_false(o.proposed);
+	rep.r[DETECT_SOFTNET_SQUEEZE].value = 7.0;
+	next(&set, &rep, &h, &mem, &cfg, t0 + hour + 5000, &o);
+	assert_true(o.proposed);
+	assert_string_equal(o.prop.knob, "net.core.netdev_budget");
+	assert_string_equal(o.prop.to, "600");
+	rep.r[DETECT_SOFTNET_SQUEEZE].value = 3.5;
+
+	/* The knob found at another value (someone moved it, or a change of it was kept) is a new start. */
+	h.v[3].value = "400";
+	assert_string_equal(h.v[3].knob, "net.core.netdev_budget");
+	next(&set, &rep, &h, &mem, &cfg, t0 + hour + 6000, &o);
+	assert_string_equal(o.prop.knob, "net.core.netdev_budget");
+	assert_string_equal(o.prop.from, "400");
+	assert_string_equal(o.prop.to, "800");
+	h.v[3].value = "300";
+
+	/* A kept change anywhere on the host: every remembered failure may be tried again. */
+	{
+		struct plan_proposal other;
+
+		memset(&other, 0, sizeof(other));
+		snprintf(other.knob, sizeof(other.knob), "listen_queue");
+		assert_int_equal(plan_memory_record(&mem, &cfg, &other, PLAN_KEPT, t0 + hour + 7000), 0);
+		assert_int_equal(mem.generation, 1);
+	}
+	next(&set, &rep, &h, &mem, &cfg, t0 + hour + 8000, &o);
+	assert_string_equal(o.prop.knob, "net.core.netdev_budget");
+
+	/* And, without any of that, the memory fades after memory_ms. */
+	plan_memory_free(&mem);
+	plan_memory_init(&mem);
+	assert_int_equal(plan_memory_record(&mem, &cfg, &budget.prop, PLAN_HARM, t0), 0);
+	next(&set, &rep, &h, &mem, &cfg, t0 + cfg.memory_ms - 1, &o);
+	assert_string_equal(o.prop.knob, "net.core.netdev_budget_usecs");
+	next(&set, &rep, &h, &mem, &cfg, t0 + cfg.memory_ms, &o);
+	assert_string_equal(o.prop.knob, "net.core.netdev_budget");
+	plan_memory_free(&mem);
+	policy_set_free(&set);
+}
+
+static void test_memory_results(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"worker_connections_exhausted", 2}};
+	static const struct {
+		enum plan_result result;
+		bool after_cooldown; /* proposed again once the cooldown is over */
+		const char *why;     /* the skip reason then */
+	} rows[] = {
+		{PLAN_ERROR, true, NULL},
+		{PLAN_INCONCLUSIVE, false, "2048 was reverted"},
+		{PLAN_REJECTED, false, "2048 was reverted"},
+		{PLAN_HARM, false, "going up from 1024 failed"},
+		{PLAN_ABORTED, false, "going up from 1024 failed"},
+	};
+	struct policy_set set;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome first, o;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	cfg.cooldown_ms = 60000;
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct plan_memory mem;
+
+		plan_memory_init(&mem);
+		next(&set, &rep, &h, &mem, &cfg, 0, &first);
+		assert_string_equal(first.prop.knob, "nginx.worker_connections");
+		assert_string_equal(first.prop.to, "2048");
+		assert_int_equal(plan_memory_record(&mem, &cfg, &first.prop, rows[i].result, 1000), 0);
+		print_message("%s:\n", plan_result_name(rows[i].result));
+		next(&set, &rep, &h, &mem, &cfg, 60999, &o);
+		assert_false(o.proposed);
+		assert_non_null(strstr(o.skipped[0].reason, "cooling down"));
+		next(&set, &rep, &h, &mem, &cfg, 61000, &o);
+		assert_int_equal(o.proposed, rows[i].after_cooldown);
+		if (rows[i].why)
+			assert_non_null(strstr(o.skipped[0].reason, rows[i].why));
+		plan_memory_free(&mem);
+	}
+
+	/* An inconclusive step up does not block the direction: from a higher start the next value is new. */
+	{
+		struct plan_memory mem;
+
+		plan_memory_init(&mem);
+		assert_int_equal(plan_memory_record(&mem, &cfg, &first.prop, PLAN_INCONCLUSIVE, 1000), 0);
+		h.v[7].value = "2048";
+		assert_string_equal(h.v[7].knob, "nginx.worker_connections");
+		next(&set, &rep, &h, &mem, &cfg, 61000, &o);
+		assert_true(o.proposed);
+		assert_string_equal(o.prop.to, "4096");
+		plan_memory_free(&mem);
+	}
+
+	/* Bad records. */
+	{
+		struct plan_memory mem;
+		struct plan_proposal bad = first.prop;
+
+		plan_memory_init(&mem);
+		assert_int_equal(plan_memory_record(&mem, &cfg, &first.prop, (enum plan_result)99, 0), -EINVAL);
+		bad.knob[0] = '\0';
+		assert_int_equal(plan_memory_record(&mem, &cfg, &bad, PLAN_HARM, 0), -EINVAL);
+		bad = first.prop;
+		memset(bad.knob, 'x', sizeof(bad.knob));
+		assert_int_equal(plan_memory_record(&mem, &cfg, &bad, PLAN_HARM, 0), -EINVAL);
+		assert_int_equal(mem.n, 0);
+		/* Memory is bounded by the number of knobs a set may hold. */
+		for (int i = 0; i < POLICY_KNOBS_MAX; i++) {
+			snprintf(bad.knob, sizeof(bad.knob), "k%d", i);
+			assert_int_equal(plan_memory_record(&mem, &cfg, &bad, PLAN_HARM, 0), 0);
+		}
+		snprintf(bad.knob, sizeof(bad.knob), "one.too.many");
+		assert_int_equal(plan_memory_record(&mem, &cfg, &bad, PLAN_HARM, 0), -ENOSPC);
+		plan_memory_free(&mem);
+	}
+	policy_set_free(&set);
+}
+
+/* A constraint refuses the step: the planner reports policy_check's reason and moves on. */
+static void test_constraint(void **state)
+{
+	static const char text[] =
+		"[knob a.cap]\nkind = sysctl\ntarget = net.core.somaxconn\ntype = int\nmin = 128\nmax = 65535\n"
+		"step = x2\nobjective = http.p99_ms lower\n"
+		"[knob a.queue]\nkind = listen_queue\ntarget = *\ntype = int\nmin = 128\nmax = 65535\nstep = x2\n"
+		"constraint = <= a.cap\ntrigger = listen_overflows > 0.5\nobjective = tcp.listen_overflows lower\n"
+		"[knob b.squeeze]\nkind = sysctl\ntarget = net.core.netdev_budget\ntype = int\nmin = 300\n"
+		"max = 1200\nstep = +300\ntrigger = listen_overflows >= 0.5\napproval = auto\n"
+		"objective = softnet.time_squeeze lower\n";
+	static const struct kv vals[] = {{"a.cap", "1024", 0}, {"a.queue", "1024", 0}, {"b.squeeze", "300", 0},
+					 {NULL, NULL, 0}};
+	static const struct fire fires[FIRES_MAX] = {{"listen_overflows", 0.5}};
+	struct policy_set set;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome o;
+	struct host h = {.n = 0};
+
+	(void)state;
+	load_text(&set, text);
+	plan_config_default(&cfg);
+	for (size_t i = 0; vals[i].knob; i++)
+		h.v[h.n++] = vals[i];
+	report_make(&rep, fires);
+	/* At 0.5 only ">= 0.5" fires. */
+	next(&set, &rep, &h, NULL, &cfg, 0, &o);
+	assert_string_equal(o.prop.knob, "b.squeeze");
+	assert_string_equal(o.prop.to, "600");
+	assert_int_equal(o.nskipped, 0);
+	/* Above it both fire; the auto knob ranks first, then the queue. */
+	rep.r[DETECT_LISTEN_OVERFLOWS].value = 0.75;
+	h.v[2].value = "1200";
+	next(&set, &rep, &h, NULL, &cfg, 0, &o);
+	assert_false(o.proposed);
+	assert_int_equal(o.nskipped, 2);
+	assert_string_equal(o.skipped[0].knob, "b.squeeze");
+	assert_string_equal(o.skipped[1].knob, "a.queue");
+	assert_non_null(strstr(o.skipped[1].reason, "refused by its policy"));
+	policy_set_free(&set);
+}
+
+/* The knob values the detectors need. */
+static void test_detect_env(void **state)
+{
+	static const struct kv none[] = {{"nginx.keepalive_requests", NULL, -EIO},
+					 {"net.ipv4.ip_local_port_range", "60999 32768", 0}, {NULL, NULL, 0}};
+	struct policy_set set;
+	struct detect_env env;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	host_make(&h, NULL);
+	plan_detect_env(&set, value_of, &h, &env);
+	assert_true(env.keepalive_requests == 1000);
+	assert_true(env.port_range == 60999 - 32768 + 1);
+	host_make(&h, none);
+	plan_detect_env(&set, value_of, &h, &env);
+	assert_true(isnan(env.keepalive_requests));
+	assert_true(isnan(env.port_range));
+	policy_set_free(&set);
+
+	/* Every detector of the policy vocabulary is implemented by detect. */
+	for (size_t i = 0; i < DETECT_COUNT; i++)
+		assert_true(policy_detector_known(detect_name((enum detect_id)i)));
+}
+
+/* ---- planted misconfigurations, from frames --------------------------------------------------------------- */
+
+struct plant {
+	double squeeze, overflows, upstream_share;
+};
+
+/* Feed 60 ticks of a busy host with noisy counters; return the report. */
+static void run_plant(const struct plant *pl, struct metric_registry *reg, struct detect *d,
+		      const struct detect_env *env, struct detect_report *rep)
+{
+	struct frame fr;
+	uint64_t s = 7;
+
+	frame_init(&fr);
+	for (int t = 0; t < 60; t++) {
+		double u;
+
+		frame_clear(&fr);
+		fr.ts_ms = 1700000000000 + t * 1000;
+		fr.dt_s = 1;
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		u = (double)(s >> 11) / 9007199254740992.0;
+		assert_int_equal(frame_set(&fr, reg, "nginx.requests", 801 + floor(400 * u)), 0);
+		assert_int_equal(frame_set(&fr, reg, "nginx.accepts", 40), 0);
+		assert_int_equal(frame_set(&fr, reg, "nginx.handled", 40), 0);
+		assert_int_equal(frame_set(&fr, reg, "http.requests", 800 + floor(400 * u)), 0);
+		assert_int_equal(frame_set(&fr, reg, "http.request_ms_sum", 30000 * (0.5 + u)), 0);
+		assert_int_equal(frame_set(&fr, reg, "http.upstream_ms_sum", 30000 * (0.5 + u) * pl->upstream_share),
+				 0);
+		/* Counters arrive in bursts: zero in some ticks, more in others. */
+		assert_int_equal(frame_set(&fr, reg, "softnet.time_squeeze", floor(2 * pl->squeeze * u)), 0);
+		assert_int_equal(frame_set(&fr, reg, "softnet.dropped", 0), 0);
+		assert_int_equal(frame_set(&fr, reg, "tcp.listen_overflows", floor(2 * pl->overflows * u)), 0);
+		assert_int_equal(frame_set(&fr, reg, "tcp.syncookies_sent", 0), 0);
+		/* Every third tick the netstat probe fails. */
+		if (t % 3 == 0)
+			assert_int_equal(frame_set(&fr, reg, "tcp.listen_overflows", NAN), 0);
+		assert_int_equal(detect_push(d, reg, &fr), 0);
+	}
+	frame_free(&fr);
+	detect_evaluate(d, env, rep);
+}
+
+static void test_planted(void **state)
+{
+	static const struct {
+		const char *what;
+		struct plant plant;
+		struct kv over[3];
+		const char *knob, *from, *to, *reason;
+	} rows[] = {
+		{"tiny netdev_budget, time_squeeze rising", {6, 0, 0.1}, {{"net.core.netdev_budget", "64", 0}},
+		 "net.core.netdev_budget", "64", "300", NULL},
+		{"default netdev_budget, time_squeeze rising", {6, 0, 0.1}, {{NULL, NULL, 0}},
+		 "net.core.netdev_budget", "300", "600", NULL},
+		{"listen overflows", {0, 4, 0.1}, {{NULL, NULL, 0}}, "listen_queue", "511", "1022", NULL},
+		{"listen overflows behind a slow upstream", {0, 4, 0.97}, {{NULL, NULL, 0}}, NULL, NULL, NULL,
+		 "the bottleneck is the upstream"},
+		{"a healthy host", {0, 0, 0.1}, {{NULL, NULL, 0}}, NULL, NULL, NULL, "no knob's trigger fires"},
+	};
+	struct policy_set set;
+	struct plan_config cfg;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct detect_config dcfg;
+		struct metric_registry *reg;
+		struct detect_report rep;
+		struct detect_env env;
+		struct plan_outcome o;
+		struct detect *d;
+		struct host h;
+
+		host_make(&h, rows[i].over);
+		detect_config_default(&dcfg);
+		assert_int_equal(metric_registry_new(&reg), 0);
+		assert_int_equal(detect_new(&dcfg, &d), 0);
+		plan_detect_env(&set, value_of, &h, &env);
+		run_plant(&rows[i].plant, reg, d, &env, &rep);
+		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, rep.ts_ms, &o), 0);
+		print_message("%s: %s | %s\n", rows[i].what, rep.status, o.reason);
+		if (rows[i].knob) {
+			if (!o.proposed)
+				fail_msg("%s: %s", rows[i].what, o.reason);
+			assert_string_equal(o.prop.knob, rows[i].knob);
+			assert_string_equal(o.prop.from, rows[i].from);
+			assert_string_equal(o.prop.to, rows[i].to);
+			assert_non_null(strstr(o.prop.evidence, o.prop.detector == DETECT_SOFTNET_SQUEEZE ?
+							       "softnet.time_squeeze" : "tcp.listen_overflows"));
+			print_message("    evidence: %s\n", o.prop.evidence);
+		} else {
+			assert_false(o.proposed);
+			assert_non_null(strstr(o.reason, rows[i].reason));
+		}
+		detect_free(d);
+		metric_registry_free(reg);
+	}
+	policy_set_free(&set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_proposal_contents),
+		cmocka_unit_test(test_not_actionable),
+		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_memory_harm),
+		cmocka_unit_test(test_memory_results),
+		cmocka_unit_test(test_constraint),
+		cmocka_unit_test(test_detect_env),
+		cmocka_unit_test(test_planted),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
