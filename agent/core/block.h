@@ -1,0 +1,141 @@
+/*
+ * block: reduce the frames of one trial block to one number per objective and guardrail metric.
+ *
+ * Owns how a metric named by a policy becomes a block value: counters and per-tick amounts are summed and divided
+ * by the block's requests (per 1000 http.requests, so that load drift between blocks cancels); derived metrics
+ * (policy_derived_at) are ratios of sums, never means of per-tick ratios; http.pNN_ms comes from the summed
+ * latency histogram (http.lat.bN), with p95 kept beside p99 for blocks under BLOCK_QUANTILE_MIN_REQUESTS
+ * requests; gauges are means over the ticks. It also sums the counts behind the judge's hard guardrails (listen
+ * overflows, accepts - handled, 5xx) with their exposures. The first settle milliseconds of a block are dropped.
+ * A tick counts for a metric only when every input of that metric is present and finite in its frame, so a
+ * numerator and its denominator always cover the same ticks; a metric whose ticks fall short of
+ * (1 - max_missing) of the window is void, and a block whose objective (the first metric) is void is void.
+ * Must not: decide anything (that is judge.c), allocate, read clocks or files. Metric names with a wildcard are
+ * refused (-EOPNOTSUPP): a block value is one series.
+ */
+#ifndef NGXAT_BLOCK_H
+#define NGXAT_BLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "metrics.h"
+#include "policy.h"
+
+#define BLOCK_METRICS_MAX (1 + POLICY_GUARDRAILS_MAX) /* the objective, then the guardrails */
+#define BLOCK_INPUTS_MAX 6                            /* frame metrics one block metric reads */
+#define BLOCK_MAX_MISSING_DEFAULT 0.25                /* share of a window's ticks that may be missing */
+#define BLOCK_QUANTILE_MIN_REQUESTS 1000              /* below this, p99 is compared as p95 */
+
+enum block_kind {
+	BLOCK_PER_KREQ,  /* a counter or per-tick amount: its sum per 1000 http.requests */
+	BLOCK_RATIO,     /* a derived metric: ratio of two sums */
+	BLOCK_MEAN,      /* a gauge: mean over the ticks */
+	BLOCK_QUANTILE,  /* a latency percentile of the summed histogram */
+};
+
+struct block_spec {
+	size_t n;                                          /* metrics: [0] the objective, then guardrails */
+	char names[BLOCK_METRICS_MAX][POLICY_METRIC_MAX];
+	int64_t tick_ms;                                   /* sampling interval: the window's expected ticks */
+	double max_missing;                                /* BLOCK_MAX_MISSING_DEFAULT unless set */
+};
+
+struct block_value {
+	char name[POLICY_METRIC_MAX];
+	enum block_kind kind;
+	bool count;        /* the numerator counts events (errors, drops): the judge compares it conditionally */
+	bool is_void;      /* too few good ticks, or nothing to divide by */
+	uint32_t ticks;    /* ticks that had every input */
+	double num, den;   /* value = num / den; the judge reads the raw counts for its binomial tests */
+	double value;      /* NAN when void; quantiles: the named percentile in ms */
+	double value_p95;  /* quantiles: p95 of the same histogram (the fallback under 1000 requests); else value */
+	double nobs;       /* quantiles: requests in the histogram */
+};
+
+/* A count with its exposure, for the hard guardrails: NAN when the inputs were never present. */
+struct block_count {
+	double events;
+	double exposure;
+	uint32_t ticks;
+};
+
+struct block_summary {
+	int64_t from_ms, to_ms;   /* the measured window: settle dropped */
+	uint32_t expected;        /* ticks the window should hold */
+	uint32_t frames;          /* frames that fell in the window (in time order) */
+	bool is_void;             /* the objective is void */
+	double requests;          /* http.requests over the ticks where it was present */
+	struct block_count overflows; /* tcp.listen_overflows per http.requests */
+	struct block_count unhandled; /* nginx.accepts - nginx.handled per nginx.accepts */
+	struct block_count errors;    /* http.5xx per http.requests */
+	size_t n;
+	struct block_value v[BLOCK_METRICS_MAX];
+};
+
+/* The accumulator's view of one frame metric: resolved to an id lazily, since the sampler interns names late. */
+struct block_input {
+	char name[POLICY_METRIC_MAX];
+	uint32_t id;  /* 0: not interned yet */
+	double v;     /* this tick's value; NAN when absent */
+};
+
+struct block_def {
+	enum block_kind kind;
+	bool count;
+	bool cpu;                     /* inputs are CPU percent: converted to ms with sys.cpus and the tick length */
+	double q;                     /* quantiles */
+	size_t nnum;
+	int num[BLOCK_INPUTS_MAX];    /* input indexes; a negative sign is kept in num_sign */
+	int num_sign[BLOCK_INPUTS_MAX];
+	int den;                      /* input index, -1 for the tick count (means) */
+	double den_scale;
+};
+
+/* Running sums of one block; fill with block_acc_start. Fixed size, no allocation. */
+struct block_acc {
+	struct block_spec spec;
+	struct block_def def[BLOCK_METRICS_MAX];
+	struct block_input in[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 6];
+	size_t nin;
+	int i_req, i_5xx, i_ovf, i_acc, i_hnd, i_cpus;
+	uint32_t bucket_id[HIST_NBUCKETS];
+	struct { uint32_t id; uint16_t slot; } map[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 6 + HIST_NBUCKETS];
+	size_t nmap;
+	uint32_t reg_max;          /* metric_max_id when ids were last resolved */
+	int64_t from_ms, to_ms, last_ts;
+	bool any_frame;
+	uint32_t frames;
+	double num[BLOCK_METRICS_MAX], den[BLOCK_METRICS_MAX];
+	uint32_t ticks[BLOCK_METRICS_MAX];
+	struct hist lat;
+	uint32_t lat_ticks;
+	double requests;
+	struct block_count overflows, unhandled, errors;
+};
+
+/* Fill SPEC with NAMES[0..N) (the objective first) and TICK_MS. 0; -EINVAL (N is 0 or above BLOCK_METRICS_MAX, a
+ * name empty or too long, TICK_MS not positive); -EOPNOTSUPP for a wildcard name. */
+int block_spec_init(struct block_spec *spec, const char *const *names, size_t n, int64_t tick_ms);
+/* SPEC from policy P: its objective, then its guardrails. Same errors as block_spec_init. */
+int block_spec_from_policy(struct block_spec *spec, const struct knob_policy *p, int64_t tick_ms);
+/* How metric NAME is reduced (for docs and the judge's choice of test); -EINVAL for a bad name. */
+int block_metric_kind(const char *name, enum block_kind *kind, bool *count);
+
+/* Begin a block over [START_MS, END_MS) whose first SETTLE_MS are dropped. 0 or -EINVAL (a bad spec, an empty
+ * window after settle, a window of more than 2^31 ticks). */
+int block_acc_start(struct block_acc *acc, const struct block_spec *spec, int64_t start_ms, int64_t end_ms,
+		    int64_t settle_ms);
+/* Add one frame. Frames outside the window, or not later than the last one taken, are ignored. REG names the
+ * frame's ids. 0 or -EINVAL. */
+int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, const struct frame *fr);
+/* The block's summary from the sums so far. */
+void block_acc_finish(const struct block_acc *acc, struct block_summary *out);
+/* All at once: reduce FRAMES[0..N) (a scratch accumulator of the caller's, ACC, avoids a large stack frame). */
+int block_reduce(struct block_acc *acc, const struct block_spec *spec, const struct metric_registry *reg,
+		 const struct frame *frames, size_t n, int64_t start_ms, int64_t end_ms, int64_t settle_ms,
+		 struct block_summary *out);
+
+#endif

@@ -1,0 +1,818 @@
+/*
+ * judge: pairs of block summaries -> a verdict with its evidence. See judge.h.
+ */
+#include "judge.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stats.h"
+
+void judge_config_default(struct judge_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->delta = 0.05;
+	cfg->alpha = 0.05;
+	cfg->alpha_sign = 0.10;
+	cfg->alpha_early = 0.01;
+	cfg->alpha_guard = 0.001;
+	cfg->guard_margin = 0.10;
+	cfg->gross_harm = 1.0;
+	cfg->error_ceiling = 0.02;
+	cfg->power = 0.8;
+	cfg->quantile_min_requests = BLOCK_QUANTILE_MIN_REQUESTS;
+	cfg->pairs = 8;
+	cfg->pairs_min = 4;
+	cfg->pairs_max = 16;
+	cfg->max_void_pairs = 4;
+	cfg->max_void_run = 3;
+	cfg->overflow_trip_min = 1;
+}
+
+static bool level_ok(double a)
+{
+	return a > 0.0 && a <= 0.5;
+}
+
+int judge_config_check(const struct judge_config *c)
+{
+	if (!c || !(c->delta > 0.0 && c->delta <= 1.0) || !level_ok(c->alpha) || !level_ok(c->alpha_sign) ||
+	    !level_ok(c->alpha_early) || !level_ok(c->alpha_guard))
+		return -EINVAL;
+	if (!(c->guard_margin >= 0.0 && c->guard_margin <= 10.0) || !(c->gross_harm >= 0.0 && c->gross_harm <= 1000.0) ||
+	    !(c->error_ceiling > 0.0 && c->error_ceiling <= 1.0) || !(c->power >= 0.5 && c->power < 1.0) ||
+	    !(c->quantile_min_requests >= 0.0 && c->quantile_min_requests < 1e12))
+		return -EINVAL;
+	if (c->pairs_min < 2 || c->pairs_max > JUDGE_PAIRS_MAX || c->pairs_min > c->pairs_max || c->pairs < 2 ||
+	    c->pairs > c->pairs_max || c->pairs + c->max_void_pairs > JUDGE_PAIRS_MAX || c->max_void_run < 1)
+		return -EINVAL;
+	return 0;
+}
+
+static int copy_metric(char *dst, const char *src)
+{
+	size_t len = strnlen(src, POLICY_METRIC_MAX);
+
+	if (len == 0 || len >= POLICY_METRIC_MAX)
+		return -EINVAL;
+	memcpy(dst, src, len + 1);
+	return 0;
+}
+
+int judge_start(struct judge *j, const struct judge_config *cfg, const struct policy_metric *objective,
+		const struct policy_metric *guard, size_t nguard)
+{
+	struct judge_evidence *ev;
+
+	if (!j || judge_config_check(cfg) < 0 || !objective || nguard > POLICY_GUARDRAILS_MAX || (nguard && !guard))
+		return -EINVAL;
+	memset(j, 0, sizeof(*j));
+	j->cfg = *cfg;
+	ev = &j->ev;
+	ev->verdict = VERDICT_NONE;
+	if (copy_metric(ev->objective, objective->metric) < 0)
+		return -EINVAL;
+	ev->dir = objective->dir;
+	ev->delta = cfg->delta;
+	ev->alpha = cfg->alpha;
+	ev->planned = cfg->pairs;
+	ev->mean = ev->sd = ev->t_crit = ev->lower = ev->upper = NAN;
+	ev->effect = ev->effect_lo = ev->effect_hi = ev->sign_p = ev->half1 = ev->half2 = NAN;
+	ev->nguard = nguard;
+	for (size_t i = 0; i < nguard; i++) {
+		struct judge_guard_ev *g = &ev->guard[i];
+		enum block_kind kind;
+		bool count;
+
+		if (copy_metric(g->metric, guard[i].metric) < 0 || block_metric_kind(g->metric, &kind, &count) < 0)
+			return -EINVAL;
+		g->dir = guard[i].dir;
+		g->test = count ? JUDGE_TEST_BINOMIAL : JUDGE_TEST_NONINF;
+		g->p = g->mean = g->lower = g->upper = NAN;
+	}
+	snprintf(ev->reason, sizeof(ev->reason), "trial running: 0 of %u pairs", cfg->pairs);
+	return 0;
+}
+
+int judge_start_policy(struct judge *j, const struct judge_config *cfg, const struct knob_policy *p)
+{
+	if (!p)
+		return -EINVAL;
+	return judge_start(j, cfg, &p->objective, p->guardrails, p->nguardrails);
+}
+
+const struct judge_evidence *judge_evidence(const struct judge *j)
+{
+	return &j->ev;
+}
+
+__attribute__((format(printf, 3, 4))) static void finish(struct judge *j, enum judge_verdict v, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(j->ev.reason, sizeof(j->ev.reason), fmt, ap);
+	va_end(ap);
+	j->ev.verdict = v;
+	j->done = true;
+}
+
+/* A block value with a zero in it cannot be divided by: half a unit on both sides keeps the ratio finite. */
+static double log_ratio(double a, double b, enum policy_direction dir)
+{
+	double r;
+
+	if (!(isfinite(a) && isfinite(b) && a >= 0.0 && b >= 0.0))
+		return NAN;
+	if (a == 0.0 || b == 0.0) {
+		a += 0.5;
+		b += 0.5;
+	}
+	r = log(b / a);
+	return dir == POLICY_HIGHER_IS_BETTER ? r : -r;
+}
+
+/* The compared values of metric M in blocks A and B: counts carry a continuity correction of half an event. */
+static int pair_values(const struct block_value *va, const struct block_value *vb, double min_req, double *a,
+		       double *b, bool *p95)
+{
+	*p95 = false;
+	if (va->is_void || vb->is_void)
+		return -ENODATA;
+	if (va->kind == BLOCK_QUANTILE) {
+		*p95 = va->nobs < min_req || vb->nobs < min_req;
+		*a = *p95 ? va->value_p95 : va->value;
+		*b = *p95 ? vb->value_p95 : vb->value;
+	} else if (va->count) {
+		*a = (va->num + 0.5) / va->den;
+		*b = (vb->num + 0.5) / vb->den;
+	} else {
+		*a = va->value;
+		*b = vb->value;
+	}
+	return isfinite(*a) && isfinite(*b) ? 0 : -ENODATA;
+}
+
+static bool matches(const struct judge *j, const struct block_summary *s)
+{
+	if (s->n != 1 + j->ev.nguard || strcmp(s->v[0].name, j->ev.objective) != 0)
+		return false;
+	for (size_t i = 0; i < j->ev.nguard; i++)
+		if (strcmp(s->v[1 + i].name, j->ev.guard[i].metric) != 0)
+			return false;
+	return true;
+}
+
+int judge_pair_effect(const struct judge *j, const struct block_summary *a, const struct block_summary *b, double *d)
+{
+	double va, vb;
+	bool p95;
+
+	if (!j || !a || !b || !d || !matches(j, a) || !matches(j, b))
+		return -EINVAL;
+	if (pair_values(&a->v[0], &b->v[0], j->cfg.quantile_min_requests, &va, &vb, &p95) < 0)
+		return -ENODATA;
+	*d = log_ratio(va, vb, j->ev.dir);
+	return isfinite(*d) ? 0 : -ENODATA;
+}
+
+/* Mean, sd and one-sided bounds at level ALPHA of the valid pairs' X (indexed like ev.pair). */
+static void bounds(const double *x, size_t n, double alpha, double *mean, double *sd, double *lo, double *hi,
+		   double *tcrit)
+{
+	double t;
+
+	*mean = *sd = *lo = *hi = NAN;
+	if (tcrit)
+		*tcrit = NAN;
+	if (n == 0 || stats_mean_sd(x, n, mean, sd) < 0)
+		return;
+	if (n < 2)
+		return;
+	t = stats_t_quantile(1.0 - alpha, (double)(n - 1));
+	if (tcrit)
+		*tcrit = t;
+	*lo = *mean - t * *sd / sqrt((double)n);
+	*hi = *mean + t * *sd / sqrt((double)n);
+}
+
+/* The objective's d of the valid pairs, in order. */
+static size_t valid_d(const struct judge *j, double *out)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < j->ev.npairs; i++)
+		if (!j->ev.pair[i].is_void)
+			out[n++] = j->ev.pair[i].d;
+	return n;
+}
+
+static size_t valid_g(const struct judge *j, size_t g, double *out)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < j->ev.npairs; i++)
+		if (!j->ev.pair[i].is_void && isfinite(j->ev.pair[i].g[g]))
+			out[n++] = j->ev.pair[i].g[g];
+	return n;
+}
+
+/* Refresh the running statistics of the evidence. */
+static void summarize(struct judge *j)
+{
+	struct judge_evidence *ev = &j->ev;
+	double d[JUDGE_PAIRS_MAX], m2;
+	size_t n = valid_d(j, d), h = n / 2;
+
+	bounds(d, n, j->cfg.alpha, &ev->mean, &ev->sd, &ev->lower, &ev->upper, &ev->t_crit);
+	ev->effect = expm1(ev->mean);
+	ev->effect_lo = expm1(ev->lower);
+	ev->effect_hi = expm1(ev->upper);
+	ev->sign_pos = ev->sign_neg = 0;
+	for (size_t i = 0; i < n; i++) {
+		ev->sign_pos += d[i] > 0;
+		ev->sign_neg += d[i] < 0;
+	}
+	ev->sign_p = n ? stats_sign_test(ev->sign_pos, ev->sign_neg) : NAN;
+	ev->half1 = ev->half2 = NAN;
+	if (h >= 1) {
+		stats_mean_sd(d, h, &ev->half1, &m2);
+		stats_mean_sd(d + h, n - h, &ev->half2, &m2);
+	}
+	for (size_t g = 0; g < ev->nguard; g++) {
+		struct judge_guard_ev *ge = &ev->guard[g];
+		double x[JUDGE_PAIRS_MAX], sd;
+		size_t k;
+
+		if (ge->test != JUDGE_TEST_NONINF)
+			continue;
+		k = valid_g(j, g, x);
+		bounds(x, k, j->cfg.alpha, &ge->mean, &sd, &ge->lower, &ge->upper, NULL);
+		ge->noninf_shown = k >= 2 && ge->lower > -log1p(j->cfg.guard_margin);
+	}
+}
+
+/* One-sided p of "the harm side has more events than its exposure share (widened by the margin) explains". */
+static double binom_p(double ea, double eb, double xa, double xb, enum policy_direction dir, double margin)
+{
+	double harm, other, xh, xo, p0;
+
+	/* Lower is better: harm is more events in B. Higher is better: harm is more events in A. */
+	if (dir == POLICY_LOWER_IS_BETTER)
+		harm = eb, other = ea, xh = xb, xo = xa;
+	else
+		harm = ea, other = eb, xh = xa, xo = xb;
+	if (!(xh > 0 && xo > 0) || !(harm >= 0 && other >= 0) || harm + other < 1.0)
+		return 1.0;
+	harm = floor(harm + 0.5);
+	other = floor(other + 0.5);
+	if (harm + other > 1e15)
+		return 1.0;
+	p0 = xh * (1.0 + margin) / (xo + xh * (1.0 + margin));
+	return stats_binom_tail((uint64_t)harm, (uint64_t)(harm + other), p0);
+}
+
+/* Hard trips; true when one fired. Checked on every pair, void or not, since they need only counts. */
+static bool hard_trips(struct judge *j, const struct block_summary *a, const struct block_summary *b)
+{
+	struct judge_evidence *ev = &j->ev;
+	unsigned k = ev->npairs;
+
+	if (isfinite(a->overflows.events))
+		j->a_overflows += a->overflows.events;
+	if (isfinite(a->unhandled.events))
+		j->a_unhandled += a->unhandled.events;
+	if (isfinite(b->overflows.events) && b->overflows.events >= (double)j->cfg.overflow_trip_min &&
+	    b->overflows.events > 0 && j->a_overflows == 0) {
+		ev->trip_overflow = true;
+		finish(j, VERDICT_ABORTED, "new listen overflows: %.0f in the B block of pair %u, none in any A block",
+		       b->overflows.events, k);
+		return true;
+	}
+	if (isfinite(b->unhandled.events) && b->unhandled.events >= 1.0 && j->a_unhandled == 0) {
+		ev->trip_unhandled = true;
+		finish(j, VERDICT_ABORTED, "accepts != handled: %.0f connections dropped in B of pair %u, none in A",
+		       b->unhandled.events, k);
+		return true;
+	}
+	if (isfinite(b->errors.events) && b->errors.exposure > 0) {
+		double sb = b->errors.events / b->errors.exposure;
+		double sa = isfinite(a->errors.events) && a->errors.exposure > 0 ? a->errors.events / a->errors.exposure
+										   : 0.0;
+
+		if (sb > j->cfg.error_ceiling && sa <= j->cfg.error_ceiling) {
+			ev->trip_errors = true;
+			finish(j, VERDICT_ABORTED, "5xx share %.2f%% in B of pair %u is above the %.2f%% ceiling",
+			       100.0 * sb, k, 100.0 * j->cfg.error_ceiling);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Is the block missing data: its objective, or a guardrail that the other block of the pair or an earlier pair
+ * had. A guardrail missing everywhere so far is unavailable on this host and voids nothing. */
+static bool block_void(const struct judge *j, const struct block_summary *s, const struct block_summary *other)
+{
+	if (s->is_void || s->v[0].is_void)
+		return true;
+	for (size_t g = 0; g < j->ev.nguard; g++)
+		if (s->v[1 + g].is_void && (!other->v[1 + g].is_void || j->ev.guard[g].available))
+			return true;
+	return false;
+}
+
+/* Guardrails of a valid pair; true when one failed (the trial is over). */
+static bool guardrails(struct judge *j, const struct block_summary *a, const struct block_summary *b,
+		       struct judge_pair_ev *pe)
+{
+	struct judge_evidence *ev = &j->ev;
+	double gross = j->cfg.gross_harm > 0 ? -log1p(j->cfg.gross_harm) : -INFINITY;
+
+	for (size_t g = 0; g < ev->nguard; g++) {
+		struct judge_guard_ev *ge = &ev->guard[g];
+		const struct block_value *va = &a->v[1 + g], *vb = &b->v[1 + g];
+		double x[JUDGE_PAIRS_MAX], mean, sd, lo, hi;
+		size_t k;
+
+		pe->g[g] = NAN;
+		if (va->is_void || vb->is_void)
+			continue;
+		ge->available = true;
+		if (ge->test == JUDGE_TEST_BINOMIAL) {
+			double p = binom_p(va->num, vb->num, va->den, vb->den, ge->dir, j->cfg.guard_margin), pool;
+
+			pe->g[g] = p;
+			ge->events_a += va->num;
+			ge->events_b += vb->num;
+			ge->exposure_a += va->den;
+			ge->exposure_b += vb->den;
+			pool = binom_p(ge->events_a, ge->events_b, ge->exposure_a, ge->exposure_b, ge->dir,
+				       j->cfg.guard_margin);
+			ge->p = pool;
+			if (p < j->cfg.alpha_guard || pool < j->cfg.alpha_guard) {
+				ge->failed = true;
+				ge->failed_pair = ev->npairs;
+				finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %.0f events in B against %.0f in A "
+				       "(p = %.2g)", ge->metric, ev->npairs, p < j->cfg.alpha_guard ? vb->num : ge->events_b,
+				       p < j->cfg.alpha_guard ? va->num : ge->events_a, fmin(p, pool));
+				return true;
+			}
+			continue;
+		}
+		{
+			double ga, gb;
+			bool p95;
+
+			if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) < 0)
+				continue;
+			pe->g[g] = log_ratio(ga, gb, ge->dir);
+		}
+		if (!isfinite(pe->g[g]))
+			continue;
+		if (pe->g[g] < gross) {
+			ge->failed = true;
+			ge->failed_pair = ev->npairs;
+			finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %.0f%% worse in one pair", ge->metric,
+			       ev->npairs, 100.0 * expm1(-pe->g[g]));
+			return true;
+		}
+		k = valid_g(j, g, x);
+		if (k >= 3) {
+			bounds(x, k, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
+			if (hi < -log1p(j->cfg.guard_margin)) {
+				ge->failed = true;
+				ge->failed_pair = ev->npairs;
+				finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: worse by more than %.0f%% "
+				       "(upper bound %.1f%%)", ge->metric, ev->npairs, 100.0 * j->cfg.guard_margin,
+				       100.0 * expm1(hi));
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* The verdict after K valid pairs. */
+static void decide(struct judge *j)
+{
+	struct judge_evidence *ev = &j->ev;
+	double keep = log1p(j->cfg.delta);
+
+	if (!(ev->lower > keep)) {
+		if (ev->upper < -keep)
+			finish(j, VERDICT_REVERT, "%s worse: effect %+.1f%%, upper bound %+.1f%% below -%.0f%%",
+			       ev->objective, 100.0 * ev->effect, 100.0 * ev->effect_hi, 100.0 * j->cfg.delta);
+		else
+			finish(j, VERDICT_INCONCLUSIVE, "%s effect %+.1f%% not shown above %.0f%%: lower bound %+.1f%%",
+			       ev->objective, 100.0 * ev->effect, 100.0 * j->cfg.delta, 100.0 * ev->effect_lo);
+		return;
+	}
+	if (!(ev->sign_p <= j->cfg.alpha_sign)) {
+		finish(j, VERDICT_INCONCLUSIVE, "sign test disagrees: %u of %u pairs better (p = %.3f)", ev->sign_pos,
+		       ev->sign_pos + ev->sign_neg, ev->sign_p);
+		return;
+	}
+	if (!(ev->half1 > 0 && ev->half2 > 0)) {
+		finish(j, VERDICT_INCONCLUSIVE, "the halves of the trial disagree: %+.1f%% then %+.1f%%",
+		       100.0 * expm1(ev->half1), 100.0 * expm1(ev->half2));
+		return;
+	}
+	for (size_t g = 0; g < ev->nguard; g++) {
+		const struct judge_guard_ev *ge = &ev->guard[g];
+
+		if (ge->test == JUDGE_TEST_NONINF && ge->available && !ge->noninf_shown) {
+			finish(j, VERDICT_INCONCLUSIVE, "guardrail %s not shown within %.0f%%: lower bound %+.1f%%",
+			       ge->metric, 100.0 * j->cfg.guard_margin, 100.0 * expm1(ge->lower));
+			return;
+		}
+	}
+	finish(j, VERDICT_KEEP, "%s better by %+.1f%% (lower bound %+.1f%% > %.0f%%), %u of %u pairs agree",
+	       ev->objective, 100.0 * ev->effect, 100.0 * ev->effect_lo, 100.0 * j->cfg.delta, ev->sign_pos,
+	       ev->nvalid);
+}
+
+int judge_add_pair(struct judge *j, const struct block_summary *a, const struct block_summary *b, bool b_first,
+		   bool *done)
+{
+	struct judge_evidence *ev;
+	struct judge_pair_ev *pe;
+	bool void_a, void_b, p95;
+	double gross;
+
+	if (!j || !a || !b || !done)
+		return -EINVAL;
+	*done = j->done;
+	if (j->done)
+		return -EALREADY;
+	if (!matches(j, a) || !matches(j, b))
+		return -EINVAL;
+	ev = &j->ev;
+	if (ev->npairs >= JUDGE_PAIRS_MAX) {
+		/* judge_config_check bounds pairs + void pairs; this is a belt for a caller that ignored *DONE. */
+		finish(j, VERDICT_ERROR, "more pairs than a trial may hold");
+		*done = true;
+		return 0;
+	}
+	pe = &ev->pair[ev->npairs++];
+	memset(pe, 0, sizeof(*pe));
+	pe->b_first = b_first;
+	pe->a = a->v[0].value;
+	pe->b = b->v[0].value;
+	pe->d = NAN;
+	pe->requests_a = a->requests;
+	pe->requests_b = b->requests;
+	for (size_t g = 0; g < POLICY_GUARDRAILS_MAX; g++)
+		pe->g[g] = NAN;
+
+	if (hard_trips(j, a, b)) {
+		summarize(j);
+		*done = true;
+		return 0;
+	}
+
+	/* Void blocks in the order they ran. */
+	void_a = block_void(j, a, b);
+	void_b = block_void(j, b, a);
+	for (int k = 0; k < 2; k++) {
+		bool v = (k == 0) == b_first ? void_b : void_a;
+
+		j->void_run = v ? j->void_run + 1 : 0;
+		if (j->void_run >= j->cfg.max_void_run) {
+			pe->is_void = true;
+			ev->nvoid++;
+			summarize(j);
+			finish(j, VERDICT_ERROR, "%u consecutive blocks without data (pair %u)", j->void_run, ev->npairs);
+			*done = true;
+			return 0;
+		}
+	}
+	if (void_a || void_b ||
+	    pair_values(&a->v[0], &b->v[0], j->cfg.quantile_min_requests, &pe->a, &pe->b, &p95) < 0 ||
+	    !isfinite(log_ratio(pe->a, pe->b, ev->dir))) {
+		pe->is_void = true;
+		ev->nvoid++;
+		if (ev->nvoid > j->cfg.max_void_pairs) {
+			summarize(j);
+			finish(j, VERDICT_ERROR, "%u void pairs: too much missing data", ev->nvoid);
+			*done = true;
+		}
+		return 0;
+	}
+	pe->p95 = p95;
+	pe->d = log_ratio(pe->a, pe->b, ev->dir);
+	ev->nvalid++;
+
+	if (guardrails(j, a, b, pe)) {
+		summarize(j);
+		*done = true;
+		return 0;
+	}
+	summarize(j);
+
+	/* Early stops, toward harm only. */
+	gross = j->cfg.gross_harm > 0 ? -log1p(j->cfg.gross_harm) : -INFINITY;
+	if (pe->d < gross) {
+		finish(j, VERDICT_REVERT, "%s %.0f%% worse in pair %u", ev->objective, 100.0 * expm1(-pe->d),
+		       ev->npairs);
+	} else if (ev->nvalid >= 3) {
+		double d[JUDGE_PAIRS_MAX], mean, sd, lo, hi;
+		size_t n = valid_d(j, d);
+
+		bounds(d, n, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
+		if (hi < -log1p(j->cfg.delta))
+			finish(j, VERDICT_REVERT, "%s worse after %u pairs: effect %+.1f%%, upper bound %+.1f%%",
+			       ev->objective, ev->nvalid, 100.0 * expm1(mean), 100.0 * expm1(hi));
+	}
+	if (!j->done && ev->nvalid >= j->cfg.pairs)
+		decide(j);
+	if (!j->done)
+		snprintf(ev->reason, sizeof(ev->reason), "trial running: %u of %u pairs, effect %+.1f%%", ev->nvalid,
+			 j->cfg.pairs, 100.0 * ev->effect);
+	*done = j->done;
+	return 0;
+}
+
+int judge_calibrate(const struct judge_config *cfg, const double *d, size_t n, struct judge_calibration *out)
+{
+	double gap, se;
+
+	if (!out || judge_config_check(cfg) < 0 || !d || n < 3 || n > 4096)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (stats_mean_sd(d, n, &out->mean, &out->sd) < 0)
+		return -EINVAL;
+	out->n = (unsigned)n;
+	out->needed = log1p(cfg->delta);
+	/* Keeping needs the lower bound above ln(1 + delta); a gain of 2 x delta gets there with the wanted power
+	 * when ln(1 + 2 delta) - ln(1 + delta) covers both quantiles' share of the standard error. */
+	gap = log1p(2.0 * cfg->delta) - log1p(cfg->delta);
+	out->pairs = cfg->pairs_max;
+	for (unsigned k = cfg->pairs_min; k <= cfg->pairs_max; k++) {
+		se = out->sd / sqrt((double)k);
+		if ((stats_t_quantile(1.0 - cfg->alpha, k - 1.0) + stats_t_quantile(cfg->power, k - 1.0)) * se <= gap) {
+			out->pairs = k;
+			break;
+		}
+	}
+	out->floor = stats_t_quantile(1.0 - cfg->alpha, cfg->pairs_max - 1.0) * out->sd / sqrt((double)cfg->pairs_max);
+	out->refuse = !(out->floor < out->needed);
+	if (out->refuse)
+		snprintf(out->reason, sizeof(out->reason),
+			 "noise floor too high: +-%.1f%% with %u pairs, above the %.0f%% worth keeping (A/A sd %.3f)",
+			 100.0 * expm1(out->floor), cfg->pairs_max, 100.0 * cfg->delta, out->sd);
+	else
+		snprintf(out->reason, sizeof(out->reason), "A/A sd %.3f over %u pairs: %u pairs for power %.0f%% at %.0f%%",
+			 out->sd, out->n, out->pairs, 100.0 * cfg->power, 200.0 * cfg->delta);
+	return 0;
+}
+
+const char *judge_verdict_name(enum judge_verdict v)
+{
+	switch (v) {
+	case VERDICT_NONE:
+		return "running";
+	case VERDICT_KEEP:
+		return "keep";
+	case VERDICT_REVERT:
+		return "revert";
+	case VERDICT_INCONCLUSIVE:
+		return "inconclusive";
+	case VERDICT_ABORTED:
+		return "aborted";
+	case VERDICT_ERROR:
+		return "error";
+	}
+	return "?";
+}
+
+/* ---- JSON: written by hand, core has no JSON library ------------------------------------------------------------ */
+
+struct jw {
+	char *buf;
+	size_t len, pos;
+	bool full;
+};
+
+static void jw_raw(struct jw *w, const char *s)
+{
+	for (; *s; s++) {
+		if (w->pos + 1 >= w->len) {
+			w->full = true;
+			return;
+		}
+		w->buf[w->pos++] = *s;
+	}
+	w->buf[w->pos] = '\0';
+}
+
+static void jw_str(struct jw *w, const char *s)
+{
+	char esc[8];
+
+	jw_raw(w, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\', esc[1] = (char)c, esc[2] = '\0';
+		} else if (c < 0x20 || c >= 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		} else {
+			esc[0] = (char)c, esc[1] = '\0';
+		}
+		jw_raw(w, esc);
+	}
+	jw_raw(w, "\"");
+}
+
+static void jw_key(struct jw *w, const char *key)
+{
+	if (w->pos > 0 && w->buf[w->pos - 1] != '{' && w->buf[w->pos - 1] != '[')
+		jw_raw(w, ",");
+	jw_str(w, key);
+	jw_raw(w, ":");
+}
+
+static void jw_num(struct jw *w, double x)
+{
+	char tmp[32];
+
+	if (!isfinite(x)) {
+		jw_raw(w, "null");
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%.6g", x);
+	jw_raw(w, tmp);
+}
+
+static void jw_knum(struct jw *w, const char *key, double x)
+{
+	jw_key(w, key);
+	jw_num(w, x);
+}
+
+static void jw_kuint(struct jw *w, const char *key, unsigned long long x)
+{
+	char tmp[24];
+
+	jw_key(w, key);
+	snprintf(tmp, sizeof(tmp), "%llu", x);
+	jw_raw(w, tmp);
+}
+
+static void jw_kbool(struct jw *w, const char *key, bool b)
+{
+	jw_key(w, key);
+	jw_raw(w, b ? "true" : "false");
+}
+
+static void jw_kstr(struct jw *w, const char *key, const char *s)
+{
+	jw_key(w, key);
+	jw_str(w, s);
+}
+
+static void jw_sep(struct jw *w)
+{
+	if (w->pos > 0 && w->buf[w->pos - 1] != '[')
+		jw_raw(w, ",");
+}
+
+static int jw_init(struct jw *w, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return -ENOSPC;
+	w->buf = buf;
+	w->len = len;
+	w->pos = 0;
+	w->full = false;
+	buf[0] = '\0';
+	return 0;
+}
+
+static const char *dir_name(enum policy_direction dir)
+{
+	return dir == POLICY_HIGHER_IS_BETTER ? "higher" : "lower";
+}
+
+int judge_evidence_json(const struct judge_evidence *ev, char *buf, size_t len)
+{
+	struct jw w;
+
+	if (jw_init(&w, buf, len) < 0 || !ev)
+		return -ENOSPC;
+	jw_raw(&w, "{");
+	jw_kstr(&w, "verdict", judge_verdict_name(ev->verdict));
+	jw_kstr(&w, "reason", ev->reason);
+	jw_kstr(&w, "objective", ev->objective);
+	jw_kstr(&w, "better", dir_name(ev->dir));
+	jw_knum(&w, "delta", ev->delta);
+	jw_knum(&w, "alpha", ev->alpha);
+	jw_kuint(&w, "planned", ev->planned);
+	jw_kuint(&w, "pairs", ev->npairs);
+	jw_kuint(&w, "valid", ev->nvalid);
+	jw_kuint(&w, "void", ev->nvoid);
+	jw_knum(&w, "mean", ev->mean);
+	jw_knum(&w, "sd", ev->sd);
+	jw_knum(&w, "t", ev->t_crit);
+	jw_knum(&w, "lower", ev->lower);
+	jw_knum(&w, "upper", ev->upper);
+	jw_knum(&w, "effect", ev->effect);
+	jw_knum(&w, "effect_lo", ev->effect_lo);
+	jw_knum(&w, "effect_hi", ev->effect_hi);
+	jw_key(&w, "sign");
+	jw_raw(&w, "{");
+	jw_kuint(&w, "better", ev->sign_pos);
+	jw_kuint(&w, "worse", ev->sign_neg);
+	jw_knum(&w, "p", ev->sign_p);
+	jw_raw(&w, "}");
+	jw_key(&w, "halves");
+	jw_raw(&w, "[");
+	jw_num(&w, ev->half1);
+	jw_raw(&w, ",");
+	jw_num(&w, ev->half2);
+	jw_raw(&w, "]");
+	jw_key(&w, "trips");
+	jw_raw(&w, "{");
+	jw_kbool(&w, "overflow", ev->trip_overflow);
+	jw_kbool(&w, "unhandled", ev->trip_unhandled);
+	jw_kbool(&w, "errors", ev->trip_errors);
+	jw_raw(&w, "}");
+	jw_key(&w, "guardrails");
+	jw_raw(&w, "[");
+	for (size_t g = 0; g < ev->nguard && g < POLICY_GUARDRAILS_MAX; g++) {
+		const struct judge_guard_ev *ge = &ev->guard[g];
+
+		jw_sep(&w);
+		jw_raw(&w, "{");
+		jw_kstr(&w, "metric", ge->metric);
+		jw_kstr(&w, "test", ge->test == JUDGE_TEST_BINOMIAL ? "binomial" : "noninferiority");
+		jw_kbool(&w, "available", ge->available);
+		jw_kbool(&w, "failed", ge->failed);
+		jw_kuint(&w, "failed_pair", ge->failed_pair);
+		if (ge->test == JUDGE_TEST_BINOMIAL) {
+			jw_knum(&w, "events_a", ge->events_a);
+			jw_knum(&w, "events_b", ge->events_b);
+			jw_knum(&w, "p", ge->p);
+		} else {
+			jw_knum(&w, "mean", ge->mean);
+			jw_knum(&w, "lower", ge->lower);
+			jw_kbool(&w, "shown", ge->noninf_shown);
+		}
+		jw_raw(&w, "}");
+	}
+	jw_raw(&w, "]");
+	jw_key(&w, "pairs_detail");
+	jw_raw(&w, "[");
+	for (unsigned i = 0; i < ev->npairs && i < JUDGE_PAIRS_MAX; i++) {
+		const struct judge_pair_ev *pe = &ev->pair[i];
+
+		jw_sep(&w);
+		jw_raw(&w, "{");
+		jw_kstr(&w, "order", pe->b_first ? "BA" : "AB");
+		jw_kbool(&w, "void", pe->is_void);
+		jw_knum(&w, "a", pe->a);
+		jw_knum(&w, "b", pe->b);
+		jw_knum(&w, "d", pe->d);
+		if (pe->p95)
+			jw_kbool(&w, "p95", true);
+		jw_knum(&w, "req_a", pe->requests_a);
+		jw_knum(&w, "req_b", pe->requests_b);
+		if (ev->nguard) {
+			jw_key(&w, "g");
+			jw_raw(&w, "[");
+			for (size_t g = 0; g < ev->nguard && g < POLICY_GUARDRAILS_MAX; g++) {
+				if (g)
+					jw_raw(&w, ",");
+				jw_num(&w, pe->g[g]);
+			}
+			jw_raw(&w, "]");
+		}
+		jw_raw(&w, "}");
+	}
+	jw_raw(&w, "]}");
+	return w.full ? -ENOSPC : 0;
+}
+
+int judge_calibration_json(const struct judge_calibration *cal, char *buf, size_t len)
+{
+	struct jw w;
+
+	if (jw_init(&w, buf, len) < 0 || !cal)
+		return -ENOSPC;
+	jw_raw(&w, "{");
+	jw_kbool(&w, "refuse", cal->refuse);
+	jw_kstr(&w, "reason", cal->reason);
+	jw_kuint(&w, "aa_pairs", cal->n);
+	jw_knum(&w, "mean", cal->mean);
+	jw_knum(&w, "sd", cal->sd);
+	jw_kuint(&w, "pairs", cal->pairs);
+	jw_knum(&w, "floor", cal->floor);
+	jw_knum(&w, "needed", cal->needed);
+	jw_raw(&w, "}");
+	return w.full ? -ENOSPC : 0;
+}

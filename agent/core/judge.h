@@ -1,0 +1,162 @@
+/*
+ * judge: the trial verdict under noise (DESIGN.md, "The judge").
+ *
+ * Owns the decision of one trial from its pairs of block summaries (block.h): per valid pair the objective's
+ * d = ln(B/A), signed so that positive is better (the direction comes from the policy); the verdict keep only
+ * when the lower one-sided t bound of mean(d) exceeds ln(1 + delta) AND the one-sided sign test agrees AND both
+ * halves of the trial have a positive mean AND every guardrail held (non-inferiority shown for continuous ones);
+ * revert when the upper bound is below -ln(1 + delta); otherwise inconclusive (the knob is reverted as well and
+ * may be retried later). After every pair, in the harm direction only: hard trips (listen overflows or
+ * accepts != handled in B while no A block of the trial had any; a 5xx share above the ceiling in B but not in
+ * A), counter guardrails compared conditionally (given n events in a pair, B's count is Binomial(n, B's share of
+ * the exposure) when there is no effect: an exact one-sided test with a margin, per pair and pooled), continuous
+ * guardrails (p99, CPU per request) by their own log ratios; an objective or guardrail that is grossly worse in
+ * one pair, or clearly worse over the pairs so far, ends the trial early. The trial never ends early toward keep.
+ * A void block (block.h) voids its pair; void pairs are replaced up to max_void_pairs; max_void_run consecutive
+ * void blocks end the trial as VERDICT_ERROR. An A/A calibration sizes K and refuses to judge when the noise
+ * floor exceeds the smallest effect worth keeping. Every verdict carries its evidence, renderable as JSON.
+ *
+ * Defaults (judge_config_default), chosen with tests/sim: delta 5% (the smallest effect worth keeping), alpha
+ * 0.05 (one-sided t bound), K = 8 pairs, sign test at 0.10 (7 of 8 pairs must agree), counter guardrails at
+ * 0.001 with a 10% margin, continuous guardrails with a 10% non-inferiority margin, early harm at 0.01, gross
+ * harm at 2x in one pair, 5xx ceiling 2%, 3 consecutive void blocks, 4 void pairs, power 0.8 at 2 x delta.
+ *
+ * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
+ * the void-run count). Must not: draw random numbers, read clocks or files, log, or allocate.
+ */
+#ifndef NGXAT_JUDGE_H
+#define NGXAT_JUDGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "block.h"
+#include "policy.h"
+
+#define JUDGE_PAIRS_MAX 32      /* pairs of one trial, void ones included */
+#define JUDGE_REASON_MAX 256
+
+enum judge_verdict {
+	VERDICT_NONE,          /* the trial goes on */
+	VERDICT_KEEP,
+	VERDICT_REVERT,        /* the objective got worse */
+	VERDICT_INCONCLUSIVE,  /* no effect shown either way: revert, may retry later */
+	VERDICT_ABORTED,       /* a guardrail failed */
+	VERDICT_ERROR,         /* too much missing data */
+};
+
+struct judge_config {
+	double delta;            /* smallest relative gain worth keeping */
+	double alpha;            /* one-sided level of the t bounds of the verdict */
+	double alpha_sign;       /* one-sided level of the sign test */
+	double alpha_early;      /* one-sided level of the early harm bounds (objective and continuous guardrails) */
+	double alpha_guard;      /* one-sided level of the conditional counter tests */
+	double guard_margin;     /* relative worsening a guardrail may show and still hold */
+	double gross_harm;       /* one pair worse by this factor - 1 ends the trial (0: off) */
+	double error_ceiling;    /* 5xx share that trips in B when A stays under it */
+	double power;            /* calibration: power wanted at an effect of 2 x delta */
+	double quantile_min_requests; /* fewer requests in a block of the pair: p99 is compared as p95 */
+	unsigned pairs;          /* K valid pairs */
+	unsigned pairs_min, pairs_max; /* calibration range of K */
+	unsigned max_void_pairs; /* void pairs replaced before VERDICT_ERROR */
+	unsigned max_void_run;   /* consecutive void blocks that give VERDICT_ERROR */
+	unsigned overflow_trip_min; /* listen overflows in one B block that trip when A had none */
+};
+
+enum judge_guard_test {
+	JUDGE_TEST_BINOMIAL, /* event counters: conditional exact test */
+	JUDGE_TEST_NONINF,   /* everything else: per-pair log ratios */
+};
+
+struct judge_guard_ev {
+	char metric[POLICY_METRIC_MAX];
+	enum policy_direction dir;
+	enum judge_guard_test test;
+	bool available;       /* present in at least one valid pair */
+	bool failed;
+	unsigned failed_pair; /* 1-based pair that failed it, 0 when it held */
+	double events_a, events_b, exposure_a, exposure_b; /* binomial: pooled over the valid pairs */
+	double p;             /* binomial: pooled one-sided p value */
+	double mean, lower, upper; /* non-inferiority: mean signed log ratio and its one-sided alpha bounds */
+	bool noninf_shown;    /* lower > -ln(1 + guard_margin) */
+};
+
+struct judge_pair_ev {
+	bool b_first;
+	bool is_void;
+	bool p95;             /* the objective p99 was compared as p95 (a block under quantile_min_requests) */
+	double a, b;          /* the objective's block values */
+	double d;             /* signed log ratio; NAN for a void pair */
+	double requests_a, requests_b;
+	double g[POLICY_GUARDRAILS_MAX]; /* per guardrail: d (non-inferiority) or the pair's p value (binomial) */
+};
+
+struct judge_evidence {
+	enum judge_verdict verdict;
+	char reason[JUDGE_REASON_MAX];  /* one sentence */
+	char objective[POLICY_METRIC_MAX];
+	enum policy_direction dir;
+	double delta, alpha;
+	unsigned planned;               /* K */
+	unsigned npairs, nvalid, nvoid;
+	struct judge_pair_ev pair[JUDGE_PAIRS_MAX];
+	double mean, sd, t_crit;        /* over the valid pairs */
+	double lower, upper;            /* one-sided 1 - alpha bounds of mean(d) */
+	double effect, effect_lo, effect_hi; /* the same as relative changes: exp(x) - 1 */
+	unsigned sign_pos, sign_neg;
+	double sign_p;
+	double half1, half2;
+	bool trip_overflow, trip_unhandled, trip_errors;
+	size_t nguard;
+	struct judge_guard_ev guard[POLICY_GUARDRAILS_MAX];
+};
+
+struct judge {
+	struct judge_config cfg;
+	struct judge_evidence ev;
+	unsigned void_run;
+	double a_overflows, a_unhandled; /* events in the trial's A blocks so far */
+	bool done;
+};
+
+struct judge_calibration {
+	unsigned n;           /* A/A pairs */
+	double mean, sd;      /* of their d */
+	unsigned pairs;       /* K for the configured power at 2 x delta (pairs_max when out of reach) */
+	double floor;         /* one-sided half width of the t interval at pairs_max */
+	double needed;        /* ln(1 + delta): the floor must stay below it */
+	bool refuse;          /* noise floor too high */
+	char reason[JUDGE_REASON_MAX];
+};
+
+/* The documented defaults. */
+void judge_config_default(struct judge_config *cfg);
+/* 0, or -EINVAL when a field is out of range (levels in (0, 0.5], delta in (0, 1], pairs in 2..pairs_max...). */
+int judge_config_check(const struct judge_config *cfg);
+/* Start judging a trial of OBJECTIVE and GUARD[0..NGUARD) (the order of block_spec's names). 0 or -EINVAL. */
+int judge_start(struct judge *j, const struct judge_config *cfg, const struct policy_metric *objective,
+		const struct policy_metric *guard, size_t nguard);
+/* Start judging a trial of policy P. 0 or -EINVAL. */
+int judge_start_policy(struct judge *j, const struct judge_config *cfg, const struct knob_policy *p);
+/* Add the pair (A, B), B measured first when B_FIRST. Sets *DONE when a verdict is reached. 0; -EINVAL (the
+ * summaries do not match the judge's metrics); -EALREADY after the verdict. */
+int judge_add_pair(struct judge *j, const struct block_summary *a, const struct block_summary *b, bool b_first,
+		   bool *done);
+/* The evidence so far (the running estimate during the trial, the verdict after it). */
+const struct judge_evidence *judge_evidence(const struct judge *j);
+/* The objective's signed log ratio of one pair, for A/A calibration runs. 0, or -ENODATA for a void block. */
+int judge_pair_effect(const struct judge *j, const struct block_summary *a, const struct block_summary *b,
+		      double *d);
+
+/* Size K from A/A pairs' D[0..N) (N >= 3) and decide whether the objective can be judged at all. 0 or -EINVAL. */
+int judge_calibrate(const struct judge_config *cfg, const double *d, size_t n, struct judge_calibration *out);
+
+/* "keep", "revert", ... ("running" for VERDICT_NONE). */
+const char *judge_verdict_name(enum judge_verdict v);
+/* EV as one line of JSON into BUF. 0, or -ENOSPC (BUF holds a truncated, NUL-terminated prefix). */
+int judge_evidence_json(const struct judge_evidence *ev, char *buf, size_t len);
+/* CAL as one line of JSON. 0 or -ENOSPC. */
+int judge_calibration_json(const struct judge_calibration *cal, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * sim: a plant model of an nginx host for the judge, and the runs that score the judge against ground truth.
+ *
+ * The plant has offered load with diurnal drift, on/off bursts and AR(1) noise, heavy-tailed latency spikes,
+ * latency that grows as 1 / (1 - utilisation) with a log-normal spread, slowly drifting CPU cost per request,
+ * Poisson error counters and listen overflows when load exceeds capacity. Each trial draws a true effect of the
+ * new value (60% none, 20% small gain below 2 x delta, 10% large gain, 10% harm, half of the harms also hurting a
+ * guardrail); the effect ramps in (time constant 4 s) after every switch. The plant emits per-tick frames (the
+ * sampler's metric names, http.lat.bN included) that go through block.c into judge.c, exactly as on a host.
+ * The same trial seed also drives a naive before/after judge on the same load, spikes and bursts.
+ * Test code: static tables are fine here, core rules do not apply.
+ */
+#ifndef NGXAT_SIM_H
+#define NGXAT_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "judge.h"
+
+enum sim_class { SIM_NONE, SIM_SMALL, SIM_LARGE, SIM_HARM, SIM_CLASSES };
+enum sim_guard_harm { SIM_GH_NONE, SIM_GH_5XX, SIM_GH_LATENCY, SIM_GH_CAPACITY };
+
+struct sim_options {
+	struct judge_config judge;
+	int64_t block_ms, settle_ms, tick_ms;
+	double miss_prob;         /* chance that a tick's access-log metrics are missing */
+	double noise;             /* scales the AR(1) load noise (1 = the default plant) */
+	/* Forcing, for scenario tests: class < 0 draws from the prior. */
+	int force_class;
+	double force_gain;        /* relative gain of the objective (negative: harm) when forcing */
+	enum sim_guard_harm force_guard;
+	int force_objective;      /* -1 draw, 0 http.p99_ms, 1 cpu.busy_per_kreq */
+	int dead_from_pair;       /* the collector dies from this pair on (1-based), 0 never */
+	bool aa;                  /* A/A: B is the same value as A (no effect at all) */
+	bool verbose;             /* print the evidence JSON */
+};
+
+struct sim_result {
+	uint64_t seed;
+	enum sim_class cls;
+	double gain;              /* true relative gain of the objective */
+	enum sim_guard_harm guard;
+	const char *objective;
+	enum judge_verdict verdict, naive;
+	unsigned pairs;           /* pairs the judge saw */
+	double harm_exposure;     /* %-seconds of harm while the trial ran (B in force x size of harm) */
+	double naive_exposure;
+	double aa_d[JUDGE_PAIRS_MAX]; /* A/A runs: the pairs' d */
+	unsigned naa;
+};
+
+/* Defaults: judge_config_default, 60 s blocks, 20 s settle, 1 s ticks, 1% missing ticks. */
+void sim_options_default(struct sim_options *o);
+/* Run one trial (and the naive judge on the same plant) from SEED. 0 or -errno. */
+int sim_run(uint64_t seed, const struct sim_options *o, struct sim_result *r);
+/* Run A/A pairs only (no change): their d values for judge_calibrate. 0 or -errno. */
+int sim_run_aa(uint64_t seed, const struct sim_options *o, unsigned pairs, struct sim_result *r);
+
+struct sim_tally {
+	unsigned n;
+	unsigned cls[SIM_CLASSES];
+	/* [0] the judge, [1] the naive before/after judge */
+	unsigned aa_fp[2], aa_n;                  /* no effect, verdict other than inconclusive */
+	unsigned false_keep[2], below_delta;      /* kept while the true gain < delta */
+	unsigned false_revert[2], big_gain;       /* not kept while the gain >= 2 delta */
+	unsigned kept_harm[2], harm_n;
+	double exposure[2];
+	unsigned guard_caught[2], guard_n;        /* guardrail harms ended as aborted or revert */
+	double pairs_sum;
+	unsigned verdicts[2][VERDICT_ERROR + 1];
+};
+
+/* Count R into T. */
+void sim_tally_add(struct sim_tally *t, const struct sim_result *r, double delta);
+/* Print T as a table with Wilson 95% intervals. */
+void sim_tally_print(FILE *f, const struct sim_tally *t);
+/* Name of a class. */
+const char *sim_class_name(enum sim_class c);
+
+#endif

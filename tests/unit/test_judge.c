@@ -1,0 +1,388 @@
+/*
+ * test_judge: block reduction from frames (block.c) and the trial judge (judge.c), table-driven: verdicts for
+ * scripted pairs, guardrails and hard trips, void data, calibration and the evidence JSON.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "block.h"
+#include "judge.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static void assert_close(double got, double want, double tol)
+{
+	if (!(fabs(got - want) <= tol))
+		fail_msg("got %.10g, want %.10g (tol %.3g)", got, want, tol);
+}
+
+/* ---- block ------------------------------------------------------------------------------------------------------ */
+
+static void put(struct frame *fr, struct metric_registry *reg, const char *name, double v)
+{
+	assert_int_equal(frame_set(fr, reg, name, v), 0);
+}
+
+static void test_block_reduce(void **state)
+{
+	static const char *const names[] = {"cpu.busy_per_kreq", "http.p99_ms", "http.5xx_rate", "tcp.listen_overflows",
+					    "nginx.active"};
+	struct metric_registry *reg;
+	struct block_spec spec;
+	struct block_acc *acc = malloc(sizeof(*acc));
+	struct block_summary s;
+	struct frame fr[70];
+
+	(void)state;
+	assert_non_null(acc);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(block_spec_init(&spec, names, ARRAY_LEN(names), 1000), 0);
+	/* 60 one-second ticks from t = 0; settle 20 s: ticks 20..59 count. */
+	for (int i = 0; i < 60; i++) {
+		frame_init(&fr[i]);
+		fr[i].ts_ms = i * 1000;
+		fr[i].dt_s = 1.0;
+		put(&fr[i], reg, "http.requests", 100);
+		put(&fr[i], reg, "http.5xx", i % 10 == 0 ? 1 : 0);
+		put(&fr[i], reg, "sys.cpus", 4);
+		put(&fr[i], reg, "cpu.all.user", i < 20 ? 90 : 10); /* settle ticks must not count */
+		put(&fr[i], reg, "cpu.all.system", 5);
+		put(&fr[i], reg, "cpu.all.irq", 0);
+		put(&fr[i], reg, "cpu.all.softirq", 5);
+		put(&fr[i], reg, "tcp.listen_overflows", 2);
+		put(&fr[i], reg, "nginx.active", i);
+		put(&fr[i], reg, "http.lat.b10", 99); /* 99 requests of 10 ms, one of ~100 ms (bucket 43: 96..103) */
+		if (i >= 30) /* a bucket interned mid-block is still picked up */
+			put(&fr[i], reg, "http.lat.b43", 1);
+		else
+			put(&fr[i], reg, "http.lat.b11", 1);
+	}
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 60, 0, 60000, 20000, &s), 0);
+	assert_int_equal(s.expected, 40);
+	assert_int_equal(s.frames, 40);
+	assert_false(s.is_void);
+	assert_close(s.requests, 4000, 0);
+	/* busy = 20% of 4 CPUs for 1 s = 800 ms per 100 requests = 8000 ms per 1000 requests */
+	assert_int_equal(s.v[0].kind, BLOCK_RATIO);
+	assert_close(s.v[0].value, 8000.0, 1e-6);
+	assert_int_equal(s.v[1].kind, BLOCK_QUANTILE);
+	assert_close(s.v[1].nobs, 4000, 0);
+	assert_true(s.v[1].value > 10.0 && s.v[1].value < 104.0);
+	assert_close(s.v[1].value_p95, 10.0, 0.5);
+	assert_true(s.v[2].count);
+	assert_close(s.v[2].num, 4, 0); /* ticks 20, 30, 40, 50 */
+	assert_close(s.v[2].value, 0.001, 1e-12);
+	assert_int_equal(s.v[3].kind, BLOCK_PER_KREQ);
+	assert_close(s.v[3].value, 20.0, 1e-9); /* 2 per 100 requests */
+	assert_int_equal(s.v[4].kind, BLOCK_MEAN);
+	assert_close(s.v[4].value, 39.5, 1e-9);
+	assert_close(s.overflows.events, 80, 0);
+	assert_true(isnan(s.unhandled.events)); /* never sampled */
+
+	/* Half the ticks lose the access log: the objective (CPU per request needs requests) goes void. */
+	for (int i = 20; i < 60; i += 2)
+		put(&fr[i], reg, "http.requests", NAN);
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 60, 0, 60000, 20000, &s), 0);
+	assert_true(s.is_void);
+	assert_false(s.v[4].is_void); /* the gauge did not need requests */
+	/* Repeated or backwards frames are ignored, frames outside the window too. */
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 20, 0, 60000, 20000, &s), 0);
+	assert_int_equal(s.frames, 0);
+	assert_true(s.is_void);
+
+	for (int i = 0; i < 60; i++)
+		frame_free(&fr[i]);
+	metric_registry_free(reg);
+	free(acc);
+}
+
+static void test_block_spec(void **state)
+{
+	static const struct {
+		const char *name;
+		int rc;
+		enum block_kind kind;
+		bool count;
+	} cases[] = {
+		{"http.p99_ms", 0, BLOCK_QUANTILE, false},
+		{"http.5xx_rate", 0, BLOCK_RATIO, true},
+		{"nginx.worker_wait_ratio", 0, BLOCK_RATIO, false},
+		{"softnet.time_squeeze", 0, BLOCK_PER_KREQ, true},
+		{"tcp.listen_overflows", 0, BLOCK_PER_KREQ, true},
+		{"irq.45.total", 0, BLOCK_PER_KREQ, true},
+		{"nginx.worker_run_ms", 0, BLOCK_PER_KREQ, false},
+		{"tcp.sockstat.mem_pages", 0, BLOCK_MEAN, false},
+		{"irq.net_irqs", 0, BLOCK_MEAN, false},
+		{"listen.*.fill_pct", -EOPNOTSUPP, BLOCK_MEAN, false},
+		{"", -EINVAL, BLOCK_MEAN, false},
+		{"has space", -EINVAL, BLOCK_MEAN, false},
+	};
+	struct block_spec spec;
+	enum block_kind kind;
+	bool count;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		assert_int_equal(block_metric_kind(cases[i].name, &kind, &count), cases[i].rc);
+		if (cases[i].rc == 0) {
+			assert_int_equal(kind, cases[i].kind);
+			assert_int_equal(count, cases[i].count);
+		}
+		assert_int_equal(block_spec_init(&spec, &cases[i].name, 1, 1000), cases[i].rc);
+	}
+	assert_int_equal(block_spec_init(&spec, (const char *const[]){"http.p99_ms"}, 1, 0), -EINVAL);
+}
+
+/* ---- judge ------------------------------------------------------------------------------------------------------ */
+
+/* A summary of {cpu.busy_per_kreq, http.p99_ms, http.5xx_rate}. */
+static void summ(struct block_summary *s, double cpu, double p99, double e5xx, double req)
+{
+	static const char *const names[] = {"cpu.busy_per_kreq", "http.p99_ms", "http.5xx_rate"};
+
+	memset(s, 0, sizeof(*s));
+	s->n = 3;
+	s->requests = req;
+	s->expected = s->frames = 40;
+	for (size_t i = 0; i < 3; i++) {
+		strcpy(s->v[i].name, names[i]);
+		s->v[i].ticks = 40;
+	}
+	s->v[0].kind = BLOCK_RATIO;
+	s->v[0].num = cpu * req / 1000.0;
+	s->v[0].den = req / 1000.0;
+	s->v[0].value = s->v[0].value_p95 = cpu;
+	s->v[1].kind = BLOCK_QUANTILE;
+	s->v[1].value = p99;
+	s->v[1].value_p95 = p99 / 2.0;
+	s->v[1].nobs = req;
+	s->v[1].num = p99;
+	s->v[1].den = 1;
+	s->v[2].kind = BLOCK_RATIO;
+	s->v[2].count = true;
+	s->v[2].num = e5xx;
+	s->v[2].den = req;
+	s->v[2].value = s->v[2].value_p95 = e5xx / req;
+	s->errors.events = e5xx;
+	s->errors.exposure = req;
+	s->errors.ticks = 40;
+	s->overflows.events = 0;
+	s->overflows.exposure = req;
+	s->overflows.ticks = 40;
+	s->unhandled.events = NAN;
+	s->unhandled.exposure = NAN;
+	if (isnan(cpu))
+		s->is_void = s->v[0].is_void = true;
+}
+
+static void start(struct judge *j, const struct judge_config *cfg)
+{
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER};
+	static const struct policy_metric guard[] = {{"http.p99_ms", POLICY_LOWER_IS_BETTER},
+						     {"http.5xx_rate", POLICY_LOWER_IS_BETTER}};
+
+	assert_int_equal(judge_start(j, cfg, &obj, guard, 2), 0);
+}
+
+#define MAXP 16
+
+/* Pairs as relative B/A of the objective (lower is better: 0.8 is a 25% gain), with extras per pair. */
+struct pcase {
+	const char *what;
+	double ratio[MAXP];  /* 0 ends the list; NAN: the pair's A block is void */
+	double p99_b;        /* B's p99 factor in every pair (1: none) */
+	double e5xx_b;       /* B's 5xx per pair (A has 20 per 100000 requests) */
+	double ovf_b;        /* B's listen overflows */
+	double req;          /* requests per block (default 100000) */
+	enum judge_verdict want;
+	unsigned want_pairs;
+	const char *reason;  /* substring of the reason */
+};
+
+static void test_verdicts(void **state)
+{
+	static const struct pcase cases[] = {
+		{"clear gain", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0, 0, VERDICT_KEEP, 8, "better"},
+		{"no effect", {1.01, 0.99, 1.0, 1.02, 0.98, 1.01, 0.99, 1.0}, 1, 20, 0, 0, VERDICT_INCONCLUSIVE, 8,
+		 "not shown"},
+		{"gain below delta", {0.97, 0.98, 0.97, 0.96, 0.98, 0.97, 0.97, 0.98}, 1, 20, 0, 0, VERDICT_INCONCLUSIVE, 8,
+		 "not shown"},
+		{"harm stops early", {1.3, 1.28, 1.31, 1.3, 1.29, 1.3, 1.3, 1.3}, 1, 20, 0, 0, VERDICT_REVERT, 3, "worse"},
+		{"gross harm in one pair", {2.5}, 1, 20, 0, 0, VERDICT_REVERT, 1, "worse in pair 1"},
+		{"sign test disagrees", {0.74, 0.74, 0.74, 0.74, 0.74, 0.74, 1.01, 1.01}, 1, 20, 0, 0,
+		 VERDICT_INCONCLUSIVE, 8, "sign test"},
+		{"5xx guardrail", {0.8, 0.8}, 1, 80, 0, 0, VERDICT_ABORTED, 1, "http.5xx_rate"},
+		{"5xx ceiling", {0.8}, 1, 3000, 0, 0, VERDICT_ABORTED, 1, "ceiling"},
+		{"p99 guardrail gross", {0.8}, 2.5, 20, 0, 0, VERDICT_ABORTED, 1, "http.p99_ms"},
+		{"p99 guardrail creeping", {0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8}, 1.25, 20, 0, 0, VERDICT_ABORTED, 3,
+		 "http.p99_ms"},
+		{"p99 7% worse is within the 10% margin", {0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8}, 1.07, 20, 0, 0,
+		 VERDICT_KEEP, 8, "better"},
+		{"new listen overflows", {0.8}, 1, 20, 3, 0, VERDICT_ABORTED, 1, "overflows"},
+		{"void pairs replaced", {NAN, 0.8, NAN, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0, 0, VERDICT_KEEP,
+		 10, "better"},
+		{"p95 under 1000 requests", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 0, 0, 500, VERDICT_KEEP, 8,
+		 "better"},
+	};
+	struct judge_config cfg;
+
+	(void)state;
+	judge_config_default(&cfg);
+	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+		const struct pcase *pc = &cases[c];
+		struct judge j;
+		struct block_summary a, b;
+		double req = pc->req > 0 ? pc->req : 100000;
+		bool done = false;
+
+		start(&j, &cfg);
+		for (unsigned k = 0; k < MAXP && pc->ratio[k] != 0 && !done; k++) {
+			double r = pc->ratio[k];
+
+			summ(&a, isnan(r) ? NAN : 100.0, 50.0, 20.0 * req / 100000, req);
+			summ(&b, isnan(r) ? 100.0 : 100.0 * r, 50.0 * pc->p99_b, pc->e5xx_b * req / 100000, req);
+			b.overflows.events = pc->ovf_b;
+			assert_int_equal(judge_add_pair(&j, &a, &b, k % 2, &done), 0);
+		}
+		if (!done || judge_evidence(&j)->verdict != pc->want || judge_evidence(&j)->npairs != pc->want_pairs ||
+		    !strstr(judge_evidence(&j)->reason, pc->reason))
+			fail_msg("%s: got %s after %u pairs (%s), want %s after %u", pc->what,
+				 judge_verdict_name(judge_evidence(&j)->verdict), judge_evidence(&j)->npairs,
+				 judge_evidence(&j)->reason, judge_verdict_name(pc->want), pc->want_pairs);
+		assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), -EALREADY);
+	}
+}
+
+/* Under 1000 requests p99 is compared as p95: a p99 doubled by a few slow requests is no gross harm. */
+static void test_p95_fallback(void **state)
+{
+	static const struct policy_metric obj = {"http.p99_ms", POLICY_LOWER_IS_BETTER};
+	static const char *const names[] = {"http.p99_ms"};
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	bool done = true;
+
+	(void)state;
+	judge_config_default(&cfg);
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	memset(&a, 0, sizeof(a));
+	a.n = 1;
+	strcpy(a.v[0].name, names[0]);
+	a.v[0].kind = BLOCK_QUANTILE;
+	a.v[0].nobs = 500;
+	b = a;
+	a.v[0].value = 50, a.v[0].value_p95 = 25;
+	b.v[0].value = 150, b.v[0].value_p95 = 20;
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_false(done);
+	assert_true(judge_evidence(&j)->pair[0].p95);
+	assert_close(judge_evidence(&j)->pair[0].d, log(25.0 / 20.0), 1e-12);
+	/* With enough requests the same values are a gross regression. */
+	a.v[0].nobs = b.v[0].nobs = 5000;
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_true(done);
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_REVERT);
+}
+
+static void test_void_run(void **state)
+{
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary good, bad;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start(&j, &cfg);
+	summ(&good, 100, 50, 20, 100000);
+	summ(&bad, NAN, 50, 20, 100000);
+	assert_int_equal(judge_add_pair(&j, &good, &good, false, &done), 0);
+	/* B void (run 1), then a pair whose blocks are both void: three void blocks in a row. */
+	assert_int_equal(judge_add_pair(&j, &good, &bad, false, &done), 0);
+	assert_false(done);
+	assert_int_equal(judge_add_pair(&j, &bad, &bad, false, &done), 0);
+	assert_true(done);
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_ERROR);
+	/* Mismatched summaries are refused. */
+	start(&j, &cfg);
+	good.v[1].name[0] = 'x';
+	assert_int_equal(judge_add_pair(&j, &good, &good, false, &done), -EINVAL);
+}
+
+static void test_config_and_calibration(void **state)
+{
+	static const double quiet[] = {0.01, -0.02, 0.015, 0.0, -0.01, 0.02, -0.015, 0.005};
+	static const double noisy[] = {0.3, -0.25, 0.2, -0.35, 0.1, 0.4, -0.3, 0.05};
+	struct judge_config cfg;
+	struct judge_calibration cal;
+	char buf[512];
+
+	(void)state;
+	judge_config_default(&cfg);
+	assert_int_equal(judge_config_check(&cfg), 0);
+	cfg.alpha = 0.7;
+	assert_int_equal(judge_config_check(&cfg), -EINVAL);
+	judge_config_default(&cfg);
+	cfg.pairs = 40;
+	assert_int_equal(judge_config_check(&cfg), -EINVAL);
+	judge_config_default(&cfg);
+
+	assert_int_equal(judge_calibrate(&cfg, quiet, ARRAY_LEN(quiet), &cal), 0);
+	assert_false(cal.refuse);
+	assert_int_equal(cal.pairs, cfg.pairs_min); /* sd 0.014: 4 pairs are plenty */
+	assert_int_equal(judge_calibrate(&cfg, noisy, ARRAY_LEN(noisy), &cal), 0);
+	assert_true(cal.refuse);
+	assert_non_null(strstr(cal.reason, "noise floor too high"));
+	assert_int_equal(cal.pairs, cfg.pairs_max);
+	assert_int_equal(judge_calibration_json(&cal, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "\"refuse\":true"));
+	assert_int_equal(judge_calibrate(&cfg, quiet, 2, &cal), -EINVAL);
+}
+
+static void test_json(void **state)
+{
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	char buf[8192], tiny[40];
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start(&j, &cfg);
+	for (unsigned k = 0; k < 8; k++) {
+		summ(&a, 100, 50, 20, 100000);
+		summ(&b, 80 + k % 3, 50, 20, 100000);
+		assert_int_equal(judge_add_pair(&j, &a, &b, k & 1, &done), 0);
+	}
+	assert_true(done);
+	assert_int_equal(judge_evidence_json(judge_evidence(&j), buf, sizeof(buf)), 0);
+	assert_int_equal(strncmp(buf, "{\"verdict\":\"keep\",\"reason\":\"cpu.busy_per_kreq better", 51), 0);
+	assert_int_equal(buf[strlen(buf) - 1], '}');
+	assert_non_null(strstr(buf, "\"pairs_detail\":[{\"order\":\"AB\""));
+	assert_non_null(strstr(buf, "\"metric\":\"http.5xx_rate\",\"test\":\"binomial\""));
+	assert_null(strstr(buf, "nan"));
+	assert_int_equal(judge_evidence_json(judge_evidence(&j), tiny, sizeof(tiny)), -ENOSPC);
+	assert_true(strlen(tiny) < sizeof(tiny));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_block_reduce), cmocka_unit_test(test_block_spec),
+		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
+		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

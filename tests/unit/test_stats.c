@@ -1,0 +1,173 @@
+/*
+ * test_stats: t and normal quantiles against tables, binomial tails against exact sums, Wilson, mean/sd, the
+ * generator's determinism and the moments of its draws.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "stats.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static void assert_close(double got, double want, double tol)
+{
+	if (!(fabs(got - want) <= tol))
+		fail_msg("got %.10g, want %.10g (tol %.3g)", got, want, tol);
+}
+
+static void test_t_quantile(void **state)
+{
+	/* Values from standard t tables (R: qt(p, df)). */
+	static const struct {
+		double p, df, want;
+	} cases[] = {
+		{0.95, 1, 6.313752}, {0.95, 2, 2.919986}, {0.95, 3, 2.353363}, {0.95, 4, 2.131847},
+		{0.95, 5, 2.015048}, {0.95, 7, 1.894579}, {0.95, 9, 1.833113}, {0.95, 10, 1.812461},
+		{0.95, 15, 1.753050}, {0.95, 30, 1.697261}, {0.95, 100, 1.660234}, {0.975, 1, 12.706205},
+		{0.975, 4, 2.776445}, {0.975, 10, 2.228139}, {0.99, 5, 3.364930}, {0.99, 10, 2.763769},
+		{0.995, 1, 63.656741}, {0.995, 10, 3.169273}, {0.8, 7, 0.896030}, {0.05, 7, -1.894579},
+		{0.5, 7, 0.0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		double q = stats_t_quantile(cases[i].p, cases[i].df);
+
+		assert_close(q, cases[i].want, 2e-6 * fmax(1.0, fabs(cases[i].want)));
+		assert_close(stats_t_cdf(q, cases[i].df), cases[i].p, 1e-9);
+	}
+	assert_true(isnan(stats_t_quantile(0.0, 5)));
+	assert_true(isnan(stats_t_quantile(0.9, 0)));
+	assert_true(isnan(stats_t_quantile(NAN, 5)));
+}
+
+static void test_norm(void **state)
+{
+	static const struct {
+		double p, want;
+	} cases[] = {
+		{0.5, 0.0}, {0.8, 0.841621}, {0.95, 1.644854}, {0.975, 1.959964}, {0.99, 2.326348}, {0.999, 3.090232},
+		{0.001, -3.090232}, {1e-10, -6.361341},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++)
+		assert_close(stats_norm_quantile(cases[i].p), cases[i].want, 2e-6);
+	assert_close(stats_norm_cdf(1.959964), 0.975, 1e-7);
+	assert_true(isnan(stats_norm_quantile(1.0)));
+}
+
+static void test_binom(void **state)
+{
+	/* Exact sums (Python fractions). */
+	static const struct {
+		uint64_t k, n;
+		double p, want;
+	} cases[] = {
+		{8, 8, 0.5, 0.00390625}, {7, 8, 0.5, 0.03515625}, {6, 8, 0.5, 0.14453125},
+		{3, 10, 0.1, 0.0701908264}, {5, 20, 0.25, 0.5851584974698198}, {40, 100, 0.3, 0.02098857600392468},
+		{1, 50, 0.01, 0.39499393286246337}, {0, 10, 0.3, 1.0}, {11, 10, 0.3, 0.0}, {1, 1, 0.0, 0.0},
+		{3, 3, 1.0, 1.0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++)
+		assert_close(stats_binom_tail(cases[i].k, cases[i].n, cases[i].p), cases[i].want,
+			     1e-9 * fmax(1e-3, cases[i].want));
+	assert_close(stats_sign_test(7, 1), 0.03515625, 1e-12);
+	assert_close(stats_sign_test(0, 0), 1.0, 0);
+	/* Large n: the normal approximation is close; the exact tail is finite and monotonic. */
+	assert_close(stats_binom_tail(501000, 1000000, 0.5), 1.0 - stats_norm_cdf((1000.0 - 0.5) / 500.0), 2e-4);
+	assert_true(stats_binom_tail(502000, 1000000, 0.5) < stats_binom_tail(501000, 1000000, 0.5));
+	assert_true(isnan(stats_binom_tail(1, 2, 1.5)));
+}
+
+static void test_wilson(void **state)
+{
+	static const struct {
+		uint64_t x, n;
+		double lo, hi;
+	} cases[] = {
+		{5, 100, 0.021543679017992166, 0.1117504698741045},
+		{0, 100, 0.0, 0.03699349876899627},
+		{50, 100, 0.40383152963549296, 0.596168470364507},
+	};
+	double lo, hi;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		assert_int_equal(stats_wilson(cases[i].x, cases[i].n, 1.959964, &lo, &hi), 0);
+		assert_close(lo, cases[i].lo, 1e-9);
+		assert_close(hi, cases[i].hi, 1e-9);
+	}
+	assert_int_equal(stats_wilson(1, 0, 1.96, &lo, &hi), -EINVAL);
+	assert_int_equal(stats_wilson(3, 2, 1.96, &lo, &hi), -EINVAL);
+}
+
+static void test_mean_sd(void **state)
+{
+	static const double x[] = {2, 4, 4, 4, 5, 5, 7, 9};
+	double bad[] = {1, NAN};
+	double m, sd;
+
+	(void)state;
+	assert_int_equal(stats_mean_sd(x, ARRAY_LEN(x), &m, &sd), 0);
+	assert_close(m, 5.0, 1e-12);
+	assert_close(sd, sqrt(32.0 / 7.0), 1e-12);
+	assert_int_equal(stats_mean_sd(x, 1, &m, &sd), 0);
+	assert_close(sd, 0.0, 0);
+	assert_int_equal(stats_mean_sd(x, 0, &m, &sd), -EINVAL);
+	assert_int_equal(stats_mean_sd(bad, 2, &m, &sd), -EINVAL);
+}
+
+static void test_rng(void **state)
+{
+	struct stats_rng a, b;
+	double sum = 0, sum2 = 0, e = 0, pois = 0, pois_small = 0;
+	const int n = 200000;
+
+	(void)state;
+	stats_rng_seed(&a, 42);
+	stats_rng_seed(&b, 42);
+	for (int i = 0; i < 100; i++)
+		assert_true(stats_rng_next(&a) == stats_rng_next(&b));
+	stats_rng_seed(&b, 43);
+	assert_true(stats_rng_next(&a) != stats_rng_next(&b));
+	for (int i = 0; i < n; i++) {
+		double z = stats_rng_normal(&a), u = stats_rng_uniform(&a);
+
+		assert_true(u > 0.0 && u < 1.0);
+		sum += z;
+		sum2 += z * z;
+		e += stats_rng_exp(&a, 3.0);
+		pois += (double)stats_rng_poisson(&a, 250.0);
+		pois_small += (double)stats_rng_poisson(&a, 2.5);
+		assert_true(stats_rng_pareto(&a, 2.0, 3.0) >= 2.0);
+		assert_true(stats_rng_below(&a, 7) < 7);
+	}
+	assert_close(sum / n, 0.0, 0.01);
+	assert_close(sum2 / n, 1.0, 0.02);
+	assert_close(e / n, 3.0, 0.03);
+	assert_close(pois / n, 250.0, 0.2);
+	assert_close(pois_small / n, 2.5, 0.02);
+	assert_int_equal(stats_rng_poisson(&a, 0.0), 0);
+	assert_int_equal(stats_rng_poisson(&a, NAN), 0);
+	assert_int_equal(stats_rng_below(&a, 0), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_t_quantile), cmocka_unit_test(test_norm),    cmocka_unit_test(test_binom),
+		cmocka_unit_test(test_wilson),     cmocka_unit_test(test_mean_sd), cmocka_unit_test(test_rng),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
