@@ -18,12 +18,6 @@
 
 #define LIST_LIMIT_MAX 1000
 
-static const char *const kind_names[POLICY_KIND_COUNT] = {
-	[POLICY_SYSCTL] = "sysctl",		[POLICY_IRQ_AFFINITY] = "irq_affinity",
-	[POLICY_RPS] = "rps",			[POLICY_RPS_FLOWS] = "rps_flows",
-	[POLICY_SCHED_SLICE] = "sched_slice",	[POLICY_NGINX_DIRECTIVE] = "nginx_directive",
-	[POLICY_LISTEN_QUEUE] = "listen_queue",
-};
 
 static json_t *metric_json(const struct policy_metric *m)
 {
@@ -42,7 +36,7 @@ static json_t *policy_json(const struct knob_policy *p)
 	}
 	for (size_t i = 0; i < p->nguardrails; i++)
 		json_array_append_new(g, metric_json(&p->guardrails[i]));
-	json_object_set_new(o, API_K_KIND, json_string(p->kind < POLICY_KIND_COUNT ? kind_names[p->kind] : "?"));
+	json_object_set_new(o, API_K_KIND, json_string(policy_kind_name(p->kind)));
 	json_object_set_new(o, API_K_TARGET, json_string(p->target));
 	json_object_set_new(o, API_K_TYPE, json_string(knobval_type_name(p->type)));
 	if (policy_bounds_text(p, bounds, sizeof(bounds)) == 0)
