@@ -13,6 +13,7 @@
 #define MAX_KNOBS 256
 #define MAX_JOBS 256
 #define MAX_RETRIES 5 /* EBUSY/EAGAIN ticks before a write is given up */
+#define MAX_ORPHANS 32 /* knobs changed under a policy that is gone, kept reachable for reverts */
 
 enum job_purpose {
 	JOB_APPLY,   /* a change: success puts it in trial */
@@ -41,6 +42,8 @@ struct engine {
 	struct knob_env *env;
 	struct policy_set *set;
 	struct policy_set *pending_set; /* a reload that waits for the change in flight to end */
+	struct knob_policy *orphans[MAX_ORPHANS]; /* stand-in policies of adopted orphans (see adopt_orphan) */
+	size_t norphans;
 	struct eknob *knobs;
 	size_t n;
 
@@ -134,6 +137,63 @@ static struct eknob *find(struct engine *e, const char *name)
 		if (strcmp(e->knobs[i].k.name, name) == 0)
 			return &e->knobs[i];
 	return NULL;
+}
+
+/*
+ * Invariant 7 must hold after a policy is removed too: a sysctl the agent changed under a policy that no longer
+ * exists is adopted for reverts only, with a stand-in policy of the same kind. Only sysctls qualify: their knob
+ * name is the sysctl's name, and the driver needs nothing else (other kinds need their policy's target).
+ */
+static struct eknob *adopt_orphan(struct engine *e, const char *name)
+{
+	struct knob_row rec;
+	struct knob_policy *p;
+	struct eknob *ek;
+	char probe[KNOB_VALUE_MAX];
+
+	if (e->n >= MAX_KNOBS || e->norphans >= MAX_ORPHANS || store_knob_get(e->st, name, &rec) < 0 ||
+	    !rec.has_original || strncmp(name, "net.", 4) != 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+									   strlen(name))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->file, sizeof(p->file), "(removed)");
+	p->kind = POLICY_SYSCTL;
+	snprintf(p->kind_name, sizeof(p->kind_name), "sysctl");
+	snprintf(p->target, sizeof(p->target), "%s", name);
+	/* The recorded original tells the shape: a vector has blanks between its elements. */
+	p->type = strchr(rec.original, ' ') ? KNOB_T_INTVEC : KNOB_T_INT;
+	p->nelem = 1;
+	for (const char *c = rec.original; *c; c++)
+		p->nelem += *c == ' ';
+	p->enabled = false;
+	ek = &e->knobs[e->n];
+	memset(ek, 0, sizeof(*ek));
+	snprintf(ek->k.name, sizeof(ek->k.name), "%s", name);
+	ek->k.pol = p;
+	ek->k.ops = &knob_sysctl_ops;
+	ek->k.env = e->env;
+	if (knob_read(&ek->k, probe, sizeof(probe)) < 0) {
+		free(p);
+		return NULL;
+	}
+	ek->state = ENGINE_KNOB_DISABLED;
+	snprintf(ek->why, sizeof(ek->why), "its policy was removed; kept reachable for reverts");
+	ek->rec = rec;
+	e->orphans[e->norphans++] = p;
+	e->n++;
+	return ek;
+}
+
+static int orphan_cb(void *ctx, const struct change_row *row)
+{
+	struct engine *e = ctx;
+
+	if (row->kind == CHANGE_KIND_CHANGE && !find(e, row->knob))
+		adopt_orphan(e, row->knob);
+	return 0;
 }
 
 /* For the policy's constraints: the live value of another knob, by knob or policy name. */
@@ -243,6 +303,8 @@ void engine_free(struct engine *e)
 		policy_set_free(e->pending_set);
 		free(e->pending_set);
 	}
+	for (size_t i = 0; i < e->norphans; i++)
+		free(e->orphans[i]);
 	free(e);
 }
 
@@ -654,6 +716,8 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 			return -EALREADY;
 		}
 		ek = find(e, row.knob);
+		if (!ek)
+			ek = adopt_orphan(e, row.knob);
 		if (!ek) {
 			snprintf(err, errlen, "knob %s of change %lld is not managed now (policy removed?)", row.knob,
 				 (long long)change_id);
@@ -673,6 +737,7 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 		return r;
 	}
 	audit(e, actor, "revert-all", NULL, 0, "ok", "requested");
+	store_changes_query(e->st, "", 1u << CHANGE_KEPT, 0, 0, orphan_cb, e);
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
 
@@ -742,6 +807,8 @@ static int recover_cb(void *ctx, const struct change_row *row)
 	struct eknob *ek = find(e, row->knob);
 	int r;
 
+	if (!ek)
+		ek = adopt_orphan(e, row->knob);
 	if (!ek) {
 		set_state(e, row->id, CHANGE_FAILED, "left %s at restart, but knob %s is no longer managed",
 			  change_state_name(row->state), row->knob);

@@ -161,6 +161,27 @@ sqlite3 "$TMP/store/ngx-autotune.db" "SELECT kind, why, state FROM changes ORDER
 	grep -qx "revert|operator revert of every change|kept" || fail "offline revert not journaled"
 ok "ngxctl revert --offline: refused while the agent runs; with it stopped, journaled and done"
 
+# Invariant 7 after a policy is removed: a kept sysctl change can still be reverted.
+start_agent
+ctl propose net.core.somaxconn=8192 >/dev/null || fail "propose somaxconn 8192"
+oid=$(api "/v1/changes?knob=net.core.somaxconn" | jq '.changes[0].id')
+wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$oid | jq -e '.state == \"kept\"'" ||
+	fail "change $oid not kept"
+kill -TERM $AGENT_PID
+wait $AGENT_PID 2>/dev/null
+cp "$TMP/policies.d/listen.policy" "$TMP/listen.policy.full"
+# The override keeps only the listen_queue knob: net.core.somaxconn has no policy any more.
+awk '/^\[knob /{keep = ($0 == "[knob listen_queue]")} keep' "$TMP/listen.policy.full" >"$TMP/policies.d/listen.policy"
+start_agent
+ctl knobs | grep -q "^net.core.somaxconn" && fail "somaxconn still has a policy"
+ctl revert --all >/dev/null || fail "revert --all after the policy was removed"
+wait_for 5 sh -c "[ \$(cat $SOMAX) = 1024 ]" || fail "somaxconn is $(cat "$SOMAX") after revert --all, want 1024"
+[ "$(change_state "$oid")" = reverted ] || fail "change $oid is $(change_state "$oid")"
+kill -TERM $AGENT_PID
+wait $AGENT_PID 2>/dev/null
+cp "$TMP/listen.policy.full" "$TMP/policies.d/listen.policy"
+ok "a kept sysctl change is still reverted after its policy was removed (invariant 7)"
+
 # Dry run: journaled as such, never written, and not re-applied by a later real start.
 sed -i 's/^tick_interval = 200ms/tick_interval = 200ms\ndry_run = yes/' "$TMP/agent.conf"
 start_agent
