@@ -164,10 +164,10 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		a->ready = true;
 		notify_ready(a->summary);
 		log_info("%s: ready (%s)", r == 0 ? "first frame stored" : "store not writable", a->summary);
+		notify_watchdog(NULL);
 	} else {
-		notify_status(a->summary);
+		notify_watchdog(a->summary);
 	}
-	notify_watchdog();
 	a->cpu_ring[a->cpu_n++ % AGENT_CPU_RING] = a->tick_cpu_ms + extra_cpu_ms + (thread_cpu_ms() - c0);
 	a->tick_busy = false;
 }

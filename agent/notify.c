@@ -18,17 +18,15 @@ void notify_ready(const char *status)
 	sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 }
 
-void notify_watchdog(void)
+void notify_watchdog(const char *status)
 {
-	sd_notify(0, "WATCHDOG=1");
-}
-
-void notify_status(const char *status)
-{
-	if (strcmp(status, last_status) == 0)
-		return;
-	snprintf(last_status, sizeof(last_status), "%s", status);
-	sd_notifyf(0, "STATUS=%s", status);
+	/* One datagram a tick: the status rides along only when it changed. */
+	if (status && strcmp(status, last_status) != 0) {
+		snprintf(last_status, sizeof(last_status), "%s", status);
+		sd_notifyf(0, "WATCHDOG=1\nSTATUS=%s", status);
+	} else {
+		sd_notify(0, "WATCHDOG=1");
+	}
 }
 
 void notify_reloading(uint64_t monotonic_usec)

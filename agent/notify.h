@@ -12,10 +12,8 @@
 
 /* READY=1 with STATUS=. */
 void notify_ready(const char *status);
-/* WATCHDOG=1, sent from the tick itself. */
-void notify_watchdog(void);
-/* STATUS=. Sent only when it changed. */
-void notify_status(const char *status);
+/* WATCHDOG=1, sent from the tick itself, with STATUS= when STATUS (may be NULL) changed. */
+void notify_watchdog(const char *status);
 /* RELOADING=1 with MONOTONIC_USEC (systemd >= 253 wants it; older ones ignore it). */
 void notify_reloading(uint64_t monotonic_usec);
 /* STOPPING=1. */
