@@ -36,10 +36,15 @@ struct plant {
 	int arm;
 	double miss_prob;
 	bool dead;
+	/* sim_host: effects set from outside, and the metrics the detectors read */
+	bool host;
+	struct sim_effect eff, eff_target;
+	double squeeze_per_kreq, upstream_share;
 };
 
 struct ids {
 	uint32_t req, e5xx, ovf, acc, hnd, cpus, user, sys, irq, sirq, b[HIST_NBUCKETS];
+	uint32_t squeeze, ngx_req, req_ms, up_ms; /* sim_host only */
 };
 
 struct ctx {
@@ -202,6 +207,15 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 
 	/* The knob: its effect ramps toward the arm in force. */
 	p->r += ((double)p->arm - p->r) * (1.0 - exp(-1.0 / TAU_S));
+	if (p->host) {
+		double k = 1.0 - exp(-1.0 / TAU_S);
+
+		p->eff.lat += (p->eff_target.lat - p->eff.lat) * k;
+		p->eff.cost += (p->eff_target.cost - p->eff.cost) * k;
+		p->eff.e5xx += (p->eff_target.e5xx - p->eff.e5xx) * k;
+		p->eff.cap += (p->eff_target.cap - p->eff.cap) * k;
+		p->eff.squeeze += (p->eff_target.squeeze - p->eff.squeeze) * k;
+	}
 	gmult = exp(-log1p(p->gain) * p->r);
 	if (p->obj_lat)
 		lat_mult = gmult;
@@ -220,6 +234,12 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 		break;
 	default:
 		break;
+	}
+	if (p->host) {
+		lat_mult = p->eff.lat;
+		cost_mult = p->eff.cost;
+		e5 = p->eff.e5xx;
+		cap = p->cap * p->eff.cap;
 	}
 
 	lam = p->lam0 * (1.0 + p->amp * sin(2.0 * M_PI * (p->t + p->phase) / p->period)) *
@@ -274,6 +294,16 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 		for (unsigned b = 0; b < HIST_NBUCKETS; b++)
 			if (counts[b])
 				rc |= put(fr, cx->id.b[b], (double)counts[b]);
+	if (p->host) {
+		/* Mean of the log-normal request time: median x exp(sigma^2 / 2). */
+		double req_ms = req * med * exp(SIGMA * SIGMA / 2.0);
+
+		rc |= put(fr, cx->id.squeeze,
+			  (double)stats_rng_poisson(&p->meas, req * p->squeeze_per_kreq / 1000.0 * p->eff.squeeze));
+		rc |= put(fr, cx->id.ngx_req, req + 1.0);
+		rc |= put(fr, cx->id.req_ms, miss ? NAN : req_ms);
+		rc |= put(fr, cx->id.up_ms, miss ? NAN : req_ms * p->upstream_share);
+	}
 	return rc;
 }
 
@@ -492,6 +522,89 @@ int sim_run_aa(uint64_t seed, const struct sim_options *o, unsigned pairs, struc
 		rc = run_judge(seed, &aa, &cx, r, pairs);
 	ctx_free(&cx);
 	return rc;
+}
+
+struct sim_host {
+	struct plant p;
+	struct ctx cx;
+	struct sim_result r;
+};
+
+int sim_host_new(uint64_t seed, const struct sim_options *o, const struct sim_host_options *ho,
+		 struct sim_host **out)
+{
+	static const struct sim_effect none = {1.0, 1.0, 1.0, 1.0, 1.0};
+	struct sim_options opt = *o;
+	struct stats_rng rng;
+	struct sim_host *h;
+	int rc;
+
+	*out = NULL;
+	if (!ho || !(ho->squeeze_per_kreq >= 0) || !(ho->upstream_share >= 0 && ho->upstream_share <= 1))
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	rc = ctx_init(&h->cx);
+	if (rc == 0)
+		rc = metric_intern(h->cx.reg, "softnet.time_squeeze", &h->cx.id.squeeze);
+	if (rc == 0)
+		rc = metric_intern(h->cx.reg, "nginx.requests", &h->cx.id.ngx_req);
+	if (rc == 0)
+		rc = metric_intern(h->cx.reg, "http.request_ms_sum", &h->cx.id.req_ms);
+	if (rc == 0)
+		rc = metric_intern(h->cx.reg, "http.upstream_ms_sum", &h->cx.id.up_ms);
+	if (rc < 0) {
+		sim_host_free(h);
+		return rc;
+	}
+	opt.force_class = SIM_NONE;
+	opt.force_gain = 0.0;
+	opt.force_guard = SIM_GH_NONE;
+	stats_rng_seed(&rng, seed);
+	plant_init(&h->p, &rng, seed, &opt, &h->r);
+	h->p.host = true;
+	h->p.eff = h->p.eff_target = none;
+	h->p.squeeze_per_kreq = ho->squeeze_per_kreq;
+	h->p.upstream_share = ho->upstream_share;
+	*out = h;
+	return 0;
+}
+
+void sim_host_free(struct sim_host *h)
+{
+	if (!h)
+		return;
+	ctx_free(&h->cx);
+	free(h);
+}
+
+struct metric_registry *sim_host_registry(struct sim_host *h)
+{
+	return h->cx.reg;
+}
+
+void sim_host_set_effect(struct sim_host *h, const struct sim_effect *e)
+{
+	h->p.eff_target = *e;
+}
+
+void sim_host_set_dead(struct sim_host *h, bool dead)
+{
+	h->p.dead = dead;
+}
+
+int sim_host_tick(struct sim_host *h, int64_t ts_ms, const struct frame **fr)
+{
+	int rc = plant_tick(&h->p, &h->cx, ts_ms);
+
+	*fr = &h->cx.fr;
+	return rc;
+}
+
+double sim_host_load(const struct sim_host *h)
+{
+	return h->p.lam0;
 }
 
 void sim_tally_add(struct sim_tally *t, const struct sim_result *r, double delta)

@@ -72,6 +72,39 @@ struct sim_tally {
 	unsigned verdicts[2][VERDICT_ERROR + 1];
 };
 
+/*
+ * A host for closed-loop runs (tests/sim/test_loop_sim.c): the same plant, driven tick by tick, whose knob effects
+ * the caller sets (they ramp in as in sim_run) and which also emits softnet.time_squeeze, nginx.requests and the
+ * request and upstream time sums that the detectors read. Its load, latency and noise are drawn from SEED as in
+ * sim_run; there is no drawn effect (the caller's effects are the truth).
+ */
+struct sim_effect {
+	double lat, cost, e5xx, cap, squeeze; /* multipliers in force: 1 is the plant as drawn */
+};
+
+struct sim_host_options {
+	double squeeze_per_kreq;  /* softnet time_squeeze events per 1000 requests at squeeze 1 */
+	double upstream_share;    /* share of request time spent upstream (0: static content) */
+};
+
+struct sim_host;
+
+/* A host from SEED with O's noise and missing ticks. 0, -EINVAL or -ENOMEM. */
+int sim_host_new(uint64_t seed, const struct sim_options *o, const struct sim_host_options *ho,
+		 struct sim_host **out);
+/* Free H; NULL is fine. */
+void sim_host_free(struct sim_host *h);
+/* The registry of H's frames. */
+struct metric_registry *sim_host_registry(struct sim_host *h);
+/* The effects in force from now on (they ramp in with the plant's time constant). */
+void sim_host_set_effect(struct sim_host *h, const struct sim_effect *e);
+/* The collector is down (every probe fails) while DEAD. */
+void sim_host_set_dead(struct sim_host *h, bool dead);
+/* Advance one tick to TS_MS; *FR is the tick's frame (valid until the next call). 0 or -errno. */
+int sim_host_tick(struct sim_host *h, int64_t ts_ms, const struct frame **fr);
+/* Requests per second offered at the start (for messages). */
+double sim_host_load(const struct sim_host *h);
+
 /* Count R into T. */
 void sim_tally_add(struct sim_tally *t, const struct sim_result *r, double delta);
 /* Print T as a table with Wilson 95% intervals. */

@@ -1,0 +1,1013 @@
+/*
+ * controller: the tuning loop's state machine. See controller.h.
+ */
+#include "controller.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR_MS 3600000LL
+#define DAY_MS (24 * HOUR_MS)
+#define SETTING_MAX_MS (365 * DAY_MS)
+#define CALIB_PAIRS_MIN 3 /* judge_calibrate needs three d values */
+
+struct controller_calib {
+	char metric[POLICY_METRIC_MAX];
+	int64_t at_ms;
+	struct judge_calibration cal;
+};
+
+struct controller {
+	struct controller_config cfg;
+	const struct policy_set *set;
+	controller_value_fn value_of;
+	void *value_ctx;
+	const struct metric_registry *reg;
+	struct detect *det;
+	struct detect_report rep;
+	struct plan_memory mem;
+	struct stats_rng rng;
+	enum controller_state state;
+	bool paused, approved, have_now;
+	int64_t now_ms, since_ms, until_ms;
+	uint64_t next_id;
+	struct plan_proposal prop;           /* the current or last proposal */
+	uint64_t id;                         /* its id while current, else 0 */
+	char reason[CONTROLLER_TEXT_MAX];
+	char advice[CONTROLLER_TEXT_MAX];    /* observe mode: the last advice noted */
+	int64_t starts[CONTROLLER_RATE_MAX]; /* trial start times, a ring */
+	size_t nstarts, next_start;
+	/* The calibration or trial under way. */
+	struct block_spec spec;
+	struct block_acc acc;
+	struct judge judge;
+	struct block_summary sum[2];         /* [0] A, [1] B of the pair being measured */
+	struct block_summary partial;        /* the B block so far, for the in-block trips */
+	bool block_active, writing, tried, b_first;
+	enum controller_arm in_force, want;
+	int64_t block_end_ms, write_deadline_ms;
+	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
+	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
+	unsigned a_blocks;
+	bool base_no_overflows, base_no_unhandled; /* the detectors' window before the trial had none */
+	double calib_d[JUDGE_PAIRS_MAX];
+	unsigned calib_n, calib_void;
+	struct judge_evidence ev;            /* the last trial's evidence */
+	bool have_ev;
+	struct controller_calib calib[CONTROLLER_CALIB_MAX];
+	size_t ncalib;
+	struct controller_intents queue;     /* intents of reports between ticks, for the next tick */
+};
+
+void controller_config_default(struct controller_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mode = CONTROLLER_MODE_PROPOSE;
+	cfg->changes_per_hour = 2;
+	cfg->cooldown_ms = 60000;
+	cfg->proposal_ttl_ms = HOUR_MS;
+	cfg->write_timeout_ms = 120000;
+	cfg->tick_ms = 1000;
+	cfg->calibrate_pairs = 4;
+	cfg->calibrate_max_age_ms = 7 * DAY_MS;
+	cfg->seed = 1;
+	cfg->first_id = 1;
+	detect_config_default(&cfg->detect);
+	plan_config_default(&cfg->plan);
+	judge_config_default(&cfg->judge);
+}
+
+static bool ms_ok(int64_t v, int64_t lo)
+{
+	return v >= lo && v <= SETTING_MAX_MS;
+}
+
+static bool config_ok(const struct controller_config *c)
+{
+	struct judge_config jc = c->judge;
+
+	if ((unsigned)c->mode > CONTROLLER_MODE_AUTO || c->changes_per_hour < 1 ||
+	    c->changes_per_hour > CONTROLLER_RATE_MAX)
+		return false;
+	if (!ms_ok(c->cooldown_ms, 0) || !ms_ok(c->proposal_ttl_ms, 1) || !ms_ok(c->write_timeout_ms, 1) ||
+	    !ms_ok(c->tick_ms, 1) || c->tick_ms > HOUR_MS || !ms_ok(c->calibrate_max_age_ms, 0))
+		return false;
+	if (c->calibrate_pairs && (c->calibrate_pairs < CALIB_PAIRS_MIN || c->calibrate_pairs > 16))
+		return false;
+	/* Every K the controller may hand the judge lies in 2..pairs_max. */
+	jc.pairs = jc.pairs_max;
+	return judge_config_check(&c->judge) == 0 && judge_config_check(&jc) == 0;
+}
+
+int controller_new(const struct controller_config *cfg, const struct policy_set *set, controller_value_fn value_of,
+		   void *ctx, struct controller **out)
+{
+	struct controller *ctl;
+	int rc;
+
+	*out = NULL;
+	if (!cfg || !set || !value_of || !config_ok(cfg))
+		return -EINVAL;
+	ctl = calloc(1, sizeof(*ctl));
+	if (!ctl)
+		return -ENOMEM;
+	ctl->cfg = *cfg;
+	rc = detect_new(&cfg->detect, &ctl->det);
+	if (rc < 0) {
+		free(ctl);
+		return rc;
+	}
+	ctl->set = set;
+	ctl->value_of = value_of;
+	ctl->value_ctx = ctx;
+	plan_memory_init(&ctl->mem);
+	stats_rng_seed(&ctl->rng, cfg->seed);
+	ctl->state = CONTROLLER_OBSERVE;
+	ctl->next_id = cfg->first_id ? cfg->first_id : 1;
+	ctl->ev.verdict = VERDICT_NONE;
+	snprintf(ctl->reason, sizeof(ctl->reason), "starting: no frame yet");
+	*out = ctl;
+	return 0;
+}
+
+void controller_free(struct controller *ctl)
+{
+	if (!ctl)
+		return;
+	detect_free(ctl->det);
+	plan_memory_free(&ctl->mem);
+	free(ctl);
+}
+
+void controller_set_policies(struct controller *ctl, const struct policy_set *set)
+{
+	if (set)
+		ctl->set = set;
+}
+
+/* ---- intents ---------------------------------------------------------------------------------------------- */
+
+/* Text that may be cut short: reasons are for people, and a long value must not make them fail. */
+__attribute__((format(printf, 3, 4))) static void put(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* A new intent at the end of the queue. The queue is sized for the most one tick makes (see CONTROLLER_INTENTS_MAX:
+ * at most one final intent and one note from reports, then a set_arm or propose and a note), so only notes can be
+ * lost, and they are dropped rather than anything else. */
+static struct controller_intent *emit(struct controller *ctl, enum controller_intent_kind kind)
+{
+	struct controller_intents *q = &ctl->queue;
+	struct controller_intent *in;
+
+	if (q->n >= CONTROLLER_INTENTS_MAX) {
+		size_t i;
+
+		for (i = 0; i < q->n && q->v[i].kind != INTENT_NOTE; i++)
+			;
+		if (i == q->n)
+			return NULL;
+		memmove(&q->v[i], &q->v[i + 1], (q->n - i - 1) * sizeof(q->v[0]));
+		q->n--;
+	}
+	in = &q->v[q->n++];
+	memset(in, 0, sizeof(*in));
+	in->kind = kind;
+	in->id = ctl->id;
+	snprintf(in->knob, sizeof(in->knob), "%s", ctl->id ? ctl->prop.knob : "");
+	in->verdict = VERDICT_NONE;
+	return in;
+}
+
+__attribute__((format(printf, 2, 3))) static void note(struct controller *ctl, const char *fmt, ...)
+{
+	struct controller_intent *in = emit(ctl, INTENT_NOTE);
+	va_list ap;
+
+	if (!in)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(in->text, sizeof(in->text), fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 2, 3))) static void set_reason(struct controller *ctl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctl->reason, sizeof(ctl->reason), fmt, ap);
+	va_end(ap);
+}
+
+static void enter(struct controller *ctl, enum controller_state st, int64_t until_ms)
+{
+	ctl->state = st;
+	ctl->since_ms = ctl->now_ms;
+	ctl->until_ms = until_ms;
+}
+
+/* ---- rate limit ------------------------------------------------------------------------------------------- */
+
+static unsigned starts_last_hour(const struct controller *ctl)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < ctl->nstarts; i++)
+		n += ctl->starts[i] > ctl->now_ms - HOUR_MS && ctl->starts[i] <= ctl->now_ms;
+	return n;
+}
+
+/* When the oldest start within the hour leaves it: the next time one more trial fits. */
+static int64_t rate_free_at(const struct controller *ctl)
+{
+	int64_t oldest = INT64_MAX;
+
+	for (size_t i = 0; i < ctl->nstarts; i++)
+		if (ctl->starts[i] > ctl->now_ms - HOUR_MS && ctl->starts[i] < oldest)
+			oldest = ctl->starts[i];
+	return oldest == INT64_MAX ? ctl->now_ms : oldest + HOUR_MS;
+}
+
+static void record_start(struct controller *ctl)
+{
+	size_t cap = ctl->cfg.changes_per_hour;
+
+	ctl->starts[ctl->next_start] = ctl->now_ms;
+	ctl->next_start = (ctl->next_start + 1) % cap;
+	if (ctl->nstarts < cap)
+		ctl->nstarts++;
+}
+
+/* ---- ending ----------------------------------------------------------------------------------------------- */
+
+static enum plan_result plan_result_of(enum judge_verdict v)
+{
+	switch (v) {
+	case VERDICT_KEEP:
+		return PLAN_KEPT;
+	case VERDICT_REVERT:
+		return PLAN_HARM;
+	case VERDICT_INCONCLUSIVE:
+		return PLAN_INCONCLUSIVE;
+	case VERDICT_ABORTED:
+		return PLAN_ABORTED;
+	default:
+		return PLAN_ERROR;
+	}
+}
+
+static void remember(struct controller *ctl, enum plan_result r)
+{
+	/* Only -ENOMEM or a full table can fail here; the proposal is then merely not remembered. */
+	(void)plan_memory_record(&ctl->mem, &ctl->cfg.plan, &ctl->prop, r, ctl->now_ms);
+}
+
+static void clear_trial(struct controller *ctl)
+{
+	ctl->block_active = false;
+	ctl->writing = false;
+	ctl->approved = false;
+	ctl->id = 0;
+}
+
+/* The proposal ends without a trial: nothing of it was written. R is what the planner remembers (none: -1). */
+static void withdraw(struct controller *ctl, enum judge_verdict v, int r, const char *why)
+{
+	struct controller_intent *in = emit(ctl, INTENT_WITHDRAW);
+
+	if (in) {
+		in->verdict = v;
+		snprintf(in->text, sizeof(in->text), "%s", why);
+	}
+	if (r >= 0)
+		remember(ctl, (enum plan_result)r);
+	set_reason(ctl, "proposal %llu (%s) withdrawn: %s", (unsigned long long)ctl->id, ctl->prop.knob, why);
+	clear_trial(ctl);
+	enter(ctl, CONTROLLER_OBSERVE, 0);
+}
+
+/*
+ * The trial ends with V and WHY; the planner remembers R. The final intent says which value stays and whether it
+ * must be written: it must unless the arm that stays is known to be in force, and never when NO_WRITE (a conflict
+ * or an operator's revert: the live value is someone else's).
+ */
+static void end_trial(struct controller *ctl, enum judge_verdict v, enum plan_result r, bool no_write, const char *why)
+{
+	bool keep = v == VERDICT_KEEP;
+	struct controller_intent *in;
+
+	if (ctl->state == CONTROLLER_CALIBRATING) {
+		withdraw(ctl, v, (int)r, why);
+		return;
+	}
+	ctl->ev = *judge_evidence(&ctl->judge);
+	ctl->ev.verdict = v;
+	snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%s", why);
+	ctl->have_ev = true;
+	in = emit(ctl, keep ? INTENT_KEEP : INTENT_REVERT);
+	if (in) {
+		in->arm = keep ? CONTROLLER_ARM_B : CONTROLLER_ARM_A;
+		snprintf(in->value, sizeof(in->value), "%s", keep ? ctl->prop.to : ctl->prop.from);
+		in->write = !no_write && (ctl->writing || ctl->in_force != in->arm);
+		in->tried = ctl->tried;
+		in->verdict = v;
+		snprintf(in->text, sizeof(in->text), "%s", why);
+		in->ev = &ctl->ev;
+	}
+	remember(ctl, r);
+	/* The windows hold the host before and during the trial, not the host that stays. */
+	detect_reset(ctl->det);
+	set_reason(ctl, "%s %s -> %s: %s: %s", ctl->prop.knob, ctl->prop.from, ctl->prop.to, judge_verdict_name(v),
+		   why);
+	clear_trial(ctl);
+	ctl->in_force = CONTROLLER_ARM_NONE;
+	enter(ctl, CONTROLLER_VERDICT, 0);
+}
+
+/* ---- blocks ----------------------------------------------------------------------------------------------- */
+
+static void start_block(struct controller *ctl)
+{
+	int rc = block_acc_start(&ctl->acc, &ctl->spec, ctl->now_ms, ctl->now_ms + ctl->prop.trial.block_ms,
+				 ctl->prop.trial.settle_ms);
+
+	if (rc < 0) {
+		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the block cannot be measured (bad block length)");
+		return;
+	}
+	ctl->block_active = true;
+	ctl->block_end_ms = ctl->now_ms + ctl->prop.trial.block_ms;
+}
+
+/* The next block of the pair: write its arm when another one is in force, else start measuring now. */
+static void next_block(struct controller *ctl)
+{
+	enum controller_arm arm = CONTROLLER_ARM_A;
+	struct controller_intent *in;
+
+	if (ctl->state == CONTROLLER_TRIAL && (ctl->blk == 0) == ctl->b_first)
+		arm = CONTROLLER_ARM_B;
+	ctl->want = arm;
+	if (arm == ctl->in_force) {
+		start_block(ctl);
+		return;
+	}
+	in = emit(ctl, INTENT_SET_ARM);
+	if (in) {
+		in->arm = arm;
+		snprintf(in->value, sizeof(in->value), "%s", arm == CONTROLLER_ARM_B ? ctl->prop.to : ctl->prop.from);
+		put(in->text, sizeof(in->text), "pair %u of %u, block %u: arm %s", ctl->pair, ctl->pairs, ctl->blk + 1,
+		    controller_arm_name(arm));
+	}
+	ctl->writing = true;
+	ctl->block_active = false;
+	ctl->write_deadline_ms = ctl->now_ms + ctl->cfg.write_timeout_ms;
+}
+
+static void begin_pair(struct controller *ctl)
+{
+	ctl->pair++;
+	ctl->blk = 0;
+	ctl->b_first = stats_rng_next(&ctl->rng) & 1;
+	next_block(ctl);
+}
+
+static struct controller_calib *calib_find(struct controller *ctl, const char *metric)
+{
+	for (size_t i = 0; i < ctl->ncalib; i++)
+		if (strcmp(ctl->calib[i].metric, metric) == 0)
+			return &ctl->calib[i];
+	return NULL;
+}
+
+static void calib_store(struct controller *ctl, const struct judge_calibration *cal)
+{
+	struct controller_calib *c = calib_find(ctl, ctl->prop.trial.objective.metric);
+
+	if (!c) {
+		if (ctl->ncalib < CONTROLLER_CALIB_MAX) {
+			c = &ctl->calib[ctl->ncalib++];
+		} else {
+			c = &ctl->calib[0];
+			for (size_t i = 1; i < ctl->ncalib; i++)
+				if (ctl->calib[i].at_ms < c->at_ms)
+					c = &ctl->calib[i];
+		}
+	}
+	snprintf(c->metric, sizeof(c->metric), "%s", ctl->prop.trial.objective.metric);
+	c->at_ms = ctl->now_ms;
+	c->cal = *cal;
+}
+
+static unsigned clamp_pairs(const struct controller *ctl, unsigned k)
+{
+	if (k < 2)
+		k = 2;
+	return k > ctl->cfg.judge.pairs_max ? ctl->cfg.judge.pairs_max : k;
+}
+
+static int start_judge(struct controller *ctl, unsigned k)
+{
+	struct judge_config jc = ctl->cfg.judge;
+
+	jc.pairs = clamp_pairs(ctl, k);
+	ctl->pairs = jc.pairs;
+	return judge_start(&ctl->judge, &jc, &ctl->prop.trial.objective, ctl->prop.trial.guardrails,
+			   ctl->prop.trial.nguardrails);
+}
+
+/* K from a calibration: it may raise the plan's K for a noisy objective but never lower it, since the calibration
+ * measured the objective only and the continuous guardrails need their pairs to show non-inferiority. */
+static unsigned trial_pairs(const struct controller *ctl, const struct judge_calibration *cal)
+{
+	return cal->pairs > ctl->prop.trial.pairs ? cal->pairs : ctl->prop.trial.pairs;
+}
+
+static void begin_trial(struct controller *ctl, unsigned k)
+{
+	if (start_judge(ctl, k) < 0) {
+		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refuses the trial plan");
+		return;
+	}
+	/* The change starts here (a calibration writes nothing); a proposal was only made when this one fits. */
+	record_start(ctl);
+	enter(ctl, CONTROLLER_TRIAL, 0);
+	ctl->pair = 0;
+	ctl->a_blocks = 0;
+	ctl->a_overflows = ctl->a_unhandled = ctl->a_5xx_share = 0;
+	set_reason(ctl, "trial of %s %s -> %s: %u pairs of %lld s blocks", ctl->prop.knob, ctl->prop.from,
+		   ctl->prop.to, ctl->pairs, (long long)(ctl->prop.trial.block_ms / 1000));
+	note(ctl, "%s", ctl->reason);
+	begin_pair(ctl);
+}
+
+/* The approved proposal starts: calibration first when its objective's noise is unknown. */
+static void start(struct controller *ctl)
+{
+	const char *names[BLOCK_METRICS_MAX];
+	const struct plan_trial *t = &ctl->prop.trial;
+	const struct detect_reading *ovf, *unh;
+	struct controller_calib *c;
+	char why[CONTROLLER_TEXT_MAX];
+	size_t n = 0;
+
+	names[n++] = t->objective.metric;
+	for (size_t i = 0; i < t->nguardrails && n < BLOCK_METRICS_MAX; i++)
+		names[n++] = t->guardrails[i].metric;
+	if (block_spec_init(&ctl->spec, names, n, ctl->cfg.tick_ms) < 0 || t->block_ms <= t->settle_ms ||
+	    t->settle_ms < 0) {
+		withdraw(ctl, VERDICT_ERROR, PLAN_ERROR, "its objective or guardrails cannot be measured in blocks");
+		return;
+	}
+	ctl->in_force = CONTROLLER_ARM_A;
+	ovf = &ctl->rep.r[DETECT_LISTEN_OVERFLOWS];
+	unh = &ctl->rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
+	ctl->base_no_overflows = ovf->valid && ovf->value == 0;
+	ctl->base_no_unhandled = unh->valid && unh->value == 0;
+	ctl->tried = false;
+	ctl->writing = false;
+	ctl->block_active = false;
+	ctl->ev.verdict = VERDICT_NONE;
+	ctl->have_ev = false;
+	c = calib_find(ctl, t->objective.metric);
+	if (c && ctl->now_ms - c->at_ms > ctl->cfg.calibrate_max_age_ms)
+		c = NULL;
+	if (ctl->cfg.calibrate_pairs && !c) {
+		if (start_judge(ctl, ctl->cfg.judge.pairs) < 0) {
+			withdraw(ctl, VERDICT_ERROR, PLAN_ERROR, "the judge refuses the objective");
+			return;
+		}
+		enter(ctl, CONTROLLER_CALIBRATING, 0);
+		ctl->calib_n = ctl->calib_void = 0;
+		ctl->pair = 0;
+		set_reason(ctl, "calibrating %s: %u A/A pairs before the trial of %s", t->objective.metric,
+			   ctl->cfg.calibrate_pairs, ctl->prop.knob);
+		note(ctl, "%s", ctl->reason);
+		begin_pair(ctl);
+		return;
+	}
+	if (c && c->cal.refuse) {
+		put(why, sizeof(why), "%s cannot be judged on this host: %s", t->objective.metric, c->cal.reason);
+		withdraw(ctl, VERDICT_INCONCLUSIVE, PLAN_ERROR, why);
+		return;
+	}
+	begin_trial(ctl, c ? trial_pairs(ctl, &c->cal) : t->pairs);
+}
+
+/* A/A pair done: keep its d; after enough, size K or refuse. */
+static void calib_pair_done(struct controller *ctl)
+{
+	struct judge_calibration cal;
+	char why[CONTROLLER_TEXT_MAX];
+	double d;
+
+	if (judge_pair_effect(&ctl->judge, &ctl->sum[0], &ctl->sum[1], &d) == 0 && ctl->calib_n < JUDGE_PAIRS_MAX) {
+		ctl->calib_d[ctl->calib_n++] = d;
+	} else if (++ctl->calib_void > ctl->cfg.judge.max_void_pairs) {
+		withdraw(ctl, VERDICT_ERROR, PLAN_ERROR, "A/A calibration: too many blocks without data");
+		return;
+	}
+	if (ctl->calib_n < ctl->cfg.calibrate_pairs) {
+		begin_pair(ctl);
+		return;
+	}
+	if (judge_calibrate(&ctl->cfg.judge, ctl->calib_d, ctl->calib_n, &cal) < 0) {
+		withdraw(ctl, VERDICT_ERROR, PLAN_ERROR, "A/A calibration failed");
+		return;
+	}
+	calib_store(ctl, &cal);
+	if (cal.refuse) {
+		put(why, sizeof(why), "%s cannot be judged on this host: %s", ctl->prop.trial.objective.metric,
+		    cal.reason);
+		withdraw(ctl, VERDICT_INCONCLUSIVE, PLAN_ERROR, why);
+		return;
+	}
+	note(ctl, "calibrated %s: %s", ctl->prop.trial.objective.metric, cal.reason);
+	begin_trial(ctl, trial_pairs(ctl, &cal));
+}
+
+static void trial_pair_done(struct controller *ctl)
+{
+	const struct judge_evidence *ev;
+	bool done = false;
+
+	if (judge_add_pair(&ctl->judge, &ctl->sum[0], &ctl->sum[1], ctl->b_first, &done) < 0) {
+		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refused a pair");
+		return;
+	}
+	ev = judge_evidence(&ctl->judge);
+	if (done) {
+		end_trial(ctl, ev->verdict, plan_result_of(ev->verdict), false, ev->reason);
+		return;
+	}
+	set_reason(ctl, "%s", ev->reason);
+	begin_pair(ctl);
+}
+
+/* The A block just measured: the counts the in-block trips compare B against. */
+static void note_a_block(struct controller *ctl, const struct block_summary *s)
+{
+	ctl->a_blocks++;
+	if (isfinite(s->overflows.events))
+		ctl->a_overflows += s->overflows.events;
+	if (isfinite(s->unhandled.events))
+		ctl->a_unhandled += s->unhandled.events;
+	if (isfinite(s->errors.events) && s->errors.exposure > 0)
+		ctl->a_5xx_share = fmax(ctl->a_5xx_share, s->errors.events / s->errors.exposure);
+}
+
+/*
+ * The judge's hard trips, on the B block so far: new listen overflows or unhandled connections while no A block of
+ * the trial had any, or a 5xx share above the ceiling while the A blocks stayed under it. Before the first A block
+ * of the trial, the detectors' window before it stands in for A for the two counts (it says "none" or not); the
+ * 5xx share waits for an A block (the pair's verdict comes one block later anyway). WHY gets the reason.
+ */
+static bool in_block_trip(struct controller *ctl, char *why, size_t len)
+{
+	const struct judge_config *jc = &ctl->judge.cfg;
+	const struct block_summary *b = &ctl->partial;
+	unsigned min_ovf = jc->overflow_trip_min ? jc->overflow_trip_min : 1;
+	bool no_ovf = ctl->a_blocks ? ctl->a_overflows == 0 : ctl->base_no_overflows;
+	bool no_unh = ctl->a_blocks ? ctl->a_unhandled == 0 : ctl->base_no_unhandled;
+
+	if (!ctl->a_blocks && !no_ovf && !no_unh)
+		return false;
+	block_acc_finish(&ctl->acc, &ctl->partial);
+	if (no_ovf && isfinite(b->overflows.events) && b->overflows.events >= min_ovf) {
+		put(why, len, "new listen overflows: %.0f in the B block of pair %u, none in A (stopped inside the "
+			      "block)", b->overflows.events, ctl->pair);
+		return true;
+	}
+	if (no_unh && isfinite(b->unhandled.events) && b->unhandled.events >= 1) {
+		put(why, len, "accepts != handled: %.0f connections dropped in the B block of pair %u, none in A "
+			      "(stopped inside the block)", b->unhandled.events, ctl->pair);
+		return true;
+	}
+	if (ctl->a_blocks && isfinite(b->errors.events) && b->errors.events >= CONTROLLER_TRIP_MIN_5XX &&
+	    b->errors.exposure > 0 && b->errors.events / b->errors.exposure > jc->error_ceiling &&
+	    ctl->a_5xx_share <= jc->error_ceiling) {
+		put(why, len, "5xx share %.2f%% in the B block of pair %u is above the %.2f%% ceiling (stopped inside "
+			      "the block)", 100.0 * b->errors.events / b->errors.exposure, ctl->pair,
+		    100.0 * jc->error_ceiling);
+		return true;
+	}
+	return false;
+}
+
+/* One tick of a calibration or trial. */
+static void run_blocks(struct controller *ctl, const struct metric_registry *reg, const struct frame *fr)
+{
+	char why[CONTROLLER_TEXT_MAX];
+	struct block_summary *s;
+
+	if (ctl->writing) {
+		if (ctl->now_ms >= ctl->write_deadline_ms) {
+			put(why, sizeof(why), "the write of arm %s was not done within %lld s",
+			    controller_arm_name(ctl->want), (long long)(ctl->cfg.write_timeout_ms / 1000));
+			end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, why);
+		}
+		return;
+	}
+	if (!ctl->block_active)
+		return;
+	if (fr && block_acc_add(&ctl->acc, reg, fr) < 0) {
+		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "a frame could not be added to the block");
+		return;
+	}
+	if (ctl->state == CONTROLLER_TRIAL && ctl->in_force == CONTROLLER_ARM_B &&
+	    in_block_trip(ctl, why, sizeof(why))) {
+		end_trial(ctl, VERDICT_ABORTED, PLAN_ABORTED, false, why);
+		return;
+	}
+	if (ctl->now_ms < ctl->block_end_ms)
+		return;
+	ctl->block_active = false;
+	s = &ctl->sum[ctl->in_force == CONTROLLER_ARM_B ? 1 : 0];
+	if (ctl->state == CONTROLLER_CALIBRATING)
+		s = &ctl->sum[ctl->blk];
+	block_acc_finish(&ctl->acc, s);
+	if (ctl->state == CONTROLLER_TRIAL && ctl->in_force == CONTROLLER_ARM_A)
+		note_a_block(ctl, s);
+	if (ctl->blk == 0) {
+		ctl->blk = 1;
+		next_block(ctl);
+		return;
+	}
+	if (ctl->state == CONTROLLER_CALIBRATING)
+		calib_pair_done(ctl);
+	else
+		trial_pair_done(ctl);
+}
+
+/* ---- observing -------------------------------------------------------------------------------------------- */
+
+static void observe(struct controller *ctl)
+{
+	struct detect_env env;
+	struct plan_outcome out;
+	struct controller_intent *in;
+	unsigned used;
+
+	plan_detect_env(ctl->set, ctl->value_of, ctl->value_ctx, &env);
+	detect_evaluate(ctl->det, &env, &ctl->rep);
+	if (ctl->paused) {
+		set_reason(ctl, "paused by an operator; %s", ctl->rep.status);
+		return;
+	}
+	if (ctl->rep.ticks < ctl->cfg.detect.window_ticks) {
+		/* A proposal rests on a full window: at min_ticks one missing access-log tick is enough for the
+		 * detectors to take request times as absent, and an upstream-bound host would look actionable. */
+		set_reason(ctl, "watching: %zu of %zu ticks in the window; %s", ctl->rep.ticks,
+			   ctl->cfg.detect.window_ticks, ctl->rep.status);
+		return;
+	}
+	if (plan_next(ctl->set, &ctl->rep, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
+		      &out) < 0) {
+		set_reason(ctl, "the planner refuses its configuration");
+		return;
+	}
+	if (!out.proposed) {
+		set_reason(ctl, "%s", out.reason);
+		ctl->advice[0] = '\0';
+		return;
+	}
+	if (ctl->cfg.mode == CONTROLLER_MODE_OBSERVE) {
+		char advice[CONTROLLER_TEXT_MAX];
+
+		put(advice, sizeof(advice), "observe mode: would propose %s %s -> %s (%s)", out.prop.knob,
+		    out.prop.from, out.prop.to, detect_name(out.prop.detector));
+		set_reason(ctl, "%s", out.reason);
+		if (strcmp(advice, ctl->advice) != 0) {
+			snprintf(ctl->advice, sizeof(ctl->advice), "%s", advice);
+			note(ctl, "%s", advice);
+		}
+		return;
+	}
+	used = starts_last_hour(ctl);
+	if (used >= ctl->cfg.changes_per_hour) {
+		set_reason(ctl, "rate limit: %u changes in the last hour (at most %u), the next may start in %lld s; "
+				"waiting: %s", used, ctl->cfg.changes_per_hour,
+			   (long long)((rate_free_at(ctl) - ctl->now_ms + 999) / 1000), out.reason);
+		return;
+	}
+	ctl->prop = out.prop;
+	ctl->id = ctl->next_id++;
+	ctl->approved = false;
+	in = emit(ctl, INTENT_PROPOSE);
+	if (in) {
+		snprintf(in->value, sizeof(in->value), "%s", ctl->prop.to);
+		snprintf(in->text, sizeof(in->text), "%s", out.reason);
+		in->prop = &ctl->prop;
+	}
+	set_reason(ctl, "proposal %llu: %s", (unsigned long long)ctl->id, out.reason);
+	enter(ctl, CONTROLLER_PROPOSED, 0);
+}
+
+static bool may_start(const struct controller *ctl)
+{
+	if (ctl->paused || ctl->cfg.mode == CONTROLLER_MODE_OBSERVE)
+		return false;
+	return ctl->approved || (ctl->cfg.mode == CONTROLLER_MODE_AUTO && !ctl->prop.approval_required);
+}
+
+/* ---- the tick --------------------------------------------------------------------------------------------- */
+
+int controller_tick(struct controller *ctl, int64_t now_ms, const struct metric_registry *reg, const struct frame *fr,
+		    struct controller_intents *out)
+{
+	bool measuring;
+
+	if (!ctl || !reg || !out || (ctl->reg && ctl->reg != reg))
+		return -EINVAL;
+	out->n = 0;
+	if (fr && detect_push(ctl->det, reg, fr) < 0)
+		return -EINVAL;
+	ctl->reg = reg;
+	measuring = ctl->state == CONTROLLER_CALIBRATING || ctl->state == CONTROLLER_TRIAL;
+	if (ctl->have_now && now_ms < ctl->now_ms && measuring) {
+		/* Blocks are windows of time: one that runs backwards measures nothing. */
+		ctl->now_ms = now_ms;
+		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "time went backwards during the trial");
+		goto done;
+	}
+	ctl->now_ms = now_ms;
+	ctl->have_now = true;
+
+	switch (ctl->state) {
+	case CONTROLLER_OBSERVE:
+		observe(ctl);
+		break;
+	case CONTROLLER_PROPOSED:
+	case CONTROLLER_AWAITING:
+		if (may_start(ctl)) {
+			start(ctl);
+		} else if (ctl->state == CONTROLLER_PROPOSED) {
+			enter(ctl, CONTROLLER_AWAITING, now_ms + ctl->cfg.proposal_ttl_ms);
+			set_reason(ctl, "proposal %llu (%s %s -> %s) waits for %s", (unsigned long long)ctl->id,
+				   ctl->prop.knob, ctl->prop.from, ctl->prop.to,
+				   ctl->paused ? "the end of the pause" : "an operator's approval");
+		} else if (now_ms >= ctl->until_ms) {
+			withdraw(ctl, VERDICT_NONE, PLAN_ERROR, "not approved in time");
+		}
+		break;
+	case CONTROLLER_CALIBRATING:
+	case CONTROLLER_TRIAL:
+		run_blocks(ctl, reg, fr);
+		break;
+	case CONTROLLER_VERDICT:
+		enter(ctl, CONTROLLER_COOLDOWN, now_ms + ctl->cfg.cooldown_ms);
+		break;
+	case CONTROLLER_COOLDOWN:
+		if (now_ms >= ctl->until_ms) {
+			enter(ctl, CONTROLLER_OBSERVE, 0);
+			observe(ctl);
+		}
+		break;
+	}
+done:
+	out->n = ctl->queue.n;
+	memcpy(out->v, ctl->queue.v, ctl->queue.n * sizeof(out->v[0]));
+	ctl->queue.n = 0;
+	return 0;
+}
+
+/* ---- reports from the caller ------------------------------------------------------------------------------ */
+
+static bool waiting(const struct controller *ctl)
+{
+	return ctl->state == CONTROLLER_PROPOSED || ctl->state == CONTROLLER_AWAITING;
+}
+
+int controller_approved(struct controller *ctl, uint64_t id)
+{
+	if (!waiting(ctl) || id == 0 || id != ctl->id)
+		return -ENOENT;
+	ctl->approved = true;
+	set_reason(ctl, "proposal %llu approved%s", (unsigned long long)id, ctl->paused ? "; it starts on resume" : "");
+	return 0;
+}
+
+int controller_rejected(struct controller *ctl, uint64_t id)
+{
+	if (!waiting(ctl) || id == 0 || id != ctl->id)
+		return -ENOENT;
+	remember(ctl, PLAN_REJECTED);
+	set_reason(ctl, "proposal %llu (%s) rejected by an operator", (unsigned long long)id, ctl->prop.knob);
+	clear_trial(ctl);
+	enter(ctl, CONTROLLER_OBSERVE, 0);
+	return 0;
+}
+
+int controller_write_done(struct controller *ctl, bool ok)
+{
+	char why[CONTROLLER_TEXT_MAX];
+
+	if (!ctl->writing)
+		return -EALREADY;
+	ctl->writing = false;
+	if (!ok) {
+		ctl->in_force = CONTROLLER_ARM_NONE;
+		put(why, sizeof(why), "the write of arm %s (%s) failed", controller_arm_name(ctl->want),
+		    ctl->want == CONTROLLER_ARM_B ? ctl->prop.to : ctl->prop.from);
+		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, why);
+		return 0;
+	}
+	ctl->in_force = ctl->want;
+	if (ctl->want == CONTROLLER_ARM_B)
+		ctl->tried = true;
+	start_block(ctl);
+	return 0;
+}
+
+/* End whatever is under way on KNOB: withdraw a proposal, or end a calibration or trial without a write. */
+static void end_on_knob(struct controller *ctl, const char *knob, enum plan_result r, const char *who)
+{
+	char why[CONTROLLER_TEXT_MAX];
+
+	if (!knob || !ctl->id || strcmp(knob, ctl->prop.knob) != 0)
+		return;
+	put(why, sizeof(why), "%s %s", ctl->prop.knob, who);
+	if (waiting(ctl) || ctl->state == CONTROLLER_CALIBRATING)
+		withdraw(ctl, VERDICT_ABORTED, (int)r, why);
+	else if (ctl->state == CONTROLLER_TRIAL)
+		end_trial(ctl, VERDICT_ABORTED, r, true, why);
+}
+
+int controller_conflict(struct controller *ctl, const char *knob)
+{
+	end_on_knob(ctl, knob, PLAN_ERROR, "was changed by someone else (a conflict): the agent leaves it alone");
+	return 0;
+}
+
+int controller_operator_revert(struct controller *ctl, const char *knob)
+{
+	end_on_knob(ctl, knob, PLAN_REJECTED, "was reverted by an operator");
+	return 0;
+}
+
+/* Roll back a calibration or trial under way, for a pause or the observe mode. */
+static void stop_acting(struct controller *ctl, const char *why)
+{
+	if (ctl->state == CONTROLLER_TRIAL)
+		end_trial(ctl, VERDICT_ABORTED, PLAN_ERROR, false, why);
+	else if (ctl->state == CONTROLLER_CALIBRATING)
+		withdraw(ctl, VERDICT_ABORTED, PLAN_ERROR, why);
+}
+
+void controller_pause(struct controller *ctl)
+{
+	if (ctl->paused)
+		return;
+	ctl->paused = true;
+	stop_acting(ctl, "paused by an operator");
+	note(ctl, "paused by an operator");
+}
+
+void controller_resume(struct controller *ctl)
+{
+	if (!ctl->paused)
+		return;
+	ctl->paused = false;
+	note(ctl, "resumed by an operator");
+}
+
+int controller_set_mode(struct controller *ctl, enum controller_mode mode)
+{
+	if ((unsigned)mode > CONTROLLER_MODE_AUTO)
+		return -EINVAL;
+	if (mode == ctl->cfg.mode)
+		return 0;
+	ctl->cfg.mode = mode;
+	note(ctl, "mode %s", controller_mode_name(mode));
+	if (mode == CONTROLLER_MODE_OBSERVE) {
+		stop_acting(ctl, "the mode was set to observe");
+		if (waiting(ctl))
+			withdraw(ctl, VERDICT_NONE, -1, "the mode was set to observe");
+	}
+	return 0;
+}
+
+/* ---- reports ---------------------------------------------------------------------------------------------- */
+
+void controller_report(const struct controller *ctl, struct controller_report *out)
+{
+	const struct judge_evidence *ev = controller_evidence(ctl);
+	bool measuring = ctl->state == CONTROLLER_CALIBRATING || ctl->state == CONTROLLER_TRIAL;
+
+	memset(out, 0, sizeof(*out));
+	out->state = ctl->state;
+	out->mode = ctl->cfg.mode;
+	out->paused = ctl->paused;
+	out->approved = ctl->approved;
+	out->id = ctl->id;
+	if (ctl->id) {
+		snprintf(out->knob, sizeof(out->knob), "%s", ctl->prop.knob);
+		snprintf(out->from, sizeof(out->from), "%s", ctl->prop.from);
+		snprintf(out->to, sizeof(out->to), "%s", ctl->prop.to);
+	}
+	out->writing = ctl->writing;
+	out->arm = measuring && !ctl->writing ? ctl->in_force : CONTROLLER_ARM_NONE;
+	if (ctl->state == CONTROLLER_TRIAL) {
+		out->pair = ctl->pair;
+		out->pairs = ctl->pairs;
+	} else if (ctl->state == CONTROLLER_CALIBRATING) {
+		out->calib_pair = ctl->pair;
+		out->calib_pairs = ctl->cfg.calibrate_pairs;
+	}
+	out->since_ms = ctl->since_ms;
+	out->until_ms = measuring ? (ctl->block_active ? ctl->block_end_ms : 0) : ctl->until_ms;
+	out->nvalid = ctl->state == CONTROLLER_TRIAL || ctl->have_ev ? ev->nvalid : 0;
+	out->effect = out->effect_lo = out->effect_hi = NAN;
+	if (ctl->state == CONTROLLER_TRIAL || ctl->have_ev) {
+		out->effect = ev->effect;
+		out->effect_lo = ev->effect_lo;
+		out->effect_hi = ev->effect_hi;
+	}
+	out->verdict = ctl->have_ev ? ctl->ev.verdict : VERDICT_NONE;
+	out->changes_last_hour = starts_last_hour(ctl);
+	out->changes_per_hour = ctl->cfg.changes_per_hour;
+	snprintf(out->reason, sizeof(out->reason), "%s", ctl->reason);
+}
+
+const struct plan_proposal *controller_proposal(const struct controller *ctl)
+{
+	return ctl->id ? &ctl->prop : NULL;
+}
+
+const struct judge_evidence *controller_evidence(const struct controller *ctl)
+{
+	return ctl->state == CONTROLLER_TRIAL ? judge_evidence(&ctl->judge) : &ctl->ev;
+}
+
+const struct detect_report *controller_detect_report(const struct controller *ctl)
+{
+	return &ctl->rep;
+}
+
+const char *controller_mode_name(enum controller_mode mode)
+{
+	switch (mode) {
+	case CONTROLLER_MODE_OBSERVE:
+		return "observe";
+	case CONTROLLER_MODE_PROPOSE:
+		return "propose";
+	case CONTROLLER_MODE_AUTO:
+		return "auto";
+	}
+	return "?";
+}
+
+int controller_mode_parse(const char *name, enum controller_mode *mode)
+{
+	for (int m = CONTROLLER_MODE_OBSERVE; m <= CONTROLLER_MODE_AUTO; m++) {
+		if (name && strcmp(name, controller_mode_name((enum controller_mode)m)) == 0) {
+			*mode = (enum controller_mode)m;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *controller_state_name(enum controller_state state)
+{
+	static const char *const names[] = {
+		[CONTROLLER_OBSERVE] = "observe",     [CONTROLLER_PROPOSED] = "proposed",
+		[CONTROLLER_AWAITING] = "awaiting",   [CONTROLLER_CALIBRATING] = "calibrating",
+		[CONTROLLER_TRIAL] = "trial",         [CONTROLLER_VERDICT] = "verdict",
+		[CONTROLLER_COOLDOWN] = "cooldown",
+	};
+
+	return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
+const char *controller_intent_name(enum controller_intent_kind kind)
+{
+	static const char *const names[] = {
+		[INTENT_PROPOSE] = "propose", [INTENT_SET_ARM] = "set_arm",   [INTENT_KEEP] = "keep",
+		[INTENT_REVERT] = "revert",   [INTENT_WITHDRAW] = "withdraw", [INTENT_NOTE] = "note",
+	};
+
+	return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
+const char *controller_arm_name(enum controller_arm arm)
+{
+	switch (arm) {
+	case CONTROLLER_ARM_A:
+		return "A";
+	case CONTROLLER_ARM_B:
+		return "B";
+	default:
+		return "none";
+	}
+}
