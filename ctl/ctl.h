@@ -32,6 +32,7 @@ extern const struct ctl_verb verb_knobs;
 extern const struct ctl_verb verb_history;
 extern const struct ctl_verb verb_revert;
 extern const struct ctl_verb verb_propose;
+extern const struct ctl_verb verb_clear;
 
 /* GET PATH (with its query) from the agent; the parsed body in *OUT. On failure -errno and a message in ERR
  * (for a problem object, its detail). */

@@ -11,7 +11,7 @@
 #include "proto.h"
 
 static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top, &verb_knobs, &verb_history, &verb_propose,
-						&verb_revert};
+						&verb_revert, &verb_clear};
 
 static void usage(FILE *f)
 {

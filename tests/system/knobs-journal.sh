@@ -97,8 +97,9 @@ sleep 0.5
 [ "$(cat "$SOMAX")" = 1024 ] || fail "revert-all wrote over a knob in conflict"
 out=$(ctl revert 1 2>&1) && fail "revert of a change on a conflicting knob was accepted"
 grep -q "clear the conflict first" <<<"$out" || fail "revert refusal: $out"
-curl -s -X POST --unix-socket "$TMP/api.sock" -d '{}' http://localhost/v1/knobs/net.core.somaxconn/clear-conflict \
-	| jq -e '.knob == "net.core.somaxconn"' >/dev/null || fail "clear-conflict"
+ctl clear-conflict net.core.somaxconn | grep -q "conflict cleared" || fail "ngxctl clear-conflict"
+out=$(ctl clear-conflict net.core.somaxconn 2>&1) && fail "clearing a knob not in conflict succeeded"
+grep -q "not in conflict" <<<"$out" || fail "second clear: $out"
 ctl knobs | grep -q "^net.core.somaxconn *ok *1024 *1024" || fail "after clearing: $(ctl knobs | grep somaxconn)"
 [ "$(change_state 1)" = reverted ] || fail "after clear-conflict change 1 is $(change_state 1), want reverted (superseded)"
 out=$(ctl revert 1 2>&1) && fail "a superseded change was reverted over the operator's value"

@@ -1,0 +1,39 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "proto.h"
+
+/* After someone else changed a knob the agent wrote, accept their value: it becomes the knob's original. */
+static int clear_exec(struct ctl *ctl, int argc, char **argv)
+{
+	char path[256], err[512];
+	json_t *body, *r;
+	int rc;
+
+	if (argc != 2 || !argv[1][0] || strchr(argv[1], '/') || strlen(argv[1]) > 128) {
+		fprintf(stderr, "usage: ngxctl clear-conflict KNOB   (ngxctl knobs shows the knobs in conflict)\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/%s/%s", API_PATH_KNOBS, argv[1], API_ACTION_CLEAR_CONFLICT);
+	body = json_object();
+	rc = ctl_post(ctl, path, body, &r, err, sizeof(err));
+	json_decref(body);
+	if (rc < 0) {
+		fprintf(stderr, "ngxctl: %s\n", err);
+		return 3;
+	}
+	if (ctl->json)
+		ctl_print_json(r);
+	else
+		printf("%s: conflict cleared; its live value is now its original\n", argv[1]);
+	json_decref(r);
+	return 0;
+}
+
+const struct ctl_verb verb_clear = {
+	.name = "clear-conflict",
+	.usage = "KNOB",
+	.summary = "accept someone else's value of a knob in conflict as its new original",
+	.exec = clear_exec,
+};
