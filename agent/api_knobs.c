@@ -4,6 +4,7 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,11 @@
 #include "agent.h"
 #include "api_internal.h"
 #include "core/policy.h"
+#include "core/controller.h"
+#include "core/judge.h"
 #include "engine.h"
 #include "loop.h"
+#include "tuning.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -203,12 +207,84 @@ static bool change_path(const char *url, int64_t *id, const char **rest)
 	return true;
 }
 
+static enum MHD_Result get_trial(struct api *api, struct MHD_Connection *c)
+{
+	struct controller_report *r = malloc(sizeof(*r));
+	char *ev = malloc(8192);
+	json_t *o, *evj;
+	int64_t id = 0;
+
+	if (!r || !ev) {
+		free(r);
+		free(ev);
+		return MHD_NO;
+	}
+	if (!api->a->tuning) {
+		free(r);
+		free(ev);
+		return api_send_problem(c, 409, "no tuning loop (policies not loaded)");
+	}
+	tuning_report(api->a->tuning, r, &id);
+	tuning_evidence_json(api->a->tuning, ev, 8192);
+	evj = json_loads(ev, 0, NULL);
+	o = json_pack("{s:s, s:s, s:b, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:s, s:s}", API_K_STATE,
+		      controller_state_name(r->state), API_K_MODE, controller_mode_name(r->mode), API_K_PAUSED,
+		      r->paused, API_K_CHANGE, (json_int_t)id, API_K_KNOB, r->knob, API_K_FROM, r->from, API_K_TO, r->to,
+		      API_K_ARM, controller_arm_name(r->arm), API_K_PAIR, (int)r->pair, API_K_PAIRS, (int)r->pairs,
+		      API_K_UNTIL, (json_int_t)r->until_ms, API_K_VERDICT, judge_verdict_name(r->verdict), API_K_REASON,
+		      r->reason);
+	json_object_set_new(o, API_K_EFFECT, isfinite(r->effect) ? json_real(r->effect) : json_null());
+	json_object_set_new(o, API_K_EFFECT_LO, isfinite(r->effect_lo) ? json_real(r->effect_lo) : json_null());
+	json_object_set_new(o, API_K_EFFECT_HI, isfinite(r->effect_hi) ? json_real(r->effect_hi) : json_null());
+	json_object_set_new(o, API_K_EVIDENCE, evj ? evj : json_object());
+	free(r);
+	free(ev);
+	return api_send_json(c, 200, o, "application/json");
+}
+
+static enum MHD_Result get_proposals(struct api *api, struct MHD_Connection *c)
+{
+	json_t *arr = json_array();
+	int r = store_changes_query(api->a->store, "", (1u << CHANGE_PROPOSED) | (1u << CHANGE_APPROVED), 0, 100,
+				    on_change, arr);
+
+	if (r < 0) {
+		json_decref(arr);
+		return api_send_problem(c, 503, "store: %s", strerror(-r));
+	}
+	return api_send_json(c, 200, json_pack("{s:o}", API_K_PROPOSALS, arr), "application/json");
+}
+
+/* "/v1/proposals/123/approve": the id and the action. */
+static bool proposal_path(const char *url, int64_t *id, const char **action)
+{
+	size_t k = strlen(API_PATH_PROPOSALS "/");
+	char buf[24];
+	size_t n = 0;
+
+	if (strncmp(url, API_PATH_PROPOSALS "/", k) != 0)
+		return false;
+	while (url[k + n] && url[k + n] != '/' && n < sizeof(buf) - 1) {
+		buf[n] = url[k + n];
+		n++;
+	}
+	buf[n] = '\0';
+	if (url[k + n] != '/' || str_to_i64(buf, 1, INT64_MAX, id) < 0)
+		return false;
+	*action = url + k + n + 1;
+	return strcmp(*action, API_ACTION_APPROVE) == 0 || strcmp(*action, API_ACTION_REJECT) == 0;
+}
+
 enum MHD_Result api_knobs_get(struct api *api, struct MHD_Connection *c, const char *url, bool *handled)
 {
 	const char *rest;
 	int64_t id;
 
 	*handled = true;
+	if (strcmp(url, API_PATH_PROPOSALS) == 0)
+		return get_proposals(api, c);
+	if (strcmp(url, API_PATH_TRIAL) == 0)
+		return get_trial(api, c);
 	if (strcmp(url, API_PATH_KNOBS) == 0)
 		return get_knobs(api, c);
 	if (strcmp(url, API_PATH_CHANGES) == 0)
@@ -239,7 +315,10 @@ bool api_knobs_is_post(const char *url)
 	int64_t id;
 	size_t k = strlen(API_PATH_KNOBS), a = strlen("/" API_ACTION_CLEAR_CONFLICT), n = strlen(url);
 
-	if (strcmp(url, API_PATH_PROPOSALS) == 0 || strcmp(url, API_PATH_REVERT) == 0)
+	const char *action;
+
+	if (strcmp(url, API_PATH_PROPOSALS) == 0 || strcmp(url, API_PATH_REVERT) == 0 ||
+	    strcmp(url, API_PATH_PAUSE) == 0 || strcmp(url, API_PATH_RESUME) == 0 || proposal_path(url, &id, &action))
 		return true;
 	if (change_path(url, &id, &rest))
 		return strcmp(rest, "/" API_ACTION_REVERT) == 0;
@@ -327,18 +406,51 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 			       size_t len)
 {
 	static const char *const proposal_keys[] = {API_K_KNOB, API_K_VALUE, API_K_WHY, NULL};
+	static const char *const comment_keys[] = {API_K_COMMENT, NULL};
 	static const char *const no_keys[] = {NULL};
 	enum MHD_Result sent = MHD_NO;
 	char actor[64], err[512];
-	const char *rest;
+	const char *rest, *action;
 	int64_t id = 0;
 	json_t *o;
 	int r;
 
 	api_actor(c, actor, sizeof(actor));
+	if (proposal_path(url, &id, &action)) {
+		json_t *comment;
+
+		o = body_object(c, body, len, comment_keys, &sent);
+		if (!o)
+			return sent;
+		comment = json_object_get(o, API_K_COMMENT);
+		if (comment && !json_is_string(comment)) {
+			json_decref(o);
+			return api_send_problem(c, 400, "comment: expected a string");
+		}
+		if (!api->a->tuning) {
+			json_decref(o);
+			return api_send_problem(c, 409, "no tuning loop");
+		}
+		r = tuning_decide(api->a->tuning, id, strcmp(action, API_ACTION_APPROVE) == 0, actor,
+				  comment ? json_string_value(comment) : "", loop_wall_ms(api->a), err, sizeof(err));
+		json_decref(o);
+		if (r < 0)
+			return api_send_problem(c, r == -ENOENT ? 404 : 409, "%s", err);
+		return api_send_json(c, 200, json_pack("{s:I, s:s}", API_K_ID, (json_int_t)id, API_K_STATE,
+						       strcmp(action, API_ACTION_APPROVE) == 0 ? "approved" : "rejected"),
+				     "application/json");
+	}
 	o = body_object(c, body, len, strcmp(url, API_PATH_PROPOSALS) == 0 ? proposal_keys : no_keys, &sent);
 	if (!o)
 		return sent;
+	if (strcmp(url, API_PATH_PAUSE) == 0 || strcmp(url, API_PATH_RESUME) == 0) {
+		json_decref(o);
+		if (!api->a->tuning)
+			return api_send_problem(c, 409, "no tuning loop");
+		tuning_pause(api->a->tuning, strcmp(url, API_PATH_PAUSE) == 0, actor, loop_wall_ms(api->a));
+		return api_send_json(c, 200, json_pack("{s:b}", API_K_PAUSED, strcmp(url, API_PATH_PAUSE) == 0),
+				     "application/json");
+	}
 	if (strcmp(url, API_PATH_PROPOSALS) == 0) {
 		sent = post_proposal(api, c, o, actor);
 		json_decref(o);

@@ -18,7 +18,9 @@
 enum job_purpose {
 	JOB_APPLY,   /* a change: success puts it in trial */
 	JOB_REVERT,  /* a revert row: success puts the knob back to its original (or the change's old value) */
-	JOB_REAPPLY  /* after a restart, a kept value the host lost (reboot): success keeps it */
+	JOB_REAPPLY, /* after a restart, a kept value the host lost (reboot): success keeps it */
+	JOB_ARM,     /* a trial's arm (the controller): success puts the row in trial with that value in force */
+	JOB_FINAL    /* a trial's verdict: success gives the row its final state */
 };
 
 struct job {
@@ -28,6 +30,8 @@ struct job {
 	size_t knob;
 	char value[KNOB_VALUE_MAX];
 	int retries;
+	enum change_state final; /* JOB_FINAL */
+	char detail[512];        /* JOB_ARM: the arm's name; JOB_FINAL: the verdict's evidence */
 };
 
 struct eknob {
@@ -52,6 +56,9 @@ struct engine {
 	bool waiting;              /* the first job's asynchronous write is under way */
 
 	int64_t trial_id;          /* the change in trial (invariant 1: at most one), 0 if none */
+	bool trial_external;       /* the controller ends it (with the judge), not the settle time */
+	engine_write_cb arm_cb;    /* told when a JOB_ARM completes */
+	void *arm_ctx;
 	size_t trial_knob;
 	int64_t settle_until_ms;
 
@@ -446,6 +453,27 @@ static void adopt_somaxconn(struct engine *e)
 	}
 }
 
+/* A trial's end: the row's final state, and what the agent now manages. VALUE is what is in force. */
+static void finish_trial(struct engine *e, int64_t id, size_t knob, enum change_state final, const char *value,
+			 const char *detail)
+{
+	struct eknob *ek = &e->knobs[knob];
+
+	if (ek->rec.has_original && strcmp(value, ek->rec.original) == 0) {
+		ek->rec.has_written = false; /* back to the host's own value: not managed */
+		ek->rec.last_written[0] = '\0';
+	} else {
+		ek->rec.has_written = true;
+		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", value);
+	}
+	save_rec(e, ek);
+	store_change_update(e->st, id, final, detail, e->now_ms);
+	audit(e, "agent", "verdict", ek->k.name, id, "ok", "%s: %s in force", change_state_name(final), value);
+	if (e->trial_id == id)
+		e->trial_id = 0;
+	e->trial_external = false;
+}
+
 static void finish_ok(struct engine *e, struct job *j)
 {
 	struct eknob *ek = &e->knobs[j->knob];
@@ -463,6 +491,21 @@ static void finish_ok(struct engine *e, struct job *j)
 		e->trial_knob = j->knob;
 		e->settle_until_ms = e->now_ms + ek->k.pol->settle_ms;
 		audit(e, "agent", "apply", ek->k.name, j->change_id, "ok", "now %s, in trial", j->value);
+		break;
+	case JOB_ARM:
+		ek->rec.has_written = true;
+		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
+		save_rec(e, ek);
+		set_state(e, j->change_id, CHANGE_TRIAL, "arm %s in force: %s", j->detail, j->value);
+		e->trial_id = j->change_id;
+		e->trial_knob = j->knob;
+		e->trial_external = true;
+		audit(e, "agent", "arm", ek->k.name, j->change_id, "ok", "arm %s: %s", j->detail, j->value);
+		if (e->arm_cb)
+			e->arm_cb(e->arm_ctx, true);
+		break;
+	case JOB_FINAL:
+		finish_trial(e, j->change_id, j->knob, j->final, j->value, j->detail);
 		break;
 	case JOB_REAPPLY:
 		ek->rec.has_written = true;
@@ -517,9 +560,17 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 		e->observe_only = true;
 		snprintf(e->observe_why, sizeof(e->observe_why), "%s refused a write: %s", ek->k.name, strerror(-r));
 	}
+	if (j->purpose == JOB_ARM || j->purpose == JOB_FINAL) {
+		if (e->trial_id == j->change_id)
+			e->trial_id = 0;
+		e->trial_external = false;
+		if (j->purpose == JOB_ARM && e->arm_cb)
+			e->arm_cb(e->arm_ctx, false);
+	}
 	/* A failed apply may have left part of the value (a vector, an IRQ map): put the old value back, journaled
 	 * as a revert of this change. Nothing more when the host refuses writes altogether. */
-	if (j->purpose == JOB_APPLY && c != KNOB_ERR_READONLY && store_change_get(e->st, j->change_id, &row) == 0) {
+	if ((j->purpose == JOB_APPLY || j->purpose == JOB_ARM || j->purpose == JOB_FINAL) && c != KNOB_ERR_READONLY &&
+	    store_change_get(e->st, j->change_id, &row) == 0) {
 		char live[KNOB_VALUE_MAX];
 
 		if (knob_read(&ek->k, live, sizeof(live)) == 0 && strcmp(live, row.old_value) != 0)
@@ -831,12 +882,21 @@ static int recover_cb(void *ctx, const struct change_row *row)
 	return 0;
 }
 
+static int withdraw_cb(void *ctx, const struct change_row *row)
+{
+	set_state(ctx, row->id, CHANGE_REJECTED, "withdrawn at restart: %s was still %s", row->knob,
+		  change_state_name(row->state));
+	return 0;
+}
+
 int engine_recover(struct engine *e, int64_t now_ms)
 {
 	struct recover_ctx c = {.e = e};
 	int r;
 
 	e->now_ms = now_ms;
+	/* The controller does not outlive a restart: its proposals are closed, and it proposes again if need be. */
+	store_changes_query(e->st, "", (1u << CHANGE_PROPOSED) | (1u << CHANGE_APPROVED), 0, 0, withdraw_cb, e);
 	r = store_changes_query(e->st, "", (1u << CHANGE_APPLYING) | (1u << CHANGE_TRIAL), 0, 0, recover_cb, &c);
 	if (r < 0)
 		return r;
@@ -896,10 +956,12 @@ static void check_conflicts(struct engine *e)
 void engine_tick(struct engine *e, int64_t now_ms)
 {
 	e->now_ms = now_ms;
+	if (!e->trial_id && !e->njobs)
+		e->trial_external = false; /* ended by a conflict or an operator revert */
 	if (!e->waiting)
 		run_jobs(e); /* retries */
 	check_conflicts(e);
-	if (e->trial_id && !e->njobs && now_ms >= e->settle_until_ms) {
+	if (e->trial_id && !e->trial_external && !e->njobs && now_ms >= e->settle_until_ms) {
 		set_state(e, e->trial_id, CHANGE_KEPT, "settled for %lld ms",
 			  (long long)e->knobs[e->trial_knob].k.pol->settle_ms);
 		audit(e, "agent", "keep", e->knobs[e->trial_knob].k.name, e->trial_id, "ok", "settled");
@@ -942,6 +1004,183 @@ void engine_stop(struct engine *e, bool revert_all, int64_t now_ms)
 bool engine_busy(const struct engine *e)
 {
 	return e->njobs > 0;
+}
+
+/* ---- trials run by the controller ---------------------------------------------------------------------- */
+
+int engine_value(struct engine *e, const char *knob, char *out, size_t outlen)
+{
+	struct eknob *ek = find(e, knob);
+
+	if (!ek) {
+		/* plan asks by policy name; per-interface knobs are not proposed */
+		return -ENOENT;
+	}
+	if (ek->state == ENGINE_KNOB_CONFLICT)
+		return -EBUSY;
+	if (ek->state != ENGINE_KNOB_OK)
+		return -ENOENT;
+	return knob_read(&ek->k, out, outlen);
+}
+
+bool engine_knob_in_conflict(struct engine *e, const char *knob)
+{
+	struct eknob *ek = find(e, knob);
+
+	return ek && ek->state == ENGINE_KNOB_CONFLICT;
+}
+
+int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *why,
+			    int64_t now_ms, int64_t *id, char *err, size_t errlen)
+{
+	struct eknob *ek = find(e, knob);
+	struct change_row row;
+	int r;
+
+	e->now_ms = now_ms;
+	if (!ek || ek->state != ENGINE_KNOB_OK) {
+		snprintf(err, errlen, "%s is not a usable knob here", knob);
+		return -ENOENT;
+	}
+	if (!can_write(e, err, errlen))
+		return -EROFS;
+	memset(&row, 0, sizeof(row));
+	snprintf(row.knob, sizeof(row.knob), "%s", knob);
+	row.kind = CHANGE_KIND_CHANGE;
+	snprintf(row.old_value, sizeof(row.old_value), "%s", from);
+	snprintf(row.new_value, sizeof(row.new_value), "%s", to);
+	row.state = CHANGE_PROPOSED;
+	snprintf(row.actor, sizeof(row.actor), "agent");
+	snprintf(row.why, sizeof(row.why), "%s%s", e->env->dry_run ? "[dry run] " : "", why);
+	row.created_ms = now_ms;
+	r = store_change_insert(e->st, &row);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot journal the proposal: %s", strerror(-r));
+		return r;
+	}
+	*id = row.id;
+	audit(e, "agent", "propose", knob, row.id, "ok", "%s -> %s: %s", from, to, why);
+	return 0;
+}
+
+int engine_close_proposal(struct engine *e, int64_t id, enum change_state st, const char *actor, const char *detail,
+			  int64_t now_ms)
+{
+	struct change_row row;
+	int r;
+
+	e->now_ms = now_ms;
+	r = store_change_get(e->st, id, &row);
+	if (r < 0)
+		return r;
+	if (row.state != CHANGE_PROPOSED && row.state != CHANGE_APPROVED)
+		return -EALREADY;
+	set_state(e, id, st, "%s", detail);
+	audit(e, actor, st == CHANGE_APPROVED ? "approve" : "reject", row.knob, id, "ok", "%s", detail);
+	return 0;
+}
+
+int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *arm, int64_t now_ms,
+		   engine_write_cb cb, void *ctx, char *err, size_t errlen)
+{
+	struct change_row row;
+	struct eknob *ek;
+	int r;
+
+	e->now_ms = now_ms;
+	r = store_change_get(e->st, id, &row);
+	if (r < 0) {
+		snprintf(err, errlen, "no change %lld", (long long)id);
+		return r;
+	}
+	ek = find(e, row.knob);
+	if (!ek || ek->state != ENGINE_KNOB_OK) {
+		snprintf(err, errlen, "%s is not usable: %s", row.knob, ek ? ek->why : "no such knob");
+		return -ENOENT;
+	}
+	if (strcmp(value, row.old_value) != 0 && strcmp(value, row.new_value) != 0) {
+		snprintf(err, errlen, "an arm is the change's old or new value");
+		return -EINVAL;
+	}
+	if (!can_write(e, err, errlen))
+		return -EROFS;
+	if (row.state == CHANGE_PROPOSED || row.state == CHANGE_APPROVED) {
+		char live[KNOB_VALUE_MAX];
+
+		if (e->trial_id || e->njobs) {
+			snprintf(err, errlen, "another change is in flight");
+			return -EBUSY;
+		}
+		r = knob_read(&ek->k, live, sizeof(live));
+		if (r < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", row.knob, strerror(-r));
+			return r;
+		}
+		/* Invariant 4 again at the first write: the host may have moved since the proposal. */
+		r = policy_check(e->set, ek->k.pol, live, row.new_value, value_of, e, err, errlen);
+		if (r < 0)
+			return r;
+		if (!ek->rec.has_original) {
+			ek->rec.has_original = true;
+			snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
+			save_rec(e, ek);
+		}
+	} else if (row.state != CHANGE_TRIAL || e->trial_id != id) {
+		snprintf(err, errlen, "change %lld is %s, not in trial", (long long)id, change_state_name(row.state));
+		return -EALREADY;
+	}
+	/* The row says which arm is being written before the write (invariant 2); recovery puts the old value back
+	 * whatever the arm. */
+	set_state(e, id, row.state == CHANGE_TRIAL ? CHANGE_TRIAL : CHANGE_APPLYING, "writing arm %s: %s", arm, value);
+	e->arm_cb = cb;
+	e->arm_ctx = ctx;
+	r = queue(e, JOB_ARM, id, 0, (size_t)(ek - e->knobs), value);
+	if (r < 0)
+		return r;
+	snprintf(e->jobs[e->njobs - 1].detail, sizeof(e->jobs[0].detail), "%s", arm);
+	e->trial_external = true;
+	run_jobs(e);
+	return 0;
+}
+
+int engine_end_trial(struct engine *e, int64_t id, enum change_state final, const char *value, const char *detail,
+		     int64_t now_ms)
+{
+	struct change_row row;
+	struct eknob *ek;
+	char live[KNOB_VALUE_MAX];
+	int r;
+
+	e->now_ms = now_ms;
+	r = store_change_get(e->st, id, &row);
+	if (r < 0)
+		return r;
+	if (row.state != CHANGE_TRIAL && row.state != CHANGE_APPLYING)
+		return -EALREADY; /* failed, or ended by a conflict or an operator: nothing to do */
+	ek = find(e, row.knob);
+	if (!ek)
+		return -ENOENT;
+	if (!value || (knob_read(&ek->k, live, sizeof(live)) == 0 && strcmp(live, value) == 0)) {
+		/* Nothing to write (or the agent must not write: a conflict, an operator revert). */
+		if (knob_read(&ek->k, live, sizeof(live)) < 0)
+			snprintf(live, sizeof(live), "%s", value ? value : row.old_value);
+		finish_trial(e, id, (size_t)(ek - e->knobs), final, value ? value : live, detail);
+		return 0;
+	}
+	if (!can_write(e, live, sizeof(live)))
+		return -EROFS;
+	r = queue(e, JOB_FINAL, id, 0, (size_t)(ek - e->knobs), value);
+	if (r < 0)
+		return r;
+	e->jobs[e->njobs - 1].final = final;
+	snprintf(e->jobs[e->njobs - 1].detail, sizeof(e->jobs[0].detail), "%s", detail);
+	run_jobs(e);
+	return 0;
+}
+
+const struct policy_set *engine_policies(const struct engine *e)
+{
+	return e->set;
 }
 
 /* ---- reports --------------------------------------------------------------------------------------------- */

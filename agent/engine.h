@@ -72,6 +72,32 @@ void engine_stop(struct engine *e, bool revert_all, int64_t now_ms);
 /* Whether a write is still under way (an asynchronous driver has not completed). */
 bool engine_busy(const struct engine *e);
 
+/* ---- trials run by the controller (the tuning loop) ---- */
+
+/* Told when a trial arm's write completes: OK false when it failed (the row is failed, the old value restored). */
+typedef void (*engine_write_cb)(void *ctx, bool ok);
+/* The live value of KNOB for the planner: 0, -ENOENT (unusable here), -EBUSY (in conflict). */
+int engine_value(struct engine *e, const char *knob, char *out, size_t outlen);
+/* Whether KNOB is frozen by a conflict. */
+bool engine_knob_in_conflict(struct engine *e, const char *knob);
+/* Journal the controller's proposal (state proposed; nothing is written). */
+int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *why,
+			    int64_t now_ms, int64_t *id, char *err, size_t errlen);
+/* An operator approved (CHANGE_APPROVED) or rejected (CHANGE_REJECTED, also a withdrawal) proposal ID. */
+int engine_close_proposal(struct engine *e, int64_t id, enum change_state st, const char *actor, const char *detail,
+			  int64_t now_ms);
+/* Put VALUE (the change's old or new value) in force as trial arm ARM ("A"/"B"): the first arm checks the policy
+ * again and starts the trial; every arm is noted in the row before its write. CB is told when it is done. */
+int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *arm, int64_t now_ms,
+		   engine_write_cb cb, void *ctx, char *err, size_t errlen);
+/* End trial ID in FINAL (kept, reverted, aborted, failed) with DETAIL (the judge's evidence), writing VALUE first
+ * when it is not in force (NULL: write nothing, e.g. after a conflict). -EALREADY when the trial already ended. */
+int engine_end_trial(struct engine *e, int64_t id, enum change_state final, const char *value, const char *detail,
+		     int64_t now_ms);
+
+/* The policy set in force (it changes on a reload). */
+const struct policy_set *engine_policies(const struct engine *e);
+
 /* Reports for the API. */
 size_t engine_knob_count(const struct engine *e);
 /* Knob I's report (live value read now). */

@@ -12,6 +12,7 @@
 #include "api.h"
 #include "core/policy.h"
 #include "engine.h"
+#include "tuning.h"
 #include "log.h"
 #include "notify.h"
 
@@ -156,6 +157,8 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		if (pid)
 			a->env.nginx_pid = pid;
 		engine_tick(a->engine, a->fr.ts_ms);
+		if (a->tuning)
+			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);
 	}
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs

@@ -21,6 +21,7 @@
 #include "core/policy.h"
 #include "engine.h"
 #include "policy_load.h"
+#include "tuning.h"
 #include "frame_json.h"
 #include "log.h"
 #include "loop.h"
@@ -128,7 +129,7 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 	}
 	if (r > 0)
 		log_notice("recovery: %d knob write(s) to put the host back as the journal says", r);
-	return 0;
+	return tuning_new(&a->cfg, a->engine, &a->tuning, err, errlen);
 }
 
 static int newest_cb(void *ctx, const struct change_row *row)
@@ -389,6 +390,7 @@ int main(int argc, char **argv)
 		 (long long)a->cfg.tick_ms, a->cfg.store_path, a->cfg.socket_path);
 	rc = loop_run(a);
 out:
+	tuning_free(a->tuning);
 	engine_free(a->engine);
 	if (a->lock_fd > 0)
 		close(a->lock_fd);

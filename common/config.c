@@ -11,7 +11,7 @@
 #include "proto.h"
 #include "strutil.h"
 
-enum key_type { K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL };
+enum key_type { K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING };
 
 struct key {
 	const char *section, *name;
@@ -45,6 +45,11 @@ static const struct key keys[] = {
 	{"nginx", "conf", K_PATH_OPT, F(nginx_conf), 0, 0},
 	{"nginx", "include_dir", K_PATH, F(include_dir), 0, 0},
 	{"nginx", "timeout", K_DURATION, F(nginx_timeout_ms), 100, 120000},
+	{"tuning", "mode", K_TUNING, F(mode), 0, 0},
+	{"tuning", "changes_per_hour", K_INT, F(changes_per_hour), 1, 60},
+	{"tuning", "pairs", K_INT, F(pairs), 4, 16},
+	{"tuning", "block", K_DURATION, F(block_ms), 1000, 3600000},
+	{"tuning", "calibrate_pairs", K_INT, F(calibrate_pairs), 0, 16},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -72,6 +77,11 @@ void config_default(struct config *cfg)
 	cfg->nginx_timeout_ms = 10000;
 	snprintf(cfg->policy_dir, sizeof(cfg->policy_dir), "%s", NGXAT_POLICY_DIR);
 	strcpy(cfg->policy_override_dir, "/etc/ngx-autotune/policies.d");
+	strcpy(cfg->mode, "propose");
+	cfg->changes_per_hour = 2;
+	cfg->pairs = 8;
+	cfg->block_ms = 90000;
+	cfg->calibrate_pairs = 4;
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;
@@ -156,6 +166,17 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 		if (r < 0)
 			snprintf(msg, msglen, "%s: '%s' is not one of error, warning, notice, info, debug", k->name, value);
 		return r;
+	case K_INT:
+		r = str_to_i64(value, k->lo, k->hi, (int64_t *)(void *)field);
+		if (r < 0)
+			snprintf(msg, msglen, "%s: '%s' is not a whole number from %lld to %lld", k->name, value,
+				 (long long)k->lo, (long long)k->hi);
+		return r;
+	case K_TUNING:
+		if (strcmp(value, "observe") != 0 && strcmp(value, "propose") != 0 && strcmp(value, "auto") != 0)
+			return snprintf(msg, msglen, "%s: '%s' is not observe, propose or auto", k->name, value), -EINVAL;
+		snprintf(field, 16, "%s", value);
+		return 0;
 	case K_BOOL:
 		r = str_to_bool(value, (bool *)(void *)field);
 		if (r < 0)

@@ -41,6 +41,12 @@ struct config {
 	char nginx_conf[CONFIG_PATH_MAX];      /* its main configuration ("" = nginx's built-in default) */
 	char include_dir[CONFIG_PATH_MAX];     /* the agent's nginx include files */
 	int64_t nginx_timeout_ms;              /* bound on nginx -t and on a reload's new workers */
+	/* [tuning] */
+	char mode[16];            /* observe | propose | auto */
+	int64_t changes_per_hour; /* trials that may start in an hour */
+	int64_t pairs;            /* K: A/B pairs of a trial */
+	int64_t block_ms;         /* measured part of a block, after the policy's settle time */
+	int64_t calibrate_pairs;  /* A/A pairs before an objective's first trial; 0: none */
 	/* [probes] */
 	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
 	bool probe_interrupts;  /* /proc/interrupts */

@@ -21,6 +21,11 @@
 #define API_PATH_PROPOSALS "/v1/proposals"  /* POST {"knob", "value", "why"} */
 #define API_PATH_REVERT "/v1/revert"        /* POST {}: every change back to its original */
 #define API_PATH_AUDIT "/v1/audit"          /* GET */
+#define API_PATH_TRIAL "/v1/trials/current" /* GET: the tuning loop's state, the trial's arm and estimate */
+#define API_PATH_PAUSE "/v1/pause"          /* POST {} */
+#define API_PATH_RESUME "/v1/resume"        /* POST {} */
+#define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */
+#define API_ACTION_REJECT "reject"          /* POST /v1/proposals/ID/reject {"comment"} */
 #define API_ACTION_REVERT "revert"
 #define API_ACTION_CLEAR_CONFLICT "clear-conflict"
 
@@ -114,6 +119,20 @@
 #define API_K_CREATED "created_ms"
 #define API_K_UPDATED "updated_ms"
 #define API_K_STARTED "started"
+#define API_K_COMMENT "comment"
+#define API_K_PROPOSALS "proposals"
+#define API_K_MODE "mode"
+#define API_K_PAUSED "paused"
+#define API_K_ARM "arm"
+#define API_K_PAIR "pair"
+#define API_K_PAIRS "pairs"
+#define API_K_EFFECT "effect"
+#define API_K_EFFECT_LO "effect_lo"
+#define API_K_EFFECT_HI "effect_hi"
+#define API_K_VERDICT "verdict"
+#define API_K_REASON "reason"
+#define API_K_UNTIL "until_ms"
+#define API_K_EVIDENCE "evidence"
 
 /* Keys of /v1/audit */
 #define API_K_AUDIT "audit"

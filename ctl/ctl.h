@@ -33,6 +33,12 @@ extern const struct ctl_verb verb_history;
 extern const struct ctl_verb verb_revert;
 extern const struct ctl_verb verb_propose;
 extern const struct ctl_verb verb_clear;
+extern const struct ctl_verb verb_proposals;
+extern const struct ctl_verb verb_approve;
+extern const struct ctl_verb verb_reject;
+extern const struct ctl_verb verb_trial;
+extern const struct ctl_verb verb_pause;
+extern const struct ctl_verb verb_resume;
 
 /* GET PATH (with its query) from the agent; the parsed body in *OUT. On failure -errno and a message in ERR
  * (for a problem object, its detail). */

@@ -11,7 +11,8 @@
 #include "proto.h"
 
 static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top, &verb_knobs, &verb_history, &verb_propose,
-						&verb_revert, &verb_clear};
+						&verb_revert, &verb_clear, &verb_proposals, &verb_approve,
+						&verb_reject, &verb_trial, &verb_pause, &verb_resume};
 
 static void usage(FILE *f)
 {

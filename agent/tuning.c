@@ -1,0 +1,219 @@
+#include "tuning.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/controller.h"
+#include "core/judge.h"
+#include "engine.h"
+#include "log.h"
+
+#define EVIDENCE_MAX 4096
+
+struct tuning {
+	struct controller *ctl;
+	struct engine *e;
+	const struct policy_set *set; /* what the controller was given last */
+	uint64_t prop_id;             /* the controller's proposal ... */
+	int64_t change_id;            /* ... and its journal row (one at a time: invariant 1) */
+	char knob[POLICY_NAME_MAX];
+	int64_t now_ms;
+};
+
+static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
+{
+	struct tuning *t = ctx;
+
+	return engine_value(t->e, knob, out, outlen);
+}
+
+int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, char *err, size_t errlen)
+{
+	struct tuning *t = calloc(1, sizeof(*t));
+	struct controller_config cc;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	controller_config_default(&cc);
+	if (controller_mode_parse(cfg->mode, &cc.mode) < 0) {
+		snprintf(err, errlen, "[tuning] mode: '%s'", cfg->mode);
+		free(t);
+		return -EINVAL;
+	}
+	cc.changes_per_hour = (unsigned)cfg->changes_per_hour;
+	cc.plan.pairs = (unsigned)cfg->pairs;
+	cc.plan.measure_ms = cfg->block_ms;
+	cc.calibrate_pairs = (unsigned)cfg->calibrate_pairs;
+	cc.tick_ms = cfg->tick_ms;
+	cc.seed = (uint64_t)cfg->tick_ms * 2654435761u + 1; /* any fixed value: the block order only needs to be fair */
+	t->e = e;
+	t->set = engine_policies(e);
+	r = controller_new(&cc, t->set, value_of, t, &t->ctl);
+	if (r < 0) {
+		snprintf(err, errlen, "the tuning controller refused its settings: %s", strerror(-r));
+		free(t);
+		return r;
+	}
+	*out = t;
+	return 0;
+}
+
+void tuning_free(struct tuning *t)
+{
+	if (!t)
+		return;
+	controller_free(t->ctl);
+	free(t);
+}
+
+static void on_arm_done(void *ctx, bool ok)
+{
+	struct tuning *t = ctx;
+
+	controller_write_done(t->ctl, ok);
+}
+
+static enum change_state final_state(const struct controller_intent *in)
+{
+	if (in->kind == INTENT_KEEP)
+		return CHANGE_KEPT;
+	switch (in->verdict) {
+	case VERDICT_ABORTED: return CHANGE_ABORTED;
+	case VERDICT_ERROR: return CHANGE_FAILED;
+	default: return CHANGE_REVERTED; /* revert or inconclusive: the old value stays */
+	}
+}
+
+static void carry_out(struct tuning *t, const struct controller_intent *in)
+{
+	char err[512];
+	int r = 0;
+
+	switch (in->kind) {
+	case INTENT_PROPOSE: {
+		char why[512];
+		int64_t id = 0;
+
+		snprintf(why, sizeof(why), "%.400s", in->prop ? in->prop->evidence : in->text);
+		r = engine_journal_proposal(t->e, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "",
+					    why, t->now_ms, &id, err, sizeof(err));
+		if (r < 0) {
+			log_warn("tuning: proposal for %s not journaled: %s", in->knob, err);
+			controller_rejected(t->ctl, in->id);
+			return;
+		}
+		t->prop_id = in->id;
+		t->change_id = id;
+		snprintf(t->knob, sizeof(t->knob), "%s", in->knob);
+		break;
+	}
+	case INTENT_WITHDRAW:
+		if (t->change_id)
+			engine_close_proposal(t->e, t->change_id, CHANGE_REJECTED, "agent", in->text, t->now_ms);
+		t->change_id = 0;
+		break;
+	case INTENT_SET_ARM:
+		r = engine_set_arm(t->e, t->change_id, in->value, controller_arm_name(in->arm), t->now_ms, on_arm_done, t,
+				   err, sizeof(err));
+		if (r < 0) {
+			log_warn("tuning: arm %s of change %lld not written: %s", controller_arm_name(in->arm),
+				 (long long)t->change_id, err);
+			controller_write_done(t->ctl, false);
+		}
+		break;
+	case INTENT_KEEP:
+	case INTENT_REVERT: {
+		char *ev = malloc(EVIDENCE_MAX);
+
+		if (ev) {
+			int n = snprintf(ev, EVIDENCE_MAX, "%s; ", in->text);
+
+			if (!in->ev || judge_evidence_json(in->ev, ev + n, EVIDENCE_MAX - (size_t)n) < 0)
+				ev[n > 2 ? n - 2 : 0] = '\0';
+		}
+		r = engine_end_trial(t->e, t->change_id, final_state(in), in->write ? in->value : NULL, ev ? ev : in->text,
+				     t->now_ms);
+		if (r < 0 && r != -EALREADY)
+			log_err("tuning: the verdict on change %lld could not be carried out: %s", (long long)t->change_id,
+				strerror(-r));
+		free(ev);
+		t->change_id = 0;
+		break;
+	}
+	case INTENT_NOTE:
+		log_info("tuning: %s", in->text);
+		break;
+	}
+}
+
+void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry *reg, const struct frame *fr)
+{
+	struct controller_intents *in = malloc(sizeof(*in));
+
+	if (!in)
+		return;
+	t->now_ms = now_ms;
+	if (engine_policies(t->e) != t->set) {
+		t->set = engine_policies(t->e);
+		controller_set_policies(t->ctl, t->set);
+	}
+	/* What happened to the trial's knob outside the controller: a conflict, or an operator's revert. */
+	if (t->change_id) {
+		if (engine_knob_in_conflict(t->e, t->knob))
+			controller_conflict(t->ctl, t->knob);
+	}
+	if (controller_tick(t->ctl, now_ms, reg, fr, in) == 0)
+		for (size_t i = 0; i < in->n; i++)
+			carry_out(t, &in->v[i]);
+	free(in);
+}
+
+int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char *actor, const char *comment,
+		  int64_t now_ms, char *err, size_t errlen)
+{
+	char detail[300];
+	int r;
+
+	if (!t->change_id || change_id != t->change_id) {
+		snprintf(err, errlen, "change %lld is not the proposal waiting for a decision", (long long)change_id);
+		return -ENOENT;
+	}
+	r = approve ? controller_approved(t->ctl, t->prop_id) : controller_rejected(t->ctl, t->prop_id);
+	if (r < 0) {
+		snprintf(err, errlen, "change %lld is no longer waiting (%s)", (long long)change_id, strerror(-r));
+		return r;
+	}
+	snprintf(detail, sizeof(detail), "%s by %s%s%.200s", approve ? "approved" : "rejected", actor,
+		 comment && comment[0] ? ": " : "", comment ? comment : "");
+	engine_close_proposal(t->e, change_id, approve ? CHANGE_APPROVED : CHANGE_REJECTED, actor, detail, now_ms);
+	if (!approve)
+		t->change_id = 0;
+	return 0;
+}
+
+void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms)
+{
+	(void)now_ms;
+	if (pause)
+		controller_pause(t->ctl);
+	else
+		controller_resume(t->ctl);
+	log_notice("tuning %s by %s", pause ? "paused" : "resumed", actor);
+}
+
+void tuning_report(const struct tuning *t, struct controller_report *out, int64_t *change_id)
+{
+	controller_report(t->ctl, out);
+	*change_id = t->change_id;
+}
+
+void tuning_evidence_json(const struct tuning *t, char *buf, size_t len)
+{
+	const struct judge_evidence *ev = controller_evidence(t->ctl);
+
+	if (!ev || judge_evidence_json(ev, buf, len) < 0)
+		snprintf(buf, len, "{}");
+}

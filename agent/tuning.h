@@ -1,0 +1,39 @@
+/*
+ * tuning: carries out the controller's intents (core/controller.c) through the engine, and answers the API about
+ * proposals and the trial.
+ *
+ * The controller decides from frames and time alone; this module turns its proposals into journal rows, its arms
+ * and verdicts into engine writes, and tells it back what happened (writes done, approvals, conflicts, operator
+ * reverts). It runs on the loop thread once per tick, after the engine's own tick.
+ */
+#ifndef NGXAT_TUNING_H
+#define NGXAT_TUNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "core/metrics.h"
+
+struct engine;
+struct tuning;
+struct controller_report;
+
+/* A tuning loop over E's knobs with the [tuning] settings of CFG. 0 or -errno with ERR. */
+int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, char *err, size_t errlen);
+/* Free; NULL is fine. */
+void tuning_free(struct tuning *t);
+/* One tick: FR (may be NULL) at NOW_MS of REG. */
+void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry *reg, const struct frame *fr);
+/* An operator approves or rejects proposal CHANGE_ID. 0, -ENOENT (not the proposal waiting), -errno. */
+int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char *actor, const char *comment,
+		  int64_t now_ms, char *err, size_t errlen);
+/* Pause or resume proposing and trying. */
+void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
+/* The controller's report and the journal id of its proposal or trial (0 when none). */
+void tuning_report(const struct tuning *t, struct controller_report *out, int64_t *change_id);
+/* The trial's running evidence as JSON text (empty object before any). */
+void tuning_evidence_json(const struct tuning *t, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,59 @@
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "proto.h"
+
+static const char *s(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static int trial_exec(struct ctl *ctl, int argc, char **argv)
+{
+	char err[512];
+	json_t *r, *e;
+
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "ngxctl trial: takes no arguments\n");
+		return 2;
+	}
+	if (ctl_get(ctl, API_PATH_TRIAL, &r, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ngxctl: %s\n", err);
+		return 3;
+	}
+	if (ctl->json) {
+		ctl_print_json(r);
+		json_decref(r);
+		return 0;
+	}
+	printf("tuning: %s, mode %s%s\n  %s\n", s(r, API_K_STATE), s(r, API_K_MODE),
+	       json_is_true(json_object_get(r, API_K_PAUSED)) ? " (paused)" : "", s(r, API_K_REASON));
+	if (s(r, API_K_KNOB)[0]) {
+		printf("change %lld: %s %s -> %s", (long long)json_integer_value(json_object_get(r, API_K_CHANGE)),
+		       s(r, API_K_KNOB), s(r, API_K_FROM), s(r, API_K_TO));
+		if (json_integer_value(json_object_get(r, API_K_PAIRS)))
+			printf(", arm %s, pair %lld of %lld", s(r, API_K_ARM),
+			       (long long)json_integer_value(json_object_get(r, API_K_PAIR)),
+			       (long long)json_integer_value(json_object_get(r, API_K_PAIRS)));
+		putchar('\n');
+	}
+	e = json_object_get(r, API_K_EFFECT);
+	if (json_is_number(e))
+		printf("estimate: %+.1f%% [%+.1f%%, %+.1f%%] (positive is better)\n", 100 * (exp(json_number_value(e)) - 1),
+		       100 * (exp(json_number_value(json_object_get(r, API_K_EFFECT_LO))) - 1),
+		       100 * (exp(json_number_value(json_object_get(r, API_K_EFFECT_HI))) - 1));
+	json_decref(r);
+	return 0;
+}
+
+const struct ctl_verb verb_trial = {
+	.name = "trial",
+	.usage = "",
+	.summary = "the tuning loop: its state, the trial's arm, pair and running estimate",
+	.exec = trial_exec,
+};
