@@ -31,7 +31,7 @@ struct job {
 	char value[KNOB_VALUE_MAX];
 	int retries;
 	enum change_state final; /* JOB_FINAL */
-	char detail[512];        /* JOB_ARM: the arm's name; JOB_FINAL: the verdict's evidence */
+	char detail[8];          /* JOB_ARM: the arm's name */
 };
 
 struct eknob {
@@ -58,6 +58,7 @@ struct engine {
 	int64_t trial_id;          /* the change in trial (invariant 1: at most one), 0 if none */
 	bool trial_external;       /* the controller ends it (with the judge), not the settle time */
 	engine_write_cb arm_cb;    /* told when a JOB_ARM completes */
+	char final_detail[4096];   /* the evidence of the JOB_FINAL queued (one trial at a time) */
 	void *arm_ctx;
 	size_t trial_knob;
 	int64_t settle_until_ms;
@@ -505,7 +506,7 @@ static void finish_ok(struct engine *e, struct job *j)
 			e->arm_cb(e->arm_ctx, true);
 		break;
 	case JOB_FINAL:
-		finish_trial(e, j->change_id, j->knob, j->final, j->value, j->detail);
+		finish_trial(e, j->change_id, j->knob, j->final, j->value, e->final_detail);
 		break;
 	case JOB_REAPPLY:
 		ek->rec.has_written = true;
@@ -1173,7 +1174,7 @@ int engine_end_trial(struct engine *e, int64_t id, enum change_state final, cons
 	if (r < 0)
 		return r;
 	e->jobs[e->njobs - 1].final = final;
-	snprintf(e->jobs[e->njobs - 1].detail, sizeof(e->jobs[0].detail), "%s", detail);
+	snprintf(e->final_detail, sizeof(e->final_detail), "%s", detail);
 	run_jobs(e);
 	return 0;
 }

@@ -104,7 +104,7 @@ struct change_row {
 	enum change_state state;
 	char actor[64];
 	char why[256];
-	char detail[512];
+	char detail[4096]; /* the last error, or a verdict with its evidence (JSON) */
 	int64_t created_ms, updated_ms;
 };
 
@@ -126,7 +126,7 @@ struct audit_row {
 	char action[32];
 	char knob[STORE_KNOB_MAX];
 	char outcome[32];
-	char detail[512];
+	char detail[4096]; /* the last error, or a verdict with its evidence (JSON) */
 };
 
 /* "proposed", "applying", ... */

@@ -12,7 +12,7 @@
 
 static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top, &verb_knobs, &verb_history, &verb_propose,
 						&verb_revert, &verb_clear, &verb_proposals, &verb_approve,
-						&verb_reject, &verb_trial, &verb_pause, &verb_resume};
+						&verb_reject, &verb_trial, &verb_pause, &verb_resume, &verb_show};
 
 static void usage(FILE *f)
 {

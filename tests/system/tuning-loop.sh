@@ -98,6 +98,7 @@ api "/v1/changes/$id" | jq -e '.detail | test("\"verdict\"") and test("pairs")' 
 	fail "no evidence in the journal: $(api "/v1/changes/$id" | jq -r .detail)"
 ok "the judge keeps it (time_squeeze per 1k requests down 10x); 600 stays; the evidence is in the journal"
 ctl trial | grep -q "^tuning:" || fail "ngxctl trial"
+ctl show "$id" >"$TMP/show.out"; grep -q '"verdict": "keep"' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
 ctl history >"$TMP/history.out"; [ -n "${NGXAT_VERBOSE:-}" ] && cat "$TMP/history.out" "$TMP/agent.log"
 kill -TERM $AGENT_PID
 wait $AGENT_PID
