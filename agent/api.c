@@ -309,8 +309,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!req) {
 		if (!api_knobs_is_post(url))
 			return api_send_problem(c, 405, "POST %s: not an action (actions: " API_PATH_PROPOSALS ", "
+					    API_PATH_PROPOSALS "/ID/approve, " API_PATH_PROPOSALS "/ID/reject, "
 					    API_PATH_REVERT ", " API_PATH_CHANGES "/ID/revert, " API_PATH_KNOBS
-					    "/NAME/clear-conflict)", url);
+					    "/NAME/clear-conflict, " API_PATH_PAUSE ", " API_PATH_RESUME ")", url);
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;

@@ -1156,6 +1156,11 @@ int engine_end_trial(struct engine *e, int64_t id, enum change_state final, cons
 	r = store_change_get(e->st, id, &row);
 	if (r < 0)
 		return r;
+	if (row.state == CHANGE_PROPOSED || row.state == CHANGE_APPROVED) {
+		/* Ended before its first write (a pause right after the approval): nothing was written. */
+		set_state(e, id, CHANGE_REJECTED, "ended before the trial started: %.300s", detail);
+		return 0;
+	}
 	if (row.state != CHANGE_TRIAL && row.state != CHANGE_APPLYING)
 		return -EALREADY; /* failed, or ended by a conflict or an operator: nothing to do */
 	ek = find(e, row.knob);

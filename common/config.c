@@ -168,6 +168,10 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 		return r;
 	case K_INT:
 		r = str_to_i64(value, k->lo, k->hi, (int64_t *)(void *)field);
+		/* An A/A calibration needs at least 3 pairs to say anything; 0 turns it off. */
+		if (r == 0 && strcmp(k->name, "calibrate_pairs") == 0 && *(int64_t *)(void *)field > 0 &&
+		    *(int64_t *)(void *)field < 3)
+			return snprintf(msg, msglen, "%s: 0 (none) or 3 to 16", k->name), -EINVAL;
 		if (r < 0)
 			snprintf(msg, msglen, "%s: '%s' is not a whole number from %lld to %lld", k->name, value,
 				 (long long)k->lo, (long long)k->hi);

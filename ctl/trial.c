@@ -1,4 +1,3 @@
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,11 +41,16 @@ static int trial_exec(struct ctl *ctl, int argc, char **argv)
 			       (long long)json_integer_value(json_object_get(r, API_K_PAIRS)));
 		putchar('\n');
 	}
+	/* The estimate is a relative change already (0.1 = 10% better); its bounds come after two valid pairs. */
 	e = json_object_get(r, API_K_EFFECT);
-	if (json_is_number(e))
-		printf("estimate: %+.1f%% [%+.1f%%, %+.1f%%] (positive is better)\n", 100 * (exp(json_number_value(e)) - 1),
-		       100 * (exp(json_number_value(json_object_get(r, API_K_EFFECT_LO))) - 1),
-		       100 * (exp(json_number_value(json_object_get(r, API_K_EFFECT_HI))) - 1));
+	if (json_is_number(e)) {
+		json_t *lo = json_object_get(r, API_K_EFFECT_LO), *hi = json_object_get(r, API_K_EFFECT_HI);
+
+		printf("estimate: %+.1f%%", 100 * json_number_value(e));
+		if (json_is_number(lo) && json_is_number(hi))
+			printf(" [%+.1f%%, %+.1f%%]", 100 * json_number_value(lo), 100 * json_number_value(hi));
+		printf(" (positive is better)\n");
+	}
 	json_decref(r);
 	return 0;
 }
