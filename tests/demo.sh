@@ -44,3 +44,7 @@ CLEANUP+=("kill $!")
 "$NGXCTL" -s "$TMP/api.sock" top -n "$secs"
 echo
 "$NGXCTL" -s "$TMP/api.sock" status
+echo
+# What the tuning loop made of it (propose mode: nothing is written without `ngxctl approve`).
+"$NGXCTL" -s "$TMP/api.sock" trial
+"$NGXCTL" -s "$TMP/api.sock" proposals
