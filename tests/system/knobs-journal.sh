@@ -21,27 +21,7 @@ echo 1000 >"$BACKLOG"
 mkdir -p "$TMP/policies.d"
 sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/listen.policy" >"$TMP/policies.d/listen.policy"
 sed 's/^settle = .*/settle = 1h/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
-# The root is in the file, not on the command line, so that ngxctl revert --offline (which runs the agent with
-# only -c) writes to the fake tree too, never to the host.
-cat >"$TMP/agent.conf" <<EOT
-[agent]
-root = $R
-tick_interval = 200ms
-socket = $TMP/api.sock
-socket_group =
-[store]
-path = $TMP/store/ngx-autotune.db
-[policies]
-dir = $srcdir/policies
-override_dir = $TMP/policies.d
-[nginx]
-pid_file = $TMP/nginx.pid
-stub_status_url =
-access_log =
-error_log =
-[probes]
-netlink = no
-EOT
+fake_root_conf "$TMP/agent.conf" "$R" ""
 ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
 AGENT_PID=
 start_agent() { # start_agent [ENV=VALUE...]: the agent in the background, waits for READY=1

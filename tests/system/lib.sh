@@ -205,3 +205,29 @@ write_irq_counts() {
 	echo "$2,$3" >"$1/sys/kernel/irq/25/per_cpu_count.tmp"
 	mv "$1/sys/kernel/irq/25/per_cpu_count.tmp" "$1/sys/kernel/irq/25/per_cpu_count"
 }
+
+# fake_root_conf FILE ROOT ACCESS_LOG: an agent configuration for a fake tree made by make_fake_root (nginx pid file
+# $TMP/nginx.pid, no stub_status, no netlink, 200 ms ticks, policy overrides in $TMP/policies.d). The root is in
+# the file, not on the command line, so that anything run with only -c (ngxctl revert --offline) writes to the fake
+# tree too, never to the host. Append further sections to FILE as needed.
+fake_root_conf() {
+	cat >"$1" <<EOT
+[agent]
+root = $2
+tick_interval = 200ms
+socket = $TMP/api.sock
+socket_group =
+[store]
+path = $TMP/store/ngx-autotune.db
+[policies]
+dir = $srcdir/policies
+override_dir = $TMP/policies.d
+[nginx]
+pid_file = $TMP/nginx.pid
+stub_status_url =
+access_log = $3
+error_log =
+[probes]
+netlink = no
+EOT
+}

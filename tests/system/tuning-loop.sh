@@ -19,24 +19,8 @@ echo 300 >"$BUDGET"
 : >"$TMP/access.log"
 mkdir -p "$TMP/policies.d"
 sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
-cat >"$TMP/agent.conf" <<EOT
-[agent]
-root = $R
-tick_interval = 200ms
-socket = $TMP/api.sock
-socket_group =
-[store]
-path = $TMP/store/ngx-autotune.db
-[policies]
-dir = $srcdir/policies
-override_dir = $TMP/policies.d
-[nginx]
-pid_file = $TMP/nginx.pid
-stub_status_url =
-access_log = $TMP/access.log
-error_log =
-[probes]
-netlink = no
+fake_root_conf "$TMP/agent.conf" "$R" "$TMP/access.log"
+cat >>"$TMP/agent.conf" <<EOT
 [tuning]
 mode = propose
 pairs = 4
