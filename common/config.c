@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <ini.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include "proto.h"
 #include "strutil.h"
 
-enum key_type { K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING };
+enum key_type { K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING, K_LISTEN };
 
 struct key {
 	const char *section, *name;
@@ -50,6 +51,9 @@ static const struct key keys[] = {
 	{"tuning", "pairs", K_INT, F(pairs), 4, 16},
 	{"tuning", "block", K_DURATION, F(block_ms), 1000, 3600000},
 	{"tuning", "calibrate_pairs", K_INT, F(calibrate_pairs), 0, 16},
+	{"api", "listen", K_LISTEN, F(api_listen), 0, 0},
+	{"api", "listen_any", K_BOOL, F(api_listen_any), 0, 0},
+	{"api", "token_file", K_PATH_OPT, F(api_token_file), 0, 0},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -82,6 +86,7 @@ void config_default(struct config *cfg)
 	cfg->pairs = 8;
 	cfg->block_ms = 90000;
 	cfg->calibrate_pairs = 4;
+	strcpy(cfg->api_token_file, "/etc/ngx-autotune/api.tokens");
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;
@@ -94,6 +99,7 @@ struct load_ctx {
 	size_t cap;
 	int line;     /* line the reader handed to inih last */
 	int err_line; /* line of our first error */
+	int listen_line; /* line of [api] listen, for the check that needs listen_any too */
 	char msg[200];
 };
 
@@ -186,6 +192,18 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 		if (r < 0)
 			snprintf(msg, msglen, "%s: '%s' is not yes or no", k->name, value);
 		return r;
+	case K_LISTEN: {
+		struct sockaddr_storage sa;
+		unsigned salen;
+		bool loopback;
+
+		if (value[0] && str_to_listen(value, &sa, &salen, &loopback) < 0)
+			return snprintf(msg, msglen, "%s: '%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9180, [::1]:9180)",
+					k->name, value), -EINVAL;
+		if (str_copy(field, sizeof(cfg->api_listen), value) < 0)
+			return snprintf(msg, msglen, "%s: value too long", k->name), -EINVAL;
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -201,6 +219,8 @@ static int handler(void *user, const char *section, const char *name, const char
 			continue;
 		section_known = true;
 		if (strcmp(name, keys[i].name) == 0) {
+			if (keys[i].type == K_LISTEN)
+				ctx->listen_line = ctx->line;
 			if (set_key(ctx->cfg, &keys[i], value, msg, sizeof(msg)) == 0)
 				return 1;
 			goto fail;
@@ -236,8 +256,20 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 		snprintf(err, errlen, "%s: cannot read", path);
 		return -EIO;
 	}
-	if (line == 0 && !ctx.err_line)
+	if (line == 0 && !ctx.err_line) {
+		struct sockaddr_storage sa;
+		unsigned salen;
+		bool loopback = true;
+
+		/* After the whole file: listen_any may come after listen. */
+		if (cfg->api_listen[0] && str_to_listen(cfg->api_listen, &sa, &salen, &loopback) == 0 && !loopback &&
+		    !cfg->api_listen_any) {
+			snprintf(err, errlen, "%s:%d: listen: %s is not a loopback address; anyone who can reach it may read "
+				 "the agent's data: set listen_any = yes to allow it", path, ctx.listen_line, cfg->api_listen);
+			return -EINVAL;
+		}
 		return 0;
+	}
 	if (ctx.err_line && (line == 0 || ctx.err_line <= line))
 		snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.msg);
 	else

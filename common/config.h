@@ -47,6 +47,10 @@ struct config {
 	int64_t pairs;            /* K: A/B pairs of a trial */
 	int64_t block_ms;         /* measured part of a block, after the policy's settle time */
 	int64_t calibrate_pairs;  /* A/A pairs before an objective's first trial; 0: none */
+	/* [api] */
+	char api_listen[64];                   /* TCP listener "ADDR:PORT" ("" = none) */
+	bool api_listen_any;                   /* a listen address that is not loopback is allowed */
+	char api_token_file[CONFIG_PATH_MAX];  /* NAME:SECRET lines: who may act over TCP ("" = nobody) */
 	/* [probes] */
 	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
 	bool probe_interrupts;  /* /proc/interrupts */

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 int str_to_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -81,6 +84,54 @@ int str_to_mode(const char *s, unsigned *out)
 	if (*end || v > 07777)
 		return -EINVAL;
 	*out = (unsigned)v;
+	return 0;
+}
+
+int str_to_listen(const char *s, struct sockaddr_storage *sa, unsigned *salen, bool *loopback)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon;
+	size_t hlen;
+	int64_t port;
+
+	if (!s)
+		return -EINVAL;
+	colon = s[0] == '[' ? strstr(s, "]:") : strrchr(s, ':');
+	if (!colon)
+		return -EINVAL;
+	if (s[0] == '[') {
+		hlen = (size_t)(colon - s - 1);
+		colon++;
+	} else {
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= sizeof(host) || str_to_i64(colon + 1, 1, 65535, &port) < 0)
+		return -EINVAL;
+	memcpy(host, s[0] == '[' ? s + 1 : s, hlen);
+	host[hlen] = '\0';
+	memset(sa, 0, sizeof(*sa));
+	if (strcmp(host, "localhost") == 0 && s[0] != '[')
+		strcpy(host, "127.0.0.1");
+	if (s[0] != '[') {
+		struct sockaddr_in *in = (struct sockaddr_in *)sa;
+
+		if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
+			return -EINVAL;
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		*salen = sizeof(*in);
+		*loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+		const uint8_t *b = in6->sin6_addr.s6_addr;
+
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			return -EINVAL;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*salen = sizeof(*in6);
+		*loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) || (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127);
+	}
 	return 0;
 }
 

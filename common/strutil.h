@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sockaddr_storage;
+
 /* Decimal int64 in [lo, hi], the whole string. 0, -EINVAL, -ERANGE. */
 int str_to_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* yes/no, true/false, on/off, 1/0. 0 or -EINVAL. */
@@ -21,6 +23,10 @@ int str_to_bool(const char *s, bool *out);
 int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out);
 /* Octal file mode "0660". 0, -EINVAL. */
 int str_to_mode(const char *s, unsigned *out);
+/* A TCP listen address "IPv4:PORT", "[IPv6]:PORT" or "localhost:PORT" (numeric, no name lookup) into SA (a
+ * struct sockaddr_in or _in6 of *SALEN bytes). *LOOPBACK tells whether it is a loopback address (127/8, ::1,
+ * ::ffff:127/104). 0 or -EINVAL. */
+int str_to_listen(const char *s, struct sockaddr_storage *sa, unsigned *salen, bool *loopback);
 /* Copy SRC into DST of size N; -ENAMETOOLONG (DST untouched) when it does not fit. */
 int str_copy(char *dst, size_t n, const char *src);
 

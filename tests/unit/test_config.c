@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -112,6 +115,16 @@ static const struct {
 	{"[agent]\nlog_level = loud\n", "not one of error", 2},
 	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
 	{"[agent]\nlog_level = info\nlog_level = bogus\ntick_interval = x\n", "not one of error", 3},
+	{"[api]\nlisten = 9180\n", "is not ADDRESS:PORT", 2},
+	{"[api]\nlisten = 127.0.0.1:0\n", "is not ADDRESS:PORT", 2},
+	{"[api]\nlisten = 127.0.0.1:65536\n", "is not ADDRESS:PORT", 2},
+	{"[api]\nlisten = example.com:80\n", "is not ADDRESS:PORT", 2},
+	{"[api]\nlisten = ::1:9180\n", "is not ADDRESS:PORT", 2},
+	{"[api]\ntoken_file = api.tokens\n", "absolute path", 2},
+	{"[api]\n\nlisten = 0.0.0.0:9180\n", "not a loopback address", 3},
+	{"[api]\nlisten = 10.1.2.3:9180\nlisten_any = no\n", "set listen_any = yes", 2},
+	{"[api]\nlisten = [::]:9180\n", "not a loopback address", 2},
+	{"[api]\nlisten_any = perhaps\n", "not yes or no", 2},
 };
 
 static void test_errors(void **state)
@@ -143,6 +156,66 @@ static void test_long_line(void **state)
 	snprintf(want, sizeof(want), "%s:3: line longer than", path);
 	if (strncmp(err, want, strlen(want)) != 0)
 		fail_msg("got '%s', want '%s...'", err, want);
+}
+
+static void test_api_keys(void **state)
+{
+	struct config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(config_load("/nonexistent/agent.conf", false, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.api_listen, "");
+	assert_false(c.api_listen_any);
+	assert_string_equal(c.api_token_file, "/etc/ngx-autotune/api.tokens");
+	write_conf("[api]\nlisten = 127.0.0.1:9180\ntoken_file = /tmp/t\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.api_listen, "127.0.0.1:9180");
+	assert_string_equal(c.api_token_file, "/tmp/t");
+	/* listen_any may come after listen; it opens any address. */
+	write_conf("[api]\nlisten = 0.0.0.0:9180\nlisten_any = yes\ntoken_file =\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_true(c.api_listen_any);
+	assert_string_equal(c.api_token_file, "");
+	write_conf("[api]\nlisten = [::1]:9180\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	write_conf("[api]\nlisten = localhost:9180\nlisten =\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.api_listen, "");
+}
+
+static void test_listen_parse(void **state)
+{
+	static const struct {
+		const char *s;
+		int r;
+		bool loopback;
+	} cases[] = {
+		{"127.0.0.1:9180", 0, true},   {"127.9.8.7:1", 0, true},      {"localhost:65535", 0, true},
+		{"[::1]:80", 0, true},         {"[::ffff:127.0.0.2]:80", 0, true}, {"10.0.0.1:80", 0, false},
+		{"0.0.0.0:80", 0, false},      {"[::]:80", 0, false},         {"[fe80::1]:80", 0, false},
+		{"128.0.0.1:80", 0, false},    {"127.0.0.1", -EINVAL, false}, {"127.0.0.1:", -EINVAL, false},
+		{":80", -EINVAL, false},       {"[::1]80", -EINVAL, false},   {"[::1:80", -EINVAL, false},
+		{"127.0.0.1:80x", -EINVAL, false}, {"127.0.0.1:-1", -EINVAL, false}, {"[localhost]:80", -EINVAL, false},
+		{"1.2.3:80", -EINVAL, false},  {"", -EINVAL, false},
+	};
+	struct sockaddr_storage sa;
+	unsigned len;
+	bool lo;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = str_to_listen(cases[i].s, &sa, &len, &lo);
+
+		if (r != cases[i].r || (r == 0 && lo != cases[i].loopback))
+			fail_msg("'%s': got %d loopback %d", cases[i].s, r, lo);
+	}
+	assert_int_equal(str_to_listen("[::1]:443", &sa, &len, &lo), 0);
+	assert_int_equal(sa.ss_family, AF_INET6);
+	assert_int_equal(ntohs(((struct sockaddr_in6 *)&sa)->sin6_port), 443);
+	assert_int_equal(len, sizeof(struct sockaddr_in6));
+	assert_int_equal(str_to_listen("localhost:9180", &sa, &len, &lo), 0);
+	assert_int_equal(ntohl(((struct sockaddr_in *)&sa)->sin_addr.s_addr), 0x7f000001);
 }
 
 static void test_strutil(void **state)
@@ -185,6 +258,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test(test_strutil),
+		cmocka_unit_test_setup_teardown(test_api_keys, setup, teardown),
+		cmocka_unit_test(test_listen_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
