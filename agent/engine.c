@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/policy.h"
+#include "events.h"
 #include "log.h"
 
 #define MAX_KNOBS 256
@@ -91,6 +92,7 @@ static void audit(struct engine *e, const char *actor, const char *action, const
 	memset(&row, 0, sizeof(row));
 	row.ts = e->now_ms;
 	snprintf(row.actor, sizeof(row.actor), "%s", actor);
+	snprintf(row.peer, sizeof(row.peer), "%s", events_peer());
 	snprintf(row.action, sizeof(row.action), "%s", action);
 	snprintf(row.knob, sizeof(row.knob), "%s", knob ? knob : "");
 	row.change_id = change_id;
@@ -98,7 +100,8 @@ static void audit(struct engine *e, const char *actor, const char *action, const
 	va_start(ap, fmt);
 	vsnprintf(row.detail, sizeof(row.detail), fmt, ap);
 	va_end(ap);
-	store_audit_append(e->st, &row);
+	if (store_audit_append(e->st, &row) == 0)
+		events_audit(&row);
 	snprintf(field_knob, sizeof(field_knob), "NGXAT_KNOB=%s", row.knob);
 	snprintf(field_change, sizeof(field_change), "NGXAT_CHANGE_ID=%lld", (long long)change_id);
 	log_fields(strcmp(outcome, "ok") == 0 ? LOG_INFO : LOG_WARNING, fields, "%s %s%s%s: %s (%s)", actor, action,
@@ -116,7 +119,8 @@ static void set_state(struct engine *e, int64_t id, enum change_state s, const c
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	store_change_update(e->st, id, s, detail, e->now_ms);
+	if (store_change_update(e->st, id, s, detail, e->now_ms) == 0)
+		events_change(id, s, detail, e->now_ms);
 }
 
 static void save_rec(struct engine *e, struct eknob *ek)

@@ -312,6 +312,7 @@ int loop_reload(struct agent *a)
 		log_warn("reload: a new socket or store path takes effect at the next start");
 	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s", a->cfg.socket_path);
 	snprintf(cfg.store_path, sizeof(cfg.store_path), "%s", a->cfg.store_path);
+	api_reload(a->api, &cfg); /* the token file again; a new listen address waits for the next start */
 	a->cfg = cfg;
 	log_set_level(cfg.log_level);
 	sampler_reconfigure(a->sampler, &a->cfg);

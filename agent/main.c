@@ -335,6 +335,10 @@ int main(int argc, char **argv)
 		}
 		policy_set_free(set);
 		free(set);
+		if (api_check_config(&a->cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ngx-autotune: %s\n", err);
+			goto out_args;
+		}
 		printf("configuration OK\n");
 		rc = 0;
 		goto out_args;

@@ -8,7 +8,9 @@
 #include "core/controller.h"
 #include "core/judge.h"
 #include "engine.h"
+#include "events.h"
 #include "log.h"
+#include "proto.h"
 
 #define EVIDENCE_MAX 4096
 
@@ -108,14 +110,22 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 		t->prop_id = in->id;
 		t->change_id = id;
 		snprintf(t->knob, sizeof(t->knob), "%s", in->knob);
+		events_proposal(id, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "", API_PROPOSAL_MADE,
+				"agent", why, t->now_ms);
 		break;
 	}
 	case INTENT_WITHDRAW:
-		if (t->change_id)
+		if (t->change_id) {
 			engine_close_proposal(t->e, t->change_id, CHANGE_REJECTED, "agent", in->text, t->now_ms);
+			events_proposal(t->change_id, t->knob, NULL, NULL, API_PROPOSAL_WITHDRAWN, "agent", in->text, t->now_ms);
+		}
 		t->change_id = 0;
 		break;
-	case INTENT_SET_ARM:
+	case INTENT_SET_ARM: {
+		struct controller_report rep;
+
+		controller_report(t->ctl, &rep);
+		events_trial_arm(t->change_id, t->knob, controller_arm_name(in->arm), in->value, &rep, t->now_ms);
 		r = engine_set_arm(t->e, t->change_id, in->value, controller_arm_name(in->arm), t->now_ms, on_arm_done, t,
 				   err, sizeof(err));
 		if (r < 0) {
@@ -124,6 +134,7 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 			controller_write_done(t->ctl, false);
 		}
 		break;
+	}
 	case INTENT_KEEP:
 	case INTENT_REVERT: {
 		char *ev = malloc(EVIDENCE_MAX);
@@ -136,6 +147,8 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 		}
 		r = engine_end_trial(t->e, t->change_id, final_state(in), in->write ? in->value : NULL, ev ? ev : in->text,
 				     t->now_ms);
+		events_verdict(t->change_id, t->knob, judge_verdict_name(in->verdict), change_state_name(final_state(in)),
+			       in->text, in->ev, t->now_ms);
 		if (r < 0 && r != -EALREADY)
 			log_err("tuning: the verdict on change %lld could not be carried out: %s", (long long)t->change_id,
 				strerror(-r));
@@ -165,9 +178,16 @@ void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry 
 		if (engine_knob_in_conflict(t->e, t->knob))
 			controller_conflict(t->ctl, t->knob);
 	}
-	if (controller_tick(t->ctl, now_ms, reg, fr, in) == 0)
+	if (controller_tick(t->ctl, now_ms, reg, fr, in) == 0) {
+		struct controller_report rep;
+
+		/* Before the intents: a verdict in this tick ends the trial, and its last pair is published first. */
+		controller_report(t->ctl, &rep);
+		if (t->change_id && (rep.state == CONTROLLER_TRIAL || rep.state == CONTROLLER_VERDICT))
+			events_trial_progress(t->change_id, t->knob, controller_evidence(t->ctl), now_ms);
 		for (size_t i = 0; i < in->n; i++)
 			carry_out(t, &in->v[i]);
+	}
 	free(in);
 }
 
@@ -189,6 +209,8 @@ int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char 
 	snprintf(detail, sizeof(detail), "%s by %s%s%.200s", approve ? "approved" : "rejected", actor,
 		 comment && comment[0] ? ": " : "", comment ? comment : "");
 	engine_close_proposal(t->e, change_id, approve ? CHANGE_APPROVED : CHANGE_REJECTED, actor, detail, now_ms);
+	events_proposal(change_id, t->knob, NULL, NULL, approve ? API_PROPOSAL_APPROVED : API_PROPOSAL_REJECTED, actor,
+			comment, now_ms);
 	if (!approve)
 		t->change_id = 0;
 	return 0;

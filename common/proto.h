@@ -24,6 +24,8 @@
 #define API_PATH_TRIAL "/v1/trials/current" /* GET: the tuning loop's state, the trial's arm and estimate */
 #define API_PATH_PAUSE "/v1/pause"          /* POST {} */
 #define API_PATH_RESUME "/v1/resume"        /* POST {} */
+#define API_PATH_EVENTS "/v1/events"        /* GET: server-sent events (text/event-stream) */
+#define API_PATH_CONSOLE "/console"         /* GET: the console page (also at "/") */
 #define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */
 #define API_ACTION_REJECT "reject"          /* POST /v1/proposals/ID/reject {"comment"} */
 #define API_ACTION_REVERT "revert"
@@ -142,6 +144,31 @@
 #define API_K_OUTCOME "outcome"
 #define API_K_COUNT "count"
 #define API_K_CHANGE_ID "change_id"
+
+/* Server-sent events of /v1/events: "id: N", "event: TYPE", "data: {JSON}". Types: */
+#define API_EV_PROPOSAL "proposal" /* made, approved, rejected, withdrawn: {id, knob, from, to, state, actor, why, ts} */
+#define API_EV_TRIAL "trial"       /* phase "arm" {id, knob, arm, value, pair, pairs, ts}; phase "pair" {id, knob,
+				      pair, pairs, valid, order, a, b, d, effect, effect_lo, effect_hi, ts} */
+#define API_EV_VERDICT "verdict"   /* {id, knob, verdict, state, reason, evidence, ts} */
+#define API_EV_CONFLICT "conflict" /* {knob, detail, ts} */
+#define API_EV_CHANGE "change"     /* a journal row moved: {id, state, detail, ts} */
+#define API_EV_AUDIT "audit"       /* an audit row, as in /v1/audit */
+#define API_EV_STATUS "status"     /* heartbeat: the /v1/status object */
+#define API_EV_RESET "reset"       /* the events after Last-Event-ID are gone: {last_event_id, oldest} */
+#define API_K_PHASE "phase"
+#define API_K_VALID "valid"
+#define API_K_ORDER "order"
+#define API_K_A "a"
+#define API_K_B "b"
+#define API_K_D "d"
+#define API_K_LAST_EVENT_ID "last_event_id"
+#define API_K_OLDEST "oldest"
+#define API_PHASE_ARM "arm"
+#define API_PHASE_PAIR "pair"
+#define API_PROPOSAL_MADE "proposed"
+#define API_PROPOSAL_APPROVED "approved"
+#define API_PROPOSAL_REJECTED "rejected"
+#define API_PROPOSAL_WITHDRAWN "withdrawn"
 
 /* Keys of /v1/metrics */
 #define API_K_METRICS "metrics"
