@@ -1,0 +1,307 @@
+/* Unit tests for agent/api_auth.c and agent/sha256.c: the token file's rules, token matching, the bearer header,
+ * peer credentials, and the Host and Origin checks of the TCP listener. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "api_auth.h"
+#include "sha256.h"
+
+static char path[64];
+
+static void hex(const uint8_t *d, char *out)
+{
+	for (int i = 0; i < SHA256_LEN; i++)
+		sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void test_sha256(void **state)
+{
+	static const struct {
+		size_t n;
+		char c; /* the message is N times C, or the string S when S is set */
+		const char *s;
+		const char *want;
+	} v[] = {
+		{0, 0, "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{0, 0, "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{0, 0, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+		/* the padding's edges: 55 bytes fit one block, 56 need two */
+		{55, 'a', NULL, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+		{56, 'a', NULL, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+		{63, 'a', NULL, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+		{64, 'a', NULL, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+		{1000, 'a', NULL, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"},
+	};
+	char buf[1000], got[2 * SHA256_LEN + 1], b64[64];
+	uint8_t d[SHA256_LEN];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		const char *m = v[i].s;
+		size_t n = m ? strlen(m) : v[i].n;
+
+		if (!m) {
+			memset(buf, v[i].c, n);
+			m = buf;
+		}
+		sha256(m, n, d);
+		hex(d, got);
+		if (strcmp(got, v[i].want) != 0)
+			fail_msg("vector %zu: got %s", i, got);
+	}
+	sha256("abc", 3, d);
+	assert_int_equal(base64_encode(d, sizeof(d), b64, sizeof(b64)), 0);
+	assert_string_equal(b64, "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+	/* RFC 4648 section 10 */
+	assert_int_equal(base64_encode((const uint8_t *)"f", 1, b64, sizeof(b64)), 0);
+	assert_string_equal(b64, "Zg==");
+	assert_int_equal(base64_encode((const uint8_t *)"fo", 2, b64, sizeof(b64)), 0);
+	assert_string_equal(b64, "Zm8=");
+	assert_int_equal(base64_encode((const uint8_t *)"foobar", 6, b64, sizeof(b64)), 0);
+	assert_string_equal(b64, "Zm9vYmFy");
+	assert_int_equal(base64_encode((const uint8_t *)"foobar", 6, b64, 8), -ENOSPC);
+}
+
+static void write_tokens(const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static int setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	strcpy(path, "/tmp/ngxat-tokens-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+static void test_tokens_good(void **state)
+{
+	struct api_tokens t = {0};
+	char err[512] = "";
+
+	(void)state;
+	write_tokens("# who may act over TCP\n\nci-bot:abcdefghijklmnop0123\n  ops.alice:AAAAbbbbCCCCdddd+/==  \r\n"
+		     "#x:ignored\nz_9-.:~~~~~~~~~~~~~~~~\n",
+		     0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), 0);
+	assert_int_equal(t.n, 3);
+	assert_string_equal(t.v[0].name, "ci-bot");
+	assert_string_equal(t.v[1].name, "ops.alice");
+	assert_string_equal(api_tokens_match(&t, "abcdefghijklmnop0123", 20), "ci-bot");
+	assert_string_equal(api_tokens_match(&t, "AAAAbbbbCCCCdddd+/==", 20), "ops.alice");
+	assert_string_equal(api_tokens_match(&t, "~~~~~~~~~~~~~~~~", 16), "z_9-.");
+	/* A prefix, a longer string, another case, the empty string: none is a token. */
+	assert_null(api_tokens_match(&t, "abcdefghijklmnop012", 19));
+	assert_null(api_tokens_match(&t, "abcdefghijklmnop01234", 21));
+	assert_null(api_tokens_match(&t, "ABCDEFGHIJKLMNOP0123", 20));
+	assert_null(api_tokens_match(&t, "", 0));
+	/* A mode stricter than 0600 is fine. */
+	write_tokens("a:abcdefghijklmnop\n", 0400);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), 0);
+	assert_int_equal(t.n, 1);
+	assert_null(api_tokens_match(&t, "abcdefghijklmnop0123", 20));
+	api_tokens_clear(&t);
+	assert_int_equal(t.n, 0);
+	assert_null(api_tokens_match(&t, "abcdefghijklmnop", 16));
+	/* An empty file: no tokens, no error. */
+	write_tokens("# nobody yet\n", 0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), 0);
+	assert_int_equal(t.n, 0);
+}
+
+static void test_tokens_refused(void **state)
+{
+	static const struct {
+		const char *text;
+		int line;
+		const char *want;
+	} bad[] = {
+		{"ci-bot abcdefghijklmnop\n", 1, "expected NAME:SECRET"},
+		{"# c\n:abcdefghijklmnop\n", 2, "1 to 32 characters"},
+		{"a23456789012345678901234567890123:abcdefghijklmnop\n", 1, "1 to 32 characters"},
+		{"ci bot:abcdefghijklmnop\n", 1, "letters, digits"},
+		{"ci/bot:abcdefghijklmnop\n", 1, "letters, digits"},
+		{"ci:short\n", 1, "16 to 256 characters"},
+		{"ci:abcdefgh ijklmnopq\n", 1, "may only have letters"},
+		{"ci:abcdefghijklmnop=x\n", 1, "may only have letters"},
+		{"ci:=abcdefghijklmnop\n", 1, "may only have letters"},
+		{"ci:abcdefghijklmnop\nci:qrstuvwxyz0123456\n", 2, "given twice"},
+		{"ci:abcdefghijklmnop\nops:abcdefghijklmnop\n", 2, "would be ambiguous"},
+	};
+	struct api_tokens t = {0};
+	char err[512], want[128], text[1200];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_tokens(bad[i].text, 0600);
+		assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), -EINVAL);
+		snprintf(want, sizeof(want), "%s:%d: ", path, bad[i].line);
+		if (strncmp(err, want, strlen(want)) != 0 || !strstr(err, bad[i].want))
+			fail_msg("case %zu: got '%s', want '%s...%s'", i, err, want, bad[i].want);
+	}
+	snprintf(text, sizeof(text), "ci:%0600d\n", 0);
+	write_tokens(text, 0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ":1: line longer than"));
+	/* A refused file leaves the tokens in force as they were. */
+	write_tokens("ci:abcdefghijklmnop\n", 0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), 0);
+	write_tokens("ci:abc\n", 0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), -EINVAL);
+	assert_string_equal(api_tokens_match(&t, "abcdefghijklmnop", 16), "ci");
+	/* Mode: readable by the group or others, or writable by them. */
+	write_tokens("ci:abcdefghijklmnop\n", 0640);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "mode 0640"));
+	assert_non_null(strstr(err, "readable or writable by others"));
+	write_tokens("ci:abcdefghijklmnop\n", 0602);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), -EPERM);
+	/* Not a regular file; no file at all. */
+	assert_int_equal(api_tokens_load("/tmp", geteuid(), &t, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "not a regular file"));
+	assert_int_equal(api_tokens_load("/nonexistent/api.tokens", geteuid(), &t, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/api.tokens"));
+	/* Owned by someone other than root and the agent's user (needs root to give the file away). */
+	if (geteuid() == 0) {
+		write_tokens("ci:abcdefghijklmnop\n", 0600);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(api_tokens_load(path, 0, &t, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "owned by another user"));
+		/* ... unless that user is the agent's. */
+		assert_int_equal(api_tokens_load(path, 65534, &t, err, sizeof(err)), 0);
+	}
+}
+
+static void test_bearer(void **state)
+{
+	const char *tok;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(api_bearer("Bearer abcdefghijklmnop", &tok, &len), 0);
+	assert_int_equal(len, 16);
+	assert_memory_equal(tok, "abcdefghijklmnop", 16);
+	assert_int_equal(api_bearer("bearer   x+/y==  ", &tok, &len), 0);
+	assert_int_equal(len, 6);
+	assert_memory_equal(tok, "x+/y==", 6);
+	assert_int_equal(api_bearer("Basic YWxhZGRpbjpvcGVuc2VzYW1l", &tok, &len), -EINVAL);
+	assert_int_equal(api_bearer("Bearer", &tok, &len), -EINVAL);
+	assert_int_equal(api_bearer("Bearer ", &tok, &len), -EINVAL);
+	assert_int_equal(api_bearer("Bearer a b", &tok, &len), -EINVAL);
+	assert_int_equal(api_bearer("Bearer a\"b", &tok, &len), -EINVAL);
+	assert_int_equal(api_bearer("Bearerabc", &tok, &len), -EINVAL);
+	assert_int_equal(api_bearer(NULL, &tok, &len), -EINVAL);
+}
+
+static void test_peer(void **state)
+{
+	gid_t groups[] = {10, 20, 30};
+	struct api_unix_peer p;
+	int sv[2];
+
+	(void)state;
+	assert_true(api_in_group(20, 5, groups, 3));
+	assert_true(api_in_group(5, 5, groups, 3));
+	assert_false(api_in_group(6, 5, groups, 3));
+	assert_false(api_in_group(6, 5, NULL, 0));
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(api_unix_peer(sv[0], getegid(), &p), 0);
+	assert_int_equal(p.pid, getpid());
+	assert_int_equal(p.uid, geteuid());
+	assert_int_equal(p.gid, getegid());
+	/* In the socket's group (its primary group here), or root: may act. */
+	assert_true(p.may_act);
+	if (geteuid() != 0) {
+		assert_int_equal(api_unix_peer(sv[0], 54321, &p), 0);
+		assert_false(p.may_act);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	/* Not a socket: the credentials cannot be read. */
+	sv[0] = open("/dev/null", O_RDONLY);
+	assert_int_equal(api_unix_peer(sv[0], 0, &p), -ENOTSOCK);
+	close(sv[0]);
+	assert_int_equal(api_unix_peer(-1, 0, &p), -EBADF);
+}
+
+static void test_hosts(void **state)
+{
+	struct api_hosts h;
+
+	(void)state;
+	assert_int_equal(api_hosts_init(&h, "127.0.0.1:9180"), 0);
+	assert_false(h.any);
+	assert_true(api_host_ok(&h, "127.0.0.1:9180"));
+	assert_true(api_host_ok(&h, "LOCALHOST:9180"));
+	assert_true(api_host_ok(&h, "[::1]:9180"));
+	assert_true(api_host_ok(&h, NULL));
+	assert_false(api_host_ok(&h, "evil.example:9180"));
+	assert_false(api_host_ok(&h, "127.0.0.1:9181"));
+	assert_false(api_host_ok(&h, "127.0.0.1"));
+	assert_false(api_host_ok(&h, ""));
+	assert_int_equal(api_hosts_init(&h, "[::1]:9180"), 0);
+	assert_true(api_host_ok(&h, "[::1]:9180"));
+	assert_true(api_host_ok(&h, "localhost:9180"));
+	assert_int_equal(api_hosts_init(&h, "10.1.2.3:80"), 0);
+	assert_true(api_host_ok(&h, "10.1.2.3:80"));
+	assert_true(api_host_ok(&h, "10.1.2.3"));
+	assert_false(api_host_ok(&h, "localhost:80"));
+	assert_int_equal(api_hosts_init(&h, "0.0.0.0:9180"), 0);
+	assert_true(h.any);
+	assert_true(api_host_ok(&h, "anything:1"));
+	assert_int_equal(api_hosts_init(&h, "[::]:9180"), 0);
+	assert_true(h.any);
+	assert_int_equal(api_hosts_init(&h, "nonsense"), -EINVAL);
+
+	assert_true(api_origin_ok(NULL, "127.0.0.1:9180"));
+	assert_true(api_origin_ok("http://127.0.0.1:9180", "127.0.0.1:9180"));
+	assert_true(api_origin_ok("HTTP://LOCALHOST:9180", "localhost:9180"));
+	assert_false(api_origin_ok("http://evil.example", "127.0.0.1:9180"));
+	assert_false(api_origin_ok("https://127.0.0.1:9180", "127.0.0.1:9180"));
+	assert_false(api_origin_ok("http://127.0.0.1:9180", "localhost:9180"));
+	assert_false(api_origin_ok("null", "127.0.0.1:9180"));
+	assert_false(api_origin_ok("http://127.0.0.1:9180", NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test_setup_teardown(test_tokens_good, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tokens_refused, setup, teardown),
+		cmocka_unit_test(test_bearer),
+		cmocka_unit_test(test_peer),
+		cmocka_unit_test(test_hosts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
