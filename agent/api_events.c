@@ -11,9 +11,11 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "api_internal.h"
 #include "events.h"
@@ -89,6 +91,36 @@ static void free_client(void *cls)
 	free(cl);
 }
 
+/*
+ * MHD does not watch a suspended connection, so a client that went away is only noticed at the next write. When
+ * the streams are all taken, the suspended ones are asked directly: a peer that hung up frees its place at once.
+ */
+static unsigned reap(struct api *api)
+{
+	unsigned live = 0;
+	bool kick_unix = false, kick_tcp = false;
+
+	for (struct sse_client *cl = api->clients; cl; cl = cl->next_c) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(cl->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct pollfd p = {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP};
+
+		if (!cl->dropped && cl->suspended && p.fd >= 0 && poll(&p, 1, 0) > 0 &&
+		    (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			cl->dropped = true;
+			cl->suspended = false;
+			MHD_resume_connection(cl->c);
+			kick_tcp = kick_tcp || cl->l->tcp;
+			kick_unix = kick_unix || !cl->l->tcp;
+		}
+		live += !cl->dropped;
+	}
+	if (kick_unix)
+		api_kick(&api->unix_l);
+	if (kick_tcp)
+		api_kick(&api->tcp_l);
+	return live;
+}
+
 void api_events_notify(void *arg)
 {
 	struct api *api = arg;
@@ -136,7 +168,7 @@ enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct M
 
 	if (last_s && str_to_i64(last_s, 0, INT64_MAX, &seen) < 0)
 		return api_send_problem(c, 400, "Last-Event-ID: expected an event id, got '%.40s'", last_s);
-	if (api->nclients >= API_SSE_CLIENTS_MAX)
+	if (api->nclients >= API_SSE_CLIENTS_MAX && reap(api) >= API_SSE_CLIENTS_MAX)
 		return api_send_problem(c, 503, "too many event streams open (%d)", API_SSE_CLIENTS_MAX);
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
@@ -173,6 +205,15 @@ enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct M
 	api->nclients++;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	api_common_headers(r);
+	/* The kernel would queue megabytes for a client that does not read (send buffer autotuning): a fixed buffer
+	 * keeps that queue small, so that such a client falls behind in the ring and is dropped. */
+	{
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		int sndbuf = API_SSE_SNDBUF;
+
+		if (ci)
+			setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	}
 	/* A stream is quiet between events: only one that cannot be written to for this long is closed. */
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)API_SSE_TIMEOUT_S);
 	ret = MHD_queue_response(c, 200, r);

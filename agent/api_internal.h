@@ -19,6 +19,7 @@
 #define API_SSE_CLIENTS_MAX 16    /* event streams open at once, over both listeners */
 #define API_SSE_LAG_MAX 256       /* events a stream may fall behind before it is dropped */
 #define API_SSE_TIMEOUT_S 60      /* a stream that cannot be written to for this long is closed */
+#define API_SSE_SNDBUF 32768      /* a stream's socket send buffer (the kernel doubles it) */
 #define API_HEARTBEAT_MS 15000    /* a status event this often */
 
 struct agent;

@@ -231,3 +231,49 @@ error_log =
 netlink = no
 EOT
 }
+
+# squeeze_setup: the fake host of tests/system/tuning-loop.sh, for tests that need the real agent to propose: a
+# fake root in $TMP/root (nginx 4242) whose softnet time_squeeze rises while net.core.netdev_budget ($BUDGET) is
+# 300, softnet's settle time cut to 1 s, and $TMP/agent.conf with [tuning] mode propose, 4 pairs of 2 s blocks and no
+# calibration. Run squeeze_plant in the background to make the counters move. Append sections to the conf as needed.
+squeeze_setup() {
+	R=$TMP/root
+	make_fake_root "$R" 4242
+	echo 4242 >"$TMP/nginx.pid"
+	mkdir -p "$R/proc/sys/net/core"
+	BUDGET=$R/proc/sys/net/core/netdev_budget
+	echo 300 >"$BUDGET"
+	echo 128 >"$R/proc/sys/net/core/somaxconn"
+	: >"$TMP/access.log"
+	mkdir -p "$TMP/policies.d"
+	sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
+	fake_root_conf "$TMP/agent.conf" "$R" "$TMP/access.log"
+	cat >>"$TMP/agent.conf" <<EOT
+[tuning]
+mode = propose
+pairs = 4
+block = 2s
+calibrate_pairs = 0
+EOT
+}
+
+# squeeze_plant [SECONDS]: every 100 ms, 20 requests of 5 ms; time_squeeze grows by 10 at budget 300, by 1 at 600 or
+# more; the workers' scheduler figures move. Bounded: SECONDS (default 150).
+squeeze_plant() {
+	local sq=3 run=1000000 wait=2000000 b i w line n=$((${1:-150} * 10))
+	line='{"time":"2026-01-01T00:00:00+00:00","status":200,"request_time":0.005,"upstream_response_time":"","upstream_addr":"","bytes":12}'
+	for ((i = 0; i < n; i++)); do
+		b=$(cat "$BUDGET" 2>/dev/null || echo 300)
+		if [ "$b" -ge 600 ]; then sq=$((sq + 1)); else sq=$((sq + 10)); fi
+		printf '%08x 00000000 %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n%08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001\n' \
+			$((i * 100)) "$sq" $((i * 50)) >"$R/proc/4242/net/softnet_stat.tmp"
+		mv "$R/proc/4242/net/softnet_stat.tmp" "$R/proc/4242/net/softnet_stat"
+		printf '                    CPU0       CPU1\n          HI:          0          0\n       TIMER:       2385       2608\n      NET_TX:         10         20\n      NET_RX: %10d %10d\n       BLOCK:          0          0\n' \
+			$((300 + i * 7)) $((400 + i * 3)) >"$R/proc/softirqs.tmp"
+		mv "$R/proc/softirqs.tmp" "$R/proc/softirqs"
+		run=$((run + 50000000)) wait=$((wait + 1000000))
+		for w in 4243 4244; do echo "$run $wait $i" >"$R/proc/$w/schedstat"; done
+		for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo "$line"; done >>"$TMP/access.log"
+		sleep 0.1
+	done
+}
