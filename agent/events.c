@@ -169,10 +169,13 @@ static json_t *num(double v)
 void events_proposal(int64_t id, const char *knob, const char *from, const char *to, const char *state,
 		     const char *actor, const char *why, int64_t now_ms)
 {
+	/* An operator's decision carries their comment; the agent's own steps their reason. */
+	bool decision = strcmp(state, API_PROPOSAL_APPROVED) == 0 || strcmp(state, API_PROPOSAL_REJECTED) == 0;
+
 	events_publish(API_EV_PROPOSAL,
 		       json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:s?, s:s?, s:I}", API_K_ID, (json_int_t)id, API_K_KNOB,
 				 knob ? knob : "", API_K_FROM, from, API_K_TO, to, API_K_STATE, state, API_K_ACTOR,
-				 actor, API_K_WHY, why, API_K_TS, (json_int_t)now_ms));
+				 actor, decision ? API_K_COMMENT : API_K_WHY, why, API_K_TS, (json_int_t)now_ms));
 }
 
 void events_trial_arm(int64_t id, const char *knob, const char *arm, const char *value,

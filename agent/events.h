@@ -58,7 +58,8 @@ const char *events_peer(void);
 
 /* ---- one call per publishing site ---- */
 
-/* A proposal made, approved, rejected or withdrawn (STATE one of API_PROPOSAL_*). FROM, TO, ACTOR, WHY may be
+/* A proposal made, approved, rejected or withdrawn (STATE one of API_PROPOSAL_*). WHY: the evidence (made), the
+ * operator's comment (approved, rejected: sent as "comment"), the reason (withdrawn). FROM, TO, ACTOR, WHY may be
  * NULL. */
 void events_proposal(int64_t id, const char *knob, const char *from, const char *to, const char *state,
 		     const char *actor, const char *why, int64_t now_ms);

@@ -146,7 +146,8 @@
 #define API_K_CHANGE_ID "change_id"
 
 /* Server-sent events of /v1/events: "id: N", "event: TYPE", "data: {JSON}". Types: */
-#define API_EV_PROPOSAL "proposal" /* made, approved, rejected, withdrawn: {id, knob, from, to, state, actor, why, ts} */
+#define API_EV_PROPOSAL "proposal" /* made, approved, rejected, withdrawn: {id, knob, from, to, state, actor, ts, and
+				      why (made, withdrawn) or comment (approved, rejected)} */
 #define API_EV_TRIAL "trial"       /* phase "arm" {id, knob, arm, value, pair, pairs, ts}; phase "pair" {id, knob,
 				      pair, pairs, valid, order, a, b, d, effect, effect_lo, effect_hi, ts} */
 #define API_EV_VERDICT "verdict"   /* {id, knob, verdict, state, reason, evidence, ts} */

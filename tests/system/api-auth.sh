@@ -311,6 +311,6 @@ sleep 0.5
 kill -TERM $AGENT_PID
 wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0"
-grep -qi "corrupt\|double free\|Assertion" "$TMP/agent.log" && fail "the agent's stop: $(tail -3 "$TMP/agent.log")"
+grep -qi "corrupt\|double free\|Assertion\|Sanitizer\|runtime error" "$TMP/agent.log" && fail "the agent's stop: $(tail -3 "$TMP/agent.log")"
 ok "SIGTERM with two streams open (suspended): clean exit 0"
 echo "# $checks checks passed"

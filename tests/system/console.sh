@@ -72,4 +72,5 @@ ok "the audit trail has the approval by token:ops with its peer and comment, and
 kill -TERM $AGENT_PID
 wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0"
+grep -qi "Sanitizer\|runtime error" "$TMP/agent.log" && fail "the agent's log: $(grep -i -m3 "Sanitizer\|runtime error" "$TMP/agent.log")"
 echo "# $checks checks passed"

@@ -169,6 +169,8 @@ static void test_helpers(void **state)
 	o = data_of(101, &type);
 	assert_true(json_is_null(json_object_get(o, API_K_FROM)));
 	assert_string_equal(json_string_value(json_object_get(o, API_K_ACTOR)), "alice");
+	assert_true(json_is_null(json_object_get(o, API_K_COMMENT)));
+	assert_null(json_object_get(o, API_K_WHY));
 	json_decref(o);
 
 	memset(&rep, 0, sizeof(rep));
