@@ -692,6 +692,15 @@ static int bind_tcp(struct api *api, const struct config *cfg, char *err, size_t
 	return 0;
 }
 
+/* Put T (may be NULL) in force in place of the tokens there were, which are wiped. */
+static void set_tokens(struct api *api, struct api_tokens *t)
+{
+	if (api->tokens)
+		api_tokens_clear(api->tokens);
+	free(api->tokens);
+	api->tokens = t;
+}
+
 /* The tokens of CFG's token file into API (kept as they were on failure). 0 or -errno with ERR. */
 static int load_tokens(struct api *api, const struct config *cfg, char *err, size_t errlen)
 {
@@ -700,36 +709,24 @@ static int load_tokens(struct api *api, const struct config *cfg, char *err, siz
 
 	if (!cfg->api_token_file[0]) {
 		snprintf(api->no_tokens, sizeof(api->no_tokens), "[api] token_file is empty");
-		api_tokens_clear(api->tokens ? api->tokens : &(struct api_tokens){0});
-		free(api->tokens);
-		api->tokens = NULL;
+		set_tokens(api, NULL);
 		return 0;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
-	if (r == -ENOENT) {
-		snprintf(api->no_tokens, sizeof(api->no_tokens), "no token file %.200s", cfg->api_token_file);
-		free(t);
-		if (api->tokens)
-			api_tokens_clear(api->tokens);
-		free(api->tokens);
-		api->tokens = NULL;
-		return 0;
-	}
-	if (r < 0) {
+	if (r < 0 && r != -ENOENT) {
 		free(t);
 		return r;
 	}
-	if (t->n == 0)
-		snprintf(api->no_tokens, sizeof(api->no_tokens), "the token file %.200s has no tokens", cfg->api_token_file);
-	if (api->tokens)
-		api_tokens_clear(api->tokens);
-	free(api->tokens);
-	api->tokens = t->n ? t : NULL;
-	if (!t->n)
+	if (r == -ENOENT || t->n == 0) {
+		snprintf(api->no_tokens, sizeof(api->no_tokens), r == -ENOENT ? "no token file %.200s"
+					 : "the token file %.200s has no tokens", cfg->api_token_file);
 		free(t);
+		t = NULL;
+	}
+	set_tokens(api, t);
 	return 0;
 }
 
@@ -769,9 +766,7 @@ void api_reload(struct api *api, struct config *cfg)
 
 static void free_api(struct api *api)
 {
-	if (api->tokens)
-		api_tokens_clear(api->tokens);
-	free(api->tokens);
+	set_tokens(api, NULL);
 	free(api);
 }
 
@@ -809,6 +804,7 @@ static int start_listener(struct api *api, struct api_listener *l, const char *w
 				  MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+				  /* TCP: one address may not take every connection; a Unix peer has no address. */
 				  l->tcp ? MHD_OPTION_PER_IP_CONNECTION_LIMIT : MHD_OPTION_END, (unsigned)32,
 				  MHD_OPTION_END);
 	if (!l->mhd) {

@@ -112,7 +112,7 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werror CFLAGS='$san' LDFLAGS='$san' >configure.out 2>&1 || { tail -30 configure.out; exit 1; }" &&
 	step "make (ASan+UBSan)" make -C build-asan -j"$jobs" &&
 	ASAN_OPTIONS=detect_leaks=1 run_check build-asan \
-		"$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh tests/system/knobs-journal.sh tests/system/tuning-loop.sh"
+		"$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh tests/system/knobs-journal.sh tests/system/tuning-loop.sh tests/system/api-auth.sh"
 
 # 3. The release tarball builds and passes its unit tests on its own.
 step "make distcheck" sh -c 'make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'

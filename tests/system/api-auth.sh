@@ -305,6 +305,26 @@ late1=$(curl -s "$TURL/v1/status" | jq '.tick.late')
 echo "# slow client: $end after $got events; ticks $ticks0 -> $ticks1, late $late0 -> $late1"
 ok "a client that does not read is dropped ($end after $got events); the loop kept ticking"
 
+# SIGHUP reads the token file again; a bad one is refused and the tokens in force stay.
+NEW_SECRET=new-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf 'deploy:%s\n' "$NEW_SECRET" >"$TMP/api.tokens.new"
+chmod 600 "$TMP/api.tokens.new"
+mv "$TMP/api.tokens.new" "$TMP/api.tokens"
+kill -HUP $AGENT_PID
+wait_for 5 grep -q "API tokens: reloaded" "$TMP/agent.log" || fail "tokens not reloaded"
+[ "$(tcp -X POST -H "Authorization: Bearer $NEW_SECRET" -d '{}' "$TURL/v1/resume")" = 200 ] || fail "the new token"
+[ "$(tcp -X POST -H "$AUTH" -d '{}' "$TURL/v1/resume")" = 401 ] || fail "the removed token still acts"
+chmod 644 "$TMP/api.tokens"
+kill -HUP $AGENT_PID
+wait_for 5 grep -q "the API tokens are kept as they were: .*mode 0644" "$TMP/agent.log" || fail "a bad token file on reload"
+[ "$(tcp -X POST -H "Authorization: Bearer $NEW_SECRET" -d '{}' "$TURL/v1/resume")" = 200 ] || fail "tokens lost on a bad reload"
+rm "$TMP/api.tokens"
+kill -HUP $AGENT_PID
+wait_for 5 grep -q "API tokens: no token file" "$TMP/agent.log" || fail "a removed token file on reload"
+[ "$(tcp -X POST -H "Authorization: Bearer $NEW_SECRET" -d '{}' "$TURL/v1/resume")" = 403 ] || fail "no token file: not read-only"
+jq -e '.detail | test("read-only: no token file")' "$TMP/body" >/dev/null || fail "read-only body: $(cat "$TMP/body")"
+ok "SIGHUP: a new token file takes effect, a bad one is refused (the tokens stay), none makes TCP read-only (403)"
+
 curl -sN --max-time 20 "$TURL/v1/events" >/dev/null 2>&1 &
 curl -sN --max-time 20 --unix-socket "$TMP/api.sock" http://localhost/v1/events >/dev/null 2>&1 &
 sleep 0.5
