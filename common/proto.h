@@ -148,8 +148,9 @@
 /* Server-sent events of /v1/events: "id: N", "event: TYPE", "data: {JSON}". Types: */
 #define API_EV_PROPOSAL "proposal" /* made, approved, rejected, withdrawn: {id, knob, from, to, state, actor, ts, and
 				      why (made, withdrawn) or comment (approved, rejected)} */
-#define API_EV_TRIAL "trial"       /* phase "arm" {id, knob, arm, value, pair, pairs, ts}; phase "pair" {id, knob,
-				      pair, pairs, valid, order, a, b, d, effect, effect_lo, effect_hi, ts} */
+#define API_EV_TRIAL "trial"       /* phase "arm" {id, knob, arm, value, pair, pairs, state, ts}; phase "pair"
+				      {id, knob, pair, pairs, valid, order, void, a, b, d, effect, effect_lo, effect_hi,
+				      ts} */
 #define API_EV_VERDICT "verdict"   /* {id, knob, verdict, state, reason, evidence, ts} */
 #define API_EV_CONFLICT "conflict" /* {knob, detail, ts} */
 #define API_EV_CHANGE "change"     /* a journal row moved: {id, state, detail, ts} */
