@@ -7,6 +7,7 @@
 
 #include "core/controller.h"
 #include "core/judge.h"
+#include "core/plan.h"
 #include "engine.h"
 #include "log.h"
 
@@ -20,6 +21,7 @@ struct tuning {
 	int64_t change_id;            /* ... and its journal row (one at a time: invariant 1) */
 	char knob[POLICY_NAME_MAX];
 	int64_t now_ms;
+	struct plan_config plan;      /* the controller's: an operator's proposal gets the same trial plan */
 };
 
 static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
@@ -50,6 +52,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, 
 	cc.tick_ms = cfg->tick_ms;
 	cc.seed = (uint64_t)cfg->tick_ms * 2654435761u + 1; /* any fixed value: the block order only needs to be fair */
 	t->e = e;
+	t->plan = cc.plan;
 	t->set = engine_policies(e);
 	r = controller_new(&cc, t->set, value_of, t, &t->ctl);
 	if (r < 0) {
@@ -99,13 +102,14 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 
 		snprintf(why, sizeof(why), "%.400s", in->prop ? in->prop->evidence : in->text);
 		r = engine_journal_proposal(t->e, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "",
-					    why, t->now_ms, &id, err, sizeof(err));
+					    "agent", why, t->now_ms, &id, err, sizeof(err));
 		if (r < 0) {
 			log_warn("tuning: proposal for %s not journaled: %s", in->knob, err);
 			controller_rejected(t->ctl, in->id);
 			return;
 		}
-		t->prop_id = in->id;
+		/* One id for people: the controller's texts name the journal's row. */
+		t->prop_id = controller_set_id(t->ctl, (uint64_t)id) == 0 ? (uint64_t)id : in->id;
 		t->change_id = id;
 		snprintf(t->knob, sizeof(t->knob), "%s", in->knob);
 		break;
@@ -162,8 +166,16 @@ void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry 
 	}
 	/* What happened to the trial's knob outside the controller: a conflict, or an operator's revert. */
 	if (t->change_id) {
+		enum change_state st;
+
 		if (engine_knob_in_conflict(t->e, t->knob))
 			controller_conflict(t->ctl, t->knob);
+		else if (engine_change_state(t->e, t->change_id, &st) == 0 &&
+			 (st == CHANGE_REVERTED || st == CHANGE_ABORTED || st == CHANGE_FAILED)) {
+			/* Ended outside the controller: an operator's revert (POST /v1/changes/ID/revert or /v1/revert).
+			 * The engine has put the value back; the trial ends without another write. */
+			controller_operator_revert(t->ctl, t->knob);
+		}
 	}
 	if (controller_tick(t->ctl, now_ms, reg, fr, in) == 0)
 		for (size_t i = 0; i < in->n; i++)
@@ -191,6 +203,50 @@ int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char 
 	engine_close_proposal(t->e, change_id, approve ? CHANGE_APPROVED : CHANGE_REJECTED, actor, detail, now_ms);
 	if (!approve)
 		t->change_id = 0;
+	return 0;
+}
+
+int tuning_operator_propose(struct tuning *t, const char *knob, const char *value, const char *actor, const char *why,
+			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
+{
+	struct plan_proposal prop;
+	char from[KNOB_VALUE_MAX], to[KNOB_VALUE_MAX], detail[300];
+	struct controller_report rep;
+	int64_t id = 0;
+	int r;
+
+	controller_report(t->ctl, &rep);
+	if (rep.state != CONTROLLER_OBSERVE && rep.state != CONTROLLER_COOLDOWN) {
+		snprintf(err, errlen, "the tuning loop is %s%s%s: one trial on the host at a time",
+			 controller_state_name(rep.state), rep.id ? " with proposal of " : "", rep.id ? rep.knob : "");
+		return -EBUSY;
+	}
+	if (rep.mode == CONTROLLER_MODE_OBSERVE) {
+		snprintf(err, errlen, "the tuning loop is in observe mode: it runs no trial (apply at once with \"now\")");
+		return -ENOTSUP;
+	}
+	r = engine_check_proposal(t->e, knob, value, from, to, err, errlen);
+	if (r < 0)
+		return r;
+	r = plan_operator(engine_policies(t->e), knob, from, to, why, &t->plan, &prop);
+	if (r < 0) {
+		snprintf(err, errlen, "no trial plan for %s: %s", knob, strerror(-r));
+		return r;
+	}
+	r = engine_journal_proposal(t->e, knob, from, to, actor, prop.evidence, now_ms, &id, err, errlen);
+	if (r < 0)
+		return r;
+	r = controller_operator_propose(t->ctl, &prop, (uint64_t)id, err, errlen);
+	if (r < 0) {
+		engine_close_proposal(t->e, id, CHANGE_REJECTED, actor, err, now_ms);
+		return r;
+	}
+	snprintf(detail, sizeof(detail), "approved by %s: an operator's proposal, tried against the judge", actor);
+	engine_close_proposal(t->e, id, CHANGE_APPROVED, actor, detail, now_ms);
+	t->prop_id = (uint64_t)id;
+	t->change_id = id;
+	snprintf(t->knob, sizeof(t->knob), "%s", knob);
+	*change_id = id;
 	return 0;
 }
 

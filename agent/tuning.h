@@ -29,6 +29,11 @@ void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry 
 /* An operator approves or rejects proposal CHANGE_ID. 0, -ENOENT (not the proposal waiting), -errno. */
 int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char *actor, const char *comment,
 		  int64_t now_ms, char *err, size_t errlen);
+/* An operator proposes KNOB = VALUE: checked by its policy, journaled (actor ACTOR, evidence WHY), approved by
+ * being asked for, and tried A/B against the judge like the agent's own proposals. 0 with CHANGE_ID; -EBUSY (a
+ * proposal or trial exists), -ENOTSUP (observe mode), or the engine's errors; ERR says why. */
+int tuning_operator_propose(struct tuning *t, const char *knob, const char *value, const char *actor, const char *why,
+			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
 /* Pause or resume proposing and trying. */
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
 /* The controller's report and the journal id of its proposal or trial (0 when none). */
