@@ -9,6 +9,7 @@
 #include "core/judge.h"
 #include "core/plan.h"
 #include "engine.h"
+#include "store.h"
 #include "log.h"
 
 #define EVIDENCE_MAX 4096
@@ -31,7 +32,97 @@ static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
 	return engine_value(t->e, knob, out, outlen);
 }
 
-int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, char *err, size_t errlen)
+#define RECALL_MAX 256 /* journal rows read back at start for the planner's memory */
+
+struct recall {
+	char knob[STORE_KNOB_MAX];
+	char from[STORE_VALUE_MAX], to[STORE_VALUE_MAX];
+	enum plan_result result;
+	int64_t at_ms;
+};
+
+struct recall_list {
+	struct recall *v;
+	size_t n;
+	int64_t since_ms;
+};
+
+/* How a journal row's trial ended, for the planner; -1 when it says nothing about the value (a withdrawal, a revert
+ * at stop or after a restart). The verdict's evidence names it; the reason tells an operator's end from a trip. */
+static int result_of(const struct change_row *row)
+{
+	const char *d = row->detail;
+
+	switch (row->state) {
+	case CHANGE_KEPT:
+		return PLAN_KEPT;
+	case CHANGE_REVERTED:
+		if (strstr(d, "\"verdict\":\"revert\""))
+			return PLAN_HARM;
+		if (strstr(d, "\"verdict\":\"inconclusive\""))
+			return PLAN_INCONCLUSIVE;
+		return -1;
+	case CHANGE_ABORTED:
+		if (strstr(d, "reverted by an operator"))
+			return PLAN_REJECTED;
+		return strstr(d, "stopped inside the block") ? PLAN_ABORTED : PLAN_ERROR;
+	case CHANGE_REJECTED:
+		return strncmp(d, "rejected by ", 12) == 0 ? PLAN_REJECTED : -1;
+	case CHANGE_FAILED:
+		return PLAN_ERROR;
+	default:
+		return -1;
+	}
+}
+
+static int recall_cb(void *ctx, const struct change_row *row)
+{
+	struct recall_list *l = ctx;
+	struct recall *r;
+	int res;
+
+	if (row->updated_ms < l->since_ms)
+		return 0;
+	res = result_of(row);
+	if (row->kind != CHANGE_KIND_CHANGE || res < 0 || l->n >= RECALL_MAX)
+		return 0;
+	r = &l->v[l->n++];
+	snprintf(r->knob, sizeof(r->knob), "%s", row->knob);
+	snprintf(r->from, sizeof(r->from), "%s", row->old_value);
+	snprintf(r->to, sizeof(r->to), "%s", row->new_value);
+	r->result = (enum plan_result)res;
+	r->at_ms = row->updated_ms;
+	return 0;
+}
+
+/* The planner's memory from the journal: what was kept, reverted or rejected within its memory, oldest first, so
+ * that a restart does not make the agent propose again a value the judge just reverted. */
+static void recall(struct tuning *t, struct store *st, int64_t now_ms)
+{
+	struct recall_list l = {.since_ms = now_ms - t->plan.memory_ms};
+	size_t kept = 0;
+
+	l.v = calloc(RECALL_MAX, sizeof(*l.v));
+	if (!l.v)
+		return;
+	if (store_changes_query(st, "", 0, 0, 4 * RECALL_MAX, recall_cb, &l) < 0)
+		log_warn("tuning: the journal could not be read back: the planner starts without memory");
+	for (size_t i = l.n; i-- > 0;) {
+		struct plan_proposal prop;
+
+		if (plan_operator(t->set, l.v[i].knob, l.v[i].from, l.v[i].to, "", &t->plan, &prop) < 0)
+			continue; /* its policy is gone */
+		if (controller_remember(t->ctl, &prop, l.v[i].result, l.v[i].at_ms) == 0)
+			kept++;
+	}
+	if (kept)
+		log_info("tuning: the planner remembers %zu trial%s of the last %lld h from the journal", kept,
+			 kept == 1 ? "" : "s", (long long)(t->plan.memory_ms / 3600000));
+	free(l.v);
+}
+
+int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int64_t now_ms, struct tuning **out,
+	       char *err, size_t errlen)
 {
 	struct tuning *t = calloc(1, sizeof(*t));
 	struct controller_config cc;
@@ -60,6 +151,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, 
 		free(t);
 		return r;
 	}
+	recall(t, st, now_ms);
 	*out = t;
 	return 0;
 }
@@ -216,7 +308,8 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 	int r;
 
 	controller_report(t->ctl, &rep);
-	if (rep.state != CONTROLLER_OBSERVE && rep.state != CONTROLLER_COOLDOWN) {
+	/* A verdict is over once it is journaled: its one tick of state need not refuse the operator. */
+	if (rep.state != CONTROLLER_OBSERVE && rep.state != CONTROLLER_COOLDOWN && rep.state != CONTROLLER_VERDICT) {
 		snprintf(err, errlen, "the tuning loop is %s%s%s: one trial on the host at a time",
 			 controller_state_name(rep.state), rep.id ? " with proposal of " : "", rep.id ? rep.knob : "");
 		return -EBUSY;

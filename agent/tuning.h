@@ -17,11 +17,14 @@
 #include "core/metrics.h"
 
 struct engine;
+struct store;
 struct tuning;
 struct controller_report;
 
-/* A tuning loop over E's knobs with the [tuning] settings of CFG. 0 or -errno with ERR. */
-int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, char *err, size_t errlen);
+/* A tuning loop over E's knobs with the [tuning] settings of CFG; its planner remembers the trials ST's journal
+ * holds from the planner's memory span before NOW_MS. 0 or -errno with ERR. */
+int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int64_t now_ms, struct tuning **out,
+	       char *err, size_t errlen);
 /* Free; NULL is fine. */
 void tuning_free(struct tuning *t);
 /* One tick: FR (may be NULL) at NOW_MS of REG. */

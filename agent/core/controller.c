@@ -841,7 +841,7 @@ int controller_operator_propose(struct controller *ctl, const struct plan_propos
 		put(err, errlen, "the tuning loop is in observe mode: it runs no trial (apply at once instead)");
 		return -EPERM;
 	}
-	if (ctl->state != CONTROLLER_OBSERVE && ctl->state != CONTROLLER_COOLDOWN) {
+	if (ctl->state != CONTROLLER_OBSERVE && ctl->state != CONTROLLER_COOLDOWN && ctl->state != CONTROLLER_VERDICT) {
 		if (ctl->id)
 			put(err, errlen, "proposal %llu (%s %s -> %s) is %s: one trial on the host at a time",
 			    (unsigned long long)ctl->id, ctl->prop.knob, ctl->prop.from, ctl->prop.to,
@@ -863,6 +863,12 @@ int controller_operator_propose(struct controller *ctl, const struct plan_propos
 		   prop->to, ctl->paused ? "; it starts on resume" : "");
 	enter(ctl, CONTROLLER_AWAITING, ctl->now_ms + ctl->cfg.proposal_ttl_ms);
 	return 0;
+}
+
+int controller_remember(struct controller *ctl, const struct plan_proposal *prop, enum plan_result result,
+			int64_t at_ms)
+{
+	return plan_memory_record(&ctl->mem, &ctl->cfg.plan, prop, result, at_ms);
 }
 
 int controller_set_id(struct controller *ctl, uint64_t id)

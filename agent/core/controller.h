@@ -168,6 +168,10 @@ int controller_rejected(struct controller *ctl, uint64_t id);
  * why. */
 int controller_operator_propose(struct controller *ctl, const struct plan_proposal *prop, uint64_t id, char *err,
 				size_t errlen);
+/* Tell the planner how an earlier trial of PROP ended at AT_MS (the journal, read back at start, so that a restart
+ * does not forget what was reverted). As plan_memory_record. */
+int controller_remember(struct controller *ctl, const struct plan_proposal *prop, enum plan_result result,
+			int64_t at_ms);
 /* The proposal just made (state proposed) is known to the caller as ID (its journal's): the controller uses that
  * id from now on. 0, or -EALREADY when no proposal was just made. */
 int controller_set_id(struct controller *ctl, uint64_t id);

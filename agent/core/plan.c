@@ -469,6 +469,18 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 	return 0;
 }
 
+/* The way FROM -> TO goes: an integer that falls goes down whatever the policy's direction (an operator may move
+ * a knob either way, and a failure must be remembered against the direction that was tried); else P's. */
+static enum plan_dir move_direction(const struct knob_policy *p, const char *from, const char *to)
+{
+	struct knobval a, b;
+
+	if (p->type == KNOB_T_INT && knobval_parse(p->type, from, &a, NULL, 0) == 0 &&
+	    knobval_parse(p->type, to, &b, NULL, 0) == 0 && a.n == 1 && b.n == 1)
+		return b.v[0] < a.v[0] ? PLAN_DOWN : PLAN_UP;
+	return plan_direction(p);
+}
+
 int plan_operator(const struct policy_set *set, const char *knob, const char *from, const char *to, const char *why,
 		  const struct plan_config *cfg, struct plan_proposal *out)
 {
@@ -487,7 +499,7 @@ int plan_operator(const struct policy_set *set, const char *knob, const char *fr
 	snprintf(out->knob, sizeof(out->knob), "%s", p->name);
 	snprintf(out->from, sizeof(out->from), "%s", from);
 	snprintf(out->to, sizeof(out->to), "%s", to);
-	out->dir = plan_direction(p);
+	out->dir = move_direction(p, from, to);
 	out->detector = DETECT_COUNT;
 	out->value = NAN;
 	out->op = p->trigger_op;

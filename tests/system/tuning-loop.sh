@@ -107,7 +107,7 @@ api "/v1/audit?knob=net.core.netdev_budget" | jq -e --argjson id "$oid" \
 ok "an operator's harmful proposal (600 -> 300) is tried A/B and reverted by the judge; 600 stays; audited"
 
 # An operator's revert during a trial ends it: no further arm is written, the loop says why.
-out=$(ctl propose net.core.netdev_budget=1200) || fail "operator proposal 1200: $out"
+out=$(ctl propose net.core.netdev_budget=1200 2>&1) || fail "operator proposal 1200: $out"
 rid=$(sed -n 's/^change \([0-9]*\):.*/\1/p' <<<"$out")
 wait_for 20 sh -c "[ \"\$(cat $BUDGET)\" = 1200 ]" || fail "arm B (1200) never in force: $(ctl trial)"
 ctl revert "$rid" >/dev/null || fail "ngxctl revert $rid"
@@ -125,4 +125,15 @@ wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0"
 [ "$(cat "$BUDGET")" = 600 ] || fail "a kept change did not survive SIGTERM"
 ok "ngxctl trial answers; SIGTERM leaves the kept change"
+
+# A restart does not make the planner forget: the kept 600 and the reverted 300 come back from the journal (the
+# operator's revert of 1200 says nothing about the value and is not remembered).
+"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent2.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+wait_for 10 grep -q "ready" "$TMP/agent2.log" || fail "the agent did not restart: $(cat "$TMP/agent2.log")"
+grep -q "the planner remembers 2 trials" "$TMP/agent2.log" || fail "planner memory after restart: $(cat "$TMP/agent2.log")"
+kill -TERM $AGENT_PID
+wait $AGENT_PID
+ok "after a restart the planner remembers the trials of the journal"
 echo "# $checks checks passed"
