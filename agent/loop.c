@@ -12,6 +12,7 @@
 #include "api.h"
 #include "core/policy.h"
 #include "engine.h"
+#include "loadgen.h"
 #include "tuning.h"
 #include "log.h"
 #include "notify.h"
@@ -160,6 +161,12 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		if (a->tuning)
 			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);
 	}
+	if (a->loadgen) {
+		struct loadgen_block blk = {0};
+
+		blk.active = a->tuning && tuning_block(a->tuning, &blk.start_ms, &blk.end_ms, &blk.settle_ms);
+		loadgen_tick(a->loadgen, a->fr.ts_ms, &blk);
+	}
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
 	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
@@ -224,6 +231,7 @@ static void on_tick(uv_timer_t *t)
 		}
 	}
 	sampler_collect(a->sampler, &a->fr);
+	loadgen_collect(a->loadgen, a->reg, &a->fr);
 	a->tick_cpu_ms = thread_cpu_ms() - c0;
 	if (!wait_stub)
 		finish_tick(a, 0);
@@ -252,6 +260,8 @@ static void close_all(struct agent *a)
 	uv_close((uv_handle_t *)&a->sig_term, on_closed);
 	uv_close((uv_handle_t *)&a->sig_int, on_closed);
 	uv_close((uv_handle_t *)&a->sig_hup, on_closed);
+	loadgen_free(a->loadgen); /* kills a run under way; its handles close on the loop */
+	a->loadgen = NULL;
 	api_stop(a->api);
 	a->api = NULL;
 }
@@ -312,6 +322,9 @@ int loop_reload(struct agent *a)
 		log_warn("reload: a new socket or store path takes effect at the next start");
 	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s", a->cfg.socket_path);
 	snprintf(cfg.store_path, sizeof(cfg.store_path), "%s", a->cfg.store_path);
+	if (strcmp(cfg.measure, a->cfg.measure) != 0 || strcmp(cfg.loadgen_command, a->cfg.loadgen_command) != 0 ||
+	    cfg.loadgen_run_ms != a->cfg.loadgen_run_ms)
+		log_warn("reload: [tuning] measure and [loadgen] take effect at the next start");
 	a->cfg = cfg;
 	log_set_level(cfg.log_level);
 	sampler_reconfigure(a->sampler, &a->cfg);

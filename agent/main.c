@@ -20,6 +20,7 @@
 #include "api.h"
 #include "core/policy.h"
 #include "engine.h"
+#include "loadgen.h"
 #include "policy_load.h"
 #include "tuning.h"
 #include "frame_json.h"
@@ -381,6 +382,13 @@ int main(int argc, char **argv)
 		rc = run_offline_revert(a, revert_arg);
 		goto out;
 	}
+	if (strcmp(a->cfg.measure, "loadgen") == 0) {
+		r = loadgen_new(a->loop, &a->cfg, &a->loadgen, err, sizeof(err));
+		if (r < 0) {
+			log_err("%s", err);
+			goto out;
+		}
+	}
 	r = api_start(a, &a->api, err, sizeof(err));
 	if (r < 0) {
 		log_err("cannot start the API: %s", err);
@@ -390,6 +398,7 @@ int main(int argc, char **argv)
 		 (long long)a->cfg.tick_ms, a->cfg.store_path, a->cfg.socket_path);
 	rc = loop_run(a);
 out:
+	loadgen_free(a->loadgen);
 	tuning_free(a->tuning);
 	engine_free(a->engine);
 	if (a->lock_fd > 0)

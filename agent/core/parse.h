@@ -5,7 +5,7 @@
  * The input is untrusted: a malformed, truncated or hostile text yields -EBADMSG (or -E2BIG when it exceeds a
  * documented limit), never a crash, a hang or an unbounded allocation. Parsers never read files, clocks or logs.
  * One .c file per source: parse_netstat.c, parse_sockstat.c, parse_softnet.c, parse_softirqs.c, parse_stat.c,
- * parse_interrupts.c, parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c.
+ * parse_interrupts.c, parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c, parse_loadgen.c.
  */
 #ifndef NGXAT_PARSE_H
 #define NGXAT_PARSE_H
@@ -122,5 +122,23 @@ enum errlog_kind {
 enum errlog_kind parse_errorlog_line(const char *line, size_t len);
 /* Metric-name suffix of a kind ("worker_connections", ...); NULL for ERRLOG_OTHER. */
 const char *errlog_kind_name(enum errlog_kind k);
+
+/* ---- a load generator's summary (parse_loadgen.c) ---- */
+
+/* What one run of wrk or ab printed: NAN where the tool did not print it (wrk without --latency has no
+ * percentiles). ERRORS: non-2xx/3xx responses, failed requests, connect and write errors; READ_ERRORS: wrk's read
+ * errors (a server's close counts there); TIMEOUTS: wrk's request timeouts. */
+struct loadgen_result {
+	const char *tool;   /* "wrk" or "ab" */
+	double rps;
+	double requests;
+	double duration_s;
+	double p50_ms, p90_ms, p99_ms;
+	double errors, read_errors, timeouts;
+};
+
+/* Parse the output of one wrk or ab run from BUF[0..LEN) into R. 0, or -EBADMSG with ERR when it is neither tool's
+ * summary or the run did not finish (no requests per second or request count). */
+int parse_loadgen(const char *buf, size_t len, struct loadgen_result *r, char *err, size_t errlen);
 
 #endif

@@ -112,6 +112,9 @@ static const struct {
 	{"[agent]\nlog_level = loud\n", "not one of error", 2},
 	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
 	{"[agent]\nlog_level = info\nlog_level = bogus\ntick_interval = x\n", "not one of error", 3},
+	{"[tuning]\nmeasure = active\n", "not passive or loadgen", 2},
+	{"[loadgen]\ncommand = wrk -d20s http://x/\n", "must contain {seconds}", 2},
+	{"[loadgen]\nrun = 1s\n", "between 2000ms and 3600000ms", 2},
 };
 
 static void test_errors(void **state)
@@ -127,6 +130,27 @@ static void test_errors(void **state)
 		if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, bad[i].expect))
 			fail_msg("case %zu: got '%s', want prefix '%s' and '%s'", i, err, prefix, bad[i].expect);
 	}
+}
+
+/* Load generator mode: the command is kept as written; measure = loadgen without one is refused. */
+static void test_loadgen(void **state)
+{
+	struct config c;
+	char err[512];
+
+	(void)state;
+	write_conf("[tuning]\nmeasure = loadgen\n[loadgen]\ncommand = wrk -t2 -c200 -d{seconds}s --latency http://x/\n"
+		   "run = 20s\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.measure, "loadgen");
+	assert_string_equal(c.loadgen_command, "wrk -t2 -c200 -d{seconds}s --latency http://x/");
+	assert_int_equal(c.loadgen_run_ms, 20000);
+	write_conf("[tuning]\nmeasure = loadgen\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "measure = loadgen needs [loadgen] command"));
+	write_conf("[tuning]\nmode = auto\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.measure, "passive");
 }
 
 /* inih reads at most a fixed number of bytes per line: a longer one is an error on its own line, not a
@@ -184,6 +208,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loadgen, setup, teardown),
 		cmocka_unit_test(test_strutil),
 	};
 
