@@ -40,16 +40,15 @@ static int status_exec(struct ctl *ctl, int argc, char **argv)
 	json_t *st, *tick, *store, *nginx, *probes, *p, *med;
 	char err[512], b1[32], b2[32];
 	size_t i;
+	int rc;
 
 	(void)argv;
 	if (argc > 1) {
 		fprintf(stderr, "ngxctl status: takes no arguments\n");
 		return 2;
 	}
-	if (ctl_get(ctl, API_PATH_STATUS, &st, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if ((rc = ctl_get(ctl, API_PATH_STATUS, &st, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json) {
 		ctl_print_json(st);
 		json_decref(st);
