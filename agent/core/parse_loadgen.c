@@ -62,6 +62,17 @@ static bool labelled(const char *line, const char *label, double *v)
 	return true;
 }
 
+/* The percentiles the tools print that the agent keeps. */
+static void set_percentile(struct loadgen_result *r, double pct, double ms)
+{
+	if (pct == 50)
+		r->p50_ms = ms;
+	else if (pct == 90)
+		r->p90_ms = ms;
+	else if (pct == 99)
+		r->p99_ms = ms;
+}
+
 /* One wrk line. */
 static void wrk_line(const char *line, struct loadgen_result *r)
 {
@@ -105,15 +116,8 @@ static void wrk_line(const char *line, struct loadgen_result *r)
 		char *end;
 		double pct = strtod(p, &end);
 
-		if (end != p && *end == '%') {
-			v = wrk_ms(skip_space(end + 1));
-			if (pct == 50)
-				r->p50_ms = v;
-			else if (pct == 90)
-				r->p90_ms = v;
-			else if (pct == 99)
-				r->p99_ms = v;
-		}
+		if (end != p && *end == '%')
+			set_percentile(r, pct, wrk_ms(skip_space(end + 1)));
 	}
 }
 
@@ -138,14 +142,8 @@ static void ab_line(const char *line, struct loadgen_result *r)
 		char *end;
 		double pct = strtod(p, &end);
 
-		if (end != p && *end == '%' && labelled(end + 1, "", &v)) {
-			if (pct == 50)
-				r->p50_ms = v;
-			else if (pct == 90)
-				r->p90_ms = v;
-			else if (pct == 99)
-				r->p99_ms = v;
-		}
+		if (end != p && *end == '%' && labelled(end + 1, "", &v))
+			set_percentile(r, pct, v);
 	}
 }
 
