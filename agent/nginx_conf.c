@@ -618,7 +618,8 @@ struct walk {
 	char stack[NGINX_CONF_DEPTH_MAX][NAME_MAX_LEN];
 	size_t sp;
 	int incl_depth;
-	unsigned incl_line; /* line of the include directive being expanded */
+	size_t incl_file;   /* the file of the include directive being expanded */
+	unsigned incl_line; /* and its line */
 	size_t bytes;
 	walk_fn fn;
 	include_fn on_include;
@@ -657,7 +658,7 @@ static int cmp_path(const void *a, const void *b)
 static int walk_text(struct walk *w, size_t file, const char *path, const char *text, size_t len);
 
 /* An include directive: walk every file of the dump it names, in glob order, in the current context. */
-static int walk_include(struct walk *w, const struct lexer *lx, const char *path)
+static int walk_include(struct walk *w, const struct lexer *lx, size_t file, const char *path)
 {
 	char word[NGINX_CONF_WORD_MAX], abs[4096];
 	const struct nginx_conf_file **m;
@@ -692,6 +693,7 @@ static int walk_include(struct walk *w, const struct lexer *lx, const char *path
 	for (size_t i = 0; i < n && r == 0; i++) {
 		size_t fi = (size_t)(m[i] - w->c->files);
 
+		w->incl_file = file;
 		w->incl_line = lx->args[0].line;
 		if (w->on_include)
 			r = w->on_include(w, fi);
@@ -757,7 +759,7 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 				snprintf(w->stack[w->sp], NAME_MAX_LEN, "?");
 			w->sp++;
 		} else if (arg_is(text, &lx.args[0], "include")) {
-			r = walk_include(w, &lx, path);
+			r = walk_include(w, &lx, file, path);
 			if (r != 0)
 				break;
 		}
@@ -934,7 +936,8 @@ static int visit_close(struct walk *w, size_t file, unsigned line)
 
 static int visit_include(struct walk *w, size_t file)
 {
-	struct nginx_conf_node n = { .event = NGINX_CONF_INCLUDE, .file = file, .line = w->incl_line };
+	struct nginx_conf_node n = { .event = NGINX_CONF_INCLUDE, .file = w->incl_file, .line = w->incl_line,
+				     .included = file };
 
 	return visit(w, &n);
 }

@@ -136,14 +136,15 @@ enum nginx_conf_event {
 	NGINX_CONF_DIRECTIVE,  /* "name args;" */
 	NGINX_CONF_BLOCK,      /* "name args {" */
 	NGINX_CONF_BLOCK_END,  /* the "}" of the innermost open block */
-	NGINX_CONF_INCLUDE     /* the file an include directive (shown just before) brings in, walked next */
+	NGINX_CONF_INCLUDE     /* a file the include directive shown just before brings in, walked next */
 };
 
 /* One step of nginx_conf_walk. Valid during the callback only. */
 struct nginx_conf_node {
 	enum nginx_conf_event event;
-	size_t file;         /* index into files[] of the text it stands in; INCLUDE: of the file brought in */
+	size_t file;         /* index into files[] of the text it stands in */
 	unsigned line;       /* of the name; BLOCK_END: of the '}'; INCLUDE: of the include directive */
+	size_t included;     /* INCLUDE: index into files[] of the file brought in */
 	const char *context; /* "main", "events", "http/server", ...: where it stands (a block: outside itself) */
 	size_t depth;        /* blocks open around it */
 	size_t nwords;       /* words including the name; 0 for BLOCK_END and INCLUDE */

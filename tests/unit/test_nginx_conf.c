@@ -757,6 +757,9 @@ static int record(void *ctx, const struct nginx_conf_node *node)
 	k = snprintf(w->out + w->n, sizeof(w->out) - w->n, "%c %zu %s %zu:%u", kinds[node->event], node->depth,
 		     node->context, node->file, node->line);
 	w->n += k > 0 && (size_t)k < sizeof(w->out) - w->n ? (size_t)k : 0;
+	k = node->event == NGINX_CONF_INCLUDE ? snprintf(w->out + w->n, sizeof(w->out) - w->n, " ->%zu",
+							   node->included) : 0;
+	w->n += k > 0 && (size_t)k < sizeof(w->out) - w->n ? (size_t)k : 0;
 	for (size_t i = 0; i < node->nwords && i < 3; i++) {
 		assert_true(nginx_conf_node_word(node, i, word, sizeof(word)) >= 0);
 		k = snprintf(w->out + w->n, sizeof(w->out) - w->n, " %.40s", word);
@@ -782,15 +785,15 @@ static void test_walk(void **state)
 	/* Every block closes, in the context it opened in; each included file is shown before its directives. */
 	assert_int_equal(w->blocks, w->ends);
 	assert_int_equal(w->includes, 7); /* main, events, http, mime.types, map-entries, long, servers */
-	assert_non_null(strstr(w->out, "D 0 main 0:4 include ngx-autotune/main.conf\nI 0 main 1:4\n"
+	assert_non_null(strstr(w->out, "D 0 main 0:4 include ngx-autotune/main.conf\nI 0 main 0:4 ->1\n"
 					"D 0 main 1:1 worker_rlimit_nofile 4096\n"));
 	assert_non_null(strstr(w->out, "B 0 main 0:8 events\nD 1 events 0:9 include"));
-	assert_non_null(strstr(w->out, "I 1 events 2:9\nD 1 events 2:2 worker_connections 2048\n"
+	assert_non_null(strstr(w->out, "I 1 events 0:9 ->2\nD 1 events 2:2 worker_connections 2048\n"
 					"D 1 events 0:10 multi_accept on\nE 0 main 0:11\n"));
 	/* The quoted braces of the map and the location regex are words, not blocks. */
 	assert_non_null(strstr(w->out, "D 2 http/map 0:21 default a;b}\n"));
 	assert_non_null(strstr(w->out, "B 2 http/server 0:32 location ~ ^/x{2,3}$\n"));
-	assert_non_null(strstr(w->out, "I 2 http/map 5:23\nD 2 http/map 5:1 ~^y 2\nE 1 http 0:24\n"));
+	assert_non_null(strstr(w->out, "I 2 http/map 0:23 ->5\nD 2 http/map 5:1 ~^y 2\nE 1 http 0:24\n"));
 	assert_int_equal(w->maxdepth, 3);
 	/* A positive return stops the walk and is handed back. */
 	memset(w, 0, sizeof(*w));
@@ -804,7 +807,7 @@ static void test_walk(void **state)
 	memset(w, 0, sizeof(*w));
 	assert_int_equal(nginx_conf_walk(&c, record, w, err, sizeof(err)), 0);
 	assert_int_equal(w->blocks, w->ends);
-	assert_non_null(strstr(w->out, "I 1 http 5:63\nB 1 http 5:21 server\nD 2 http/server 5:22 listen 80 default_server\n"));
+	assert_non_null(strstr(w->out, "I 1 http 0:63 ->5\nB 1 http 5:21 server\nD 2 http/server 5:22 listen 80 default_server\n"));
 	nginx_conf_free(&c);
 	free(w);
 }
