@@ -11,6 +11,7 @@
 #include "agent.h"
 #include "api.h"
 #include "core/policy.h"
+#include "doctor.h"
 #include "engine.h"
 #include "tuning.h"
 #include "log.h"
@@ -160,6 +161,8 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		if (a->tuning)
 			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);
 	}
+	if (a->doctor)
+		doctor_tick(a->doctor, &a->fr);
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
 	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
@@ -278,6 +281,7 @@ static void stop(struct agent *a, const char *why)
 	log_info("%s: stopping", why);
 	notify_stopping();
 	uv_timer_stop(&a->timer);
+	doctor_stop(a->doctor);
 	if (a->engine) {
 		/* Invariant 6: the change in trial goes back; kept ones stay unless revert_on_stop. */
 		engine_stop(a->engine, a->cfg.revert_on_stop, wall_ms());

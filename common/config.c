@@ -50,6 +50,8 @@ static const struct key keys[] = {
 	{"tuning", "pairs", K_INT, F(pairs), 4, 16},
 	{"tuning", "block", K_DURATION, F(block_ms), 1000, 3600000},
 	{"tuning", "calibrate_pairs", K_INT, F(calibrate_pairs), 0, 16},
+	{"doctor", "interval", K_DURATION, F(doctor_interval_ms), 30000, 86400000},
+	{"doctor", "backend_keepalive_timeout", K_DURATION, F(backend_keepalive_ms), 0, 3600000},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -82,6 +84,8 @@ void config_default(struct config *cfg)
 	cfg->pairs = 8;
 	cfg->block_ms = 90000;
 	cfg->calibrate_pairs = 4;
+	cfg->doctor_interval_ms = 300000;
+	cfg->backend_keepalive_ms = 0;
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;

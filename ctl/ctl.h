@@ -40,6 +40,7 @@ extern const struct ctl_verb verb_trial;
 extern const struct ctl_verb verb_pause;
 extern const struct ctl_verb verb_resume;
 extern const struct ctl_verb verb_show;
+extern const struct ctl_verb verb_doctor;
 
 /* GET PATH (with its query) from the agent; the parsed body in *OUT. On failure -errno and a message in ERR
  * (for a problem object, its detail). */

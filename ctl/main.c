@@ -12,7 +12,8 @@
 
 static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top, &verb_knobs, &verb_history, &verb_propose,
 						&verb_revert, &verb_clear, &verb_proposals, &verb_approve,
-						&verb_reject, &verb_trial, &verb_pause, &verb_resume, &verb_show};
+						&verb_reject, &verb_trial, &verb_pause, &verb_resume, &verb_show,
+						&verb_doctor};
 
 static void usage(FILE *f)
 {
@@ -26,7 +27,8 @@ static void usage(FILE *f)
 		   "  -h, --help         this help\n\nVerbs:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %-8s %-26s %s\n", verbs[i]->name, verbs[i]->usage, verbs[i]->summary);
-	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached or refused.\n");
+	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached or refused; doctor: 1 warnings,\n"
+		   "2 critical findings.\n");
 }
 
 int main(int argc, char **argv)

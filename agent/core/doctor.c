@@ -693,7 +693,8 @@ static void check_listen_backlog(struct ctx *c)
 	const struct doctor_facts *fa = c->f;
 	struct listen_sock *v;
 	size_t nv = listen_socks(c, &v);
-	bool overflows = known(fa->listen_overflows) && fa->listen_overflows > 0;
+	/* Overflows since boot may be old news; only those of the window make the default backlog a warning. */
+	bool overflows = known(fa->listen_overflows) && fa->listen_overflows > 0 && fa->window_s > 0;
 
 	for (size_t i = 0; known(fa->somaxconn) && i < nv; i++) {
 		const struct listen_sock *l = &v[i];
@@ -723,8 +724,8 @@ static void check_listen_backlog(struct ctx *c)
 			    "holds %d connections although net.core.somaxconn allows %lld", l->key, l->n->file,
 			    l->n->line, DEFAULT_BACKLOG, (long long)fa->somaxconn);
 			if (overflows)
-				append(f->evidence, sizeof(f->evidence), "; the kernel counted %lld listen overflows%s",
-				       (long long)fa->listen_overflows, fa->window_s > 0 ? " in the window" : " since boot");
+				append(f->evidence, sizeof(f->evidence), "; the kernel counted %lld listen overflows in the "
+				       "last %.0f s", (long long)fa->listen_overflows, fa->window_s);
 			put(f->fix, sizeof(f->fix), "listen %s backlog=%lld; on the one listen of this address that "
 			    "carries options (the agent's listen-queue policy can try it)", l->key,
 			    (long long)fa->somaxconn);
@@ -1542,8 +1543,8 @@ static void check_nics(struct ctx *c)
 			    (long long)nic->rx_queues, nic->rx_queues == 1 ? "" : "s");
 			if (known(nic->irqs))
 				append(f->evidence, sizeof(f->evidence), " and %lld IRQs", (long long)nic->irqs);
-			append(f->evidence, sizeof(f->evidence), " for %lld CPUs, and RPS is off: at most %lld CPU%s "
-			       "handle its receive softirqs", (long long)fa->cpus, (long long)nic->rx_queues,
+			append(f->evidence, sizeof(f->evidence), " for %lld CPUs, and RPS is off: its receive softirqs run "
+			       "on at most %lld CPU%s", (long long)fa->cpus, (long long)nic->rx_queues,
 			       nic->rx_queues == 1 ? "" : "s");
 			put(f->fix, sizeof(f->fix), "more queues (ethtool -L %s combined %lld) if the NIC has them, else "
 			    "RPS (the agent's rps policy can try it)", nic->name, (long long)fa->cpus);

@@ -33,6 +33,7 @@
 #define DOCTOR_NICS_MAX 16
 #define DOCTOR_CPUS_MAX 1024
 #define DOCTOR_UPSTREAMS_MAX 64 /* distinct upstream addresses kept from the access log */
+#define DOCTOR_PATH_MAX 512      /* a path or URL among the facts (the agent's configuration allows as much) */
 
 /* ---- the configuration ------------------------------------------------------------------------------------ */
 
@@ -100,8 +101,8 @@ struct doctor_upstream {
 /* What the doctor knows of the live system. doctor_facts_init makes every fact unknown. */
 struct doctor_facts {
 	/* the agent's own settings */
-	char include_dir[256];        /* where nginx should include the agent's files ("" unknown) */
-	char access_log[256];         /* the access log the agent reads ("" none) */
+	char include_dir[DOCTOR_PATH_MAX];        /* where nginx should include the agent's files ("" unknown) */
+	char access_log[DOCTOR_PATH_MAX];         /* the access log the agent reads ("" none) */
 	int64_t backend_keepalive_ms; /* how long the backends keep idle connections ([doctor]); 0 unknown */
 	/* the host */
 	int64_t cpus;
@@ -136,7 +137,7 @@ struct doctor_facts {
 	int64_t err_worker_connections, err_too_many_files, err_upstream_premature, err_addr_not_avail;
 	bool stub_known;              /* the agent fetched stub_status: STUB_OK says how it went */
 	bool stub_ok;
-	char stub_url[256];
+	char stub_url[DOCTOR_PATH_MAX];
 	char stub_error[192];
 	/* the access log's last lines */
 	int64_t log_lines;            /* lines that parsed (DOCTOR_UNKNOWN: not read) */
