@@ -896,7 +896,9 @@ static void on_dump(int rc, const char *msg, char *out, size_t len, void *ctx)
 
 	j->dump = out;
 	j->dumplen = len;
-	if (rc < 0)
+	if (rc < 0 && msg && strstr(msg, "nginx -T"))
+		snprintf(j->conf_err, sizeof(j->conf_err), "%s", msg);
+	else if (rc < 0)
 		snprintf(j->conf_err, sizeof(j->conf_err), "nginx -T: %s", msg && msg[0] ? msg : strerror(-rc));
 	if (d && d->stopping) {
 		d->job = NULL;
