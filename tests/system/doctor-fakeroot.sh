@@ -105,7 +105,9 @@ jq -e '.counts.critical == ([.advisories[] | select(.severity == "critical")] | 
 api /v1/status | jq -e --argjson c "$(jq .counts <<<"$adv")" \
 	'.advisories.critical == $c.critical and .advisories.warning == $c.warning and .advisories.info == $c.info and
 	 .advisories.checked_ms > 0' >/dev/null || fail "status does not count the advisories: $(api /v1/status | jq .advisories)"
-ok "the status summary counts advisories by severity"
+"$NGXCTL" -s "$TMP/api.sock" status | grep -q "^advice: 1 critical, [0-9]* warning(s), [0-9]* info (ngxctl doctor)" ||
+	fail "ngxctl status does not show the advisories: $("$NGXCTL" -s "$TMP/api.sock" status)"
+ok "the status summary counts advisories by severity (API and ngxctl status)"
 
 "$NGXCTL" -s "$TMP/api.sock" doctor >"$TMP/doctor.txt"
 rc=$?
