@@ -119,12 +119,12 @@ static void print_wrapped(const char *label, const char *text)
 	size_t col = 0;
 	const char *p = text;
 
-	printf("    %-8s", label);
+	printf("    %-9s", label);
 	while (*p) {
 		size_t w = strcspn(p, " ");
 
 		if (col && col + 1 + w > width - 12) {
-			printf("\n    %-8s", "");
+			printf("\n    %-9s", "");
 			col = 0;
 		} else if (col) {
 			putchar(' ');
@@ -169,14 +169,14 @@ static void report(json_t *r, bool local, long long now_ms)
 			tag[k] = (char)(tag[k] >= 'a' && tag[k] <= 'z' ? tag[k] - 32 : tag[k]);
 		printf("\n%-9s %s%s%s%s: %s\n", tag, str(a, API_K_ID) ? str(a, API_K_ID) : "?", sub ? " [" : "",
 		       sub ? sub : "", sub ? "]" : "", str(a, API_K_TITLE) ? str(a, API_K_TITLE) : "");
-		print_wrapped("seen", str(a, API_K_EVIDENCE) ? str(a, API_K_EVIDENCE) : "");
+		print_wrapped("evidence", str(a, API_K_EVIDENCE) ? str(a, API_K_EVIDENCE) : "");
 		if (where)
 			print_wrapped("where", where);
 		print_wrapped("fix", str(a, API_K_FIX) ? str(a, API_K_FIX) : "");
 		print_wrapped("see", str(a, API_K_REF) ? str(a, API_K_REF) : "");
 		if (!local)
-			printf("    %-8sfirst %s, last %s\n", "seen at", ago(num(a, API_K_FIRST_SEEN), now_ms, b1, sizeof(b1)),
-			       ago(num(a, API_K_LAST_SEEN), now_ms, b2, sizeof(b2)));
+			printf("    %-9sfirst seen %s, last seen %s\n", "when", ago(num(a, API_K_FIRST_SEEN), now_ms, b1,
+			       sizeof(b1)), ago(num(a, API_K_LAST_SEEN), now_ms, b2, sizeof(b2)));
 	}
 }
 
