@@ -516,7 +516,7 @@ static bool rps_on(struct job *j, const char *nic, int64_t queues)
 	bool on = false;
 
 	for (int64_t q = 0; q < queues && q < 1024 && !on; q++) {
-		snprintf(rel, sizeof(rel), "/sys/class/net/%s/queues/rx-%lld/rps_cpus", nic, (long long)q);
+		snprintf(rel, sizeof(rel), "/sys/class/net/%.15s/queues/rx-%lld/rps_cpus", nic, (long long)q);
 		if (read_rooted(j, rel, &buf, &len) < 0)
 			continue;
 		for (size_t i = 0; i < len; i++)
@@ -551,10 +551,10 @@ static void read_nics(struct job *j)
 		nic = nic_of(&j->facts, de->d_name);
 		if (!nic)
 			break;
-		snprintf(rel, sizeof(rel), "/sys/class/net/%s/device", de->d_name);
+		snprintf(rel, sizeof(rel), "/sys/class/net/%.15s/device", de->d_name);
 		rooted(j, path, sizeof(path), rel);
 		nic->physical = stat(path, &st) == 0;
-		snprintf(rel, sizeof(rel), "/sys/class/net/%s/queues", de->d_name);
+		snprintf(rel, sizeof(rel), "/sys/class/net/%.15s/queues", de->d_name);
 		rooted(j, path, sizeof(path), rel);
 		nic->rx_queues = (int64_t)count_entries(path, "rx-");
 		if (nic->rx_queues == 0)
@@ -563,12 +563,12 @@ static void read_nics(struct job *j)
 		if (nic->physical) {
 			size_t n;
 
-			snprintf(rel, sizeof(rel), "/sys/class/net/%s/device/msi_irqs", de->d_name);
+			snprintf(rel, sizeof(rel), "/sys/class/net/%.15s/device/msi_irqs", de->d_name);
 			rooted(j, path, sizeof(path), rel);
 			n = count_entries(path, "");
 			if (!n) {
 				/* virtio-net: the PCI function is the parent of the virtio device */
-				snprintf(rel, sizeof(rel), "/sys/class/net/%s/device/../msi_irqs", de->d_name);
+				snprintf(rel, sizeof(rel), "/sys/class/net/%.15s/device/../msi_irqs", de->d_name);
 				rooted(j, path, sizeof(path), rel);
 				n = count_entries(path, "");
 			}
