@@ -151,6 +151,14 @@ jq -e --argjson f "$first" --argjson c "$checked" \
 grep -q "advisory resolved: kernel.tcp_tw_recycle" "$TMP/agent.log" || fail "the resolution is not logged"
 ok "a new master: checked again, fixed findings gone, the rest keep first_seen_ms"
 
+# SIGHUP (the agent's own configuration reloaded) checks again too: [nginx] paths may have changed.
+checked=$(jq .checked_ms <<<"$adv")
+kill -HUP $AGENT_PID
+wait_for 10 sh -c "curl -s --unix-socket '$TMP/api.sock' http://localhost/v1/advisories | jq -e '.checked_ms > $checked'" ||
+	fail "no check after SIGHUP"
+adv=$(api /v1/advisories)
+ok "SIGHUP: checked again"
+
 # An nginx -T that hangs is killed at [nginx] timeout; one that prints garbage is a finding, not a crash.
 echo hang >"$TMP/dump"
 echo 6363 >"$TMP/nginx.pid"
