@@ -166,10 +166,10 @@ static void classify(struct window *w, uint32_t id, const char *name)
 		const char *dot = strrchr(name + 5, '.');
 		int slot;
 
-		if (!dot || (strcmp(dot, ".rx_dropped") != 0 && strcmp(dot, ".rx_missed") != 0) || strcmp(name + 5, "lo.") == 0)
+		if (!dot || (strcmp(dot, ".rx_dropped") != 0 && strcmp(dot, ".rx_missed") != 0))
 			return;
 		if ((size_t)(dot - name - 5) == 2 && memcmp(name + 5, "lo", 2) == 0)
-			return;
+			return; /* loopback drops are not a NIC's */
 		slot = link_slot(w, name + 5, (size_t)(dot - name - 5));
 		if (slot >= 0) {
 			w->role[id] = R_LINK_DROPS;
