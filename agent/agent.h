@@ -19,6 +19,7 @@
 #define AGENT_CPU_RING 128
 
 struct api;
+struct doctor;
 struct engine;
 struct tuning;
 
@@ -40,6 +41,7 @@ struct agent {
 	struct engine *engine;    /* the knobs; NULL only before policies load */
 	struct tuning *tuning;    /* the tuning loop over the engine */
 	struct loadgen *loadgen;  /* measure = loadgen: the load generator's runs; else NULL */
+	struct doctor *doctor;    /* the advisories; NULL in the one-shot modes */
 	struct knob_env env;      /* what the knob drivers see */
 	int lock_fd;              /* flock on the store's lock file: one agent (or offline revert) at a time */
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */

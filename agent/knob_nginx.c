@@ -535,6 +535,42 @@ static const struct nginx_conf *cache_peek(const struct knob_env *env)
 	return have ? &cache.conf : NULL;
 }
 
+/* ---- nginx -T for others ---------------------------------------------------------------------------------- */
+
+struct dump_req {
+	knob_dump_fn done;
+	void *ctx;
+	int64_t timeout_ms;
+};
+
+static void dump_finished(struct spawn *sp)
+{
+	struct dump_req *q = sp->ctx;
+	struct run_result res;
+
+	spawn_result(sp, "nginx -T", q->timeout_ms, &res);
+	q->done(res.rc, res.msg, res.out, res.outlen, q->ctx);
+	free(q);
+}
+
+int knob_nginx_dump(const struct knob_env *env, knob_dump_fn done, void *ctx)
+{
+	struct dump_req *q = malloc(sizeof(*q));
+	char *argv[6];
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	q->done = done;
+	q->ctx = ctx;
+	q->timeout_ms = timeout_of(env);
+	nginx_argv(env, "-T", argv);
+	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, q->timeout_ms, dump_finished, q, NULL);
+	if (r < 0)
+		free(q);
+	return r;
+}
+
 /* ---- the master and its workers --------------------------------------------------------------------------- */
 
 /* The process title of PID (its cmdline up to the first NUL) into OUT. 0 or -errno. */

@@ -11,6 +11,7 @@
 #include "agent.h"
 #include "api.h"
 #include "core/policy.h"
+#include "doctor.h"
 #include "engine.h"
 #include "loadgen.h"
 #include "tuning.h"
@@ -167,6 +168,8 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		blk.active = a->tuning && tuning_block(a->tuning, &blk.start_ms, &blk.end_ms, &blk.settle_ms);
 		loadgen_tick(a->loadgen, a->fr.ts_ms, &blk);
 	}
+	if (a->doctor)
+		doctor_tick(a->doctor, &a->fr);
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
 	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
@@ -288,6 +291,7 @@ static void stop(struct agent *a, const char *why)
 	log_info("%s: stopping", why);
 	notify_stopping();
 	uv_timer_stop(&a->timer);
+	doctor_stop(a->doctor);
 	if (a->engine) {
 		/* Invariant 6: the change in trial goes back; kept ones stay unless revert_on_stop. */
 		engine_stop(a->engine, a->cfg.revert_on_stop, wall_ms());
@@ -342,6 +346,8 @@ int loop_reload(struct agent *a)
 		}
 	}
 	schedule_next(a);
+	if (a->doctor)
+		doctor_run(a->doctor, "agent configuration reloaded"); /* [nginx] paths may be new */
 	log_info("configuration reloaded from %s", a->config_path);
 	if (a->ready)
 		notify_ready(a->summary);

@@ -19,6 +19,8 @@
 #include "agent.h"
 #include "api.h"
 #include "core/policy.h"
+#include "doctor.h"
+#include "doctor_json.h"
 #include "engine.h"
 #include "loadgen.h"
 #include "policy_load.h"
@@ -41,6 +43,9 @@ static void usage(FILE *f)
 		"  -r, --root DIR      read every /proc and /sys path under DIR (tests, simulation)\n"
 		"  -f, --foreground    stay in the foreground (implied under systemd)\n"
 		"  -1, --once          sample two ticks one interval apart, print the frame as JSON and exit\n"
+		"  -D, --doctor        run the doctor's checks once, print the advisories as JSON and exit 0 (none\n"
+		"                      above info), 1 (warnings), 2 (critical) or 3 (could not run); ngxctl doctor\n"
+		"                      runs this when the agent is not running\n"
 		"      --revert ID|all put change ID (or every change) back, with the agent stopped, and exit;\n"
 		"                      journaled like the agent's own reverts (ngxctl revert --offline runs this)\n"
 		"  -h, --help          show this help\n"
@@ -244,20 +249,48 @@ static int run_once(struct agent *a)
 	return 0;
 }
 
+/* --doctor: the same checks as the running agent's, once, with counters since boot instead of a window. */
+static int run_doctor(struct agent *a)
+{
+	struct doctor_state st = {0};
+	char err[256];
+	json_t *o;
+	int rc;
+
+	a->loop = uv_default_loop();
+	agent_knob_env(a);
+	if (doctor_run_once(a, loop_wall_ms(a), &st, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ngx-autotune: doctor: %s\n", err);
+		doctor_state_free(&st);
+		return 3;
+	}
+	o = doctor_json(&st, false);
+	rc = o ? doctor_exit_code(&st) : 3;
+	if (o) {
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+	}
+	json_decref(o);
+	doctor_state_free(&st);
+	uv_run(a->loop, UV_RUN_DEFAULT);
+	uv_loop_close(a->loop);
+	return rc;
+}
+
 /* Returns -1 to go on, or the exit code (0 after --help/--version, 2 on a usage error). */
 static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool *once, bool *foreground,
-		      const char **revert)
+		      const char **revert, bool *doctor)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'n'},
 		{"root", required_argument, NULL, 'r'},   {"foreground", no_argument, NULL, 'f'},
 		{"once", no_argument, NULL, '1'},         {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},      {"revert", required_argument, NULL, 'R'},
-		{NULL, 0, NULL, 0},
+		{"doctor", no_argument, NULL, 'D'},       {NULL, 0, NULL, 0},
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:nr:f1hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:nr:f1DhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			snprintf(a->config_path, sizeof(a->config_path), "%s", optarg);
@@ -273,6 +306,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 			break;
 		case 'f': *foreground = true; break;
 		case '1': *once = true; break;
+		case 'D': *doctor = true; break;
 		case 'R': {
 			int64_t id;
 
@@ -299,7 +333,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 int main(int argc, char **argv)
 {
 	struct agent *a = calloc(1, sizeof(*a));
-	bool check = false, once = false, foreground = false;
+	bool check = false, once = false, foreground = false, doctor = false;
 	const char *revert_arg = NULL;
 	struct store_options so;
 	char err[512];
@@ -308,10 +342,10 @@ int main(int argc, char **argv)
 	if (!a)
 		return 1;
 	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
-	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg);
+	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg, &doctor);
 	if (rc >= 0)
 		goto out_args;
-	rc = 1;
+	rc = doctor ? 3 : 1; /* --doctor's 1 and 2 mean warnings and critical findings */
 	/* Absolute, so that a reload after daemon() (which changes to /) reads the same file. */
 	if (a->config_path[0] != '/') {
 		char *rp = realpath(a->config_path, NULL);
@@ -352,6 +386,10 @@ int main(int argc, char **argv)
 		rc = run_once(a);
 		goto out;
 	}
+	if (doctor) {
+		rc = run_doctor(a);
+		goto out;
+	}
 	if (notify_stderr_is_journal()) {
 		notify_use_journal();
 	} else if (!foreground && !revert_arg && !getenv("NOTIFY_SOCKET")) {
@@ -389,6 +427,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (doctor_new(a, &a->doctor) < 0) {
+		log_err("out of memory");
+		goto out;
+	}
 	r = api_start(a, &a->api, err, sizeof(err));
 	if (r < 0) {
 		log_err("cannot start the API: %s", err);
@@ -399,6 +441,7 @@ int main(int argc, char **argv)
 	rc = loop_run(a);
 out:
 	loadgen_free(a->loadgen);
+	doctor_free(a->doctor);
 	tuning_free(a->tuning);
 	engine_free(a->engine);
 	if (a->lock_fd > 0)

@@ -55,6 +55,8 @@ static const struct key keys[] = {
 	{"tuning", "measure", K_MEASURE, F(measure), 0, 0},
 	{"loadgen", "command", K_COMMAND, F(loadgen_command), 0, 0},
 	{"loadgen", "run", K_DURATION, F(loadgen_run_ms), 2000, 3600000},
+	{"doctor", "interval", K_DURATION, F(doctor_interval_ms), 30000, 86400000},
+	{"doctor", "backend_keepalive_timeout", K_DURATION, F(backend_keepalive_ms), 0, 3600000},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -89,6 +91,8 @@ void config_default(struct config *cfg)
 	cfg->calibrate_pairs = 4;
 	strcpy(cfg->measure, "passive");
 	cfg->loadgen_run_ms = 10000;
+	cfg->doctor_interval_ms = 300000;
+	cfg->backend_keepalive_ms = 0;
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;

@@ -51,6 +51,9 @@ struct config {
 	/* [loadgen] */
 	char loadgen_command[CONFIG_PATH_MAX]; /* the load command; {seconds} is replaced by the run's length */
 	int64_t loadgen_run_ms;   /* length of a run outside trial blocks */
+	/* [doctor] */
+	int64_t doctor_interval_ms;       /* how often the checks run besides at start and on an nginx reload */
+	int64_t backend_keepalive_ms;     /* how long the backends keep idle connections; 0 unknown */
 	/* [probes] */
 	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
 	bool probe_interrupts;  /* /proc/interrupts */

@@ -51,6 +51,8 @@ extern const struct ctl_verb verb_pause;
 extern const struct ctl_verb verb_resume;
 extern const struct ctl_verb verb_show;
 extern const struct ctl_verb verb_audit;
+extern const struct ctl_verb verb_doctor;
+extern const struct ctl_verb verb_advisories;
 
 /* GET PATH (with its query) from the agent; the parsed body in *OUT. On failure -errno and a message in ERR
  * (for a problem object, its detail). */

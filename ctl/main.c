@@ -13,7 +13,7 @@
 static const struct ctl_verb *const verbs[] = {
 	&verb_status, &verb_top,   &verb_knobs,  &verb_proposals, &verb_approve, &verb_reject,
 	&verb_propose, &verb_trial, &verb_show,  &verb_history,   &verb_audit,   &verb_revert,
-	&verb_pause,  &verb_resume, &verb_clear,
+	&verb_pause,  &verb_resume, &verb_clear,  &verb_doctor, &verb_advisories,
 };
 
 static void usage(FILE *f)
@@ -35,7 +35,7 @@ static void usage(FILE *f)
 			verbs[i]->summary);
 	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached (or failed), 4 the agent refused the\n"
 		   "request (see the message), 5 no such change, proposal or knob, 6 not allowed (a token, or the\n"
-		   "socket's group).\n");
+		   "socket's group); doctor: 1 warnings, 2 critical findings.\n");
 }
 
 int main(int argc, char **argv)

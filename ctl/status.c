@@ -78,6 +78,15 @@ static int status_exec(struct ctl *ctl, int argc, char **argv)
 	       json_is_true(json_object_get(store, API_K_STORE_DEGRADED))
 		       ? json_string_value(json_object_get(store, API_K_STORE_REASON))
 		       : "");
+	if (json_is_object(json_object_get(st, API_K_ADVISORIES))) {
+		json_t *adv = json_object_get(st, API_K_ADVISORIES);
+
+		if (jint(adv, API_K_CHECKED) == 0)
+			printf("advice: not checked yet\n");
+		else
+			printf("advice: %lld critical, %lld warning(s), %lld info (ngxctl doctor)\n",
+			       jint(adv, API_K_SEV_CRITICAL), jint(adv, API_K_SEV_WARNING), jint(adv, API_K_SEV_INFO));
+	}
 	printf("probes:\n");
 	json_array_foreach(probes, i, p)
 	{
