@@ -1062,7 +1062,7 @@ int doctor_run_once(struct agent *a, int64_t now_ms, struct doctor_state *st, ch
 		goto out;
 	}
 	j->env.loop = a->loop;
-	a->env.nginx_pid = j->master;
+	agent_nginx_follow(a, j->master);
 	launch(j, a);
 	while (!j->done)
 		uv_run(a->loop, UV_RUN_ONCE);

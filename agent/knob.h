@@ -31,6 +31,7 @@ struct knob_env {
 	pid_t nginx_pid;         /* the master, 0 if unknown (updated by the engine each tick) */
 	const char *nginx_bin;   /* "nginx" or a path */
 	const char *nginx_conf;  /* the main configuration file nginx runs with ("" = nginx's default) */
+	const char *nginx_prefix; /* nginx's -p, where its relative paths resolve ("" or NULL = its default) */
 	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
 };

@@ -387,6 +387,10 @@ static void nginx_argv(const struct knob_env *env, const char *flag, char **argv
 	argv[i++] = (char *)(env->nginx_bin && env->nginx_bin[0] ? env->nginx_bin : "nginx");
 	argv[i++] = (char *)"-q";
 	argv[i++] = (char *)flag;
+	if (env->nginx_prefix && env->nginx_prefix[0]) {
+		argv[i++] = (char *)"-p";
+		argv[i++] = (char *)env->nginx_prefix;
+	}
 	if (env->nginx_conf && env->nginx_conf[0]) {
 		argv[i++] = (char *)"-c";
 		argv[i++] = (char *)env->nginx_conf;
@@ -419,7 +423,7 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 {
 	struct sync_run s = { .what = strcmp(flag, "-T") == 0 ? "nginx -T" : "nginx -t" };
 	uv_loop_t loop;
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	s.timeout_ms = timeout_of(env);
@@ -525,7 +529,7 @@ static const struct nginx_conf *cache_peek(const struct knob_env *env)
 	bool have = cache.have && cache.env == env;
 
 	if (env->loop && !cache.refreshing && (!have || cache.stale || now - cache.at > DUMP_STALE_MS)) {
-		char *argv[6];
+		char *argv[8];
 
 		nginx_argv(env, "-T", argv);
 		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), cache_refreshed,
@@ -556,7 +560,7 @@ static void dump_finished(struct spawn *sp)
 int knob_nginx_dump(const struct knob_env *env, knob_dump_fn done, void *ctx)
 {
 	struct dump_req *q = malloc(sizeof(*q));
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	if (!q)
@@ -1444,7 +1448,7 @@ static void op_tested(struct spawn *sp)
 
 static void op_test(struct op *op)
 {
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	nginx_argv(op->env, "-t", argv);
@@ -1543,7 +1547,7 @@ static void op_dumped(struct spawn *sp)
 static int op_start(struct knob *k, struct op *op, char *why, size_t whylen, knob_done_fn done, void *ctx)
 {
 	struct nginx_priv *p = priv_of(k);
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	if (!p) {

@@ -157,7 +157,7 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 
 		sampler_nginx(a->sampler, &pid, &workers);
 		if (pid)
-			a->env.nginx_pid = pid;
+			agent_nginx_follow(a, pid);
 		engine_tick(a->engine, a->fr.ts_ms);
 		if (a->tuning)
 			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);

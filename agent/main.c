@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "core/parse.h"
 #include "core/policy.h"
 #include "doctor.h"
 #include "doctor_json.h"
@@ -77,9 +78,50 @@ void agent_knob_env(struct agent *a)
 	a->env.loop = a->loop;
 	a->env.dry_run = a->cfg.dry_run;
 	a->env.nginx_bin = a->cfg.nginx_bin;
-	a->env.nginx_conf = a->cfg.nginx_conf;
+	/* [nginx] conf may have changed: look at the master again. */
+	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
+	a->nginx_prefix[0] = '\0';
+	a->nginx_seen_pid = 0;
+	agent_nginx_follow(a, a->env.nginx_pid);
 	a->env.include_dir = a->cfg.include_dir;
 	a->env.nginx_timeout_ms = a->cfg.nginx_timeout_ms;
+}
+
+void agent_nginx_follow(struct agent *a, pid_t pid)
+{
+	char path[CONFIG_PATH_MAX + 32], title[2 * CONFIG_PATH_MAX], conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
+	const char *root = strcmp(a->cfg.root, "/") == 0 ? "" : a->cfg.root;
+	ssize_t n;
+	int fd;
+
+	a->env.nginx_pid = pid;
+	a->env.nginx_conf = a->nginx_conf;
+	a->env.nginx_prefix = a->nginx_prefix;
+	if (pid <= 0 || pid == a->nginx_seen_pid)
+		return;
+	a->nginx_seen_pid = pid;
+	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
+	a->nginx_prefix[0] = '\0';
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, title, sizeof(title) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	title[n] = '\0';
+	if (parse_nginx_master_title(title, conf, sizeof(conf), prefix, sizeof(prefix)) < 0)
+		return;
+	/* An nginx started with -c FILE (or -p DIR) is tested and dumped with the same, or nginx -t and -T would
+	 * read another configuration than the one it runs. */
+	snprintf(a->nginx_prefix, sizeof(a->nginx_prefix), "%s", prefix);
+	if (!a->cfg.nginx_conf[0])
+		snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", conf);
+	if (conf[0] || prefix[0])
+		log_info("nginx master %d runs with%s%s%s%s: nginx -t and -T use %s%s%s%s", (int)pid, conf[0] ? " -c " : "",
+			 conf, prefix[0] ? " -p " : "", prefix, a->nginx_conf[0] ? "-c " : "its default configuration",
+			 a->nginx_conf, prefix[0] ? " -p " : "", prefix);
 }
 
 /* One agent, or one offline revert, per store: both write knobs. */
@@ -123,7 +165,7 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 		unsigned workers;
 
 		sampler_nginx(a->sampler, &pid, &workers);
-		a->env.nginx_pid = pid;
+		agent_nginx_follow(a, pid);
 	}
 	r = engine_new(a->store, &a->env, set, &a->engine, err, errlen);
 	if (r < 0)

@@ -115,7 +115,6 @@ dir = $srcdir/policies
 override_dir = $TMP/policies.d
 [nginx]
 pid_file = $NGINX_DIR/nginx.pid
-conf = $NGINX_DIR/nginx.conf
 stub_status_url = http://127.0.0.1:$2/nginx_status
 access_log = $NGINX_DIR/logs/access.log
 error_log = $NGINX_DIR/logs/error.log

@@ -19,6 +19,9 @@ wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/status | jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
 	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
 ok "every probe ok against the namespaced nginx"
+grep -q "nginx master [0-9]* runs with -c $NGINX_DIR/nginx.conf -p $NGINX_DIR: nginx -t and -T use -c $NGINX_DIR/nginx.conf -p $NGINX_DIR" "$TMP/agent.log" ||
+	fail "the agent did not take nginx's -c and -p from its master: $(grep -i master "$TMP/agent.log")"
+ok "nginx -t and -T run with the -c and -p the running master was started with"
 
 t0=$(date +%s%3N)
 ip netns exec "$NS" timeout 30 wrk -t2 -c32 -d6s --latency "http://127.0.0.1:$PORT/" >"$TMP/wrk.out" 2>&1 ||
