@@ -18,12 +18,13 @@
 #define API_PATH_METRICS "/v1/metrics"
 #define API_PATH_KNOBS "/v1/knobs"          /* GET; POST .../NAME/clear-conflict */
 #define API_PATH_CHANGES "/v1/changes"      /* GET, GET .../ID; POST .../ID/revert */
-#define API_PATH_PROPOSALS "/v1/proposals"  /* POST {"knob", "value", "why"} */
+#define API_PATH_PROPOSALS "/v1/proposals"  /* GET; POST {"knob", "value", "why", "now"} */
 #define API_PATH_REVERT "/v1/revert"        /* POST {}: every change back to its original */
 #define API_PATH_AUDIT "/v1/audit"          /* GET */
 #define API_PATH_TRIAL "/v1/trials/current" /* GET: the tuning loop's state, the trial's arm and estimate */
 #define API_PATH_PAUSE "/v1/pause"          /* POST {} */
 #define API_PATH_RESUME "/v1/resume"        /* POST {} */
+#define API_PATH_ADVISORIES "/v1/advisories" /* GET: the doctor's findings */
 #define API_PATH_EVENTS "/v1/events"        /* GET: server-sent events (text/event-stream) */
 #define API_PATH_CONSOLE "/console"         /* GET: the console page (also at "/") */
 #define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */
@@ -122,6 +123,7 @@
 #define API_K_UPDATED "updated_ms"
 #define API_K_STARTED "started"
 #define API_K_COMMENT "comment"
+#define API_K_NOW "now" /* POST /v1/proposals: true applies at once, without a trial */
 #define API_K_PROPOSALS "proposals"
 #define API_K_MODE "mode"
 #define API_K_PAUSED "paused"
@@ -144,6 +146,23 @@
 #define API_K_OUTCOME "outcome"
 #define API_K_COUNT "count"
 #define API_K_CHANGE_ID "change_id"
+
+/* Keys of /v1/advisories (and "advisories" in /v1/status: the counts and checked_ms) */
+#define API_K_ADVISORIES "advisories"
+#define API_K_CHECKED "checked_ms"        /* when the checks last completed; 0: not yet */
+#define API_K_RUNNING "running"           /* a run is under way */
+#define API_K_COUNTS "counts"
+#define API_K_SEV_CRITICAL "critical"
+#define API_K_SEV_WARNING "warning"
+#define API_K_SEV_INFO "info"
+#define API_K_SUBJECT "subject"           /* which instance (an upstream, a listen address); null when one */
+#define API_K_SEVERITY "severity"         /* "info", "warning", "critical" */
+#define API_K_TITLE "title"
+#define API_K_FIX "fix"
+#define API_K_REF "ref"                   /* the directive or sysctl to read about */
+#define API_K_WHERE "where"               /* "file:line" of the configuration; null for live findings */
+#define API_K_FIRST_SEEN "first_seen_ms"
+#define API_K_LAST_SEEN "last_seen_ms"
 
 /* Server-sent events of /v1/events: "id: N", "event: TYPE", "data: {JSON}". Types: */
 #define API_EV_PROPOSAL "proposal" /* made, approved, rejected, withdrawn: {id, knob, from, to, state, actor, ts, and

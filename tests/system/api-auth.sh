@@ -120,7 +120,7 @@ code=$(as_post $OTHER /v1/proposals '{"knob":"net.core.somaxconn","value":"4096"
 [ "$code" = 403 ] || fail "non-member proposal: $code"
 [ "$(cat "$TMP/root/proc/sys/net/core/somaxconn")" = 128 ] || fail "a refused proposal was written"
 out=$(runuser -u $OTHER -- "$TMP/ngxctl" -s "$TMP/api.sock" pause 2>&1)
-[ $? = 3 ] && grep -q "may read but not act.*(HTTP 403)" <<<"$out" || fail "ngxctl as non-member: $out"
+[ $? = 6 ] && grep -q "may read but not act.*(HTTP 403)" <<<"$out" || fail "ngxctl as non-member (exit 6): $out"
 runuser -u $OTHER -- curl -sf --unix-socket "$TMP/api.sock" http://localhost/v1/status | jq -e '.api_version == 1' >/dev/null ||
 	fail "a non-member who can connect cannot read"
 runuser -u $OTHER -- curl -sf --unix-socket "$TMP/api.sock" http://localhost/v1/audit >/dev/null || fail "non-member audit read"
@@ -172,8 +172,20 @@ grep -qi '^access-control-' "$TMP/head" && fail "Access-Control headers: $(cat "
 grep -qi '^set-cookie' "$TMP/head" && fail "a cookie"
 ok "TCP: the token acts; another Origin (or null) is refused, another Host too; no preflight, no CORS header, no cookie"
 
+# ngxctl over TCP: reads without a token, acts with --token-file (NAME:SECRET, as the agent's file, or SECRET).
+"$NGXCTL" --url "$TURL" status >/dev/null || fail "ngxctl --url status"
+out=$("$NGXCTL" --url "$TURL" pause 2>&1)
+[ $? = 6 ] && grep -q "Authorization: Bearer.*(HTTP 401)" <<<"$out" || fail "ngxctl --url pause without a token: $out"
+printf 'ci-bot:%s\n' "$CI_SECRET" >"$TMP/ctl.token"
+printf '%s\n' "$CI_SECRET" >"$TMP/ctl.secret"
+chmod 600 "$TMP/ctl.token" "$TMP/ctl.secret"
+"$NGXCTL" --url "$TURL" --token-file "$TMP/ctl.token" pause | grep -q "paused" || fail "ngxctl --url --token-file pause"
+NGXCTL_URL=$TURL NGXCTL_TOKEN_FILE=$TMP/ctl.secret "$NGXCTL" resume | grep -q "resumed" || fail "ngxctl with \$NGXCTL_URL"
+"$NGXCTL" --url "$TURL" audit --actor token:ci-bot -n 3 | grep -q "token:ci-bot" || fail "ngxctl audit --actor token:ci-bot"
+ok "ngxctl --url reads without a token, is refused without one (exit 6), acts with --token-file or \$NGXCTL_TOKEN_FILE"
+
 # An operator proposal over TCP, and the engine's rows that follow it.
-[ "$(tcp -X POST -H "$AUTH" -d '{"knob":"net.core.somaxconn","value":"4096","why":"auth test"}' "$TURL/v1/proposals")" = 201 ] ||
+[ "$(tcp -X POST -H "$AUTH" -d '{"knob":"net.core.somaxconn","value":"4096","why":"auth test","now":true}' "$TURL/v1/proposals")" = 201 ] ||
 	fail "TCP proposal: $(cat "$TMP/body")"
 CH=$(jq .id "$TMP/body")
 [ "$(cat "$TMP/root/proc/sys/net/core/somaxconn")" = 4096 ] || fail "somaxconn not written"
@@ -181,7 +193,7 @@ wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/chang
 	fail "change $CH not kept"
 [ "$(uxpost "/v1/changes/$CH/revert")" = 202 ] || fail "root revert: $(cat "$TMP/body")"
 wait_for 5 test "$(cat "$TMP/root/proc/sys/net/core/somaxconn")" = 128 || fail "not reverted"
-ok "TCP proposal by token:ci-bot written and kept; reverted by root over the socket"
+ok "TCP proposal (now) by token:ci-bot written and kept; reverted by root over the socket"
 
 # The agent's own proposal: approved by a member over the socket after a non-member was refused.
 wait_for 40 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/proposals | jq -e '.proposals[] | select(.knob == \"net.core.netdev_budget\" and .state == \"proposed\")'" ||
