@@ -332,8 +332,10 @@ static void url_knob(const char *url, const char *body, size_t len, char *out, s
 }
 
 /*
- * Every act, and every refusal, is one audit row: the actor, the peer, the request and the HTTP status it got.
- * What the act then did (propose, apply, revert...) is in the engine's own rows, with the same peer.
+ * Every act leaves an audit row with its actor and peer: the engine's own (propose, approve, revert...), written
+ * while the request is handled, or else (pause, resume, an act refused with 4xx) this one: the request and the
+ * HTTP status it got. One row per act, so that the same act repeated collapses into one row with a count. Every
+ * refusal (401, 403) is a "denied" row.
  */
 static void audit_request(struct api *api, struct api_req *req, const char *url, bool denied)
 {
@@ -504,6 +506,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct api *api = l->api;
 	struct api_req *req = *con_cls;
 	enum MHD_Result ret;
+	uint64_t rows;
 
 	(void)version;
 	if (!req) {
@@ -534,11 +537,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	current = req;
 	events_set_peer(req->peer);
+	rows = events_audit_count();
 	if (req->too_big)
 		ret = api_send_problem(c, 413, "request bodies are at most %d bytes", API_BODY_MAX);
 	else
 		ret = api_knobs_post(api, c, url, req->body ? req->body : "", req->len);
-	audit_request(api, req, url, false);
+	if (events_audit_count() == rows)
+		audit_request(api, req, url, false);
 	events_set_peer(NULL);
 	current = NULL;
 	return ret;

@@ -31,6 +31,7 @@ static struct {
 	void (*listener)(void *ctx);
 	void *listener_ctx;
 	char peer[64];
+	uint64_t audits;     /* audit rows written so far (events_audit) */
 	int64_t progress_id; /* events_trial_progress: the trial and pairs last published */
 	unsigned progress_pairs;
 } ev;
@@ -159,6 +160,11 @@ const char *events_peer(void)
 	return ev.peer;
 }
 
+uint64_t events_audit_count(void)
+{
+	return ev.audits;
+}
+
 /* ---- publishing sites ------------------------------------------------------------------------------------ */
 
 static json_t *num(double v)
@@ -240,6 +246,7 @@ void events_change(int64_t id, enum change_state state, const char *detail, int6
 
 void events_audit(const struct audit_row *row)
 {
+	ev.audits++;
 	events_publish(API_EV_AUDIT,
 		       json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:s}", API_K_ID, (json_int_t)row->id, API_K_TS,
 				 (json_int_t)row->ts, API_K_ACTOR, row->actor, API_K_PEER, row->peer, API_K_ACTION,

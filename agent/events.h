@@ -55,6 +55,8 @@ int events_get(uint64_t id, struct events_view *out);
 void events_set_peer(const char *peer);
 /* See events_set_peer. */
 const char *events_peer(void);
+/* How many audit rows were written (events_audit) since the start: whether an act left a row of its own. */
+uint64_t events_audit_count(void);
 
 /* ---- one call per publishing site ---- */
 

@@ -149,7 +149,8 @@ int store_knob_get(struct store *st, const char *name, struct knob_row *row);
 /* Insert or replace ROW, durably. */
 int store_knob_put(struct store *st, const struct knob_row *row);
 /* Append ROW (id set), or, when the newest row is the same event (actor, peer, action, knob, change, outcome,
- * detail), count it there and move its last_ts: repeated events are collapsed, not repeated. */
+ * detail), count it there and move its last_ts: repeated events are collapsed, not repeated. Peers are compared
+ * by who they are (a Unix peer's uid, a TCP peer's address): the row keeps the first one's pid or port. */
 int store_audit_append(struct store *st, struct audit_row *row);
 typedef int (*store_audit_cb)(void *ctx, const struct audit_row *row);
 /* Audit rows newest first with since_ms <= ts < until_ms (0 = no bound), of KNOB and ACTOR ("" = any), id <

@@ -277,6 +277,30 @@ int store_knob_put(struct store *st, const struct knob_row *row)
 	return rc == SQLITE_OK ? 0 : fail(st, "knob record", rc);
 }
 
+/* Who a peer is, for collapsing: the user of a Unix peer ("unix:pid=N,uid=U" -> "unix:uid=U") and the address of
+ * a TCP one ("127.0.0.1:PORT" -> "127.0.0.1"). Each request comes from a new process or port. */
+static void peer_key(const char *p, char *out, size_t n)
+{
+	const char *uid = strstr(p, ",uid="), *colon = strrchr(p, ':');
+
+	if (strncmp(p, "unix:pid=", 9) == 0 && uid)
+		snprintf(out, n, "unix:uid=%s", uid + 5);
+	else if (strncmp(p, "unix:", 5) != 0 && colon && colon != p && strspn(colon + 1, "0123456789") == strlen(colon + 1))
+		snprintf(out, n, "%.*s", (int)(colon - p), p);
+	else
+		snprintf(out, n, "%s", p);
+}
+
+static bool same_peer(sqlite3_stmt *s, int col, const char *v)
+{
+	const unsigned char *t = sqlite3_column_text(s, col);
+	char a[80], b[80];
+
+	peer_key(t ? (const char *)t : "", a, sizeof(a));
+	peer_key(v, b, sizeof(b));
+	return strcmp(a, b) == 0;
+}
+
 static bool same_text(sqlite3_stmt *s, int col, const char *v)
 {
 	const unsigned char *t = sqlite3_column_text(s, col);
@@ -295,7 +319,7 @@ int store_audit_append(struct store *st, struct audit_row *row)
 		return fail(st, "audit", rc);
 	if (sqlite3_step(s) == SQLITE_ROW) {
 		last_id = sqlite3_column_int64(s, 0);
-		same = same_text(s, 1, row->actor) && same_text(s, 2, row->peer) && same_text(s, 3, row->action) &&
+		same = same_text(s, 1, row->actor) && same_peer(s, 2, row->peer) && same_text(s, 3, row->action) &&
 		       same_text(s, 4, row->knob) && sqlite3_column_int64(s, 5) == row->change_id &&
 		       same_text(s, 6, row->outcome) && same_text(s, 7, row->detail);
 	}

@@ -231,6 +231,46 @@ static void test_audit(void **state)
 	assert_int_equal(a.n, 1);
 }
 
+/* Peers collapse by who they are: a Unix peer's uid (each request is a new process), a TCP peer's address (a new
+ * port); the row keeps the first one's pid or port. */
+static void test_audit_peers(void **state)
+{
+	static const struct {
+		const char *peer;
+		int rows; /* rows after appending it */
+	} seq[] = {
+		{"unix:pid=10,uid=0", 1},    {"unix:pid=11,uid=0", 1},    {"unix:pid=12,uid=1000", 2},
+		{"127.0.0.1:40000", 3},      {"127.0.0.1:40001", 3},      {"127.0.0.2:40001", 4},
+		{"[::1]:5000", 5},           {"[::1]:5001", 5},           {"unix:uid=1000", 6},
+		{"unix:uid=1000", 6},        {"", 7},                     {"", 7},
+	};
+	struct fx *f = *state;
+	struct audit_row r;
+	struct aud a = {0};
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.actor, "root");
+	strcpy(r.action, "revert-all");
+	strcpy(r.outcome, "ok");
+	strcpy(r.detail, "requested");
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		snprintf(r.peer, sizeof(r.peer), "%s", seq[i].peer);
+		r.ts = 100 + (int64_t)i;
+		assert_int_equal(store_audit_append(f->st, &r), 0);
+		a.n = 0;
+		assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 0, collect_audit, &a), 0);
+		if (a.n != seq[i].rows)
+			fail_msg("after %s: %d rows, want %d", seq[i].peer, a.n, seq[i].rows);
+	}
+	a.n = 0;
+	assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 0, collect_audit, &a), 0);
+	assert_string_equal(a.r[6].peer, "unix:pid=10,uid=0");
+	assert_int_equal(a.r[6].count, 2);
+	assert_string_equal(a.r[4].peer, "127.0.0.1:40000");
+	assert_int_equal(a.r[4].count, 2);
+	assert_int_equal(a.r[0].count, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_states),
 		cmocka_unit_test_setup_teardown(test_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_peers, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
