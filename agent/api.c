@@ -2,6 +2,7 @@
 
 #include "api.h"
 #include "api_internal.h"
+#include "api_prom.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -281,6 +282,8 @@ static enum MHD_Result handle_get(struct api *api, struct MHD_Connection *c, con
 		return get_frames(api, c);
 	if (strcmp(url, API_PATH_METRICS) == 0)
 		return get_metrics(api, c);
+	if (strcmp(url, API_PATH_PROMETHEUS) == 0)
+		return api_prom_get(api, c);
 	r = api_knobs_get(api, c, url, &handled);
 	if (handled)
 		return r;
