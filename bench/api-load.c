@@ -10,7 +10,7 @@
  * to the 5 ms budget, and the agent's ticks over the run from GET /v1/status
  * before and after: done, expected from the wall time and the tick interval, skipped as late.
  *
- *   api-load [-s SOCKET] [-r RATE] [-d SECONDS] [-c CONNS] [--check]
+ *   api-load [-s SOCKET] [-r RATE] [-d SECONDS] [-c CONNS] [-p PATH]... [--check]
  *
  * --check: exit 1 when a request failed (connection, timeout, status other than 200, a body not of the expected
  * kind) or a tick was missed; never on latency (timing is reported, not asserted). Exit 2 for bad usage or when
@@ -40,16 +40,21 @@
 #define CONNS_MAX 64
 #define BODY_MAX (8u << 20)
 
-static const struct path {
+#define PATHS_MAX 16
+
+struct path {
 	const char *url;
-	char kind; /* first byte of a good body: '{' JSON, '#' the exposition format */
-} paths[] = {
+	char kind; /* first byte of a good body: '{' JSON, '#' the exposition format, 0 any */
+};
+
+static const struct path mix[] = {
 	{API_PATH_STATUS, '{'},
 	{API_PATH_KNOBS, '{'},
 	{API_PATH_FRAMES "?" API_Q_SINCE "=-60", '{'},
 	{API_PATH_PROMETHEUS, '#'},
 };
-#define NPATHS (sizeof(paths) / sizeof(paths[0]))
+static struct path paths[PATHS_MAX];
+static size_t npaths;
 
 struct conn {
 	int fd;          /* -1: none */
@@ -234,13 +239,28 @@ static double quantile(const double *v, size_t n, double q)
 	return v[k ? (k > n ? n - 1 : k - 1) : 0];
 }
 
+/* Whether S is a whole number in LO..HI, into *OUT. */
+static bool num_arg(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: api-load [-s SOCKET] [-r RATE] [-d SECONDS] [-c CONNS] [--check]\n"
+	fprintf(f, "usage: api-load [-s SOCKET] [-r RATE] [-d SECONDS] [-c CONNS] [-p PATH]... [--check]\n"
 		   "  -s SOCKET   the agent's API socket (default " NGXAT_DEFAULT_SOCKET ")\n"
 		   "  -r RATE     requests per second, 1..5000 (default 200)\n"
 		   "  -d SECONDS  how long, 1..3600 (default 20)\n"
 		   "  -c CONNS    requests in flight at most, 1..%d (default 8)\n"
+		   "  -p PATH     request PATH (repeat for several, in turn) instead of the default mix:\n"
+		   "              " API_PATH_STATUS ", " API_PATH_KNOBS ", " API_PATH_FRAMES "?" API_Q_SINCE "=-60, "
+		   API_PATH_PROMETHEUS "\n"
 		   "  --check     exit 1 on a failed request or a missed tick (never on timing)\n",
 		CONNS_MAX);
 }
@@ -251,29 +271,54 @@ int main(int argc, char **argv)
 					     {NULL, 0, NULL, 0}};
 	const char *sock = NGXAT_DEFAULT_SOCKET;
 	long rate = 200, duration = 20, nconns = 8, total, next = 0, done = 0;
-	bool check = false;
+	bool check = false, bad = false;
 	struct conn conns[CONNS_MAX];
-	struct stats per[NPATHS], all = {0}, lag = {0}, service = {0};
+	struct stats per[PATHS_MAX], all = {0}, lag = {0}, service = {0};
 	struct ticks t0, t1;
 	unsigned long connect_errors = 0, timeouts = 0, bad_status = 0, bad_body = 0;
 	double start, period, deadline, *due;
-	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "s:r:d:c:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:r:d:c:p:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 's': sock = optarg; break;
-		case 'r': rate = strtol(optarg, &end, 10); if (*end || rate < 1 || rate > 5000) { usage(stderr); return 2; } break;
-		case 'd': duration = strtol(optarg, &end, 10); if (*end || duration < 1 || duration > 3600) { usage(stderr); return 2; } break;
-		case 'c': nconns = strtol(optarg, &end, 10); if (*end || nconns < 1 || nconns > CONNS_MAX) { usage(stderr); return 2; } break;
-		case 'k': check = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 's':
+			sock = optarg;
+			break;
+		case 'r':
+			bad |= !num_arg(optarg, 1, 5000, &rate);
+			break;
+		case 'd':
+			bad |= !num_arg(optarg, 1, 3600, &duration);
+			break;
+		case 'c':
+			bad |= !num_arg(optarg, 1, CONNS_MAX, &nconns);
+			break;
+		case 'p':
+			bad |= npaths == PATHS_MAX || optarg[0] != '/' || strlen(optarg) > 200;
+			if (!bad)
+				paths[npaths++] = (struct path){optarg, 0};
+			break;
+		case 'k':
+			check = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			bad = true;
 		}
+	}
+	if (bad) {
+		usage(stderr);
+		return 2;
 	}
 	if (optind != argc) {
 		usage(stderr);
 		return 2;
+	}
+	if (!npaths) {
+		memcpy(paths, mix, sizeof(mix));
+		npaths = sizeof(mix) / sizeof(mix[0]);
 	}
 	if (read_ticks(sock, &t0) < 0) {
 		fprintf(stderr, "api-load: GET %s on %s failed: is the agent running?\n", API_PATH_STATUS, sock);
@@ -309,7 +354,7 @@ int main(int argc, char **argv)
 					/* Failed at once: counted, and its latency is not (there is none). */
 					c->fd = -1;
 					connect_errors++;
-					per[next % NPATHS].errors++;
+					per[next % npaths].errors++;
 					next++;
 					done++;
 					i--;
@@ -320,7 +365,7 @@ int main(int argc, char **argv)
 			c->req = next;
 			c->outlen = (size_t)snprintf(c->out, sizeof(c->out),
 						     "GET %s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: api-load\r\n\r\n",
-						     paths[next % NPATHS].url);
+						     paths[next % npaths].url);
 			c->outoff = 0;
 			c->inlen = 0;
 			next++;
@@ -346,7 +391,7 @@ int main(int argc, char **argv)
 		now = now_ms();
 		for (int j = 0; j < np; j++) {
 			struct conn *c = &conns[map[j]];
-			const struct path *p = &paths[c->req % NPATHS];
+			const struct path *p = &paths[c->req % npaths];
 			bool fail = false, complete = false, close_after = true;
 
 			if (pfd[j].revents & POLLOUT) {
@@ -387,7 +432,7 @@ int main(int argc, char **argv)
 						if (status != 200) {
 							bad_status++;
 							fail = true;
-						} else if (clen == 0 || c->in[head] != p->kind) {
+						} else if (p->kind && (clen == 0 || c->in[head] != p->kind)) {
 							bad_body++;
 							fail = true;
 						}
@@ -404,12 +449,12 @@ settle:
 				fail = true;
 			}
 			if (fail) {
-				per[c->req % NPATHS].errors++;
+				per[c->req % npaths].errors++;
 				all.errors++;
 				done++;
 				conn_close(c);
 			} else if (complete) {
-				record(&per[c->req % NPATHS], now - due[c->req]);
+				record(&per[c->req % npaths], now - due[c->req]);
 				record(&all, now - due[c->req]);
 				record(&lag, c->sent - due[c->req]);
 				record(&service, now - c->sent);
@@ -425,7 +470,7 @@ settle:
 		if (conns[i].busy) {
 			timeouts++;
 			all.errors++;
-			per[conns[i].req % NPATHS].errors++;
+			per[conns[i].req % npaths].errors++;
 		}
 	all.errors += connect_errors;
 	if (read_ticks(sock, &t1) < 0) {
@@ -442,11 +487,11 @@ settle:
 	printf("api-load: %ld requests at %ld/s for %ld s over %s, up to %ld in flight\n", total, rate, duration, sock,
 	       nconns);
 	printf("%-24s %7s %9s %9s %9s %7s\n", "path", "n", "p50 ms", "p99 ms", "max ms", "errors");
-	for (size_t i = 0; i <= NPATHS; i++) {
-		struct stats *s = i < NPATHS ? &per[i] : &all;
+	for (size_t i = 0; i <= npaths; i++) {
+		struct stats *s = i < npaths ? &per[i] : &all;
 
 		qsort(s->lat, s->n, sizeof(double), cmp_double);
-		printf("%-24s %7zu %9.3f %9.3f %9.3f %7lu\n", i < NPATHS ? paths[i].url : "all", s->n,
+		printf("%-24s %7zu %9.3f %9.3f %9.3f %7lu\n", i < npaths ? paths[i].url : "all", s->n,
 		       quantile(s->lat, s->n, 0.50), quantile(s->lat, s->n, 0.99), s->n ? s->lat[s->n - 1] : 0.0,
 		       s->errors);
 	}
@@ -461,7 +506,7 @@ settle:
 	       t0.interval_ms, expected, late, missed);
 	printf("budget: p99 %.3f ms / %.0f ms = %.2f\n", quantile(all.lat, all.n, 0.99), BUDGET_MS,
 	       quantile(all.lat, all.n, 0.99) / BUDGET_MS);
-	for (size_t i = 0; i < NPATHS; i++)
+	for (size_t i = 0; i < npaths; i++)
 		free(per[i].lat);
 	free(all.lat);
 	free(lag.lat);
