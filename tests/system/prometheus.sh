@@ -10,22 +10,6 @@ need_cmd curl python3
 [ "$(id -u)" = 0 ] || skip "policy files must be owned by root: run as root"
 PROMPARSE="python3 $srcdir/tests/system/promparse.py"
 
-# promtool: $PROMTOOL, one on the PATH, or Debian's prometheus package unpacked (not installed) under the build dir.
-find_promtool() {
-	local dir=$builddir/tests/promtool
-	if [ -n "${PROMTOOL:-}" ]; then
-		echo "$PROMTOOL"
-	elif command -v promtool >/dev/null 2>&1; then
-		command -v promtool
-	elif [ -x "$dir/usr/bin/promtool" ]; then
-		echo "$dir/usr/bin/promtool"
-	elif command -v apt-get >/dev/null 2>&1 && mkdir -p "$dir/deb" &&
-		(cd "$dir/deb" && timeout 300 apt-get download -q prometheus >/dev/null 2>&1) &&
-		dpkg-deb -x "$dir"/deb/prometheus_*.deb "$dir" && rm -rf "$dir/deb" && [ -x "$dir/usr/bin/promtool" ]; then
-		echo "$dir/usr/bin/promtool"
-	fi
-}
-
 R=$TMP/root
 NPID=4242
 make_fake_root "$R" $NPID sysfs
@@ -169,7 +153,7 @@ $PROMPARSE --check 'ngxat_tcp_listen_overflows_total == 71' "$TMP/metrics.txt" >
 	fail "promparse accepted a wrong value"
 ok "promparse refuses the real text with a duplicated series, a counter without _total, no final newline, a wrong value"
 
-PT=$(find_promtool)
+PT=$(find_prometheus_tool promtool)
 if [ -n "$PT" ]; then
 	"$PT" check metrics <"$TMP/metrics.txt" >"$TMP/promtool.out" 2>&1 || fail "promtool check metrics: $(cat "$TMP/promtool.out")"
 	ok "promtool check metrics: no problem ($("$PT" --version 2>&1 | head -n1))"
