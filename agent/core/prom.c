@@ -687,17 +687,23 @@ static int reserve(struct prom_totals *t, uint32_t id)
 
 int prom_totals_observe(struct prom_totals *t, const struct metric_registry *reg, const struct frame *fr)
 {
+	uint32_t max = 0;
 	int rc;
 
-	if (fr->n == 0)
-		return 0;
-	rc = reserve(t, fr->vals[fr->n - 1].id); /* vals are sorted by id */
+	/* Not the last value's id: a frame written by hand may be unsorted, and the cells must cover every id. */
+	for (size_t i = 0; i < fr->n; i++)
+		max = fr->vals[i].id > max ? fr->vals[i].id : max;
+	if (max > METRIC_ID_MAX)
+		return -EINVAL;
+	rc = reserve(t, max);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < fr->n; i++) {
 		struct prom_cell *c = &t->cells[fr->vals[i].id];
 		double v = fr->vals[i].v;
 
+		if (fr->vals[i].id == 0)
+			continue;
 		if (c->rule == -2) {
 			const char *name = metric_name(reg, fr->vals[i].id);
 			const char *cap[2];

@@ -109,7 +109,8 @@ struct prom_totals {
 void prom_totals_init(struct prom_totals *t);
 /* Release T's memory. */
 void prom_totals_free(struct prom_totals *t);
-/* Fold frame FR of registry REG into T. 0 or -ENOMEM (T keeps what it had). */
+/* Fold frame FR of registry REG into T. 0, -EINVAL (an id above METRIC_ID_MAX: nothing folded) or -ENOMEM (T keeps
+ * what it had). */
 int prom_totals_observe(struct prom_totals *t, const struct metric_registry *reg, const struct frame *fr);
 /* Write T's families into W: every series seen within MAX_AGE_MS of the newest frame (a probe that stopped, an
  * interface that went away, drop out), in the family table's order. 0 or the writer's error. */

@@ -558,6 +558,36 @@ static void test_histogram(void **state)
 	world_free(&w);
 }
 
+/* A frame written by hand, unsorted or with ids out of range, is folded safely or refused whole. */
+static void test_totals_bad_frames(void **state)
+{
+	struct world w;
+	uint32_t a, b;
+	char *text;
+
+	(void)state;
+	world_new(&w);
+	assert_int_equal(metric_intern(w.reg, "tcp.listen_overflows", &a), 0);
+	assert_int_equal(metric_intern(w.reg, "nginx.active", &b), 0);
+	frame_at(&w, 1000, 1);
+	assert_int_equal(frame_put(&w.fr, a, 5), 0);
+	assert_int_equal(frame_put(&w.fr, b, 3), 0);
+	w.fr.vals[0].id = b; /* unsorted: the larger id first */
+	w.fr.vals[0].v = 3;
+	w.fr.vals[1].id = a;
+	w.fr.vals[1].v = 5;
+	assert_int_equal(prom_totals_observe(&w.t, w.reg, &w.fr), 0);
+	w.fr.vals[1].id = METRIC_ID_MAX + 1;
+	assert_int_equal(prom_totals_observe(&w.t, w.reg, &w.fr), -EINVAL);
+	w.fr.vals[1].id = 0; /* never a metric: skipped */
+	assert_int_equal(prom_totals_observe(&w.t, w.reg, &w.fr), 0);
+	text = render(&w, 30000);
+	assert_has(text, "ngxat_tcp_listen_overflows_total 5\n");
+	assert_has(text, "ngxat_nginx_connections_active 3\n");
+	free(text);
+	world_free(&w);
+}
+
 /* Families are written once each, in the table's order, whatever order the names were interned in. */
 static void test_totals_grouping(void **state)
 {
@@ -602,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_totals),
 		cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_totals_grouping),
+		cmocka_unit_test(test_totals_bad_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
