@@ -50,26 +50,38 @@ kill -0 $WRK_PID 2>/dev/null || fail "wrk did not run: $(cat "$TMP/wrk.out")"
 
 echo "# $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
 echo "# agent tick $TICK, nginx in $NS under wrk -t1 -c$CONNS paced to ~$RPS req/s; API: $RATE req/s for ${DURATION}s, $REPEAT runs"
+# sched_ns PID: run time of all of PID's threads, ns.
+sched_ns() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
 for ((run = 1; run <= REPEAT; run++)); do
 	echo
 	echo "# run $run, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	c0=$(sched_ns $AGENT_PID)
 	"$LOAD" -s "$TMP/api.sock" -r "$RATE" -d "$DURATION" | tee "$TMP/run.$run"
 	[ "${PIPESTATUS[0]}" = 0 ] || fail "api-load failed"
+	c1=$(sched_ns $AGENT_PID)
+	n=$(awk '$1 == "all" {print $2 + $6}' "$TMP/run.$run")
+	cpu=$(awk -v d=$((c1 - c0)) -v n="$n" -v t="$DURATION" 'BEGIN {printf "%.3f ms per request, %.0f%% of a CPU", d / 1e6 / n, d / 1e7 / t}')
+	echo "agent CPU over the run (its ticks included): $cpu"
+	echo "$cpu" >"$TMP/cpu.$run"
 done
 
 # One line per run and the medians: p50, p99 and max of all requests, the ratio to the budget, ticks missed/late.
 echo
-printf '%-6s | %-9s | %-9s | %-9s | %-13s | %-8s | %-14s\n' run "p50 ms" "p99 ms" "max ms" "p99 / 5 ms" errors \
-	"ticks missed"
-printf -- '-------+-----------+-----------+-----------+---------------+----------+---------------\n'
+printf '%-6s | %-9s | %-9s | %-9s | %-13s | %-8s | %-14s | %s\n' run "p50 ms" "p99 ms" "max ms" "p99 / 5 ms" errors \
+	"ticks missed" "agent CPU ms/request"
+printf -- '-------+-----------+-----------+-----------+---------------+----------+----------------+---------------------\n'
 for ((run = 1; run <= REPEAT; run++)); do
-	awk -v run="$run" '$1 == "all" {p50 = $3; p99 = $4; max = $5; err = $6}
+	awk -v run="$run" -v cpu="$(cut -d' ' -f1 "$TMP/cpu.$run")" '$1 == "all" {p50 = $3; p99 = $4; max = $5; err = $6}
 		/^ticks:/ {late = $(NF - 3); missed = $(NF - 1)}
-		END {printf "%-6s | %-9s | %-9s | %-9s | %-13.2f | %-8s | %s (late %s)\n", run, p50, p99, max, p99 / 5,
-			err, missed, late}' "$TMP/run.$run"
+		END {printf "%-6s | %-9s | %-9s | %-9s | %-13.2f | %-8s | %-14s | %s\n", run, p50, p99, max, p99 / 5,
+			err, missed " (late " late ")", cpu}' "$TMP/run.$run"
 done | tee "$TMP/table"
 col() { # col N: the median of column N of the table
 	awk -F'|' -v c="$1" '{print $c + 0}' "$TMP/table" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
 }
 p99=$(col 3)
-printf '%-6s | %-9s | %-9s | %-9s | %-13.2f |\n' median "$(col 2)" "$p99" "$(col 4)" "$(awk -v p="$p99" 'BEGIN {print p / 5}')"
+printf '%-6s | %-9s | %-9s | %-9s | %-13.2f | %-8s | %-14s | %s\n' median "$(col 2)" "$p99" "$(col 4)" \
+	"$(awk -v p="$p99" 'BEGIN {print p / 5}')" "" "" "$(col 8)"
