@@ -8,7 +8,8 @@
 #
 # Environment (all optional): BENCH_DURATION (s per run, 20), BENCH_REPEAT (3), BENCH_API_RATE (requests/s, 200),
 # BENCH_RPS (nginx load, requests/s, 1000), BENCH_CONNS (wrk connections, 8), BENCH_WARMUP (s, 3),
-# BENCH_PORT (18310), BENCH_TICK (agent tick interval, 1s).
+# BENCH_PORT (18310), BENCH_TICK (agent tick interval, 1s), BENCH_NICE (nice value for the agent and the client,
+# e.g. -10 on a machine busy with other work; default: unchanged).
 # shellcheck disable=SC2034 # read by lib.sh
 TEST_NAME=api-load-bench
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,9 @@ CONNS=${BENCH_CONNS:-8}
 WARMUP=${BENCH_WARMUP:-3}
 PORT=${BENCH_PORT:-18310}
 TICK=${BENCH_TICK:-1s}
+NICE=${BENCH_NICE:-}
+RUN=()
+[ -z "$NICE" ] || RUN=(nice -n "$NICE")
 NS=ngxat-bench-api-$$
 
 start_nginx_ns "$NS" "$PORT" || fail "could not start nginx in namespace $NS"
@@ -40,7 +44,7 @@ WRK_PID=$!
 CLEANUP+=("kill $WRK_PID")
 
 agent_conf "$TMP/agent.conf" "$PORT" "$TICK"
-"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
+"${RUN[@]}" "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
 CLEANUP+=("kill $AGENT_PID")
 wait_for 10 sh -c "curl -sf --unix-socket $TMP/api.sock http://localhost/v1/status | grep -q '\"count\":[1-9]'" ||
@@ -49,7 +53,7 @@ sleep "$WARMUP"
 kill -0 $WRK_PID 2>/dev/null || fail "wrk did not run: $(cat "$TMP/wrk.out")"
 
 echo "# $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
-echo "# agent tick $TICK, nginx in $NS under wrk -t1 -c$CONNS paced to ~$RPS req/s; API: $RATE req/s for ${DURATION}s, $REPEAT runs"
+echo "# agent tick $TICK, nginx in $NS under wrk -t1 -c$CONNS paced to ~$RPS req/s; API: $RATE req/s for ${DURATION}s, $REPEAT runs${NICE:+; agent and client at nice $NICE}"
 # sched_ns PID: run time of all of PID's threads, ns.
 sched_ns() {
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'
@@ -59,7 +63,7 @@ for ((run = 1; run <= REPEAT; run++)); do
 	echo
 	echo "# run $run, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	c0=$(sched_ns $AGENT_PID)
-	"$LOAD" -s "$TMP/api.sock" -r "$RATE" -d "$DURATION" | tee "$TMP/run.$run"
+	"${RUN[@]}" "$LOAD" -s "$TMP/api.sock" -r "$RATE" -d "$DURATION" | tee "$TMP/run.$run"
 	[ "${PIPESTATUS[0]}" = 0 ] || fail "api-load failed"
 	c1=$(sched_ns $AGENT_PID)
 	n=$(awk '$1 == "all" {print $2 + $6}' "$TMP/run.$run")
