@@ -2,6 +2,7 @@
 
 #include "api.h"
 #include "api_internal.h"
+#include "api_prom.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -290,6 +291,8 @@ static enum MHD_Result handle_get(struct api *api, struct MHD_Connection *c, con
 	if (strcmp(url, API_PATH_ADVISORIES) == 0 && api->a->doctor)
 		return api_send_json(c, 200, doctor_json(doctor_advisories(api->a->doctor), doctor_busy(api->a->doctor)),
 				     "application/json");
+	if (strcmp(url, API_PATH_PROMETHEUS) == 0)
+		return api_prom_get(api, c);
 	r = api_knobs_get(api, c, url, &handled);
 	if (handled)
 		return r;

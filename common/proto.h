@@ -25,6 +25,7 @@
 #define API_PATH_PAUSE "/v1/pause"          /* POST {} */
 #define API_PATH_RESUME "/v1/resume"        /* POST {} */
 #define API_PATH_ADVISORIES "/v1/advisories" /* GET: the doctor's findings */
+#define API_PATH_PROMETHEUS "/metrics"      /* GET: Prometheus text format 0.0.4 (where scrapers look) */
 #define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */
 #define API_ACTION_REJECT "reject"          /* POST /v1/proposals/ID/reject {"comment"} */
 #define API_ACTION_REVERT "revert"

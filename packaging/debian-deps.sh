@@ -4,7 +4,9 @@ set -eu
 BUILD="build-essential autoconf automake pkg-config libuv1-dev libmicrohttpd-dev libsqlite3-dev libnl-3-dev
 libnl-route-3-dev libnl-genl-3-dev libnl-idiag-3-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
 libinih-dev libcmocka-dev"
-TEST="nginx-light wrk apache2-utils jq sqlite3 iproute2 procps systemd curl"
+TEST="nginx-light wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3"
+# promtool (tests/system/prometheus.sh) comes from Debian's prometheus package, fetched with apt-get download
+# and unpacked under the build directory by the test: the package itself (a service) is not installed.
 if [ "$(id -u)" != 0 ]; then
 	echo "debian-deps.sh: run as root (it calls apt-get)" >&2
 	exit 1
