@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "core/metrics.h"
+#include "core/prom.h"
 #include "knob.h"
 #include "sampler.h"
 #include "store.h"
@@ -50,6 +51,7 @@ struct agent {
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */
 
 	struct frame fr;          /* the frame being built */
+	struct prom_totals prom;  /* every frame folded in, for GET /metrics */
 	bool tick_busy;           /* a tick is waiting for its stub_status fetch */
 	bool stub_busy;           /* a fetch is on the pool */
 	void *stub_handle;

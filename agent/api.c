@@ -2,6 +2,7 @@
 
 #include "api.h"
 #include "api_internal.h"
+#include "api_prom.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -451,6 +452,8 @@ static enum MHD_Result handle_get(struct api *api, struct api_listener *l, struc
 	if (strcmp(url, API_PATH_ADVISORIES) == 0 && api->a->doctor)
 		return api_send_json(c, 200, doctor_json(doctor_advisories(api->a->doctor), doctor_busy(api->a->doctor)),
 				     "application/json");
+	if (strcmp(url, API_PATH_PROMETHEUS) == 0)
+		return api_prom_get(api, c);
 	if (strcmp(url, API_PATH_EVENTS) == 0)
 		return api_events_get(api, l, c);
 	if (strcmp(url, "/") == 0 || strcmp(url, API_PATH_CONSOLE) == 0)

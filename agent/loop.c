@@ -151,6 +151,7 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 	}
 	a->ticks++;
 	a->last_tick_ms = a->fr.ts_ms;
+	prom_totals_observe(&a->prom, a->reg, &a->fr); /* -ENOMEM: the totals miss this tick, nothing else does */
 	if (a->engine) {
 		pid_t pid;
 		unsigned workers;

@@ -496,6 +496,7 @@ out:
 	sampler_free(a->sampler);
 	metric_registry_free(a->reg);
 	frame_free(&a->fr);
+	prom_totals_free(&a->prom);
 	curl_global_cleanup();
 out_args:
 	free(a);

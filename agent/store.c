@@ -271,6 +271,8 @@ static void store_free(struct store *st)
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
 	store_journal_free(st);
+	for (size_t i = 0; i < sizeof(st->cstmt) / sizeof(st->cstmt[0]); i++)
+		sqlite3_finalize(st->cstmt[i]);
 	sqlite3_close_v2(st->db);
 	frame_free(&st->scratch);
 	frame_free(&st->rollup);

@@ -158,4 +158,16 @@ typedef int (*store_audit_cb)(void *ctx, const struct audit_row *row);
 int store_audit_query(struct store *st, int64_t since_ms, int64_t until_ms, const char *knob, const char *actor,
 		      int64_t before_id, size_t limit, store_audit_cb cb, void *ctx);
 
+/* ---- counts for /metrics (store_counts.c) ------------------------------------------------------------------ */
+
+/* Changes by kind and state, COUNTS[enum change_kind][enum change_state]; rows in a state this build does not know
+ * are not counted. 0 or -errno. */
+int store_change_counts(struct store *st, int64_t counts[2][CHANGE_STATE_COUNT]);
+typedef int (*store_count_cb)(void *ctx, const char *name, int64_t n);
+/* Ended trials by verdict, read from the judge's evidence in each change's detail ("verdict":"NAME"): CB once per
+ * verdict, in name order; non-zero from CB stops and is returned. 0 or -errno. */
+int store_verdict_counts(struct store *st, store_count_cb cb, void *ctx);
+/* Audit events with ACTION into *N, collapsed repeats counted. 0 or -errno. */
+int store_audit_count(struct store *st, const char *action, int64_t *n);
+
 #endif

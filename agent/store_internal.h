@@ -24,6 +24,7 @@ struct acc {
 
 struct store {
 	sqlite3_stmt *jstmt[STORE_JSTMT_MAX]; /* store_journal.c's statements, prepared on first use */
+	sqlite3_stmt *cstmt[3];               /* store_counts.c's, prepared on first use (store.c finalizes) */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[STORE_STMT_MAX]; /* store.c's, by its S_ enum */
 	struct store_options opt;

@@ -1,6 +1,7 @@
 #include "tuning.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,9 @@ struct tuning {
 	char knob[POLICY_NAME_MAX];
 	int64_t now_ms;
 	struct plan_config plan;      /* the controller's: an operator's proposal gets the same trial plan */
+	struct store *st;
+	int64_t calib_max_age_ms;     /* the controller's: older calibrations are not read back */
+	uint64_t calib_gen;           /* calibrations already kept in the audit trail */
 };
 
 static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
@@ -123,6 +127,68 @@ static void recall(struct tuning *t, struct store *st, int64_t now_ms)
 	free(l.v);
 }
 
+#define CALIB_ACTION "calibrate"
+
+/* A calibration is kept as an audit row of the agent (action "calibrate"): the operator sees what the noise of an
+ * objective was found to be, and a restart reads it back instead of measuring it again. */
+static void keep_calibration(struct tuning *t, int64_t now_ms)
+{
+	struct judge_calibration cal;
+	struct audit_row *row;
+	char metric[POLICY_METRIC_MAX], js[1024];
+	int64_t at_ms;
+	uint64_t gen = controller_last_calibration(t->ctl, metric, sizeof(metric), &at_ms, &cal);
+
+	if (gen == t->calib_gen)
+		return;
+	t->calib_gen = gen;
+	if (judge_calibration_json(&cal, js, sizeof(js)) < 0 || !(row = calloc(1, sizeof(*row))))
+		return;
+	row->ts = now_ms;
+	snprintf(row->actor, sizeof(row->actor), "agent");
+	snprintf(row->action, sizeof(row->action), CALIB_ACTION);
+	snprintf(row->knob, sizeof(row->knob), "%s", t->knob);
+	snprintf(row->outcome, sizeof(row->outcome), "%s", cal.refuse ? "refused" : "ok");
+	snprintf(row->detail, sizeof(row->detail), "{\"metric\":\"%s\",\"at_ms\":%lld,\"calibration\":%s}", metric,
+		 (long long)at_ms, js);
+	if (store_audit_append(t->st, row) < 0)
+		log_warn("tuning: the calibration of %s could not be kept: it is measured again after a restart", metric);
+	free(row);
+}
+
+static int calib_cb(void *ctx, const struct audit_row *row)
+{
+	struct tuning *t = ctx;
+	struct judge_calibration cal;
+	json_t *o, *c;
+	json_error_t jerr;
+	const char *metric;
+
+	if (strcmp(row->action, CALIB_ACTION) != 0)
+		return 0;
+	o = json_loads(row->detail, 0, &jerr);
+	c = json_object_get(o, "calibration");
+	metric = json_string_value(json_object_get(o, "metric"));
+	memset(&cal, 0, sizeof(cal));
+	if (metric && json_is_object(c) && json_is_integer(json_object_get(o, "at_ms"))) {
+		cal.refuse = json_is_true(json_object_get(c, "refuse"));
+		snprintf(cal.reason, sizeof(cal.reason), "%s", json_string_value(json_object_get(c, "reason")) ?: "");
+		cal.n = (unsigned)json_integer_value(json_object_get(c, "aa_pairs"));
+		cal.mean = json_number_value(json_object_get(c, "mean"));
+		cal.sd = json_number_value(json_object_get(c, "sd"));
+		cal.pairs = (unsigned)json_integer_value(json_object_get(c, "pairs"));
+		cal.floor = json_number_value(json_object_get(c, "floor"));
+		cal.needed = json_number_value(json_object_get(c, "needed"));
+		if (controller_restore_calibration(t->ctl, metric, json_integer_value(json_object_get(o, "at_ms")),
+						   &cal) == 0)
+			log_info("tuning: the noise of %s is known from a calibration of %lld h ago: %s", metric,
+				 (long long)((t->now_ms - json_integer_value(json_object_get(o, "at_ms"))) / 3600000),
+				 cal.reason);
+	}
+	json_decref(o);
+	return 0;
+}
+
 int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int64_t now_ms, struct tuning **out,
 	       char *err, size_t errlen)
 {
@@ -154,7 +220,14 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 		free(t);
 		return r;
 	}
+	t->st = st;
+	t->now_ms = now_ms;
+	t->calib_max_age_ms = cc.calibrate_max_age_ms;
 	recall(t, st, now_ms);
+	if (cc.calibrate_pairs &&
+	    store_audit_query(st, now_ms - t->calib_max_age_ms, 0, "", "agent", 0, 2000, calib_cb, t) < 0)
+		log_warn("tuning: the audit trail could not be read back: objectives are calibrated again");
+	t->calib_gen = 0;
 	*out = t;
 	return 0;
 }
@@ -293,6 +366,7 @@ void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry 
 		for (size_t i = 0; i < in->n; i++)
 			carry_out(t, &in->v[i]);
 	}
+	keep_calibration(t, now_ms);
 	free(in);
 }
 

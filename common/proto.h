@@ -25,6 +25,7 @@
 #define API_PATH_PAUSE "/v1/pause"          /* POST {} */
 #define API_PATH_RESUME "/v1/resume"        /* POST {} */
 #define API_PATH_ADVISORIES "/v1/advisories" /* GET: the doctor's findings */
+#define API_PATH_PROMETHEUS "/metrics"      /* GET: Prometheus text format 0.0.4 (where scrapers look) */
 #define API_PATH_EVENTS "/v1/events"        /* GET: server-sent events (text/event-stream) */
 #define API_PATH_CONSOLE "/console"         /* GET: the console page (also at "/") */
 #define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */

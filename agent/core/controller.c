@@ -60,6 +60,8 @@ struct controller {
 	bool have_ev;
 	struct controller_calib calib[CONTROLLER_CALIB_MAX];
 	size_t ncalib;
+	struct controller_calib *last_calib; /* the newest calibration, and how many were made */
+	uint64_t calib_gen;
 	struct controller_intents queue;     /* intents of reports between ticks, for the next tick */
 };
 
@@ -407,6 +409,8 @@ static void calib_store(struct controller *ctl, const struct judge_calibration *
 	snprintf(c->metric, sizeof(c->metric), "%s", ctl->prop.trial.objective.metric);
 	c->at_ms = ctl->now_ms;
 	c->cal = *cal;
+	ctl->last_calib = c;
+	ctl->calib_gen++;
 }
 
 static unsigned clamp_pairs(const struct controller *ctl, unsigned k)
@@ -873,6 +877,39 @@ int controller_remember(struct controller *ctl, const struct plan_proposal *prop
 			int64_t at_ms)
 {
 	return plan_memory_record(&ctl->mem, &ctl->cfg.plan, prop, result, at_ms);
+}
+
+uint64_t controller_last_calibration(const struct controller *ctl, char *metric, size_t metriclen, int64_t *at_ms,
+				     struct judge_calibration *cal)
+{
+	if (!ctl->last_calib)
+		return 0;
+	snprintf(metric, metriclen, "%s", ctl->last_calib->metric);
+	*at_ms = ctl->last_calib->at_ms;
+	*cal = ctl->last_calib->cal;
+	return ctl->calib_gen;
+}
+
+int controller_restore_calibration(struct controller *ctl, const char *metric, int64_t at_ms,
+				   const struct judge_calibration *cal)
+{
+	struct controller_calib *c;
+
+	if (!metric || !metric[0] || strlen(metric) >= POLICY_METRIC_MAX || !cal || cal->n < CALIB_PAIRS_MIN ||
+	    cal->pairs < 2 || cal->pairs > ctl->cfg.judge.pairs_max || !isfinite(cal->sd) || cal->sd < 0)
+		return -EINVAL;
+	c = calib_find(ctl, metric);
+	if (c && c->at_ms >= at_ms)
+		return 0;
+	if (!c) {
+		if (ctl->ncalib == CONTROLLER_CALIB_MAX)
+			return -ENOSPC;
+		c = &ctl->calib[ctl->ncalib++];
+	}
+	snprintf(c->metric, sizeof(c->metric), "%s", metric);
+	c->at_ms = at_ms;
+	c->cal = *cal;
+	return 0;
 }
 
 int controller_set_id(struct controller *ctl, uint64_t id)

@@ -174,6 +174,14 @@ int controller_operator_propose(struct controller *ctl, const struct plan_propos
  * does not forget what was reverted). As plan_memory_record. */
 int controller_remember(struct controller *ctl, const struct plan_proposal *prop, enum plan_result result,
 			int64_t at_ms);
+/* The newest A/A calibration (its objective's METRIC, when, and what it found), for the caller to keep: returns how
+ * many calibrations were made so far (0: none, nothing filled), so that a change of the count says "a new one". */
+uint64_t controller_last_calibration(const struct controller *ctl, char *metric, size_t metriclen, int64_t *at_ms,
+				     struct judge_calibration *cal);
+/* A calibration of METRIC made at AT_MS (kept by the caller across a restart): used like one made here, until it
+ * ages out. An older one than the controller has is ignored. 0, -EINVAL (implausible), -ENOSPC (table full). */
+int controller_restore_calibration(struct controller *ctl, const char *metric, int64_t at_ms,
+				   const struct judge_calibration *cal);
 /* The proposal just made (state proposed) is known to the caller as ID (its journal's): the controller uses that
  * id from now on. 0, or -EALREADY when no proposal was just made. */
 int controller_set_id(struct controller *ctl, uint64_t id);

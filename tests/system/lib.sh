@@ -277,3 +277,22 @@ squeeze_plant() {
 		sleep 0.1
 	done
 }
+
+# find_prometheus_tool NAME: the path of promtool or prometheus: $PROMTOOL / $PROMETHEUS, one on the PATH, or
+# Debian's prometheus package unpacked (never installed) under the build dir, fetched with apt-get download on
+# first use. Prints nothing when none can be had.
+find_prometheus_tool() {
+	local name=$1 dir=$builddir/tests/promtool override
+	override=$(echo "$name" | tr a-z A-Z)
+	if [ -n "${!override:-}" ]; then
+		echo "${!override}"
+	elif command -v "$name" >/dev/null 2>&1; then
+		command -v "$name"
+	elif [ -x "$dir/usr/bin/$name" ]; then
+		echo "$dir/usr/bin/$name"
+	elif command -v apt-get >/dev/null 2>&1 && mkdir -p "$dir/deb" &&
+		(cd "$dir/deb" && timeout 300 apt-get download -q prometheus >/dev/null 2>&1) &&
+		dpkg-deb -x "$dir"/deb/prometheus_*.deb "$dir" && rm -rf "$dir/deb" && [ -x "$dir/usr/bin/$name" ]; then
+		echo "$dir/usr/bin/$name"
+	fi
+}

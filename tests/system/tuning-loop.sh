@@ -25,7 +25,7 @@ cat >>"$TMP/agent.conf" <<EOT
 mode = propose
 pairs = 4
 block = 2s
-calibrate_pairs = 0
+calibrate_pairs = 3
 EOT
 
 # The plant: every 100 ms, 20 requests of 5 ms; time_squeeze grows by 10 at budget 300, by 1 at 600 or more.
@@ -133,7 +133,11 @@ AGENT_PID=$!
 CLEANUP+=("kill $AGENT_PID")
 wait_for 10 grep -q "ready" "$TMP/agent2.log" || fail "the agent did not restart: $(cat "$TMP/agent2.log")"
 grep -q "the planner remembers 2 trials" "$TMP/agent2.log" || fail "planner memory after restart: $(cat "$TMP/agent2.log")"
+grep -q "the noise of softnet.time_squeeze is known from a calibration of 0 h ago" "$TMP/agent2.log" ||
+	fail "the A/A calibration was not read back: $(cat "$TMP/agent2.log")"
+api "/v1/audit?actor=agent" | jq -e '[.audit[] | select(.action == "calibrate" and .outcome == "ok")] | length == 1' \
+	>/dev/null || fail "no calibrate row in the audit trail: $(api "/v1/audit?actor=agent" | jq -c '.audit[:5]')"
 kill -TERM $AGENT_PID
 wait $AGENT_PID
-ok "after a restart the planner remembers the trials of the journal"
+ok "after a restart the planner remembers the trials of the journal and the A/A calibration (audited)"
 echo "# $checks checks passed"

@@ -900,6 +900,66 @@ static void test_calibration_refuses(void **state)
 	free(h);
 }
 
+/* A calibration is reported for the caller to keep, and one handed back (a restart) spares the A/A pairs; a
+ * kept refusal withdraws at once. */
+static void test_calibration_kept(void **state)
+{
+	struct host *h = calloc(1, sizeof(*h));
+	struct judge_calibration cal, bad;
+	char metric[64];
+	int64_t at;
+	uint64_t gen;
+
+	(void)state;
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	h->cfg.calibrate_pairs = 4;
+	host_start(h);
+	assert_int_equal(controller_last_calibration(h->ctl, metric, sizeof(metric), &at, &cal), 0);
+	assert_non_null(run_to_verdict(h, 1800));
+	gen = controller_last_calibration(h->ctl, metric, sizeof(metric), &at, &cal);
+	assert_int_equal(gen, 1);
+	assert_string_equal(metric, "softnet.time_squeeze");
+	assert_int_equal(cal.n, 4);
+	assert_false(cal.refuse);
+	host_free(h);
+	free(h);
+
+	/* A new controller given that calibration: no calibrating state before its first trial. */
+	h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	h->cfg.calibrate_pairs = 4;
+	host_start(h);
+	bad = cal;
+	bad.n = 1;
+	assert_int_equal(controller_restore_calibration(h->ctl, metric, h->now, &bad), -EINVAL);
+	assert_int_equal(controller_restore_calibration(h->ctl, "", h->now, &cal), -EINVAL);
+	assert_int_equal(controller_restore_calibration(h->ctl, metric, h->now - 1000, &cal), 0);
+	assert_non_null(run_to_verdict(h, 1800));
+	for (size_t i = 0; i < h->nstates; i++)
+		assert_int_not_equal(h->states[i], CONTROLLER_CALIBRATING);
+	assert_int_equal(controller_last_calibration(h->ctl, metric, sizeof(metric), &at, &cal), 0);
+	host_free(h);
+	free(h);
+
+	/* A kept refusal: the proposal of that objective is withdrawn without A/A pairs. */
+	h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	h->cfg.calibrate_pairs = 4;
+	host_start(h);
+	cal.refuse = true;
+	snprintf(cal.reason, sizeof(cal.reason), "noise floor too high (kept)");
+	assert_int_equal(controller_restore_calibration(h->ctl, "softnet.time_squeeze", h->now, &cal), 0);
+	run(h, 200);
+	assert_true(h->withdraws >= 1);
+	assert_int_equal(h->set_arms, 0);
+	assert_non_null(strstr(last_of(h, INTENT_WITHDRAW)->text, "noise floor too high (kept)"));
+	host_free(h);
+	free(h);
+}
+
 static void test_time_backwards(void **state)
 {
 	struct host *h = calloc(1, sizeof(*h));
@@ -1070,6 +1130,7 @@ int main(void)
 		cmocka_unit_test(test_write_failure),
 		cmocka_unit_test(test_collector_failure),
 		cmocka_unit_test(test_calibration_refuses),
+		cmocka_unit_test(test_calibration_kept),
 		cmocka_unit_test(test_time_backwards),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_determinism),
