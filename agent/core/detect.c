@@ -643,7 +643,15 @@ static void where_time_goes(const struct detect *d, struct detect_report *rep)
 		req = only;
 		up.sum = 0;
 	}
-	share = req.n >= d->cfg.min_ticks && req.sum > 0 ? up.sum / req.sum : NAN;
+	/* Requests served in under a millisecond each (a return, a small static file) log request_time 0.000: a
+	 * window of them sums to 0 ms. No upstream time either means none of it is upstream's, not "unknown"
+	 * (found on a real nginx: the listen-queue scenario got no proposal). */
+	if (req.n < d->cfg.min_ticks)
+		share = NAN;
+	else if (req.sum > 0)
+		share = up.sum / req.sum;
+	else
+		share = up.sum > 0 ? 1 : 0;
 	if (share > 1)
 		share = 1; /* nginx rounds the two times separately */
 	rep->upstream_share = share;

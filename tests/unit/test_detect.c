@@ -248,6 +248,8 @@ static const struct bcase {
 	 DETECT_BOTTLENECK_IDLE, "nginx is idle (0.00 requests/s"},
 	{"static content: no upstream time", {M("nginx.requests", 501), M("http.request_ms_sum", 900)}, true, 60,
 	 DETECT_BOTTLENECK_HERE, "upstream time 0%"},
+	{"requests under a millisecond: 0 ms logged", {M("nginx.requests", 501), M("http.request_ms_sum", 0)}, true,
+	 60, DETECT_BOTTLENECK_HERE, "upstream time 0%"},
 	{"access log only", {M("http.requests", 300), M("http.request_ms_sum", 900)}, true, 60, DETECT_BOTTLENECK_HERE,
 	 "300.0 requests/s"},
 	{"no request counts", {M("tcp.listen_overflows", 5)}, true, 60, DETECT_BOTTLENECK_UNKNOWN, "not enough data"},
