@@ -376,15 +376,29 @@ static json_t *body_object(struct MHD_Connection *c, const char *body, size_t le
 static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, json_t *o, const char *actor)
 {
 	json_t *knob = json_object_get(o, API_K_KNOB), *value = json_object_get(o, API_K_VALUE);
-	json_t *why = json_object_get(o, API_K_WHY);
+	json_t *why = json_object_get(o, API_K_WHY), *now = json_object_get(o, API_K_NOW);
 	char err[512];
 	int64_t id = 0;
 	int r;
 
-	if (!json_is_string(knob) || !json_is_string(value) || (why && !json_is_string(why)))
-		return api_send_problem(c, 400, "expected {\"knob\": string, \"value\": string, \"why\": string}");
+	if (!json_is_string(knob) || !json_is_string(value) || (why && !json_is_string(why)) ||
+	    (now && !json_is_boolean(now)))
+		return api_send_problem(c, 400, "expected {\"knob\": string, \"value\": string, \"why\": string, "
+						"\"now\": boolean}");
 	if (!api->a->engine)
 		return api_send_problem(c, 409, "no knobs: policies are not loaded");
+	if (!json_is_true(now)) {
+		/* The default: an A/B trial judged like the agent's own proposals. */
+		if (!api->a->tuning)
+			return api_send_problem(c, 409, "no tuning loop: apply at once with \"now\": true");
+		r = tuning_operator_propose(api->a->tuning, json_string_value(knob), json_string_value(value), actor,
+					    why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err,
+					    sizeof(err));
+		if (r < 0)
+			return api_send_problem(c, status_of(r), "%s", err);
+		return api_send_json(c, 201, json_pack("{s:I, s:s}", API_K_ID, (json_int_t)id, API_K_STATE, "approved"),
+				     "application/json");
+	}
 	r = engine_propose(api->a->engine, json_string_value(knob), json_string_value(value), actor,
 			   why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err, sizeof(err));
 	if (r < 0)
@@ -405,7 +419,7 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const char *url, const char *body,
 			       size_t len)
 {
-	static const char *const proposal_keys[] = {API_K_KNOB, API_K_VALUE, API_K_WHY, NULL};
+	static const char *const proposal_keys[] = {API_K_KNOB, API_K_VALUE, API_K_WHY, API_K_NOW, NULL};
 	static const char *const comment_keys[] = {API_K_COMMENT, NULL};
 	static const char *const no_keys[] = {NULL};
 	enum MHD_Result sent = MHD_NO;

@@ -654,15 +654,14 @@ static void run_jobs(struct engine *e)
 
 /* ---- operator and agent actions -------------------------------------------------------------------------- */
 
-int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
-		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
+/* Whether KNOB may go to VALUE now (an operator's proposal): the knob is usable, nothing is in flight, VALUE parses
+ * and differs from the live value, and the policy allows the step (invariant 4). LIVE and CANON get the two. */
+static int check_operator_value(struct engine *e, struct eknob *ek, const char *knob, const char *value, char *live,
+				char *canon, char *err, size_t errlen)
 {
-	struct eknob *ek = find(e, knob);
 	struct knobval parsed;
-	char live[KNOB_VALUE_MAX], canon[KNOB_VALUE_MAX];
 	int r;
 
-	e->now_ms = now_ms;
 	if (!ek) {
 		snprintf(err, errlen, "no knob named '%s' (see GET /v1/knobs)", knob);
 		return -ENOENT;
@@ -682,8 +681,8 @@ int engine_propose(struct engine *e, const char *knob, const char *value, const 
 	r = knobval_parse(ek->k.pol->type, value, &parsed, err, errlen);
 	if (r < 0)
 		return -ERANGE;
-	knobval_format(&parsed, canon, sizeof(canon));
-	r = knob_read(&ek->k, live, sizeof(live));
+	knobval_format(&parsed, canon, KNOB_VALUE_MAX);
+	r = knob_read(&ek->k, live, KNOB_VALUE_MAX);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read %s: %s", knob, strerror(-r));
 		return r;
@@ -692,8 +691,24 @@ int engine_propose(struct engine *e, const char *knob, const char *value, const 
 		snprintf(err, errlen, "%s is already %s", knob, canon);
 		return -EALREADY;
 	}
-	/* Invariant 4: bounds, step and constraints, checked here and nowhere bypassed. */
-	r = policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+	return policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+}
+
+int engine_check_proposal(struct engine *e, const char *knob, const char *value, char *from, char *to, char *err,
+			  size_t errlen)
+{
+	return check_operator_value(e, find(e, knob), knob, value, from, to, err, errlen);
+}
+
+int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
+		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
+{
+	struct eknob *ek = find(e, knob);
+	char live[KNOB_VALUE_MAX], canon[KNOB_VALUE_MAX];
+	int r;
+
+	e->now_ms = now_ms;
+	r = check_operator_value(e, ek, knob, value, live, canon, err, errlen);
 	if (r < 0)
 		return r;
 	if (!ek->rec.has_original) {
@@ -707,7 +722,7 @@ int engine_propose(struct engine *e, const char *knob, const char *value, const 
 		snprintf(err, errlen, "cannot journal the change: %s", strerror(-r));
 		return r;
 	}
-	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s", live, canon);
+	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s (applied at once)", live, canon);
 	run_jobs(e);
 	{
 		/* Synchronous drivers are done already: a write that failed is the caller's answer. */
@@ -1031,8 +1046,8 @@ bool engine_knob_in_conflict(struct engine *e, const char *knob)
 	return ek && ek->state == ENGINE_KNOB_CONFLICT;
 }
 
-int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *why,
-			    int64_t now_ms, int64_t *id, char *err, size_t errlen)
+int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *actor,
+			    const char *why, int64_t now_ms, int64_t *id, char *err, size_t errlen)
 {
 	struct eknob *ek = find(e, knob);
 	struct change_row row;
@@ -1051,7 +1066,7 @@ int engine_journal_proposal(struct engine *e, const char *knob, const char *from
 	snprintf(row.old_value, sizeof(row.old_value), "%s", from);
 	snprintf(row.new_value, sizeof(row.new_value), "%s", to);
 	row.state = CHANGE_PROPOSED;
-	snprintf(row.actor, sizeof(row.actor), "agent");
+	snprintf(row.actor, sizeof(row.actor), "%s", actor);
 	snprintf(row.why, sizeof(row.why), "%s%s", e->env->dry_run ? "[dry run] " : "", why);
 	row.created_ms = now_ms;
 	r = store_change_insert(e->st, &row);
@@ -1060,8 +1075,22 @@ int engine_journal_proposal(struct engine *e, const char *knob, const char *from
 		return r;
 	}
 	*id = row.id;
-	audit(e, "agent", "propose", knob, row.id, "ok", "%s -> %s: %s", from, to, why);
+	audit(e, actor, "propose", knob, row.id, "ok", "%s -> %s: %s", from, to, why);
 	return 0;
+}
+
+int engine_change_state(struct engine *e, int64_t id, enum change_state *st)
+{
+	struct change_row *row = malloc(sizeof(*row));
+	int r;
+
+	if (!row)
+		return -ENOMEM;
+	r = store_change_get(e->st, id, row);
+	if (r == 0)
+		*st = row->state;
+	free(row);
+	return r;
 }
 
 int engine_close_proposal(struct engine *e, int64_t id, enum change_state st, const char *actor, const char *detail,

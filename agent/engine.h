@@ -8,7 +8,8 @@
  * policy again (invariant 4) and commits the change row (invariant 2). Driver errors are sorted by errno class:
  * retry, unsupported (that knob), read-only (stop writing anything: observe-only). When the store cannot be
  * written the engine does not write knobs either (invariant 8). It never reads a clock: "now" is handed in.
- * Until the judge exists (the tuning loop), a trial ends as kept once the policy's settle time has passed.
+ * A change applied at once (engine_propose, an operator's "now") ends as kept once the policy's settle time has
+ * passed; a trial of the tuning loop (engine_set_arm) ends by the judge's verdict (engine_end_trial).
  */
 #ifndef NGXAT_ENGINE_H
 #define NGXAT_ENGINE_H
@@ -56,8 +57,12 @@ int engine_recover(struct engine *e, int64_t now_ms);
 /* Once per tick: conflicts, the trial's settle time, retries. */
 void engine_tick(struct engine *e, int64_t now_ms);
 
-/* An operator's own change: validated like the agent's (policy bounds, step, constraints), journaled, and
- * applied now (the operator approved it by asking). -EBUSY when a change is in flight (invariant 1), -ERANGE /
+/* Whether an operator may propose KNOB = VALUE now (usable knob, nothing in flight, a new value the policy allows):
+ * 0 with FROM (live) and TO (canonical VALUE), each KNOB_VALUE_MAX bytes; else as engine_propose, with ERR. */
+int engine_check_proposal(struct engine *e, const char *knob, const char *value, char *from, char *to, char *err,
+			  size_t errlen);
+/* An operator's own change applied at once, without a trial: validated like the agent's (policy bounds, step,
+ * constraints), journaled, and written now (the operator approved it by asking). -EBUSY when a change is in flight (invariant 1), -ERANGE /
  * -EPERM when the policy refuses (ERR says why), -ENOENT for an unknown knob, -EROFS when observe-only. */
 int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
 		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
@@ -80,9 +85,11 @@ typedef void (*engine_write_cb)(void *ctx, bool ok);
 int engine_value(struct engine *e, const char *knob, char *out, size_t outlen);
 /* Whether KNOB is frozen by a conflict. */
 bool engine_knob_in_conflict(struct engine *e, const char *knob);
-/* Journal the controller's proposal (state proposed; nothing is written). */
-int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *why,
-			    int64_t now_ms, int64_t *id, char *err, size_t errlen);
+/* Journal a proposal of ACTOR (the agent's or an operator's; state proposed; nothing is written). */
+int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *actor,
+			    const char *why, int64_t now_ms, int64_t *id, char *err, size_t errlen);
+/* The journal state of change ID: 0, -ENOENT or -errno. */
+int engine_change_state(struct engine *e, int64_t id, enum change_state *st);
 /* An operator approved (CHANGE_APPROVED) or rejected (CHANGE_REJECTED, also a withdrawal) proposal ID. */
 int engine_close_proposal(struct engine *e, int64_t id, enum change_state st, const char *actor, const char *detail,
 			  int64_t now_ms);

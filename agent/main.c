@@ -129,7 +129,7 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 	}
 	if (r > 0)
 		log_notice("recovery: %d knob write(s) to put the host back as the journal says", r);
-	return tuning_new(&a->cfg, a->engine, &a->tuning, err, errlen);
+	return tuning_new(&a->cfg, a->engine, a->store, loop_wall_ms(a), &a->tuning, err, errlen);
 }
 
 static int newest_cb(void *ctx, const struct change_row *row)

@@ -7,7 +7,9 @@
 
 #include "core/controller.h"
 #include "core/judge.h"
+#include "core/plan.h"
 #include "engine.h"
+#include "store.h"
 #include "log.h"
 
 #define EVIDENCE_MAX 4096
@@ -20,6 +22,7 @@ struct tuning {
 	int64_t change_id;            /* ... and its journal row (one at a time: invariant 1) */
 	char knob[POLICY_NAME_MAX];
 	int64_t now_ms;
+	struct plan_config plan;      /* the controller's: an operator's proposal gets the same trial plan */
 };
 
 static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
@@ -29,7 +32,97 @@ static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
 	return engine_value(t->e, knob, out, outlen);
 }
 
-int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, char *err, size_t errlen)
+#define RECALL_MAX 256 /* journal rows read back at start for the planner's memory */
+
+struct recall {
+	char knob[STORE_KNOB_MAX];
+	char from[STORE_VALUE_MAX], to[STORE_VALUE_MAX];
+	enum plan_result result;
+	int64_t at_ms;
+};
+
+struct recall_list {
+	struct recall *v;
+	size_t n;
+	int64_t since_ms;
+};
+
+/* How a journal row's trial ended, for the planner; -1 when it says nothing about the value (a withdrawal, a revert
+ * at stop or after a restart). The verdict's evidence names it; the reason tells an operator's end from a trip. */
+static int result_of(const struct change_row *row)
+{
+	const char *d = row->detail;
+
+	switch (row->state) {
+	case CHANGE_KEPT:
+		return PLAN_KEPT;
+	case CHANGE_REVERTED:
+		if (strstr(d, "\"verdict\":\"revert\""))
+			return PLAN_HARM;
+		if (strstr(d, "\"verdict\":\"inconclusive\""))
+			return PLAN_INCONCLUSIVE;
+		return -1;
+	case CHANGE_ABORTED:
+		if (strstr(d, "reverted by an operator"))
+			return PLAN_REJECTED;
+		return strstr(d, "stopped inside the block") ? PLAN_ABORTED : PLAN_ERROR;
+	case CHANGE_REJECTED:
+		return strncmp(d, "rejected by ", 12) == 0 ? PLAN_REJECTED : -1;
+	case CHANGE_FAILED:
+		return PLAN_ERROR;
+	default:
+		return -1;
+	}
+}
+
+static int recall_cb(void *ctx, const struct change_row *row)
+{
+	struct recall_list *l = ctx;
+	struct recall *r;
+	int res;
+
+	if (row->updated_ms < l->since_ms)
+		return 0;
+	res = result_of(row);
+	if (row->kind != CHANGE_KIND_CHANGE || res < 0 || l->n >= RECALL_MAX)
+		return 0;
+	r = &l->v[l->n++];
+	snprintf(r->knob, sizeof(r->knob), "%s", row->knob);
+	snprintf(r->from, sizeof(r->from), "%s", row->old_value);
+	snprintf(r->to, sizeof(r->to), "%s", row->new_value);
+	r->result = (enum plan_result)res;
+	r->at_ms = row->updated_ms;
+	return 0;
+}
+
+/* The planner's memory from the journal: what was kept, reverted or rejected within its memory, oldest first, so
+ * that a restart does not make the agent propose again a value the judge just reverted. */
+static void recall(struct tuning *t, struct store *st, int64_t now_ms)
+{
+	struct recall_list l = {.since_ms = now_ms - t->plan.memory_ms};
+	size_t kept = 0;
+
+	l.v = calloc(RECALL_MAX, sizeof(*l.v));
+	if (!l.v)
+		return;
+	if (store_changes_query(st, "", 0, 0, 4 * RECALL_MAX, recall_cb, &l) < 0)
+		log_warn("tuning: the journal could not be read back: the planner starts without memory");
+	for (size_t i = l.n; i-- > 0;) {
+		struct plan_proposal prop;
+
+		if (plan_operator(t->set, l.v[i].knob, l.v[i].from, l.v[i].to, "", &t->plan, &prop) < 0)
+			continue; /* its policy is gone */
+		if (controller_remember(t->ctl, &prop, l.v[i].result, l.v[i].at_ms) == 0)
+			kept++;
+	}
+	if (kept)
+		log_info("tuning: the planner remembers %zu trial%s of the last %lld h from the journal", kept,
+			 kept == 1 ? "" : "s", (long long)(t->plan.memory_ms / 3600000));
+	free(l.v);
+}
+
+int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int64_t now_ms, struct tuning **out,
+	       char *err, size_t errlen)
 {
 	struct tuning *t = calloc(1, sizeof(*t));
 	struct controller_config cc;
@@ -50,6 +143,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, 
 	cc.tick_ms = cfg->tick_ms;
 	cc.seed = (uint64_t)cfg->tick_ms * 2654435761u + 1; /* any fixed value: the block order only needs to be fair */
 	t->e = e;
+	t->plan = cc.plan;
 	t->set = engine_policies(e);
 	r = controller_new(&cc, t->set, value_of, t, &t->ctl);
 	if (r < 0) {
@@ -57,6 +151,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, 
 		free(t);
 		return r;
 	}
+	recall(t, st, now_ms);
 	*out = t;
 	return 0;
 }
@@ -99,13 +194,14 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 
 		snprintf(why, sizeof(why), "%.400s", in->prop ? in->prop->evidence : in->text);
 		r = engine_journal_proposal(t->e, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "",
-					    why, t->now_ms, &id, err, sizeof(err));
+					    "agent", why, t->now_ms, &id, err, sizeof(err));
 		if (r < 0) {
 			log_warn("tuning: proposal for %s not journaled: %s", in->knob, err);
 			controller_rejected(t->ctl, in->id);
 			return;
 		}
-		t->prop_id = in->id;
+		/* One id for people: the controller's texts name the journal's row. */
+		t->prop_id = controller_set_id(t->ctl, (uint64_t)id) == 0 ? (uint64_t)id : in->id;
 		t->change_id = id;
 		snprintf(t->knob, sizeof(t->knob), "%s", in->knob);
 		break;
@@ -162,8 +258,16 @@ void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry 
 	}
 	/* What happened to the trial's knob outside the controller: a conflict, or an operator's revert. */
 	if (t->change_id) {
+		enum change_state st;
+
 		if (engine_knob_in_conflict(t->e, t->knob))
 			controller_conflict(t->ctl, t->knob);
+		else if (engine_change_state(t->e, t->change_id, &st) == 0 &&
+			 (st == CHANGE_REVERTED || st == CHANGE_ABORTED || st == CHANGE_FAILED)) {
+			/* Ended outside the controller: an operator's revert (POST /v1/changes/ID/revert or /v1/revert).
+			 * The engine has put the value back; the trial ends without another write. */
+			controller_operator_revert(t->ctl, t->knob);
+		}
 	}
 	if (controller_tick(t->ctl, now_ms, reg, fr, in) == 0)
 		for (size_t i = 0; i < in->n; i++)
@@ -191,6 +295,51 @@ int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char 
 	engine_close_proposal(t->e, change_id, approve ? CHANGE_APPROVED : CHANGE_REJECTED, actor, detail, now_ms);
 	if (!approve)
 		t->change_id = 0;
+	return 0;
+}
+
+int tuning_operator_propose(struct tuning *t, const char *knob, const char *value, const char *actor, const char *why,
+			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
+{
+	struct plan_proposal prop;
+	char from[KNOB_VALUE_MAX], to[KNOB_VALUE_MAX], detail[300];
+	struct controller_report rep;
+	int64_t id = 0;
+	int r;
+
+	controller_report(t->ctl, &rep);
+	/* A verdict is over once it is journaled: its one tick of state need not refuse the operator. */
+	if (rep.state != CONTROLLER_OBSERVE && rep.state != CONTROLLER_COOLDOWN && rep.state != CONTROLLER_VERDICT) {
+		snprintf(err, errlen, "the tuning loop is %s%s%s: one trial on the host at a time",
+			 controller_state_name(rep.state), rep.id ? " with proposal of " : "", rep.id ? rep.knob : "");
+		return -EBUSY;
+	}
+	if (rep.mode == CONTROLLER_MODE_OBSERVE) {
+		snprintf(err, errlen, "the tuning loop is in observe mode: it runs no trial (apply at once with \"now\")");
+		return -ENOTSUP;
+	}
+	r = engine_check_proposal(t->e, knob, value, from, to, err, errlen);
+	if (r < 0)
+		return r;
+	r = plan_operator(engine_policies(t->e), knob, from, to, why, &t->plan, &prop);
+	if (r < 0) {
+		snprintf(err, errlen, "no trial plan for %s: %s", knob, strerror(-r));
+		return r;
+	}
+	r = engine_journal_proposal(t->e, knob, from, to, actor, prop.evidence, now_ms, &id, err, errlen);
+	if (r < 0)
+		return r;
+	r = controller_operator_propose(t->ctl, &prop, (uint64_t)id, err, errlen);
+	if (r < 0) {
+		engine_close_proposal(t->e, id, CHANGE_REJECTED, actor, err, now_ms);
+		return r;
+	}
+	snprintf(detail, sizeof(detail), "approved by %s: an operator's proposal, tried against the judge", actor);
+	engine_close_proposal(t->e, id, CHANGE_APPROVED, actor, detail, now_ms);
+	t->prop_id = (uint64_t)id;
+	t->change_id = id;
+	snprintf(t->knob, sizeof(t->knob), "%s", knob);
+	*change_id = id;
 	return 0;
 }
 

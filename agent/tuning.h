@@ -17,11 +17,14 @@
 #include "core/metrics.h"
 
 struct engine;
+struct store;
 struct tuning;
 struct controller_report;
 
-/* A tuning loop over E's knobs with the [tuning] settings of CFG. 0 or -errno with ERR. */
-int tuning_new(const struct config *cfg, struct engine *e, struct tuning **out, char *err, size_t errlen);
+/* A tuning loop over E's knobs with the [tuning] settings of CFG; its planner remembers the trials ST's journal
+ * holds from the planner's memory span before NOW_MS. 0 or -errno with ERR. */
+int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int64_t now_ms, struct tuning **out,
+	       char *err, size_t errlen);
 /* Free; NULL is fine. */
 void tuning_free(struct tuning *t);
 /* One tick: FR (may be NULL) at NOW_MS of REG. */
@@ -29,6 +32,11 @@ void tuning_tick(struct tuning *t, int64_t now_ms, const struct metric_registry 
 /* An operator approves or rejects proposal CHANGE_ID. 0, -ENOENT (not the proposal waiting), -errno. */
 int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char *actor, const char *comment,
 		  int64_t now_ms, char *err, size_t errlen);
+/* An operator proposes KNOB = VALUE: checked by its policy, journaled (actor ACTOR, evidence WHY), approved by
+ * being asked for, and tried A/B against the judge like the agent's own proposals. 0 with CHANGE_ID; -EBUSY (a
+ * proposal or trial exists), -ENOTSUP (observe mode), or the engine's errors; ERR says why. */
+int tuning_operator_propose(struct tuning *t, const char *knob, const char *value, const char *actor, const char *why,
+			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
 /* Pause or resume proposing and trying. */
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
 /* The controller's report and the journal id of its proposal or trial (0 when none). */

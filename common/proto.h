@@ -18,7 +18,7 @@
 #define API_PATH_METRICS "/v1/metrics"
 #define API_PATH_KNOBS "/v1/knobs"          /* GET; POST .../NAME/clear-conflict */
 #define API_PATH_CHANGES "/v1/changes"      /* GET, GET .../ID; POST .../ID/revert */
-#define API_PATH_PROPOSALS "/v1/proposals"  /* POST {"knob", "value", "why"} */
+#define API_PATH_PROPOSALS "/v1/proposals"  /* GET; POST {"knob", "value", "why", "now"} */
 #define API_PATH_REVERT "/v1/revert"        /* POST {}: every change back to its original */
 #define API_PATH_AUDIT "/v1/audit"          /* GET */
 #define API_PATH_TRIAL "/v1/trials/current" /* GET: the tuning loop's state, the trial's arm and estimate */
@@ -120,6 +120,7 @@
 #define API_K_UPDATED "updated_ms"
 #define API_K_STARTED "started"
 #define API_K_COMMENT "comment"
+#define API_K_NOW "now" /* POST /v1/proposals: true applies at once, without a trial */
 #define API_K_PROPOSALS "proposals"
 #define API_K_MODE "mode"
 #define API_K_PAUSED "paused"

@@ -757,7 +757,8 @@ int controller_tick(struct controller *ctl, int64_t now_ms, const struct metric_
 				   ctl->prop.knob, ctl->prop.from, ctl->prop.to,
 				   ctl->paused ? "the end of the pause" : "an operator's approval");
 		} else if (now_ms >= ctl->until_ms) {
-			withdraw(ctl, VERDICT_NONE, PLAN_ERROR, "not approved in time");
+			withdraw(ctl, VERDICT_NONE, PLAN_ERROR,
+				 ctl->approved ? "not started in time (paused)" : "not approved in time");
 		}
 		break;
 	case CONTROLLER_CALIBRATING:
@@ -826,6 +827,69 @@ int controller_write_done(struct controller *ctl, bool ok)
 	if (ctl->want == CONTROLLER_ARM_B)
 		ctl->tried = true;
 	start_block(ctl);
+	return 0;
+}
+
+int controller_operator_propose(struct controller *ctl, const struct plan_proposal *prop, uint64_t id, char *err,
+				size_t errlen)
+{
+	if (!prop || !id) {
+		put(err, errlen, "no proposal");
+		return -EINVAL;
+	}
+	if (ctl->cfg.mode == CONTROLLER_MODE_OBSERVE) {
+		put(err, errlen, "the tuning loop is in observe mode: it runs no trial (apply at once instead)");
+		return -EPERM;
+	}
+	if (ctl->state != CONTROLLER_OBSERVE && ctl->state != CONTROLLER_COOLDOWN && ctl->state != CONTROLLER_VERDICT) {
+		if (ctl->id)
+			put(err, errlen, "proposal %llu (%s %s -> %s) is %s: one trial on the host at a time",
+			    (unsigned long long)ctl->id, ctl->prop.knob, ctl->prop.from, ctl->prop.to,
+			    controller_state_name(ctl->state));
+		else
+			put(err, errlen, "the tuning loop is %s: one trial on the host at a time",
+			    controller_state_name(ctl->state));
+		return -EBUSY;
+	}
+	/* The operator's request is its approval; the rate limit is for the agent's own proposals, but the trial
+	 * counts toward it like any other start. */
+	ctl->prop = *prop;
+	ctl->prop.approval_required = true;
+	ctl->id = id;
+	if (ctl->next_id <= id)
+		ctl->next_id = id + 1;
+	ctl->approved = true;
+	set_reason(ctl, "proposal %llu by an operator: %s %s -> %s%s", (unsigned long long)id, prop->knob, prop->from,
+		   prop->to, ctl->paused ? "; it starts on resume" : "");
+	enter(ctl, CONTROLLER_AWAITING, ctl->now_ms + ctl->cfg.proposal_ttl_ms);
+	return 0;
+}
+
+int controller_remember(struct controller *ctl, const struct plan_proposal *prop, enum plan_result result,
+			int64_t at_ms)
+{
+	return plan_memory_record(&ctl->mem, &ctl->cfg.plan, prop, result, at_ms);
+}
+
+int controller_set_id(struct controller *ctl, uint64_t id)
+{
+	const char *rest;
+	char prefix[40];
+
+	if (ctl->state != CONTROLLER_PROPOSED || !ctl->id || !id)
+		return -EALREADY;
+	/* The reason names the proposal: keep it in step with the id the caller's journal gave it. */
+	snprintf(prefix, sizeof(prefix), "proposal %llu: ", (unsigned long long)ctl->id);
+	rest = strncmp(ctl->reason, prefix, strlen(prefix)) == 0 ? ctl->reason + strlen(prefix) : NULL;
+	if (rest) {
+		char tail[CONTROLLER_TEXT_MAX];
+
+		snprintf(tail, sizeof(tail), "%s", rest);
+		set_reason(ctl, "proposal %llu: %s", (unsigned long long)id, tail);
+	}
+	ctl->id = id;
+	if (ctl->next_id <= id)
+		ctl->next_id = id + 1;
 	return 0;
 }
 

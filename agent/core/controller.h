@@ -162,6 +162,19 @@ int controller_tick(struct controller *ctl, int64_t now_ms, const struct metric_
 int controller_approved(struct controller *ctl, uint64_t id);
 /* An operator rejected proposal ID: it is withdrawn and remembered as rejected. 0 or -ENOENT. */
 int controller_rejected(struct controller *ctl, uint64_t id);
+/* An operator proposed PROP (plan_operator), journaled by the caller as ID: it is approved by being asked for and
+ * starts at the next tick (on resume when paused; the rate limit is not applied, the start is counted). 0,
+ * -EPERM in observe mode, -EBUSY while a proposal, calibration or trial exists (invariant 1), -EINVAL; ERR says
+ * why. */
+int controller_operator_propose(struct controller *ctl, const struct plan_proposal *prop, uint64_t id, char *err,
+				size_t errlen);
+/* Tell the planner how an earlier trial of PROP ended at AT_MS (the journal, read back at start, so that a restart
+ * does not forget what was reverted). As plan_memory_record. */
+int controller_remember(struct controller *ctl, const struct plan_proposal *prop, enum plan_result result,
+			int64_t at_ms);
+/* The proposal just made (state proposed) is known to the caller as ID (its journal's): the controller uses that
+ * id from now on. 0, or -EALREADY when no proposal was just made. */
+int controller_set_id(struct controller *ctl, uint64_t id);
 /* The write of the last SET_ARM ended (OK false: it failed). 0, or -EALREADY when no write was awaited. */
 int controller_write_done(struct controller *ctl, bool ok);
 /* KNOB's live value differs from what the agent wrote. Ends the trial or proposal on KNOB; 0 either way. */

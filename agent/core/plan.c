@@ -349,6 +349,20 @@ static bool not_binding(const struct policy_set *set, const struct knob_policy *
 	return true;
 }
 
+/* The trial plan of P's knob: K pairs of blocks of its settle time plus the measured time, its objective and
+ * guardrails. */
+static void trial_of(const struct knob_policy *p, const struct plan_config *cfg, struct plan_trial *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->pairs = cfg->pairs;
+	t->settle_ms = p->settle_ms;
+	t->block_ms = p->settle_ms + cfg->measure_ms;
+	t->objective = p->objective;
+	t->nguardrails = p->nguardrails < POLICY_GUARDRAILS_MAX ? p->nguardrails : POLICY_GUARDRAILS_MAX;
+	memcpy(t->guardrails, p->guardrails, t->nguardrails * sizeof(t->guardrails[0]));
+	t->duration_ms = (int64_t)cfg->pairs * 2 * t->block_ms;
+}
+
 /* Try P for reading R: 0 and the proposal in OUT, or 1 with a skip recorded. */
 static int try_knob(const struct policy_set *set, const struct knob_policy *p, const struct detect_reading *r,
 		    value_fn value_of, void *ctx, const struct plan_memory *mem, const struct plan_config *cfg,
@@ -412,13 +426,7 @@ static int try_knob(const struct policy_set *set, const struct knob_policy *p, c
 	pr->threshold = p->trigger_threshold;
 	snprintf(pr->evidence, sizeof(pr->evidence), "%s", r->evidence);
 	pr->approval_required = p->approval_required;
-	pr->trial.pairs = cfg->pairs;
-	pr->trial.settle_ms = p->settle_ms;
-	pr->trial.block_ms = p->settle_ms + cfg->measure_ms;
-	pr->trial.objective = p->objective;
-	pr->trial.nguardrails = p->nguardrails < POLICY_GUARDRAILS_MAX ? p->nguardrails : POLICY_GUARDRAILS_MAX;
-	memcpy(pr->trial.guardrails, p->guardrails, pr->trial.nguardrails * sizeof(pr->trial.guardrails[0]));
-	pr->trial.duration_ms = (int64_t)cfg->pairs * 2 * pr->trial.block_ms;
+	trial_of(p, cfg, &pr->trial);
 	put(out->reason, sizeof(out->reason), "%s %s -> %s: %s = %.3g %s %.3g", pr->knob, pr->from, pr->to,
 		 r->name, r->value, op_text(pr->op), pr->threshold);
 	out->proposed = true;
@@ -463,6 +471,47 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 			return 0;
 	put(out->reason, sizeof(out->reason), "no proposal: %zu knob%s triggered, none can move (%s: %s)", n,
 		 n == 1 ? "" : "s", out->skipped[0].knob, out->skipped[0].reason);
+	return 0;
+}
+
+/* The way FROM -> TO goes: an integer that falls goes down whatever the policy's direction (an operator may move
+ * a knob either way, and a failure must be remembered against the direction that was tried); else P's. */
+static enum plan_dir move_direction(const struct knob_policy *p, const char *from, const char *to)
+{
+	struct knobval a, b;
+
+	if (p->type == KNOB_T_INT && knobval_parse(p->type, from, &a, NULL, 0) == 0 &&
+	    knobval_parse(p->type, to, &b, NULL, 0) == 0 && a.n == 1 && b.n == 1)
+		return b.v[0] < a.v[0] ? PLAN_DOWN : PLAN_UP;
+	return plan_direction(p);
+}
+
+int plan_operator(const struct policy_set *set, const char *knob, const char *from, const char *to, const char *why,
+		  const struct plan_config *cfg, struct plan_proposal *out)
+{
+	const struct knob_policy *p = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!config_ok(cfg) || !knob || !from || !to)
+		return -EINVAL;
+	for (size_t i = 0; i < set->n && !p; i++)
+		if (strcmp(set->knobs[i].name, knob) == 0)
+			p = &set->knobs[i];
+	if (!p)
+		return -ENOENT;
+	if (strlen(from) >= sizeof(out->from) || strlen(to) >= sizeof(out->to))
+		return -ERANGE;
+	snprintf(out->knob, sizeof(out->knob), "%s", p->name);
+	snprintf(out->from, sizeof(out->from), "%s", from);
+	snprintf(out->to, sizeof(out->to), "%s", to);
+	out->dir = move_direction(p, from, to);
+	out->detector = DETECT_COUNT;
+	out->value = NAN;
+	out->op = p->trigger_op;
+	out->threshold = p->trigger_threshold;
+	put(out->evidence, sizeof(out->evidence), "operator proposal%s%s", why && why[0] ? ": " : "", why ? why : "");
+	out->approval_required = true;
+	trial_of(p, cfg, &out->trial);
 	return 0;
 }
 

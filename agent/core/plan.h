@@ -141,6 +141,12 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep,
 	      int (*value_of)(const char *knob, char *out, size_t outlen, void *ctx), void *ctx,
 	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out);
 
+/* OUT: an operator's proposal of KNOB FROM -> TO (already checked against its policy by the caller) with the trial
+ * plan of its policy, as if the planner had made it; its detector is DETECT_COUNT (none) and its evidence WHY.
+ * 0, -ENOENT (no policy for KNOB), -ERANGE (a value too long) or -EINVAL. */
+int plan_operator(const struct policy_set *set, const char *knob, const char *from, const char *to, const char *why,
+		  const struct plan_config *cfg, struct plan_proposal *out);
+
 /* ENV for detect_evaluate from the knobs of SET that carry it (nginx keepalive_requests, ip_local_port_range);
  * NAN where there is no such knob or its value is unknown. */
 void plan_detect_env(const struct policy_set *set,

@@ -43,9 +43,9 @@ ok "ngxctl knobs: somaxconn ok at 128; knobs this tree lacks are unsupported wit
 ctl knobs | grep -q "rmem_max: not on this kernel" || fail "no reason for an unsupported knob"
 
 # Invariant 4: out of bounds, a step too large, a malformed value: refused, nothing written or journaled.
-out=$(ctl propose net.core.somaxconn=99999999 2>&1) && fail "an out-of-bounds value was accepted"
+out=$(ctl propose --now net.core.somaxconn=99999999 2>&1) && fail "an out-of-bounds value was accepted"
 grep -q "above the maximum 65535" <<<"$out" || fail "bounds message: $out"
-out=$(ctl propose net.core.somaxconn=12x 2>&1) && fail "a malformed value was accepted"
+out=$(ctl propose --now net.core.somaxconn=12x 2>&1) && fail "a malformed value was accepted"
 [ "$(cat "$SOMAX")" = 128 ] || fail "a refused value was written"
 [ "$(api /v1/changes | jq '.changes | length')" = 0 ] || fail "a refused proposal was journaled"
 code=$(curl -s -o "$TMP/body" -w '%{http_code}' --unix-socket "$TMP/api.sock" -d '{"knob":"net.core.somaxconn","value":"4096","evil":1}' http://localhost/v1/proposals)
@@ -53,10 +53,10 @@ code=$(curl -s -o "$TMP/body" -w '%{http_code}' --unix-socket "$TMP/api.sock" -d
 ok "values outside bounds, malformed values and unknown fields refused; nothing written or journaled"
 
 # A proposal: journaled, written, verified, in trial, then kept after the settle time.
-ctl propose net.core.somaxconn=4096 --why "listen overflows" | grep -q "change 1:" || fail "propose failed"
+ctl propose --now net.core.somaxconn=4096 --why "listen overflows" | grep -q "change 1:" || fail "propose failed"
 [ "$(cat "$SOMAX")" = 4096 ] || fail "somaxconn not written"
 [ "$(change_state 1)" = trial ] || fail "change 1 is $(change_state 1), want trial"
-out=$(ctl propose net.core.netdev_max_backlog=2000 2>&1) && fail "a second change while one is in trial"
+out=$(ctl propose --now net.core.netdev_max_backlog=2000 2>&1) && fail "a second change while one is in trial"
 grep -q "one change on the host at a time" <<<"$out" || fail "invariant 1 message: $out"
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/1 | jq -e '.state == \"kept\"'" ||
 	fail "change 1 not kept after its settle time: $(change_state 1)"
@@ -68,7 +68,7 @@ wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/knobs 
 	fail "no conflict after a write behind the agent's back"
 sleep 0.6
 [ "$(cat "$SOMAX")" = 1024 ] || fail "the agent overwrote the operator's value"
-out=$(ctl propose net.core.somaxconn=8192 2>&1) && fail "a conflicting knob was changed"
+out=$(ctl propose --now net.core.somaxconn=8192 2>&1) && fail "a conflicting knob was changed"
 api "/v1/audit?knob=net.core.somaxconn" | jq -e '.audit[] | select(.action == "conflict" and (.detail | test("reads 1024")))' \
 	>/dev/null || fail "no conflict in the audit trail"
 # A revert never writes over someone else's value either.
@@ -87,7 +87,7 @@ out=$(ctl revert 1 2>&1) && fail "a superseded change was reverted over the oper
 ok "a value changed behind the agent's back: conflict, frozen, audited, never overwritten; reverts skip it; cleared by an operator, whose value becomes the original"
 
 # kill -9 during a trial: the original is back before READY=1, and the journal says why.
-ctl propose net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog"
+ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog"
 [ "$(cat "$BACKLOG")" = 2000 ] || fail "backlog not written"
 id=$(api "/v1/changes?knob=net.core.netdev_max_backlog" | jq '.changes[0].id')
 kill -9 $AGENT_PID
@@ -103,7 +103,7 @@ ok "kill -9 during a trial: original back before READY=1, journal says 'rolled b
 kill $AGENT_PID
 wait $AGENT_PID 2>/dev/null
 start_agent NGXAT_TEST_CRASH=journaled
-ctl propose net.core.netdev_max_backlog=4000 >/dev/null 2>&1
+ctl propose --now net.core.netdev_max_backlog=4000 >/dev/null 2>&1
 wait_for 5 sh -c "! kill -0 $AGENT_PID 2>/dev/null" || fail "the crash hook did not fire"
 [ "$(cat "$BACKLOG")" = 1000 ] || fail "written although the agent died before the write"
 start_agent
@@ -113,7 +113,7 @@ id=$(api "/v1/changes?knob=net.core.netdev_max_backlog" | jq '[.changes[] | sele
 ok "kill -9 between journal and write: nothing left written, the row closed as reverted"
 
 # SIGTERM (invariant 6): the change in trial goes back; the kept one stays.
-ctl propose net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog again"
+ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog again"
 kill -TERM $AGENT_PID
 wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0 on SIGTERM"
@@ -123,7 +123,7 @@ ok "SIGTERM reverts only the change in trial"
 
 # Offline revert (invariant 7), with the agent stopped; refused while it runs.
 start_agent
-ctl propose net.core.somaxconn=4096 >/dev/null || fail "propose somaxconn"
+ctl propose --now net.core.somaxconn=4096 >/dev/null || fail "propose somaxconn"
 sid=$(api "/v1/changes?knob=net.core.somaxconn" | jq '.changes[0].id')
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$sid | jq -e '.state == \"kept\"'" ||
 	fail "change $sid not kept"
@@ -144,7 +144,7 @@ ok "ngxctl revert --offline: refused while the agent runs; with it stopped, jour
 
 # Invariant 7 after a policy is removed: a kept sysctl change can still be reverted.
 start_agent
-ctl propose net.core.somaxconn=8192 >/dev/null || fail "propose somaxconn 8192"
+ctl propose --now net.core.somaxconn=8192 >/dev/null || fail "propose somaxconn 8192"
 oid=$(api "/v1/changes?knob=net.core.somaxconn" | jq '.changes[0].id')
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$oid | jq -e '.state == \"kept\"'" ||
 	fail "change $oid not kept"
@@ -166,7 +166,7 @@ ok "a kept sysctl change is still reverted after its policy was removed (invaria
 # Dry run: journaled as such, never written, and not re-applied by a later real start.
 sed -i 's/^tick_interval = 200ms/tick_interval = 200ms\ndry_run = yes/' "$TMP/agent.conf"
 start_agent
-ctl propose net.core.netdev_max_backlog=2000 >/dev/null || fail "dry-run propose"
+ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "dry-run propose"
 [ "$(cat "$BACKLOG")" = 1000 ] || fail "dry run wrote the knob"
 ctl knobs | grep -q "^net.core.netdev_max_backlog *ok *2000" || fail "dry run does not show its value"
 api "/v1/changes?knob=net.core.netdev_max_backlog" | jq -e '.changes[0].why | startswith("[dry run]")' >/dev/null ||

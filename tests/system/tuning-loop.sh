@@ -32,7 +32,7 @@ EOT
 plant() {
 	local sq=3 run=1000000 wait=2000000 b i line
 	line='{"time":"2026-01-01T00:00:00+00:00","status":200,"request_time":0.005,"upstream_response_time":"","upstream_addr":"","bytes":12}'
-	for ((i = 0; i < 1500; i++)); do # bounded: 150 s at most
+	for ((i = 0; i < 2400; i++)); do # bounded: 240 s at most
 		b=$(cat "$BUDGET" 2>/dev/null || echo 300)
 		if [ "$b" -ge 600 ]; then sq=$((sq + 1)); else sq=$((sq + 10)); fi
 		printf '%08x 00000000 %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n%08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001\n' \
@@ -62,6 +62,8 @@ jq -e '.why | test("squeeze")' <<<"$prop" >/dev/null || fail "proposal without i
 sleep 1
 [ "$(cat "$BUDGET")" = 300 ] || fail "written before approval"
 ctl proposals | grep -q "net.core.netdev_budget: 300 -> 600" || fail "ngxctl proposals: $(ctl proposals)"
+api /v1/trials/current | jq -e --arg id "$id" '.reason | test("proposal " + $id + " ")' >/dev/null ||
+	fail "the loop's status names another id than the journal's $id: $(api /v1/trials/current | jq -r .reason)"
 ok "softnet squeeze detected: proposal $id raises netdev_budget 300 -> 600 with its evidence, nothing written yet"
 
 ctl approve "$id" --comment "test" | grep -q "approved" || fail "ngxctl approve"
@@ -82,6 +84,40 @@ api "/v1/changes/$id" | jq -e '.detail | test("\"verdict\"") and test("pairs")' 
 	fail "no evidence in the journal: $(api "/v1/changes/$id" | jq -r .detail)"
 ok "the judge keeps it (time_squeeze per 1k requests down 10x); 600 stays; the evidence is in the journal"
 ctl trial | grep -q "^tuning:" || fail "ngxctl trial"
+
+# An operator's proposal is tried against the judge too: going back to 300 brings the squeeze back, so it is
+# reverted and 600 stays. While it waits or runs, a second proposal is refused (one trial at a time).
+out=$(ctl propose net.core.netdev_budget=300 --why "test: a harmful change") || fail "operator proposal: $out"
+oid=$(sed -n 's/^change \([0-9]*\):.*/\1/p' <<<"$out")
+[ -n "$oid" ] && grep -q "A/B trial" <<<"$out" || fail "operator proposal output: $out"
+out=$(ctl propose net.core.netdev_budget=900 2>&1) && fail "a second proposal during a trial was accepted: $out"
+grep -q "one trial on the host at a time" <<<"$out" || fail "second proposal refused for another reason: $out"
+for _ in $(seq 1 600); do # bounded: 60 s
+	st=$(api "/v1/changes/$oid" | jq -r .state)
+	case $st in kept | reverted | aborted | failed) break ;; esac
+	sleep 0.1
+done
+[ "$st" = reverted ] || fail "the harmful operator proposal $oid ended $st: $(api "/v1/changes/$oid" | jq -r .detail)"
+[ "$(cat "$BUDGET")" = 600 ] || fail "reverted, but netdev_budget is $(cat "$BUDGET")"
+api "/v1/changes/$oid" | jq -e '.actor != "agent" and (.detail | test("\"verdict\": ?\"revert\""))' >/dev/null ||
+	fail "operator change $oid: $(api "/v1/changes/$oid")"
+api "/v1/audit?knob=net.core.netdev_budget" | jq -e --argjson id "$oid" \
+	'[.audit[] | select(.change_id == $id and .action == "propose" and .actor != "agent")] | length == 1' >/dev/null ||
+	fail "no audit row of the operator's proposal: $(api "/v1/audit?knob=net.core.netdev_budget")"
+ok "an operator's harmful proposal (600 -> 300) is tried A/B and reverted by the judge; 600 stays; audited"
+
+# An operator's revert during a trial ends it: no further arm is written, the loop says why.
+out=$(ctl propose net.core.netdev_budget=1200 2>&1) || fail "operator proposal 1200: $out"
+rid=$(sed -n 's/^change \([0-9]*\):.*/\1/p' <<<"$out")
+wait_for 20 sh -c "[ \"\$(cat $BUDGET)\" = 1200 ]" || fail "arm B (1200) never in force: $(ctl trial)"
+ctl revert "$rid" >/dev/null || fail "ngxctl revert $rid"
+wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current | jq -e '.state == \"cooldown\" or .state == \"observe\"'" ||
+	fail "the trial did not end on the operator's revert: $(api /v1/trials/current)"
+sleep 3
+[ "$(cat "$BUDGET")" = 600 ] || fail "after the operator's revert netdev_budget is $(cat "$BUDGET")"
+api /v1/trials/current | jq -e '.reason | test("reverted by an operator")' >/dev/null ||
+	fail "the loop does not say why the trial ended: $(api /v1/trials/current | jq -r .reason)"
+ok "an operator's revert during a trial ends it: 600 back, no arm written after, the loop says why"
 ctl show "$id" >"$TMP/show.out"; grep -q '"verdict": "keep"' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
 ctl history >"$TMP/history.out"; [ -n "${NGXAT_VERBOSE:-}" ] && cat "$TMP/history.out" "$TMP/agent.log"
 kill -TERM $AGENT_PID
@@ -89,4 +125,15 @@ wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0"
 [ "$(cat "$BUDGET")" = 600 ] || fail "a kept change did not survive SIGTERM"
 ok "ngxctl trial answers; SIGTERM leaves the kept change"
+
+# A restart does not make the planner forget: the kept 600 and the reverted 300 come back from the journal (the
+# operator's revert of 1200 says nothing about the value and is not remembered).
+"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent2.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+wait_for 10 grep -q "ready" "$TMP/agent2.log" || fail "the agent did not restart: $(cat "$TMP/agent2.log")"
+grep -q "the planner remembers 2 trials" "$TMP/agent2.log" || fail "planner memory after restart: $(cat "$TMP/agent2.log")"
+kill -TERM $AGENT_PID
+wait $AGENT_PID
+ok "after a restart the planner remembers the trials of the journal"
 echo "# $checks checks passed"

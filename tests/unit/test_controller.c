@@ -118,6 +118,7 @@ struct host {
 	bool dead;             /* frames carry no values */
 	bool no_frame;         /* no frame at all */
 	bool fail_writes, hold_writes, auto_approve;
+	uint64_t renumber;     /* when set, proposals take this id as the journal's (controller_set_id) */
 	bool foreign;          /* the live value is someone else's (a conflict, an operator's revert) */
 	/* What happened. */
 	struct logged log[LOG_MAX];
@@ -264,8 +265,12 @@ static void step(struct host *h)
 			h->proposals++;
 			assert_non_null(x->prop);
 			assert_string_equal(x->prop->knob, BUDGET);
+			if (h->renumber) {
+				assert_int_equal(controller_set_id(h->ctl, h->renumber), 0);
+				h->log[h->nlog - 1].id = h->renumber;
+			}
 			if (h->auto_approve)
-				assert_int_equal(controller_approved(h->ctl, x->id), 0);
+				assert_int_equal(controller_approved(h->ctl, h->renumber ? h->renumber : x->id), 0);
 			break;
 		case INTENT_SET_ARM:
 			h->set_arms++;
@@ -512,6 +517,77 @@ static void test_approve_at_once(void **state)
 	for (size_t i = 0; i < h->nstates; i++)
 		assert_int_not_equal(h->states[i], CONTROLLER_AWAITING);
 	assert_string_equal(h->budget, "600");
+	host_free(h);
+	free(h);
+}
+
+/* The journal's id replaces the controller's: reports, approvals and the reason use it. */
+static void test_set_id(void **state)
+{
+	struct host *h = calloc(1, sizeof(*h));
+	struct controller_report rep;
+
+	(void)state;
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_PROPOSE, "auto");
+	host_start(h);
+	assert_int_equal(controller_set_id(h->ctl, 5), -EALREADY); /* no proposal yet */
+	h->renumber = 41;
+	run(h, 120);
+	assert_int_equal(h->proposals, 1);
+	controller_report(h->ctl, &rep);
+	assert_int_equal(rep.id, 41);
+	assert_non_null(strstr(rep.reason, "proposal 41 "));
+	assert_int_equal(controller_set_id(h->ctl, 42), -EALREADY); /* only in the tick it was made */
+	assert_int_equal(controller_approved(h->ctl, 1), -ENOENT);
+	assert_int_equal(controller_approved(h->ctl, 41), 0);
+	assert_non_null(run_to_verdict(h, 1800));
+	host_free(h);
+	free(h);
+}
+
+/* An operator's proposal: approved by being asked for, tried at the next tick, judged like any other (here a
+ * harmful one, 600 -> 300, is reverted); one at a time; none in observe mode. */
+static void test_operator_proposal(void **state)
+{
+	struct host *h = calloc(1, sizeof(*h));
+	struct plan_proposal prop, other;
+	const struct logged *v;
+	char err[256];
+
+	(void)state;
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_PROPOSE, "required");
+	set_budget(h, "600");
+	host_start(h);
+	run(h, 5);
+	assert_int_equal(plan_operator(&h->set, BUDGET, "600", "300", "test", &h->cfg.plan, &prop), 0);
+	assert_int_equal(prop.trial.pairs, 4);
+	assert_string_equal(prop.trial.objective.metric, "softnet.time_squeeze");
+	assert_non_null(strstr(prop.evidence, "operator proposal: test"));
+	assert_int_equal(plan_operator(&h->set, "no.such.knob", "1", "2", "", &h->cfg.plan, &other), -ENOENT);
+	assert_int_equal(controller_operator_propose(h->ctl, &prop, 9, err, sizeof(err)), 0);
+	assert_int_equal(controller_operator_propose(h->ctl, &prop, 10, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "one trial on the host at a time"));
+	run(h, 2);
+	assert_int_equal(state_of(h), CONTROLLER_TRIAL);
+	assert_int_equal(h->proposals, 0); /* the caller journaled it: no PROPOSE intent */
+	v = run_to_verdict(h, 1800);
+	assert_non_null(v);
+	assert_int_equal(v->verdict, VERDICT_REVERT);
+	assert_int_equal(v->id, 9);
+	assert_string_equal(h->budget, "600");
+	host_free(h);
+	free(h);
+
+	h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_OBSERVE, "auto");
+	host_start(h);
+	run(h, 5);
+	assert_int_equal(plan_operator(&h->set, BUDGET, "300", "600", "", &h->cfg.plan, &prop), 0);
+	assert_int_equal(controller_operator_propose(h->ctl, &prop, 3, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "observe mode"));
 	host_free(h);
 	free(h);
 }
@@ -983,6 +1059,8 @@ int main(void)
 		cmocka_unit_test(test_approve_reject),
 		cmocka_unit_test(test_approve_at_once),
 		cmocka_unit_test(test_proposal_expires),
+		cmocka_unit_test(test_set_id),
+		cmocka_unit_test(test_operator_proposal),
 		cmocka_unit_test(test_pause),
 		cmocka_unit_test(test_mode_observe_stops_trial),
 		cmocka_unit_test(test_rate_limit),
