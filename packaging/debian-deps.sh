@@ -4,7 +4,7 @@ set -eu
 BUILD="build-essential autoconf automake pkg-config libuv1-dev libmicrohttpd-dev libsqlite3-dev libnl-3-dev
 libnl-route-3-dev libnl-genl-3-dev libnl-idiag-3-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
 libinih-dev libcmocka-dev"
-TEST="nginx-light wrk apache2-utils jq sqlite3 iproute2 procps systemd curl"
+TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl"
 if [ "$(id -u)" != 0 ]; then
 	echo "debian-deps.sh: run as root (it calls apt-get)" >&2
 	exit 1

@@ -4,13 +4,13 @@
 
 SCN_POLICIES="listen softnet rps tcp nginx"
 
-# scn_nginx NS PORT [LISTEN_PARAMS [HTTP_EXTRA [MAIN_EXTRA]]]: namespace NS (loopback up; sysctls may be set in it
-# before) must exist; starts nginx in it on 127.0.0.1:PORT with stub_status at /nginx_status, the JSON access log
-# the agent reads, and the agent's include files main.conf, events.conf and http.conf (empty) in $NGINX_DIR/inc.
-# LISTEN_PARAMS follow the address on the listen line (e.g. "backlog=4096 reuseport"); HTTP_EXTRA goes into the
-# http block (more servers, upstreams), MAIN_EXTRA at the top level. Sets NGINX_DIR, NGINX_CONF, INC.
+# scn_nginx NS PORT: namespace NS (loopback up; sysctls may be set in it before) must exist; starts nginx in it on
+# 127.0.0.1:PORT with stub_status at /nginx_status, the JSON access log the agent reads, and the agent's include
+# files main.conf, events.conf and http.conf (empty) in $NGINX_DIR/inc. Optional, from the environment:
+# SCN_LISTEN follows the address on the listen line (e.g. "backlog=4096 reuseport"), SCN_MAIN goes at the top
+# level, SCN_EVENTS in events, SCN_HTTP in http, SCN_SERVER in the server. Sets NGINX_DIR, NGINX_CONF, INC.
 scn_nginx() {
-	local ns=$1 port=$2 lparams=${3:-} http_extra=${4:-} main_extra=${5:-}
+	local ns=$1 port=$2
 	NGINX_DIR=$TMP/nginx
 	NGINX_CONF=$NGINX_DIR/nginx.conf
 	INC=$NGINX_DIR/inc
@@ -23,10 +23,11 @@ include $INC/main.conf;
 worker_processes 2;
 pid $NGINX_DIR/nginx.pid;
 error_log $NGINX_DIR/logs/error.log warn;
-$main_extra
+${SCN_MAIN:-}
 events {
 	include $INC/events.conf;
 	worker_connections 4096;
+	${SCN_EVENTS:-}
 }
 http {
 	include $INC/http.conf;
@@ -39,10 +40,11 @@ http {
 	fastcgi_temp_path $NGINX_DIR/tmp_fastcgi;
 	uwsgi_temp_path $NGINX_DIR/tmp_uwsgi;
 	scgi_temp_path $NGINX_DIR/tmp_scgi;
-	$http_extra
+	${SCN_HTTP:-}
 	server {
-		listen 127.0.0.1:$port $lparams;
+		listen 127.0.0.1:$port ${SCN_LISTEN:-};
 		location = /nginx_status { stub_status; access_log off; }
+		${SCN_SERVER:-}
 		location / { return 200 "hello from nginx\n"; }
 	}
 }
@@ -172,4 +174,35 @@ wait_end() {
 	done
 	echo "${st:-unknown}"
 	return 1
+}
+
+# scn_backend NS PORT DELAY: a second nginx in NS on 127.0.0.1:PORT that answers every request after DELAY seconds
+# (echo_sleep of libnginx-mod-http-echo: the worker is not blocked), without logs. Its files are in $TMP/backend.
+scn_backend() {
+	local ns=$1 port=$2 delay=$3 d=$TMP/backend mod=/usr/lib/nginx/modules/ngx_http_echo_module.so
+	[ -f $mod ] || return 77
+	mkdir -p "$d/logs"
+	cat >"$d/nginx.conf" <<EOT
+load_module $mod;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+	access_log off;
+	client_body_temp_path $d/tmp_body;
+	proxy_temp_path $d/tmp_proxy;
+	fastcgi_temp_path $d/tmp_fastcgi;
+	uwsgi_temp_path $d/tmp_uwsgi;
+	scgi_temp_path $d/tmp_scgi;
+	keepalive_requests 100000;
+	server {
+		listen 127.0.0.1:$port backlog=4096;
+		location / { echo_sleep $delay; echo "slow answer"; }
+	}
+}
+EOT
+	ip netns exec "$ns" nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || return 1
+	CLEANUP+=("kill -QUIT \$(cat $d/nginx.pid)")
+	wait_for 5 test -s "$d/nginx.pid"
 }
