@@ -2,11 +2,12 @@
  * knob_rps: RPS and RFS.
  *
  * rps ("POLICY.DEV", CPUMAP "rxqueue:cpulist;..."): /sys/class/net/DEV/queues/rx-N/rps_cpus, a kernel CPU mask
- * (hex, 32-bit groups separated by commas, most significant first, as wide as nr_cpu_ids). Masks are written in
- * The interfaces are nginx's network namespace's (knob_netdev_path), so a namespaced nginx's loopback or veth can be
- * named. Masks are written in exactly the kernel's own format for this host's nr_cpu_ids (/sys/devices/system/cpu/possible; failing that, the
- * shape of the mask the file shows) and compared as CPU sets on re-read: the kernel silently drops isolated and
- * offline CPUs, which then reads back as a difference (-EIO). An empty list switches RPS off for that queue.
+ * (hex, 32-bit groups separated by commas, most significant first, as wide as nr_cpu_ids). The interfaces are
+ * those of nginx's network namespace (knob_netdev_path), so a namespaced nginx's loopback or veth can be named.
+ * Masks are written in exactly the kernel's own format for this host's nr_cpu_ids
+ * (/sys/devices/system/cpu/possible; failing that, the shape of the mask the file shows) and compared as CPU sets
+ * on re-read: the kernel silently drops isolated and offline CPUs, which then reads back as a difference (-EIO).
+ * An empty list switches RPS off for that queue.
  *
  * rps_flows (INT): net.core.rps_sock_flow_entries, the global RFS table, and with it every rx queue's
  * rps_flow_cnt on the NICs the policy's target matches ("" = all): entries / queues, rounded up to a power of two
