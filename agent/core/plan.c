@@ -494,14 +494,21 @@ int plan_operator(const struct policy_set *set, const char *knob, const char *fr
 	memset(out, 0, sizeof(*out));
 	if (!config_ok(cfg) || !knob || !from || !to)
 		return -EINVAL;
-	for (size_t i = 0; i < set->n && !p; i++)
-		if (strcmp(set->knobs[i].name, knob) == 0)
-			p = &set->knobs[i];
+	for (size_t i = 0; i < set->n && !p; i++) {
+		const struct knob_policy *q = &set->knobs[i];
+		size_t len = strlen(q->name);
+
+		/* Per-interface knobs are named POLICY.DEV (rps.lo, irq_affinity.eth0): their policy is POLICY. */
+		if (strcmp(q->name, knob) == 0 ||
+		    ((q->kind == POLICY_RPS || q->kind == POLICY_IRQ_AFFINITY) && strncmp(q->name, knob, len) == 0 &&
+		     knob[len] == '.' && knob[len + 1]))
+			p = q;
+	}
 	if (!p)
 		return -ENOENT;
-	if (strlen(from) >= sizeof(out->from) || strlen(to) >= sizeof(out->to))
+	if (strlen(knob) >= sizeof(out->knob) || strlen(from) >= sizeof(out->from) || strlen(to) >= sizeof(out->to))
 		return -ERANGE;
-	snprintf(out->knob, sizeof(out->knob), "%s", p->name);
+	snprintf(out->knob, sizeof(out->knob), "%s", knob);
 	snprintf(out->from, sizeof(out->from), "%s", from);
 	snprintf(out->to, sizeof(out->to), "%s", to);
 	out->dir = move_direction(p, from, to);
