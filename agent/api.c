@@ -24,6 +24,8 @@
 #include "loop.h"
 #include "proto.h"
 #include "strutil.h"
+#include "core/controller.h"
+#include "tuning.h"
 
 #define FRAMES_LIMIT_MAX 3600
 
@@ -95,14 +97,22 @@ enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, cons
 /* ---- GET /v1/status -------------------------------------------------------------------------------------- */
 
 /*
- * The loop's summary with the knobs in conflict named: a frozen knob waits for an operator (invariant 5), so
- * ngxctl status must show it without a look at ngxctl knobs. Read here, per request, not per tick: a report
- * reads every knob's live value.
+ * The loop's summary with the knobs in conflict named and the tuning loop's state in one sentence: a frozen knob
+ * waits for an operator (invariant 5), and "the bottleneck is the upstream" is why nothing is proposed, so
+ * ngxctl status must show both. Read here, per request, not per tick: a knob report reads its live value.
  */
 static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 {
 	struct engine_knob_report r;
+	struct controller_report t;
+	int64_t id;
 	size_t off = (size_t)snprintf(out, n, "%s", a->summary), count = 0;
+
+	if (a->tuning && off < n) {
+		tuning_report(a->tuning, &t, &id);
+		if (t.reason[0])
+			off += (size_t)snprintf(out + off, n - off, "; tuning: %s", t.reason);
+	}
 
 	for (size_t i = 0; a->engine && i < engine_knob_count(a->engine) && off < n; i++) {
 		engine_knob_report(a->engine, i, &r);
@@ -116,7 +126,7 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 
 static json_t *status_json(struct agent *a)
 {
-	char summary[1024];
+	char summary[1536];
 	struct store_health sh;
 	json_t *probes = json_array();
 	double med = agent_tick_cpu_median(a);
