@@ -19,6 +19,7 @@
 #define AGENT_CPU_RING 128
 
 struct api;
+struct doctor;
 struct engine;
 struct tuning;
 
@@ -39,7 +40,12 @@ struct agent {
 	struct api *api;
 	struct engine *engine;    /* the knobs; NULL only before policies load */
 	struct tuning *tuning;    /* the tuning loop over the engine */
+	struct loadgen *loadgen;  /* measure = loadgen: the load generator's runs; else NULL */
+	struct doctor *doctor;    /* the advisories; NULL in the one-shot modes */
 	struct knob_env env;      /* what the knob drivers see */
+	pid_t nginx_seen_pid;     /* the master whose command line gave nginx_conf/nginx_prefix */
+	char nginx_conf[CONFIG_PATH_MAX];   /* nginx's -c: [nginx] conf, else the running master's */
+	char nginx_prefix[CONFIG_PATH_MAX]; /* nginx's -p, from the running master */
 	int lock_fd;              /* flock on the store's lock file: one agent (or offline revert) at a time */
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */
 
@@ -69,5 +75,8 @@ struct policy_set;
 int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen);
 /* Fill a->env from the configuration (main.c). */
 void agent_knob_env(struct agent *a);
+/* nginx's master is PID now (0: none found): a->env follows it, and a new master's -c and -p (its command line)
+ * are what nginx -t and -T run with, unless [nginx] conf names the file (main.c). */
+void agent_nginx_follow(struct agent *a, pid_t pid);
 
 #endif

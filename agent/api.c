@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "doctor.h"
+#include "doctor_json.h"
 #include "engine.h"
 #include "frame_json.h"
 #include "log.h"
@@ -146,10 +148,10 @@ static json_t *status_json(struct agent *a)
 	sampler_nginx(a->sampler, &pid, &workers);
 	char why[256] = "";
 	bool ro = a->engine && engine_observe_only(a->engine, why, sizeof(why));
+	json_t *o;
 
 	summary_with_conflicts(a, summary, sizeof(summary));
-
-	return json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
+	o = json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
 			 "s:{s:s, s:b, s:s?, s:I, s:I, s:I, s:I}, s:{s:i, s:i}}",
 			 API_K_API_VERSION, NGXAT_API_VERSION, API_K_VERSION, PACKAGE_VERSION, API_K_STATE,
 			 sh.degraded ? "degraded" : ro ? "observe-only" : "observing", API_K_OBSERVE_ONLY,
@@ -163,6 +165,9 @@ static json_t *status_json(struct agent *a)
 			 (json_int_t)sh.rollups, API_K_STORE_BYTES, (json_int_t)sh.bytes, API_K_STORE_ERRORS,
 			 (json_int_t)sh.write_errors, API_K_NGINX, API_K_NGINX_PID, (int)pid, API_K_NGINX_WORKERS,
 			 (int)workers);
+	if (o && a->doctor)
+		json_object_set_new(o, API_K_ADVISORIES, doctor_counts_json(doctor_advisories(a->doctor)));
+	return o;
 }
 
 /* ---- GET /v1/frames -------------------------------------------------------------------------------------- */
@@ -314,6 +319,9 @@ static enum MHD_Result handle_get(struct api *api, struct MHD_Connection *c, con
 		return get_frames(api, c);
 	if (strcmp(url, API_PATH_METRICS) == 0)
 		return get_metrics(api, c);
+	if (strcmp(url, API_PATH_ADVISORIES) == 0 && api->a->doctor)
+		return api_send_json(c, 200, doctor_json(doctor_advisories(api->a->doctor), doctor_busy(api->a->doctor)),
+				     "application/json");
 	r = api_knobs_get(api, c, url, &handled);
 	if (handled)
 		return r;

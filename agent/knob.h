@@ -31,6 +31,7 @@ struct knob_env {
 	pid_t nginx_pid;         /* the master, 0 if unknown (updated by the engine each tick) */
 	const char *nginx_bin;   /* "nginx" or a path */
 	const char *nginx_conf;  /* the main configuration file nginx runs with ("" = nginx's default) */
+	const char *nginx_prefix; /* nginx's -p, where its relative paths resolve ("" or NULL = its default) */
 	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
 };
@@ -86,6 +87,13 @@ int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct
 int knob_read(struct knob *k, char *out, size_t outlen);
 /* Write through the dry-run layer (in dry run: remember VALUE, return 0). Same contract as ops->write. */
 int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
+
+/* Completion of knob_nginx_dump: RC 0 and nginx's standard output (OUT, LEN bytes, malloc'd: DONE frees it), or
+ * -errno with MSG (nginx's own complaint, or a timeout) and OUT NULL. */
+typedef void (*knob_dump_fn)(int rc, const char *msg, char *out, size_t len, void *ctx);
+/* Run `nginx -q -T` (ENV's binary and configuration) as a child on ENV->loop, killed past ENV->nginx_timeout_ms.
+ * DONE runs exactly once, later, from the loop. 0, or -ENOMEM (DONE will not run). For the doctor. */
+int knob_nginx_dump(const struct knob_env *env, knob_dump_fn done, void *ctx);
 
 /* How the engine must treat an errno from a driver. */
 enum knob_errclass {

@@ -67,6 +67,7 @@
 #include "core/policy.h"
 #include "nginx_conf.h"
 #include "probe_netlink.h"
+#include "spawn.h"
 
 #define POLL_MS 50              /* generation and inet_diag checks after a reload */
 #define DUMP_FRESH_MS 2000      /* probes within this share one nginx -T */
@@ -76,7 +77,6 @@
 #define CHILDREN_MAX 4096       /* children of the master */
 #define LISTEN_SOCKETS_MAX 4096 /* listening sockets read from inet_diag */
 #define STATE_FILES_MAX 256     /* files recorded in listen-queue.state */
-#define KILL_GRACE_MS 1000      /* after SIGKILL or exit, for the pipes to close */
 
 #define STATE_NAME "listen-queue.state"
 #define BACKUP_DIR "listen-backup"
@@ -287,31 +287,6 @@ static int dir_path(const struct knob_env *env, const char *name, char *out, siz
 
 /* ---- child processes -------------------------------------------------------------------------------------- */
 
-struct outbuf {
-	char *p;
-	size_t len, cap, max;
-	bool over;
-};
-
-struct spawn;
-typedef void (*spawn_fn)(struct spawn *sp);
-
-/* One child with both output pipes read into memory and a deadline; CB runs once every handle is closed. */
-struct spawn {
-	uv_process_t proc;
-	uv_pipe_t out, err;
-	uv_timer_t timer;
-	struct outbuf obuf, ebuf;
-	int open;
-	bool out_open, err_open, proc_open, timer_open;
-	bool exited, killed, timed_out;
-	int64_t status;
-	int term_signal;
-	int spawn_rc;
-	spawn_fn cb;
-	void *ctx;
-};
-
 /* What a finished child means: RC 0 (exit 0) or -errno; MSG its complaint; OUT its standard output. */
 struct run_result {
 	int rc;
@@ -319,166 +294,6 @@ struct run_result {
 	char *out;
 	size_t outlen;
 };
-
-static void spawn_closed(uv_handle_t *h)
-{
-	struct spawn *sp = h->data;
-
-	if (--sp->open > 0)
-		return;
-	sp->cb(sp);
-	free(sp->obuf.p);
-	free(sp->ebuf.p);
-	free(sp);
-}
-
-static void close_handle(uv_handle_t *h, bool *flag)
-{
-	if (!*flag)
-		return;
-	*flag = false;
-	uv_close(h, spawn_closed);
-}
-
-static void spawn_maybe_done(struct spawn *sp)
-{
-	if (sp->exited && !sp->out_open && !sp->err_open)
-		close_handle((uv_handle_t *)&sp->timer, &sp->timer_open);
-}
-
-static void spawn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	struct spawn *sp = h->data;
-	struct outbuf *b = h == (uv_handle_t *)&sp->out ? &sp->obuf : &sp->ebuf;
-
-	(void)suggested;
-	if (b->cap - b->len < 65536 && b->cap < b->max + 65536) {
-		size_t cap = b->cap ? b->cap * 2 : 65536;
-		char *p = realloc(b->p, cap + 1);
-
-		if (p) {
-			b->p = p;
-			b->cap = cap;
-		}
-	}
-	buf->base = b->p ? b->p + b->len : NULL;
-	buf->len = b->p ? b->cap - b->len : 0;
-}
-
-static void spawn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-	struct spawn *sp = s->data;
-	bool is_out = s == (uv_stream_t *)&sp->out;
-	struct outbuf *b = is_out ? &sp->obuf : &sp->ebuf;
-
-	(void)buf;
-	if (nread > 0) {
-		b->len += (size_t)nread;
-		if (!is_out) {
-			/* Only the start of stderr makes a message; the rest is read and dropped. */
-			if (b->len > b->max)
-				b->len = b->max;
-			return;
-		}
-		if (b->len > b->max && !b->over) {
-			b->over = true;
-			if (!sp->exited)
-				uv_process_kill(&sp->proc, SIGKILL);
-		}
-		return;
-	}
-	if (nread == 0)
-		return;
-	/* EOF or an error (ENOBUFS when the buffer could not grow): this pipe is done. */
-	if (nread != UV_EOF)
-		b->over = true;
-	close_handle((uv_handle_t *)s, is_out ? &sp->out_open : &sp->err_open);
-	spawn_maybe_done(sp);
-}
-
-static void spawn_timer(uv_timer_t *t)
-{
-	struct spawn *sp = t->data;
-
-	if (!sp->exited && !sp->killed) {
-		sp->timed_out = true;
-		sp->killed = true;
-		uv_process_kill(&sp->proc, SIGKILL);
-		uv_timer_start(&sp->timer, spawn_timer, KILL_GRACE_MS, 0);
-		return;
-	}
-	/* The child is gone (or will not go) but something still holds a pipe: stop waiting for it. */
-	close_handle((uv_handle_t *)&sp->out, &sp->out_open);
-	close_handle((uv_handle_t *)&sp->err, &sp->err_open);
-	close_handle((uv_handle_t *)&sp->proc, &sp->proc_open);
-	close_handle((uv_handle_t *)&sp->timer, &sp->timer_open);
-}
-
-static void spawn_exit(uv_process_t *p, int64_t status, int term_signal)
-{
-	struct spawn *sp = p->data;
-
-	sp->exited = true;
-	sp->status = status;
-	sp->term_signal = term_signal;
-	close_handle((uv_handle_t *)&sp->proc, &sp->proc_open);
-	if (sp->out_open || sp->err_open)
-		uv_timer_start(&sp->timer, spawn_timer, KILL_GRACE_MS, 0);
-	spawn_maybe_done(sp);
-}
-
-/*
- * Run ARGV on LOOP with stdout kept up to MAX_OUT bytes, killed past TIMEOUT_MS. CB(sp) runs exactly once, later,
- * from LOOP, with CTX in sp->ctx. 0, or -ENOMEM (CB will not run).
- */
-static int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, int64_t timeout_ms, spawn_fn cb, void *ctx)
-{
-	struct spawn *sp = calloc(1, sizeof(*sp));
-	uv_process_options_t opt;
-	uv_stdio_container_t stdio[3];
-
-	if (!sp)
-		return -ENOMEM;
-	sp->cb = cb;
-	sp->ctx = ctx;
-	sp->obuf.max = max_out;
-	sp->ebuf.max = TEST_OUT_MAX;
-	uv_pipe_init(loop, &sp->out, 0);
-	uv_pipe_init(loop, &sp->err, 0);
-	uv_timer_init(loop, &sp->timer);
-	sp->out.data = sp->err.data = sp->timer.data = sp;
-	sp->out_open = sp->err_open = sp->timer_open = true;
-	sp->open = 3;
-	memset(&opt, 0, sizeof(opt));
-	memset(stdio, 0, sizeof(stdio));
-	stdio[0].flags = UV_IGNORE;
-	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[1].data.stream = (uv_stream_t *)&sp->out;
-	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[2].data.stream = (uv_stream_t *)&sp->err;
-	opt.file = argv[0];
-	opt.args = argv;
-	opt.stdio = stdio;
-	opt.stdio_count = 3;
-	opt.exit_cb = spawn_exit;
-	sp->spawn_rc = uv_spawn(loop, &sp->proc, &opt);
-	sp->proc.data = sp;
-	sp->open++;
-	sp->proc_open = true;
-	if (sp->spawn_rc < 0) {
-		/* libuv initialised the handle before failing: it is closed like a live one. */
-		sp->exited = true;
-		close_handle((uv_handle_t *)&sp->proc, &sp->proc_open);
-		close_handle((uv_handle_t *)&sp->out, &sp->out_open);
-		close_handle((uv_handle_t *)&sp->err, &sp->err_open);
-		close_handle((uv_handle_t *)&sp->timer, &sp->timer_open);
-		return 0;
-	}
-	uv_read_start((uv_stream_t *)&sp->out, spawn_alloc, spawn_read);
-	uv_read_start((uv_stream_t *)&sp->err, spawn_alloc, spawn_read);
-	uv_timer_start(&sp->timer, spawn_timer, timeout_ms > 0 ? (uint64_t)timeout_ms : 10000, 0);
-	return 0;
-}
 
 /*
  * LINE (LEN bytes) as a person wants to read it, into OUT: without what nginx puts before the level (a timestamp
@@ -573,6 +388,10 @@ static void nginx_argv(const struct knob_env *env, const char *flag, char **argv
 	argv[i++] = (char *)(env->nginx_bin && env->nginx_bin[0] ? env->nginx_bin : "nginx");
 	argv[i++] = (char *)"-q";
 	argv[i++] = (char *)flag;
+	if (env->nginx_prefix && env->nginx_prefix[0]) {
+		argv[i++] = (char *)"-p";
+		argv[i++] = (char *)env->nginx_prefix;
+	}
 	if (env->nginx_conf && env->nginx_conf[0]) {
 		argv[i++] = (char *)"-c";
 		argv[i++] = (char *)env->nginx_conf;
@@ -605,7 +424,7 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 {
 	struct sync_run s = { .what = strcmp(flag, "-T") == 0 ? "nginx -T" : "nginx -t" };
 	uv_loop_t loop;
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	s.timeout_ms = timeout_of(env);
@@ -617,7 +436,7 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 		return;
 	}
 	nginx_argv(env, flag, argv);
-	r = spawn_start(&loop, argv, max_out, s.timeout_ms, sync_done, &s);
+	r = spawn_start(&loop, argv, max_out, TEST_OUT_MAX, s.timeout_ms, sync_done, &s, NULL);
 	if (r < 0) {
 		res->rc = r;
 		set_why(res->msg, sizeof(res->msg), "%s", strerror(-r));
@@ -711,13 +530,50 @@ static const struct nginx_conf *cache_peek(const struct knob_env *env)
 	bool have = cache.have && cache.env == env;
 
 	if (env->loop && !cache.refreshing && (!have || cache.stale || now - cache.at > DUMP_STALE_MS)) {
-		char *argv[6];
+		char *argv[8];
 
 		nginx_argv(env, "-T", argv);
-		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, timeout_of(env), cache_refreshed, (void *)env) == 0)
+		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), cache_refreshed,
+				(void *)env, NULL) == 0)
 			cache.refreshing = true;
 	}
 	return have ? &cache.conf : NULL;
+}
+
+/* ---- nginx -T for others ---------------------------------------------------------------------------------- */
+
+struct dump_req {
+	knob_dump_fn done;
+	void *ctx;
+	int64_t timeout_ms;
+};
+
+static void dump_finished(struct spawn *sp)
+{
+	struct dump_req *q = sp->ctx;
+	struct run_result res;
+
+	spawn_result(sp, "nginx -T", q->timeout_ms, &res);
+	q->done(res.rc, res.msg, res.out, res.outlen, q->ctx);
+	free(q);
+}
+
+int knob_nginx_dump(const struct knob_env *env, knob_dump_fn done, void *ctx)
+{
+	struct dump_req *q = malloc(sizeof(*q));
+	char *argv[8];
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	q->done = done;
+	q->ctx = ctx;
+	q->timeout_ms = timeout_of(env);
+	nginx_argv(env, "-T", argv);
+	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, q->timeout_ms, dump_finished, q, NULL);
+	if (r < 0)
+		free(q);
+	return r;
 }
 
 /* ---- the master and its workers --------------------------------------------------------------------------- */
@@ -1635,11 +1491,11 @@ static void op_tested(struct spawn *sp)
 
 static void op_test(struct op *op)
 {
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	nginx_argv(op->env, "-t", argv);
-	r = spawn_start(op->env->loop, argv, TEST_OUT_MAX, timeout_of(op->env), op_tested, op);
+	r = spawn_start(op->env->loop, argv, TEST_OUT_MAX, TEST_OUT_MAX, timeout_of(op->env), op_tested, op, NULL);
 	if (r < 0)
 		op_fail(op, r, "cannot run nginx -t: %s", strerror(-r));
 }
@@ -1734,7 +1590,7 @@ static void op_dumped(struct spawn *sp)
 static int op_start(struct knob *k, struct op *op, char *why, size_t whylen, knob_done_fn done, void *ctx)
 {
 	struct nginx_priv *p = priv_of(k);
-	char *argv[6];
+	char *argv[8];
 	int r;
 
 	if (!p) {
@@ -1766,7 +1622,7 @@ static int op_start(struct knob *k, struct op *op, char *why, size_t whylen, kno
 	uv_timer_init(k->env->loop, &op->timer);
 	op->timer.data = op;
 	nginx_argv(k->env, "-T", argv);
-	r = spawn_start(k->env->loop, argv, NGINX_CONF_DUMP_MAX, timeout_of(k->env), op_dumped, op);
+	r = spawn_start(k->env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(k->env), op_dumped, op, NULL);
 	if (r < 0) {
 		op->k = NULL;
 		uv_close((uv_handle_t *)&op->timer, op_closed);

@@ -11,7 +11,9 @@
 #include "agent.h"
 #include "api.h"
 #include "core/policy.h"
+#include "doctor.h"
 #include "engine.h"
+#include "loadgen.h"
 #include "tuning.h"
 #include "log.h"
 #include "notify.h"
@@ -155,11 +157,19 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 
 		sampler_nginx(a->sampler, &pid, &workers);
 		if (pid)
-			a->env.nginx_pid = pid;
+			agent_nginx_follow(a, pid);
 		engine_tick(a->engine, a->fr.ts_ms);
 		if (a->tuning)
 			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);
 	}
+	if (a->loadgen) {
+		struct loadgen_block blk = {0};
+
+		blk.active = a->tuning && tuning_block(a->tuning, &blk.start_ms, &blk.end_ms, &blk.settle_ms);
+		loadgen_tick(a->loadgen, a->fr.ts_ms, &blk);
+	}
+	if (a->doctor)
+		doctor_tick(a->doctor, &a->fr);
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
 	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
@@ -224,6 +234,7 @@ static void on_tick(uv_timer_t *t)
 		}
 	}
 	sampler_collect(a->sampler, &a->fr);
+	loadgen_collect(a->loadgen, a->reg, &a->fr);
 	a->tick_cpu_ms = thread_cpu_ms() - c0;
 	if (!wait_stub)
 		finish_tick(a, 0);
@@ -252,6 +263,8 @@ static void close_all(struct agent *a)
 	uv_close((uv_handle_t *)&a->sig_term, on_closed);
 	uv_close((uv_handle_t *)&a->sig_int, on_closed);
 	uv_close((uv_handle_t *)&a->sig_hup, on_closed);
+	loadgen_free(a->loadgen); /* kills a run under way; its handles close on the loop */
+	a->loadgen = NULL;
 	api_stop(a->api);
 	a->api = NULL;
 }
@@ -278,6 +291,7 @@ static void stop(struct agent *a, const char *why)
 	log_info("%s: stopping", why);
 	notify_stopping();
 	uv_timer_stop(&a->timer);
+	doctor_stop(a->doctor);
 	if (a->engine) {
 		/* Invariant 6: the change in trial goes back; kept ones stay unless revert_on_stop. */
 		engine_stop(a->engine, a->cfg.revert_on_stop, wall_ms());
@@ -312,6 +326,9 @@ int loop_reload(struct agent *a)
 		log_warn("reload: a new socket or store path takes effect at the next start");
 	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s", a->cfg.socket_path);
 	snprintf(cfg.store_path, sizeof(cfg.store_path), "%s", a->cfg.store_path);
+	if (strcmp(cfg.measure, a->cfg.measure) != 0 || strcmp(cfg.loadgen_command, a->cfg.loadgen_command) != 0 ||
+	    cfg.loadgen_run_ms != a->cfg.loadgen_run_ms)
+		log_warn("reload: [tuning] measure and [loadgen] take effect at the next start");
 	a->cfg = cfg;
 	log_set_level(cfg.log_level);
 	sampler_reconfigure(a->sampler, &a->cfg);
@@ -329,6 +346,8 @@ int loop_reload(struct agent *a)
 		}
 	}
 	schedule_next(a);
+	if (a->doctor)
+		doctor_run(a->doctor, "agent configuration reloaded"); /* [nginx] paths may be new */
 	log_info("configuration reloaded from %s", a->config_path);
 	if (a->ready)
 		notify_ready(a->summary);

@@ -18,8 +18,12 @@
 
 #include "agent.h"
 #include "api.h"
+#include "core/parse.h"
 #include "core/policy.h"
+#include "doctor.h"
+#include "doctor_json.h"
 #include "engine.h"
+#include "loadgen.h"
 #include "policy_load.h"
 #include "tuning.h"
 #include "frame_json.h"
@@ -40,6 +44,9 @@ static void usage(FILE *f)
 		"  -r, --root DIR      read every /proc and /sys path under DIR (tests, simulation)\n"
 		"  -f, --foreground    stay in the foreground (implied under systemd)\n"
 		"  -1, --once          sample two ticks one interval apart, print the frame as JSON and exit\n"
+		"  -D, --doctor        run the doctor's checks once, print the advisories as JSON and exit 0 (none\n"
+		"                      above info), 1 (warnings), 2 (critical) or 3 (could not run); ngxctl doctor\n"
+		"                      runs this when the agent is not running\n"
 		"      --revert ID|all put change ID (or every change) back, with the agent stopped, and exit;\n"
 		"                      journaled like the agent's own reverts (ngxctl revert --offline runs this)\n"
 		"  -h, --help          show this help\n"
@@ -71,9 +78,50 @@ void agent_knob_env(struct agent *a)
 	a->env.loop = a->loop;
 	a->env.dry_run = a->cfg.dry_run;
 	a->env.nginx_bin = a->cfg.nginx_bin;
-	a->env.nginx_conf = a->cfg.nginx_conf;
+	/* [nginx] conf may have changed: look at the master again. */
+	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
+	a->nginx_prefix[0] = '\0';
+	a->nginx_seen_pid = 0;
+	agent_nginx_follow(a, a->env.nginx_pid);
 	a->env.include_dir = a->cfg.include_dir;
 	a->env.nginx_timeout_ms = a->cfg.nginx_timeout_ms;
+}
+
+void agent_nginx_follow(struct agent *a, pid_t pid)
+{
+	char path[CONFIG_PATH_MAX + 32], title[2 * CONFIG_PATH_MAX], conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
+	const char *root = strcmp(a->cfg.root, "/") == 0 ? "" : a->cfg.root;
+	ssize_t n;
+	int fd;
+
+	a->env.nginx_pid = pid;
+	a->env.nginx_conf = a->nginx_conf;
+	a->env.nginx_prefix = a->nginx_prefix;
+	if (pid <= 0 || pid == a->nginx_seen_pid)
+		return;
+	a->nginx_seen_pid = pid;
+	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
+	a->nginx_prefix[0] = '\0';
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, title, sizeof(title) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	title[n] = '\0';
+	if (parse_nginx_master_title(title, conf, sizeof(conf), prefix, sizeof(prefix)) < 0)
+		return;
+	/* An nginx started with -c FILE (or -p DIR) is tested and dumped with the same, or nginx -t and -T would
+	 * read another configuration than the one it runs. */
+	snprintf(a->nginx_prefix, sizeof(a->nginx_prefix), "%s", prefix);
+	if (!a->cfg.nginx_conf[0])
+		snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", conf);
+	if (conf[0] || prefix[0])
+		log_info("nginx master %d runs with%s%s%s%s: nginx -t and -T use %s%s%s%s", (int)pid, conf[0] ? " -c " : "",
+			 conf, prefix[0] ? " -p " : "", prefix, a->nginx_conf[0] ? "-c " : "its default configuration",
+			 a->nginx_conf, prefix[0] ? " -p " : "", prefix);
 }
 
 /* One agent, or one offline revert, per store: both write knobs. */
@@ -117,7 +165,7 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 		unsigned workers;
 
 		sampler_nginx(a->sampler, &pid, &workers);
-		a->env.nginx_pid = pid;
+		agent_nginx_follow(a, pid);
 	}
 	r = engine_new(a->store, &a->env, set, &a->engine, err, errlen);
 	if (r < 0)
@@ -243,20 +291,48 @@ static int run_once(struct agent *a)
 	return 0;
 }
 
+/* --doctor: the same checks as the running agent's, once, with counters since boot instead of a window. */
+static int run_doctor(struct agent *a)
+{
+	struct doctor_state st = {0};
+	char err[256];
+	json_t *o;
+	int rc;
+
+	a->loop = uv_default_loop();
+	agent_knob_env(a);
+	if (doctor_run_once(a, loop_wall_ms(a), &st, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ngx-autotune: doctor: %s\n", err);
+		doctor_state_free(&st);
+		return 3;
+	}
+	o = doctor_json(&st, false);
+	rc = o ? doctor_exit_code(&st) : 3;
+	if (o) {
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+	}
+	json_decref(o);
+	doctor_state_free(&st);
+	uv_run(a->loop, UV_RUN_DEFAULT);
+	uv_loop_close(a->loop);
+	return rc;
+}
+
 /* Returns -1 to go on, or the exit code (0 after --help/--version, 2 on a usage error). */
 static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool *once, bool *foreground,
-		      const char **revert)
+		      const char **revert, bool *doctor)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'n'},
 		{"root", required_argument, NULL, 'r'},   {"foreground", no_argument, NULL, 'f'},
 		{"once", no_argument, NULL, '1'},         {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},      {"revert", required_argument, NULL, 'R'},
-		{NULL, 0, NULL, 0},
+		{"doctor", no_argument, NULL, 'D'},       {NULL, 0, NULL, 0},
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:nr:f1hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:nr:f1DhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			snprintf(a->config_path, sizeof(a->config_path), "%s", optarg);
@@ -272,6 +348,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 			break;
 		case 'f': *foreground = true; break;
 		case '1': *once = true; break;
+		case 'D': *doctor = true; break;
 		case 'R': {
 			int64_t id;
 
@@ -298,7 +375,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 int main(int argc, char **argv)
 {
 	struct agent *a = calloc(1, sizeof(*a));
-	bool check = false, once = false, foreground = false;
+	bool check = false, once = false, foreground = false, doctor = false;
 	const char *revert_arg = NULL;
 	struct store_options so;
 	char err[512];
@@ -307,10 +384,10 @@ int main(int argc, char **argv)
 	if (!a)
 		return 1;
 	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
-	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg);
+	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg, &doctor);
 	if (rc >= 0)
 		goto out_args;
-	rc = 1;
+	rc = doctor ? 3 : 1; /* --doctor's 1 and 2 mean warnings and critical findings */
 	/* Absolute, so that a reload after daemon() (which changes to /) reads the same file. */
 	if (a->config_path[0] != '/') {
 		char *rp = realpath(a->config_path, NULL);
@@ -351,6 +428,10 @@ int main(int argc, char **argv)
 		rc = run_once(a);
 		goto out;
 	}
+	if (doctor) {
+		rc = run_doctor(a);
+		goto out;
+	}
 	if (notify_stderr_is_journal()) {
 		notify_use_journal();
 	} else if (!foreground && !revert_arg && !getenv("NOTIFY_SOCKET")) {
@@ -381,6 +462,17 @@ int main(int argc, char **argv)
 		rc = run_offline_revert(a, revert_arg);
 		goto out;
 	}
+	if (strcmp(a->cfg.measure, "loadgen") == 0) {
+		r = loadgen_new(a->loop, &a->cfg, &a->loadgen, err, sizeof(err));
+		if (r < 0) {
+			log_err("%s", err);
+			goto out;
+		}
+	}
+	if (doctor_new(a, &a->doctor) < 0) {
+		log_err("out of memory");
+		goto out;
+	}
 	r = api_start(a, &a->api, err, sizeof(err));
 	if (r < 0) {
 		log_err("cannot start the API: %s", err);
@@ -390,6 +482,8 @@ int main(int argc, char **argv)
 		 (long long)a->cfg.tick_ms, a->cfg.store_path, a->cfg.socket_path);
 	rc = loop_run(a);
 out:
+	loadgen_free(a->loadgen);
+	doctor_free(a->doctor);
 	tuning_free(a->tuning);
 	engine_free(a->engine);
 	if (a->lock_fd > 0)

@@ -610,15 +610,20 @@ struct walk;
 typedef int (*walk_fn)(struct walk *w, size_t file, const struct lexer *lx, int ev);
 /* Called before an included FILE is walked; same returns. */
 typedef int (*include_fn)(struct walk *w, size_t file);
+/* Called at the '}' (on LINE of FILE) that closes the innermost block, before it leaves the stack; same returns. */
+typedef int (*close_fn)(struct walk *w, size_t file, unsigned line);
 
 struct walk {
 	const struct nginx_conf *c; /* NULL: one text alone, includes not followed */
 	char stack[NGINX_CONF_DEPTH_MAX][NAME_MAX_LEN];
 	size_t sp;
 	int incl_depth;
+	size_t incl_file;   /* the file of the include directive being expanded */
+	unsigned incl_line; /* and its line */
 	size_t bytes;
 	walk_fn fn;
 	include_fn on_include;
+	close_fn on_close;
 	void *ctx;
 	char *err;
 	size_t errlen;
@@ -653,7 +658,7 @@ static int cmp_path(const void *a, const void *b)
 static int walk_text(struct walk *w, size_t file, const char *path, const char *text, size_t len);
 
 /* An include directive: walk every file of the dump it names, in glob order, in the current context. */
-static int walk_include(struct walk *w, const struct lexer *lx, const char *path)
+static int walk_include(struct walk *w, const struct lexer *lx, size_t file, const char *path)
 {
 	char word[NGINX_CONF_WORD_MAX], abs[4096];
 	const struct nginx_conf_file **m;
@@ -688,6 +693,8 @@ static int walk_include(struct walk *w, const struct lexer *lx, const char *path
 	for (size_t i = 0; i < n && r == 0; i++) {
 		size_t fi = (size_t)(m[i] - w->c->files);
 
+		w->incl_file = file;
+		w->incl_line = lx->args[0].line;
 		if (w->on_include)
 			r = w->on_include(w, fi);
 		if (r == 0)
@@ -733,6 +740,9 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 				r = -EINVAL;
 				break;
 			}
+			r = w->on_close ? w->on_close(w, file, lx.line) : 0;
+			if (r != 0)
+				break;
 			w->sp--;
 			continue;
 		}
@@ -749,7 +759,7 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 				snprintf(w->stack[w->sp], NAME_MAX_LEN, "?");
 			w->sp++;
 		} else if (arg_is(text, &lx.args[0], "include")) {
-			r = walk_include(w, &lx, path);
+			r = walk_include(w, &lx, file, path);
 			if (r != 0)
 				break;
 		}
@@ -884,6 +894,81 @@ int nginx_conf_file_find(const char *text, size_t len, const char *name, struct 
 	if (r < 0)
 		return r;
 	return r == 1 ? 0 : -ENOENT;
+}
+
+/* ---- the public walk -------------------------------------------------------------------------------------- */
+
+struct visit_q {
+	nginx_conf_visit_fn fn;
+	void *ctx;
+	char context[NGINX_CONF_CONTEXT_MAX];
+};
+
+static int visit(struct walk *w, struct nginx_conf_node *n)
+{
+	struct visit_q *q = w->ctx;
+
+	walk_context(w, q->context, sizeof(q->context));
+	n->context = q->context;
+	n->depth = w->sp;
+	return q->fn(q->ctx, n);
+}
+
+static int visit_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct nginx_conf_node n = { .event = ev == '{' ? NGINX_CONF_BLOCK : NGINX_CONF_DIRECTIVE, .file = file,
+				     .line = lx->args[0].line, .nwords = lx->nargs, .priv = lx };
+
+	return visit(w, &n);
+}
+
+static int visit_close(struct walk *w, size_t file, unsigned line)
+{
+	struct nginx_conf_node n = { .event = NGINX_CONF_BLOCK_END, .file = file, .line = line };
+	int r;
+
+	/* Shown where the block stands, as its start was: outside itself. */
+	w->sp--;
+	r = visit(w, &n);
+	w->sp++;
+	return r;
+}
+
+static int visit_include(struct walk *w, size_t file)
+{
+	struct nginx_conf_node n = { .event = NGINX_CONF_INCLUDE, .file = w->incl_file, .line = w->incl_line,
+				     .included = file };
+
+	return visit(w, &n);
+}
+
+int nginx_conf_walk(const struct nginx_conf *c, nginx_conf_visit_fn fn, void *ctx, char *err, size_t errlen)
+{
+	struct visit_q q = { .fn = fn, .ctx = ctx };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	set_err(err, errlen, "%s", "");
+	w->fn = visit_fn;
+	w->on_close = visit_close;
+	w->on_include = visit_include;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_conf(w, c);
+	free(w);
+	return r;
+}
+
+int nginx_conf_node_word(const struct nginx_conf_node *node, size_t i, char *buf, size_t buflen)
+{
+	const struct lexer *lx = node->priv;
+
+	if (!lx || i >= node->nwords || i >= lx->nargs)
+		return -EINVAL;
+	return arg_value(lx->text, &lx->args[i], buf, buflen);
 }
 
 /* ---- listen directives ------------------------------------------------------------------------------------ */

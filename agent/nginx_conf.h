@@ -35,6 +35,7 @@
 #define NGINX_CONF_LINE_MAX 2048        /* a directive nginx_conf_set_directive writes */
 #define NGINX_CONF_VALUE_ARGS 8         /* arguments of a directive returned by nginx_conf_find */
 #define NGINX_CONF_CONTEXT_MAX 128      /* a context path such as "http/server" */
+#define NGINX_CONF_TOKEN_MAX 4096       /* nginx's own limit on one word (NGX_CONF_BUFFER) */
 
 /* One file of the dump: its path as nginx printed it and its bytes as nginx read them. */
 struct nginx_conf_file {
@@ -129,5 +130,41 @@ int nginx_conf_set_directive(const char *text, size_t len, const char *name, con
 /* The top-level directive NAME of TEXT (one file) into OUT. 0, -ENOENT, -EINVAL with ERR. */
 int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
 			 char *err, size_t errlen);
+
+/* What nginx_conf_walk shows: a directive, the start or end of a block, or a file an include brings in. */
+enum nginx_conf_event {
+	NGINX_CONF_DIRECTIVE,  /* "name args;" */
+	NGINX_CONF_BLOCK,      /* "name args {" */
+	NGINX_CONF_BLOCK_END,  /* the "}" of the innermost open block */
+	NGINX_CONF_INCLUDE     /* a file the include directive shown just before brings in, walked next */
+};
+
+/* One step of nginx_conf_walk. Valid during the callback only. */
+struct nginx_conf_node {
+	enum nginx_conf_event event;
+	size_t file;         /* index into files[] of the text it stands in */
+	unsigned line;       /* of the name; BLOCK_END: of the '}'; INCLUDE: of the include directive */
+	size_t included;     /* INCLUDE: index into files[] of the file brought in */
+	const char *context; /* "main", "events", "http/server", ...: where it stands (a block: outside itself) */
+	size_t depth;        /* blocks open around it */
+	size_t nwords;       /* words including the name; 0 for BLOCK_END and INCLUDE */
+	const void *priv;    /* the walk's, for nginx_conf_node_word */
+};
+
+/* Called for each step; 0 goes on, a positive value stops the walk (and is returned), -errno fails it. */
+typedef int (*nginx_conf_visit_fn)(void *ctx, const struct nginx_conf_node *node);
+
+/*
+ * Walk C from its main file the way nginx reads it, includes expanded in place (glob matches in name order),
+ * calling FN for every directive, block start and end, and included file. 0 when the walk completed, FN's
+ * positive return when it stopped it, -EINVAL with ERR (the dump does not tokenize, braces do not balance,
+ * includes nest too deep or name files the dump lacks), -ENOMEM, or FN's -errno.
+ */
+int nginx_conf_walk(const struct nginx_conf *c, nginx_conf_visit_fn fn, void *ctx, char *err, size_t errlen);
+
+/* Word I of NODE (0 is the name) as nginx sees it (quotes removed, escapes resolved) into BUF: its length,
+ * -E2BIG when it does not fit (a word is never longer than NGINX_CONF_TOKEN_MAX in a dump nginx printed), or
+ * -EINVAL when I is out of range. */
+int nginx_conf_node_word(const struct nginx_conf_node *node, size_t i, char *buf, size_t buflen);
 
 #endif

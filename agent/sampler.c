@@ -146,6 +146,15 @@ void sampler_nginx(const struct sampler *s, pid_t *master, unsigned *workers)
 	*workers = (unsigned)s->nworkers;
 }
 
+size_t sampler_worker_pids(const struct sampler *s, pid_t *out, size_t max)
+{
+	size_t n = s->nworkers < max ? s->nworkers : max;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = s->workers[i].pid;
+	return n;
+}
+
 static void set_enabled(struct sampler *s)
 {
 	const struct config *c = &s->cfg;

@@ -62,6 +62,8 @@ const char *sampler_probe_name(enum probe_id id);
 const struct probe_health *sampler_health(const struct sampler *s, enum probe_id id);
 /* nginx master pid (0 when unknown) and number of workers found last tick. */
 void sampler_nginx(const struct sampler *s, pid_t *master, unsigned *workers);
+/* The workers' pids found last tick (at most MAX into OUT); how many. A reload replaces all of them. */
+size_t sampler_worker_pids(const struct sampler *s, pid_t *out, size_t max);
 
 /* Start a tick: find nginx (its pid and namespace) so that the stub_status fetch goes to the right place. */
 void sampler_begin(struct sampler *s, struct frame *fr);

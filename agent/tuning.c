@@ -141,6 +141,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 	cc.plan.measure_ms = cfg->block_ms;
 	cc.calibrate_pairs = (unsigned)cfg->calibrate_pairs;
 	cc.tick_ms = cfg->tick_ms;
+	cc.loadgen = strcmp(cfg->measure, "loadgen") == 0;
 	cc.seed = (uint64_t)cfg->tick_ms * 2654435761u + 1; /* any fixed value: the block order only needs to be fair */
 	t->e = e;
 	t->plan = cc.plan;
@@ -365,4 +366,19 @@ void tuning_evidence_json(const struct tuning *t, char *buf, size_t len)
 
 	if (!ev || judge_evidence_json(ev, buf, len) < 0)
 		snprintf(buf, len, "{}");
+}
+
+bool tuning_block(const struct tuning *t, int64_t *start_ms, int64_t *end_ms, int64_t *settle_ms)
+{
+	const struct plan_proposal *p = controller_proposal(t->ctl);
+	struct controller_report rep;
+
+	controller_report(t->ctl, &rep);
+	if ((rep.state != CONTROLLER_TRIAL && rep.state != CONTROLLER_CALIBRATING) || rep.arm == CONTROLLER_ARM_NONE ||
+	    !rep.until_ms || !p)
+		return false;
+	*end_ms = rep.until_ms;
+	*start_ms = rep.until_ms - p->trial.block_ms;
+	*settle_ms = p->trial.settle_ms;
+	return true;
 }

@@ -41,6 +41,9 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
 /* The controller's report and the journal id of its proposal or trial (0 when none). */
 void tuning_report(const struct tuning *t, struct controller_report *out, int64_t *change_id);
+/* The block being measured now (a calibration or trial with its arm in force): true with its start, end and
+ * settle time; false between blocks and outside trials. */
+bool tuning_block(const struct tuning *t, int64_t *start_ms, int64_t *end_ms, int64_t *settle_ms);
 /* The trial's running evidence as JSON text (empty object before any). */
 void tuning_evidence_json(const struct tuning *t, char *buf, size_t len);
 

@@ -11,7 +11,9 @@
 #include "proto.h"
 #include "strutil.h"
 
-enum key_type { K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING };
+enum key_type {
+	K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING, K_MEASURE, K_COMMAND
+};
 
 struct key {
 	const char *section, *name;
@@ -50,6 +52,11 @@ static const struct key keys[] = {
 	{"tuning", "pairs", K_INT, F(pairs), 4, 16},
 	{"tuning", "block", K_DURATION, F(block_ms), 1000, 3600000},
 	{"tuning", "calibrate_pairs", K_INT, F(calibrate_pairs), 0, 16},
+	{"tuning", "measure", K_MEASURE, F(measure), 0, 0},
+	{"loadgen", "command", K_COMMAND, F(loadgen_command), 0, 0},
+	{"loadgen", "run", K_DURATION, F(loadgen_run_ms), 2000, 3600000},
+	{"doctor", "interval", K_DURATION, F(doctor_interval_ms), 30000, 86400000},
+	{"doctor", "backend_keepalive_timeout", K_DURATION, F(backend_keepalive_ms), 0, 3600000},
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
@@ -82,6 +89,10 @@ void config_default(struct config *cfg)
 	cfg->pairs = 8;
 	cfg->block_ms = 90000;
 	cfg->calibrate_pairs = 4;
+	strcpy(cfg->measure, "passive");
+	cfg->loadgen_run_ms = 10000;
+	cfg->doctor_interval_ms = 300000;
+	cfg->backend_keepalive_ms = 0;
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;
@@ -181,6 +192,19 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 			return snprintf(msg, msglen, "%s: '%s' is not observe, propose or auto", k->name, value), -EINVAL;
 		snprintf(field, 16, "%s", value);
 		return 0;
+	case K_MEASURE:
+		if (strcmp(value, "passive") != 0 && strcmp(value, "loadgen") != 0)
+			return snprintf(msg, msglen, "%s: '%s' is not passive or loadgen", k->name, value), -EINVAL;
+		snprintf(field, 16, "%s", value);
+		return 0;
+	case K_COMMAND:
+		/* Run without a shell: its words are split on blanks, and the run's length goes where {seconds} is. */
+		if (!strstr(value, "{seconds}"))
+			return snprintf(msg, msglen, "%s: must contain {seconds} (the run's length, e.g. wrk -d{seconds}s)",
+					k->name), -EINVAL;
+		if (str_copy(field, CONFIG_PATH_MAX, value) < 0)
+			return snprintf(msg, msglen, "%s: value too long", k->name), -EINVAL;
+		return 0;
 	case K_BOOL:
 		r = str_to_bool(value, (bool *)(void *)field);
 		if (r < 0)
@@ -236,8 +260,13 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 		snprintf(err, errlen, "%s: cannot read", path);
 		return -EIO;
 	}
-	if (line == 0 && !ctx.err_line)
+	if (line == 0 && !ctx.err_line) {
+		if (strcmp(cfg->measure, "loadgen") == 0 && !cfg->loadgen_command[0]) {
+			snprintf(err, errlen, "%s: [tuning] measure = loadgen needs [loadgen] command", path);
+			return -EINVAL;
+		}
 		return 0;
+	}
 	if (ctx.err_line && (line == 0 || ctx.err_line <= line))
 		snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.msg);
 	else

@@ -47,6 +47,13 @@ struct config {
 	int64_t pairs;            /* K: A/B pairs of a trial */
 	int64_t block_ms;         /* measured part of a block, after the policy's settle time */
 	int64_t calibrate_pairs;  /* A/A pairs before an objective's first trial; 0: none */
+	char measure[16];         /* passive | loadgen */
+	/* [loadgen] */
+	char loadgen_command[CONFIG_PATH_MAX]; /* the load command; {seconds} is replaced by the run's length */
+	int64_t loadgen_run_ms;   /* length of a run outside trial blocks */
+	/* [doctor] */
+	int64_t doctor_interval_ms;       /* how often the checks run besides at start and on an nginx reload */
+	int64_t backend_keepalive_ms;     /* how long the backends keep idle connections; 0 unknown */
 	/* [probes] */
 	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
 	bool probe_interrupts;  /* /proc/interrupts */

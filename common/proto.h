@@ -24,6 +24,7 @@
 #define API_PATH_TRIAL "/v1/trials/current" /* GET: the tuning loop's state, the trial's arm and estimate */
 #define API_PATH_PAUSE "/v1/pause"          /* POST {} */
 #define API_PATH_RESUME "/v1/resume"        /* POST {} */
+#define API_PATH_ADVISORIES "/v1/advisories" /* GET: the doctor's findings */
 #define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */
 #define API_ACTION_REJECT "reject"          /* POST /v1/proposals/ID/reject {"comment"} */
 #define API_ACTION_REVERT "revert"
@@ -143,6 +144,23 @@
 #define API_K_OUTCOME "outcome"
 #define API_K_COUNT "count"
 #define API_K_CHANGE_ID "change_id"
+
+/* Keys of /v1/advisories (and "advisories" in /v1/status: the counts and checked_ms) */
+#define API_K_ADVISORIES "advisories"
+#define API_K_CHECKED "checked_ms"        /* when the checks last completed; 0: not yet */
+#define API_K_RUNNING "running"           /* a run is under way */
+#define API_K_COUNTS "counts"
+#define API_K_SEV_CRITICAL "critical"
+#define API_K_SEV_WARNING "warning"
+#define API_K_SEV_INFO "info"
+#define API_K_SUBJECT "subject"           /* which instance (an upstream, a listen address); null when one */
+#define API_K_SEVERITY "severity"         /* "info", "warning", "critical" */
+#define API_K_TITLE "title"
+#define API_K_FIX "fix"
+#define API_K_REF "ref"                   /* the directive or sysctl to read about */
+#define API_K_WHERE "where"               /* "file:line" of the configuration; null for live findings */
+#define API_K_FIRST_SEEN "first_seen_ms"
+#define API_K_LAST_SEEN "last_seen_ms"
 
 /* Keys of /v1/metrics */
 #define API_K_METRICS "metrics"

@@ -19,10 +19,8 @@ static int clear_exec(struct ctl *ctl, int argc, char **argv)
 	body = json_object();
 	rc = ctl_post(ctl, path, body, &r, err, sizeof(err));
 	json_decref(body);
-	if (rc < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if (rc < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json)
 		ctl_print_json(r);
 	else

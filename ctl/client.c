@@ -24,7 +24,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 /* One request to the agent; BODY NULL for a GET. The parsed JSON answer in *OUT on a 2xx. */
 static int request(const struct ctl *ctl, const char *path, const char *body, json_t **out, char *err, size_t errlen)
 {
-	char url[1024], cerr[CURL_ERROR_SIZE] = "";
+	char url[CONFIG_PATH_MAX + 1024], auth[600], cerr[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
 	struct sbuf resp;
 	json_error_t jerr;
@@ -36,8 +36,20 @@ static int request(const struct ctl *ctl, const char *path, const char *body, js
 	if (!h)
 		return -ENOMEM;
 	sbuf_init(&resp);
-	snprintf(url, sizeof(url), "http://localhost%s", path);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ctl->socket);
+	if (ctl->url[0]) {
+		/* The agent's TCP listener: reads need no token, acts need one. */
+		size_t n = strlen(ctl->url);
+
+		snprintf(url, sizeof(url), "%.*s%s", (int)(n && ctl->url[n - 1] == '/' ? n - 1 : n), ctl->url, path);
+		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	} else {
+		snprintf(url, sizeof(url), "http://localhost%s", path);
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ctl->socket);
+	}
+	if (ctl->token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", ctl->token);
+		hdrs = curl_slist_append(hdrs, auth);
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -47,17 +59,18 @@ static int request(const struct ctl *ctl, const char *path, const char *body, js
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
 	if (body) {
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	}
+	if (hdrs)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	rc = curl_easy_perform(h);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hdrs);
 	if (rc != CURLE_OK) {
-		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)", ctl->socket,
-			 cerr[0] ? cerr : curl_easy_strerror(rc));
+		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)",
+			 ctl->url[0] ? ctl->url : ctl->socket, cerr[0] ? cerr : curl_easy_strerror(rc));
 		sbuf_free(&resp);
 		return rc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
 	}
@@ -72,7 +85,13 @@ static int request(const struct ctl *ctl, const char *path, const char *body, js
 
 		snprintf(err, errlen, "%s (HTTP %ld)", json_is_string(d) ? json_string_value(d) : "error", code);
 		json_decref(j);
-		return code == 404 ? -ENOENT : code == 409 ? -EBUSY : -EPROTO;
+		switch (code) {
+		case 401:
+		case 403: return -EACCES;
+		case 404: return -ENOENT;
+		case 409: return -EBUSY;
+		default: return code >= 400 && code < 500 ? -EINVAL : -EPROTO;
+		}
 	}
 	*out = j;
 	return 0;
@@ -93,6 +112,56 @@ int ctl_post(const struct ctl *ctl, const char *path, json_t *body, json_t **out
 	r = request(ctl, path, text, out, err, errlen);
 	free(text);
 	return r;
+}
+
+int ctl_fail(const char *err, int r)
+{
+	fprintf(stderr, "ngxctl: %s\n", err);
+	switch (r) {
+	case -EACCES: return CTL_EXIT_DENIED;
+	case -ENOENT: return CTL_EXIT_NOT_FOUND;
+	case -EBUSY:
+	case -EINVAL: return CTL_EXIT_REFUSED;
+	default: return CTL_EXIT_UNREACHABLE;
+	}
+}
+
+int ctl_read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char line[512];
+	int found = 0;
+
+	if (!f) {
+		int e = errno;
+
+		snprintf(err, errlen, "token file %s: %s", path, strerror(e));
+		return -e;
+	}
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = line, *colon, *end;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '#' || *p == '\n' || *p == '\0')
+			continue;
+		end = p + strcspn(p, " \t\r\n");
+		*end = '\0';
+		/* The agent's tokens file holds NAME:SECRET lines; a file of ours may hold the secret alone. */
+		colon = strchr(p, ':');
+		if (colon)
+			p = colon + 1;
+		if (!*p || strlen(p) >= outlen)
+			break;
+		snprintf(out, outlen, "%s", p);
+		found = 1;
+	}
+	fclose(f);
+	if (!found) {
+		snprintf(err, errlen, "token file %s: no token (one line: SECRET or NAME:SECRET)", path);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 void ctl_print_json(json_t *v)

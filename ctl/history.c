@@ -25,6 +25,7 @@ static int history_exec(struct ctl *ctl, int argc, char **argv)
 	json_t *r, *c;
 	size_t i;
 	int opt;
+	int rc;
 
 	optind = 0;
 	while ((opt = getopt_long(argc, argv, "k:n:", opts, NULL)) != -1) {
@@ -45,10 +46,8 @@ static int history_exec(struct ctl *ctl, int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s?%s=%lld%s%s", API_PATH_CHANGES, API_Q_LIMIT, (long long)count,
 		 knob ? "&" API_Q_KNOB "=" : "", knob ? knob : "");
-	if (ctl_get(ctl, path, &r, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if ((rc = ctl_get(ctl, path, &r, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json) {
 		ctl_print_json(r);
 		json_decref(r);

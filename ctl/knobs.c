@@ -40,16 +40,15 @@ static int knobs_exec(struct ctl *ctl, int argc, char **argv)
 	json_t *r, *knobs, *k;
 	char err[512], b[96];
 	size_t i;
+	int rc;
 
 	(void)argv;
 	if (argc > 1) {
 		fprintf(stderr, "ngxctl knobs: takes no arguments\n");
 		return 2;
 	}
-	if (ctl_get(ctl, API_PATH_KNOBS, &r, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if ((rc = ctl_get(ctl, API_PATH_KNOBS, &r, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json) {
 		ctl_print_json(r);
 		json_decref(r);

@@ -10,23 +10,32 @@
 #include "ctl.h"
 #include "proto.h"
 
-static const struct ctl_verb *const verbs[] = {&verb_status, &verb_top, &verb_knobs, &verb_history, &verb_propose,
-						&verb_revert, &verb_clear, &verb_proposals, &verb_approve,
-						&verb_reject, &verb_trial, &verb_pause, &verb_resume, &verb_show};
+static const struct ctl_verb *const verbs[] = {
+	&verb_status, &verb_top,   &verb_knobs,  &verb_proposals, &verb_approve, &verb_reject,
+	&verb_propose, &verb_trial, &verb_show,  &verb_history,   &verb_audit,   &verb_revert,
+	&verb_pause,  &verb_resume, &verb_clear,  &verb_doctor, &verb_advisories,
+};
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: ngxctl [-s SOCKET] [-c CONFIG] [--json] VERB [ARGS]\n"
-		   "Talk to the ngx-autotune agent over its API socket.\n\n"
-		   "  -s, --socket PATH  API socket; else the one in -c CONFIG; else $NGXCTL_SOCKET; else the one in\n"
-		   "                     the default configuration; else " NGXAT_DEFAULT_SOCKET "\n"
-		   "  -c, --config FILE  agent configuration to read the socket path from (default "
+	fprintf(f, "Usage: ngxctl [-s SOCKET | -u URL [-t TOKEN_FILE]] [-c CONFIG] [--json] VERB [ARGS]\n"
+		   "Talk to the ngx-autotune agent over its API socket (or its TCP listener).\n\n"
+		   "  -s, --socket PATH      API socket; else the one in -c CONFIG; else $NGXCTL_SOCKET; else the one\n"
+		   "                         in the default configuration; else " NGXAT_DEFAULT_SOCKET "\n"
+		   "  -u, --url URL          the agent's TCP listener instead (e.g. http://127.0.0.1:9180); else\n"
+		   "                         $NGXCTL_URL. Reads need no token there; acts do\n"
+		   "  -t, --token-file FILE  a file holding the bearer token (SECRET or NAME:SECRET); else\n"
+		   "                         $NGXCTL_TOKEN_FILE\n"
+		   "  -c, --config FILE      agent configuration to read the socket path from (default "
 		   NGXAT_DEFAULT_CONFIG ")\n"
-		   "  -j, --json         print the API's JSON\n"
-		   "  -h, --help         this help\n\nVerbs:\n");
+		   "  -j, --json             print the API's JSON\n"
+		   "  -h, --help             this help\n\nVerbs:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		fprintf(f, "  %-8s %-26s %s\n", verbs[i]->name, verbs[i]->usage, verbs[i]->summary);
-	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached or refused.\n");
+		fprintf(f, "  %s%s%s\n      %s\n", verbs[i]->name, verbs[i]->usage[0] ? " " : "", verbs[i]->usage,
+			verbs[i]->summary);
+	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached (or failed), 4 the agent refused the\n"
+		   "request (see the message), 5 no such change, proposal or knob, 6 not allowed (a token, or the\n"
+		   "socket's group); doctor: 1 warnings, 2 critical findings.\n");
 }
 
 int main(int argc, char **argv)
@@ -34,19 +43,23 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
 					     {"config", required_argument, NULL, 'c'},
 					     {"json", no_argument, NULL, 'j'},
+					     {"url", required_argument, NULL, 'u'},
+					     {"token-file", required_argument, NULL, 't'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	struct ctl ctl = {0};
-	const char *config = NGXAT_DEFAULT_CONFIG, *sock = NULL;
+	const char *config = NGXAT_DEFAULT_CONFIG, *sock = NULL, *url = NULL, *token_file = NULL;
 	bool config_given = false;
 	struct config cfg;
 	char err[512];
 	int c, rc;
 
 	/* '+': stop at the verb, its options are its own. */
-	while ((c = getopt_long(argc, argv, "+s:c:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:c:ju:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': sock = optarg; break;
+		case 'u': url = optarg; break;
+		case 't': token_file = optarg; break;
 		case 'c': config = optarg; config_given = true; break;
 		case 'j': ctl.json = true; break;
 		case 'h': usage(stdout); return 0;
@@ -55,6 +68,26 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (!url && !sock)
+		url = getenv("NGXCTL_URL");
+	if (!token_file)
+		token_file = getenv("NGXCTL_TOKEN_FILE");
+	if (url) {
+		if (sock) {
+			fprintf(stderr, "ngxctl: --socket and --url exclude each other\n");
+			return 2;
+		}
+		if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+			fprintf(stderr, "ngxctl: --url: expected http://HOST:PORT or https://HOST:PORT, not '%s'\n", url);
+			return 2;
+		}
+		snprintf(ctl.url, sizeof(ctl.url), "%s", url);
+	}
+	if (token_file && token_file[0] &&
+	    ctl_read_token(token_file, ctl.token, sizeof(ctl.token), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ngxctl: %s\n", err);
 		return 2;
 	}
 	/* An explicit -s or -c wins over the environment, which wins over the default configuration. */

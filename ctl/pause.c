@@ -16,12 +16,14 @@ static int toggle(struct ctl *ctl, int argc, const char *path, const char *verb)
 	body = json_object();
 	rc = ctl_post(ctl, path, body, &r, err, sizeof(err));
 	json_decref(body);
-	if (rc < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
-	printf("tuning %s\n", json_is_true(json_object_get(r, API_K_PAUSED)) ? "paused (a trial under way is rolled back)"
-									     : "resumed");
+	if (rc < 0)
+		return ctl_fail(err, rc);
+	if (ctl->json)
+		ctl_print_json(r);
+	else
+		printf("tuning %s\n", json_is_true(json_object_get(r, API_K_PAUSED))
+					      ? "paused (a trial under way is rolled back)"
+					      : "resumed");
 	json_decref(r);
 	return 0;
 }

@@ -16,16 +16,15 @@ static int proposals_exec(struct ctl *ctl, int argc, char **argv)
 	char err[512];
 	json_t *r, *p;
 	size_t i;
+	int rc;
 
 	(void)argv;
 	if (argc > 1) {
 		fprintf(stderr, "ngxctl proposals: takes no arguments\n");
 		return 2;
 	}
-	if (ctl_get(ctl, API_PATH_PROPOSALS, &r, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if ((rc = ctl_get(ctl, API_PATH_PROPOSALS, &r, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json) {
 		ctl_print_json(r);
 		json_decref(r);

@@ -36,10 +36,8 @@ static int propose_exec(struct ctl *ctl, int argc, char **argv)
 			 API_K_NOW, now);
 	rc = ctl_post(ctl, API_PATH_PROPOSALS, body, &r, err, sizeof(err));
 	json_decref(body);
-	if (rc < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if (rc < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json)
 		ctl_print_json(r);
 	else if (!now)

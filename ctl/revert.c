@@ -21,7 +21,7 @@ static int offline(struct ctl *ctl, const char *what)
 	fflush(stdout);
 	execv(bin, args);
 	fprintf(stderr, "ngxctl: cannot run %s: %s\n", bin, strerror(errno));
-	return 3;
+	return CTL_EXIT_UNREACHABLE;
 }
 
 static int revert_exec(struct ctl *ctl, int argc, char **argv)
@@ -58,9 +58,11 @@ static int revert_exec(struct ctl *ctl, int argc, char **argv)
 	rc = ctl_post(ctl, path, body, &r, err, sizeof(err));
 	json_decref(body);
 	if (rc < 0) {
-		fprintf(stderr, "ngxctl: %s%s\n", err,
-			rc == -ECONNREFUSED || rc == -EIO ? "; with the agent stopped: ngxctl revert --offline" : "");
-		return 3;
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "%s%s", err,
+			 rc == -ECONNREFUSED || rc == -EIO ? "; with the agent stopped: ngxctl revert --offline" : "");
+		return ctl_fail(msg, rc);
 	}
 	if (ctl->json)
 		ctl_print_json(r);

@@ -27,16 +27,15 @@ static int show_exec(struct ctl *ctl, int argc, char **argv)
 	const char *detail, *json;
 	int64_t id;
 	json_t *r;
+	int rc;
 
 	if (argc != 2 || str_to_i64(argv[1], 1, INT64_MAX, &id) < 0) {
 		fprintf(stderr, "usage: ngxctl show ID   (ngxctl history lists the ids)\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/%lld", API_PATH_CHANGES, (long long)id);
-	if (ctl_get(ctl, path, &r, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if ((rc = ctl_get(ctl, path, &r, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json) {
 		ctl_print_json(r);
 		json_decref(r);

@@ -40,16 +40,15 @@ static int status_exec(struct ctl *ctl, int argc, char **argv)
 	json_t *st, *tick, *store, *nginx, *probes, *p, *med;
 	char err[512], b1[32], b2[32];
 	size_t i;
+	int rc;
 
 	(void)argv;
 	if (argc > 1) {
 		fprintf(stderr, "ngxctl status: takes no arguments\n");
 		return 2;
 	}
-	if (ctl_get(ctl, API_PATH_STATUS, &st, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ngxctl: %s\n", err);
-		return 3;
-	}
+	if ((rc = ctl_get(ctl, API_PATH_STATUS, &st, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
 	if (ctl->json) {
 		ctl_print_json(st);
 		json_decref(st);
@@ -79,6 +78,15 @@ static int status_exec(struct ctl *ctl, int argc, char **argv)
 	       json_is_true(json_object_get(store, API_K_STORE_DEGRADED))
 		       ? json_string_value(json_object_get(store, API_K_STORE_REASON))
 		       : "");
+	if (json_is_object(json_object_get(st, API_K_ADVISORIES))) {
+		json_t *adv = json_object_get(st, API_K_ADVISORIES);
+
+		if (jint(adv, API_K_CHECKED) == 0)
+			printf("advice: not checked yet\n");
+		else
+			printf("advice: %lld critical, %lld warning(s), %lld info (ngxctl doctor)\n",
+			       jint(adv, API_K_SEV_CRITICAL), jint(adv, API_K_SEV_WARNING), jint(adv, API_K_SEV_INFO));
+	}
 	printf("probes:\n");
 	json_array_foreach(probes, i, p)
 	{

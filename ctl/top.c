@@ -119,13 +119,12 @@ static int top_exec(struct ctl *ctl, int argc, char **argv)
 	signal(SIGINT, on_sigint);
 	while (!quit && (!count || done < count)) {
 		json_t *r, *frames, *last;
+		int rc;
 		char path[512];
 
 		snprintf(path, sizeof(path), "%s?%s=-5&%s=%s", API_PATH_FRAMES, API_Q_SINCE, API_Q_METRICS, TOP_METRICS);
-		if (ctl_get(ctl, path, &r, err, sizeof(err)) < 0) {
-			fprintf(stderr, "ngxctl: %s\n", err);
-			return 3;
-		}
+		if ((rc = ctl_get(ctl, path, &r, err, sizeof(err))) < 0)
+			return ctl_fail(err, rc);
 		frames = json_object_get(r, API_K_FRAMES);
 		last = json_array_get(frames, json_array_size(frames) - 1);
 		if (last && json_integer_value(json_object_get(last, API_K_TS)) != shown_ts) {

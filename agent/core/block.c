@@ -113,6 +113,11 @@ int block_metric_kind(const char *name, enum block_kind *kind, bool *count)
 			*count = derived[i].count;
 			return 0;
 		}
+	if (strncmp(name, "loadgen.", 8) == 0 && name[8]) {
+		*kind = BLOCK_RUN;
+		*count = false;
+		return 0;
+	}
 	if (summed(name, count)) {
 		*kind = BLOCK_PER_KREQ;
 		return 0;
@@ -213,6 +218,7 @@ static int define(struct block_acc *acc, const char *name, struct block_def *d)
 		d->den_scale = 1e-3;
 		return d->num[0] < 0 ? d->num[0] : 0;
 	case BLOCK_MEAN:
+	case BLOCK_RUN:
 		d->num[0] = input_index(acc, name);
 		d->num_sign[0] = 1;
 		d->nnum = 1;
@@ -390,7 +396,7 @@ int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, cons
 		for (size_t k = 0; k < d->nnum; k++) {
 			double v = acc->in[d->num[k]].v;
 
-			if (d->kind == BLOCK_MEAN ? !(isfinite(v) && fabs(v) <= VALUE_MAX) : !good(v)) {
+			if (d->kind == BLOCK_MEAN || d->kind == BLOCK_RUN ? !(isfinite(v) && fabs(v) <= VALUE_MAX) : !good(v)) {
 				ok = false;
 				break;
 			}
@@ -478,7 +484,8 @@ void block_acc_finish(const struct block_acc *acc, struct block_summary *out)
 			if (v->den > 0 && isfinite(v->num) && isfinite(v->den))
 				v->value = v->value_p95 = v->num / v->den;
 		}
-		v->is_void = (double)v->ticks < need || !isfinite(v->value);
+		/* A run's figures arrive in one frame per run: one run in the window is a measurement. */
+		v->is_void = (d->kind == BLOCK_RUN ? v->ticks == 0 : (double)v->ticks < need) || !isfinite(v->value);
 	}
 	out->is_void = out->v[0].is_void;
 }

@@ -5,11 +5,12 @@
  * by the block's requests (per 1000 http.requests, so that load drift between blocks cancels); derived metrics
  * (policy_derived_at) are ratios of sums, never means of per-tick ratios; http.pNN_ms comes from the summed
  * latency histogram (http.lat.bN), with p95 kept beside p99 for blocks under BLOCK_QUANTILE_MIN_REQUESTS
- * requests; gauges are means over the ticks. It also sums the counts behind the judge's hard guardrails (listen
+ * requests; gauges are means over the ticks; a load generator's figures (loadgen.*, one value in the frame where
+ * a run ended) are means over the runs that ended in the window, void when none did. It also sums the counts behind the judge's hard guardrails (listen
  * overflows, accepts - handled, 5xx) with their exposures. The first settle milliseconds of a block are dropped.
  * A tick counts for a metric only when every input of that metric is present and finite in its frame, so a
  * numerator and its denominator always cover the same ticks; a metric whose ticks fall short of
- * (1 - max_missing) of the window is void, and a block whose objective (the first metric) is void is void.
+ * (1 - max_missing) of the window is void (loadgen.* excepted), and a block whose objective (the first metric) is void is void.
  * Must not: decide anything (that is judge.c), allocate, read clocks or files. Metric names with a wildcard are
  * refused (-EOPNOTSUPP): a block value is one series.
  */
@@ -34,6 +35,7 @@ enum block_kind {
 	BLOCK_RATIO,     /* a derived metric: ratio of two sums */
 	BLOCK_MEAN,      /* a gauge: mean over the ticks */
 	BLOCK_QUANTILE,  /* a latency percentile of the summed histogram */
+	BLOCK_RUN,       /* a load generator's figure (loadgen.*): the mean over the runs that ended in the window */
 };
 
 struct block_spec {

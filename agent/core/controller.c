@@ -701,6 +701,8 @@ static void observe(struct controller *ctl)
 		return;
 	}
 	ctl->prop = out.prop;
+	if (ctl->cfg.loadgen)
+		plan_loadgen_trial(&ctl->prop.trial);
 	ctl->id = ctl->next_id++;
 	ctl->approved = false;
 	in = emit(ctl, INTENT_PROPOSE);
@@ -855,6 +857,8 @@ int controller_operator_propose(struct controller *ctl, const struct plan_propos
 	 * counts toward it like any other start. */
 	ctl->prop = *prop;
 	ctl->prop.approval_required = true;
+	if (ctl->cfg.loadgen)
+		plan_loadgen_trial(&ctl->prop.trial);
 	ctl->id = id;
 	if (ctl->next_id <= id)
 		ctl->next_id = id + 1;

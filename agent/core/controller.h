@@ -109,6 +109,8 @@ struct controller_config {
 	int64_t calibrate_max_age_ms;   /* a calibration older than this is redone */
 	uint64_t seed;                  /* of the block order */
 	uint64_t first_id;              /* id of the next proposal (the journal's next one); 0 is taken as 1 */
+	bool loadgen;                   /* measure = loadgen: trials are judged on the load generator's figures
+					   (plan_loadgen_trial) */
 	struct detect_config detect;
 	struct plan_config plan;
 	struct judge_config judge;      /* its pairs are replaced by the proposal's or the calibration's K */

@@ -5,7 +5,7 @@
  * The input is untrusted: a malformed, truncated or hostile text yields -EBADMSG (or -E2BIG when it exceeds a
  * documented limit), never a crash, a hang or an unbounded allocation. Parsers never read files, clocks or logs.
  * One .c file per source: parse_netstat.c, parse_sockstat.c, parse_softnet.c, parse_softirqs.c, parse_stat.c,
- * parse_interrupts.c, parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c.
+ * parse_interrupts.c, parse_schedstat.c, parse_stub.c, parse_accesslog.c, parse_errorlog.c, parse_loadgen.c.
  */
 #ifndef NGXAT_PARSE_H
 #define NGXAT_PARSE_H
@@ -106,6 +106,16 @@ struct access_rec {
 };
 /* Parse one line (without its newline). 0, -EBADMSG. */
 int parse_access_line(const char *line, size_t len, struct access_rec *rec);
+/* Called for each upstream server a request tried: its address (not NUL-terminated) and its time in ms. */
+typedef int (*parse_upstream_cb)(void *ctx, const char *addr, size_t addrlen, uint32_t ms);
+/*
+ * The upstreams of one JSON line: "upstream_addr" and "upstream_response_time" zipped element by element (nginx
+ * joins servers tried in turn with ", " and groups after an internal redirect with " : "); a server without a time
+ * ("-") is skipped. CB runs only for a line that parses whole; a non-zero return stops and is returned. 0 (also
+ * for a request without an upstream), -ENOENT (no "upstream_addr" key: the combined format, or a JSON format
+ * without it), -EBADMSG (not JSON, lists of different lengths, a bad time).
+ */
+int parse_access_upstreams(const char *line, size_t len, parse_upstream_cb cb, void *ctx);
 
 /* nginx error log messages that matter for tuning. */
 enum errlog_kind {
@@ -122,5 +132,45 @@ enum errlog_kind {
 enum errlog_kind parse_errorlog_line(const char *line, size_t len);
 /* Metric-name suffix of a kind ("worker_connections", ...); NULL for ERRLOG_OTHER. */
 const char *errlog_kind_name(enum errlog_kind k);
+
+/* The -c and -p of an nginx master's process title ("nginx: master process /usr/sbin/nginx -p /srv -c conf/x.conf",
+ * its command line joined by blanks) into CONF and PREFIX, each "" when not given. 0, -EINVAL (not a master's
+ * title), -EBADMSG (a flag without its value), -ENAMETOOLONG. Paths with blanks cannot be told apart. */
+int parse_nginx_master_title(const char *title, char *conf, size_t conflen, char *prefix, size_t prefixlen);
+
+/* ---- a load generator's summary (parse_loadgen.c) ---- */
+
+/* What one run of wrk or ab printed: NAN where the tool did not print it (wrk without --latency has no
+ * percentiles). ERRORS: non-2xx/3xx responses, failed requests, connect and write errors; READ_ERRORS: wrk's read
+ * errors (a server's close counts there); TIMEOUTS: wrk's request timeouts. */
+struct loadgen_result {
+	const char *tool;   /* "wrk" or "ab" */
+	double rps;
+	double requests;
+	double duration_s;
+	double p50_ms, p90_ms, p99_ms;
+	double errors, read_errors, timeouts;
+};
+
+/* Parse the output of one wrk or ab run from BUF[0..LEN) into R. 0, or -EBADMSG with ERR when it is neither tool's
+ * summary or the run did not finish (no requests per second or request count). */
+int parse_loadgen(const char *buf, size_t len, struct loadgen_result *r, char *err, size_t errlen);
+
+/* Host texts the doctor reads (parse_host.c). */
+#define PARSE_UNLIMITED INT64_MAX
+/* /proc/PID/limits: the soft and hard "Max open files" (PARSE_UNLIMITED for "unlimited"). 0, -EBADMSG. */
+int parse_limits_nofile(const char *buf, size_t len, int64_t *soft, int64_t *hard);
+/* One interface of /proc/net/dev (receive side). rx_drop is the kernel's rx_dropped + rx_missed_errors. */
+struct netdev_row {
+	char name[16];
+	uint64_t rx_bytes, rx_packets, rx_errs, rx_drop, rx_fifo;
+};
+/* Parse /proc/net/dev (two header lines, then "NAME: 16 numbers"). Fills at most MAX rows. 0, -EBADMSG, -E2BIG. */
+int parse_netdev(const char *buf, size_t len, struct netdev_row *out, size_t max, size_t *n);
+/* /proc/meminfo's MemTotal in kB. 0, -EBADMSG. */
+int parse_meminfo_total(const char *buf, size_t len, uint64_t *kb);
+/* /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise] never"): the bracketed word into MODE.
+ * 0, -EBADMSG (none, two, or one that does not fit). */
+int parse_thp_mode(const char *buf, size_t len, char *mode, size_t modelen);
 
 #endif

@@ -526,3 +526,105 @@ int parse_access_line(const char *line, size_t len, struct access_rec *rec)
 	*rec = tmp;
 	return 0;
 }
+
+/* ---- upstreams ---- */
+
+/* The next element of a $upstream_* list at *P (elements are joined by ", " or " : "): into EL; *P moves past
+ * the separator. 0 at the end of the list. */
+static int next_element(const char **p, const char *end, struct span *el)
+{
+	const char *q = *p;
+
+	if (q >= end)
+		return 0;
+	el->b = q;
+	while (q < end && !(q + 1 < end && ((q[0] == ',' && q[1] == ' ') || (q[0] == ' ' && q[1] == ':'))))
+		q++;
+	el->e = q;
+	if (q < end)
+		q += q[0] == ',' ? 2 : (q + 2 < end && q[2] == ' ' ? 3 : 2);
+	*p = q;
+	return 1;
+}
+
+int parse_access_upstreams(const char *line, size_t len, parse_upstream_cb cb, void *ctx)
+{
+	struct scan s = { line, line + len };
+	struct span key, val, addrs = { NULL, NULL }, times = { NULL, NULL };
+	const char *pa, *pt;
+	int have_addr = 0, have_time = 0;
+
+	if (!line || len == 0 || line[0] != '{')
+		return -EBADMSG;
+	s.p++;
+	skip_ws(&s);
+	if (s.p < s.end && *s.p == '}')
+		return -ENOENT;
+	for (;;) {
+		if (scan_key(&s, &key) < 0)
+			return -EBADMSG;
+		if (span_is(key, "upstream_addr") || span_is(key, "upstream_response_time")) {
+			int is_addr = key.b[9] == 'a';
+
+			if (is_addr ? have_addr : have_time)
+				return -EBADMSG;
+			if (scan_field(&s, &val) < 0)
+				return -EBADMSG;
+			if (is_addr) {
+				addrs = val;
+				have_addr = 1;
+			} else {
+				times = val;
+				have_time = 1;
+			}
+		} else if (skip_value(&s) < 0) {
+			return -EBADMSG;
+		}
+		skip_ws(&s);
+		if (s.p < s.end && *s.p == ',') {
+			s.p++;
+			skip_ws(&s);
+			continue;
+		}
+		if (eat(&s, '}') < 0)
+			return -EBADMSG;
+		break;
+	}
+	skip_ws(&s);
+	if (s.p != s.end)
+		return -EBADMSG;
+	if (!have_addr)
+		return -ENOENT;
+	if (addrs.b == addrs.e || (addrs.e - addrs.b == 1 && *addrs.b == '-'))
+		return 0;
+	if (!have_time)
+		return -EBADMSG;
+	/* Both lists have one element per server tried; check the shapes first so a bad line calls CB never. */
+	for (int pass = 0; pass < 2; pass++) {
+		struct span a, t;
+		int ra, rt;
+
+		pa = addrs.b;
+		pt = times.b;
+		for (;;) {
+			uint64_t ms;
+			int r;
+
+			ra = next_element(&pa, addrs.e, &a);
+			rt = next_element(&pt, times.e, &t);
+			if (ra != rt)
+				return -EBADMSG;
+			if (!ra)
+				break;
+			if (a.b == a.e || memchr(a.b, ' ', (size_t)(a.e - a.b)))
+				return -EBADMSG;
+			if (t.e - t.b == 1 && *t.b == '-')
+				continue; /* tried, but no time (it failed before a response) */
+			if (parse_time(t, &ms) < 0)
+				return -EBADMSG;
+			if (pass == 1 && (r = cb(ctx, a.b, (size_t)(a.e - a.b), sat_u32(ms))) != 0)
+				return r;
+		}
+	}
+	return 0;
+}

@@ -17,6 +17,7 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* Template: ' ' matches a run of blanks (empty only at the end of a line, where editors and proxies trim), '\n'
  * matches blanks, an optional CR and a LF, '#' a number, anything else itself. */
@@ -95,5 +96,46 @@ int parse_stub_status(const char *buf, size_t len, struct stub_status *st)
 		if (!is_blank(*p) && *p != '\r' && *p != '\n')
 			return -EBADMSG;
 	*st = tmp;
+	return 0;
+}
+
+int parse_nginx_master_title(const char *title, char *conf, size_t conflen, char *prefix, size_t prefixlen)
+{
+	static const char head[] = "nginx: master process ";
+	const char *p;
+
+	if (!title || strncmp(title, head, sizeof(head) - 1) != 0 || conflen == 0 || prefixlen == 0)
+		return -EINVAL;
+	conf[0] = prefix[0] = '\0';
+	p = title + sizeof(head) - 1;
+	/* nginx's title is its command line joined by blanks: the binary, then its flags. */
+	p += strcspn(p, " ");
+	while (*p) {
+		const char *flag, *val, *end;
+		size_t vlen;
+
+		p += strspn(p, " ");
+		flag = p;
+		p += strcspn(p, " ");
+		if (p - flag != 2 || flag[0] != '-' || (flag[1] != 'c' && flag[1] != 'p'))
+			continue;
+		val = p + strspn(p, " ");
+		end = val + strcspn(val, " ");
+		vlen = (size_t)(end - val);
+		p = end;
+		if (vlen == 0)
+			return -EBADMSG;
+		if (flag[1] == 'c') {
+			if (vlen >= conflen)
+				return -ENAMETOOLONG;
+			memcpy(conf, val, vlen);
+			conf[vlen] = '\0';
+		} else {
+			if (vlen >= prefixlen)
+				return -ENAMETOOLONG;
+			memcpy(prefix, val, vlen);
+			prefix[vlen] = '\0';
+		}
+	}
 	return 0;
 }

@@ -486,6 +486,38 @@ static enum plan_dir move_direction(const struct knob_policy *p, const char *fro
 	return plan_direction(p);
 }
 
+/* Objectives that are a cost per request: under a closed-loop load generator, the same cost shows as saturated
+ * requests per second. Every other objective (latency, losses, queues) shows as the generator's p99. */
+static const char *const cost_objectives[] = {
+	"cpu.busy_per_kreq", "cpu.softirq_per_kreq", "softnet.time_squeeze", "nginx.worker_wait_ratio",
+};
+
+void plan_loadgen_trial(struct plan_trial *t)
+{
+	struct policy_metric g[POLICY_GUARDRAILS_MAX];
+	struct policy_metric obj = t->objective, second;
+	bool cost = false;
+	size_t n = 0;
+
+	for (size_t i = 0; i < COUNT(cost_objectives); i++)
+		cost |= strcmp(obj.metric, cost_objectives[i]) == 0;
+	memset(&t->objective, 0, sizeof(t->objective));
+	memset(&second, 0, sizeof(second));
+	snprintf(t->objective.metric, sizeof(t->objective.metric), "%s", cost ? PLAN_LOADGEN_RPS : PLAN_LOADGEN_P99);
+	t->objective.dir = cost ? POLICY_HIGHER_IS_BETTER : POLICY_LOWER_IS_BETTER;
+	if (cost) {
+		snprintf(second.metric, sizeof(second.metric), "%s", PLAN_LOADGEN_P99);
+		second.dir = POLICY_LOWER_IS_BETTER;
+		g[n++] = second;
+	}
+	/* The policy's own objective and guardrails still hold, measured passively under the generated load. */
+	g[n++] = obj;
+	for (size_t i = 0; i < t->nguardrails && n < POLICY_GUARDRAILS_MAX; i++)
+		g[n++] = t->guardrails[i];
+	memcpy(t->guardrails, g, n * sizeof(g[0]));
+	t->nguardrails = n;
+}
+
 int plan_operator(const struct policy_set *set, const char *knob, const char *from, const char *to, const char *why,
 		  const struct plan_config *cfg, struct plan_proposal *out)
 {

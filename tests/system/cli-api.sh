@@ -82,4 +82,46 @@ ok "/v1/metrics lists metric names"
 "$NGXCTL" -s "$TMP/api.sock" --json status | jq -e '.api_version == 1' >/dev/null || fail "ngxctl --json status"
 NGXCTL_SOCKET=$TMP/api.sock "$NGXCTL" status | grep -q "^probes:" || fail "ngxctl via \$NGXCTL_SOCKET"
 ok "ngxctl --json and \$NGXCTL_SOCKET"
+
+ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
+for v in status knobs proposals trial history audit; do
+	ctl --json $v | jq -e 'type == "object"' >/dev/null || fail "ngxctl --json $v is not a JSON object"
+done
+ok "ngxctl --json for every read verb (status, knobs, proposals, trial, history, audit)"
+ctl show 999 >/dev/null 2>&1
+[ $? = 5 ] || fail "ngxctl show of an unknown change does not exit 5"
+ctl approve 999 >/dev/null 2>&1
+[ $? = 5 ] || fail "ngxctl approve of an unknown proposal does not exit 5"
+out=$(ctl propose net.core.somaxconn=99999999 2>&1)
+[ $? = 4 ] && grep -q "HTTP 409" <<<"$out" || fail "a proposal the agent refuses does not exit 4: $out"
+ctl audit --knob 'a&b' >/dev/null 2>&1
+[ $? = 2 ] || fail "ngxctl audit with a bad knob name does not exit 2"
+ok "exit codes: 5 unknown id, 4 refused by the agent, 2 usage"
+ctl revert --all >/dev/null || fail "revert --all"
+ctl revert --all >/dev/null || fail "revert --all (again)"
+ctl audit -n 5 >"$TMP/audit.out" || fail "ngxctl audit"
+head -1 "$TMP/audit.out" | grep -q "^ID .*ACTOR .*ACTION" || fail "audit header: $(head -1 "$TMP/audit.out")"
+grep -q "revert-all .*(x2)" "$TMP/audit.out" || fail "the repeated revert-all is not collapsed: $(cat "$TMP/audit.out")"
+ctl audit --since 1h --actor root -n 1 | grep -q "more: ngxctl audit --before" || fail "audit paging hint"
+[ "$(ctl --json audit --actor nobody-at-all | jq '.audit | length')" = 0 ] || fail "audit actor filter"
+ok "ngxctl audit: newest first, repeated events collapsed (x2), filters, paging hint"
+
+# Bash completion, against this agent: verbs, options, and knob names from ngxctl knobs.
+comp() { # comp WORDS...: what _ngxctl offers for the last word
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMPREPLY=()
+	_ngxctl
+	printf '%s\n' "${COMPREPLY[@]}"
+}
+compopt() { :; } # only valid inside a completion bash runs itself
+ngxctl() { "$NGXCTL" "$@"; }
+. "$srcdir/packaging/bash-completion/ngxctl"
+[ "$(comp ngxctl au)" = audit ] || fail "completion of a verb: $(comp ngxctl au)"
+comp ngxctl -s "$TMP/api.sock" revert -- | grep -qx -- --offline || fail "completion of revert's options"
+comp ngxctl -s "$TMP/api.sock" propose net.core.soma | grep -qx "net.core.somaxconn=" ||
+	fail "completion of knob names: $(comp ngxctl -s "$TMP/api.sock" propose net.core.soma)"
+comp ngxctl -s "$TMP/api.sock" history --k | grep -qx -- --knob || fail "completion of history's options"
+unset -f ngxctl
+ok "bash completion: verbs, each verb's options, knob names from the running agent"
 echo "# $checks checks passed"

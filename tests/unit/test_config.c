@@ -57,6 +57,8 @@ static void test_defaults_when_missing(void **state)
 	assert_int_equal(c.rollups_retention_ms, 90LL * 86400 * 1000);
 	assert_int_equal(c.socket_mode, 0660);
 	assert_true(c.probe_netlink);
+	assert_int_equal(c.doctor_interval_ms, 300000);
+	assert_int_equal(c.backend_keepalive_ms, 0);
 	assert_int_equal(config_load("/nonexistent/agent.conf", true, &c, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/agent.conf"));
 }
@@ -72,6 +74,7 @@ static void test_every_key(void **state)
 		   "[store]\npath = /tmp/x.db\nframes_retention = 2h\nrollups_retention = 7d\n"
 		   "[nginx]\npid_file = /tmp/nginx.pid\nstub_status_url = http://127.0.0.1:8080/st\n"
 		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\n"
+		   "[doctor]\ninterval = 90s\nbackend_keepalive_timeout = 5s\n"
 		   "[probes]\nnetlink = no\ninterrupts = off\nworkers = false\n");
 	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
 	assert_int_equal(c.tick_ms, 250);
@@ -89,6 +92,8 @@ static void test_every_key(void **state)
 	assert_false(c.probe_netlink);
 	assert_false(c.probe_interrupts);
 	assert_false(c.probe_workers);
+	assert_int_equal(c.doctor_interval_ms, 90000);
+	assert_int_equal(c.backend_keepalive_ms, 5000);
 }
 
 static const struct {
@@ -111,7 +116,13 @@ static const struct {
 	{"[agent]\nroot =\n", "root: must not be empty", 2},
 	{"[agent]\nlog_level = loud\n", "not one of error", 2},
 	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
+	{"[doctor]\ninterval = 5s\n", "between 30000ms and 86400000ms", 2},
+	{"[doctor]\nbackend_keepalive_timeout = 2h\n", "between 0ms and 3600000ms", 2},
+	{"[doctor]\nenabled = yes\n", "unknown key 'enabled' in section [doctor]", 2},
 	{"[agent]\nlog_level = info\nlog_level = bogus\ntick_interval = x\n", "not one of error", 3},
+	{"[tuning]\nmeasure = active\n", "not passive or loadgen", 2},
+	{"[loadgen]\ncommand = wrk -d20s http://x/\n", "must contain {seconds}", 2},
+	{"[loadgen]\nrun = 1s\n", "between 2000ms and 3600000ms", 2},
 };
 
 static void test_errors(void **state)
@@ -127,6 +138,27 @@ static void test_errors(void **state)
 		if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, bad[i].expect))
 			fail_msg("case %zu: got '%s', want prefix '%s' and '%s'", i, err, prefix, bad[i].expect);
 	}
+}
+
+/* Load generator mode: the command is kept as written; measure = loadgen without one is refused. */
+static void test_loadgen(void **state)
+{
+	struct config c;
+	char err[512];
+
+	(void)state;
+	write_conf("[tuning]\nmeasure = loadgen\n[loadgen]\ncommand = wrk -t2 -c200 -d{seconds}s --latency http://x/\n"
+		   "run = 20s\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.measure, "loadgen");
+	assert_string_equal(c.loadgen_command, "wrk -t2 -c200 -d{seconds}s --latency http://x/");
+	assert_int_equal(c.loadgen_run_ms, 20000);
+	write_conf("[tuning]\nmeasure = loadgen\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "measure = loadgen needs [loadgen] command"));
+	write_conf("[tuning]\nmode = auto\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.measure, "passive");
 }
 
 /* inih reads at most a fixed number of bytes per line: a longer one is an error on its own line, not a
@@ -184,6 +216,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loadgen, setup, teardown),
 		cmocka_unit_test(test_strutil),
 	};
 

@@ -150,6 +150,56 @@ static void test_block_unhandled(void **state)
 	free(acc);
 }
 
+/* A load generator's figures come once per run: one run in the window measures the block, a run in the settle
+ * time does not count, and a window with none is void. */
+static void test_block_loadgen(void **state)
+{
+	static const char *const names[] = {"loadgen.rps", "loadgen.p99_ms"};
+	struct metric_registry *reg;
+	struct block_spec spec;
+	struct block_acc *acc = malloc(sizeof(*acc));
+	struct block_summary s;
+	struct frame fr[30];
+	enum block_kind kind;
+	bool count;
+
+	(void)state;
+	assert_non_null(acc);
+	assert_int_equal(block_metric_kind("loadgen.rps", &kind, &count), 0);
+	assert_int_equal(kind, BLOCK_RUN);
+	assert_false(count);
+	assert_int_equal(block_metric_kind("loadgen.", &kind, &count), 0);
+	assert_int_not_equal(kind, BLOCK_RUN);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(block_spec_init(&spec, names, ARRAY_LEN(names), 1000), 0);
+	for (int i = 0; i < 30; i++) {
+		frame_init(&fr[i]);
+		fr[i].ts_ms = i * 1000;
+		fr[i].dt_s = 1.0;
+		put(&fr[i], reg, "http.requests", 100);
+	}
+	put(&fr[5], reg, "loadgen.rps", 9999); /* the warm-up's end, inside the settle time */
+	put(&fr[5], reg, "loadgen.p99_ms", 999);
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 30, 0, 30000, 10000, &s), 0);
+	assert_true(s.is_void);
+	assert_true(s.v[1].is_void);
+	put(&fr[27], reg, "loadgen.rps", 1200);
+	put(&fr[27], reg, "loadgen.p99_ms", 35);
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 30, 0, 30000, 10000, &s), 0);
+	assert_false(s.is_void);
+	assert_int_equal(s.v[0].kind, BLOCK_RUN);
+	assert_int_equal(s.v[0].ticks, 1);
+	assert_close(s.v[0].value, 1200, 0);
+	assert_close(s.v[1].value, 35, 0);
+	put(&fr[20], reg, "loadgen.rps", 1000); /* two runs: their mean */
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 30, 0, 30000, 10000, &s), 0);
+	assert_close(s.v[0].value, 1100, 1e-9);
+	for (int i = 0; i < 30; i++)
+		frame_free(&fr[i]);
+	metric_registry_free(reg);
+	free(acc);
+}
+
 static void test_block_spec(void **state)
 {
 	static const struct {
@@ -424,8 +474,8 @@ static void test_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_block_reduce),
-		cmocka_unit_test(test_block_unhandled), cmocka_unit_test(test_block_spec),
+		cmocka_unit_test(test_block_reduce), cmocka_unit_test(test_block_unhandled),
+		cmocka_unit_test(test_block_loadgen), cmocka_unit_test(test_block_spec),
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_json),
 	};

@@ -731,6 +731,87 @@ static void test_truncated(void **state)
 	}
 }
 
+/* ---- the public walk ------------------------------------------------------------------------------------- */
+
+struct walk_rec {
+	char out[65536];
+	size_t n, blocks, ends, includes, directives, maxdepth, stop_after, seen;
+};
+
+/* Records each step as one line: "D|B|E|I depth context file:line words...". */
+static int record(void *ctx, const struct nginx_conf_node *node)
+{
+	static const char kinds[] = "DBEI";
+	struct walk_rec *w = ctx;
+	char word[NGINX_CONF_TOKEN_MAX];
+	int k;
+
+	switch (node->event) {
+	case NGINX_CONF_DIRECTIVE: w->directives++; break;
+	case NGINX_CONF_BLOCK: w->blocks++; break;
+	case NGINX_CONF_BLOCK_END: w->ends++; break;
+	case NGINX_CONF_INCLUDE: w->includes++; break;
+	}
+	if (node->depth > w->maxdepth)
+		w->maxdepth = node->depth;
+	k = snprintf(w->out + w->n, sizeof(w->out) - w->n, "%c %zu %s %zu:%u", kinds[node->event], node->depth,
+		     node->context, node->file, node->line);
+	w->n += k > 0 && (size_t)k < sizeof(w->out) - w->n ? (size_t)k : 0;
+	k = node->event == NGINX_CONF_INCLUDE ? snprintf(w->out + w->n, sizeof(w->out) - w->n, " ->%zu",
+							   node->included) : 0;
+	w->n += k > 0 && (size_t)k < sizeof(w->out) - w->n ? (size_t)k : 0;
+	for (size_t i = 0; i < node->nwords && i < 3; i++) {
+		assert_true(nginx_conf_node_word(node, i, word, sizeof(word)) >= 0);
+		k = snprintf(w->out + w->n, sizeof(w->out) - w->n, " %.40s", word);
+		w->n += k > 0 && (size_t)k < sizeof(w->out) - w->n ? (size_t)k : 0;
+	}
+	assert_int_equal(nginx_conf_node_word(node, node->nwords, word, sizeof(word)), -EINVAL);
+	if (w->n + 1 < sizeof(w->out))
+		w->out[w->n++] = '\n';
+	w->out[w->n] = '\0';
+	return w->stop_after && ++w->seen == w->stop_after ? 7 : 0;
+}
+
+static void test_walk(void **state)
+{
+	struct nginx_conf c;
+	struct walk_rec *w = calloc(1, sizeof(*w));
+	char err[256] = "";
+
+	(void)state;
+	assert_non_null(w);
+	parse_fixture("multi.txt", &c);
+	assert_int_equal(nginx_conf_walk(&c, record, w, err, sizeof(err)), 0);
+	/* Every block closes, in the context it opened in; each included file is shown before its directives. */
+	assert_int_equal(w->blocks, w->ends);
+	assert_int_equal(w->includes, 7); /* main, events, http, mime.types, map-entries, long, servers */
+	assert_non_null(strstr(w->out, "D 0 main 0:4 include ngx-autotune/main.conf\nI 0 main 0:4 ->1\n"
+					"D 0 main 1:1 worker_rlimit_nofile 4096\n"));
+	assert_non_null(strstr(w->out, "B 0 main 0:8 events\nD 1 events 0:9 include"));
+	assert_non_null(strstr(w->out, "I 1 events 0:9 ->2\nD 1 events 2:2 worker_connections 2048\n"
+					"D 1 events 0:10 multi_accept on\nE 0 main 0:11\n"));
+	/* The quoted braces of the map and the location regex are words, not blocks. */
+	assert_non_null(strstr(w->out, "D 2 http/map 0:21 default a;b}\n"));
+	assert_non_null(strstr(w->out, "B 2 http/server 0:32 location ~ ^/x{2,3}$\n"));
+	assert_non_null(strstr(w->out, "I 2 http/map 0:23 ->5\nD 2 http/map 5:1 ~^y 2\nE 1 http 0:24\n"));
+	assert_int_equal(w->maxdepth, 3);
+	/* A positive return stops the walk and is handed back. */
+	memset(w, 0, sizeof(*w));
+	w->stop_after = 5;
+	assert_int_equal(nginx_conf_walk(&c, record, w, err, sizeof(err)), 7);
+	assert_int_equal(w->seen, 5);
+	nginx_conf_free(&c);
+
+	/* Debian's default site comes in through a glob include of sites-enabled/. */
+	parse_fixture("debian.txt", &c);
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(nginx_conf_walk(&c, record, w, err, sizeof(err)), 0);
+	assert_int_equal(w->blocks, w->ends);
+	assert_non_null(strstr(w->out, "I 1 http 0:63 ->5\nB 1 http 5:21 server\nD 2 http/server 5:22 listen 80 default_server\n"));
+	nginx_conf_free(&c);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -750,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_bad_dumps),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

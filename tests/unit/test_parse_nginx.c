@@ -729,6 +729,38 @@ static void test_errlog_kind_name(void **state)
 	assert_null(errlog_kind_name((enum errlog_kind)1000));
 }
 
+/* The master's title: nginx's command line joined by blanks. */
+static void test_master_title(void **state)
+{
+	static const struct {
+		const char *title;
+		int rc;
+		const char *conf, *prefix;
+	} cases[] = {
+		{"nginx: master process /usr/sbin/nginx -g daemon on; master_process on;", 0, "", ""},
+		{"nginx: master process nginx -p /tmp/n -c /tmp/n/nginx.conf -e /tmp/n/logs/error.log", 0,
+		 "/tmp/n/nginx.conf", "/tmp/n"},
+		{"nginx: master process /opt/nginx/sbin/nginx -c conf/site.conf", 0, "conf/site.conf", ""},
+		{"nginx: master process nginx -c", -EBADMSG, "", ""},
+		{"nginx: worker process", -EINVAL, "", ""},
+		{"nginx: master process nginx -cx -pp", 0, "", ""},
+	};
+	char conf[64], prefix[64], tiny[4];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(parse_nginx_master_title(cases[i].title, conf, sizeof(conf), prefix, sizeof(prefix)),
+				 cases[i].rc);
+		if (cases[i].rc == 0) {
+			assert_string_equal(conf, cases[i].conf);
+			assert_string_equal(prefix, cases[i].prefix);
+		}
+	}
+	assert_int_equal(parse_nginx_master_title("nginx: master process nginx -c /etc/nginx/nginx.conf", tiny,
+						  sizeof(tiny), prefix, sizeof(prefix)), -ENAMETOOLONG);
+	assert_int_equal(parse_nginx_master_title(NULL, conf, sizeof(conf), prefix, sizeof(prefix)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -737,7 +769,7 @@ int main(void)
 		cmocka_unit_test(test_access_synthetic),   cmocka_unit_test(test_access_binary),
 		cmocka_unit_test(test_access_long),	   cmocka_unit_test(test_access_mutations),
 		cmocka_unit_test(test_errorlog_fixture),   cmocka_unit_test(test_errorlog_synthetic),
-		cmocka_unit_test(test_errlog_kind_name),
+		cmocka_unit_test(test_errlog_kind_name),   cmocka_unit_test(test_master_title),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -803,6 +803,39 @@ static void test_planted(void **state)
 	policy_set_free(&set);
 }
 
+/* Loadgen mode: a cost objective becomes saturated requests/s (p99 guards it), anything else the generator's p99;
+ * the policy's objective and guardrails stay as guardrails. */
+static void test_loadgen_trial(void **state)
+{
+	struct plan_trial t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	snprintf(t.objective.metric, sizeof(t.objective.metric), "softnet.time_squeeze");
+	t.objective.dir = POLICY_LOWER_IS_BETTER;
+	snprintf(t.guardrails[0].metric, sizeof(t.guardrails[0].metric), "http.p99_ms");
+	t.nguardrails = 1;
+	plan_loadgen_trial(&t);
+	assert_string_equal(t.objective.metric, "loadgen.rps");
+	assert_int_equal(t.objective.dir, POLICY_HIGHER_IS_BETTER);
+	assert_int_equal(t.nguardrails, 3);
+	assert_string_equal(t.guardrails[0].metric, "loadgen.p99_ms");
+	assert_string_equal(t.guardrails[1].metric, "softnet.time_squeeze");
+	assert_string_equal(t.guardrails[2].metric, "http.p99_ms");
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.objective.metric, sizeof(t.objective.metric), "tcp.listen_overflows");
+	t.nguardrails = POLICY_GUARDRAILS_MAX;
+	for (size_t i = 0; i < POLICY_GUARDRAILS_MAX; i++)
+		snprintf(t.guardrails[i].metric, sizeof(t.guardrails[i].metric), "g%zu", i);
+	plan_loadgen_trial(&t);
+	assert_string_equal(t.objective.metric, "loadgen.p99_ms");
+	assert_int_equal(t.objective.dir, POLICY_LOWER_IS_BETTER);
+	assert_int_equal(t.nguardrails, POLICY_GUARDRAILS_MAX); /* the last guardrail did not fit */
+	assert_string_equal(t.guardrails[0].metric, "tcp.listen_overflows");
+	assert_string_equal(t.guardrails[POLICY_GUARDRAILS_MAX - 1].metric, "g6");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -816,6 +849,7 @@ int main(void)
 		cmocka_unit_test(test_constraint),
 		cmocka_unit_test(test_detect_env),
 		cmocka_unit_test(test_planted),
+		cmocka_unit_test(test_loadgen_trial),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,55 @@
+/*
+ * spawn: one child process on the libuv loop, its stdout and stderr read into memory, with a deadline.
+ *
+ * Owns the child's handles (process, two pipes, a timer) and their buffers until the callback has run. It kills
+ * the child (SIGKILL) past its deadline or when its standard output outgrows its bound, and never blocks the loop.
+ * It must not interpret what the child printed (the callers do: nginx -t / -T, a load generator).
+ */
+#ifndef NGXAT_SPAWN_H
+#define NGXAT_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define SPAWN_KILL_GRACE_MS 1000 /* after SIGKILL or exit, for the pipes to close */
+
+/* What a child printed on one pipe: P[0..LEN), OVER when it outgrew MAX (the rest was dropped). */
+struct outbuf {
+	char *p;
+	size_t len, cap, max;
+	bool over;
+};
+
+struct spawn;
+typedef void (*spawn_fn)(struct spawn *sp);
+
+/* One child with both output pipes read into memory and a deadline; CB runs once every handle is closed. */
+struct spawn {
+	uv_process_t proc;
+	uv_pipe_t out, err;
+	uv_timer_t timer;
+	struct outbuf obuf, ebuf;
+	int open;
+	bool out_open, err_open, proc_open, timer_open;
+	bool exited, killed, timed_out;
+	int64_t status;
+	int term_signal;
+	int spawn_rc;
+	spawn_fn cb;
+	void *ctx;
+};
+
+/*
+ * Run ARGV (no shell; ARGV[0] looked up in PATH) on LOOP with stdout kept up to MAX_OUT bytes (more kills the
+ * child) and stderr up to MAX_ERR (more is dropped), killed past TIMEOUT_MS. CB(sp) runs exactly once, later, from
+ * LOOP, with CTX in sp->ctx; SP is freed after it returns. OUT (may be NULL) gets SP for spawn_kill until then.
+ * 0, or -ENOMEM (CB will not run). A program that cannot start ends with spawn_rc < 0.
+ */
+int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, int64_t timeout_ms, spawn_fn cb,
+		void *ctx, struct spawn **out);
+/* Kill SP's child now (SIGKILL); its callback still runs once, with killed set. */
+void spawn_kill(struct spawn *sp);
+
+#endif
