@@ -12,6 +12,8 @@
 #   3 checklist  the field's hand-tuned checklist: somaxconn 65535, tcp_max_syn_backlog 65535,
 #                netdev_max_backlog 65535, listen backlog=65535 reuseport, worker_processes auto, multi_accept on
 #   4 tuned-tp   the baseline plus the static sysctls of tuned's throughput-performance profile
+#   5 agent-lg   as 2, with the agent in loadgen mode ([tuning] measure = loadgen): no outside load, the agent
+#                runs the same wrk itself for every block and judges on its figures
 # are measured side by side, BENCH_REPS rounds (configurations interleaved in each round), and the median of each
 # figure printed. Host-wide sysctls it touches are saved first and put back at exit.
 set -u
@@ -32,6 +34,9 @@ PAIRS=${BENCH_PAIRS:-4}          # the agent's trials
 BLOCK=${BENCH_BLOCK:-10s}
 SETTLE=${BENCH_SETTLE:-5s}       # "policy": each policy's own settle time (30 s, 60 s for the listen queue)
 MAX_TRIALS=${BENCH_MAX_TRIALS:-5}
+LG_BLOCK=${BENCH_LG_BLOCK:-14s}   # loadgen mode: a measured run is the block less 2 s
+LOADGEN=loadgen                  # BENCH_LOADGEN=no: leave out the agent in loadgen mode
+[ "${BENCH_LOADGEN:-yes}" = no ] && LOADGEN=
 SCENARIOS=${BENCH_SCENARIOS:-"listen backlog"}
 PORT=${BENCH_PORT:-18470}
 NS=ngxat-e2e-$$
@@ -161,22 +166,30 @@ measure() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---- the agent's run ----------------------------------------------------------------------------------------
-# converge: from the baseline, the agent under load approves-all until no proposal for a window; its result
-# becomes configuration "agent". Sets AGENT_SECS, AGENT_TRIALS, AGENT_KEPT, AGENT_VERDICTS.
+# converge NAME [loadgen]: from the baseline, the agent approves every proposal until none comes for 45 s; its
+# result becomes configuration NAME. Passive (the default): the bench drives the load and the agent judges on its
+# policies' objectives. loadgen: nobody else drives load; the agent runs the same wrk itself ([tuning] measure =
+# loadgen) and judges on its figures. Sets AGENT_SECS, AGENT_TRIALS, AGENT_KEPT, AGENT_VERDICTS.
 converge() {
-	local d t0 deadline id st prop verdicts="" kept=0 trials=0 last=0 k v
-	d=$(cfgdir agent)
+	local name=$1 mode=${2:-passive} d t0 deadline id st prop verdicts="" kept=0 trials=0 last=0 k v load=
+	d=$(cfgdir "$name")
 	mkdir -p "$d"
 	cp -r "$(cfgdir baseline)/inc" "$d/"
 	sed "s|$(cfgdir baseline)/inc|$d/inc|" "$(cfgdir baseline)/nginx.conf" >"$d/nginx.conf"
 	cp "$(cfgdir baseline)/ns.sysctl" "$(cfgdir baseline)/host.sysctl" "$d/"
-	apply agent || fail "nginx did not start for the agent"
+	apply "$name" || fail "nginx did not start for the agent"
 	NGINX_DIR=$TMP/run
 	NGINX_CONF=$d/nginx.conf
 	INC=$d/inc
 	rm -rf "$TMP/store" "$TMP/policies.d"
 	scn_agent_conf "$TMP/agent.conf" "$PORT"
 	sed -i "s/^pairs = .*/pairs = $PAIRS/; s/^block = .*/block = $BLOCK/" "$TMP/agent.conf"
+	if [ "$mode" = loadgen ]; then
+		# A measured run lasts the block less 2 s and needs 10 s or more; no quoting in the command: Connection:close.
+		sed -i "s/^block = .*/block = $LG_BLOCK/; s/^\[tuning\]$/[tuning]\nmeasure = loadgen/" "$TMP/agent.conf"
+		printf '[loadgen]\ncommand = ip netns exec %s wrk -t2 -c%s -d{seconds}s --latency -H Connection:close http://127.0.0.1:%s/\nrun = 10s\n' \
+			"$NS" "$CONNS" "$PORT" >>"$TMP/agent.conf"
+	fi
 	for p in $SCN_POLICIES; do
 		if [ "$SETTLE" = policy ]; then
 			rm -f "$TMP/policies.d/$p.policy"
@@ -186,9 +199,11 @@ converge() {
 	done
 	scn_start_agent
 	t0=$SECONDS
-	ip netns exec "$NS" timeout 900 wrk -t2 -c"$CONNS" -d880s -H "Connection: close" "http://127.0.0.1:$PORT/" \
-		>/dev/null 2>&1 &
-	local load=$!
+	if [ "$mode" = passive ]; then
+		ip netns exec "$NS" timeout 1200 wrk -t2 -c"$CONNS" -d1180s -H "Connection: close" \
+			"http://127.0.0.1:$PORT/" >/dev/null 2>&1 &
+		load=$!
+	fi
 	while [ $trials -lt "$MAX_TRIALS" ]; do
 		# A proposal needs a full detection window (30 s) after the last change; 45 s without one: converged.
 		prop=$(api /v1/proposals | jq -c '.proposals[0] // empty')
@@ -209,8 +224,10 @@ converge() {
 		fi
 	done
 	AGENT_SECS=$last AGENT_TRIALS=$trials AGENT_KEPT=$kept AGENT_VERDICTS=$verdicts
-	kill "$load" 2>/dev/null
-	wait "$load" 2>/dev/null
+	if [ -n "$load" ]; then
+		kill "$load" 2>/dev/null
+		wait "$load" 2>/dev/null
+	fi
 	# What it left: nginx's files as they are (its edits), and the sysctls it changed, as they read now.
 	for k in $NS_KEYS; do
 		echo "$k=$(ip netns exec "$NS" sysctl -n "$k")"
@@ -224,7 +241,6 @@ converge() {
 	done
 	kill -TERM "$AGENT_PID"
 	wait "$AGENT_PID"
-	cp "$NGINX_CONF" "$TMP/agent-nginx.conf"
 }
 
 # ---- run ------------------------------------------------------------------------------------------------------
@@ -232,12 +248,17 @@ for s in $SCENARIOS; do
 	echo
 	echo "== scenario $s"
 	make_configs "$s"
-	converge
-	echo "# agent: $AGENT_TRIALS trial(s), $AGENT_KEPT kept, last keep $AGENT_SECS s after start: $AGENT_VERDICTS"
-	echo "# agent's result: $(grep -o 'listen [^;]*' "$(cfgdir agent)/nginx.conf"); ns: $(tr '\n' ' ' <"$(cfgdir agent)/ns.sysctl")host: $(grep netdev "$(cfgdir agent)/host.sysctl" | tr '\n' ' ')"
+	configs="baseline agent checklist tuned-tp"
+	for m in passive $LOADGEN; do
+		c=agent
+		[ "$m" = loadgen ] && c=agent-lg configs="$configs agent-lg"
+		converge $c $m
+		echo "# $c ($m): $AGENT_TRIALS trial(s), $AGENT_KEPT kept, last keep $AGENT_SECS s after start: $AGENT_VERDICTS"
+		echo "# $c's result: $(grep -o 'listen [^;]*' "$(cfgdir $c)/nginx.conf"); ns: $(tr '\n' ' ' <"$(cfgdir $c)/ns.sysctl")host: $(grep netdev "$(cfgdir $c)/host.sysctl" | tr '\n' ' ')"
+	done
 	rm -f "$TMP/results"
 	for r in $(seq 1 "$REPS"); do
-		for c in baseline agent checklist tuned-tp; do
+		for c in $configs; do
 			apply "$c" || fail "configuration $c did not start"
 			sleep 1
 			echo "$c $(measure)" >>"$TMP/results"
@@ -245,7 +266,7 @@ for s in $SCENARIOS; do
 	done
 	stop_nginx
 	printf '%-10s %10s %9s %9s %8s %11s %11s\n' config "req/s" "p50 ms" "p99 ms" errors overflows "sn drops"
-	for c in baseline agent checklist tuned-tp; do
+	for c in $configs; do
 		line=$c
 		for col in 2 3 4 5 6 7; do
 			line="$line $(awk -v c="$c" -v k=$col '$1 == c { print $k }' "$TMP/results" | median)"
@@ -253,10 +274,12 @@ for s in $SCENARIOS; do
 		echo "$line" >>"$TMP/medians"
 		printf '%-10s %10.0f %9.1f %9.1f %8.0f %11.0f %11.0f\n' $line
 	done
-	awk '$1 == "agent" { a = $0 } $1 == "checklist" { c = $0 } END {
-		split(a, x); split(c, y)
-		printf "agent / checklist: req/s %.2f, p50 %.2f, p99 %.2f; errors %d vs %d, overflows %d vs %d, drops %d vs %d\n",
-			x[2] / y[2], x[3] / y[3], x[4] / y[4], x[5], y[5], x[6], y[6], x[7], y[7] }' "$TMP/medians"
+	for c in agent agent-lg; do
+		awk -v a="$c" '$1 == a { x = $0 } $1 == "checklist" { y = $0 } END {
+			if (!x) exit
+			split(x, u); split(y, v)
+			printf "%s / checklist: req/s %.2f, p50 %.2f, p99 %.2f; errors %d vs %d, overflows %d vs %d, drops %d vs %d\n",
+				a, u[2] / v[2], u[3] / v[3], u[4] / v[4], u[5], v[5], u[6], v[6], u[7], v[7] }' "$TMP/medians"
+	done
 	rm -f "$TMP/medians"
-	echo "loadgen mode ([tuning] measure = loadgen): not available in this version of the agent"
 done
