@@ -30,6 +30,8 @@
 #include "loop.h"
 #include "proto.h"
 #include "strutil.h"
+#include "core/controller.h"
+#include "tuning.h"
 
 #define FRAMES_LIMIT_MAX 3600
 
@@ -114,8 +116,37 @@ enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, cons
 
 /* ---- GET /v1/status -------------------------------------------------------------------------------------- */
 
+/*
+ * The loop's summary with the knobs in conflict named and the tuning loop's state in one sentence: a frozen knob
+ * waits for an operator (invariant 5), and "the bottleneck is the upstream" is why nothing is proposed, so
+ * ngxctl status must show both. Read here, per request, not per tick: a knob report reads its live value.
+ */
+static void summary_with_conflicts(struct agent *a, char *out, size_t n)
+{
+	struct engine_knob_report r;
+	struct controller_report t;
+	int64_t id;
+	size_t off = (size_t)snprintf(out, n, "%s", a->summary), count = 0;
+
+	if (a->tuning && off < n) {
+		tuning_report(a->tuning, &t, &id);
+		if (t.reason[0])
+			off += (size_t)snprintf(out + off, n - off, "; tuning: %s", t.reason);
+	}
+
+	for (size_t i = 0; a->engine && i < engine_knob_count(a->engine) && off < n; i++) {
+		engine_knob_report(a->engine, i, &r);
+		if (r.state != ENGINE_KNOB_CONFLICT)
+			continue;
+		off += (size_t)snprintf(out + off, n - off, "%s %.64s (%.160s)", count ? "," : "; conflict:", r.name,
+					r.why);
+		count++;
+	}
+}
+
 static json_t *status_json(struct agent *a)
 {
+	char summary[1536];
 	struct store_health sh;
 	json_t *probes = json_array();
 	double med = agent_tick_cpu_median(a);
@@ -137,11 +168,12 @@ static json_t *status_json(struct agent *a)
 	bool ro = a->engine && engine_observe_only(a->engine, why, sizeof(why));
 	json_t *o;
 
+	summary_with_conflicts(a, summary, sizeof(summary));
 	o = json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
 			 "s:{s:s, s:b, s:s?, s:I, s:I, s:I, s:I}, s:{s:i, s:i}}",
 			 API_K_API_VERSION, NGXAT_API_VERSION, API_K_VERSION, PACKAGE_VERSION, API_K_STATE,
 			 sh.degraded ? "degraded" : ro ? "observe-only" : "observing", API_K_OBSERVE_ONLY,
-			 ro ? why : NULL, API_K_SUMMARY, a->summary, API_K_UPTIME,
+			 ro ? why : NULL, API_K_SUMMARY, summary, API_K_UPTIME,
 			 (json_int_t)loop_uptime_s(a), API_K_TICK, API_K_TICK_INTERVAL, (json_int_t)a->cfg.tick_ms,
 			 API_K_TICK_COUNT, (json_int_t)a->ticks, API_K_TICK_LATE, (json_int_t)a->late,
 			 API_K_TICK_LAST_MS, (json_int_t)a->last_tick_ms, API_K_TICK_CPU_MED,

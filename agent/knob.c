@@ -86,7 +86,9 @@ int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct
 	nics = calloc(KNOB_NICS_MAX, sizeof(*nics));
 	if (!nics)
 		return -ENOMEM;
-	r = knob_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn);
+	/* IRQs belong to the host; RPS to the interfaces of nginx's network namespace, as its counters do. */
+	r = ops == &knob_rps_ops ? knob_ns_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn)
+				 : knob_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn);
 	more = r == -ENOSPC; /* the first KNOB_NICS_MAX are still filled in, and -ENOSPC returned */
 	if (more)
 		r = 0;
@@ -182,6 +184,131 @@ int knob_path(const struct knob_env *env, char *out, size_t n, const char *fmt, 
 	if (w < 0 || (size_t)w >= n)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+/* Whether PID's network namespace is another than ours. */
+static bool other_netns(pid_t pid)
+{
+	char path[64];
+	struct stat theirs, mine;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &theirs) < 0 || stat("/proc/self/ns/net", &mine) < 0)
+		return false;
+	return theirs.st_ino != mine.st_ino || theirs.st_dev != mine.st_dev;
+}
+
+static int cmp_ifname(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* NAMES[0..K) sorted and packed NUL-separated into OUT (N bytes, zeroed first), for comparing two lists. */
+static int pack_names(char (*names)[KNOB_IFNAME_MAX], size_t k, char *out, size_t n)
+{
+	size_t off = 0;
+
+	memset(out, 0, n);
+	qsort(names, k, sizeof(names[0]), cmp_ifname);
+	for (size_t i = 0; i < k; i++) {
+		size_t l = strlen(names[i]) + 1;
+
+		if (off + l > n)
+			return -ENOSPC;
+		memcpy(out + off, names[i], l);
+		off += l;
+	}
+	return 0;
+}
+
+/* The interface names of /proc/PID/net/dev (PID's network namespace), packed into OUT. */
+static int netns_devs(pid_t pid, char *out, size_t n)
+{
+	char path[64], line[512], names[KNOB_NICS_MAX][KNOB_IFNAME_MAX];
+	size_t k = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':'), *p = line;
+
+		if (!colon)
+			continue; /* the two header lines */
+		*colon = '\0';
+		while (*p == ' ')
+			p++;
+		if (!knob_ifname_ok(p) || k == KNOB_NICS_MAX) {
+			fclose(f);
+			return -EINVAL;
+		}
+		strcpy(names[k++], p);
+	}
+	fclose(f);
+	return pack_names(names, k, out, n);
+}
+
+/* The names under DIR (a /sys/class/net), packed into OUT. */
+static int sysfs_devs(const char *dir, char *out, size_t n)
+{
+	char names[KNOB_NICS_MAX][KNOB_IFNAME_MAX];
+	struct dirent *de;
+	size_t k = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!knob_ifname_ok(de->d_name) || k == KNOB_NICS_MAX) {
+			closedir(d);
+			return -EINVAL;
+		}
+		strcpy(names[k++], de->d_name);
+	}
+	closedir(d);
+	return pack_names(names, k, out, n);
+}
+
+/*
+ * sysfs shows the interfaces of the network namespace of whoever mounted it, so the host's /sys/class/net is not
+ * nginx's when nginx runs in another namespace. `ip netns exec` and container runtimes mount a sysfs of that
+ * namespace in nginx's mount namespace, reachable as /proc/PID/root/sys. It is taken only when it lists exactly
+ * the interfaces of /proc/PID/net/dev (nginx's namespace as procfs sees it), else the agent's own is used.
+ */
+static bool nginx_sysfs(const struct knob_env *env, char *prefix, size_t n)
+{
+	static char a[KNOB_NICS_MAX * KNOB_IFNAME_MAX], b[KNOB_NICS_MAX * KNOB_IFNAME_MAX];
+	char dir[64];
+
+	if (!env || env->nginx_pid <= 0 || !env->root || strcmp(env->root, "/") != 0 || !other_netns(env->nginx_pid))
+		return false;
+	snprintf(dir, sizeof(dir), "/proc/%d/root/sys/class/net", (int)env->nginx_pid);
+	if (netns_devs(env->nginx_pid, a, sizeof(a)) < 0 || sysfs_devs(dir, b, sizeof(b)) < 0 ||
+	    memcmp(a, b, sizeof(a)) != 0)
+		return false;
+	snprintf(prefix, n, "/proc/%d/root", (int)env->nginx_pid);
+	return true;
+}
+
+int knob_netdev_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
+{
+	char rel[512], prefix[64];
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof(rel))
+		return -ENAMETOOLONG;
+	if (!nginx_sysfs(env, prefix, sizeof(prefix)))
+		return knob_path(env, out, n, "%s", rel);
+	w = snprintf(out, n, "%s%s", prefix, rel);
+	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
 }
 
 int knob_read_fd(int fd, char *buf, size_t len)
@@ -581,7 +708,7 @@ static int cmp_unsigned(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int knob_rx_queues(const struct knob_env *env, const char *dev, unsigned *idx, size_t max, size_t *n)
+static int rx_queues(const struct knob_env *env, bool ns, const char *dev, unsigned *idx, size_t max, size_t *n)
 {
 	char path[512];
 	struct dirent *de;
@@ -591,7 +718,8 @@ int knob_rx_queues(const struct knob_env *env, const char *dev, unsigned *idx, s
 	*n = 0;
 	if (!knob_ifname_ok(dev))
 		return -EINVAL;
-	r = knob_path(env, path, sizeof(path), "/sys/class/net/%s/queues", dev);
+	r = ns ? knob_netdev_path(env, path, sizeof(path), "/sys/class/net/%s/queues", dev)
+	       : knob_path(env, path, sizeof(path), "/sys/class/net/%s/queues", dev);
 	if (r < 0)
 		return r;
 	d = opendir(path);
@@ -616,12 +744,18 @@ int knob_rx_queues(const struct knob_env *env, const char *dev, unsigned *idx, s
 	return r;
 }
 
+int knob_rx_queues(const struct knob_env *env, const char *dev, unsigned *idx, size_t max, size_t *n)
+{
+	return rx_queues(env, true, dev, idx, max, n);
+}
+
 static int cmp_name(const void *a, const void *b)
 {
 	return strcmp(a, b);
 }
 
-int knob_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_IFNAME_MAX], size_t max, size_t *n)
+static int list_nics(const struct knob_env *env, bool ns, const char *glob, char (*names)[KNOB_IFNAME_MAX],
+		     size_t max, size_t *n)
 {
 	unsigned *queues;
 	char path[512];
@@ -631,9 +765,14 @@ int knob_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_I
 	int r;
 
 	*n = 0;
+	bool literal;
+
 	if (!glob || !*glob)
 		glob = "*";
-	r = knob_path(env, path, sizeof(path), "/sys/class/net");
+	/* A target that names one interface is the operator's choice: lo or a virtual one (veth) too. */
+	literal = !strpbrk(glob, "*?[\\");
+	r = ns ? knob_netdev_path(env, path, sizeof(path), "/sys/class/net")
+	       : knob_path(env, path, sizeof(path), "/sys/class/net");
 	if (r < 0)
 		return r;
 	queues = malloc(KNOB_QUEUES_MAX * sizeof(*queues));
@@ -647,13 +786,15 @@ int knob_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_I
 	while ((de = readdir(d))) {
 		size_t nq;
 
-		if (!knob_ifname_ok(de->d_name) || strcmp(de->d_name, "lo") == 0 || fnmatch(glob, de->d_name, 0) != 0)
+		if (!knob_ifname_ok(de->d_name) || (!literal && strcmp(de->d_name, "lo") == 0) ||
+		    fnmatch(glob, de->d_name, 0) != 0)
 			continue;
 		/* A NIC has a device behind it; bridges, veths, bonds, tunnels and lo do not. */
-		if (knob_path(env, path, sizeof(path), "/sys/class/net/%s/device", de->d_name) < 0 ||
-		    stat(path, &st) < 0)
+		if (!literal && ((ns ? knob_netdev_path(env, path, sizeof(path), "/sys/class/net/%s/device", de->d_name)
+				     : knob_path(env, path, sizeof(path), "/sys/class/net/%s/device", de->d_name)) < 0 ||
+				 stat(path, &st) < 0))
 			continue;
-		if (knob_rx_queues(env, de->d_name, queues, KNOB_QUEUES_MAX, &nq) < 0 && nq == 0)
+		if (rx_queues(env, ns, de->d_name, queues, KNOB_QUEUES_MAX, &nq) < 0 && nq == 0)
 			continue;
 		if (*n == max) {
 			r = -ENOSPC;
@@ -665,6 +806,16 @@ int knob_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_I
 	free(queues);
 	qsort(names, *n, sizeof(*names), cmp_name);
 	return r;
+}
+
+int knob_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_IFNAME_MAX], size_t max, size_t *n)
+{
+	return list_nics(env, false, glob, names, max, n);
+}
+
+int knob_ns_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_IFNAME_MAX], size_t max, size_t *n)
+{
+	return list_nics(env, true, glob, names, max, n);
 }
 
 int knob_possible_cpus(const struct knob_env *env, unsigned *nbits)

@@ -81,7 +81,19 @@ bool knob_ifname_ok(const char *name);
  * one rx queue (so not lo, bridges, veths, bonds), sorted by name. 0, -ENOSPC (more than MAX), -errno.
  */
 int knob_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_IFNAME_MAX], size_t max, size_t *n);
-/* The rx-queue indices of DEV, ascending. 0, -ENOENT (no queue), -ENOSPC, -errno. */
+/*
+ * As knob_nics, in nginx's network namespace (knob_netdev_path). Both take a GLOB without wildcards as the name of
+ * one interface, which is then listed even without a device link (lo, a veth) as long as it has rx queues.
+ */
+int knob_ns_nics(const struct knob_env *env, const char *glob, char (*names)[KNOB_IFNAME_MAX], size_t max, size_t *n);
+/*
+ * The path of a /sys/class/net file (FMT starts with "/sys/class/net") in nginx's network namespace: through
+ * nginx's mount namespace (/proc/PID/root/sys) when nginx runs in another network namespace and that sysfs lists
+ * exactly the interfaces of /proc/PID/net/dev; else as knob_path. 0 or -ENAMETOOLONG.
+ */
+int knob_netdev_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The rx-queue indices of DEV in nginx's network namespace, ascending. 0, -ENOENT (no queue), -ENOSPC, -errno. */
 int knob_rx_queues(const struct knob_env *env, const char *dev, unsigned *idx, size_t max, size_t *n);
 /* nr_cpu_ids: one more than the highest CPU in /sys/devices/system/cpu/possible. 0 or -errno. */
 int knob_possible_cpus(const struct knob_env *env, unsigned *nbits);

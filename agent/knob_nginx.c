@@ -35,7 +35,8 @@
  * are followed, owner and mode kept) with the previous contents kept in memory, `nginx -t` (killed past
  * ENV->nginx_timeout_ms), SIGHUP to the master, then a timer polls /proc/PID/task/PID/children until a new
  * generation of workers runs (new worker pids; every old worker gone or "shutting down") and, for the listen
- * queue, until inet_diag shows the new backlog. A failing `nginx -t` puts the previous files back and completes
+ * queue, until inet_diag shows the new backlog (a listen write that leaves some socket's configured backlog as it
+ * was goes in two such reloads, see plan_nudge). A failing `nginx -t` puts the previous files back and completes
  * with -EINVAL and nginx's own message; a reload that does not show up within the timeout puts them back, reloads
  * again, and completes with -ETIMEDOUT (-EIO when the workers came but the live backlog is wrong). One nginx write
  * runs at a time in the process (-EBUSY otherwise): a second reload would blur the generation check.
@@ -1115,6 +1116,8 @@ struct op_file {
 	size_t oldlen;
 	char *new;
 	size_t newlen;
+	char *nudge;     /* listen: the text of the first of two reloads (NULL: this file keeps OLD in it) */
+	size_t nudgelen;
 	bool written;
 };
 
@@ -1150,6 +1153,7 @@ struct op {
 	char **backups_made;     /* backups created by this write */
 	size_t nbackups_made;
 	bool clear_state;        /* on success: remove the state and the backups */
+	bool nudging;            /* the first of two reloads is under way (see plan_nudge) */
 	struct lq_state st;
 	uint16_t *ports;
 	size_t nports;
@@ -1177,6 +1181,7 @@ static void op_free(struct op *op)
 		free(op->files[i].real);
 		free(op->files[i].old);
 		free(op->files[i].new);
+		free(op->files[i].nudge);
 	}
 	free(op->files);
 	free(op->state_old);
@@ -1246,6 +1251,25 @@ static int op_write_files(struct op *op)
 		struct op_file *f = &op->files[i];
 		int r = write_atomic(f->real, f->new, f->newlen, 0644);
 
+		if (r < 0) {
+			set_why(op->msg, sizeof(op->msg), "cannot write %s: %s", f->real, strerror(-r));
+			return r;
+		}
+		f->written = true;
+	}
+	return 0;
+}
+
+/* Write the nudge text of the files that have one (the first of two reloads, see plan_nudge). */
+static int op_write_nudge(struct op *op)
+{
+	for (size_t i = 0; i < op->nfiles; i++) {
+		struct op_file *f = &op->files[i];
+		int r;
+
+		if (!f->nudge)
+			continue;
+		r = write_atomic(f->real, f->nudge, f->nudgelen, 0644);
 		if (r < 0) {
 			set_why(op->msg, sizeof(op->msg), "cannot write %s: %s", f->real, strerror(-r));
 			return r;
@@ -1350,6 +1374,8 @@ static void remove_state_and_backups(struct op *op)
 		rmdir(path);
 }
 
+static void op_test(struct op *op);
+
 static void op_poll(uv_timer_t *t)
 {
 	struct op *op = t->data;
@@ -1364,6 +1390,23 @@ static void op_poll(uv_timer_t *t)
 	}
 	up = generation_up(op);
 
+	if (up && op->nudging) {
+		/* nginx listened again with the nudge backlog; now the files this write is for. */
+		int r;
+
+		op->nudging = false;
+		uv_timer_stop(&op->timer);
+		free(op->old_children);
+		op->old_children = NULL;
+		op->nold = 0;
+		r = op_write_files(op);
+		if (r < 0) {
+			op_fail(op, r, "%s", op->msg);
+			return;
+		}
+		op_test(op);
+		return;
+	}
 	if (up && op->kind == OP_LISTEN) {
 		struct nl_probe *nl = NULL;
 		struct nl_listen_queue *lq = NULL;
@@ -2051,7 +2094,8 @@ static int make_backups(struct op *op)
 		const struct op_file *f = &op->files[i];
 		char bpath[PATH_MAX], **v;
 
-		if (state_has(&op->st, f->path))
+		if (state_has(&op->st, f->path) || (f->old && f->newlen == f->oldlen &&
+						     memcmp(f->new, f->old, f->oldlen) == 0))
 			continue;
 		r = backup_path(op->env, f->path, bpath, sizeof(bpath));
 		if (r == 0)
@@ -2092,6 +2136,165 @@ static int write_state(struct op *op)
 		op->state_written = true;
 	else
 		set_why(op->msg, sizeof(op->msg), "cannot write %s: %s", path, strerror(-r));
+	return r;
+}
+
+/* nginx's backlog for a listen without backlog= (NGX_LISTEN_BACKLOG on Linux). */
+#define NGINX_BACKLOG_DEFAULT 511
+
+static int64_t configured_backlog(const struct nginx_listen *l)
+{
+	return l->has_backlog ? l->backlog : NGINX_BACKLOG_DEFAULT;
+}
+
+static struct op_file *op_file_of(const struct op *op, const char *path)
+{
+	for (size_t i = 0; i < op->nfiles; i++)
+		if (strcmp(op->files[i].path, path) == 0)
+			return &op->files[i];
+	return NULL;
+}
+
+/* The listens of the dump C with OP's new files in place of theirs (the configuration this write leaves). */
+static int listens_after(const struct op *op, const struct nginx_conf *c, struct nginx_listen **out, size_t *n,
+			 char *err, size_t errlen)
+{
+	struct nginx_conf after;
+	size_t cap = 1, len = 0;
+	char *dump;
+	int r;
+
+	for (size_t i = 0; i < c->nfiles; i++) {
+		const struct op_file *f = op_file_of(op, c->files[i].path);
+
+		cap += strlen(c->files[i].path) + 32 + (f ? f->newlen : c->files[i].len);
+	}
+	dump = malloc(cap);
+	if (!dump)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nfiles; i++) {
+		const struct op_file *f = op_file_of(op, c->files[i].path);
+		const char *text = f ? f->new : c->files[i].text;
+		size_t tlen = f ? f->newlen : c->files[i].len;
+
+		len += (size_t)snprintf(dump + len, cap - len, "# configuration file %s:\n", c->files[i].path);
+		memcpy(dump + len, text, tlen);
+		len += tlen;
+		dump[len++] = '\n';
+	}
+	r = nginx_conf_parse(dump, len, &after, err, errlen);
+	free(dump);
+	if (r < 0)
+		return r;
+	r = nginx_conf_listens(&after, out, n, err, errlen);
+	nginx_conf_free(&after);
+	return r;
+}
+
+/*
+ * nginx calls listen() again on reload only for a socket whose configured backlog changed (ngx_init_cycle compares
+ * the old and new backlog), and the kernel fixes the limit at listen() as min(backlog, somaxconn). So when
+ * somaxconn cut the live limit and this write leaves a socket's configured backlog as it was (the default 511
+ * written out as backlog=511, or restored from backlog=511 to none), the reload changes nothing (found on a real
+ * nginx: listen_queue 16 -> 511 with somaxconn 16 failed, the live limit stayed 16). Such a write goes in two
+ * reloads: first every target listen at a backlog that neither configuration has, then the files this write is
+ * for. Sets OP->nudging and each file's nudge text; nothing when one reload does it.
+ */
+static int plan_nudge(struct op *op, const struct nginx_conf *c)
+{
+	struct nginx_listen *cur = NULL, *fin = NULL;
+	size_t ncur = 0, nfin = 0, *starts = NULL;
+	int64_t min = 0, max = 0, nudge;
+	struct nl_probe *nl = NULL;
+	struct nl_listen_queue *lq = NULL;
+	pid_t nl_pid = 0;
+	char err[KNOB_WHY_MAX];
+	bool same = false;
+	int r;
+
+	r = listen_live(op->env, op->pid, op->ports, op->nports, &nl, &nl_pid, &lq, &min, &max, err, sizeof(err));
+	nl_probe_close(nl);
+	free(lq);
+	if (r < 0 || (min == op->value && max == op->value))
+		return 0; /* nothing to move (or nothing to read: the reload's own check will say) */
+	r = nginx_conf_listens(c, &cur, &ncur, err, sizeof(err));
+	if (r == 0)
+		r = listens_after(op, c, &fin, &nfin, err, sizeof(err));
+	if (r < 0) {
+		set_why(op->msg, sizeof(op->msg), "%s", err);
+		goto out;
+	}
+	/* Same files but backlog=, so the same listens in the same order; anything else: nudge to be safe. */
+	same = nfin != ncur;
+	for (size_t i = 0; i < ncur && !same; i++)
+		same = cur[i].target && configured_backlog(&cur[i]) == configured_backlog(&fin[i]);
+	if (!same)
+		goto out;
+	/* A backlog neither configuration has (below the value, else above), so both reloads change every socket. */
+	for (int64_t step = 1;; step++) {
+		bool taken = false;
+
+		nudge = step < op->value ? op->value - step : op->value + (step - op->value + 1);
+		for (size_t i = 0; i < ncur && !taken; i++)
+			taken = (cur[i].target && configured_backlog(&cur[i]) == nudge) ||
+				(i < nfin && fin[i].target && configured_backlog(&fin[i]) == nudge);
+		if (!taken)
+			break;
+	}
+	starts = calloc(ncur ? ncur : 1, sizeof(*starts));
+	if (!starts) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t fi = 0; fi < c->nfiles && r == 0; fi++) {
+		const struct nginx_conf_file *cf = &c->files[fi];
+		struct op_file *f = op_file_of(op, cf->path);
+		size_t ns = 0;
+
+		for (size_t i = 0; i < ncur; i++)
+			if (cur[i].target && cur[i].file == fi)
+				starts[ns++] = cur[i].start;
+		if (ns == 0)
+			continue;
+		if (!f) {
+			/* This write leaves the file as it is; it still takes the nudge, and is put back after. */
+			char *now = NULL, *copy;
+			size_t nowlen = 0;
+
+			r = read_whole(cf->path, FILE_MAX, &now, &nowlen);
+			if (r < 0) {
+				set_why(op->msg, sizeof(op->msg), "cannot read %s: %s", cf->path, strerror(-r));
+				break;
+			}
+			copy = malloc(nowlen + 1);
+			if (copy) {
+				memcpy(copy, now, nowlen);
+				copy[nowlen] = '\0';
+			}
+			r = copy ? op_add_file(op, cf->path, now, nowlen, copy, nowlen) : -ENOMEM;
+			if (r < 0) {
+				free(now);
+				free(copy);
+				break;
+			}
+			f = &op->files[op->nfiles - 1];
+		}
+		if (f->oldlen != cf->len || !f->old || memcmp(f->old, cf->text, cf->len) != 0) {
+			set_why(op->msg, sizeof(op->msg), "%s changed while it was being read; try again", cf->path);
+			r = -EAGAIN;
+			break;
+		}
+		r = nginx_conf_set_backlog(f->old, f->oldlen, starts, ns, nudge, &f->nudge, &f->nudgelen, err,
+					   sizeof(err));
+		if (r < 0)
+			set_why(op->msg, sizeof(op->msg), "%s: %s", cf->path, err);
+	}
+	if (r == 0)
+		op->nudging = true;
+out:
+	free(starts);
+	free(cur);
+	free(fin);
 	return r;
 }
 
@@ -2142,6 +2345,8 @@ static void listen_dumped(struct op *op, struct nginx_conf *c)
 	r = op->clear_state ? plan_restore(op) : 0;
 	if (r == 0)
 		r = plan_edit(op, c);
+	if (r == 0)
+		r = plan_nudge(op, c);
 	if (r < 0) {
 		op_finish(op, r, op->msg);
 		return;
@@ -2172,7 +2377,7 @@ static void listen_dumped(struct op *op, struct nginx_conf *c)
 		op->so_changed = true;
 		op->so_old = so_cur;
 	}
-	r = op_write_files(op);
+	r = op->nudging ? op_write_nudge(op) : op_write_files(op);
 	if (r < 0) {
 		op_fail(op, r, "%s", op->msg);
 		return;

@@ -2,10 +2,12 @@
  * knob_rps: RPS and RFS.
  *
  * rps ("POLICY.DEV", CPUMAP "rxqueue:cpulist;..."): /sys/class/net/DEV/queues/rx-N/rps_cpus, a kernel CPU mask
- * (hex, 32-bit groups separated by commas, most significant first, as wide as nr_cpu_ids). Masks are written in
- * exactly the kernel's own format for this host's nr_cpu_ids (/sys/devices/system/cpu/possible; failing that, the
- * shape of the mask the file shows) and compared as CPU sets on re-read: the kernel silently drops isolated and
- * offline CPUs, which then reads back as a difference (-EIO). An empty list switches RPS off for that queue.
+ * (hex, 32-bit groups separated by commas, most significant first, as wide as nr_cpu_ids). The interfaces are
+ * those of nginx's network namespace (knob_netdev_path), so a namespaced nginx's loopback or veth can be named.
+ * Masks are written in exactly the kernel's own format for this host's nr_cpu_ids
+ * (/sys/devices/system/cpu/possible; failing that, the shape of the mask the file shows) and compared as CPU sets
+ * on re-read: the kernel silently drops isolated and offline CPUs, which then reads back as a difference (-EIO).
+ * An empty list switches RPS off for that queue.
  *
  * rps_flows (INT): net.core.rps_sock_flow_entries, the global RFS table, and with it every rx queue's
  * rps_flow_cnt on the NICs the policy's target matches ("" = all): entries / queues, rounded up to a power of two
@@ -33,7 +35,7 @@
 
 static int queue_path(const struct knob *k, const char *dev, unsigned q, const char *file, char *out, size_t n)
 {
-	return knob_path(k->env, out, n, "/sys/class/net/%s/queues/rx-%u/%s", dev, q, file);
+	return knob_netdev_path(k->env, out, n, "/sys/class/net/%s/queues/rx-%u/%s", dev, q, file);
 }
 
 /* rps_cpus of queue Q: the CPU set, and the file's text (trimmed) into TEXT. */
@@ -362,7 +364,7 @@ static int flows_write(struct knob *k, const char *value, char *why, size_t whyl
 		goto out;
 	}
 	/* Every NIC and its queue count first, so that a listing failure writes nothing. */
-	r = knob_nics(k->env, k->pol->target, names, KNOB_NICS_MAX, &nn);
+	r = knob_ns_nics(k->env, k->pol->target, names, KNOB_NICS_MAX, &nn);
 	if (r < 0) {
 		snprintf(why, whylen, "listing NICs: %s", strerror(-r));
 		goto out;
@@ -386,7 +388,7 @@ static int flows_write(struct knob *k, const char *value, char *why, size_t whyl
 			break;
 		}
 		for (size_t j = 0; r == 0 && j < n; j++) {
-			r = knob_path(k->env, path, sizeof(path), "/sys/class/net/%s/queues/rx-%u/rps_flow_cnt",
+			r = knob_netdev_path(k->env, path, sizeof(path), "/sys/class/net/%s/queues/rx-%u/rps_flow_cnt",
 				      names[i], qs[j]);
 			if (r == 0)
 				r = write_int(path, per, why, whylen);

@@ -6,8 +6,8 @@ libnl-route-3-dev libnl-genl-3-dev libnl-idiag-3-dev libsystemd-dev libjansson-d
 libinih-dev libcmocka-dev"
 # chromium and python3-websocket: the console's end-to-end test (tests/system/console.sh, cdp.py); passwd and
 # util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv).
-TEST="nginx-light wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium python3-websocket passwd
-util-linux"
+TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium
+python3-websocket passwd util-linux"
 # promtool (tests/system/prometheus.sh) comes from Debian's prometheus package, fetched with apt-get download
 # and unpacked under the build directory by the test: the package itself (a service) is not installed.
 if [ "$(id -u)" != 0 ]; then

@@ -1,13 +1,19 @@
 #!/bin/bash
-# The main job on a fresh machine: install what is needed, build, start a real nginx in its own network namespace
-# under a bounded, changing load, run the agent in the foreground against it, and show a live view of what it
-# samples (ngxctl top). Everything it starts is stopped and removed at the end (or on Ctrl-C).
+# The main job on a fresh machine: install what is needed, build, and show the agent at work on a real nginx with a
+# deliberate misconfiguration. nginx runs in its own network namespace where net.core.somaxconn is 16, so under
+# ~1000 concurrent short connections its accept queue overflows about a thousand times a second. The agent runs
+# beside it in propose mode: after about 30 s it proposes raising the listen queue and waits for an operator.
+# It prints the ngxctl commands to run in another terminal (proposals, approve, trial, show, top) and, every 10 s,
+# what the agent sees and does; unattended (stdin not a terminal), it approves the proposal itself as an operator
+# would. Ctrl-C, or the end of the run, stops everything: the agent puts back every change it made
+# (revert_on_stop), then nginx, the load and the namespace go; host-wide sysctls are checked against the values
+# saved at the start.
 #
-#   sudo tests/demo.sh [SECONDS]      default 60
+#   sudo tests/demo.sh [SECONDS]      default 150
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
-secs=${1:-60}
+secs=${1:-150}
 case $secs in '' | *[!0-9]*) echo "usage: sudo tests/demo.sh [SECONDS]" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "tests/demo.sh: run as root (it installs packages and creates a network namespace)" >&2; exit 1; }
 
@@ -15,36 +21,85 @@ case $secs in '' | *[!0-9]*) echo "usage: sudo tests/demo.sh [SECONDS]" >&2; exi
 if [ ! -x build/ngx-autotune ]; then
 	autoreconf -fi && mkdir -p build && (cd build && ../configure >configure.out) || exit 1
 fi
-make -s -C build -j"$(nproc)" ngx-autotune ngxctl || exit 1
+make -s -C build -j"$(nproc)" ngx-autotune ngxctl tests/system/notify-listen || exit 1
 
 builddir=$top/build
 srcdir=$top
 TEST_NAME=demo
 . tests/system/lib.sh
+. tests/system/scenario-lib.sh
+trap 'exit 130' INT TERM
 PORT=8080
 NS=ngxat-demo
-ip netns del $NS 2>/dev/null
-start_nginx_ns $NS $PORT || fail "could not start nginx"
-agent_conf "$TMP/agent.conf" $PORT 1s
-"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
-CLEANUP+=("kill $!")
-wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
-echo "nginx in namespace $NS on 127.0.0.1:$PORT, agent log $TMP/agent.log, API socket $TMP/api.sock"
 
-# The load, bounded: keep-alive at low then high concurrency, then connection churn (Connection: close).
-third=$(( secs / 3 > 1 ? secs / 3 : 1 ))
-(
-	ip netns exec $NS timeout $((third + 5)) wrk -t1 -c4 -d${third}s "http://127.0.0.1:$PORT/" >/dev/null 2>&1
-	ip netns exec $NS timeout $((third + 5)) wrk -t2 -c128 -d${third}s "http://127.0.0.1:$PORT/" >/dev/null 2>&1
-	ip netns exec $NS timeout $((third + 5)) ab -q -c 64 -t $third -n 10000000 "http://127.0.0.1:$PORT/" \
-		>/dev/null 2>&1
-) &
-CLEANUP+=("kill $!")
+# Host-wide sysctls a policy may write (the agent puts back what it changes; this is the check that it did).
+HOST_KEYS="net.core.netdev_budget net.core.netdev_budget_usecs net.core.netdev_max_backlog net.core.rmem_max
+net.core.wmem_max net.core.busy_poll net.core.busy_read net.core.rps_sock_flow_entries"
+declare -A saved
+for k in $HOST_KEYS; do saved[$k]=$(sysctl -n "$k" 2>/dev/null); done
+host_check() {
+	local k now
+	for k in $HOST_KEYS; do
+		now=$(sysctl -n "$k" 2>/dev/null)
+		if [ -n "${saved[$k]}" ] && [ "$now" != "${saved[$k]}" ]; then
+			echo "demo: $k is $now, was ${saved[$k]}: putting it back"
+			sysctl -qw "$k=${saved[$k]}"
+		fi
+	done
+}
+CLEANUP+=("host_check")
 
-"$NGXCTL" -s "$TMP/api.sock" top -n "$secs"
+scn_netns $NS net.core.somaxconn=16 || fail "could not create namespace $NS"
+scn_nginx $NS $PORT || fail "could not start nginx"
+scn_agent_conf "$TMP/agent.conf" $PORT propose
+sed -i 's/^\[agent\]$/[agent]\nrevert_on_stop = yes/' "$TMP/agent.conf"
+scn_start_agent
+# Stop the agent first and wait for it: at SIGTERM it puts back what it changed, which needs nginx still running.
+CLEANUP+=("kill -TERM $AGENT_PID; wait $AGENT_PID")
+ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
+
+scn_load $NS "$secs" -t2 -c1000 -H "Connection: close" "http://127.0.0.1:$PORT/"
+cat <<EOT
+
+nginx runs in namespace $NS on 127.0.0.1:$PORT with net.core.somaxconn = 16 (its accept queue: 16 connections),
+under ~1000 concurrent short connections for $secs s. The agent is in propose mode (agent log: $TMP/agent.log).
+In about 30 s it proposes a change and waits for you. In another terminal:
+
+  sudo $NGXCTL -s $TMP/api.sock proposals       # what it proposes, and the evidence
+  sudo $NGXCTL -s $TMP/api.sock approve ID      # let it try: an A/B trial, kept only if the judge says it helps
+  sudo $NGXCTL -s $TMP/api.sock trial           # the trial: arm in force, pair k of K, running estimate
+  sudo $NGXCTL -s $TMP/api.sock show ID         # the verdict and its evidence
+  sudo $NGXCTL -s $TMP/api.sock top             # requests/s, p99, listen overflows, softnet, every second
+
+Ctrl-C stops everything and puts back whatever the agent changed.
+
+EOT
+
+# Every 10 s, one line: what the agent sees and what its tuning loop does. Unattended (stdin not a terminal), the
+# demo approves the first proposal itself, as an operator would; interactive, it says which command does it.
+[ -t 0 ] && unattended= || unattended=1
+announced=
+end=$((SECONDS + secs))
+while [ $SECONDS -lt $end ]; do
+	sleep 5
+	id=$(api /v1/proposals | jq '.proposals[0].id // empty')
+	if [ -n "$id" ] && [ "$id" != "$announced" ]; then
+		announced=$id
+		echo
+		ctl proposals
+		if [ -n "$unattended" ]; then
+			ctl approve "$id" --comment "tests/demo.sh, unattended"
+		else
+			echo ">>> in another terminal: sudo $NGXCTL -s $TMP/api.sock approve $id   (or: reject $id)"
+		fi
+		echo
+	fi
+	[ $((SECONDS % 10)) -lt 5 ] &&
+		echo "[$((secs - end + SECONDS)) s] $(ctl status | sed -n '2s/^ *observing: //p') | $(ctl trial | sed -n '2s/^ *//p')"
+done
 echo
-"$NGXCTL" -s "$TMP/api.sock" status
+ctl status | sed -n 1,2p
 echo
-# What the tuning loop made of it (propose mode: nothing is written without `ngxctl approve`).
-"$NGXCTL" -s "$TMP/api.sock" trial
-"$NGXCTL" -s "$TMP/api.sock" proposals
+# What the tuning loop made of it.
+ctl trial
+ctl history

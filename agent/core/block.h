@@ -71,7 +71,7 @@ struct block_summary {
 	bool is_void;             /* the objective is void */
 	double requests;          /* http.requests over the ticks where it was present */
 	struct block_count overflows; /* tcp.listen_overflows per http.requests */
-	struct block_count unhandled; /* nginx.accepts - nginx.handled per nginx.accepts */
+	struct block_count unhandled; /* nginx.accepts - nginx.handled (less what can be in flight) per nginx.accepts */
 	struct block_count errors;    /* http.5xx per http.requests */
 	size_t n;
 	struct block_value v[BLOCK_METRICS_MAX];
@@ -100,11 +100,11 @@ struct block_def {
 struct block_acc {
 	struct block_spec spec;
 	struct block_def def[BLOCK_METRICS_MAX];
-	struct block_input in[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 6];
+	struct block_input in[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 7];
 	size_t nin;
-	int i_req, i_5xx, i_ovf, i_acc, i_hnd, i_cpus;
+	int i_req, i_5xx, i_ovf, i_acc, i_hnd, i_cpus, i_wrk;
 	uint32_t bucket_id[HIST_NBUCKETS];
-	struct { uint32_t id; uint16_t slot; } map[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 6 + HIST_NBUCKETS];
+	struct { uint32_t id; uint16_t slot; } map[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 7 + HIST_NBUCKETS];
 	size_t nmap;
 	uint32_t reg_max;          /* metric_max_id when ids were last resolved */
 	int64_t from_ms, to_ms, last_ts;
@@ -116,6 +116,7 @@ struct block_acc {
 	uint32_t lat_ticks;
 	double requests;
 	struct block_count overflows, unhandled, errors;
+	double workers;            /* the most nginx workers seen in the block (nginx.workers) */
 };
 
 /* Fill SPEC with NAMES[0..N) (the objective first) and TICK_MS. 0; -EINVAL (N is 0 or above BLOCK_METRICS_MAX, a

@@ -321,9 +321,12 @@ static bool int_value(const struct knob_policy *p, value_fn value_of, void *ctx,
 }
 
 /*
- * somaxconn only caps the listen queue: a socket's limit is min(backlog, somaxconn). While nginx's backlog is
- * below somaxconn, raising somaxconn changes nothing and a trial of it measures nothing, so it is passed over for
- * the listen_queue knob (which raises somaxconn itself when a larger backlog needs it).
+ * somaxconn only caps the listen queue: a socket's limit is min(backlog, somaxconn), fixed when nginx calls
+ * listen(). Raising somaxconn changes no socket nginx already listens on (measured on a real nginx: the live limit
+ * stayed 16 after somaxconn went 16 -> 4096), so a trial of it measures nothing, whether nginx's backlog is below
+ * somaxconn or cut to it. While the listen_queue knob reads a value, it is the one to move: its write raises
+ * somaxconn itself when the new backlog needs it. somaxconn is proposed on its own only where nginx's backlog
+ * cannot be managed.
  */
 static bool not_binding(const struct policy_set *set, const struct knob_policy *p, const char *cur,
 			value_fn value_of, void *ctx, char *why, size_t len)
@@ -337,10 +340,12 @@ static bool not_binding(const struct policy_set *set, const struct knob_policy *
 	lq = find_kind(set, POLICY_LISTEN_QUEUE, NULL);
 	if (!lq || !int_value(lq, value_of, ctx, &backlog) || knobval_parse(p->type, cur, &s, NULL, 0) < 0)
 		return false;
-	if (backlog >= s.v[0])
-		return false;
-	snprintf(why, len, "nginx's backlog %lld is below somaxconn %lld: the backlog (%s) is the limit",
-		 (long long)backlog, (long long)s.v[0], lq->name);
+	if (backlog < s.v[0])
+		snprintf(why, len, "nginx's backlog %lld is below somaxconn %lld: the backlog (%s) is the limit",
+			 (long long)backlog, (long long)s.v[0], lq->name);
+	else
+		snprintf(why, len, "somaxconn alone changes no socket nginx already listens on (live limit %lld): %s "
+				   "raises it with the backlog", (long long)backlog, lq->name);
 	return true;
 }
 
@@ -521,14 +526,21 @@ int plan_operator(const struct policy_set *set, const char *knob, const char *fr
 	memset(out, 0, sizeof(*out));
 	if (!config_ok(cfg) || !knob || !from || !to)
 		return -EINVAL;
-	for (size_t i = 0; i < set->n && !p; i++)
-		if (strcmp(set->knobs[i].name, knob) == 0)
-			p = &set->knobs[i];
+	for (size_t i = 0; i < set->n && !p; i++) {
+		const struct knob_policy *q = &set->knobs[i];
+		size_t len = strlen(q->name);
+
+		/* Per-interface knobs are named POLICY.DEV (rps.lo, irq_affinity.eth0): their policy is POLICY. */
+		if (strcmp(q->name, knob) == 0 ||
+		    ((q->kind == POLICY_RPS || q->kind == POLICY_IRQ_AFFINITY) && strncmp(q->name, knob, len) == 0 &&
+		     knob[len] == '.' && knob[len + 1]))
+			p = q;
+	}
 	if (!p)
 		return -ENOENT;
-	if (strlen(from) >= sizeof(out->from) || strlen(to) >= sizeof(out->to))
+	if (strlen(knob) >= sizeof(out->knob) || strlen(from) >= sizeof(out->from) || strlen(to) >= sizeof(out->to))
 		return -ERANGE;
-	snprintf(out->knob, sizeof(out->knob), "%s", p->name);
+	snprintf(out->knob, sizeof(out->knob), "%s", knob);
 	snprintf(out->from, sizeof(out->from), "%s", from);
 	snprintf(out->to, sizeof(out->to), "%s", to);
 	out->dir = move_direction(p, from, to);

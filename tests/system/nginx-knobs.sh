@@ -5,7 +5,8 @@
 # returned); an nginx -t that hangs is killed; a reload that never happens is undone; a missing include or a
 # directive the operator sets elsewhere is reported by probe. The listen queue: with somaxconn 16 in the
 # namespace, raising somaxconn alone leaves the live backlog at 16; the driver's write of 4096 makes it 4096 (ss
-# and inet_diag), and writing the original back restores the operator's files byte for byte and somaxconn.
+# and inet_diag), and writing the original back restores the operator's files byte for byte and somaxconn; 511,
+# nginx's default backlog, takes two reloads each way.
 TEST_NAME=nginx-knobs
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip "system test skipped in distcheck"
@@ -209,4 +210,17 @@ sed 's|^\tlisten '$PORT2'; |\tlisten '$PORT2' backlog=16; |; s|"site|"edited sit
 	fail "after the revert: $(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)"
 [ ! -e "$INC/listen-queue.state" ] && [ ! -e "$INC/listen-backup" ] || fail "state or backups left after the revert"
 ok "revert after an operator's edit: nginx.conf byte for byte, the edited site keeps the edit with backlog=16"
+
+# nginx's own default written out: nginx.conf's listen has no backlog= (511 to nginx), and nginx calls listen()
+# again only for a backlog that changed, so backlog=511 alone would leave somaxconn's 16 in force. Both ways.
+out=$(h listen_queue listen_queue main int probe write 511 read) || fail "listen queue 511: $out"
+echo "$out" | grep -qx "read rc=0 value=511" || fail "listen queue does not read 511 back: $out"
+[ "$(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)" = "511 511 511" ] ||
+	fail "after 511: $(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)"
+grep -q "listen 127.0.0.1:$PORT default_server backlog=511;" "$N/nginx.conf" || fail "nginx.conf not edited to 511"
+out=$(h listen_queue listen_queue main int probe write 16 read) || fail "listen queue revert from 511: $out"
+cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf differs after the revert from 511"
+[ "$(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)" = "16 16 16" ] ||
+	fail "after the revert from 511: $(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)"
+ok "listen queue 16 -> 511 (nginx's default backlog) -> 16: live 511, then 16 again (two reloads each way)"
 echo "# $checks checks passed"

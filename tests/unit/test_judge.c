@@ -105,6 +105,51 @@ static void test_block_reduce(void **state)
 	free(acc);
 }
 
+/* accepts - handled: a stub_status read between nginx's two increments shows a connection per worker that nginx
+ * handles a moment later; those are no drops. Real drops beyond that count. */
+static void test_block_unhandled(void **state)
+{
+	static const char *const names[] = {"tcp.listen_overflows"};
+	struct metric_registry *reg;
+	struct block_spec spec;
+	struct block_acc *acc = malloc(sizeof(*acc));
+	struct block_summary s;
+	struct frame fr[10];
+	/* accepts and handled per tick; the last read lands while each of 2 workers is between the two */
+	static const double handled_race[10] = {100, 100, 99, 101, 100, 100, 100, 100, 100, 98};
+	static const double handled_drop[10] = {100, 100, 95, 100, 100, 100, 97, 100, 100, 100};
+
+	(void)state;
+	assert_non_null(acc);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(block_spec_init(&spec, names, ARRAY_LEN(names), 1000), 0);
+	for (int pass = 0; pass < 3; pass++) {
+		for (int i = 0; i < 10; i++) {
+			frame_init(&fr[i]);
+			fr[i].ts_ms = i * 1000;
+			fr[i].dt_s = 1.0;
+			put(&fr[i], reg, "http.requests", 100);
+			put(&fr[i], reg, "tcp.listen_overflows", 0);
+			put(&fr[i], reg, "nginx.accepts", 100);
+			put(&fr[i], reg, "nginx.handled", pass == 1 ? handled_drop[i] : handled_race[i]);
+			if (pass < 2)
+				put(&fr[i], reg, "nginx.workers", 2);
+		}
+		assert_int_equal(block_reduce(acc, &spec, reg, fr, 10, 0, 10000, 0, &s), 0);
+		if (pass == 0)
+			assert_close(s.unhandled.events, 0, 0); /* 2 in flight, 2 workers */
+		else if (pass == 1)
+			assert_close(s.unhandled.events, 6, 0); /* 8 short, 2 of which may be in flight */
+		else
+			assert_close(s.unhandled.events, 1, 0); /* no worker count: one in flight allowed */
+		assert_close(s.unhandled.exposure, 1000, 0);
+		for (int i = 0; i < 10; i++)
+			frame_free(&fr[i]);
+	}
+	metric_registry_free(reg);
+	free(acc);
+}
+
 /* A load generator's figures come once per run: one run in the window measures the block, a run in the settle
  * time does not count, and a window with none is void. */
 static void test_block_loadgen(void **state)
@@ -429,7 +474,8 @@ static void test_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_block_reduce), cmocka_unit_test(test_block_loadgen), cmocka_unit_test(test_block_spec),
+		cmocka_unit_test(test_block_reduce), cmocka_unit_test(test_block_unhandled),
+		cmocka_unit_test(test_block_loadgen), cmocka_unit_test(test_block_spec),
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_json),
 	};

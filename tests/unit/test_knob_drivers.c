@@ -1372,6 +1372,20 @@ static void test_instantiate(void **state)
 	strcpy(pol.target, "wlan*");
 	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
 	assert_int_equal(n, 0);
+	/* An interface named alone is the operator's choice, lo and a veth too; not one without rx queues. */
+	strcpy(pol.target, "lo");
+	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ks[0].name, "rps.lo");
+	strcpy(pol.target, "veth0");
+	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
+	assert_int_equal(n, 1);
+	strcpy(pol.target, "eth8");
+	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
+	assert_int_equal(n, 0);
+	strcpy(pol.target, "l?");
+	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
+	assert_int_equal(n, 0);
 	strcpy(pol.kind_name, "irq_affinity");
 	strcpy(pol.name, "irq_affinity");
 	strcpy(pol.target, "ens?");

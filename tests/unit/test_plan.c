@@ -209,9 +209,12 @@ static const struct pcase pcases[] = {
 	{"listen overflows: the backlog, not somaxconn",
 	 {{"listen_overflows", 2}}, {{NULL, NULL, 0}},
 	 "listen_queue", "511", "1022", NULL, "net.core.somaxconn", "backlog 511 is below somaxconn 4096"},
-	{"listen overflows with a backlog at somaxconn: somaxconn",
+	{"listen overflows with a backlog at somaxconn: still the backlog, which raises somaxconn with it",
 	 {{"listen_overflows", 2}}, {{"listen_queue", "4096", 0}, {NULL, NULL, 0}},
-	 "net.core.somaxconn", "4096", "8192", NULL, NULL, NULL},
+	 "listen_queue", "4096", "8192", NULL, "net.core.somaxconn", "changes no socket nginx already listens on"},
+	{"listen overflows with a tiny somaxconn cutting the backlog",
+	 {{"listen_overflows", 2}}, {{"listen_queue", "16", 0}, {"net.core.somaxconn", "16", 0}, {NULL, NULL, 0}},
+	 "listen_queue", "16", "511", NULL, "net.core.somaxconn", "live limit 16"},
 	{"listen overflows without an nginx backlog knob on this host",
 	 {{"listen_overflows", 2}}, {{"listen_queue", NULL, -ENOENT}, {NULL, NULL, 0}},
 	 "net.core.somaxconn", "4096", "8192", NULL, NULL, NULL},
@@ -363,6 +366,29 @@ static void test_proposal_contents(void **state)
 
 /* Nothing is proposed while the report is not actionable, whatever fires; nor for readings that are not
  * sustained or not valid. */
+/* An operator's proposal of a per-interface knob (POLICY.DEV) gets its policy's trial plan, under its own name. */
+static void test_operator_per_interface(void **state)
+{
+	struct plan_config cfg;
+	struct plan_proposal prop;
+	struct policy_set set;
+
+	(void)state;
+	plan_config_default(&cfg);
+	load_shipped(&set, false);
+	assert_int_equal(plan_operator(&set, "rps.lo", "0:", "0:0-1", "try it", &cfg, &prop), 0);
+	assert_string_equal(prop.knob, "rps.lo");
+	assert_string_equal(prop.trial.objective.metric, "http.p99_ms");
+	assert_non_null(strstr(prop.evidence, "try it"));
+	assert_int_equal(plan_operator(&set, "irq_affinity.eth0", "25:0", "25:1", "", &cfg, &prop), 0);
+	assert_string_equal(prop.knob, "irq_affinity.eth0");
+	assert_int_equal(plan_operator(&set, "net.core.somaxconn", "4096", "8192", "", &cfg, &prop), 0);
+	assert_int_equal(plan_operator(&set, "rps.", "0:", "0:1", "", &cfg, &prop), -ENOENT);
+	assert_int_equal(plan_operator(&set, "rpsx.lo", "0:", "0:1", "", &cfg, &prop), -ENOENT);
+	assert_int_equal(plan_operator(&set, "net.core.somaxconn.lo", "1", "2", "", &cfg, &prop), -ENOENT);
+	policy_set_free(&set);
+}
+
 static void test_not_actionable(void **state)
 {
 	static const struct fire fires[FIRES_MAX] = {{"softnet_squeeze", 3.5}, {"listen_overflows", 9}};
@@ -815,6 +841,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_proposal_contents),
+		cmocka_unit_test(test_operator_per_interface),
 		cmocka_unit_test(test_not_actionable),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_memory_harm),

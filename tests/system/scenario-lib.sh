@@ -1,0 +1,208 @@
+# The real-nginx scenarios (tests/system/scenario-*.sh), bench/e2e and the demo share this: a network namespace
+# with a real nginx that includes the agent's files, the agent configured for it with CI-length trials, bounded
+# load from inside the namespace, and the kernel's own counters read there. Source after lib.sh.
+
+SCN_POLICIES="listen softnet rps tcp nginx"
+
+# scn_nginx NS PORT: namespace NS (loopback up; sysctls may be set in it before) must exist; starts nginx in it on
+# 127.0.0.1:PORT with stub_status at /nginx_status, the JSON access log the agent reads, and the agent's include
+# files main.conf, events.conf and http.conf (empty) in $NGINX_DIR/inc. Optional, from the environment:
+# SCN_LISTEN follows the address on the listen line (e.g. "backlog=4096 reuseport"), SCN_MAIN goes at the top
+# level, SCN_EVENTS in events, SCN_HTTP in http, SCN_SERVER in the server. Sets NGINX_DIR, NGINX_CONF, INC.
+scn_nginx() {
+	local ns=$1 port=$2
+	NGINX_DIR=$TMP/nginx
+	NGINX_CONF=$NGINX_DIR/nginx.conf
+	INC=$NGINX_DIR/inc
+	mkdir -p "$NGINX_DIR/logs" "$INC"
+	: >"$INC/main.conf"
+	: >"$INC/events.conf"
+	: >"$INC/http.conf"
+	cat >"$NGINX_CONF" <<EOT
+include $INC/main.conf;
+worker_processes 2;
+pid $NGINX_DIR/nginx.pid;
+error_log $NGINX_DIR/logs/error.log warn;
+${SCN_MAIN:-}
+events {
+	include $INC/events.conf;
+	worker_connections 4096;
+	${SCN_EVENTS:-}
+}
+http {
+	include $INC/http.conf;
+	log_format ngxat_json escape=json '{"time":"\$time_iso8601","status":\$status,"request_time":\$request_time,'
+		'"upstream_response_time":"\$upstream_response_time","upstream_addr":"\$upstream_addr",'
+		'"bytes":\$body_bytes_sent}';
+	access_log $NGINX_DIR/logs/access.log ngxat_json;
+	client_body_temp_path $NGINX_DIR/tmp_body;
+	proxy_temp_path $NGINX_DIR/tmp_proxy;
+	fastcgi_temp_path $NGINX_DIR/tmp_fastcgi;
+	uwsgi_temp_path $NGINX_DIR/tmp_uwsgi;
+	scgi_temp_path $NGINX_DIR/tmp_scgi;
+	${SCN_HTTP:-}
+	server {
+		listen 127.0.0.1:$port ${SCN_LISTEN:-};
+		location = /nginx_status { stub_status; access_log off; }
+		${SCN_SERVER:-}
+		location / { return 200 "hello from nginx\n"; }
+	}
+}
+EOT
+	cp "$NGINX_CONF" "$TMP/nginx.conf.orig"
+	ip netns exec "$ns" nginx -p "$NGINX_DIR" -c "$NGINX_CONF" -e "$NGINX_DIR/logs/error.log" || return 1
+	CLEANUP+=("kill -QUIT \$(cat $NGINX_DIR/nginx.pid)")
+	wait_for 5 test -s "$NGINX_DIR/nginx.pid"
+}
+
+# scn_netns NS [SYSCTL=VALUE...]: a new namespace with loopback up and these sysctls set in it; removed at exit.
+scn_netns() {
+	local ns=$1 kv
+	shift
+	ip netns del "$ns" 2>/dev/null
+	ip netns add "$ns" || return 1
+	CLEANUP+=("ip netns del $ns")
+	ip -n "$ns" link set lo up || return 1
+	for kv in "$@"; do
+		ip netns exec "$ns" sysctl -qw "$kv" || return 1
+	done
+}
+
+# scn_agent_conf FILE PORT [MODE]: the agent for scn_nginx's nginx: 500 ms ticks (the detectors' 60-tick window is
+# then 30 s), trials of 4 pairs of 2 s settle + 4 s blocks, no A/A calibration, and the shipped policies with a
+# 2 s settle time (overrides in $TMP/policies.d).
+scn_agent_conf() {
+	local f=$1 port=$2 mode=${3:-propose} p
+	agent_conf "$f" "$port" 500ms
+	cat >>"$f" <<EOT
+conf = $NGINX_CONF
+include_dir = $INC
+timeout = 20s
+[tuning]
+mode = $mode
+pairs = 4
+block = 4s
+calibrate_pairs = 0
+changes_per_hour = 60
+EOT
+	mkdir -p "$TMP/policies.d"
+	for p in $SCN_POLICIES; do
+		sed 's/^settle = .*/settle = 2s/' "$srcdir/policies/$p.policy" >"$TMP/policies.d/$p.policy"
+	done
+}
+
+# scn_start_agent: the agent in the background with a test-owned NOTIFY_SOCKET; waits for READY=1. AGENT_PID.
+scn_start_agent() {
+	rm -f "$TMP/notify.log"
+	"$NOTIFY_LISTEN" "$TMP/notify.sock" 600 >"$TMP/notify.log" &
+	CLEANUP+=("kill $!")
+	wait_for 5 test -S "$TMP/notify.sock" || fail "notify-listen did not start"
+	NOTIFY_SOCKET="$TMP/notify.sock" "$AGENT" --foreground -c "$TMP/agent.conf" >>"$TMP/agent.log" 2>&1 &
+	AGENT_PID=$!
+	CLEANUP+=("kill $AGENT_PID")
+	wait_for 30 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1"
+}
+
+# scn_load NS SECONDS WRK_ARGS...: wrk inside NS for at most SECONDS, in the background (LOAD_PID); output in
+# $TMP/load.out. Killed at exit if still running.
+scn_load() {
+	local ns=$1 secs=$2
+	shift 2
+	ip netns exec "$ns" timeout $((secs + 10)) wrk -d"${secs}s" "$@" >"$TMP/load.out" 2>&1 &
+	LOAD_PID=$!
+	CLEANUP+=("kill $LOAD_PID")
+}
+
+# ns_netstat NS FIELD: a TcpExt counter of /proc/net/netstat in NS (ListenOverflows, ...).
+ns_netstat() {
+	ip netns exec "$1" cat /proc/net/netstat | awk -v f="$2" '
+		$1 == "TcpExt:" && !h { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
+		$1 == "TcpExt:" && h { print $col[f]; exit }'
+}
+
+# ns_snmp NS FIELD: a Tcp counter of /proc/net/snmp in NS (PassiveOpens, ...).
+ns_snmp() {
+	ip netns exec "$1" cat /proc/net/snmp | awk -v f="$2" '
+		$1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
+		$1 == "Tcp:" && h { print $col[f]; exit }'
+}
+
+# softnet_drops: dropped packets (column 2 of /proc/net/softnet_stat) summed over CPUs; the table is host-wide.
+softnet_drops() {
+	local d=0 a b rest
+	while read -r a b rest; do d=$((d + 16#$b)); done </proc/net/softnet_stat
+	echo $d
+}
+
+# live_backlog NS PORT: the accept-queue limit of the listening socket(s) on PORT (ss), space-separated.
+live_backlog() {
+	ip netns exec "$1" ss -Hltn "sport = :$2" | awk '{ print $3 }' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
+# overflow_rate NS SECONDS: ListenOverflows per second over SECONDS (integer).
+overflow_rate() {
+	local a b
+	a=$(ns_netstat "$1" ListenOverflows)
+	sleep "$2"
+	b=$(ns_netstat "$1" ListenOverflows)
+	echo $(((b - a) / $2))
+}
+
+ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
+
+# change_state ID: the journal state of change ID.
+change_state() { api "/v1/changes/$1" | jq -r .state; }
+
+# wait_proposal SECONDS KNOB: waits for the loop's proposal of KNOB, prints its JSON.
+wait_proposal() {
+	local deadline=$((SECONDS + $1)) p
+	while [ $SECONDS -lt $deadline ]; do
+		p=$(api /v1/proposals | jq -c --arg k "$2" '[.proposals[] | select(.knob == $k)][0] // empty')
+		[ -n "$p" ] && { echo "$p"; return 0; }
+		sleep 0.5
+	done
+	return 1
+}
+
+# wait_end SECONDS ID: waits until change ID leaves trial/approved/applying; prints its state.
+wait_end() {
+	local deadline=$((SECONDS + $1)) st
+	while [ $SECONDS -lt $deadline ]; do
+		st=$(change_state "$2")
+		case $st in kept | reverted | aborted | failed | rejected) echo "$st"; return 0 ;; esac
+		sleep 0.5
+	done
+	echo "${st:-unknown}"
+	return 1
+}
+
+# scn_backend NS PORT DELAY: a second nginx in NS on 127.0.0.1:PORT that answers every request after DELAY seconds
+# (echo_sleep of libnginx-mod-http-echo: the worker is not blocked), without logs. Its files are in $TMP/backend.
+scn_backend() {
+	local ns=$1 port=$2 delay=$3 d=$TMP/backend mod=/usr/lib/nginx/modules/ngx_http_echo_module.so
+	[ -f $mod ] || return 77
+	mkdir -p "$d/logs"
+	cat >"$d/nginx.conf" <<EOT
+load_module $mod;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+	access_log off;
+	client_body_temp_path $d/tmp_body;
+	proxy_temp_path $d/tmp_proxy;
+	fastcgi_temp_path $d/tmp_fastcgi;
+	uwsgi_temp_path $d/tmp_uwsgi;
+	scgi_temp_path $d/tmp_scgi;
+	keepalive_requests 100000;
+	server {
+		listen 127.0.0.1:$port backlog=4096;
+		location / { echo_sleep $delay; echo "slow answer"; }
+	}
+}
+EOT
+	ip netns exec "$ns" nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || return 1
+	CLEANUP+=("kill -QUIT \$(cat $d/nginx.pid)")
+	wait_for 5 test -s "$d/nginx.pid"
+}
