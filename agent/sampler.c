@@ -22,6 +22,7 @@
 #include "log.h"
 #include "logtail.h"
 #include "probe_netlink.h"
+#include "procfile.h"
 #include "strutil.h"
 
 #define MAX_CPUS PARSE_MAX_CPUS /* /proc/softirqs lists possible CPUs: big VMs have many */
@@ -31,6 +32,7 @@
 #define MAX_NET_IRQS 256
 #define NET_IRQS_EVERY_MS 60000 /* how often NICs and their IRQs are discovered again */
 #define MAX_READ (8u << 20)          /* largest /proc file we read (a big /proc/interrupts is ~1 MiB) */
+#define KEEP_MAX 64 /* workers and NIC IRQs whose files stay open (two and one descriptors each); more are reopened */
 #define ACCESS_BYTES_PER_TICK (16u << 20)
 #define ERROR_BYTES_PER_TICK (1u << 20)
 /*
@@ -39,6 +41,21 @@
  * STATES_EVERY_MS; each tick has the cheap /proc/net/sockstat figures (TIME_WAIT, in use, orphans) instead.
  */
 #define STATES_EVERY_MS 10000
+
+/* The files read every tick, each kept open where procfile can (see procfile.h). */
+enum pf_slot {
+	PF_PIDFILE,
+	PF_NETSTAT,
+	PF_SNMP,
+	PF_SOCKSTAT,
+	PF_SOFTNET,
+	PF_SOFTIRQS,
+	PF_STAT,
+	PF_INTERRUPTS,
+	PF_CHILDREN,
+	PF_SCRATCH, /* opened for each read: workers and IRQs past KEEP_MAX */
+	PF_COUNT
+};
 
 struct worker_prev {
 	pid_t pid;
@@ -62,8 +79,9 @@ struct sampler {
 	size_t seen_cap;
 	struct probe_health health[PROBE_COUNT];
 
-	char *buf;
-	size_t bufcap, buflen;
+	struct procbuf pb; /* the text of the file read last */
+	struct procfile pf[PF_COUNT];
+	struct procfile pf_sched[KEEP_MAX], pf_status[KEEP_MAX], pf_irq[KEEP_MAX];
 
 	pid_t nginx_pid;
 	size_t nworkers;
@@ -174,9 +192,22 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 	counters_init(&s->ctr);
 	hist_reset(&s->tick_hist);
 	s->netns_fd = s->stub.netns_fd = -1;
+	for (size_t i = 0; i < PF_COUNT; i++)
+		procfile_init(&s->pf[i]);
+	for (size_t i = 0; i < KEEP_MAX; i++) {
+		procfile_init(&s->pf_sched[i]);
+		procfile_init(&s->pf_status[i]);
+		procfile_init(&s->pf_irq[i]);
+	}
 	set_enabled(s);
 	*out = s;
 	return 0;
+}
+
+static void close_files(struct procfile *pf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		procfile_close(&pf[i]);
 }
 
 static void close_tailers(struct sampler *s)
@@ -198,7 +229,11 @@ void sampler_free(struct sampler *s)
 		close(s->netns_fd);
 	counters_free(&s->ctr);
 	free(s->seen_tick);
-	free(s->buf);
+	close_files(s->pf, PF_COUNT);
+	close_files(s->pf_sched, KEEP_MAX);
+	close_files(s->pf_status, KEEP_MAX);
+	close_files(s->pf_irq, KEEP_MAX);
+	procbuf_free(&s->pb);
 	free(s);
 }
 
@@ -355,62 +390,20 @@ static void rooted(const struct sampler *s, char *out, size_t n, const char *pat
 		snprintf(out, n, "%s%s", root, path);
 }
 
-/* Read PATH (already rooted or absolute) whole into s->buf. 0 or -errno. */
-static int read_whole(struct sampler *s, const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	s->buflen = 0;
-	for (;;) {
-		if (s->buflen + 4096 > s->bufcap) {
-			size_t cap = s->bufcap ? s->bufcap * 2 : 65536;
-			char *p;
-
-			if (cap > MAX_READ + 4096) {
-				close(fd);
-				return -E2BIG;
-			}
-			p = realloc(s->buf, cap);
-			if (!p) {
-				close(fd);
-				return -ENOMEM;
-			}
-			s->buf = p;
-			s->bufcap = cap;
-		}
-		r = read(fd, s->buf + s->buflen, s->bufcap - s->buflen - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			close(fd);
-			return (int)r;
-		}
-		if (r == 0)
-			break;
-		s->buflen += (size_t)r;
-	}
-	close(fd);
-	s->buf[s->buflen] = '\0';
-	return 0;
-}
-
-static int read_proc(struct sampler *s, const char *path)
+/* Read PATH (not rooted) whole into s->pb through PF, which keeps it open where it can. 0 or -errno. */
+static int read_proc(struct sampler *s, struct procfile *pf, const char *path)
 {
 	char full[CONFIG_PATH_MAX + 128];
 
 	rooted(s, full, sizeof(full), path);
-	return read_whole(s, full);
+	return procfile_read(pf, full, pf != &s->pf[PF_SCRATCH], &s->pb, MAX_READ);
 }
 
 /*
  * The network-namespace view: nginx's when its pid is known, else the agent's. No fallback from one to the other
  * within a tick: counters of two namespaces must never be subtracted from each other.
  */
-static int read_netns(struct sampler *s, const char *file)
+static int read_netns(struct sampler *s, struct procfile *pf, const char *file)
 {
 	char path[128];
 
@@ -418,7 +411,7 @@ static int read_netns(struct sampler *s, const char *file)
 		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)s->nginx_pid, file);
 	else
 		snprintf(path, sizeof(path), "/proc/net/%s", file);
-	return read_proc(s, path);
+	return read_proc(s, pf, path);
 }
 
 /* ---- kernel probes --------------------------------------------------------------------------------------- */
@@ -475,20 +468,21 @@ static void probe_netstat(struct sampler *s, struct frame *fr)
 {
 	struct kv_ctx c = {.s = s, .fr = fr};
 	static const char *const files[] = {"netstat", "snmp"};
+	static const enum pf_slot slots[] = {PF_NETSTAT, PF_SNMP};
 	int r;
 
 	for (size_t i = 0; i < 2; i++) {
-		r = read_netns(s, files[i]);
+		r = read_netns(s, &s->pf[slots[i]], files[i]);
 		if (r == 0)
-			r = parse_netstat(s->buf, s->buflen, on_kv, &c);
+			r = parse_netstat(s->pb.data, s->pb.len, on_kv, &c);
 		if (r < 0) {
 			probe_fail(s, fr, PROBE_NETSTAT, r, "%s: %s", files[i], strerror(-r));
 			return;
 		}
 	}
-	r = read_netns(s, "sockstat");
+	r = read_netns(s, &s->pf[PF_SOCKSTAT], "sockstat");
 	if (r == 0)
-		r = parse_sockstat(s->buf, s->buflen, on_sockstat, &c);
+		r = parse_sockstat(s->pb.data, s->pb.len, on_sockstat, &c);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_NETSTAT, r, "sockstat: %s", strerror(-r));
 		return;
@@ -501,10 +495,10 @@ static void probe_softnet(struct sampler *s, struct frame *fr)
 	struct softnet_cpu rows[MAX_CPUS];
 	uint64_t processed = 0, dropped = 0, squeeze = 0;
 	size_t n = 0;
-	int r = read_netns(s, "softnet_stat");
+	int r = read_netns(s, &s->pf[PF_SOFTNET], "softnet_stat");
 
 	if (r == 0)
-		r = parse_softnet(s->buf, s->buflen, rows, MAX_CPUS, &n);
+		r = parse_softnet(s->pb.data, s->pb.len, rows, MAX_CPUS, &n);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_SOFTNET, r, "softnet_stat: %s", strerror(-r));
 		return;
@@ -529,10 +523,10 @@ static void probe_softirqs(struct sampler *s, struct frame *fr)
 {
 	uint64_t rx[MAX_CPUS], tx[MAX_CPUS], trx = 0, ttx = 0;
 	size_t n = 0;
-	int r = read_proc(s, "/proc/softirqs");
+	int r = read_proc(s, &s->pf[PF_SOFTIRQS], "/proc/softirqs");
 
 	if (r == 0)
-		r = parse_softirqs(s->buf, s->buflen, rx, tx, MAX_CPUS, &n);
+		r = parse_softirqs(s->pb.data, s->pb.len, rx, tx, MAX_CPUS, &n);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_SOFTIRQS, r, "softirqs: %s", strerror(-r));
 		return;
@@ -584,10 +578,10 @@ static void probe_stat(struct sampler *s, struct frame *fr)
 	struct cpu_times cpus[MAX_CPUS];
 	struct proc_stat st = {.cpus = cpus};
 	char label[16];
-	int r = read_proc(s, "/proc/stat");
+	int r = read_proc(s, &s->pf[PF_STAT], "/proc/stat");
 
 	if (r == 0)
-		r = parse_stat(s->buf, s->buflen, &st, MAX_CPUS);
+		r = parse_stat(s->pb.data, s->pb.len, &st, MAX_CPUS);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_STAT, r, "stat: %s", strerror(-r));
 		return;
@@ -676,6 +670,7 @@ static void discover_net_irqs(struct sampler *s)
 
 	s->netifs_tick = s->tick;
 	s->nnetifs = s->nnet_irqs = 0;
+	close_files(s->pf_irq, KEEP_MAX); /* an IRQ freed since would otherwise stay open */
 	rooted(s, path, sizeof(path), "/sys/class/net");
 	d = opendir(path);
 	if (d) {
@@ -687,10 +682,10 @@ static void discover_net_irqs(struct sampler *s)
 		}
 		closedir(d);
 	}
-	if (s->nnet_irqs == 0 && read_proc(s, "/proc/interrupts") == 0) {
+	if (s->nnet_irqs == 0 && read_proc(s, &s->pf[PF_INTERRUPTS], "/proc/interrupts") == 0) {
 		struct irq_table t = {0};
 
-		if (parse_interrupts(s->buf, s->buflen, &t) == 0)
+		if (parse_interrupts(s->pb.data, s->pb.len, &t) == 0)
 			add_irqs_by_name(s, &t);
 		irq_table_free(&t);
 	}
@@ -719,10 +714,10 @@ static void put_irq(struct sampler *s, struct frame *fr, const char *id, const u
 static int irqs_from_proc(struct sampler *s, struct frame *fr)
 {
 	struct irq_table t = {0};
-	int r = read_proc(s, "/proc/interrupts");
+	int r = read_proc(s, &s->pf[PF_INTERRUPTS], "/proc/interrupts");
 
 	if (r == 0)
-		r = parse_interrupts(s->buf, s->buflen, &t);
+		r = parse_interrupts(s->pb.data, s->pb.len, &t);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < t.nirq; i++) {
@@ -752,9 +747,9 @@ static void probe_interrupts(struct sampler *s, struct frame *fr)
 	} else {
 		for (size_t i = 0; i < s->nnet_irqs && r == 0; i++) {
 			snprintf(path, sizeof(path), "/sys/kernel/irq/%u/per_cpu_count", s->net_irqs[i]);
-			r = read_proc(s, path);
+			r = read_proc(s, i < KEEP_MAX ? &s->pf_irq[i] : &s->pf[PF_SCRATCH], path);
 			if (r == 0)
-				r = parse_irq_counts(s->buf, s->buflen, counts, MAX_CPUS, &n);
+				r = parse_irq_counts(s->pb.data, s->pb.len, counts, MAX_CPUS, &n);
 			if (r == 0) {
 				snprintf(id, sizeof(id), "%u", s->net_irqs[i]);
 				put_irq(s, fr, id, counts, n);
@@ -815,6 +810,12 @@ static void set_nginx_pid(struct sampler *s, pid_t pid)
 	 * takes a new base (one tick of missing values) rather than a delta across two sources. */
 	counters_free(&s->ctr);
 	counters_init(&s->ctr);
+	/* The old master's files: its namespace's (which a kept descriptor would hold alive) and its workers'. */
+	for (enum pf_slot i = PF_NETSTAT; i <= PF_SOFTNET; i++)
+		procfile_close(&s->pf[i]);
+	procfile_close(&s->pf[PF_CHILDREN]);
+	close_files(s->pf_sched, KEEP_MAX);
+	close_files(s->pf_status, KEEP_MAX);
 	follow_netns(s);
 }
 
@@ -824,15 +825,15 @@ static void probe_nginx(struct sampler *s, struct frame *fr)
 	int64_t pid;
 	int r;
 
-	r = read_whole(s, s->cfg.pid_file);
+	r = procfile_read(&s->pf[PF_PIDFILE], s->cfg.pid_file, false, &s->pb, MAX_READ);
 	if (r < 0) {
 		set_nginx_pid(s, 0);
 		probe_fail(s, fr, PROBE_NGINX, r, "%s: %s (is nginx running?)", s->cfg.pid_file, strerror(-r));
 		return;
 	}
-	while (s->buflen && isspace((unsigned char)s->buf[s->buflen - 1]))
-		s->buf[--s->buflen] = '\0';
-	if (str_to_i64(s->buf, 1, 0x3fffffff, &pid) < 0) {
+	while (s->pb.len && isspace((unsigned char)s->pb.data[s->pb.len - 1]))
+		s->pb.data[--s->pb.len] = '\0';
+	if (str_to_i64(s->pb.data, 1, 0x3fffffff, &pid) < 0) {
 		set_nginx_pid(s, 0);
 		probe_fail(s, fr, PROBE_NGINX, -EBADMSG, "%s: not a pid", s->cfg.pid_file);
 		return;
@@ -864,11 +865,11 @@ static int list_workers(struct sampler *s, pid_t *out, size_t max, size_t *n)
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->nginx_pid, (int)s->nginx_pid);
-	r = read_proc(s, path);
+	r = read_proc(s, &s->pf[PF_CHILDREN], path);
 	if (r < 0)
 		return r;
 	*n = 0;
-	for (p = s->buf; *p && *n < max;) {
+	for (p = s->pb.data; *p && *n < max;) {
 		char *end;
 		long v = strtol(p, &end, 10);
 
@@ -911,12 +912,16 @@ static void probe_workers(struct sampler *s, struct frame *fr)
 		struct worker_prev w = {.pid = pids[i]};
 		const struct worker_prev *p;
 		uint64_t slices;
+		struct procfile *sched = i < KEEP_MAX ? &s->pf_sched[i] : &s->pf[PF_SCRATCH];
+		struct procfile *status = i < KEEP_MAX ? &s->pf_status[i] : &s->pf[PF_SCRATCH];
 
+		/* A read or parse failing is a worker exiting between the listing and the read: it is left out. */
 		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w.pid);
-		if (read_proc(s, path) < 0 || parse_schedstat(s->buf, s->buflen, &w.run_ns, &w.wait_ns, &slices) < 0)
-			continue; /* a worker exiting between the listing and the read */
+		if (read_proc(s, sched, path) < 0 ||
+		    parse_schedstat(s->pb.data, s->pb.len, &w.run_ns, &w.wait_ns, &slices) < 0)
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)w.pid);
-		if (read_proc(s, path) < 0 || parse_ctxt_switches(s->buf, s->buflen, &w.vcsw, &w.ivcsw) < 0)
+		if (read_proc(s, status, path) < 0 || parse_ctxt_switches(s->pb.data, s->pb.len, &w.vcsw, &w.ivcsw) < 0)
 			continue;
 		now[m++] = w;
 		/* Per-worker deltas: a worker that is new this tick contributes nothing, so a reload is no spike. */
@@ -929,6 +934,11 @@ static void probe_workers(struct sampler *s, struct frame *fr)
 			wait_max = (double)(w.wait_ns - p->wait_ns) / 1e6;
 		vcsw += (double)(w.vcsw - p->vcsw);
 		ivcsw += (double)(w.ivcsw - p->ivcsw);
+	}
+	/* Fewer workers than last tick (a reload with a smaller worker_processes): the rest are dead. */
+	for (size_t i = n; i < KEEP_MAX; i++) {
+		procfile_close(&s->pf_sched[i]);
+		procfile_close(&s->pf_status[i]);
 	}
 	memcpy(s->workers, now, m * sizeof(now[0]));
 	s->nworkers = m;
