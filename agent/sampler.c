@@ -57,6 +57,17 @@ enum pf_slot {
 	PF_COUNT
 };
 
+#define LINK_FIELDS 9
+
+/* The ids of one link's counters, for the link last seen at that position of the dump. */
+struct link_ids {
+	bool valid;
+	char name[16];
+	uint32_t id[LINK_FIELDS];
+};
+
+struct id_slot;
+
 struct worker_prev {
 	pid_t pid;
 	uint64_t run_ns, wait_ns, vcsw, ivcsw;
@@ -108,6 +119,10 @@ struct sampler {
 
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
 	struct stub_handle stub;
+
+	struct id_slot *ids; /* metric key -> id (see KEY) */
+	size_t ids_mask, ids_n;
+	struct link_ids link_ids[MAX_LINKS];
 };
 
 /* Sorted by prefix, then key (strcmp order): on_kv looks each of ~150 names a tick up with bsearch. */
@@ -229,6 +244,7 @@ void sampler_free(struct sampler *s)
 		close(s->netns_fd);
 	counters_free(&s->ctr);
 	free(s->seen_tick);
+	free(s->ids);
 	close_files(s->pf, PF_COUNT);
 	close_files(s->pf_sched, KEEP_MAX);
 	close_files(s->pf_status, KEEP_MAX);
@@ -306,16 +322,110 @@ static void probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, in
 
 /* ---- values ---------------------------------------------------------------------------------------------- */
 
-static int intern(struct sampler *s, const char *name, uint32_t *id)
+/*
+ * Metric ids are looked up by a 64-bit key instead of formatting and interning the name every tick (about 115
+ * values a tick): a fixed name's key is the address of its string literal, a formatted one's is KEY(kind, a, b)
+ * with the top byte >= 0x80, above any user-space address. A key maps to one name for the life of the sampler,
+ * since the registry never renames an id; only links, whose names can change, are cached by position and name.
+ */
+enum key_kind {
+	K_SOFTNET = 0x81, /* a: cpu, b: field */
+	K_SOFTIRQ,        /* a: cpu, b: field */
+	K_CPU,            /* a: 0 for "all" else cpu + 1, b: field */
+	K_IRQ,            /* a: irq, b: cpu column, or 0xffff for the total */
+	K_HTTP_CLASS,     /* a: status class 1..5 */
+	K_HTTP_LAT,       /* a: bucket */
+	K_ERRLOG,         /* a: kind */
+	K_LISTEN,         /* a: port, b: field */
+};
+
+#define KEY(kind, a, b) (((uint64_t)(kind) << 56) | ((uint64_t)(uint32_t)(a) << 16) | (uint64_t)(uint16_t)(b))
+
+struct id_slot {
+	uint64_t key; /* 0: empty */
+	uint32_t id;
+};
+
+static uint32_t *find_id(struct sampler *s, uint64_t key)
 {
-	return metric_intern(s->reg, name, id);
+	for (size_t i = (size_t)(key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32 & s->ids_mask;;
+	     i = (i + 1) & s->ids_mask) {
+		if (s->ids[i].key == key)
+			return &s->ids[i].id;
+		if (s->ids[i].key == 0)
+			return NULL;
+	}
 }
 
-static void put_gauge(struct sampler *s, struct frame *fr, const char *name, double v)
+/* Remember KEY -> ID; kept at most half full. A failure only means the name is formatted again next time. */
+static void remember_id(struct sampler *s, uint64_t key, uint32_t id)
+{
+	size_t i;
+
+	if (s->ids_n + 1 > (s->ids_mask + 1) / 2) {
+		size_t cap = s->ids ? (s->ids_mask + 1) * 2 : 256;
+		struct id_slot *old = s->ids, *t = calloc(cap, sizeof(*t));
+		size_t oldn = s->ids ? s->ids_mask + 1 : 0;
+
+		if (!t)
+			return;
+		s->ids = t;
+		s->ids_mask = cap - 1;
+		s->ids_n = 0;
+		for (i = 0; i < oldn; i++)
+			if (old[i].key)
+				remember_id(s, old[i].key, old[i].id);
+		free(old);
+	}
+	for (i = (size_t)(key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32 & s->ids_mask; s->ids[i].key;
+	     i = (i + 1) & s->ids_mask)
+		;
+	s->ids[i].key = key;
+	s->ids[i].id = id;
+	s->ids_n++;
+}
+
+static uint32_t cached_id(struct sampler *s, uint64_t key)
+{
+	uint32_t *p = s->ids ? find_id(s, key) : NULL;
+
+	return p ? *p : 0;
+}
+
+/* Intern NAME and remember it under KEY. 0 on failure. */
+static uint32_t new_id(struct sampler *s, uint64_t key, const char *name)
 {
 	uint32_t id;
 
-	if (intern(s, name, &id) == 0)
+	if (metric_intern(s->reg, name, &id) < 0)
+		return 0;
+	remember_id(s, key, id);
+	return id;
+}
+
+/* Id of a fixed NAME, which must have static storage: its address is the key. */
+static uint32_t static_id(struct sampler *s, const char *name)
+{
+	uint32_t id = cached_id(s, (uint64_t)(uintptr_t)name);
+
+	return id ? id : new_id(s, (uint64_t)(uintptr_t)name, name);
+}
+
+/* Id of the metric KEY stands for; FMT with AP is its name, formatted and interned the first time only. */
+static uint32_t format_id(struct sampler *s, uint64_t key, const char *fmt, va_list ap)
+{
+	char name[METRIC_NAME_MAX];
+	uint32_t id = cached_id(s, key);
+
+	if (id)
+		return id;
+	vsnprintf(name, sizeof(name), fmt, ap);
+	return new_id(s, key, name);
+}
+
+static void put_gauge_id(struct frame *fr, uint32_t id, double v)
+{
+	if (id)
 		frame_put(fr, id, v);
 }
 
@@ -323,12 +433,11 @@ static void put_gauge(struct sampler *s, struct frame *fr, const char *name, dou
  * A counter's delta is only meaningful against the previous tick: after a gap (probe failed, source vanished)
  * the next sample is a new base, so an outage never shows as a spike.
  */
-static void put_counter(struct sampler *s, struct frame *fr, const char *name, uint64_t raw)
+static void put_counter_id(struct sampler *s, struct frame *fr, uint32_t id, uint64_t raw)
 {
 	uint64_t delta;
-	uint32_t id;
 
-	if (intern(s, name, &id) < 0)
+	if (!id)
 		return;
 	if (id >= s->seen_cap) {
 		size_t cap = s->seen_cap ? s->seen_cap : 256;
@@ -352,30 +461,42 @@ static void put_counter(struct sampler *s, struct frame *fr, const char *name, u
 		frame_put(fr, id, NAN);
 }
 
-static void putf_counter(struct sampler *s, struct frame *fr, uint64_t raw, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void putf_counter(struct sampler *s, struct frame *fr, uint64_t raw, const char *fmt, ...)
+/* NAME: a string with static storage (a literal, a static table's). */
+static void put_gauge(struct sampler *s, struct frame *fr, const char *name, double v)
 {
-	char name[METRIC_NAME_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	put_counter(s, fr, name, raw);
+	put_gauge_id(fr, static_id(s, name), v);
 }
 
-static void putf_gauge(struct sampler *s, struct frame *fr, double v, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void putf_gauge(struct sampler *s, struct frame *fr, double v, const char *fmt, ...)
+static void put_counter(struct sampler *s, struct frame *fr, const char *name, uint64_t raw)
 {
-	char name[METRIC_NAME_MAX];
+	put_counter_id(s, fr, static_id(s, name), raw);
+}
+
+/* The metric named by FMT, found by KEY: the name is formatted only the first time. */
+static void putk_counter(struct sampler *s, struct frame *fr, uint64_t key, uint64_t raw, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void putk_counter(struct sampler *s, struct frame *fr, uint64_t key, uint64_t raw, const char *fmt, ...)
+{
 	va_list ap;
+	uint32_t id;
 
 	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
+	id = format_id(s, key, fmt, ap);
 	va_end(ap);
-	put_gauge(s, fr, name, v);
+	put_counter_id(s, fr, id, raw);
+}
+
+static void putk_gauge(struct sampler *s, struct frame *fr, uint64_t key, double v, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void putk_gauge(struct sampler *s, struct frame *fr, uint64_t key, double v, const char *fmt, ...)
+{
+	va_list ap;
+	uint32_t id;
+
+	va_start(ap, fmt);
+	id = format_id(s, key, fmt, ap);
+	va_end(ap);
+	put_gauge_id(fr, id, v);
 }
 
 /* ---- file access ----------------------------------------------------------------------------------------- */
@@ -504,9 +625,11 @@ static void probe_softnet(struct sampler *s, struct frame *fr)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		putf_counter(s, fr, rows[i].processed, "softnet.%u.processed", rows[i].cpu);
-		putf_counter(s, fr, rows[i].dropped, "softnet.%u.dropped", rows[i].cpu);
-		putf_counter(s, fr, rows[i].time_squeeze, "softnet.%u.time_squeeze", rows[i].cpu);
+		uint32_t cpu = rows[i].cpu;
+
+		putk_counter(s, fr, KEY(K_SOFTNET, cpu, 0), rows[i].processed, "softnet.%u.processed", cpu);
+		putk_counter(s, fr, KEY(K_SOFTNET, cpu, 1), rows[i].dropped, "softnet.%u.dropped", cpu);
+		putk_counter(s, fr, KEY(K_SOFTNET, cpu, 2), rows[i].time_squeeze, "softnet.%u.time_squeeze", cpu);
 		processed += rows[i].processed;
 		dropped += rows[i].dropped;
 		squeeze += rows[i].time_squeeze;
@@ -532,8 +655,8 @@ static void probe_softirqs(struct sampler *s, struct frame *fr)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		putf_counter(s, fr, rx[i], "softirq.%zu.net_rx", i);
-		putf_counter(s, fr, tx[i], "softirq.%zu.net_tx", i);
+		putk_counter(s, fr, KEY(K_SOFTIRQ, i, 0), rx[i], "softirq.%zu.net_rx", i);
+		putk_counter(s, fr, KEY(K_SOFTIRQ, i, 1), tx[i], "softirq.%zu.net_tx", i);
 		trx += rx[i];
 		ttx += tx[i];
 	}
@@ -566,8 +689,9 @@ static void put_cpu_shares(struct sampler *s, struct frame *fr, const char *labe
 		a[6] = now->steal, b[6] = p->steal;
 		total = cpu_sum(now) - cpu_sum(p);
 		for (size_t i = 0; i < 7; i++)
-			putf_gauge(s, fr, a[i] >= b[i] ? 100.0 * (double)(a[i] - b[i]) / (double)total : NAN,
-				   "cpu.%s.%s", label, names[i]);
+			putk_gauge(s, fr, KEY(K_CPU, slot, i),
+				   a[i] >= b[i] ? 100.0 * (double)(a[i] - b[i]) / (double)total : NAN, "cpu.%s.%s",
+				   label, names[i]);
 	}
 	s->prev_cpu[slot] = *now;
 	s->have_prev_cpu[slot] = true;
@@ -699,15 +823,15 @@ static void discover_net_irqs(struct sampler *s)
 	}
 }
 
-static void put_irq(struct sampler *s, struct frame *fr, const char *id, const uint64_t *counts, size_t n)
+static void put_irq(struct sampler *s, struct frame *fr, unsigned irq, const uint64_t *counts, size_t n)
 {
 	uint64_t total = 0;
 
 	for (size_t c = 0; c < n; c++) {
-		putf_counter(s, fr, counts[c], "irq.%s.%zu", id, c);
+		putk_counter(s, fr, KEY(K_IRQ, irq, c), counts[c], "irq.%u.%zu", irq, c);
 		total += counts[c];
 	}
-	putf_counter(s, fr, total, "irq.%s.total", id);
+	putk_counter(s, fr, KEY(K_IRQ, irq, 0xffff), total, "irq.%u.total", irq);
 }
 
 /* Old kernels: the whole /proc/interrupts every tick, NIC rows only (columns are online CPUs in order). */
@@ -727,7 +851,7 @@ static int irqs_from_proc(struct sampler *s, struct frame *fr)
 			continue;
 		for (size_t j = 0; j < s->nnet_irqs; j++)
 			if (s->net_irqs[j] == (unsigned)irq)
-				put_irq(s, fr, t.rows[i].id, &t.counts[i * t.ncpu], t.ncpu);
+				put_irq(s, fr, (unsigned)irq, &t.counts[i * t.ncpu], t.ncpu);
 	}
 	irq_table_free(&t);
 	return 0;
@@ -736,7 +860,7 @@ static int irqs_from_proc(struct sampler *s, struct frame *fr)
 static void probe_interrupts(struct sampler *s, struct frame *fr)
 {
 	uint64_t counts[MAX_CPUS];
-	char path[64], id[16];
+	char path[64];
 	size_t n;
 	int r = 0;
 
@@ -751,8 +875,7 @@ static void probe_interrupts(struct sampler *s, struct frame *fr)
 			if (r == 0)
 				r = parse_irq_counts(s->pb.data, s->pb.len, counts, MAX_CPUS, &n);
 			if (r == 0) {
-				snprintf(id, sizeof(id), "%u", s->net_irqs[i]);
-				put_irq(s, fr, id, counts, n);
+				put_irq(s, fr, s->net_irqs[i], counts, n);
 			}
 		}
 		if (r < 0)
@@ -1005,7 +1128,7 @@ static void probe_access(struct sampler *s, struct frame *fr)
 	}
 	put_gauge(s, fr, "http.requests", (double)s->acc_n);
 	for (int c = 1; c <= 5; c++)
-		putf_gauge(s, fr, (double)s->acc_class[c], "http.%dxx", c);
+		putk_gauge(s, fr, KEY(K_HTTP_CLASS, c, 0), (double)s->acc_class[c], "http.%dxx", c);
 	put_gauge(s, fr, "http.unparsed", (double)s->acc_bad);
 	put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
 	put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
@@ -1019,7 +1142,7 @@ static void probe_access(struct sampler *s, struct frame *fr)
 	/* The histogram is stored sparse: a bucket absent from a frame that has http.requests is zero. */
 	for (unsigned i = 0; i < HIST_NBUCKETS; i++)
 		if (s->tick_hist.b[i])
-			putf_gauge(s, fr, (double)s->tick_hist.b[i], "http.lat.b%u", i);
+			putk_gauge(s, fr, KEY(K_HTTP_LAT, i, 0), (double)s->tick_hist.b[i], "http.lat.b%u", i);
 	probe_ok(s, fr, PROBE_ACCESSLOG);
 }
 
@@ -1037,11 +1160,40 @@ static void probe_errorlog(struct sampler *s, struct frame *fr)
 		return;
 	}
 	for (int k = 1; k < ERRLOG_KIND_COUNT; k++)
-		putf_gauge(s, fr, (double)s->err_kind[k], "nginx.err.%s", errlog_kind_name((enum errlog_kind)k));
+		putk_gauge(s, fr, KEY(K_ERRLOG, k, 0), (double)s->err_kind[k], "nginx.err.%s",
+			   errlog_kind_name((enum errlog_kind)k));
 	probe_ok(s, fr, PROBE_ERRORLOG);
 }
 
 /* ---- netlink --------------------------------------------------------------------------------------------- */
+
+static const char *const link_fields[LINK_FIELDS] = {
+	"rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "rx_missed", "tx_dropped", "rx_errors",
+	"tx_errors",
+};
+
+/* A link's counters, by the ids cached for its position in the dump; a new name there interns them again. */
+static void put_link(struct sampler *s, struct frame *fr, struct link_ids *c, const struct nl_link_stats *l)
+{
+	const uint64_t v[LINK_FIELDS] = {
+		l->rx_packets, l->tx_packets, l->rx_bytes,   l->tx_bytes,  l->rx_dropped,
+		l->rx_missed,  l->tx_dropped, l->rx_errors, l->tx_errors,
+	};
+
+	if (!c->valid || strcmp(c->name, l->name) != 0) {
+		for (size_t f = 0; f < LINK_FIELDS; f++) {
+			char name[METRIC_NAME_MAX];
+
+			snprintf(name, sizeof(name), "link.%.15s.%s", l->name, link_fields[f]);
+			if (metric_intern(s->reg, name, &c->id[f]) < 0)
+				c->id[f] = 0;
+		}
+		memcpy(c->name, l->name, sizeof(c->name));
+		c->valid = true;
+	}
+	for (size_t f = 0; f < LINK_FIELDS; f++)
+		put_counter_id(s, fr, c->id[f], v[f]);
+}
 
 static void probe_netlink(struct sampler *s, struct frame *fr)
 {
@@ -1107,23 +1259,12 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 			if (lq[j].backlog && 100.0 * lq[j].queued / lq[j].backlog > fill)
 				fill = 100.0 * lq[j].queued / lq[j].backlog;
 		}
-		putf_gauge(s, fr, queued, "listen.%u.queued", lq[i].port);
-		putf_gauge(s, fr, backlog, "listen.%u.backlog", lq[i].port);
-		putf_gauge(s, fr, fill, "listen.%u.fill_pct", lq[i].port);
+		putk_gauge(s, fr, KEY(K_LISTEN, lq[i].port, 0), queued, "listen.%u.queued", lq[i].port);
+		putk_gauge(s, fr, KEY(K_LISTEN, lq[i].port, 1), backlog, "listen.%u.backlog", lq[i].port);
+		putk_gauge(s, fr, KEY(K_LISTEN, lq[i].port, 2), fill, "listen.%u.fill_pct", lq[i].port);
 	}
-	for (size_t i = 0; i < nlinks; i++) {
-		const struct nl_link_stats *l = &links[i];
-
-		putf_counter(s, fr, l->rx_packets, "link.%s.rx_packets", l->name);
-		putf_counter(s, fr, l->tx_packets, "link.%s.tx_packets", l->name);
-		putf_counter(s, fr, l->rx_bytes, "link.%s.rx_bytes", l->name);
-		putf_counter(s, fr, l->tx_bytes, "link.%s.tx_bytes", l->name);
-		putf_counter(s, fr, l->rx_dropped, "link.%s.rx_dropped", l->name);
-		putf_counter(s, fr, l->rx_missed, "link.%s.rx_missed", l->name);
-		putf_counter(s, fr, l->tx_dropped, "link.%s.tx_dropped", l->name);
-		putf_counter(s, fr, l->rx_errors, "link.%s.rx_errors", l->name);
-		putf_counter(s, fr, l->tx_errors, "link.%s.tx_errors", l->name);
-	}
+	for (size_t i = 0; i < nlinks; i++)
+		put_link(s, fr, &s->link_ids[i], &links[i]);
 	probe_ok(s, fr, PROBE_NETLINK);
 }
 
