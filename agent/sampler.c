@@ -125,36 +125,27 @@ struct sampler {
 	struct link_ids link_ids[MAX_LINKS];
 };
 
-/* Sorted by prefix, then key (strcmp order): on_kv looks each of ~150 names a tick up with bsearch. */
-static const struct tcp_key {
-	const char *prefix, *key, *metric;
-	bool gauge;
-} tcp_keys[] = {
-	{"Tcp", "ActiveOpens", "tcp.active_opens", false},
-	{"Tcp", "AttemptFails", "tcp.attempt_fails", false},
-	{"Tcp", "CurrEstab", "tcp.curr_estab", true},
-	{"Tcp", "EstabResets", "tcp.estab_resets", false},
-	{"Tcp", "InErrs", "tcp.in_errs", false},
-	{"Tcp", "InSegs", "tcp.in_segs", false},
-	{"Tcp", "OutSegs", "tcp.out_segs", false},
-	{"Tcp", "PassiveOpens", "tcp.passive_opens", false},
-	{"Tcp", "RetransSegs", "tcp.retrans_segs", false},
-	{"TcpExt", "ListenDrops", "tcp.listen_drops", false},
-	{"TcpExt", "ListenOverflows", "tcp.listen_overflows", false},
-	{"TcpExt", "SyncookiesSent", "tcp.syncookies_sent", false},
-	{"TcpExt", "TCPAbortOnMemory", "tcp.abort_on_memory", false},
-	{"TcpExt", "TCPBacklogDrop", "tcp.backlog_drop", false},
-	{"TcpExt", "TCPReqQFullDrop", "tcp.reqq_full_drop", false},
-	{"TcpExt", "TCPTimeWaitOverflow", "tcp.timewait_overflow", false},
+/* What the sampler takes from netstat and snmp (of ~300 names); parse_netstat_pick finds them in one pass. */
+#define NTCP 16
+static const struct netstat_want tcp_want[NTCP] = {
+	{"Tcp", "ActiveOpens"},         {"Tcp", "AttemptFails"},         {"Tcp", "CurrEstab"},
+	{"Tcp", "EstabResets"},         {"Tcp", "InErrs"},               {"Tcp", "InSegs"},
+	{"Tcp", "OutSegs"},             {"Tcp", "PassiveOpens"},         {"Tcp", "RetransSegs"},
+	{"TcpExt", "ListenDrops"},      {"TcpExt", "ListenOverflows"},   {"TcpExt", "SyncookiesSent"},
+	{"TcpExt", "TCPAbortOnMemory"}, {"TcpExt", "TCPBacklogDrop"},    {"TcpExt", "TCPReqQFullDrop"},
+	{"TcpExt", "TCPTimeWaitOverflow"},
 };
-
-static int cmp_tcp_key(const void *k, const void *e)
-{
-	const struct tcp_key *a = k, *b = e;
-	int r = strcmp(a->prefix, b->prefix);
-
-	return r ? r : strcmp(a->key, b->key);
-}
+static const struct {
+	const char *metric;
+	bool gauge;
+} tcp_metric[NTCP] = {
+	{"tcp.active_opens", false},    {"tcp.attempt_fails", false},  {"tcp.curr_estab", true},
+	{"tcp.estab_resets", false},    {"tcp.in_errs", false},        {"tcp.in_segs", false},
+	{"tcp.out_segs", false},        {"tcp.passive_opens", false},  {"tcp.retrans_segs", false},
+	{"tcp.listen_drops", false},    {"tcp.listen_overflows", false}, {"tcp.syncookies_sent", false},
+	{"tcp.abort_on_memory", false}, {"tcp.backlog_drop", false},   {"tcp.reqq_full_drop", false},
+	{"tcp.timewait_overflow", false},
+};
 
 static const char *const probe_names[PROBE_COUNT] = {
 	[PROBE_NETSTAT] = "netstat",       [PROBE_SOFTNET] = "softnet", [PROBE_SOFTIRQS] = "softirqs",
@@ -200,8 +191,6 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 1; i < sizeof(tcp_keys) / sizeof(tcp_keys[0]); i++)
-		assert(cmp_tcp_key(&tcp_keys[i - 1], &tcp_keys[i]) < 0); /* bsearch needs the table sorted */
 	s->cfg = *cfg;
 	s->reg = reg;
 	counters_init(&s->ctr);
@@ -552,27 +541,6 @@ struct kv_ctx {
 	unsigned found;
 };
 
-static int on_kv(void *arg, const char *prefix, const char *name, int64_t value)
-{
-	struct kv_ctx *c = arg;
-
-	struct tcp_key want = {.prefix = prefix, .key = name};
-	const struct tcp_key *k;
-
-	/* ~300 names a tick, 16 wanted, all in these two groups. */
-	if (prefix[0] != 'T' || (strcmp(prefix, "Tcp") != 0 && strcmp(prefix, "TcpExt") != 0))
-		return 0;
-	k = bsearch(&want, tcp_keys, sizeof(tcp_keys) / sizeof(tcp_keys[0]), sizeof(tcp_keys[0]), cmp_tcp_key);
-	if (!k)
-		return 0;
-	c->found++;
-	if (k->gauge)
-		put_gauge(c->s, c->fr, k->metric, (double)value);
-	else if (value >= 0)
-		put_counter(c->s, c->fr, k->metric, (uint64_t)value);
-	return 0;
-}
-
 static int on_sockstat(void *arg, const char *prefix, const char *name, int64_t value)
 {
 	struct kv_ctx *c = arg;
@@ -590,16 +558,27 @@ static void probe_netstat(struct sampler *s, struct frame *fr)
 	struct kv_ctx c = {.s = s, .fr = fr};
 	static const char *const files[] = {"netstat", "snmp"};
 	static const enum pf_slot slots[] = {PF_NETSTAT, PF_SNMP};
+	int64_t vals[NTCP];
+	uint64_t found = 0;
 	int r;
 
+	/* Both files parse before any value is used: half a file would look like counters that stopped moving. */
 	for (size_t i = 0; i < 2; i++) {
 		r = read_netns(s, &s->pf[slots[i]], files[i]);
 		if (r == 0)
-			r = parse_netstat(s->pb.data, s->pb.len, on_kv, &c);
+			r = parse_netstat_pick(s->pb.data, s->pb.len, tcp_want, NTCP, vals, &found);
 		if (r < 0) {
 			probe_fail(s, fr, PROBE_NETSTAT, r, "%s: %s", files[i], strerror(-r));
 			return;
 		}
+	}
+	for (size_t i = 0; i < NTCP; i++) {
+		if (!(found >> i & 1))
+			continue;
+		if (tcp_metric[i].gauge)
+			put_gauge(s, fr, tcp_metric[i].metric, (double)vals[i]);
+		else if (vals[i] >= 0)
+			put_counter(s, fr, tcp_metric[i].metric, (uint64_t)vals[i]);
 	}
 	r = read_netns(s, &s->pf[PF_SOCKSTAT], "sockstat");
 	if (r == 0)
