@@ -23,6 +23,7 @@
 #include "logtail.h"
 #include "probe_netlink.h"
 #include "procfile.h"
+#include "stubhttp.h"
 #include "strutil.h"
 
 #define MAX_CPUS PARSE_MAX_CPUS /* /proc/softirqs lists possible CPUs: big VMs have many */
@@ -74,8 +75,10 @@ struct worker_prev {
 };
 
 struct stub_handle {
-	CURL *curl;
+	struct stubhttp *http;   /* plain http:// URLs: a kept-alive connection, no libcurl */
+	CURL *curl;              /* anything else (https://) */
 	int netns_fd;            /* a dup of sampler.netns_fd for one fetch, closed by the fetch */
+	uint64_t netns_gen;      /* sampler.netns_gen at prepare */
 	char url[CONFIG_PATH_MAX];
 	long timeout_ms;
 	struct stub_result *res; /* valid during a fetch */
@@ -118,6 +121,7 @@ struct sampler {
 	uint64_t netifs_tick; /* tick of the last discovery; 0: due */
 
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
+	uint64_t netns_gen; /* bumped when nginx's pid changes: connections made before go */
 	struct stub_handle stub;
 
 	struct id_slot *ids; /* metric key -> id (see KEY) */
@@ -229,6 +233,7 @@ void sampler_free(struct sampler *s)
 	nl_probe_close(s->nl);
 	if (s->stub.curl)
 		curl_easy_cleanup(s->stub.curl);
+	stubhttp_free(s->stub.http);
 	if (s->netns_fd >= 0)
 		close(s->netns_fd);
 	counters_free(&s->ctr);
@@ -883,6 +888,7 @@ static void follow_netns(struct sampler *s)
 	if (s->netns_fd >= 0)
 		close(s->netns_fd);
 	s->netns_fd = -1;
+	s->netns_gen++;
 	if (!s->nginx_pid || strcmp(s->cfg.root, "/") != 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->nginx_pid);
@@ -1292,31 +1298,49 @@ static size_t stub_write(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* A plain http:// URL goes through stubhttp; curl is set up for anything else, or when stubhttp refuses the URL
+ * (curl then says what is wrong with it). */
+static bool use_stubhttp(struct stub_handle *h)
+{
+	char err[128];
+
+	if (!h->http && stubhttp_handles(h->url))
+		stubhttp_new(h->url, &h->http, err, sizeof(err));
+	return h->http != NULL;
+}
+
 void *sampler_stub_prepare(struct sampler *s)
 {
 	struct stub_handle *h = &s->stub;
 
-	if (!h->curl) {
-		h->curl = curl_easy_init();
-		if (!h->curl)
-			return NULL;
+	if (strcmp(h->url, s->cfg.stub_status_url) != 0) {
+		stubhttp_free(h->http);
+		h->http = NULL;
+		snprintf(h->url, sizeof(h->url), "%s", s->cfg.stub_status_url);
 	}
-	snprintf(h->url, sizeof(h->url), "%s", s->cfg.stub_status_url);
 	h->timeout_ms = (long)s->cfg.stub_status_timeout_ms;
-	curl_easy_setopt(h->curl, CURLOPT_URL, h->url);
-	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->timeout_ms);
-	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
-	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "ngx-autotune/" PACKAGE_VERSION);
-	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, stub_write);
-	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETFUNCTION, stub_socket);
-	curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETDATA, h);
+	if (!use_stubhttp(h)) {
+		if (!h->curl) {
+			h->curl = curl_easy_init();
+			if (!h->curl)
+				return NULL;
+		}
+		curl_easy_setopt(h->curl, CURLOPT_URL, h->url);
+		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->timeout_ms);
+		curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
+		curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
+		curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+		curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+		curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "ngx-autotune/" PACKAGE_VERSION);
+		curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, stub_write);
+		curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+		curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETFUNCTION, stub_socket);
+		curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETDATA, h);
+	}
 	/* The fetch owns a duplicate: the loop may switch namespaces (nginx restarted) while it runs. */
 	h->netns_fd = s->netns_fd >= 0 ? fcntl(s->netns_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	h->netns_gen = s->netns_gen;
 	return h;
 }
 
@@ -1328,6 +1352,23 @@ static double thread_cpu_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void fetch_http(struct stub_handle *h, struct stub_result *res)
+{
+	char err[160];
+	int status = 0, r;
+
+	r = stubhttp_get(h->http, h->netns_fd, h->netns_gen, (int)h->timeout_ms, res->body, sizeof(res->body),
+			 &res->len, &status, err, sizeof(err));
+	if (r < 0) {
+		res->err = r;
+		snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", h->url, err);
+	} else if (status != 200) {
+		res->err = -EPROTO;
+		snprintf(res->msg, sizeof(res->msg), "%.100s: HTTP %d (is stub_status on at that location?)", h->url,
+			 status);
+	}
+}
+
 void sampler_stub_fetch(void *handle, struct stub_result *res)
 {
 	struct stub_handle *h = handle;
@@ -1337,6 +1378,10 @@ void sampler_stub_fetch(void *handle, struct stub_result *res)
 	CURLcode rc;
 
 	memset(res, 0, sizeof(*res));
+	if (h->http) {
+		fetch_http(h, res);
+		goto out;
+	}
 	h->res = res;
 	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, errbuf);
 	rc = curl_easy_perform(h->curl);
@@ -1353,6 +1398,7 @@ void sampler_stub_fetch(void *handle, struct stub_result *res)
 	}
 	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, NULL);
 	h->res = NULL;
+out:
 	if (h->netns_fd >= 0)
 		close(h->netns_fd);
 	h->netns_fd = -1;
