@@ -20,6 +20,8 @@
 
 struct nl_probe;
 
+#define NL_LINKS_MAX 4096 /* links whose names are kept */
+
 /* One listening TCP socket: current accept queue and its configured backlog. */
 struct nl_listen_queue {
 	int family;		/* AF_INET or AF_INET6 */
@@ -50,7 +52,11 @@ void nl_probe_close(struct nl_probe *p);
 /* Dump TCP sockets: up to MAX listen queues into LQ (*NLQ stored); state counts into ST unless NULL (costly). */
 int nl_probe_tcp(struct nl_probe *p, struct nl_listen_queue *lq, size_t max, size_t *nlq, struct nl_tcp_states *st);
 
-/* Dump links once: the first MAX interfaces in ifindex order (physical ones come first) into OUT, *N stored. */
+/* The first MAX interfaces in ifindex order (physical ones come first) into OUT, *N stored. Names come from the
+ * last full link dump (redone when an unknown link appears, or after nl_probe_links_renamed), the counters from a
+ * lighter statistics dump. */
 int nl_probe_links(struct nl_probe *p, struct nl_link_stats *out, size_t max, size_t *n);
+/* Names may have changed (a link renamed keeps its index): the next nl_probe_links dumps links whole. */
+void nl_probe_links_renamed(struct nl_probe *p);
 
 #endif

@@ -42,6 +42,7 @@
  * STATES_EVERY_MS; each tick has the cheap /proc/net/sockstat figures (TIME_WAIT, in use, orphans) instead.
  */
 #define STATES_EVERY_MS 10000
+#define LINK_NAMES_EVERY_MS 60000 /* how often link names are read again (a rename keeps the index) */
 
 /* The files read every tick, each kept open where procfile can (see procfile.h). */
 enum pf_slot {
@@ -112,6 +113,7 @@ struct sampler {
 	struct nl_probe *nl;
 	pid_t nl_pid;
 	uint64_t states_tick;   /* tick of the last TCP state count */
+	uint64_t link_names_tick; /* tick links were last dumped whole */
 
 	char netifs[16][16]; /* interface names from /sys/class/net, for spotting NIC queue IRQs */
 	size_t nnetifs;
@@ -1203,6 +1205,10 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 			return;
 		}
 		s->nl_pid = want;
+	}
+	if (!s->link_names_tick || (s->tick - s->link_names_tick) * (uint64_t)s->cfg.tick_ms >= LINK_NAMES_EVERY_MS) {
+		nl_probe_links_renamed(s->nl);
+		s->link_names_tick = s->tick;
 	}
 	/* Listen queues alone cost 0.03 ms (the listening hash only); states see STATES_EVERY_MS. */
 	count_states = !s->states_tick || (s->tick - s->states_tick) * (uint64_t)s->cfg.tick_ms >= STATES_EVERY_MS;
