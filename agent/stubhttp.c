@@ -535,6 +535,12 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 		say(err, errlen, "send: %s", strerror(-r));
 		return r;
 	}
+	/* nginx answers from another process, so nothing is there yet: wait first rather than read EAGAIN. */
+	r = wait_fd(c->fd, POLLIN, deadline);
+	if (r < 0) {
+		say(err, errlen, r == -ETIMEDOUT ? "no complete response in time" : "poll: %s", strerror(-r));
+		return r;
+	}
 	for (;;) {
 		ssize_t n;
 
