@@ -22,6 +22,8 @@
 #include "log.h"
 #include "logtail.h"
 #include "probe_netlink.h"
+#include "procfile.h"
+#include "stubhttp.h"
 #include "strutil.h"
 
 #define MAX_CPUS PARSE_MAX_CPUS /* /proc/softirqs lists possible CPUs: big VMs have many */
@@ -31,6 +33,7 @@
 #define MAX_NET_IRQS 256
 #define NET_IRQS_EVERY_MS 60000 /* how often NICs and their IRQs are discovered again */
 #define MAX_READ (8u << 20)          /* largest /proc file we read (a big /proc/interrupts is ~1 MiB) */
+#define KEEP_MAX 64 /* workers and NIC IRQs whose files stay open (two and one descriptors each); more are reopened */
 #define ACCESS_BYTES_PER_TICK (16u << 20)
 #define ERROR_BYTES_PER_TICK (1u << 20)
 /*
@@ -39,6 +42,33 @@
  * STATES_EVERY_MS; each tick has the cheap /proc/net/sockstat figures (TIME_WAIT, in use, orphans) instead.
  */
 #define STATES_EVERY_MS 10000
+#define LINK_NAMES_EVERY_MS 60000 /* how often link names are read again (a rename keeps the index) */
+
+/* The files read every tick, each kept open where procfile can (see procfile.h). */
+enum pf_slot {
+	PF_PIDFILE,
+	PF_NETSTAT,
+	PF_SNMP,
+	PF_SOCKSTAT,
+	PF_SOFTNET,
+	PF_SOFTIRQS,
+	PF_STAT,
+	PF_INTERRUPTS,
+	PF_CHILDREN,
+	PF_SCRATCH, /* opened for each read: workers and IRQs past KEEP_MAX */
+	PF_COUNT
+};
+
+#define LINK_FIELDS 9
+
+/* The ids of one link's counters, for the link last seen at that position of the dump. */
+struct link_ids {
+	bool valid;
+	char name[16];
+	uint32_t id[LINK_FIELDS];
+};
+
+struct id_slot;
 
 struct worker_prev {
 	pid_t pid;
@@ -46,8 +76,10 @@ struct worker_prev {
 };
 
 struct stub_handle {
-	CURL *curl;
+	struct stubhttp *http;   /* plain http:// URLs: a kept-alive connection, no libcurl */
+	CURL *curl;              /* anything else (https://) */
 	int netns_fd;            /* a dup of sampler.netns_fd for one fetch, closed by the fetch */
+	uint64_t netns_gen;      /* sampler.netns_gen at prepare */
 	char url[CONFIG_PATH_MAX];
 	long timeout_ms;
 	struct stub_result *res; /* valid during a fetch */
@@ -62,8 +94,9 @@ struct sampler {
 	size_t seen_cap;
 	struct probe_health health[PROBE_COUNT];
 
-	char *buf;
-	size_t bufcap, buflen;
+	struct procbuf pb; /* the text of the file read last */
+	struct procfile pf[PF_COUNT];
+	struct procfile pf_sched[KEEP_MAX], pf_status[KEEP_MAX], pf_irq[KEEP_MAX];
 
 	pid_t nginx_pid;
 	size_t nworkers;
@@ -80,6 +113,7 @@ struct sampler {
 	struct nl_probe *nl;
 	pid_t nl_pid;
 	uint64_t states_tick;   /* tick of the last TCP state count */
+	uint64_t link_names_tick; /* tick links were last dumped whole */
 
 	char netifs[16][16]; /* interface names from /sys/class/net, for spotting NIC queue IRQs */
 	size_t nnetifs;
@@ -89,39 +123,35 @@ struct sampler {
 	uint64_t netifs_tick; /* tick of the last discovery; 0: due */
 
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
+	uint64_t netns_gen; /* bumped when nginx's pid changes: connections made before go */
 	struct stub_handle stub;
+
+	struct id_slot *ids; /* metric key -> id (see KEY) */
+	size_t ids_mask, ids_n;
+	struct link_ids link_ids[MAX_LINKS];
 };
 
-/* Sorted by prefix, then key (strcmp order): on_kv looks each of ~150 names a tick up with bsearch. */
-static const struct tcp_key {
-	const char *prefix, *key, *metric;
+/* What the sampler takes from netstat and snmp (of ~300 names); parse_netstat_pick finds them in one pass. */
+#define NTCP 16
+static const struct netstat_want tcp_want[NTCP] = {
+	{"Tcp", "ActiveOpens"},         {"Tcp", "AttemptFails"},         {"Tcp", "CurrEstab"},
+	{"Tcp", "EstabResets"},         {"Tcp", "InErrs"},               {"Tcp", "InSegs"},
+	{"Tcp", "OutSegs"},             {"Tcp", "PassiveOpens"},         {"Tcp", "RetransSegs"},
+	{"TcpExt", "ListenDrops"},      {"TcpExt", "ListenOverflows"},   {"TcpExt", "SyncookiesSent"},
+	{"TcpExt", "TCPAbortOnMemory"}, {"TcpExt", "TCPBacklogDrop"},    {"TcpExt", "TCPReqQFullDrop"},
+	{"TcpExt", "TCPTimeWaitOverflow"},
+};
+static const struct {
+	const char *metric;
 	bool gauge;
-} tcp_keys[] = {
-	{"Tcp", "ActiveOpens", "tcp.active_opens", false},
-	{"Tcp", "AttemptFails", "tcp.attempt_fails", false},
-	{"Tcp", "CurrEstab", "tcp.curr_estab", true},
-	{"Tcp", "EstabResets", "tcp.estab_resets", false},
-	{"Tcp", "InErrs", "tcp.in_errs", false},
-	{"Tcp", "InSegs", "tcp.in_segs", false},
-	{"Tcp", "OutSegs", "tcp.out_segs", false},
-	{"Tcp", "PassiveOpens", "tcp.passive_opens", false},
-	{"Tcp", "RetransSegs", "tcp.retrans_segs", false},
-	{"TcpExt", "ListenDrops", "tcp.listen_drops", false},
-	{"TcpExt", "ListenOverflows", "tcp.listen_overflows", false},
-	{"TcpExt", "SyncookiesSent", "tcp.syncookies_sent", false},
-	{"TcpExt", "TCPAbortOnMemory", "tcp.abort_on_memory", false},
-	{"TcpExt", "TCPBacklogDrop", "tcp.backlog_drop", false},
-	{"TcpExt", "TCPReqQFullDrop", "tcp.reqq_full_drop", false},
-	{"TcpExt", "TCPTimeWaitOverflow", "tcp.timewait_overflow", false},
+} tcp_metric[NTCP] = {
+	{"tcp.active_opens", false},    {"tcp.attempt_fails", false},  {"tcp.curr_estab", true},
+	{"tcp.estab_resets", false},    {"tcp.in_errs", false},        {"tcp.in_segs", false},
+	{"tcp.out_segs", false},        {"tcp.passive_opens", false},  {"tcp.retrans_segs", false},
+	{"tcp.listen_drops", false},    {"tcp.listen_overflows", false}, {"tcp.syncookies_sent", false},
+	{"tcp.abort_on_memory", false}, {"tcp.backlog_drop", false},   {"tcp.reqq_full_drop", false},
+	{"tcp.timewait_overflow", false},
 };
-
-static int cmp_tcp_key(const void *k, const void *e)
-{
-	const struct tcp_key *a = k, *b = e;
-	int r = strcmp(a->prefix, b->prefix);
-
-	return r ? r : strcmp(a->key, b->key);
-}
 
 static const char *const probe_names[PROBE_COUNT] = {
 	[PROBE_NETSTAT] = "netstat",       [PROBE_SOFTNET] = "softnet", [PROBE_SOFTIRQS] = "softirqs",
@@ -176,16 +206,27 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 1; i < sizeof(tcp_keys) / sizeof(tcp_keys[0]); i++)
-		assert(cmp_tcp_key(&tcp_keys[i - 1], &tcp_keys[i]) < 0); /* bsearch needs the table sorted */
 	s->cfg = *cfg;
 	s->reg = reg;
 	counters_init(&s->ctr);
 	hist_reset(&s->tick_hist);
 	s->netns_fd = s->stub.netns_fd = -1;
+	for (size_t i = 0; i < PF_COUNT; i++)
+		procfile_init(&s->pf[i]);
+	for (size_t i = 0; i < KEEP_MAX; i++) {
+		procfile_init(&s->pf_sched[i]);
+		procfile_init(&s->pf_status[i]);
+		procfile_init(&s->pf_irq[i]);
+	}
 	set_enabled(s);
 	*out = s;
 	return 0;
+}
+
+static void close_files(struct procfile *pf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		procfile_close(&pf[i]);
 }
 
 static void close_tailers(struct sampler *s)
@@ -203,11 +244,17 @@ void sampler_free(struct sampler *s)
 	nl_probe_close(s->nl);
 	if (s->stub.curl)
 		curl_easy_cleanup(s->stub.curl);
+	stubhttp_free(s->stub.http);
 	if (s->netns_fd >= 0)
 		close(s->netns_fd);
 	counters_free(&s->ctr);
 	free(s->seen_tick);
-	free(s->buf);
+	free(s->ids);
+	close_files(s->pf, PF_COUNT);
+	close_files(s->pf_sched, KEEP_MAX);
+	close_files(s->pf_status, KEEP_MAX);
+	close_files(s->pf_irq, KEEP_MAX);
+	procbuf_free(&s->pb);
 	free(s);
 }
 
@@ -280,16 +327,110 @@ static void probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, in
 
 /* ---- values ---------------------------------------------------------------------------------------------- */
 
-static int intern(struct sampler *s, const char *name, uint32_t *id)
+/*
+ * Metric ids are looked up by a 64-bit key instead of formatting and interning the name every tick (about 115
+ * values a tick): a fixed name's key is the address of its string literal, a formatted one's is KEY(kind, a, b)
+ * with the top byte >= 0x80, above any user-space address. A key maps to one name for the life of the sampler,
+ * since the registry never renames an id; only links, whose names can change, are cached by position and name.
+ */
+enum key_kind {
+	K_SOFTNET = 0x81, /* a: cpu, b: field */
+	K_SOFTIRQ,        /* a: cpu, b: field */
+	K_CPU,            /* a: 0 for "all" else cpu + 1, b: field */
+	K_IRQ,            /* a: irq, b: cpu column, or 0xffff for the total */
+	K_HTTP_CLASS,     /* a: status class 1..5 */
+	K_HTTP_LAT,       /* a: bucket */
+	K_ERRLOG,         /* a: kind */
+	K_LISTEN,         /* a: port, b: field */
+};
+
+#define KEY(kind, a, b) (((uint64_t)(kind) << 56) | ((uint64_t)(uint32_t)(a) << 16) | (uint64_t)(uint16_t)(b))
+
+struct id_slot {
+	uint64_t key; /* 0: empty */
+	uint32_t id;
+};
+
+static uint32_t *find_id(struct sampler *s, uint64_t key)
 {
-	return metric_intern(s->reg, name, id);
+	for (size_t i = (size_t)(key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32 & s->ids_mask;;
+	     i = (i + 1) & s->ids_mask) {
+		if (s->ids[i].key == key)
+			return &s->ids[i].id;
+		if (s->ids[i].key == 0)
+			return NULL;
+	}
 }
 
-static void put_gauge(struct sampler *s, struct frame *fr, const char *name, double v)
+/* Remember KEY -> ID; kept at most half full. A failure only means the name is formatted again next time. */
+static void remember_id(struct sampler *s, uint64_t key, uint32_t id)
+{
+	size_t i;
+
+	if (s->ids_n + 1 > (s->ids_mask + 1) / 2) {
+		size_t cap = s->ids ? (s->ids_mask + 1) * 2 : 256;
+		struct id_slot *old = s->ids, *t = calloc(cap, sizeof(*t));
+		size_t oldn = s->ids ? s->ids_mask + 1 : 0;
+
+		if (!t)
+			return;
+		s->ids = t;
+		s->ids_mask = cap - 1;
+		s->ids_n = 0;
+		for (i = 0; i < oldn; i++)
+			if (old[i].key)
+				remember_id(s, old[i].key, old[i].id);
+		free(old);
+	}
+	for (i = (size_t)(key ^ (key >> 29)) * 0x9e3779b97f4a7c15ull >> 32 & s->ids_mask; s->ids[i].key;
+	     i = (i + 1) & s->ids_mask)
+		;
+	s->ids[i].key = key;
+	s->ids[i].id = id;
+	s->ids_n++;
+}
+
+static uint32_t cached_id(struct sampler *s, uint64_t key)
+{
+	uint32_t *p = s->ids ? find_id(s, key) : NULL;
+
+	return p ? *p : 0;
+}
+
+/* Intern NAME and remember it under KEY. 0 on failure. */
+static uint32_t new_id(struct sampler *s, uint64_t key, const char *name)
 {
 	uint32_t id;
 
-	if (intern(s, name, &id) == 0)
+	if (metric_intern(s->reg, name, &id) < 0)
+		return 0;
+	remember_id(s, key, id);
+	return id;
+}
+
+/* Id of a fixed NAME, which must have static storage: its address is the key. */
+static uint32_t static_id(struct sampler *s, const char *name)
+{
+	uint32_t id = cached_id(s, (uint64_t)(uintptr_t)name);
+
+	return id ? id : new_id(s, (uint64_t)(uintptr_t)name, name);
+}
+
+/* Id of the metric KEY stands for; FMT with AP is its name, formatted and interned the first time only. */
+static uint32_t format_id(struct sampler *s, uint64_t key, const char *fmt, va_list ap)
+{
+	char name[METRIC_NAME_MAX];
+	uint32_t id = cached_id(s, key);
+
+	if (id)
+		return id;
+	vsnprintf(name, sizeof(name), fmt, ap);
+	return new_id(s, key, name);
+}
+
+static void put_gauge_id(struct frame *fr, uint32_t id, double v)
+{
+	if (id)
 		frame_put(fr, id, v);
 }
 
@@ -297,12 +438,11 @@ static void put_gauge(struct sampler *s, struct frame *fr, const char *name, dou
  * A counter's delta is only meaningful against the previous tick: after a gap (probe failed, source vanished)
  * the next sample is a new base, so an outage never shows as a spike.
  */
-static void put_counter(struct sampler *s, struct frame *fr, const char *name, uint64_t raw)
+static void put_counter_id(struct sampler *s, struct frame *fr, uint32_t id, uint64_t raw)
 {
 	uint64_t delta;
-	uint32_t id;
 
-	if (intern(s, name, &id) < 0)
+	if (!id)
 		return;
 	if (id >= s->seen_cap) {
 		size_t cap = s->seen_cap ? s->seen_cap : 256;
@@ -326,30 +466,42 @@ static void put_counter(struct sampler *s, struct frame *fr, const char *name, u
 		frame_put(fr, id, NAN);
 }
 
-static void putf_counter(struct sampler *s, struct frame *fr, uint64_t raw, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void putf_counter(struct sampler *s, struct frame *fr, uint64_t raw, const char *fmt, ...)
+/* NAME: a string with static storage (a literal, a static table's). */
+static void put_gauge(struct sampler *s, struct frame *fr, const char *name, double v)
 {
-	char name[METRIC_NAME_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	put_counter(s, fr, name, raw);
+	put_gauge_id(fr, static_id(s, name), v);
 }
 
-static void putf_gauge(struct sampler *s, struct frame *fr, double v, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void putf_gauge(struct sampler *s, struct frame *fr, double v, const char *fmt, ...)
+static void put_counter(struct sampler *s, struct frame *fr, const char *name, uint64_t raw)
 {
-	char name[METRIC_NAME_MAX];
+	put_counter_id(s, fr, static_id(s, name), raw);
+}
+
+/* The metric named by FMT, found by KEY: the name is formatted only the first time. */
+static void putk_counter(struct sampler *s, struct frame *fr, uint64_t key, uint64_t raw, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void putk_counter(struct sampler *s, struct frame *fr, uint64_t key, uint64_t raw, const char *fmt, ...)
+{
 	va_list ap;
+	uint32_t id;
 
 	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
+	id = format_id(s, key, fmt, ap);
 	va_end(ap);
-	put_gauge(s, fr, name, v);
+	put_counter_id(s, fr, id, raw);
+}
+
+static void putk_gauge(struct sampler *s, struct frame *fr, uint64_t key, double v, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void putk_gauge(struct sampler *s, struct frame *fr, uint64_t key, double v, const char *fmt, ...)
+{
+	va_list ap;
+	uint32_t id;
+
+	va_start(ap, fmt);
+	id = format_id(s, key, fmt, ap);
+	va_end(ap);
+	put_gauge_id(fr, id, v);
 }
 
 /* ---- file access ----------------------------------------------------------------------------------------- */
@@ -364,62 +516,20 @@ static void rooted(const struct sampler *s, char *out, size_t n, const char *pat
 		snprintf(out, n, "%s%s", root, path);
 }
 
-/* Read PATH (already rooted or absolute) whole into s->buf. 0 or -errno. */
-static int read_whole(struct sampler *s, const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	s->buflen = 0;
-	for (;;) {
-		if (s->buflen + 4096 > s->bufcap) {
-			size_t cap = s->bufcap ? s->bufcap * 2 : 65536;
-			char *p;
-
-			if (cap > MAX_READ + 4096) {
-				close(fd);
-				return -E2BIG;
-			}
-			p = realloc(s->buf, cap);
-			if (!p) {
-				close(fd);
-				return -ENOMEM;
-			}
-			s->buf = p;
-			s->bufcap = cap;
-		}
-		r = read(fd, s->buf + s->buflen, s->bufcap - s->buflen - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			close(fd);
-			return (int)r;
-		}
-		if (r == 0)
-			break;
-		s->buflen += (size_t)r;
-	}
-	close(fd);
-	s->buf[s->buflen] = '\0';
-	return 0;
-}
-
-static int read_proc(struct sampler *s, const char *path)
+/* Read PATH (not rooted) whole into s->pb through PF, which keeps it open where it can. 0 or -errno. */
+static int read_proc(struct sampler *s, struct procfile *pf, const char *path)
 {
 	char full[CONFIG_PATH_MAX + 128];
 
 	rooted(s, full, sizeof(full), path);
-	return read_whole(s, full);
+	return procfile_read(pf, full, pf != &s->pf[PF_SCRATCH], &s->pb, MAX_READ);
 }
 
 /*
  * The network-namespace view: nginx's when its pid is known, else the agent's. No fallback from one to the other
  * within a tick: counters of two namespaces must never be subtracted from each other.
  */
-static int read_netns(struct sampler *s, const char *file)
+static int read_netns(struct sampler *s, struct procfile *pf, const char *file)
 {
 	char path[128];
 
@@ -427,7 +537,7 @@ static int read_netns(struct sampler *s, const char *file)
 		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)s->nginx_pid, file);
 	else
 		snprintf(path, sizeof(path), "/proc/net/%s", file);
-	return read_proc(s, path);
+	return read_proc(s, pf, path);
 }
 
 /* ---- kernel probes --------------------------------------------------------------------------------------- */
@@ -447,27 +557,6 @@ struct kv_ctx {
 	unsigned found;
 };
 
-static int on_kv(void *arg, const char *prefix, const char *name, int64_t value)
-{
-	struct kv_ctx *c = arg;
-
-	struct tcp_key want = {.prefix = prefix, .key = name};
-	const struct tcp_key *k;
-
-	/* ~300 names a tick, 16 wanted, all in these two groups. */
-	if (prefix[0] != 'T' || (strcmp(prefix, "Tcp") != 0 && strcmp(prefix, "TcpExt") != 0))
-		return 0;
-	k = bsearch(&want, tcp_keys, sizeof(tcp_keys) / sizeof(tcp_keys[0]), sizeof(tcp_keys[0]), cmp_tcp_key);
-	if (!k)
-		return 0;
-	c->found++;
-	if (k->gauge)
-		put_gauge(c->s, c->fr, k->metric, (double)value);
-	else if (value >= 0)
-		put_counter(c->s, c->fr, k->metric, (uint64_t)value);
-	return 0;
-}
-
 static int on_sockstat(void *arg, const char *prefix, const char *name, int64_t value)
 {
 	struct kv_ctx *c = arg;
@@ -484,20 +573,32 @@ static void probe_netstat(struct sampler *s, struct frame *fr)
 {
 	struct kv_ctx c = {.s = s, .fr = fr};
 	static const char *const files[] = {"netstat", "snmp"};
+	static const enum pf_slot slots[] = {PF_NETSTAT, PF_SNMP};
+	int64_t vals[NTCP];
+	uint64_t found = 0;
 	int r;
 
+	/* Both files parse before any value is used: half a file would look like counters that stopped moving. */
 	for (size_t i = 0; i < 2; i++) {
-		r = read_netns(s, files[i]);
+		r = read_netns(s, &s->pf[slots[i]], files[i]);
 		if (r == 0)
-			r = parse_netstat(s->buf, s->buflen, on_kv, &c);
+			r = parse_netstat_pick(s->pb.data, s->pb.len, tcp_want, NTCP, vals, &found);
 		if (r < 0) {
 			probe_fail(s, fr, PROBE_NETSTAT, r, "%s: %s", files[i], strerror(-r));
 			return;
 		}
 	}
-	r = read_netns(s, "sockstat");
+	for (size_t i = 0; i < NTCP; i++) {
+		if (!(found >> i & 1))
+			continue;
+		if (tcp_metric[i].gauge)
+			put_gauge(s, fr, tcp_metric[i].metric, (double)vals[i]);
+		else if (vals[i] >= 0)
+			put_counter(s, fr, tcp_metric[i].metric, (uint64_t)vals[i]);
+	}
+	r = read_netns(s, &s->pf[PF_SOCKSTAT], "sockstat");
 	if (r == 0)
-		r = parse_sockstat(s->buf, s->buflen, on_sockstat, &c);
+		r = parse_sockstat(s->pb.data, s->pb.len, on_sockstat, &c);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_NETSTAT, r, "sockstat: %s", strerror(-r));
 		return;
@@ -510,18 +611,20 @@ static void probe_softnet(struct sampler *s, struct frame *fr)
 	struct softnet_cpu rows[MAX_CPUS];
 	uint64_t processed = 0, dropped = 0, squeeze = 0;
 	size_t n = 0;
-	int r = read_netns(s, "softnet_stat");
+	int r = read_netns(s, &s->pf[PF_SOFTNET], "softnet_stat");
 
 	if (r == 0)
-		r = parse_softnet(s->buf, s->buflen, rows, MAX_CPUS, &n);
+		r = parse_softnet(s->pb.data, s->pb.len, rows, MAX_CPUS, &n);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_SOFTNET, r, "softnet_stat: %s", strerror(-r));
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		putf_counter(s, fr, rows[i].processed, "softnet.%u.processed", rows[i].cpu);
-		putf_counter(s, fr, rows[i].dropped, "softnet.%u.dropped", rows[i].cpu);
-		putf_counter(s, fr, rows[i].time_squeeze, "softnet.%u.time_squeeze", rows[i].cpu);
+		uint32_t cpu = rows[i].cpu;
+
+		putk_counter(s, fr, KEY(K_SOFTNET, cpu, 0), rows[i].processed, "softnet.%u.processed", cpu);
+		putk_counter(s, fr, KEY(K_SOFTNET, cpu, 1), rows[i].dropped, "softnet.%u.dropped", cpu);
+		putk_counter(s, fr, KEY(K_SOFTNET, cpu, 2), rows[i].time_squeeze, "softnet.%u.time_squeeze", cpu);
 		processed += rows[i].processed;
 		dropped += rows[i].dropped;
 		squeeze += rows[i].time_squeeze;
@@ -538,17 +641,17 @@ static void probe_softirqs(struct sampler *s, struct frame *fr)
 {
 	uint64_t rx[MAX_CPUS], tx[MAX_CPUS], trx = 0, ttx = 0;
 	size_t n = 0;
-	int r = read_proc(s, "/proc/softirqs");
+	int r = read_proc(s, &s->pf[PF_SOFTIRQS], "/proc/softirqs");
 
 	if (r == 0)
-		r = parse_softirqs(s->buf, s->buflen, rx, tx, MAX_CPUS, &n);
+		r = parse_softirqs(s->pb.data, s->pb.len, rx, tx, MAX_CPUS, &n);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_SOFTIRQS, r, "softirqs: %s", strerror(-r));
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		putf_counter(s, fr, rx[i], "softirq.%zu.net_rx", i);
-		putf_counter(s, fr, tx[i], "softirq.%zu.net_tx", i);
+		putk_counter(s, fr, KEY(K_SOFTIRQ, i, 0), rx[i], "softirq.%zu.net_rx", i);
+		putk_counter(s, fr, KEY(K_SOFTIRQ, i, 1), tx[i], "softirq.%zu.net_tx", i);
 		trx += rx[i];
 		ttx += tx[i];
 	}
@@ -581,8 +684,9 @@ static void put_cpu_shares(struct sampler *s, struct frame *fr, const char *labe
 		a[6] = now->steal, b[6] = p->steal;
 		total = cpu_sum(now) - cpu_sum(p);
 		for (size_t i = 0; i < 7; i++)
-			putf_gauge(s, fr, a[i] >= b[i] ? 100.0 * (double)(a[i] - b[i]) / (double)total : NAN,
-				   "cpu.%s.%s", label, names[i]);
+			putk_gauge(s, fr, KEY(K_CPU, slot, i),
+				   a[i] >= b[i] ? 100.0 * (double)(a[i] - b[i]) / (double)total : NAN, "cpu.%s.%s",
+				   label, names[i]);
 	}
 	s->prev_cpu[slot] = *now;
 	s->have_prev_cpu[slot] = true;
@@ -593,10 +697,10 @@ static void probe_stat(struct sampler *s, struct frame *fr)
 	struct cpu_times cpus[MAX_CPUS];
 	struct proc_stat st = {.cpus = cpus};
 	char label[16];
-	int r = read_proc(s, "/proc/stat");
+	int r = read_proc(s, &s->pf[PF_STAT], "/proc/stat");
 
 	if (r == 0)
-		r = parse_stat(s->buf, s->buflen, &st, MAX_CPUS);
+		r = parse_stat(s->pb.data, s->pb.len, &st, MAX_CPUS);
 	if (r < 0) {
 		probe_fail(s, fr, PROBE_STAT, r, "stat: %s", strerror(-r));
 		return;
@@ -685,6 +789,7 @@ static void discover_net_irqs(struct sampler *s)
 
 	s->netifs_tick = s->tick;
 	s->nnetifs = s->nnet_irqs = 0;
+	close_files(s->pf_irq, KEEP_MAX); /* an IRQ freed since would otherwise stay open */
 	rooted(s, path, sizeof(path), "/sys/class/net");
 	d = opendir(path);
 	if (d) {
@@ -696,10 +801,10 @@ static void discover_net_irqs(struct sampler *s)
 		}
 		closedir(d);
 	}
-	if (s->nnet_irqs == 0 && read_proc(s, "/proc/interrupts") == 0) {
+	if (s->nnet_irqs == 0 && read_proc(s, &s->pf[PF_INTERRUPTS], "/proc/interrupts") == 0) {
 		struct irq_table t = {0};
 
-		if (parse_interrupts(s->buf, s->buflen, &t) == 0)
+		if (parse_interrupts(s->pb.data, s->pb.len, &t) == 0)
 			add_irqs_by_name(s, &t);
 		irq_table_free(&t);
 	}
@@ -713,25 +818,25 @@ static void discover_net_irqs(struct sampler *s)
 	}
 }
 
-static void put_irq(struct sampler *s, struct frame *fr, const char *id, const uint64_t *counts, size_t n)
+static void put_irq(struct sampler *s, struct frame *fr, unsigned irq, const uint64_t *counts, size_t n)
 {
 	uint64_t total = 0;
 
 	for (size_t c = 0; c < n; c++) {
-		putf_counter(s, fr, counts[c], "irq.%s.%zu", id, c);
+		putk_counter(s, fr, KEY(K_IRQ, irq, c), counts[c], "irq.%u.%zu", irq, c);
 		total += counts[c];
 	}
-	putf_counter(s, fr, total, "irq.%s.total", id);
+	putk_counter(s, fr, KEY(K_IRQ, irq, 0xffff), total, "irq.%u.total", irq);
 }
 
 /* Old kernels: the whole /proc/interrupts every tick, NIC rows only (columns are online CPUs in order). */
 static int irqs_from_proc(struct sampler *s, struct frame *fr)
 {
 	struct irq_table t = {0};
-	int r = read_proc(s, "/proc/interrupts");
+	int r = read_proc(s, &s->pf[PF_INTERRUPTS], "/proc/interrupts");
 
 	if (r == 0)
-		r = parse_interrupts(s->buf, s->buflen, &t);
+		r = parse_interrupts(s->pb.data, s->pb.len, &t);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < t.nirq; i++) {
@@ -741,7 +846,7 @@ static int irqs_from_proc(struct sampler *s, struct frame *fr)
 			continue;
 		for (size_t j = 0; j < s->nnet_irqs; j++)
 			if (s->net_irqs[j] == (unsigned)irq)
-				put_irq(s, fr, t.rows[i].id, &t.counts[i * t.ncpu], t.ncpu);
+				put_irq(s, fr, (unsigned)irq, &t.counts[i * t.ncpu], t.ncpu);
 	}
 	irq_table_free(&t);
 	return 0;
@@ -750,7 +855,7 @@ static int irqs_from_proc(struct sampler *s, struct frame *fr)
 static void probe_interrupts(struct sampler *s, struct frame *fr)
 {
 	uint64_t counts[MAX_CPUS];
-	char path[64], id[16];
+	char path[64];
 	size_t n;
 	int r = 0;
 
@@ -761,12 +866,11 @@ static void probe_interrupts(struct sampler *s, struct frame *fr)
 	} else {
 		for (size_t i = 0; i < s->nnet_irqs && r == 0; i++) {
 			snprintf(path, sizeof(path), "/sys/kernel/irq/%u/per_cpu_count", s->net_irqs[i]);
-			r = read_proc(s, path);
+			r = read_proc(s, i < KEEP_MAX ? &s->pf_irq[i] : &s->pf[PF_SCRATCH], path);
 			if (r == 0)
-				r = parse_irq_counts(s->buf, s->buflen, counts, MAX_CPUS, &n);
+				r = parse_irq_counts(s->pb.data, s->pb.len, counts, MAX_CPUS, &n);
 			if (r == 0) {
-				snprintf(id, sizeof(id), "%u", s->net_irqs[i]);
-				put_irq(s, fr, id, counts, n);
+				put_irq(s, fr, s->net_irqs[i], counts, n);
 			}
 		}
 		if (r < 0)
@@ -795,6 +899,7 @@ static void follow_netns(struct sampler *s)
 	if (s->netns_fd >= 0)
 		close(s->netns_fd);
 	s->netns_fd = -1;
+	s->netns_gen++;
 	if (!s->nginx_pid || strcmp(s->cfg.root, "/") != 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->nginx_pid);
@@ -824,6 +929,12 @@ static void set_nginx_pid(struct sampler *s, pid_t pid)
 	 * takes a new base (one tick of missing values) rather than a delta across two sources. */
 	counters_free(&s->ctr);
 	counters_init(&s->ctr);
+	/* The old master's files: its namespace's (which a kept descriptor would hold alive) and its workers'. */
+	for (enum pf_slot i = PF_NETSTAT; i <= PF_SOFTNET; i++)
+		procfile_close(&s->pf[i]);
+	procfile_close(&s->pf[PF_CHILDREN]);
+	close_files(s->pf_sched, KEEP_MAX);
+	close_files(s->pf_status, KEEP_MAX);
 	follow_netns(s);
 }
 
@@ -833,15 +944,15 @@ static void probe_nginx(struct sampler *s, struct frame *fr)
 	int64_t pid;
 	int r;
 
-	r = read_whole(s, s->cfg.pid_file);
+	r = procfile_read(&s->pf[PF_PIDFILE], s->cfg.pid_file, false, &s->pb, MAX_READ);
 	if (r < 0) {
 		set_nginx_pid(s, 0);
 		probe_fail(s, fr, PROBE_NGINX, r, "%s: %s (is nginx running?)", s->cfg.pid_file, strerror(-r));
 		return;
 	}
-	while (s->buflen && isspace((unsigned char)s->buf[s->buflen - 1]))
-		s->buf[--s->buflen] = '\0';
-	if (str_to_i64(s->buf, 1, 0x3fffffff, &pid) < 0) {
+	while (s->pb.len && isspace((unsigned char)s->pb.data[s->pb.len - 1]))
+		s->pb.data[--s->pb.len] = '\0';
+	if (str_to_i64(s->pb.data, 1, 0x3fffffff, &pid) < 0) {
 		set_nginx_pid(s, 0);
 		probe_fail(s, fr, PROBE_NGINX, -EBADMSG, "%s: not a pid", s->cfg.pid_file);
 		return;
@@ -873,11 +984,11 @@ static int list_workers(struct sampler *s, pid_t *out, size_t max, size_t *n)
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->nginx_pid, (int)s->nginx_pid);
-	r = read_proc(s, path);
+	r = read_proc(s, &s->pf[PF_CHILDREN], path);
 	if (r < 0)
 		return r;
 	*n = 0;
-	for (p = s->buf; *p && *n < max;) {
+	for (p = s->pb.data; *p && *n < max;) {
 		char *end;
 		long v = strtol(p, &end, 10);
 
@@ -920,12 +1031,16 @@ static void probe_workers(struct sampler *s, struct frame *fr)
 		struct worker_prev w = {.pid = pids[i]};
 		const struct worker_prev *p;
 		uint64_t slices;
+		struct procfile *sched = i < KEEP_MAX ? &s->pf_sched[i] : &s->pf[PF_SCRATCH];
+		struct procfile *status = i < KEEP_MAX ? &s->pf_status[i] : &s->pf[PF_SCRATCH];
 
+		/* A read or parse failing is a worker exiting between the listing and the read: it is left out. */
 		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w.pid);
-		if (read_proc(s, path) < 0 || parse_schedstat(s->buf, s->buflen, &w.run_ns, &w.wait_ns, &slices) < 0)
-			continue; /* a worker exiting between the listing and the read */
+		if (read_proc(s, sched, path) < 0 ||
+		    parse_schedstat(s->pb.data, s->pb.len, &w.run_ns, &w.wait_ns, &slices) < 0)
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)w.pid);
-		if (read_proc(s, path) < 0 || parse_ctxt_switches(s->buf, s->buflen, &w.vcsw, &w.ivcsw) < 0)
+		if (read_proc(s, status, path) < 0 || parse_ctxt_switches(s->pb.data, s->pb.len, &w.vcsw, &w.ivcsw) < 0)
 			continue;
 		now[m++] = w;
 		/* Per-worker deltas: a worker that is new this tick contributes nothing, so a reload is no spike. */
@@ -938,6 +1053,11 @@ static void probe_workers(struct sampler *s, struct frame *fr)
 			wait_max = (double)(w.wait_ns - p->wait_ns) / 1e6;
 		vcsw += (double)(w.vcsw - p->vcsw);
 		ivcsw += (double)(w.ivcsw - p->ivcsw);
+	}
+	/* Fewer workers than last tick (a reload with a smaller worker_processes): the rest are dead. */
+	for (size_t i = n; i < KEEP_MAX; i++) {
+		procfile_close(&s->pf_sched[i]);
+		procfile_close(&s->pf_status[i]);
 	}
 	memcpy(s->workers, now, m * sizeof(now[0]));
 	s->nworkers = m;
@@ -1004,7 +1124,7 @@ static void probe_access(struct sampler *s, struct frame *fr)
 	}
 	put_gauge(s, fr, "http.requests", (double)s->acc_n);
 	for (int c = 1; c <= 5; c++)
-		putf_gauge(s, fr, (double)s->acc_class[c], "http.%dxx", c);
+		putk_gauge(s, fr, KEY(K_HTTP_CLASS, c, 0), (double)s->acc_class[c], "http.%dxx", c);
 	put_gauge(s, fr, "http.unparsed", (double)s->acc_bad);
 	put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
 	put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
@@ -1018,7 +1138,7 @@ static void probe_access(struct sampler *s, struct frame *fr)
 	/* The histogram is stored sparse: a bucket absent from a frame that has http.requests is zero. */
 	for (unsigned i = 0; i < HIST_NBUCKETS; i++)
 		if (s->tick_hist.b[i])
-			putf_gauge(s, fr, (double)s->tick_hist.b[i], "http.lat.b%u", i);
+			putk_gauge(s, fr, KEY(K_HTTP_LAT, i, 0), (double)s->tick_hist.b[i], "http.lat.b%u", i);
 	probe_ok(s, fr, PROBE_ACCESSLOG);
 }
 
@@ -1036,11 +1156,40 @@ static void probe_errorlog(struct sampler *s, struct frame *fr)
 		return;
 	}
 	for (int k = 1; k < ERRLOG_KIND_COUNT; k++)
-		putf_gauge(s, fr, (double)s->err_kind[k], "nginx.err.%s", errlog_kind_name((enum errlog_kind)k));
+		putk_gauge(s, fr, KEY(K_ERRLOG, k, 0), (double)s->err_kind[k], "nginx.err.%s",
+			   errlog_kind_name((enum errlog_kind)k));
 	probe_ok(s, fr, PROBE_ERRORLOG);
 }
 
 /* ---- netlink --------------------------------------------------------------------------------------------- */
+
+static const char *const link_fields[LINK_FIELDS] = {
+	"rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "rx_missed", "tx_dropped", "rx_errors",
+	"tx_errors",
+};
+
+/* A link's counters, by the ids cached for its position in the dump; a new name there interns them again. */
+static void put_link(struct sampler *s, struct frame *fr, struct link_ids *c, const struct nl_link_stats *l)
+{
+	const uint64_t v[LINK_FIELDS] = {
+		l->rx_packets, l->tx_packets, l->rx_bytes,   l->tx_bytes,  l->rx_dropped,
+		l->rx_missed,  l->tx_dropped, l->rx_errors, l->tx_errors,
+	};
+
+	if (!c->valid || strcmp(c->name, l->name) != 0) {
+		for (size_t f = 0; f < LINK_FIELDS; f++) {
+			char name[METRIC_NAME_MAX];
+
+			snprintf(name, sizeof(name), "link.%.15s.%s", l->name, link_fields[f]);
+			if (metric_intern(s->reg, name, &c->id[f]) < 0)
+				c->id[f] = 0;
+		}
+		memcpy(c->name, l->name, sizeof(c->name));
+		c->valid = true;
+	}
+	for (size_t f = 0; f < LINK_FIELDS; f++)
+		put_counter_id(s, fr, c->id[f], v[f]);
+}
 
 static void probe_netlink(struct sampler *s, struct frame *fr)
 {
@@ -1065,6 +1214,10 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 			return;
 		}
 		s->nl_pid = want;
+	}
+	if (!s->link_names_tick || (s->tick - s->link_names_tick) * (uint64_t)s->cfg.tick_ms >= LINK_NAMES_EVERY_MS) {
+		nl_probe_links_renamed(s->nl);
+		s->link_names_tick = s->tick;
 	}
 	/* Listen queues alone cost 0.03 ms (the listening hash only); states see STATES_EVERY_MS. */
 	count_states = !s->states_tick || (s->tick - s->states_tick) * (uint64_t)s->cfg.tick_ms >= STATES_EVERY_MS;
@@ -1106,23 +1259,12 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 			if (lq[j].backlog && 100.0 * lq[j].queued / lq[j].backlog > fill)
 				fill = 100.0 * lq[j].queued / lq[j].backlog;
 		}
-		putf_gauge(s, fr, queued, "listen.%u.queued", lq[i].port);
-		putf_gauge(s, fr, backlog, "listen.%u.backlog", lq[i].port);
-		putf_gauge(s, fr, fill, "listen.%u.fill_pct", lq[i].port);
+		putk_gauge(s, fr, KEY(K_LISTEN, lq[i].port, 0), queued, "listen.%u.queued", lq[i].port);
+		putk_gauge(s, fr, KEY(K_LISTEN, lq[i].port, 1), backlog, "listen.%u.backlog", lq[i].port);
+		putk_gauge(s, fr, KEY(K_LISTEN, lq[i].port, 2), fill, "listen.%u.fill_pct", lq[i].port);
 	}
-	for (size_t i = 0; i < nlinks; i++) {
-		const struct nl_link_stats *l = &links[i];
-
-		putf_counter(s, fr, l->rx_packets, "link.%s.rx_packets", l->name);
-		putf_counter(s, fr, l->tx_packets, "link.%s.tx_packets", l->name);
-		putf_counter(s, fr, l->rx_bytes, "link.%s.rx_bytes", l->name);
-		putf_counter(s, fr, l->tx_bytes, "link.%s.tx_bytes", l->name);
-		putf_counter(s, fr, l->rx_dropped, "link.%s.rx_dropped", l->name);
-		putf_counter(s, fr, l->rx_missed, "link.%s.rx_missed", l->name);
-		putf_counter(s, fr, l->tx_dropped, "link.%s.tx_dropped", l->name);
-		putf_counter(s, fr, l->rx_errors, "link.%s.rx_errors", l->name);
-		putf_counter(s, fr, l->tx_errors, "link.%s.tx_errors", l->name);
-	}
+	for (size_t i = 0; i < nlinks; i++)
+		put_link(s, fr, &s->link_ids[i], &links[i]);
 	probe_ok(s, fr, PROBE_NETLINK);
 }
 
@@ -1171,31 +1313,49 @@ static size_t stub_write(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* A plain http:// URL goes through stubhttp; curl is set up for anything else, or when stubhttp refuses the URL
+ * (curl then says what is wrong with it). */
+static bool use_stubhttp(struct stub_handle *h)
+{
+	char err[128];
+
+	if (!h->http && stubhttp_handles(h->url))
+		stubhttp_new(h->url, &h->http, err, sizeof(err));
+	return h->http != NULL;
+}
+
 void *sampler_stub_prepare(struct sampler *s)
 {
 	struct stub_handle *h = &s->stub;
 
-	if (!h->curl) {
-		h->curl = curl_easy_init();
-		if (!h->curl)
-			return NULL;
+	if (strcmp(h->url, s->cfg.stub_status_url) != 0) {
+		stubhttp_free(h->http);
+		h->http = NULL;
+		snprintf(h->url, sizeof(h->url), "%s", s->cfg.stub_status_url);
 	}
-	snprintf(h->url, sizeof(h->url), "%s", s->cfg.stub_status_url);
 	h->timeout_ms = (long)s->cfg.stub_status_timeout_ms;
-	curl_easy_setopt(h->curl, CURLOPT_URL, h->url);
-	curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->timeout_ms);
-	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
-	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "ngx-autotune/" PACKAGE_VERSION);
-	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, stub_write);
-	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETFUNCTION, stub_socket);
-	curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETDATA, h);
+	if (!use_stubhttp(h)) {
+		if (!h->curl) {
+			h->curl = curl_easy_init();
+			if (!h->curl)
+				return NULL;
+		}
+		curl_easy_setopt(h->curl, CURLOPT_URL, h->url);
+		curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->timeout_ms);
+		curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, h->timeout_ms);
+		curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(h->curl, CURLOPT_NOPROXY, "*");
+		curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+		curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+		curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "ngx-autotune/" PACKAGE_VERSION);
+		curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, stub_write);
+		curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+		curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETFUNCTION, stub_socket);
+		curl_easy_setopt(h->curl, CURLOPT_OPENSOCKETDATA, h);
+	}
 	/* The fetch owns a duplicate: the loop may switch namespaces (nginx restarted) while it runs. */
 	h->netns_fd = s->netns_fd >= 0 ? fcntl(s->netns_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	h->netns_gen = s->netns_gen;
 	return h;
 }
 
@@ -1207,6 +1367,23 @@ static double thread_cpu_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void fetch_http(struct stub_handle *h, struct stub_result *res)
+{
+	char err[160];
+	int status = 0, r;
+
+	r = stubhttp_get(h->http, h->netns_fd, h->netns_gen, (int)h->timeout_ms, res->body, sizeof(res->body),
+			 &res->len, &status, err, sizeof(err));
+	if (r < 0) {
+		res->err = r;
+		snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", h->url, err);
+	} else if (status != 200) {
+		res->err = -EPROTO;
+		snprintf(res->msg, sizeof(res->msg), "%.100s: HTTP %d (is stub_status on at that location?)", h->url,
+			 status);
+	}
+}
+
 void sampler_stub_fetch(void *handle, struct stub_result *res)
 {
 	struct stub_handle *h = handle;
@@ -1216,6 +1393,10 @@ void sampler_stub_fetch(void *handle, struct stub_result *res)
 	CURLcode rc;
 
 	memset(res, 0, sizeof(*res));
+	if (h->http) {
+		fetch_http(h, res);
+		goto out;
+	}
 	h->res = res;
 	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, errbuf);
 	rc = curl_easy_perform(h->curl);
@@ -1232,6 +1413,7 @@ void sampler_stub_fetch(void *handle, struct stub_result *res)
 	}
 	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, NULL);
 	h->res = NULL;
+out:
 	if (h->netns_fd >= 0)
 		close(h->netns_fd);
 	h->netns_fd = -1;

@@ -21,6 +21,35 @@
 #define BUSY_TIMEOUT_MS 500             /* a tick is 1 s; waiting longer only delays the next one */
 #define MINUTE_MS 60000
 #define TS_MAX ((int64_t)1 << 53)       /* far beyond any wall clock; keeps minute arithmetic in range */
+#define BATCH_DEFAULT_MS 5000
+#define BATCH_MAX_MS 60000
+#define HELD_MAX 300 /* frames kept while writes fail: 5 minutes at 1 Hz, about 300 KiB */
+
+/* A frame waiting for the next write, encoded. */
+struct held_frame {
+	int64_t ts;
+	double dt;
+	uint32_t ok, bad;
+	uint8_t *data;
+	size_t len;
+};
+
+/* A metric name interned since the last write. */
+struct held_name {
+	uint32_t id;
+	char *name;
+};
+
+struct store_batch {
+	struct held_frame *f;
+	size_t n, cap;
+	struct held_name *names;
+	size_t nnames, names_cap;
+	uint32_t names_held;  /* highest id stored or held */
+	bool tried;           /* a write was attempted since open */
+	int64_t tried_ts;     /* ts of the frame that made the last attempt */
+	int err;              /* the last attempt's error, while the store is degraded */
+};
 
 /*
  * Forward migrations: entry N-1 takes a file from user_version N-1 to N, in one transaction with the version bump.
@@ -108,6 +137,7 @@ void store_options_default(struct store_options *opt)
 	opt->frames_retention_s = 48 * 3600;
 	opt->rollups_retention_s = 90 * 24 * 3600;
 	opt->delete_batch = 500;
+	opt->batch_ms = BATCH_DEFAULT_MS;
 }
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -266,8 +296,29 @@ static int check_writable(const char *path)
 	return rc == -EROFS || rc == -EACCES || rc == -EPERM ? rc : 0;
 }
 
+static void drop_held(struct store_batch *b, size_t nframes)
+{
+	for (size_t i = 0; i < nframes; i++)
+		free(b->f[i].data);
+	memmove(b->f, b->f + nframes, (b->n - nframes) * sizeof(*b->f));
+	b->n -= nframes;
+}
+
+static void free_batch(struct store_batch *b)
+{
+	if (!b)
+		return;
+	drop_held(b, b->n);
+	for (size_t i = 0; i < b->nnames; i++)
+		free(b->names[i].name);
+	free(b->names);
+	free(b->f);
+	free(b);
+}
+
 static void store_free(struct store *st)
 {
+	free_batch(st->batch);
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
 	store_journal_free(st);
@@ -467,7 +518,8 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 		return -EINVAL;
 	}
 	if (opt->frames_retention_s < 1 || opt->frames_retention_s > INT64_MAX / 1000 || opt->rollups_retention_s < 1 ||
-	    opt->rollups_retention_s > INT64_MAX / 1000 || opt->delete_batch < 1) {
+	    opt->rollups_retention_s > INT64_MAX / 1000 || opt->delete_batch < 1 || opt->batch_ms < 0 ||
+	    opt->batch_ms > BATCH_MAX_MS) {
 		set_err(err, errlen, "invalid retention options");
 		return -EINVAL;
 	}
@@ -487,6 +539,12 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 		return -ENOMEM;
 	}
 	st->opt = *opt;
+	st->batch = calloc(1, sizeof(*st->batch));
+	if (!st->batch) {
+		free(st);
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	frame_init(&st->scratch);
 	frame_init(&st->rollup);
 
@@ -558,6 +616,7 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 	ret = load_names(st, reg, err, errlen);
 	if (ret < 0)
 		goto fail;
+	st->batch->names_held = st->names_stored;
 	ret = load_counts(st, err, errlen);
 	if (ret < 0)
 		goto fail;
@@ -579,10 +638,15 @@ fail:
 	return ret;
 }
 
+static int write_held(struct store *st);
+
 void store_close(struct store *st)
 {
-	if (st)
-		store_free(st);
+	if (!st)
+		return;
+	if (!st->in_query)
+		write_held(st);
+	store_free(st);
 }
 
 int store_opened_version(const struct store *st)
@@ -692,14 +756,15 @@ static int write_rollup(struct store *st, int64_t minute, bool *added)
 	return rc;
 }
 
-static int trim(struct store *st, int which, int64_t cutoff, int64_t *deleted)
+/* Delete at most LIMIT rows older than CUTOFF. */
+static int trim(struct store *st, int which, int64_t cutoff, int64_t limit, int64_t *deleted)
 {
 	sqlite3_stmt *s = st->stmt[which];
 	int rc;
 
 	*deleted = 0;
 	sqlite3_bind_int64(s, 1, cutoff);
-	sqlite3_bind_int64(s, 2, st->opt.delete_batch);
+	sqlite3_bind_int64(s, 2, limit);
 	rc = store_run(s);
 	if (rc == SQLITE_OK)
 		*deleted = sqlite3_changes(st->db);
@@ -718,17 +783,164 @@ static int tick_failed(struct store *st, const char *op, int rc)
 		store_run(st->stmt[S_ROLLBACK]);
 	st->h.degraded = true;
 	st->h.write_errors++;
+	st->batch->err = ret;
 	return ret;
+}
+
+/*
+ * Write every held name and frame in one transaction, as the ticks did one by one: names first (a frame never
+ * refers to an id the file cannot name), then each frame after the roll-up of the minute it completes, then one
+ * retention step sized to the number of frames. On failure nothing is written and everything stays held.
+ */
+static int write_held(struct store *st)
+{
+	struct store_batch *b = st->batch;
+	int64_t last_ts = st->last_ts, added = 0, rollups_added = 0, del_frames = 0, del_rollups = 0;
+	uint32_t names_max = st->names_stored;
+	bool have_last = st->have_last;
+	sqlite3_stmt *s;
+	int rc;
+
+	if (b->n == 0 && b->nnames == 0)
+		return 0;
+	rc = store_run(st->stmt[S_BEGIN]);
+	if (rc != SQLITE_OK)
+		return tick_failed(st, "append frame (begin)", rc);
+	s = st->stmt[S_NAME_INSERT];
+	for (size_t i = 0; i < b->nnames; i++) {
+		sqlite3_bind_int64(s, 1, b->names[i].id);
+		sqlite3_bind_text(s, 2, b->names[i].name, -1, SQLITE_STATIC);
+		rc = store_run(s);
+		if (rc != SQLITE_OK) {
+			sqlite3_clear_bindings(s);
+			return tick_failed(st, "append frame (metric names)", rc);
+		}
+		names_max = b->names[i].id;
+	}
+	sqlite3_clear_bindings(s);
+
+	for (size_t i = 0; i < b->n; i++) {
+		const struct held_frame *f = &b->f[i];
+		bool replaced = false, rollup_added = false;
+
+		if (have_last && minute_of(last_ts) != minute_of(f->ts)) {
+			rc = write_rollup(st, minute_of(last_ts), &rollup_added);
+			if (rc != SQLITE_OK)
+				return tick_failed(st, "append frame (roll-up)", rc);
+			rollups_added += rollup_added;
+		}
+		/* A clock stepped back can repeat a ts; the newer tick wins and the row count stays true. */
+		if (have_last && f->ts <= last_ts) {
+			s = st->stmt[S_FRAME_EXISTS];
+			sqlite3_bind_int64(s, 1, f->ts);
+			rc = exists(s, &replaced);
+			if (rc != SQLITE_OK)
+				return tick_failed(st, "append frame", rc);
+		}
+		s = st->stmt[S_FRAME_INSERT];
+		sqlite3_bind_int64(s, 1, f->ts);
+		sqlite3_bind_double(s, 2, f->dt);
+		sqlite3_bind_int64(s, 3, f->ok);
+		sqlite3_bind_int64(s, 4, f->bad);
+		sqlite3_bind_blob64(s, 5, f->data, f->len, SQLITE_STATIC);
+		rc = store_run(s);
+		sqlite3_clear_bindings(s);
+		if (rc != SQLITE_OK)
+			return tick_failed(st, "append frame", rc);
+		added += replaced ? 0 : 1;
+		have_last = true;
+		last_ts = f->ts;
+	}
+
+	if (have_last) {
+		int64_t limit = (int64_t)st->opt.delete_batch * (int64_t)(b->n ? b->n : 1);
+
+		rc = trim(st, S_TRIM_FRAMES, last_ts - st->opt.frames_retention_s * 1000, limit, &del_frames);
+		if (rc == SQLITE_OK)
+			rc = trim(st, S_TRIM_ROLLUPS, last_ts - st->opt.rollups_retention_s * 1000, limit, &del_rollups);
+		if (rc != SQLITE_OK)
+			return tick_failed(st, "append frame (retention)", rc);
+	}
+
+	rc = store_run(st->stmt[S_COMMIT]);
+	if (rc != SQLITE_OK)
+		return tick_failed(st, "append frame (commit)", rc);
+
+	st->names_stored = names_max;
+	st->have_last = have_last;
+	st->last_ts = last_ts;
+	st->h.frames += added - del_frames;
+	st->h.rollups += rollups_added - del_rollups;
+	if (have_last)
+		st->h.last_write_ms = last_ts;
+	st->h.degraded = false;
+	st->h.reason[0] = '\0';
+	b->err = 0;
+	for (size_t i = 0; i < b->nnames; i++)
+		free(b->names[i].name);
+	b->nnames = 0;
+	drop_held(b, b->n);
+	if (rollups_added || st->h.bytes == 0)
+		refresh_bytes(st);
+	return 0;
+}
+
+/* Copy the names REG interned since the last one stored or held. */
+static int hold_names(struct store *st, const struct metric_registry *reg)
+{
+	struct store_batch *b = st->batch;
+	uint32_t max = reg ? metric_max_id(reg) : 0;
+
+	for (uint32_t id = b->names_held + 1; id <= max; id++) {
+		const char *name = metric_name(reg, id);
+
+		if (!name)
+			continue;
+		if (b->nnames == b->names_cap) {
+			size_t cap = b->names_cap ? b->names_cap * 2 : 64;
+			struct held_name *t = realloc(b->names, cap * sizeof(*t));
+
+			if (!t)
+				return -ENOMEM;
+			b->names = t;
+			b->names_cap = cap;
+		}
+		b->names[b->nnames].name = strdup(name);
+		if (!b->names[b->nnames].name)
+			return -ENOMEM;
+		b->names[b->nnames++].id = id;
+		b->names_held = id;
+	}
+	return 0;
+}
+
+/* Hold FR, encoded in DATA (taken); past HELD_MAX the oldest held frame is dropped. */
+static int hold_frame(struct store *st, const struct frame *fr, uint8_t *data, size_t len)
+{
+	struct store_batch *b = st->batch;
+
+	if (b->n == HELD_MAX)
+		drop_held(b, 1);
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+		struct held_frame *t = realloc(b->f, cap * sizeof(*t));
+
+		if (!t) {
+			free(data);
+			return -ENOMEM;
+		}
+		b->f = t;
+		b->cap = cap;
+	}
+	b->f[b->n++] = (struct held_frame){fr->ts_ms, fr->dt_s, fr->probes_ok, fr->probes_bad, data, len};
+	return 0;
 }
 
 int store_append_frame(struct store *st, const struct metric_registry *reg, struct frame *fr)
 {
-	uint32_t names_max = st ? st->names_stored : 0;
-	int64_t minute, del_frames = 0, del_rollups = 0;
-	bool rollup_added = false, replaced = false;
+	struct store_batch *b;
 	uint8_t *buf;
 	size_t len;
-	sqlite3_stmt *s;
 	int rc;
 
 	if (!st || !fr || fr->ts_ms < 0 || fr->ts_ms > TS_MAX)
@@ -738,85 +950,20 @@ int store_append_frame(struct store *st, const struct metric_registry *reg, stru
 	rc = frame_encode(fr, &buf, &len);
 	if (rc == -EINVAL)
 		return rc; /* ids the caller wrote by hand: its bug, not the store's health */
+	if (rc == 0)
+		rc = hold_frame(st, fr, buf, len);
+	if (rc == 0)
+		rc = hold_names(st, reg);
 	if (rc < 0)
 		return tick_failed(st, "append frame", SQLITE_NOMEM);
-	minute = minute_of(fr->ts_ms);
-
-	rc = store_run(st->stmt[S_BEGIN]);
-	if (rc != SQLITE_OK) {
-		free(buf);
-		return tick_failed(st, "append frame (begin)", rc);
-	}
-	/* Names first: a frame never refers to an id the file cannot name. */
-	s = st->stmt[S_NAME_INSERT];
-	for (uint32_t id = st->names_stored + 1; reg && id <= metric_max_id(reg); id++) {
-		const char *name = metric_name(reg, id);
-
-		if (!name)
-			continue;
-		sqlite3_bind_int64(s, 1, id);
-		sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-		rc = store_run(s);
-		if (rc != SQLITE_OK) {
-			sqlite3_clear_bindings(s);
-			free(buf);
-			return tick_failed(st, "append frame (metric names)", rc);
-		}
-		names_max = id;
-	}
-	sqlite3_clear_bindings(s);
-
-	if (st->have_last && minute_of(st->last_ts) != minute) {
-		rc = write_rollup(st, minute_of(st->last_ts), &rollup_added);
-		if (rc != SQLITE_OK) {
-			free(buf);
-			return tick_failed(st, "append frame (roll-up)", rc);
-		}
-	}
-
-	/* A clock stepped back can repeat a ts; the newer tick wins and the row count stays true. */
-	if (st->have_last && fr->ts_ms <= st->last_ts) {
-		s = st->stmt[S_FRAME_EXISTS];
-		sqlite3_bind_int64(s, 1, fr->ts_ms);
-		rc = exists(s, &replaced);
-		if (rc != SQLITE_OK) {
-			free(buf);
-			return tick_failed(st, "append frame", rc);
-		}
-	}
-	s = st->stmt[S_FRAME_INSERT];
-	sqlite3_bind_int64(s, 1, fr->ts_ms);
-	sqlite3_bind_double(s, 2, fr->dt_s);
-	sqlite3_bind_int64(s, 3, fr->probes_ok);
-	sqlite3_bind_int64(s, 4, fr->probes_bad);
-	sqlite3_bind_blob64(s, 5, buf, len, SQLITE_STATIC);
-	rc = store_run(s);
-	sqlite3_clear_bindings(s);
-	free(buf);
-	if (rc != SQLITE_OK)
-		return tick_failed(st, "append frame", rc);
-
-	rc = trim(st, S_TRIM_FRAMES, fr->ts_ms - st->opt.frames_retention_s * 1000, &del_frames);
-	if (rc == SQLITE_OK)
-		rc = trim(st, S_TRIM_ROLLUPS, fr->ts_ms - st->opt.rollups_retention_s * 1000, &del_rollups);
-	if (rc != SQLITE_OK)
-		return tick_failed(st, "append frame (retention)", rc);
-
-	rc = store_run(st->stmt[S_COMMIT]);
-	if (rc != SQLITE_OK)
-		return tick_failed(st, "append frame (commit)", rc);
-
-	st->names_stored = names_max;
-	st->have_last = true;
-	st->last_ts = fr->ts_ms;
-	st->h.frames += (replaced ? 0 : 1) - del_frames;
-	st->h.rollups += (rollup_added ? 1 : 0) - del_rollups;
-	st->h.last_write_ms = fr->ts_ms;
-	st->h.degraded = false;
-	st->h.reason[0] = '\0';
-	if (rollup_added || st->h.bytes == 0)
-		refresh_bytes(st);
-	return 0;
+	/* The first frame is written at once (it tells whether the store can be written at all); later ones once
+	 * batch_ms has passed since the last attempt, by the frames' own clock; a clock stepped back writes too. */
+	b = st->batch;
+	if (st->opt.batch_ms > 0 && b->tried && fr->ts_ms >= b->tried_ts && fr->ts_ms - b->tried_ts < st->opt.batch_ms)
+		return st->h.degraded ? b->err : 0;
+	b->tried = true;
+	b->tried_ts = fr->ts_ms;
+	return write_held(st);
 }
 
 static int query(struct store *st, int which, int64_t since_ms, int64_t until_ms, size_t limit, store_frame_cb cb,
@@ -829,6 +976,9 @@ static int query(struct store *st, int which, int64_t since_ms, int64_t until_ms
 		return -EINVAL;
 	if (st->in_query)
 		return -EBUSY; /* the callback would reset the statement it is called from */
+	/* Held frames first, so a query sees every tick; a degraded store retries on its own schedule only. */
+	if (!st->h.degraded)
+		write_held(st);
 	s = st->stmt[which];
 	sqlite3_bind_int64(s, 1, since_ms);
 	sqlite3_bind_int64(s, 2, until_ms);
@@ -887,4 +1037,9 @@ void store_get_health(struct store *st, struct store_health *h)
 		return;
 	}
 	*h = st->h;
+	/* Held frames count as stored while writes succeed (queries write them first); not while they fail. */
+	if (!h->degraded && st->batch->n) {
+		h->frames += (int64_t)st->batch->n;
+		h->last_write_ms = st->batch->f[st->batch->n - 1].ts;
+	}
 }

@@ -2,9 +2,12 @@
  * store: the agent's SQLite database (WAL mode).
  *
  * Owns the schema and its forward migrations (PRAGMA user_version), the per-tick frames, the per-minute roll-ups,
- * the metric-name table, and retention. One transaction per tick. A failed write (disk full, read-only file,
- * corruption) never crashes the agent: the store marks itself degraded with the reason, later ticks keep trying
- * (a freed disk recovers), and the schema is never lost. Only this module includes sqlite3.h.
+ * the metric-name table, and retention. Frames are written in batches: one transaction per batch_ms of frames
+ * (5 s by default; a transaction costs 0.15-0.2 ms, more than most probes), so a crash of the agent loses at most
+ * that much; a power cut may lose more, as with synchronous=NORMAL before. The journal's writes are not batched.
+ * A failed write (disk full, read-only file, corruption) never crashes the agent: the store marks itself degraded
+ * with the reason, keeps the unwritten frames (a bounded number) and tries again with every later frame (a freed
+ * disk recovers), and the schema is never lost. Only this module includes sqlite3.h.
  */
 #ifndef NGXAT_STORE_H
 #define NGXAT_STORE_H
@@ -23,17 +26,19 @@ struct store;
 struct store_options {
 	int64_t frames_retention_s;  /* per-second frames kept this long (default 48 h) */
 	int64_t rollups_retention_s; /* per-minute roll-ups kept this long (default 90 days) */
-	int delete_batch;            /* most rows retention deletes per tick (default 500) */
+	int delete_batch;            /* most rows retention deletes per frame written (default 500) */
+	int64_t batch_ms;            /* frames are held up to this long and written together (default 5000; 0: each
+				      * frame in its own transaction; at most 60000) */
 };
 
 struct store_health {
 	bool degraded;
 	char reason[256];         /* why, when degraded (sqlite's message and the operation) */
-	int64_t frames;           /* rows in frames */
+	int64_t frames;           /* rows in frames, and frames held for the next batch */
 	int64_t rollups;          /* rows in rollups */
 	int64_t bytes;            /* database size (page_count * page_size) */
-	int64_t write_errors;     /* failed tick transactions since open */
-	int64_t last_write_ms;    /* ts of the last frame stored */
+	int64_t write_errors;     /* failed transactions since open */
+	int64_t last_write_ms;    /* ts of the last frame stored or held for the next batch */
 };
 
 /* Fill OPT with the defaults. */
@@ -45,27 +50,32 @@ void store_options_default(struct store_options *opt);
  * back) or another -errno. */
 int store_open(const char *path, const struct store_options *opt, struct metric_registry *reg,
 	       struct store **out, char *err, size_t errlen);
-/* Close; NULL is fine. */
+/* Write the frames held for the next batch, then close; NULL is fine. */
 void store_close(struct store *st);
 /* Schema version found in the file at open, before migrating (0 for a new file). */
 int store_opened_version(const struct store *st);
 
-/* Store one tick in one transaction: new metric names, the frame, the roll-up of a completed minute, and one
- * bounded retention step. A frame with the ts of a stored one replaces it. On failure the store is degraded (see
- * store_health) and -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM)
- * returned; the next successful tick clears it. Caller errors leave the health alone: -EINVAL (ts outside
- * 0..2^53, ids written into vals by hand outside 1..METRIC_ID_MAX), -EBUSY (called from a query callback). */
+/* Store one tick: the frame is held, and written with the frames held before it once the first of them is
+ * batch_ms old, or at once when the store is degraded or has written nothing since open. A write is one
+ * transaction: new metric names, the frames in order, the roll-up of each minute they complete, and one bounded
+ * retention step. A frame with the ts of a stored one replaces it. When the write fails the store is degraded
+ * (see store_health), the frames are kept for the next try (the oldest dropped past 300), and
+ * -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM) returned; the next
+ * successful write clears it. Caller errors leave the health alone: -EINVAL (ts outside 0..2^53, ids written into
+ * vals by hand outside 1..METRIC_ID_MAX), -EBUSY (called from a query callback). */
 int store_append_frame(struct store *st, const struct metric_registry *reg, struct frame *fr);
 
 /* Called once per stored frame by the queries; non-zero stops the query and is returned. FR is valid only during
  * the call. It must not call back into the store (that returns -EBUSY). */
 typedef int (*store_frame_cb)(void *ctx, const struct frame *fr);
-/* Frames with since_ms <= ts < until_ms in time order, at most LIMIT (0: no limit). A row whose data does not
- * decode is skipped like a missed tick. 0, the callback's value, or -errno. */
+/* Frames with since_ms <= ts < until_ms in time order, at most LIMIT (0: no limit); frames held for the next batch
+ * are written first. A row whose data does not decode is skipped like a missed tick. 0, the callback's value, or
+ * -errno. */
 int store_query_frames(struct store *st, int64_t since_ms, int64_t until_ms, size_t limit, store_frame_cb cb,
 		       void *ctx);
-/* Per-minute roll-ups in the same form as frames: ts is the minute start, dt_s the number of ticks averaged,
- * probe bits 0; each value is the mean over the ticks where it was present and not NaN, NaN if there were none. */
+/* Per-minute roll-ups in the same form as frames (frames held are written first): ts is the minute start, dt_s the
+ * number of ticks averaged, probe bits 0; each value is the mean over the ticks where it was present and not NaN,
+ * NaN if there were none. */
 int store_query_rollups(struct store *st, int64_t since_ms, int64_t until_ms, size_t limit, store_frame_cb cb,
 			void *ctx);
 /* Current health (runs a cheap count). */

@@ -38,6 +38,7 @@ struct store {
 	struct acc *acc, *acc_tmp;
 	size_t acc_n, acc_cap;
 	struct store_health h;
+	struct store_batch *batch; /* frames not yet written (store.c) */
 };
 
 /* -errno for a failed sqlite call (ENOSPC, EROFS, EBUSY, ENOMEM, EACCES, else EIO). */

@@ -8,7 +8,7 @@
 #
 # Environment (all optional): BENCH_WINDOW_1HZ (s, default 30), BENCH_WINDOW_10HZ (s, 20), BENCH_REPEAT (3),
 # BENCH_RPS (paced load, requests/s, 2000), BENCH_CONNS (8), BENCH_WARMUP (s the agent runs before a window, 3),
-# BENCH_PORT (8089), BENCH_RATES ("1 10").
+# BENCH_PORT (8089), BENCH_RATES ("1 10"), BENCH_NS (the network namespace's name, ngxat-bench-PID).
 # CPU is each process's run time summed over its threads from /proc/PID/task/*/schedstat (ns); /proc/PID/stat
 # utime+stime (10 ms clock ticks, but it keeps the time of threads that exited) is printed beside it as a check.
 # shellcheck disable=SC2034 # read by lib.sh
@@ -29,7 +29,7 @@ CONNS=${BENCH_CONNS:-8}
 WARMUP=${BENCH_WARMUP:-3}
 PORT=${BENCH_PORT:-8089}
 RATES=${BENCH_RATES:-1 10}
-NS=ngxat-bench-$$
+NS=${BENCH_NS:-ngxat-bench-$$}
 HZ=$(getconf CLK_TCK)
 
 # The floor reader: the build's if `make bench/floor-reader` made an up-to-date one, else compiled here.

@@ -25,6 +25,17 @@ typedef int (*parse_kv_cb)(void *ctx, const char *prefix, const char *name, int6
  * lines, a value outside int64), or CB's return. */
 int parse_netstat(const char *buf, size_t len, parse_kv_cb cb, void *ctx);
 
+/* One value parse_netstat_pick is to find: ("TcpExt", "ListenOverflows"). */
+struct netstat_want {
+	const char *prefix, *name;
+};
+/* One pass over netstat/snmp text that checks all of it as parse_netstat does but keeps only the N (<= 64) names
+ * of WANT: VALS[i] gets WANT[i]'s value and bit i of *FOUND is set when the text has it (other bits are left
+ * alone, so two files can fill one set). After -EBADMSG, VALS and *FOUND may hold part of the text and must not
+ * be used. 0, -EBADMSG, -EINVAL (N > 64, a NULL or empty name). */
+int parse_netstat_pick(const char *buf, size_t len, const struct netstat_want *want, size_t n, int64_t *vals,
+		       uint64_t *found);
+
 /* /proc/net/sockstat: lines "TCP: inuse 5 orphan 0 tw 0 alloc 7 mem 1"; CB gets ("TCP", "tw", 0) and so on.
  * Cheap to read, unlike an inet_diag dump of every socket. 0, -EBADMSG, or CB's return. */
 int parse_sockstat(const char *buf, size_t len, parse_kv_cb cb, void *ctx);

@@ -35,6 +35,10 @@
 
 #include <errno.h>
 #include <string.h>
+#if defined(__SSE2__) && !defined(PARSE_NO_SIMD) /* PARSE_NO_SIMD: a test build of the portable path */
+#define USE_SSE2 1
+#include <emmintrin.h>
+#endif
 
 #define MAX_TIME_MS 10000000000ull /* 1e7 s */
 #define MAX_DEPTH 64		   /* nesting of skipped JSON values; one bit each in a uint64_t */
@@ -163,6 +167,7 @@ static int parse_upstream(struct span s, uint32_t *sum_ms, int *has)
 
 struct scan {
 	const char *p, *end;
+	int plain; /* the whole line holds no escape and no control character */
 };
 
 static void skip_ws(struct scan *s)
@@ -179,22 +184,36 @@ static int eat(struct scan *s, char c)
 	return 0;
 }
 
-/* A JSON string at s->p; OUT gets its raw content (escapes not decoded). */
-/* Whether [p, end) holds a byte that is not plain string content: an escape or a control character. Branch-free so
- * that the compiler can vectorise it. */
+/*
+ * Whether [p, end) holds a byte that is not plain string content: an escape or a control character. Eight bytes a
+ * step (gcc does not vectorise the byte loop at -O2): with ONES = 0x0101..01, a word has a byte below N (N <= 128)
+ * iff (x - ONES * N) & ~x & HIGHS is not 0, and a byte equal to C iff (x ^ ONES * C) has a zero byte.
+ */
 static int has_special(const unsigned char *p, const unsigned char *end)
 {
-	unsigned acc = 0;
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t acc = 0;
 
+	for (; end - p >= 8; p += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, p, 8);
+		y = x ^ (ones * '\\');
+		acc |= ((x - ones * 0x20) & ~x) | ((y - ones) & ~y);
+	}
+	if (acc & highs)
+		return 1;
 	for (; p < end; p++)
-		acc |= (unsigned)(*p < 0x20) | (unsigned)(*p == '\\');
-	return acc != 0;
+		if (*p < 0x20 || *p == '\\')
+			return 1;
+	return 0;
 }
 
 /*
  * A JSON string at s->p; OUT is its raw contents between the quotes. This runs for every key and value of every
- * log line: the common case (no escape) is one memchr for the closing quote and one check of the bytes before it;
- * a byte-wise walk handles escapes. Measured on a 128-byte line: 170 ns -> 60 ns per line in this function.
+ * log line: the common case (no escape) is one memchr for the closing quote and one check of the bytes before it
+ * (none when the whole line was checked at once: 12 strings of a few bytes cost more one by one); a byte-wise
+ * walk handles escapes. Measured on a 128-byte line: 170 ns -> 60 ns per line in this function.
  */
 static int scan_string(struct scan *s, struct span *out)
 {
@@ -204,7 +223,7 @@ static int scan_string(struct scan *s, struct span *out)
 		return -EBADMSG;
 	out->b = (const char *)++p;
 	q = memchr(p, '"', (size_t)(end - p));
-	if (q && !has_special(p, q)) {
+	if (q && (s->plain || !has_special(p, q))) {
 		p = q;
 	} else {
 		while (p < end && *p != '"') {
@@ -380,9 +399,10 @@ static int span_is(struct span k, const char *lit)
 
 enum { F_STATUS = 1, F_REQUEST = 2, F_UPSTREAM = 4 };
 
-static int parse_json(const char *line, size_t len, struct access_rec *rec)
+/* The general JSON walk; PLAIN: the line is known to hold no escape and no control character. */
+static int parse_json(const char *line, size_t len, int plain, struct access_rec *rec)
 {
-	struct scan s = { line, line + len };
+	struct scan s = { line, line + len, plain };
 	struct span key, val;
 	uint64_t ms;
 	int seen = 0;
@@ -436,6 +456,176 @@ static int parse_json(const char *line, size_t len, struct access_rec *rec)
 	if (s.p != s.end || (seen & (F_STATUS | F_REQUEST)) != (F_STATUS | F_REQUEST))
 		return -EBADMSG;
 	return 0;
+}
+
+/*
+ * The fast path, for the lines nginx writes with escape=json: up to FAST_MAX bytes, no blank between tokens, no
+ * escape or control byte, flat members whose values are strings or numbers. One pass over the line finds the
+ * escapes and control bytes and records where the quotes are (a bit each), eight bytes a step; the members are
+ * then walked from quote to quote. Anything else (blanks, nested values, literals, a repeated key, a line that
+ * would not parse) goes to parse_json, which decides: the fast path only ever accepts what parse_json accepts,
+ * with the same values. 1.45k -> ~0.6k instructions a line on the agent's own format.
+ */
+#define FAST_MAX 512
+#define FALLBACK 1
+
+/* Whether LINE (LEN <= FAST_MAX) is free of escapes and control bytes; if so, Q gets a bit per '"'. */
+static int quote_map(const unsigned char *line, size_t len, uint64_t q[FAST_MAX / 64])
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull, low7 = 0x7f7f7f7f7f7f7f7full;
+	uint64_t special = 0;
+	size_t i = 0;
+
+	memset(q, 0, FAST_MAX / 8);
+#ifdef USE_SSE2
+	/* Sixteen bytes a step where the CPU has SSE2 (every x86-64): a third of the instructions of the words below. */
+	for (; i + 16 <= len; i += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(line + i));
+		__m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+		__m128i bs = _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'));
+
+		special |= _mm_movemask_epi8(_mm_or_si128(ctl, bs)) ? highs : 0;
+		q[i / 64] |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"'))) << (i % 64);
+	}
+#endif
+	for (; i + 8 <= len; i += 8) {
+		uint64_t x, y, t, m;
+
+		memcpy(&x, line + i, 8);
+		y = x ^ (ones * '\\');
+		special |= ((x - ones * 0x20) & ~x) | ((y - ones) & ~y);
+		/* Exact per byte (no borrow between bytes): the high bit of each byte of x that is '"'. */
+		t = x ^ (ones * '"');
+		m = ~(((t & low7) + low7) | t) & highs;
+		/* Gather the eight high bits into one byte (little-endian: byte k becomes bit k). */
+		q[i / 64] |= (((m >> 7) * 0x0102040810204080ull) >> 56) << (i % 64);
+	}
+	if (special & highs)
+		return 0;
+	for (; i < len; i++) {
+		if (line[i] < 0x20 || line[i] == '\\')
+			return 0;
+		if (line[i] == '"')
+			q[i / 64] |= 1ull << (i % 64);
+	}
+	return 1;
+}
+
+/* The first quote at or after FROM, or LEN. */
+static size_t next_quote(const uint64_t *q, size_t from, size_t len)
+{
+	for (size_t w = from / 64; w * 64 < len; w++) {
+		uint64_t m = q[w] & (w == from / 64 ? ~0ull << (from % 64) : ~0ull);
+
+		if (m)
+			return w * 64 + (size_t)__builtin_ctzll(m);
+	}
+	return len;
+}
+
+/* The end of the JSON number starting at I (the grammar of scan_number), or 0 when there is none. */
+static size_t number_end(const char *line, size_t i, size_t len)
+{
+	if (i < len && line[i] == '-')
+		i++;
+	if (i == len || !is_digit(line[i]))
+		return 0;
+	if (line[i] == '0')
+		i++;
+	else
+		while (i < len && is_digit(line[i]))
+			i++;
+	if (i < len && line[i] == '.') {
+		if (++i == len || !is_digit(line[i]))
+			return 0;
+		while (i < len && is_digit(line[i]))
+			i++;
+	}
+	if (i < len && (line[i] == 'e' || line[i] == 'E')) {
+		if (++i < len && (line[i] == '+' || line[i] == '-'))
+			i++;
+		if (i == len || !is_digit(line[i]))
+			return 0;
+		while (i < len && is_digit(line[i]))
+			i++;
+	}
+	return i;
+}
+
+static int key_field(const char *k, size_t n)
+{
+	switch (n) {
+	case 6:
+		return memcmp(k, "status", 6) == 0 ? F_STATUS : 0;
+	case 12:
+		return memcmp(k, "request_time", 12) == 0 ? F_REQUEST : 0;
+	case 22:
+		return memcmp(k, "upstream_response_time", 22) == 0 ? F_UPSTREAM : 0;
+	default:
+		return 0;
+	}
+}
+
+/* 0 with REC filled, or FALLBACK: the line is not one the fast path takes, and parse_json must decide. */
+static int parse_json_fast(const char *line, size_t len, const uint64_t *q, struct access_rec *rec)
+{
+	size_t i = 1;
+	int seen = 0;
+
+	/* With a '}' last, every byte read below is inside the line: none of them can be that '}'. */
+	if (len < 2 || line[len - 1] != '}')
+		return FALLBACK;
+	for (;;) {
+		struct span v;
+		size_t kb, ke;
+		uint64_t ms;
+		int f;
+
+		if (line[i] != '"')
+			return FALLBACK;
+		kb = i + 1;
+		ke = next_quote(q, kb, len);
+		if (ke >= len - 1 || line[ke + 1] != ':')
+			return FALLBACK;
+		i = ke + 2;
+		if (line[i] == '"') {
+			v.b = line + i + 1;
+			i = next_quote(q, i + 1, len);
+			if (i >= len - 1)
+				return FALLBACK;
+			v.e = line + i++;
+		} else {
+			size_t e = number_end(line, i, len);
+
+			if (e == 0)
+				return FALLBACK;
+			v.b = line + i;
+			v.e = line + e;
+			i = e;
+		}
+		f = key_field(line + kb, ke - kb);
+		if (f & seen)
+			return FALLBACK;
+		seen |= f;
+		if (f == F_STATUS) {
+			if (parse_status(v, &rec->status) < 0)
+				return FALLBACK;
+		} else if (f == F_REQUEST) {
+			if (parse_time(v, &ms) < 0)
+				return FALLBACK;
+			rec->request_ms = sat_u32(ms);
+		} else if (f == F_UPSTREAM && parse_upstream(v, &rec->upstream_ms, &rec->has_upstream) < 0) {
+			return FALLBACK;
+		}
+		if (line[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i != len - 1)
+			return FALLBACK;
+		break;
+	}
+	return (seen & (F_STATUS | F_REQUEST)) == (F_STATUS | F_REQUEST) ? 0 : FALLBACK;
 }
 
 /* ---- combined ---- */
@@ -520,7 +710,22 @@ int parse_access_line(const char *line, size_t len, struct access_rec *rec)
 
 	if (!line || len == 0)
 		return -EBADMSG;
-	r = line[0] == '{' ? parse_json(line, len, &tmp) : parse_combined(line, len, &tmp);
+	if (line[0] == '{') {
+		uint64_t q[FAST_MAX / 64];
+		int plain = 0;
+
+		r = FALLBACK;
+		if (len <= FAST_MAX && (plain = quote_map((const unsigned char *)line, len, q)))
+			r = parse_json_fast(line, len, q, &tmp);
+		if (r == FALLBACK) {
+			memset(&tmp, 0, sizeof(tmp));
+			r = parse_json(line, len, len <= FAST_MAX ? plain
+						  : !has_special((const unsigned char *)line,
+								 (const unsigned char *)line + len), &tmp);
+		}
+	} else {
+		r = parse_combined(line, len, &tmp);
+	}
 	if (r < 0)
 		return r;
 	*rec = tmp;

@@ -508,6 +508,120 @@ static void test_access_long(void **state)
 	free(buf);
 }
 
+/* A control byte or an escape at every offset of a string, the line shifted by 0..8 blanks: the word-at-a-time check
+ * of the whole line must agree with the byte-wise rules wherever the byte falls in an 8-byte word. */
+static void test_access_special_bytes(void **state)
+{
+	static const char head[] = "{\"status\":200,\"request_time\":0.002,\"ua\":\"";
+	const size_t ua = 40;
+
+	(void)state;
+	for (size_t shift = 0; shift <= 8; shift++) {
+		for (size_t k = 0; k + 1 < ua; k++) {
+			static const struct {
+				char a, b;
+				int rc;
+			} muts[] = {
+				{'\x01', 'A', -EBADMSG}, {'\x1f', 'A', -EBADMSG}, {'\t', 'A', -EBADMSG}, {'\\', 'n', 0},
+				{'\\', '"', 0},        {'\\', 'x', -EBADMSG},  {'\x7f', 'A', 0},      {'\xff', '\x80', 0},
+				{' ', 'A', 0},
+			};
+
+			for (size_t m = 0; m < ARRAY_LEN(muts); m++) {
+				char buf[128];
+				struct access_rec rec;
+				size_t n = 0;
+				int rc;
+
+				memset(buf, ' ', shift);
+				n = shift;
+				memcpy(buf + n, head, sizeof(head) - 1);
+				n += sizeof(head) - 1;
+				memset(buf + n, 'A', ua);
+				buf[n + k] = muts[m].a;
+				buf[n + k + 1] = muts[m].b;
+				n += ua;
+				memcpy(buf + n, "\"}", 2);
+				n += 2;
+				rc = parse_access_line(buf + shift, n - shift, &rec);
+				if (rc != muts[m].rc)
+					fail_msg("shift %zu, offset %zu, bytes %02x %02x: %d, want %d", shift, k,
+						 (unsigned char)muts[m].a, (unsigned char)muts[m].b, rc, muts[m].rc);
+				if (rc == 0) {
+					assert_int_equal(rec.status, 200);
+					assert_int_equal(rec.request_ms, 2);
+				}
+			}
+		}
+	}
+}
+
+/*
+ * The fast path for nginx's own JSON lines must agree with the general walk: a line and the same line with a blank
+ * after its '{' (which only the general walk takes) give the same verdict and the same record, for the fixtures
+ * and a typical line with bytes changed at random.
+ */
+static void test_access_fast_agrees(void **state)
+{
+	static const char *const files[] = { "access_json.log", "access_json_extra.log" };
+	static const char typical[] = "{\"time\":\"2026-11-30T15:43:31+00:00\",\"status\":200,\"request_time\":0.012,"
+				      "\"upstream_response_time\":\"0.010, 0.002 : -\",\"upstream_addr\":\"10.0.0.1:80\","
+				      "\"bytes\":17}";
+	static const char bytes[] = "\"\\{}[],:- .0123456789eEu+tnr\x00\x01\x1f\x7f\xff";
+	uint32_t seed = 99;
+	size_t accepted = 0, rejected = 0;
+
+	(void)state;
+	for (size_t f = 0; f <= ARRAY_LEN(files); f++) {
+		const char *line[64];
+		size_t llen[64], n, len = 0;
+		char *buf = NULL;
+
+		if (f < ARRAY_LEN(files)) {
+			buf = read_fixture(files[f], &len);
+			n = split_lines(buf, len, line, llen, ARRAY_LEN(line));
+		} else {
+			line[0] = typical;
+			llen[0] = sizeof(typical) - 1;
+			n = 1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			for (size_t k = 0; k < 6000 && llen[i] > 2; k++) {
+				char *a = exact_copy(line[i], llen[i]), *b = malloc(llen[i] + 1);
+				struct access_rec ra, rb;
+				size_t al = llen[i];
+				int r1, r2;
+
+				assert_non_null(b);
+				for (size_t m = 0; k && m < 1 + k % 3; m++) {
+					seed = seed * 1103515245u + 12345u;
+					a[1 + (seed >> 8) % (llen[i] - 1)] = bytes[(seed >> 20) % (sizeof(bytes) - 1)];
+				}
+				if (k % 7 == 3)
+					al = 1 + (seed >> 4) % llen[i];
+				b[0] = '{';
+				b[1] = ' ';
+				memcpy(b + 2, a + 1, al - 1);
+				memset(&ra, 0x5a, sizeof(ra));
+				memset(&rb, 0x5a, sizeof(rb));
+				r1 = parse_access_line(a, al, &ra);
+				r2 = parse_access_line(b, al + 1, &rb);
+				if (r1 != r2 || (r1 == 0 && memcmp(&ra, &rb, sizeof(ra)) != 0))
+					fail_msg("fast %d, general %d: %.*s", r1, r2, (int)al, a);
+				if (r1 == 0)
+					accepted++;
+				else
+					rejected++;
+				free(a);
+				free(b);
+			}
+		}
+		free(buf);
+	}
+	assert_true(accepted > 1000);
+	assert_true(rejected > 1000);
+}
+
 /* Mutated fixture lines: whatever the parser says, it must not crash or return values out of range. */
 static void test_access_mutations(void **state)
 {
@@ -768,6 +882,8 @@ int main(void)
 		cmocka_unit_test(test_stub_nul),	   cmocka_unit_test(test_access_fixtures),
 		cmocka_unit_test(test_access_synthetic),   cmocka_unit_test(test_access_binary),
 		cmocka_unit_test(test_access_long),	   cmocka_unit_test(test_access_mutations),
+		cmocka_unit_test(test_access_special_bytes),
+		cmocka_unit_test(test_access_fast_agrees),
 		cmocka_unit_test(test_errorlog_fixture),   cmocka_unit_test(test_errorlog_synthetic),
 		cmocka_unit_test(test_errlog_kind_name),   cmocka_unit_test(test_master_title),
 	};

@@ -449,6 +449,157 @@ static void check_softnet(const char *rel, const struct softnet_expect *want, si
 	free(buf);
 }
 
+/* ---- parse_netstat_pick ---- */
+
+static const struct netstat_want pick_want[] = {
+	{ "TcpExt", "ListenOverflows" }, { "TcpExt", "ListenDrops" }, { "Tcp", "CurrEstab" }, { "Tcp", "MaxConn" },
+	{ "Tcp", "InSegs" },             { "IpExt", "InOctets" },     { "Tcp", "A" },         { "Tcp", "B" },
+	{ "Udp", "B" },                  { "TcpExt", "NoSuchName" },  { "Tcp", "Min" },       { "IcmpMsg", "InType8" },
+};
+#define NPICK (sizeof(pick_want) / sizeof(pick_want[0]))
+
+/* What parse_netstat's callbacks say of the names pick_want asks for: the last value of each, and the set. */
+static void expected_picks(const struct kv_log *log, int64_t *vals, uint64_t *found)
+{
+	*found = 0;
+	for (size_t i = 0; i < log->n; i++)
+		for (size_t w = 0; w < NPICK; w++)
+			if (strcmp(log->kv[i].prefix, pick_want[w].prefix) == 0 &&
+			    strcmp(log->kv[i].name, pick_want[w].name) == 0) {
+				vals[w] = log->kv[i].value;
+				*found |= 1ull << w;
+			}
+}
+
+/* parse_netstat_pick agrees with parse_netstat on BUF: the same verdict and, on success, the same values. */
+static void check_pick_agrees(const char *what, const char *buf, size_t len)
+{
+	struct kv_log log = { 0 };
+	int64_t want_vals[NPICK], got_vals[NPICK];
+	uint64_t want_found = 0, got_found = 0;
+	int r1 = parse_netstat(buf, len, kv_collect, &log);
+	int r2 = parse_netstat_pick(buf, len, pick_want, NPICK, got_vals, &got_found);
+
+	if (r1 != r2)
+		fail_msg("%s: parse_netstat %d, parse_netstat_pick %d", what, r1, r2);
+	if (r1 == 0) {
+		expected_picks(&log, want_vals, &want_found);
+		if (want_found != got_found)
+			fail_msg("%s: found %#llx, want %#llx", what, (unsigned long long)got_found,
+				 (unsigned long long)want_found);
+		for (size_t w = 0; w < NPICK; w++)
+			if ((want_found >> w & 1) && want_vals[w] != got_vals[w])
+				fail_msg("%s: %s %s = %lld, want %lld", what, pick_want[w].prefix, pick_want[w].name,
+					 (long long)got_vals[w], (long long)want_vals[w]);
+	}
+	free(log.kv);
+}
+
+static void test_netstat_pick_fixtures(void **state)
+{
+	int64_t vals[NPICK];
+	uint64_t found = 0;
+	size_t len;
+	char *buf;
+
+	(void)state;
+	/* One set filled from two files, as the sampler does. */
+	buf = load("host-6.18/netstat", &len);
+	assert_int_equal(parse_netstat_pick(buf, len, pick_want, NPICK, vals, &found), 0);
+	check_pick_agrees("netstat", buf, len);
+	free(buf);
+	buf = load("host-6.18/snmp", &len);
+	assert_int_equal(parse_netstat_pick(buf, len, pick_want, NPICK, vals, &found), 0);
+	check_pick_agrees("snmp", buf, len);
+	free(buf);
+	assert_int_equal(found, (1u << 0) | (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5));
+	assert_int_equal(vals[0], 152);
+	assert_int_equal(vals[1], 152);
+	assert_int_equal(vals[2], 0);
+	assert_int_equal(vals[3], -1);
+	assert_int_equal(vals[4], 862);
+	assert_int_equal(vals[5], 20734452);
+}
+
+static void test_netstat_pick_cases(void **state)
+{
+	struct gen g = { 0 };
+	int64_t vals[NPICK];
+	uint64_t found = 0;
+	struct netstat_want many[65];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(netstat_cases) / sizeof(netstat_cases[0]); i++) {
+		char *buf = exact_copy(netstat_cases[i].in, netstat_cases[i].len);
+
+		check_pick_agrees(netstat_cases[i].name, buf, netstat_cases[i].len);
+		free(buf);
+	}
+	/* Picked from a valid text; one value, then the maximum of a line of 20000. */
+	assert_int_equal(parse_netstat_pick(TXT("Tcp: MaxConn Min\nTcp: -1 -9223372036854775808\n"), pick_want, NPICK,
+					    vals, &found), 0);
+	assert_int_equal(found, 1u << 3 | 1u << 10);
+	assert_true(vals[10] == INT64_MIN);
+	gen_add(&g, "TcpExt:");
+	for (size_t i = 0; i < 20000; i++)
+		gen_add(&g, " N%zu", i);
+	gen_add(&g, " ListenOverflows\nTcpExt:");
+	for (size_t i = 0; i < 20000; i++)
+		gen_add(&g, " %zu", i * 3);
+	gen_add(&g, " 7\n");
+	found = 0;
+	assert_int_equal(parse_netstat_pick(g.p, g.len, pick_want, NPICK, vals, &found), 0);
+	assert_int_equal(found, 1u << 0);
+	assert_int_equal(vals[0], 7);
+	free(g.p);
+
+	/* Bad arguments. */
+	for (size_t i = 0; i < 65; i++)
+		many[i] = (struct netstat_want){ "Tcp", "A" };
+	assert_int_equal(parse_netstat_pick(TXT("Tcp: A\nTcp: 1\n"), many, 65, vals, &found), -EINVAL);
+	assert_int_equal(parse_netstat_pick(TXT("Tcp: A\nTcp: 1\n"), many, 64, NULL, &found), -EINVAL);
+	many[0].name = "";
+	assert_int_equal(parse_netstat_pick(TXT("Tcp: A\nTcp: 1\n"), many, 1, vals, &found), -EINVAL);
+	assert_int_equal(parse_netstat_pick(NULL, 0, pick_want, NPICK, vals, &found), -EBADMSG);
+	/* Nothing wanted: a validation pass. */
+	assert_int_equal(parse_netstat_pick(TXT("Tcp: A\nTcp: 1\n"), NULL, 0, NULL, NULL), 0);
+	assert_int_equal(parse_netstat_pick(TXT("Tcp: A\nTcp: x\n"), NULL, 0, NULL, NULL), -EBADMSG);
+}
+
+/* Cut short anywhere and with bytes changed at random: the fast walk must agree with parse_netstat each time. */
+static void test_netstat_pick_differential(void **state)
+{
+	static const char *const files[] = { "host-6.18/netstat", "host-6.18/snmp" };
+	static const char bytes[] = { ' ', '\t', '\n', ':', '-', '0', '9', 'a', 'Z', '_', '.', '\0', '\r', 'T' };
+	unsigned seed = 12345;
+
+	(void)state;
+	for (size_t f = 0; f < 2; f++) {
+		size_t len;
+		char *buf = load(files[f], &len);
+
+		for (size_t cut = 0; cut <= len; cut += 7) {
+			char *p = exact_copy(buf, cut);
+
+			check_pick_agrees("prefix", p, cut);
+			free(p);
+		}
+		for (int round = 0; round < 3000; round++) {
+			char *p = exact_copy(buf, len);
+			char what[64];
+
+			for (int k = 0; k < 1 + round % 3; k++) {
+				seed = seed * 1103515245u + 12345u;
+				p[(seed >> 8) % len] = bytes[(seed >> 20) % sizeof(bytes)];
+			}
+			snprintf(what, sizeof(what), "%s mutation %d", files[f], round);
+			check_pick_agrees(what, p, len);
+			free(p);
+		}
+		free(buf);
+	}
+}
+
 static void test_softnet_fixtures(void **state)
 {
 	static const struct softnet_expect host[] = {
@@ -1142,6 +1293,9 @@ int main(void)
 		cmocka_unit_test(test_netstat_fixtures),
 		cmocka_unit_test(test_netstat_cases),
 		cmocka_unit_test(test_netstat_huge),
+		cmocka_unit_test(test_netstat_pick_fixtures),
+		cmocka_unit_test(test_netstat_pick_cases),
+		cmocka_unit_test(test_netstat_pick_differential),
 		cmocka_unit_test(test_softnet_fixtures),
 		cmocka_unit_test(test_softnet_cases),
 		cmocka_unit_test(test_softnet_generated),

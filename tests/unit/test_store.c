@@ -159,11 +159,20 @@ static int collect(void *ctx, const struct frame *fr)
 	return rs->stop_after && (int)rs->n >= rs->stop_after ? 99 : 0;
 }
 
+/* Open PATH; OPT NULL: the defaults, but each frame written at once (test_batch covers batching). */
 static struct store *open_ok(const char *path, const struct store_options *opt, struct metric_registry *reg)
 {
+	struct store_options unbatched;
 	struct store *st = NULL;
 	char err[256];
-	int rc = store_open(path, opt, reg, &st, err, sizeof(err));
+	int rc;
+
+	if (!opt) {
+		store_options_default(&unbatched);
+		unbatched.batch_ms = 0;
+		opt = &unbatched;
+	}
+	rc = store_open(path, opt, reg, &st, err, sizeof(err));
 
 	if (rc != 0)
 		fail_msg("store_open(%s): %d %s", path, rc, err);
@@ -483,6 +492,7 @@ static void test_retention(void **state)
 	store_options_default(&opt);
 	opt.frames_retention_s = 10;
 	opt.delete_batch = 7;
+	opt.batch_ms = 0;
 	st = open_ok(path, &opt, reg);
 	store_get_health(st, &h);
 	assert_int_equal(h.frames, 100);
@@ -515,6 +525,7 @@ static void test_retention(void **state)
 	store_options_default(&opt);
 	opt.rollups_retention_s = 300;
 	opt.delete_batch = 4;
+	opt.batch_ms = 0;
 	st = open_ok(path, &opt, reg);
 	assert_int_equal(append(st, reg, T0 + 20 * 60000, 1, "x", 20.0), 0);
 	store_get_health(st, &h);
@@ -889,7 +900,9 @@ static void test_readonly(void **state)
 	assert_false(h.degraded);
 	assert_string_equal(h.reason, "");
 	assert_int_equal(h.write_errors, 1);
-	assert_int_equal(h.frames, 2);
+	/* The frame of the failed tick was kept and is written with this one. */
+	assert_int_equal(h.frames, 3);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames WHERE ts = 1699999981000"), 1);
 
 	/* Another process holding the write lock: the tick fails after the busy timeout, then recovers. */
 	assert_int_equal(sqlite3_open(path, &locker), SQLITE_OK);
@@ -904,7 +917,7 @@ static void test_readonly(void **state)
 	store_get_health(st, &h);
 	assert_false(h.degraded);
 	assert_int_equal(h.write_errors, 2);
-	assert_int_equal(h.frames, 3);
+	assert_int_equal(h.frames, 5);
 	assert_counts(st, path);
 	store_close(st);
 	metric_registry_free(reg);
@@ -975,7 +988,8 @@ static void test_disk_full(void **state)
 	store_get_health(st, &h);
 	assert_int_equal(h.write_errors, 2);
 
-	/* Space comes back: the next tick succeeds and clears the state. */
+	/* Space comes back: the next tick succeeds and clears the state; the two frames that failed were kept and are
+	 * written with it. */
 	if (real)
 		assert_int_equal(unlink(filler), 0);
 	else
@@ -985,7 +999,7 @@ static void test_disk_full(void **state)
 	store_get_health(st, &h);
 	assert_false(h.degraded);
 	assert_string_equal(h.reason, "");
-	assert_int_equal(h.frames, ok + 1);
+	assert_int_equal(h.frames, ok + 3);
 	store_close(st);
 	metric_registry_free(reg);
 
@@ -997,12 +1011,127 @@ static void test_disk_full(void **state)
 	assert_non_null(metric_name(reg, 301));
 	assert_string_equal(metric_name(reg, 301), "late.one");
 	store_get_health(st, &h);
-	assert_int_equal(h.frames, ok + 1);
+	assert_int_equal(h.frames, ok + 3);
 	store_close(st);
 	metric_registry_free(reg);
 	if (real) {
 		assert_int_equal(sh("umount '%s'", mnt), 0);
 		mounted[1][0] = '\0';
+	}
+}
+
+/* Frames written in batches (the default): when they are written, what queries and health see, a clock stepped
+ * back, failing writes (retried once a batch, frames kept up to a bound) and close. */
+static void test_batch(void **state)
+{
+	struct store_options opt;
+	struct metric_registry *reg;
+	struct store *st;
+	struct store_health h;
+	struct rows rs = { 0 };
+	char path[256], err[256];
+	int64_t before;
+
+	(void)state;
+	path_in(path, sizeof(path), "store.db");
+	assert_int_equal(metric_registry_new(&reg), 0);
+	store_options_default(&opt);
+	assert_int_equal(opt.batch_ms, 5000);
+	captured_db = NULL;
+	assert_int_equal(sqlite3_auto_extension((void (*)(void))capture_db), SQLITE_OK);
+	st = open_ok(path, &opt, reg);
+	sqlite3_cancel_auto_extension((void (*)(void))capture_db);
+	assert_non_null(captured_db);
+
+	/* The first frame is written at once; the next four are held, and the fifth second writes all five. */
+	assert_int_equal(append(st, reg, T0, 1, "a", 0.0), 0);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), 1);
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(append(st, reg, T0 + i * 1000, 2, "a", (double)i, "b", 1.0), 0);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), 1);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics"), 1); /* "b" waits with its frames */
+	store_get_health(st, &h);
+	assert_int_equal(h.frames, 5);
+	assert_int_equal(h.last_write_ms, T0 + 4000);
+	assert_false(h.degraded);
+	assert_int_equal(append(st, reg, T0 + 5000, 1, "a", 5.0), 0);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), 6);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics"), 2);
+	assert_counts(st, path);
+
+	/* A query writes what is held first, so it sees every tick. */
+	assert_int_equal(append(st, reg, T0 + 6000, 1, "a", 6.0), 0);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), 6);
+	assert_int_equal(store_query_frames(st, T0 + 6000, INT64_MAX, 0, collect, &rs), 0);
+	assert_int_equal(rs.n, 1);
+	assert_true(rs.r[0].v[0].v == 6.0);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), 7);
+
+	/* A batch across a minute boundary rolls the minute up in the same write. */
+	for (int i = 7; i <= 62; i++)
+		assert_int_equal(append(st, reg, T0 + i * 1000, 1, "a", (double)i), 0);
+	assert_int_equal(store_query_rollups(st, 0, INT64_MAX, 0, collect, (memset(&rs, 0, sizeof(rs)), &rs)), 0);
+	assert_int_equal(rs.n, 1);
+	assert_true(rs.r[0].dt == 60);
+	assert_true(rs.r[0].v[0].v == 29.5);
+	assert_counts(st, path);
+
+	/* A clock stepped back writes at once, and the repeated ts replaces the stored frame. */
+	before = sql_int(path, "SELECT count(*) FROM frames");
+	assert_int_equal(append(st, reg, T0 + 10000, 1, "a", -1.0), 0);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), before);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames WHERE ts = 1699999990000"), 1);
+	assert_counts(st, path);
+
+	/* Writes fail: the attempt says so; the frames after it are held without a new attempt until a batch has
+	 * passed, returning the standing error; the frames count only what is written. */
+	before = sql_int(path, "SELECT count(*) FROM frames");
+	assert_int_equal(sqlite3_exec(captured_db, "PRAGMA query_only = 1", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(append(st, reg, T0 + 100000, 1, "a", 1.0), -EROFS);
+	store_get_health(st, &h);
+	assert_true(h.degraded);
+	assert_int_equal(h.write_errors, 1);
+	assert_int_equal(h.frames, before);
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(append(st, reg, T0 + 100000 + i * 1000, 1, "a", 1.0), -EROFS);
+	store_get_health(st, &h);
+	assert_int_equal(h.write_errors, 1);
+	/* A degraded store does not retry from a query: the query reads what is written. */
+	memset(&rs, 0, sizeof(rs));
+	assert_int_equal(store_query_frames(st, T0 + 100000, INT64_MAX, 0, collect, &rs), 0);
+	assert_int_equal(rs.n, 0);
+	store_get_health(st, &h);
+	assert_int_equal(h.write_errors, 1);
+	/* 400 more failing ticks: retried once a batch (80 times), and only the newest 300 frames are kept. */
+	for (int i = 5; i < 405; i++)
+		assert_int_equal(append(st, reg, T0 + 100000 + i * 1000, 1, "a", (double)i), -EROFS);
+	store_get_health(st, &h);
+	assert_int_equal(h.write_errors, 1 + 80);
+	assert_int_equal(h.frames, before);
+	/* Writable again: the next attempt writes the 300 kept frames, the oldest having been dropped. */
+	assert_int_equal(sqlite3_exec(captured_db, "PRAGMA query_only = 0", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(append(st, reg, T0 + 600000, 1, "a", 0.0), 0);
+	store_get_health(st, &h);
+	assert_false(h.degraded);
+	assert_int_equal(h.frames, before + 300);
+	assert_int_equal(sql_int(path, "SELECT min(ts) FROM frames WHERE ts >= 1700000080000"), T0 + 100000 + 106 * 1000);
+	assert_counts(st, path);
+
+	/* Close writes what is held. */
+	assert_int_equal(append(st, reg, T0 + 601000, 1, "a", 1.0), 0);
+	assert_int_equal(append(st, reg, T0 + 602000, 1, "late", 1.0), 0);
+	store_close(st);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM frames"), before + 302);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'late'"), 1);
+	metric_registry_free(reg);
+
+	/* batch_ms is bounded. */
+	for (int i = 0; i < 2; i++) {
+		store_options_default(&opt);
+		opt.batch_ms = i ? 60001 : -1;
+		st = NULL;
+		assert_int_equal(store_open(path, &opt, NULL, &st, err, sizeof(err)), -EINVAL);
+		assert_null(st);
 	}
 }
 
@@ -1020,6 +1149,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v0, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
