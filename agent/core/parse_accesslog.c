@@ -754,7 +754,7 @@ static int next_element(const char **p, const char *end, struct span *el)
 
 int parse_access_upstreams(const char *line, size_t len, parse_upstream_cb cb, void *ctx)
 {
-	struct scan s = { line, line + len };
+	struct scan s = { line, line + len, 0 };
 	struct span key, val, addrs = { NULL, NULL }, times = { NULL, NULL };
 	const char *pa, *pt;
 	int have_addr = 0, have_time = 0;
