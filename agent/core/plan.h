@@ -150,9 +150,9 @@ int plan_operator(const struct policy_set *set, const char *knob, const char *fr
 #define PLAN_LOADGEN_RPS "loadgen.rps"    /* saturated requests/s of the load generator's run */
 #define PLAN_LOADGEN_P99 "loadgen.p99_ms" /* its p99 latency */
 
-/* T for loadgen mode: the objective becomes the load generator's saturated requests/s (higher) when the policy's
- * is a cost per request, else its p99 (lower); the policy's objective and guardrails stay as guardrails (after
- * the p99, for a cost), as many as fit. */
+/* T for loadgen mode: a cost-per-request objective becomes the load generator's saturated requests/s (higher), a
+ * latency objective its p99 (lower); a loss objective (overflows, drops) stays. The generator's p99 guards what it
+ * does not judge, and the policy's objective and guardrails stay as guardrails, as many as fit. */
 void plan_loadgen_trial(struct plan_trial *t);
 
 /* ENV for detect_evaluate from the knobs of SET that carry it (nginx keepalive_requests, ip_local_port_range);

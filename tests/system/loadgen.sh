@@ -1,8 +1,8 @@
 #!/bin/bash
 # Load generator mode (measure = loadgen) with a real nginx in its own namespace: the agent runs wrk itself, back
 # to back, and aligned to the blocks of a trial (a warm-up over the settle time, then one measured run that ends
-# inside the block); the trial is judged on the generator's p99 (the listen queue's objective is a latency or loss)
-# and the verdict's evidence holds the generator's figures of every pair.
+# inside the block); the listen queue's objective (a loss: overflows) stays, guarded by the generator's p99, and the
+# verdict's evidence holds the generator's figures.
 TEST_NAME=loadgen
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip "system test skipped in distcheck"
@@ -53,14 +53,14 @@ for _ in $(seq 1 1200); do # bounded: 120 s
 done
 detail=$(api "/v1/changes/$id" | jq -r .detail)
 ev=${detail#*; }
-case $st in kept | reverted) ;; *) api "/v1/frames?since=$t0&metrics=loadgen.rps" | jq -c ".frames[] | [.ts, .values[\"loadgen.rps\"]]" | grep -v null; api "/v1/audit?limit=40" | jq -c ".audit[] | [.ts, .action, .detail]"; fail "the trial ended $st: $detail" ;; esac
-jq -e '.objective == "loadgen.p99_ms" and .better == "lower"' <<<"$ev" >/dev/null ||
-	fail "not judged on the generator's p99: $ev"
-jq -e '.valid >= 1 and ([.pairs_detail[] | select(.void | not) | .a > 0 and .b > 0] | all)' <<<"$ev" >/dev/null ||
+# Kept, reverted, or aborted by a guardrail (wrk's p99 on a busy machine moves 4x from one run to the next): a
+# judged end. Failed (a write or the measurement) is not.
+case $st in kept | reverted | aborted) ;; *) fail "the trial ended $st: $detail" ;; esac
+jq -e '.objective == "tcp.listen_overflows" and .guardrails[0].metric == "loadgen.p99_ms"' <<<"$ev" >/dev/null ||
+	fail "not judged on overflows with the generator's p99 as a guardrail: $ev"
+jq -e '.valid >= 1 and .guardrails[0].available' <<<"$ev" >/dev/null ||
 	fail "the pairs lack the generator's figures: $ev"
-jq -e '[.guardrails[].metric] | index("tcp.listen_overflows") != null' <<<"$ev" >/dev/null ||
-	fail "the policy's objective is not kept as a guardrail: $ev"
-ok "an operator's proposal is judged on wrk's p99 in every pair ($st: $(jq -r .reason <<<"$ev"))"
+ok "an operator's proposal of a loss knob is judged on overflows with wrk's p99 guarding it ($st: $(jq -r .reason <<<"$ev"))"
 [ "$(ip netns exec "$NS" cat /proc/sys/net/core/somaxconn)" = "$([ "$st" = kept ] && echo 8192 || echo 4096)" ] ||
 	fail "somaxconn in the namespace does not match the verdict $st"
 ok "the namespace's somaxconn matches the verdict"

@@ -824,7 +824,7 @@ static void test_loadgen_trial(void **state)
 	assert_string_equal(t.guardrails[2].metric, "http.p99_ms");
 
 	memset(&t, 0, sizeof(t));
-	snprintf(t.objective.metric, sizeof(t.objective.metric), "tcp.listen_overflows");
+	snprintf(t.objective.metric, sizeof(t.objective.metric), "http.p99_ms");
 	t.nguardrails = POLICY_GUARDRAILS_MAX;
 	for (size_t i = 0; i < POLICY_GUARDRAILS_MAX; i++)
 		snprintf(t.guardrails[i].metric, sizeof(t.guardrails[i].metric), "g%zu", i);
@@ -832,8 +832,19 @@ static void test_loadgen_trial(void **state)
 	assert_string_equal(t.objective.metric, "loadgen.p99_ms");
 	assert_int_equal(t.objective.dir, POLICY_LOWER_IS_BETTER);
 	assert_int_equal(t.nguardrails, POLICY_GUARDRAILS_MAX); /* the last guardrail did not fit */
-	assert_string_equal(t.guardrails[0].metric, "tcp.listen_overflows");
+	assert_string_equal(t.guardrails[0].metric, "http.p99_ms");
 	assert_string_equal(t.guardrails[POLICY_GUARDRAILS_MAX - 1].metric, "g6");
+
+	/* A loss objective stays: wrk's p99 leaves out the requests that timed out. */
+	memset(&t, 0, sizeof(t));
+	snprintf(t.objective.metric, sizeof(t.objective.metric), "tcp.listen_overflows");
+	snprintf(t.guardrails[0].metric, sizeof(t.guardrails[0].metric), "http.5xx_rate");
+	t.nguardrails = 1;
+	plan_loadgen_trial(&t);
+	assert_string_equal(t.objective.metric, "tcp.listen_overflows");
+	assert_int_equal(t.nguardrails, 2);
+	assert_string_equal(t.guardrails[0].metric, "loadgen.p99_ms");
+	assert_string_equal(t.guardrails[1].metric, "http.5xx_rate");
 }
 
 int main(void)
