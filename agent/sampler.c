@@ -2,7 +2,6 @@
 
 #include "sampler.h"
 
-#include <assert.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <sched.h>
@@ -60,6 +59,7 @@ enum pf_slot {
 };
 
 #define LINK_FIELDS 9
+#define NTCP 16 /* netstat and snmp values taken (tcp_keys) */
 
 /* The ids of one link's counters, for the link last seen at that position of the dump. */
 struct link_ids {
@@ -68,7 +68,11 @@ struct link_ids {
 	uint32_t id[LINK_FIELDS];
 };
 
-struct id_slot;
+/* One entry of the metric-id cache (see KEY). */
+struct id_slot {
+	uint64_t key; /* 0: empty */
+	uint32_t id;
+};
 
 struct worker_prev {
 	pid_t pid;
@@ -122,6 +126,8 @@ struct sampler {
 	bool net_irqs_sysfs;  /* their counts come from /sys/kernel/irq/N/per_cpu_count */
 	uint64_t netifs_tick; /* tick of the last discovery; 0: due */
 
+	struct netstat_want tcp_want[NTCP]; /* tcp_keys' names, as parse_netstat_pick takes them */
+
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
 	uint64_t netns_gen; /* bumped when nginx's pid changes: connections made before go */
 	struct stub_handle stub;
@@ -132,25 +138,27 @@ struct sampler {
 };
 
 /* What the sampler takes from netstat and snmp (of ~300 names); parse_netstat_pick finds them in one pass. */
-#define NTCP 16
-static const struct netstat_want tcp_want[NTCP] = {
-	{"Tcp", "ActiveOpens"},         {"Tcp", "AttemptFails"},         {"Tcp", "CurrEstab"},
-	{"Tcp", "EstabResets"},         {"Tcp", "InErrs"},               {"Tcp", "InSegs"},
-	{"Tcp", "OutSegs"},             {"Tcp", "PassiveOpens"},         {"Tcp", "RetransSegs"},
-	{"TcpExt", "ListenDrops"},      {"TcpExt", "ListenOverflows"},   {"TcpExt", "SyncookiesSent"},
-	{"TcpExt", "TCPAbortOnMemory"}, {"TcpExt", "TCPBacklogDrop"},    {"TcpExt", "TCPReqQFullDrop"},
-	{"TcpExt", "TCPTimeWaitOverflow"},
-};
-static const struct {
+static const struct tcp_key {
+	struct netstat_want w;
 	const char *metric;
 	bool gauge;
-} tcp_metric[NTCP] = {
-	{"tcp.active_opens", false},    {"tcp.attempt_fails", false},  {"tcp.curr_estab", true},
-	{"tcp.estab_resets", false},    {"tcp.in_errs", false},        {"tcp.in_segs", false},
-	{"tcp.out_segs", false},        {"tcp.passive_opens", false},  {"tcp.retrans_segs", false},
-	{"tcp.listen_drops", false},    {"tcp.listen_overflows", false}, {"tcp.syncookies_sent", false},
-	{"tcp.abort_on_memory", false}, {"tcp.backlog_drop", false},   {"tcp.reqq_full_drop", false},
-	{"tcp.timewait_overflow", false},
+} tcp_keys[NTCP] = {
+	{{"Tcp", "ActiveOpens"}, "tcp.active_opens", false},
+	{{"Tcp", "AttemptFails"}, "tcp.attempt_fails", false},
+	{{"Tcp", "CurrEstab"}, "tcp.curr_estab", true},
+	{{"Tcp", "EstabResets"}, "tcp.estab_resets", false},
+	{{"Tcp", "InErrs"}, "tcp.in_errs", false},
+	{{"Tcp", "InSegs"}, "tcp.in_segs", false},
+	{{"Tcp", "OutSegs"}, "tcp.out_segs", false},
+	{{"Tcp", "PassiveOpens"}, "tcp.passive_opens", false},
+	{{"Tcp", "RetransSegs"}, "tcp.retrans_segs", false},
+	{{"TcpExt", "ListenDrops"}, "tcp.listen_drops", false},
+	{{"TcpExt", "ListenOverflows"}, "tcp.listen_overflows", false},
+	{{"TcpExt", "SyncookiesSent"}, "tcp.syncookies_sent", false},
+	{{"TcpExt", "TCPAbortOnMemory"}, "tcp.abort_on_memory", false},
+	{{"TcpExt", "TCPBacklogDrop"}, "tcp.backlog_drop", false},
+	{{"TcpExt", "TCPReqQFullDrop"}, "tcp.reqq_full_drop", false},
+	{{"TcpExt", "TCPTimeWaitOverflow"}, "tcp.timewait_overflow", false},
 };
 
 static const char *const probe_names[PROBE_COUNT] = {
@@ -211,6 +219,8 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 	counters_init(&s->ctr);
 	hist_reset(&s->tick_hist);
 	s->netns_fd = s->stub.netns_fd = -1;
+	for (size_t i = 0; i < NTCP; i++)
+		s->tcp_want[i] = tcp_keys[i].w;
 	for (size_t i = 0; i < PF_COUNT; i++)
 		procfile_init(&s->pf[i]);
 	for (size_t i = 0; i < KEEP_MAX; i++) {
@@ -345,11 +355,6 @@ enum key_kind {
 };
 
 #define KEY(kind, a, b) (((uint64_t)(kind) << 56) | ((uint64_t)(uint32_t)(a) << 16) | (uint64_t)(uint16_t)(b))
-
-struct id_slot {
-	uint64_t key; /* 0: empty */
-	uint32_t id;
-};
 
 static uint32_t *find_id(struct sampler *s, uint64_t key)
 {
@@ -582,7 +587,7 @@ static void probe_netstat(struct sampler *s, struct frame *fr)
 	for (size_t i = 0; i < 2; i++) {
 		r = read_netns(s, &s->pf[slots[i]], files[i]);
 		if (r == 0)
-			r = parse_netstat_pick(s->pb.data, s->pb.len, tcp_want, NTCP, vals, &found);
+			r = parse_netstat_pick(s->pb.data, s->pb.len, s->tcp_want, NTCP, vals, &found);
 		if (r < 0) {
 			probe_fail(s, fr, PROBE_NETSTAT, r, "%s: %s", files[i], strerror(-r));
 			return;
@@ -591,10 +596,10 @@ static void probe_netstat(struct sampler *s, struct frame *fr)
 	for (size_t i = 0; i < NTCP; i++) {
 		if (!(found >> i & 1))
 			continue;
-		if (tcp_metric[i].gauge)
-			put_gauge(s, fr, tcp_metric[i].metric, (double)vals[i]);
+		if (tcp_keys[i].gauge)
+			put_gauge(s, fr, tcp_keys[i].metric, (double)vals[i]);
 		else if (vals[i] >= 0)
-			put_counter(s, fr, tcp_metric[i].metric, (uint64_t)vals[i]);
+			put_counter(s, fr, tcp_keys[i].metric, (uint64_t)vals[i]);
 	}
 	r = read_netns(s, &s->pf[PF_SOCKSTAT], "sockstat");
 	if (r == 0)
