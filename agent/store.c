@@ -298,6 +298,8 @@ static int check_writable(const char *path)
 
 static void drop_held(struct store_batch *b, size_t nframes)
 {
+	if (nframes == 0)
+		return;
 	for (size_t i = 0; i < nframes; i++)
 		free(b->f[i].data);
 	memmove(b->f, b->f + nframes, (b->n - nframes) * sizeof(*b->f));

@@ -67,7 +67,7 @@ bool stubhttp_handles(const char *url)
 /* URL's parts into C; the request text is built once. */
 static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errlen)
 {
-	const char *auth = url + 7, *aend = auth + strcspn(auth, "/?#"), *hend, *path, *pend;
+	const char *auth, *aend, *hend, *path, *pend;
 	size_t hlen, plen;
 	long port = 80;
 	int n;
@@ -76,6 +76,8 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 		say(err, errlen, "not a plain http:// URL");
 		return -EINVAL;
 	}
+	auth = url + 7;
+	aend = auth + strcspn(auth, "/?#");
 	if (auth < aend && *auth == '[') {
 		hend = memchr(auth, ']', (size_t)(aend - auth));
 		if (!hend) {
