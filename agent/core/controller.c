@@ -14,6 +14,7 @@
 #define DAY_MS (24 * HOUR_MS)
 #define SETTING_MAX_MS (365 * DAY_MS)
 #define CALIB_PAIRS_MIN 3 /* judge_calibrate needs three d values */
+#define CONTROLLER_ENV_MS 10000 /* the detectors' knob-derived thresholds are read this often */
 
 struct controller_calib {
 	char metric[POLICY_METRIC_MAX];
@@ -63,6 +64,9 @@ struct controller {
 	struct controller_calib *last_calib; /* the newest calibration, and how many were made */
 	uint64_t calib_gen;
 	struct controller_intents queue;     /* intents of reports between ticks, for the next tick */
+	struct detect_env env;               /* the detectors' thresholds from knob values, and when they were read */
+	int64_t env_at_ms;
+	bool have_env;
 };
 
 void controller_config_default(struct controller_config *cfg)
@@ -149,6 +153,7 @@ void controller_set_policies(struct controller *ctl, const struct policy_set *se
 {
 	if (set)
 		ctl->set = set;
+	ctl->have_env = false;
 }
 
 /* ---- intents ---------------------------------------------------------------------------------------------- */
@@ -662,7 +667,14 @@ static void observe(struct controller *ctl)
 	struct controller_intent *in;
 	unsigned used;
 
-	plan_detect_env(ctl->set, ctl->value_of, ctl->value_ctx, &env);
+	/* The knobs that set the detectors' thresholds (keepalive_requests, ip_local_port_range) are read every 10 s,
+	 * not every tick: a read may enter nginx's network namespace (0.14 ms, measured), and they change rarely. */
+	if (!ctl->have_env || ctl->now_ms - ctl->env_at_ms >= CONTROLLER_ENV_MS || ctl->now_ms < ctl->env_at_ms) {
+		plan_detect_env(ctl->set, ctl->value_of, ctl->value_ctx, &ctl->env);
+		ctl->env_at_ms = ctl->now_ms;
+		ctl->have_env = true;
+	}
+	env = ctl->env;
 	detect_evaluate(ctl->det, &env, &ctl->rep);
 	if (ctl->paused) {
 		set_reason(ctl, "paused by an operator; %s", ctl->rep.status);
