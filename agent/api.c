@@ -123,8 +123,8 @@ enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, cons
  */
 static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 {
-	struct engine_knob_report r;
 	struct controller_report t;
+	const char *name, *why;
 	int64_t id;
 	size_t off = (size_t)snprintf(out, n, "%s", a->summary), count = 0;
 
@@ -135,11 +135,9 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 	}
 
 	for (size_t i = 0; a->engine && i < engine_knob_count(a->engine) && off < n; i++) {
-		engine_knob_report(a->engine, i, &r);
-		if (r.state != ENGINE_KNOB_CONFLICT)
+		if (!engine_knob_conflict(a->engine, i, &name, &why))
 			continue;
-		off += (size_t)snprintf(out + off, n - off, "%s %.64s (%.160s)", count ? "," : "; conflict:", r.name,
-					r.why);
+		off += (size_t)snprintf(out + off, n - off, "%s %.64s (%.160s)", count ? "," : "; conflict:", name, why);
 		count++;
 	}
 }

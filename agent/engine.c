@@ -1251,6 +1251,17 @@ void engine_knob_report(struct engine *e, size_t i, struct engine_knob_report *o
 			out->change_id = e->jobs[j].change_id;
 }
 
+bool engine_knob_conflict(const struct engine *e, size_t i, const char **name, const char **why)
+{
+	const struct eknob *ek = &e->knobs[i];
+
+	if (ek->state != ENGINE_KNOB_CONFLICT)
+		return false;
+	*name = ek->k.name;
+	*why = ek->why;
+	return true;
+}
+
 bool engine_observe_only(const struct engine *e, char *why, size_t whylen)
 {
 	if (e->observe_only)

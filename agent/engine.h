@@ -109,6 +109,9 @@ const struct policy_set *engine_policies(const struct engine *e);
 size_t engine_knob_count(const struct engine *e);
 /* Knob I's report (live value read now). */
 void engine_knob_report(struct engine *e, size_t i, struct engine_knob_report *out);
+/* Whether knob I is in conflict (someone else changed it); if so *NAME and *WHY point into the engine (valid
+ * until its next call). Reads nothing live: status lines use it. */
+bool engine_knob_conflict(const struct engine *e, size_t i, const char **name, const char **why);
 /* Whether the engine stopped writing, and why (EPERM/EROFS from a driver, or the store). */
 bool engine_observe_only(const struct engine *e, char *why, size_t whylen);
 /* Name of a knob state ("ok", "conflict", ...). */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,6 +104,9 @@ struct sampler {
 	struct procfile pf_sched[KEEP_MAX], pf_status[KEEP_MAX], pf_irq[KEEP_MAX];
 
 	pid_t nginx_pid;
+	int nginx_pidfd;      /* a pidfd of nginx_pid (real root only), else -1: liveness without a path lookup */
+	struct stat pidfile_st; /* the pid file as last read: read again only when it changes */
+	pid_t pidfile_pid;    /* what it said then; 0: not read */
 	size_t nworkers;
 	struct worker_prev workers[MAX_WORKERS];
 
@@ -219,6 +223,7 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 	counters_init(&s->ctr);
 	hist_reset(&s->tick_hist);
 	s->netns_fd = s->stub.netns_fd = -1;
+	s->nginx_pidfd = -1;
 	for (size_t i = 0; i < NTCP; i++)
 		s->tcp_want[i] = tcp_keys[i].w;
 	for (size_t i = 0; i < PF_COUNT; i++)
@@ -257,6 +262,8 @@ void sampler_free(struct sampler *s)
 	stubhttp_free(s->stub.http);
 	if (s->netns_fd >= 0)
 		close(s->netns_fd);
+	if (s->nginx_pidfd >= 0)
+		close(s->nginx_pidfd);
 	counters_free(&s->ctr);
 	free(s->seen_tick);
 	free(s->ids);
@@ -930,6 +937,10 @@ static void set_nginx_pid(struct sampler *s, pid_t pid)
 		log_notice("nginx master pid changed from %d to %d", (int)s->nginx_pid, (int)pid);
 	s->nginx_pid = pid;
 	s->nworkers = 0;
+	if (s->nginx_pidfd >= 0)
+		close(s->nginx_pidfd);
+	/* Under --root the pid is fake: its liveness is the fake /proc's. */
+	s->nginx_pidfd = pid && strcmp(s->cfg.root, "/") == 0 ? pidfd_open(pid, 0) : -1;
 	/* Another master may live in another namespace, and its stub_status counters start again: every counter
 	 * takes a new base (one tick of missing values) rather than a delta across two sources. */
 	counters_free(&s->ctr);
@@ -943,41 +954,83 @@ static void set_nginx_pid(struct sampler *s, pid_t pid)
 	follow_netns(s);
 }
 
-static void probe_nginx(struct sampler *s, struct frame *fr)
+static bool same_file_state(const struct stat *a, const struct stat *b)
 {
-	char path[64];
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The pid in the pid file: read again only when a stat says the file changed (nginx writes it once at start). */
+static int read_pid_file(struct sampler *s, pid_t *out)
+{
+	struct stat st;
 	int64_t pid;
 	int r;
 
+	/* Like the read below, not under --root: the pid file is nginx's, wherever the tree is. */
+	if (stat(s->cfg.pid_file, &st) < 0) {
+		s->pidfile_pid = 0;
+		return -errno;
+	}
+	if (s->pidfile_pid && same_file_state(&st, &s->pidfile_st)) {
+		*out = s->pidfile_pid;
+		return 0;
+	}
+	s->pidfile_pid = 0;
 	r = procfile_read(&s->pf[PF_PIDFILE], s->cfg.pid_file, false, &s->pb, MAX_READ);
+	if (r < 0)
+		return r;
+	while (s->pb.len && isspace((unsigned char)s->pb.data[s->pb.len - 1]))
+		s->pb.data[--s->pb.len] = '\0';
+	if (str_to_i64(s->pb.data, 1, 0x3fffffff, &pid) < 0)
+		return -EBADMSG;
+	/* Half-written (nginx truncates, then writes) reads as empty, which is not cached: it fails above. */
+	s->pidfile_st = st;
+	s->pidfile_pid = (pid_t)pid;
+	*out = (pid_t)pid;
+	return 0;
+}
+
+/* Whether PID (the one the pid file names) is running: its pidfd when it is the master we follow (no path
+ * lookup, and not fooled by a reused pid), else a stat of its /proc directory. */
+static int nginx_alive(struct sampler *s, pid_t pid)
+{
+	char path[64], full[CONFIG_PATH_MAX + 64];
+	struct stat st;
+
+	/* Signal 0 checks without sending; EPERM (an agent without the right to signal nginx) is alive too. */
+	if (pid == s->nginx_pid && s->nginx_pidfd >= 0)
+		return pidfd_send_signal(s->nginx_pidfd, 0, NULL, 0) < 0 && errno != EPERM ? -errno : 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	rooted(s, full, sizeof(full), path);
+	return stat(full, &st) < 0 ? -errno : 0;
+}
+
+static void probe_nginx(struct sampler *s, struct frame *fr)
+{
+	pid_t pid = 0;
+	int r;
+
+	r = read_pid_file(s, &pid);
+	if (r == -EBADMSG) {
+		set_nginx_pid(s, 0);
+		probe_fail(s, fr, PROBE_NGINX, r, "%s: not a pid", s->cfg.pid_file);
+		return;
+	}
 	if (r < 0) {
 		set_nginx_pid(s, 0);
 		probe_fail(s, fr, PROBE_NGINX, r, "%s: %s (is nginx running?)", s->cfg.pid_file, strerror(-r));
 		return;
 	}
-	while (s->pb.len && isspace((unsigned char)s->pb.data[s->pb.len - 1]))
-		s->pb.data[--s->pb.len] = '\0';
-	if (str_to_i64(s->pb.data, 1, 0x3fffffff, &pid) < 0) {
-		set_nginx_pid(s, 0);
-		probe_fail(s, fr, PROBE_NGINX, -EBADMSG, "%s: not a pid", s->cfg.pid_file);
-		return;
-	}
-	/* Is it alive? A stat of its /proc directory is enough, and cheaper than reading it every tick. */
-	{
-		char full[CONFIG_PATH_MAX + 64];
-		struct stat st;
-
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		rooted(s, full, sizeof(full), path);
-		r = stat(full, &st) < 0 ? -errno : 0;
-	}
+	r = nginx_alive(s, pid);
 	if (r < 0) {
 		set_nginx_pid(s, 0);
 		probe_fail(s, fr, PROBE_NGINX, r, "pid %d from %s is not running (stale pid file)", (int)pid,
 			   s->cfg.pid_file);
 		return;
 	}
-	set_nginx_pid(s, (pid_t)pid);
+	set_nginx_pid(s, pid);
 	probe_ok(s, fr, PROBE_NGINX);
 }
 
