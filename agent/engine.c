@@ -40,6 +40,12 @@ struct eknob {
 	enum engine_knob_state state;
 	char why[KNOB_WHY_MAX];
 	struct knob_row rec; /* what the store knows */
+	/* The live value as engine_knob_report last read it, at engine time report_ms (0: none): reports (the API's
+	 * knob list, /metrics, several requests a second) read a knob at most once per tick, since a sysctl read
+	 * enters nginx's namespace. The engine's own decisions always read live; any write forgets it. */
+	char report_live[KNOB_VALUE_MAX];
+	bool report_ok;
+	int64_t report_ms;
 };
 
 struct engine {
@@ -626,6 +632,7 @@ static void on_done(struct knob *k, int result, const char *msg, void *ctx)
 	e->waiting = false;
 	j = e->jobs[0];
 	pop_job(e);
+	e->knobs[j.knob].report_ms = 0;
 	complete(e, &j, result, msg ? msg : "");
 	run_jobs(e);
 }
@@ -638,6 +645,7 @@ static void run_jobs(struct engine *e)
 		char why[KNOB_WHY_MAX] = "";
 		int r, retries = j->retries;
 
+		ek->report_ms = 0;
 		r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
 		if (r == -EINPROGRESS) {
 			e->waiting = true;
@@ -1239,7 +1247,17 @@ void engine_knob_report(struct engine *e, size_t i, struct engine_knob_report *o
 	out->pol = ek->k.pol;
 	out->state = ek->state;
 	snprintf(out->why, sizeof(out->why), "%s", ek->why);
-	out->live_ok = ek->state != ENGINE_KNOB_UNSUPPORTED && knob_read(&ek->k, out->live, sizeof(out->live)) == 0;
+	if (ek->state == ENGINE_KNOB_UNSUPPORTED) {
+		out->live_ok = false;
+	} else {
+		if (!e->now_ms || ek->report_ms != e->now_ms) {
+			ek->report_ok = knob_read(&ek->k, ek->report_live, sizeof(ek->report_live)) == 0;
+			ek->report_ms = e->now_ms;
+		}
+		out->live_ok = ek->report_ok;
+		if (out->live_ok)
+			snprintf(out->live, sizeof(out->live), "%s", ek->report_live);
+	}
 	out->has_original = ek->rec.has_original;
 	out->has_written = ek->rec.has_written;
 	snprintf(out->original, sizeof(out->original), "%s", ek->rec.original);

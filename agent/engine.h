@@ -62,8 +62,9 @@ void engine_tick(struct engine *e, int64_t now_ms);
 int engine_check_proposal(struct engine *e, const char *knob, const char *value, char *from, char *to, char *err,
 			  size_t errlen);
 /* An operator's own change applied at once, without a trial: validated like the agent's (policy bounds, step,
- * constraints), journaled, and written now (the operator approved it by asking). -EBUSY when a change is in flight (invariant 1), -ERANGE /
- * -EPERM when the policy refuses (ERR says why), -ENOENT for an unknown knob, -EROFS when observe-only. */
+ * constraints), journaled, and written now (the operator approved it by asking). -EBUSY when a change is in flight
+ * (invariant 1), -ERANGE / -EPERM when the policy refuses (ERR says why), -ENOENT for an unknown knob, -EROFS when
+ * observe-only. */
 int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
 		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
 /* Revert change ID (0: every knob the agent changed, back to its original). Ends a change in flight on those
@@ -107,7 +108,7 @@ const struct policy_set *engine_policies(const struct engine *e);
 
 /* Reports for the API. */
 size_t engine_knob_count(const struct engine *e);
-/* Knob I's report (live value read now). */
+/* Knob I's report; its live value is read at most once per engine tick (kept until the next tick or a write). */
 void engine_knob_report(struct engine *e, size_t i, struct engine_knob_report *out);
 /* Whether knob I is in conflict (someone else changed it); if so *NAME and *WHY point into the engine (valid
  * until its next call). Reads nothing live: status lines use it. */
