@@ -203,7 +203,7 @@ int api_parse_time(struct agent *a, const char *s, int64_t *out)
 struct frames_ctx {
 	struct agent *a;
 	const struct metric_filter *f;
-	json_t *arr;
+	struct sbuf out; /* the answer, written as the store hands frames over */
 	bool rollup;
 	size_t n;
 };
@@ -211,18 +211,13 @@ struct frames_ctx {
 static int on_frame(void *arg, const struct frame *fr)
 {
 	struct frames_ctx *c = arg;
-	json_t *o = frame_to_json(fr, c->a->reg, c->f);
 
-	if (!o)
-		return -ENOMEM;
+	if (c->n)
+		sbuf_add(&c->out, ",", 1);
 	/* The store hands a roll-up back with dt = the number of ticks; on the wire dt stays seconds. */
-	if (c->rollup) {
-		json_object_set_new(o, API_K_TICKS, json_integer((json_int_t)fr->dt_s));
-		json_object_set_new(o, API_K_DT, json_real(60.0));
-	}
-	json_array_append_new(c->arr, o);
+	frame_json_append(&c->out, fr, c->a->reg, c->f, c->rollup);
 	c->n++;
-	return 0;
+	return c->out.oom ? -ENOMEM : 0;
 }
 
 static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
@@ -267,16 +262,27 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	}
 	ctx.f = f;
 	ctx.rollup = rollup;
-	ctx.arr = json_array();
+	sbuf_init(&ctx.out);
+	/* Written directly, not through jansson objects: the same text, at a third of the CPU (bench/README.md). */
+	sbuf_puts(&ctx.out, "{\"" API_K_FRAMES "\":[");
 	r = rollup ? store_query_rollups(a->store, t0, t1, (size_t)limit, on_frame, &ctx)
 		   : store_query_frames(a->store, t0, t1, (size_t)limit, on_frame, &ctx);
 	free(f);
 	if (r < 0) {
-		json_decref(ctx.arr);
-		return api_send_problem(c, 503, "store query failed: %s", strerror(-r));
+		sbuf_free(&ctx.out);
+		return r == -ENOMEM ? MHD_NO : api_send_problem(c, 503, "store query failed: %s", strerror(-r));
 	}
-	return api_send_json(c, 200, json_pack("{s:o, s:b}", API_K_FRAMES, ctx.arr, API_K_TRUNCATED, ctx.n == (size_t)limit),
-			 "application/json");
+	sbuf_puts(&ctx.out, ctx.n == (size_t)limit ? "],\"" API_K_TRUNCATED "\":true}" : "],\"" API_K_TRUNCATED "\":false}");
+	if (ctx.out.oom) {
+		sbuf_free(&ctx.out);
+		return MHD_NO;
+	}
+	{
+		enum MHD_Result ret = send_body(c, 200, "application/json", ctx.out.p, ctx.out.len);
+
+		sbuf_free(&ctx.out);
+		return ret;
+	}
 }
 
 /* ---- GET /v1/metrics ------------------------------------------------------------------------------------- */

@@ -75,7 +75,14 @@ ok "problem objects: 404 unknown path, 405 method, 400 bad query, 413 body on GE
 jq -e '(.frames | length) == 2 and (.frames[-1].values | has("no.such") and .["no.such"] == null
 	and has("tcp.listen_overflows") and has("nginx.workers") and (has("cpu.0.user") | not))' "$TMP/body" >/dev/null ||
 	fail "metric filter/limit: $(head -c 600 "$TMP/body")"
-ok "frames: prefix filter, exact names (null when absent), limit"
+jq -e '.truncated == true and (.frames | all(has("ts") and has("dt") and has("values")))' "$TMP/body" >/dev/null ||
+	fail "frames cut by the limit are not marked truncated: $(head -c 300 "$TMP/body")"
+[ "$(code 'http://localhost/v1/frames?since=-10')" = 200 ] && jq -e '.truncated == false and (.frames | length) >= 2
+	and ([.frames[].ts] | . == sort) and (.frames[-1].values | length) > 20' "$TMP/body" >/dev/null ||
+	fail "frames without a limit: $(head -c 300 "$TMP/body")"
+[ "$(code 'http://localhost/v1/frames?since=-3600&rollup=1')" = 200 ] &&
+	jq -e '.truncated == false and (.frames | type) == "array"' "$TMP/body" >/dev/null || fail "roll-ups: $(head -c 300 "$TMP/body")"
+ok "frames: prefix filter, exact names (null when absent), limit and truncated, roll-ups"
 [ "$(code http://localhost/v1/metrics)" = 200 ] || fail "metrics list"
 jq -e '.metrics | index("tcp.listen_overflows") != null' "$TMP/body" >/dev/null || fail "metric list lacks a name"
 ok "/v1/metrics lists metric names"
