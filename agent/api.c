@@ -137,7 +137,8 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 	for (size_t i = 0; a->engine && i < engine_knob_count(a->engine) && off < n; i++) {
 		if (!engine_knob_conflict(a->engine, i, &name, &why))
 			continue;
-		off += (size_t)snprintf(out + off, n - off, "%s %.64s (%.160s)", count ? "," : "; conflict:", name, why);
+		off += (size_t)snprintf(out + off, n - off, "%s %.64s (%.160s)", count ? "," : "; conflict:", name,
+					why);
 		count++;
 	}
 }
@@ -272,7 +273,8 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 		sbuf_free(&ctx.out);
 		return r == -ENOMEM ? MHD_NO : api_send_problem(c, 503, "store query failed: %s", strerror(-r));
 	}
-	sbuf_puts(&ctx.out, ctx.n == (size_t)limit ? "],\"" API_K_TRUNCATED "\":true}" : "],\"" API_K_TRUNCATED "\":false}");
+	sbuf_puts(&ctx.out, "],\"" API_K_TRUNCATED "\":");
+	sbuf_puts(&ctx.out, ctx.n == (size_t)limit ? "true}" : "false}");
 	if (ctx.out.oom) {
 		sbuf_free(&ctx.out);
 		return MHD_NO;

@@ -81,7 +81,8 @@ jq -e '.truncated == true and (.frames | all(has("ts") and has("dt") and has("va
 	and ([.frames[].ts] | . == sort) and (.frames[-1].values | length) > 20' "$TMP/body" >/dev/null ||
 	fail "frames without a limit: $(head -c 300 "$TMP/body")"
 [ "$(code 'http://localhost/v1/frames?since=-3600&rollup=1')" = 200 ] &&
-	jq -e '.truncated == false and (.frames | type) == "array"' "$TMP/body" >/dev/null || fail "roll-ups: $(head -c 300 "$TMP/body")"
+	jq -e '.truncated == false and (.frames | type) == "array"' "$TMP/body" >/dev/null ||
+	fail "roll-ups: $(head -c 300 "$TMP/body")"
 ok "frames: prefix filter, exact names (null when absent), limit and truncated, roll-ups"
 [ "$(code http://localhost/v1/metrics)" = 200 ] || fail "metrics list"
 jq -e '.metrics | index("tcp.listen_overflows") != null' "$TMP/body" >/dev/null || fail "metric list lacks a name"

@@ -57,7 +57,8 @@ ctl knobs | grep -q "^net.core.somaxconn *ok *128" || fail "knobs before: $(ctl 
 ctl propose --now net.core.somaxconn=4096 --why "listen overflows" | grep -q "change 1:" || fail "propose failed"
 [ "$(cat "$SOMAX")" = 4096 ] || fail "somaxconn not written"
 # Reports read a knob once per tick; the agent's own write must not leave the old value showing in that tick.
-ctl knobs | grep -q "^net.core.somaxconn *ok *4096 " || fail "knobs right after the write: $(ctl knobs | grep somaxconn)"
+ctl knobs | grep -q "^net.core.somaxconn *ok *4096 " ||
+	fail "knobs right after the write: $(ctl knobs | grep somaxconn)"
 [ "$(change_state 1)" = trial ] || fail "change 1 is $(change_state 1), want trial"
 out=$(ctl propose --now net.core.netdev_max_backlog=2000 2>&1) && fail "a second change while one is in trial"
 grep -q "one change on the host at a time" <<<"$out" || fail "invariant 1 message: $out"

@@ -74,7 +74,9 @@ ok "ngxctl top shows live frames"
 # must say the pid file is stale while it is, and follow the new master (its pid file is read again).
 probe_nginx() { api /v1/status | jq -c '.probes[] | select(.name == "nginx")'; }
 nginx_stale() { probe_nginx | jq -e '.ok == false and (.error | test("stale pid file"))'; }
-nginx_followed() { api /v1/status | jq -e --argjson p "$1" '.nginx.master_pid == $p and ([.probes[] | select(.name == "nginx")][0].ok)'; }
+nginx_followed() {
+	api /v1/status | jq -e --argjson p "$1" '.nginx.master_pid == $p and ([.probes[] | select(.name == "nginx")][0].ok)'
+}
 old_pid=$(cat "$NGINX_DIR/nginx.pid")
 workers=$(pgrep -P "$old_pid" | tr '\n' ' ')
 kill -KILL "$old_pid" # first: a live master would start new workers in place of killed ones
@@ -84,11 +86,14 @@ wait_for 10 sh -c "! kill -0 $old_pid" || fail "nginx master $old_pid did not di
 wait_for 10 nginx_stale || fail "a dead master not reported: $(probe_nginx)"
 ok "nginx killed: the probe reports the stale pid file ($(probe_nginx | jq -r .error))"
 sleep 1.2 # another mtime for the pid file, whatever the filesystem's timestamp granularity
-start_again() { ip netns exec "$NS" nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/logs/error.log" 2>"$TMP/restart.err"; }
+start_again() {
+	ip netns exec "$NS" nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/logs/error.log" 2>"$TMP/restart.err"
+}
 wait_for 10 start_again || fail "nginx did not start again: $(cat "$TMP/restart.err")"
 new_pid=$(cat "$NGINX_DIR/nginx.pid")
 [ "$new_pid" != "$old_pid" ] || fail "nginx started with the same pid $new_pid"
-wait_for 10 nginx_followed "$new_pid" || fail "the new master $new_pid not followed: $(api /v1/status | jq -c .nginx) $(probe_nginx)"
+wait_for 10 nginx_followed "$new_pid" ||
+	fail "the new master $new_pid not followed: $(api /v1/status | jq -c .nginx) $(probe_nginx)"
 ok "nginx started again as $new_pid: the agent follows it"
 
 kill -TERM $AGENT_PID

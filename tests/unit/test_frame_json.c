@@ -106,7 +106,8 @@ static void test_frames(void **state)
 		"odd\"name", "back\\slash", "tcp.listen_overflows", "link.eth0.rx_packets",
 	};
 	static const char *const filters[] = {
-		"", "http.requests", "http.*", "cpu.*,http.p99_ms", "absent.metric", "http.requests,absent.one,absent.one",
+		"", "http.requests", "http.*", "cpu.*,http.p99_ms", "absent.metric",
+		"http.requests,absent.one,absent.one",
 		"odd\"name,back\\slash", "missing.*", "tcp.listen_overflows,http.*,tcp.listen_overflows,nope",
 		"cpu.0.softirq,cpu.0.softirq",
 	};
