@@ -18,6 +18,7 @@
 #include "core/parse.h"
 #include "core/policy.h"
 #include "doctor_conf.h"
+#include "events.h"
 #include "knob.h"
 #include "log.h"
 #include "sampler.h"
@@ -821,7 +822,9 @@ static void audit_finding(struct doctor *d, const struct doctor_tracked *t)
 	snprintf(row.outcome, sizeof(row.outcome), "%s", doctor_severity_name(t->f.severity));
 	snprintf(row.detail, sizeof(row.detail), "%s%s%s%s: %s; fix: %s", t->f.id, t->f.subject[0] ? "[" : "",
 		 t->f.subject, t->f.subject[0] ? "]" : "", t->f.evidence, t->f.fix);
-	store_audit_append(d->a->store, &row);
+	/* Like every audit row, also an SSE event for the console (when it is stored: the trail is what counts). */
+	if (store_audit_append(d->a->store, &row) == 0)
+		events_audit(&row);
 }
 
 static void log_finding(const struct doctor_finding *f, bool resolved)

@@ -154,6 +154,8 @@ static void keep_calibration(struct tuning *t, int64_t now_ms)
 		 (long long)at_ms, js);
 	if (store_audit_append(t->st, row) < 0)
 		log_warn("tuning: the calibration of %s could not be kept: it is measured again after a restart", metric);
+	else
+		events_audit(row);
 	free(row);
 }
 

@@ -123,7 +123,12 @@ jq -e '.audit[] | select(.action == "advisory" and .outcome == "critical" and (.
 [ "$(jq '[.audit[] | select(.action == "advisory")] | length' <<<"$audit")" = 1 ] ||
 	fail "findings that are not critical went to the audit trail"
 grep -q "advisory (critical) kernel.tcp_tw_recycle" "$TMP/agent.log" || fail "the critical finding is not logged"
-ok "the new critical finding is in the audit trail and the log"
+# ... and an audit event on /v1/events, as every audit row is (replayed from the first event of this run).
+curl -sN --max-time 2 -H "Last-Event-ID: 0" --unix-socket "$TMP/api.sock" http://localhost/v1/events >"$TMP/events.out"
+grep -A1 '^event: audit$' "$TMP/events.out" | grep '^data: ' | cut -c7- |
+	jq -se 'map(select(.action == "advisory" and .outcome == "critical")) | length == 1' >/dev/null ||
+	fail "no audit event for the critical finding: $(grep -c . "$TMP/events.out") lines of events"
+ok "the new critical finding is in the audit trail, on /v1/events and in the log"
 
 # nginx restarted with another master (and a tuned configuration, tw_recycle off): a new run at once.
 first=$(jq '.advisories[] | select(.id == "kernel.thp") | .first_seen_ms' <<<"$adv")
