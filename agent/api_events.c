@@ -6,6 +6,10 @@
  * kicks MHD from the loop. The ring is every stream's queue: a stream never holds a copy of an event, only the id
  * of the next one, so a stream that falls API_SSE_LAG_MAX events behind (a client that does not read) is dropped,
  * and one that cannot be written to at all is closed by MHD after API_SSE_TIMEOUT_S. Nothing here waits.
+ *
+ * Only those two are cut (closed without the terminating chunk: a browser reports ERR_INCOMPLETE_CHUNKED_ENCODING).
+ * When the agent stops, every stream sends what it has not sent yet and ends with the terminating chunk, so that its
+ * client sees a stream that ended (EventSource reconnects after the retry delay), not a broken one.
  */
 #include "build-config.h"
 
@@ -31,7 +35,8 @@ struct sse_client {
 	char head[256];     /* sent first: the reconnection delay, and a reset event when the replay has a gap */
 	size_t head_len, head_off;
 	bool suspended;
-	bool dropped;       /* the next call ends the stream */
+	bool dropped;       /* too slow: the next call cuts the stream */
+	bool ending;        /* the agent stops: what is pending goes out, then the stream ends */
 	struct sse_client *prev_c, *next_c;
 };
 
@@ -71,6 +76,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 	if (o)
 		return (ssize_t)o;
+	if (cl->ending)
+		return MHD_CONTENT_READER_END_OF_STREAM;
 	cl->suspended = true;
 	MHD_suspend_connection(cl->c);
 	return 0;
@@ -145,14 +152,27 @@ void api_events_notify(void *arg)
 		api_kick(&api->tcp_l);
 }
 
+/*
+ * MHD must not be stopped with a suspended connection, and a stream cut here would look broken to its client: each
+ * stream is resumed to send what it has left and its terminating chunk, and MHD is run a few times to write them. A
+ * pass does not wait (it does what the sockets take at once): what a client has not taken by then is closed by
+ * MHD_stop_daemon as before.
+ */
 void api_events_close_all(struct api *api)
 {
+	api->streams_ending = true;
 	for (struct sse_client *cl = api->clients; cl; cl = cl->next_c) {
-		cl->dropped = true;
+		cl->ending = true;
 		if (cl->suspended) {
 			cl->suspended = false;
 			MHD_resume_connection(cl->c);
 		}
+	}
+	for (int i = 0; i < API_SSE_END_PASSES && api->nclients; i++) {
+		if (api->unix_l.mhd)
+			MHD_run(api->unix_l.mhd);
+		if (api->tcp_l.mhd)
+			MHD_run(api->tcp_l.mhd);
 	}
 }
 
@@ -168,6 +188,8 @@ enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct M
 
 	if (last_s && str_to_i64(last_s, 0, INT64_MAX, &seen) < 0)
 		return api_send_problem(c, 400, "Last-Event-ID: expected an event id, got '%.40s'", last_s);
+	if (api->streams_ending)
+		return api_send_problem(c, 503, "the agent is stopping");
 	if (api->nclients >= API_SSE_CLIENTS_MAX && reap(api) >= API_SSE_CLIENTS_MAX)
 		return api_send_problem(c, 503, "too many event streams open (%d)", API_SSE_CLIENTS_MAX);
 	cl = calloc(1, sizeof(*cl));

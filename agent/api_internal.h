@@ -20,6 +20,7 @@
 #define API_SSE_LAG_MAX 256       /* events a stream may fall behind before it is dropped */
 #define API_SSE_TIMEOUT_S 60      /* a stream that cannot be written to for this long is closed */
 #define API_SSE_SNDBUF 32768      /* a stream's socket send buffer (the kernel doubles it) */
+#define API_SSE_END_PASSES 8      /* MHD runs at stop to write the streams' last events and terminating chunks */
 #define API_HEARTBEAT_MS 15000    /* a status event this often */
 
 struct agent;
@@ -48,6 +49,7 @@ struct api {
 	char no_tokens[256];      /* why there are none */
 	struct sse_client *clients;
 	unsigned nclients;
+	bool streams_ending;      /* the API stops: the streams end, no new one starts */
 	uv_timer_t heartbeat;
 	int open_handles;         /* uv handles not yet closed: API is freed when this reaches 0 */
 };
@@ -82,7 +84,7 @@ void api_kick(struct api_listener *l);
 enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct MHD_Connection *c);
 /* api_events.c: after a publish: wake the streams waiting for it, drop those too far behind. */
 void api_events_notify(void *api);
-/* api_events.c: before the daemons stop: every stream is resumed and ends. */
+/* api_events.c: before the daemons stop: every stream sends what it has left and ends with its terminating chunk. */
 void api_events_close_all(struct api *api);
 
 /* api_console.c: GET / and /console: the console page, with its Content-Security-Policy. */

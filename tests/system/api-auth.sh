@@ -8,7 +8,7 @@
 # - Every act and every refusal is an audit row with its actor and peer; the engine's rows carry the peer too.
 # - GET /v1/events: a stream sees the acts as they happen (audit, proposal, trial arm), ids increase, Last-Event-ID
 #   replays and a stale one gets a reset; at most 16 streams; a client that stops reading is dropped and the loop
-#   keeps ticking.
+#   keeps ticking; at SIGTERM the open streams end with the terminating chunk (not cut).
 # - The token file and the listen address are checked at start and by -n, with clear errors.
 TEST_NAME=apiauth
 . "$(dirname "$0")/lib.sh"
@@ -337,12 +337,23 @@ wait_for 5 grep -q "API tokens: no token file" "$TMP/agent.log" || fail "a remov
 jq -e '.detail | test("read-only: no token file")' "$TMP/body" >/dev/null || fail "read-only body: $(cat "$TMP/body")"
 ok "SIGHUP: a new token file takes effect, a bad one is refused (the tokens stay), none makes TCP read-only (403)"
 
-curl -sN --max-time 20 "$TURL/v1/events" >/dev/null 2>&1 &
-curl -sN --max-time 20 --unix-socket "$TMP/api.sock" http://localhost/v1/events >/dev/null 2>&1 &
+# The streams end with the terminating chunk, not cut: curl exits 0 where a stream closed mid-way makes it exit 18
+# (a browser reports ERR_INCOMPLETE_CHUNKED_ENCODING and the console shows a broken stream at every agent restart).
+(curl -sN --max-time 20 "$TURL/v1/events" >"$TMP/end-tcp.out" 2>&1; echo "rc $?" >>"$TMP/end-tcp.out") &
+END_TCP=$!
+(curl -sN --max-time 20 --unix-socket "$TMP/api.sock" http://localhost/v1/events >"$TMP/end-unix.out" 2>&1
+	echo "rc $?" >>"$TMP/end-unix.out") &
+END_UNIX=$!
+CLEANUP+=("kill $END_TCP $END_UNIX")
+wait_for 5 sh -c "grep -q '^retry:' '$TMP/end-tcp.out' && grep -q '^retry:' '$TMP/end-unix.out'" || fail "the two streams did not start"
 sleep 0.5
 kill -TERM $AGENT_PID
 wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0"
 grep -qi "corrupt\|double free\|Assertion\|Sanitizer\|runtime error" "$TMP/agent.log" && fail "the agent's stop: $(tail -3 "$TMP/agent.log")"
-ok "SIGTERM with two streams open (suspended): clean exit 0"
+wait $END_TCP $END_UNIX
+for f in end-tcp end-unix; do
+	[ "$(tail -n 1 "$TMP/$f.out")" = "rc 0" ] || fail "$f: the stream was cut at the agent's stop, not ended (curl $(tail -n 1 "$TMP/$f.out"))"
+done
+ok "SIGTERM with two streams open (suspended): clean exit 0; both streams ended with the terminating chunk"
 echo "# $checks checks passed"

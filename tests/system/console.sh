@@ -3,17 +3,18 @@
 # agent on the fake host of squeeze_setup proposes raising net.core.netdev_budget; the page served on the TCP
 # listener shows the proposal with its evidence; a wrong token is refused; the right one, entered once and kept in
 # page memory only, approves it with a click; the trial's A/B blocks are drawn as they arrive over /v1/events; the
-# change appears in the history with its verdict. No console error and no Content-Security-Policy violation.
-# Screenshots go to $builddir/artefacts/console/. Chromium and python3-websocket are required (debian-deps.sh).
+# change appears in the history with its verdict. No console error, no network error, no Content-Security-Policy
+# violation, and the page's one event stream stays open throughout (never cut, never reconnected).
+# Screenshots and the agent's log go to $builddir/artefacts/console/. Chromium and python3-websocket are required
+# (debian-deps.sh). CONSOLE_PORT sets the agent's TCP port (default 18212); the browser picks its own DevTools port.
 TEST_NAME=console
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd jq curl
+need_cmd jq curl ss
 PY=/usr/bin/python3 # Debian's, which has python3-websocket (a python3 earlier in PATH may not)
 command -v chromium >/dev/null || fail "chromium is not installed: run packaging/debian-deps.sh"
 "$PY" -c 'import websocket' 2>/dev/null || fail "python3-websocket is not installed: run packaging/debian-deps.sh"
-PORT=18212
-DEVTOOLS=18252
+PORT=${CONSOLE_PORT:-18212}
 ART=$builddir/artefacts/console
 rm -rf "$ART"
 mkdir -p "$ART"
@@ -32,7 +33,10 @@ CLEANUP+=("kill $!")
 "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
 CLEANUP+=("kill $AGENT_PID")
+CLEANUP+=("cp $TMP/agent.log $ART/agent.log")
 wait_for 10 curl -sf "http://127.0.0.1:$PORT/v1/status" || fail "the agent's TCP listener did not answer"
+# Another run's agent on the same port would answer the checks below in place of this one.
+ss -ltnpH "sport = :$PORT" | grep -q "pid=$AGENT_PID," || fail "port $PORT is not this agent's: $(ss -ltnpH "sport = :$PORT")"
 
 # The page itself: one file, its policy, no external reference.
 curl -s -D "$TMP/h" -o "$TMP/page.html" "http://127.0.0.1:$PORT/"
@@ -52,7 +56,7 @@ wait_for 40 sh -c "curl -s http://127.0.0.1:$PORT/v1/proposals | jq -e '.proposa
 ID=$(curl -s "http://127.0.0.1:$PORT/v1/proposals" | jq '.proposals[0].id')
 ok "the agent proposes change $ID (netdev_budget 300 -> 600)"
 
-"$PY" "$srcdir/tests/system/cdp.py" console --port "$DEVTOOLS" --url "http://127.0.0.1:$PORT/" \
+"$PY" "$srcdir/tests/system/cdp.py" console --url "http://127.0.0.1:$PORT/" \
 	--token "ops:$SECRET" --proposal "$ID" --out "$ART" | tee "$TMP/cdp.out"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "the console scenario failed (screenshots in $ART)"
 for f in 1-proposal.png 2-trial.png 3-history.png; do
