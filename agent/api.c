@@ -523,7 +523,10 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 			return api_send_problem(c, 405, "%s is not a method of this API", method);
 		if (upload_size || has_body(c))
 			return api_send_problem(c, 413, "GET requests take no body");
-		return handle_get(api, l, c, url);
+		/* Answered on the next call, once MHD has the whole request: an answer queued with the headers makes
+		 * libmicrohttpd (0.9.75) close the connection after it, so no client could keep one alive. */
+		req->get = true;
+		return MHD_YES;
 	}
 	if (!api_knobs_is_post(url))
 		return api_send_problem(c, 405, "POST %s: not an action (actions: " API_PATH_PROPOSALS ", "
@@ -538,7 +541,8 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 
 /*
  * MHD calls this once with the headers (*con_cls NULL), then once per piece of body, then once more with no data.
- * GET answers at once; POST is checked (who may act), collects its body (bounded) and answers on the last call.
+ * GET is checked on the first call and answered on the next; POST is checked (who may act), collects its body
+ * (bounded) and answers on the last call.
  */
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -557,6 +561,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*con_cls = req;
 		current = req;
 		ret = first_call(l, c, req, url, method, *upload_data_size);
+		current = NULL;
+		return ret;
+	}
+	if (req->get) {
+		*upload_data_size = 0; /* none: refused on the first call */
+		current = req;
+		ret = handle_get(api, l, c, url);
 		current = NULL;
 		return ret;
 	}

@@ -59,6 +59,7 @@ struct api_req {
 	char *body;
 	size_t len;
 	bool too_big;
+	bool get;           /* a GET or HEAD that passed the first call's checks: answered on the next call */
 	char actor[64];     /* the user (Unix socket) or "token:NAME" (TCP); "" until a POST is allowed */
 	char peer[64];      /* "unix:pid=N,uid=N" or "ADDRESS:PORT" */
 	unsigned status;    /* of the answer queued */

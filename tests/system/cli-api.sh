@@ -70,6 +70,11 @@ is_problem() { jq -e --argjson s "$1" '.status == $s and (.title | length > 0) a
 [ "$(code -X GET --data-binary 'hello' http://localhost/v1/status)" = 413 ] && is_problem 413 ||
 	fail "GET with a body: $(cat "$TMP/body")"
 ok "problem objects: 404 unknown path, 405 method, 400 bad query, 413 body on GET"
+# Keep-alive: three GETs on one connection (curl's num_connects is 0 for a transfer that reused it).
+conns=$(curl -s -o /dev/null -o /dev/null -o /dev/null -w '%{num_connects} ' --unix-socket "$TMP/api.sock" \
+	http://localhost/v1/status http://localhost/v1/knobs 'http://localhost/v1/frames?since=-2')
+[ "$conns" = "1 0 0 " ] || fail "GET answers do not keep the connection alive (connects per transfer: $conns)"
+ok "GET answers keep the connection alive"
 [ "$(code 'http://localhost/v1/frames?since=-10&metrics=tcp.*,nginx.workers,no.such&limit=2')" = 200 ] ||
 	fail "frames query: $(cat "$TMP/body")"
 jq -e '(.frames | length) == 2 and (.frames[-1].values | has("no.such") and .["no.such"] == null
