@@ -280,7 +280,8 @@ squeeze_plant() {
 
 # find_prometheus_tool NAME: the path of promtool or prometheus: $PROMTOOL / $PROMETHEUS, one on the PATH, or
 # Debian's prometheus package unpacked (never installed) under the build dir, fetched with apt-get download on
-# first use. Prints nothing when none can be had.
+# first use. Tests run in parallel: the fetch holds a lock, and the unpacked tree appears by one rename, so that no
+# test runs a binary another is still writing ("Text file busy"). Prints nothing when none can be had.
 find_prometheus_tool() {
 	local name=$1 dir=$builddir/tests/promtool override
 	override=$(echo "$name" | tr a-z A-Z)
@@ -288,11 +289,20 @@ find_prometheus_tool() {
 		echo "${!override}"
 	elif command -v "$name" >/dev/null 2>&1; then
 		command -v "$name"
-	elif [ -x "$dir/usr/bin/$name" ]; then
-		echo "$dir/usr/bin/$name"
-	elif command -v apt-get >/dev/null 2>&1 && mkdir -p "$dir/deb" &&
-		(cd "$dir/deb" && timeout 300 apt-get download -q prometheus >/dev/null 2>&1) &&
-		dpkg-deb -x "$dir"/deb/prometheus_*.deb "$dir" && rm -rf "$dir/deb" && [ -x "$dir/usr/bin/$name" ]; then
-		echo "$dir/usr/bin/$name"
+	else
+		mkdir -p "$(dirname "$dir")" || return 0
+		(
+			flock -w 330 9 || exit 0
+			[ -x "$dir/usr/bin/$name" ] && exit 0
+			command -v apt-get >/dev/null 2>&1 || exit 0
+			tmp=$(mktemp -d "$dir.XXXXXX") || exit 0
+			if (cd "$tmp" && timeout 300 apt-get download -q prometheus >/dev/null 2>&1) &&
+				dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"; then
+				rm -rf "$dir" && mv "$tmp/root" "$dir"
+			fi
+			rm -rf "$tmp"
+		) 9>"$dir.lock"
+		[ -x "$dir/usr/bin/$name" ] && echo "$dir/usr/bin/$name"
 	fi
+	return 0
 }
