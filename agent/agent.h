@@ -13,9 +13,9 @@
 #include "config.h"
 #include "core/metrics.h"
 #include "core/prom.h"
-#include "knob.h"
-#include "sampler.h"
-#include "store.h"
+#include "act/knob.h"
+#include "observe/sampler.h"
+#include "store/store.h"
 
 #define AGENT_CPU_RING 128
 

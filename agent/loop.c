@@ -9,12 +9,12 @@
 #include <time.h>
 
 #include "agent.h"
-#include "api.h"
+#include "api/api.h"
 #include "core/policy.h"
-#include "doctor.h"
-#include "engine.h"
-#include "loadgen.h"
-#include "tuning.h"
+#include "diagnose/doctor.h"
+#include "act/engine.h"
+#include "act/loadgen.h"
+#include "act/tuning.h"
 #include "log.h"
 #include "notify.h"
 

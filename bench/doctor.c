@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "core/doctor.h"
-#include "doctor_conf.h"
+#include "diagnose/doctor_conf.h"
 
 static double cpu_us(void)
 {

@@ -47,8 +47,8 @@ grep -qi '^x-content-type-options: nosniff' "$TMP/h" && grep -qi '^x-frame-optio
 grep -qi '^access-control-' "$TMP/h" && fail "CORS headers on the console"
 grep -qi '^set-cookie' "$TMP/h" && fail "a cookie"
 grep -Eq '(src|href)="(https?:)?//' "$TMP/page.html" && fail "the page references another site"
-cmp -s "$TMP/page.html" "$srcdir/agent/console.html" || fail "the page served is not agent/console.html"
-curl -s "http://127.0.0.1:$PORT/console" | cmp -s - "$srcdir/agent/console.html" || fail "/console"
+cmp -s "$TMP/page.html" "$srcdir/agent/api/console.html" || fail "the page served is not agent/api/console.html"
+curl -s "http://127.0.0.1:$PORT/console" | cmp -s - "$srcdir/agent/api/console.html" || fail "/console"
 ok "GET / and /console: the embedded page, a hash-based CSP, nosniff, DENY framing, no CORS, no cookie"
 
 wait_for 40 sh -c "curl -s http://127.0.0.1:$PORT/v1/proposals | jq -e '.proposals[0].knob == \"net.core.netdev_budget\"'" ||

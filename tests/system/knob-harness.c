@@ -17,7 +17,7 @@
 #include <uv.h>
 
 #include "core/policy.h"
-#include "knob.h"
+#include "act/knob.h"
 
 struct wait {
 	bool done;

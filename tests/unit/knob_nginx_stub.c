@@ -4,7 +4,7 @@
  */
 #include <errno.h>
 
-#include "knob.h"
+#include "act/knob.h"
 
 static int stub_probe(struct knob *k, char *why, size_t whylen)
 {

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "api_auth.h"
-#include "sha256.h"
+#include "api/api_auth.h"
+#include "api/sha256.h"
 
 static char path[64];
 

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "core/doctor.h"
-#include "doctor_conf.h"
+#include "diagnose/doctor_conf.h"
 
 #define FX "/tmp/ngxat-doctor/"
 

@@ -13,7 +13,7 @@
 
 #include "core/controller.h"
 #include "core/judge.h"
-#include "events.h"
+#include "api/events.h"
 #include "proto.h"
 
 static int notified;

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "frame_json.h"
+#include "api/frame_json.h"
 #include "proto.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

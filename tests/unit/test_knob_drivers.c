@@ -32,8 +32,8 @@
 #include <cmocka.h>
 
 #include "core/policy.h"
-#include "knob.h"
-#include "knob_io.h"
+#include "act/knob.h"
+#include "act/knob_io.h"
 
 /* ---- fake root trees ------------------------------------------------------------------------------------- */
 

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "logtail.h"
+#include "observe/logtail.h"
 
 #define MAX_LINES 64
 #define BIG (1 << 20)

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "nginx_conf.h"
+#include "act/nginx_conf.h"
 
 #define MULTI "/tmp/ngxat-fixture/multi/"
 #define DEBIAN "/tmp/ngxat-fixture/debian/"

@@ -21,7 +21,7 @@
 #include "core/metrics.h"
 #include "core/plan.h"
 #include "core/policy.h"
-#include "policy_load.h"
+#include "act/policy_load.h"
 
 static const char *const shipped[] = {"buffers", "busypoll", "irq",   "listen", "nginx",
 				      "rps",     "sched",    "softnet", "tcp"};

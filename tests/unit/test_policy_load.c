@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "policy_load.h"
+#include "act/policy_load.h"
 
 static const char *srcdir(void)
 {

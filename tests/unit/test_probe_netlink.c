@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "probe_netlink.h"
+#include "observe/probe_netlink.h"
 
 #define BACKLOG4 7
 #define PENDING4 3

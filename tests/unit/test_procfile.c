@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "procfile.h"
+#include "observe/procfile.h"
 
 struct fixture {
 	char dir[64];

@@ -26,7 +26,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store/store.h"
 
 #define T0 INT64_C(1699999980000) /* a minute start */
 

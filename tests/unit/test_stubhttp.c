@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "stubhttp.h"
+#include "observe/stubhttp.h"
 
 #define MAX_SCRIPTS 16
 #define BODY "Active connections: 1 \nserver accepts handled requests\n 7 7 9 \nReading: 0 Writing: 1 Waiting: 0 \n"

@@ -1,0 +1,1483 @@
+/*
+ * nginx_conf: see nginx_conf.h.
+ *
+ * The dump format (nginx.c, 1.9.2 and later): for each file nginx opened, in the order it opened them and each
+ * path once, "# configuration file PATH:\n", the file's bytes, then "\n". The bytes are the file's own, so a file
+ * may contain anything, including a line that reads like a header; see nginx_conf_parse for how those are told
+ * apart. nginx prints the dump only when the whole configuration parsed, so every file of a real dump tokenizes,
+ * has balanced braces, and the main file's relative includes resolve against its directory.
+ *
+ * The tokenizer is ngx_conf_read_token transcribed, because "almost nginx's grammar" would split some real file
+ * differently from nginx and then edit the wrong bytes: a word ends only at a blank, ';' or '{' (so "a}" and
+ * "${host}" are single words), a quote opens a string only at the start of a word and must be followed by a blank,
+ * ';', '{' or ')', '#' starts a comment only at the start of a word, and a backslash makes the next byte literal.
+ */
+#define _GNU_SOURCE
+
+#include "act/nginx_conf.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define HEADER "# configuration file "
+#define HEADER_LEN (sizeof(HEADER) - 1)
+
+/* Block names kept on the walk's stack (directive names are short; a longer one is kept as "?"). */
+#define NAME_MAX_LEN 64
+
+/* Expanding includes can multiply a small dump (a file included twice by a file included twice ...): bound it. */
+#define WALK_BYTES_MAX (64u << 20)
+
+/* One word of a directive: RAW span (quotes included) and the bytes of its value before unescaping. */
+struct arg {
+	size_t off, end;
+	size_t voff, vlen;
+	unsigned line;
+};
+
+/* ngx_conf_read_token's state, resumable: lex_next may stop at any byte and go on later. */
+struct lexer {
+	const char *text;
+	size_t len;
+	size_t pos;
+	unsigned line;
+	bool last_space, need_space, quoted, s_quoted, d_quoted, variable, sharp;
+	size_t start;
+	unsigned start_line;
+	bool start_q;
+	size_t event_pos; /* offset of the ';', '{' or '}' of the last event */
+	struct arg *args;
+	size_t nargs, cap;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static bool is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+static void lex_init(struct lexer *lx, const char *text, size_t len)
+{
+	memset(lx, 0, sizeof(*lx));
+	lx->text = text;
+	lx->len = len;
+	lx->line = 1;
+	lx->last_space = true;
+}
+
+static void lex_free(struct lexer *lx)
+{
+	free(lx->args);
+	lx->args = NULL;
+	lx->nargs = lx->cap = 0;
+}
+
+/* Between directives: nothing pending, not inside a word or a string. */
+static bool lex_clean(const struct lexer *lx)
+{
+	return lx->nargs == 0 && lx->last_space && !lx->quoted && !lx->d_quoted && !lx->s_quoted && !lx->need_space;
+}
+
+static int add_arg(struct lexer *lx, size_t voff, size_t vlen, size_t off, size_t end, char *err, size_t errlen)
+{
+	if (lx->nargs == lx->cap) {
+		size_t cap = lx->cap ? lx->cap * 2 : 8;
+		struct arg *a;
+
+		if (lx->nargs >= NGINX_CONF_ARGS_MAX) {
+			set_err(err, errlen, "line %u: more than %d words in one directive", lx->start_line,
+				NGINX_CONF_ARGS_MAX);
+			return -EINVAL;
+		}
+		a = realloc(lx->args, cap * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		lx->args = a;
+		lx->cap = cap;
+	}
+	lx->args[lx->nargs++] = (struct arg){ .off = off, .end = end, .voff = voff, .vlen = vlen,
+					       .line = lx->start_line };
+	return 0;
+}
+
+/*
+ * Read up to offset LIMIT. 1 with *EV = ';' or '{' (a directive, words in lx->args) or '}' (end of a block);
+ * 0 when LIMIT was reached first (the state is kept: call again with a larger LIMIT); -EINVAL with ERR.
+ */
+static int lex_next(struct lexer *lx, size_t limit, int *ev, char *err, size_t errlen)
+{
+	while (lx->pos < limit) {
+		char ch = lx->text[lx->pos++];
+		bool found = false;
+		int r;
+
+		if (ch == '\n') {
+			lx->line++;
+			lx->sharp = false;
+		}
+		if (lx->sharp)
+			continue;
+		if (lx->quoted) {
+			lx->quoted = false;
+			continue;
+		}
+		if (lx->need_space) {
+			if (is_blank(ch)) {
+				lx->last_space = true;
+				lx->need_space = false;
+				continue;
+			}
+			if (ch == ';' || ch == '{') {
+				lx->last_space = true;
+				lx->need_space = false;
+				lx->event_pos = lx->pos - 1;
+				*ev = ch;
+				return 1;
+			}
+			if (ch == ')') {
+				lx->last_space = true;
+				lx->need_space = false;
+				continue;
+			}
+			set_err(err, errlen, "line %u: unexpected \"%c\" after a quoted string", lx->line, ch);
+			return -EINVAL;
+		}
+		if (lx->last_space) {
+			if (is_blank(ch))
+				continue;
+			lx->start = lx->pos - 1;
+			lx->start_line = lx->line;
+			lx->start_q = false;
+			switch (ch) {
+			case ';':
+			case '{':
+				if (lx->nargs == 0) {
+					set_err(err, errlen, "line %u: unexpected \"%c\"", lx->line, ch);
+					return -EINVAL;
+				}
+				lx->event_pos = lx->pos - 1;
+				*ev = ch;
+				return 1;
+			case '}':
+				if (lx->nargs != 0) {
+					set_err(err, errlen, "line %u: unexpected \"}\"", lx->line);
+					return -EINVAL;
+				}
+				lx->event_pos = lx->pos - 1;
+				*ev = '}';
+				return 1;
+			case '#':
+				lx->sharp = true;
+				continue;
+			case '\\':
+				lx->quoted = true;
+				lx->last_space = false;
+				continue;
+			case '"':
+				lx->start++;
+				lx->start_q = true;
+				lx->d_quoted = true;
+				lx->last_space = false;
+				continue;
+			case '\'':
+				lx->start++;
+				lx->start_q = true;
+				lx->s_quoted = true;
+				lx->last_space = false;
+				continue;
+			case '$':
+				lx->variable = true;
+				lx->last_space = false;
+				continue;
+			default:
+				lx->last_space = false;
+				continue;
+			}
+		}
+		if (ch == '{' && lx->variable)
+			continue;
+		lx->variable = false;
+		if (ch == '\\') {
+			lx->quoted = true;
+			continue;
+		}
+		if (ch == '$') {
+			lx->variable = true;
+			continue;
+		}
+		if (lx->d_quoted) {
+			if (ch == '"') {
+				lx->d_quoted = false;
+				lx->need_space = true;
+				found = true;
+			}
+		} else if (lx->s_quoted) {
+			if (ch == '\'') {
+				lx->s_quoted = false;
+				lx->need_space = true;
+				found = true;
+			}
+		} else if (is_blank(ch) || ch == ';' || ch == '{') {
+			lx->last_space = true;
+			found = true;
+		}
+		if (!found)
+			continue;
+		r = add_arg(lx, lx->start, lx->pos - 1 - lx->start, lx->start_q ? lx->start - 1 : lx->start,
+			    lx->start_q ? lx->pos : lx->pos - 1, err, errlen);
+		if (r < 0)
+			return r;
+		if (ch == ';' || ch == '{') {
+			lx->event_pos = lx->pos - 1;
+			*ev = ch;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The value of A as nginx sees it (escapes resolved) into BUF. Its length, or -E2BIG when it does not fit. */
+static int arg_value(const char *text, const struct arg *a, char *buf, size_t buflen)
+{
+	const char *s = text + a->voff, *e = s + a->vlen;
+	size_t n = 0;
+
+	while (s < e) {
+		char ch = *s;
+
+		if (ch == '\\' && s + 1 < e) {
+			switch (s[1]) {
+			case '"':
+			case '\'':
+			case '\\':
+				ch = s[1];
+				s += 2;
+				goto put;
+			case 't':
+				ch = '\t';
+				s += 2;
+				goto put;
+			case 'r':
+				ch = '\r';
+				s += 2;
+				goto put;
+			case 'n':
+				ch = '\n';
+				s += 2;
+				goto put;
+			default:
+				break;
+			}
+		}
+		s++;
+put:
+		if (n + 1 >= buflen)
+			return -E2BIG;
+		buf[n++] = ch;
+	}
+	if (buflen == 0)
+		return -E2BIG;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static bool arg_is(const char *text, const struct arg *a, const char *word)
+{
+	char buf[NGINX_CONF_WORD_MAX];
+
+	return arg_value(text, a, buf, sizeof(buf)) >= 0 && strcmp(buf, word) == 0;
+}
+
+/* ---- splitting the dump ----------------------------------------------------------------------------------- */
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* PATTERN made absolute against PREFIX into OUT. 0 or -ENAMETOOLONG. */
+static int resolve(const char *prefix, const char *pattern, char *out, size_t outlen)
+{
+	int n = pattern[0] == '/' ? snprintf(out, outlen, "%s", pattern) : snprintf(out, outlen, "%s%s", prefix, pattern);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+static bool pattern_matches(const char *pattern, const char *path)
+{
+	if (has_glob(pattern))
+		return fnmatch(pattern, path, FNM_PATHNAME | FNM_PERIOD) == 0;
+	return strcmp(pattern, path) == 0;
+}
+
+struct patterns {
+	char **v;
+	size_t n, cap;
+};
+
+static void patterns_free(struct patterns *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->v[i]);
+	free(p->v);
+	memset(p, 0, sizeof(*p));
+}
+
+static int patterns_add(struct patterns *p, const char *s)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		char **v;
+
+		if (p->n >= NGINX_CONF_FILES_MAX)
+			return -E2BIG;
+		v = realloc(p->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n] = strdup(s);
+	if (!p->v[p->n])
+		return -ENOMEM;
+	p->n++;
+	return 0;
+}
+
+/* The state of the file being split: its lexer, its block depth, and the includes it has shown so far. */
+struct split {
+	struct lexer lx;
+	int depth;
+	const char *prefix;
+	struct patterns *pats;
+	const char *path;
+};
+
+/* Tokenize the current file up to LIMIT, recording includes. 0 or -errno with ERR. */
+static int split_run(struct split *s, size_t limit, char *err, size_t errlen)
+{
+	for (;;) {
+		int ev, r = lex_next(&s->lx, limit, &ev, err, errlen);
+		char word[NGINX_CONF_WORD_MAX], abs[4096];
+
+		if (r <= 0)
+			return r;
+		if (ev == '}') {
+			if (s->depth == 0) {
+				set_err(err, errlen, "%s:%u: unexpected \"}\"", s->path, s->lx.line);
+				return -EINVAL;
+			}
+			s->depth--;
+			continue;
+		}
+		if (ev == '{') {
+			if (++s->depth > NGINX_CONF_DEPTH_MAX) {
+				set_err(err, errlen, "%s:%u: blocks nested too deep", s->path, s->lx.line);
+				return -EINVAL;
+			}
+		} else if (s->lx.nargs == 2 && arg_is(s->lx.text, &s->lx.args[0], "include") &&
+			   arg_value(s->lx.text, &s->lx.args[1], word, sizeof(word)) > 0 &&
+			   resolve(s->prefix, word, abs, sizeof(abs)) == 0) {
+			r = patterns_add(s->pats, abs);
+			if (r < 0) {
+				set_err(err, errlen, "too many include directives");
+				return r == -E2BIG ? -EINVAL : r;
+			}
+		}
+		s->lx.nargs = 0;
+	}
+}
+
+/* Whether the line at P of BUF (END bytes long) is a header; its path goes to [*PS, *PE), *NEXT past the line. */
+static bool header_at(const char *buf, size_t end, size_t p, size_t *ps, size_t *pe, size_t *next)
+{
+	const char *nl;
+
+	if (end - p < HEADER_LEN + 3 || memcmp(buf + p, HEADER, HEADER_LEN) != 0)
+		return false;
+	nl = memchr(buf + p + HEADER_LEN, '\n', end - p - HEADER_LEN);
+	if (!nl)
+		return false;
+	*ps = p + HEADER_LEN;
+	*pe = (size_t)(nl - buf);
+	if (*pe <= *ps + 1 || buf[*pe - 1] != ':' || buf[*ps] != '/')
+		return false;
+	(*pe)--;
+	if (memchr(buf + *ps, '\0', *pe - *ps))
+		return false;
+	*next = (size_t)(nl - buf) + 1;
+	return true;
+}
+
+static int add_file(struct nginx_conf *c, size_t *cap, const char *path, const char *text, size_t len)
+{
+	if (c->nfiles == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct nginx_conf_file *f;
+
+		if (c->nfiles >= NGINX_CONF_FILES_MAX)
+			return -E2BIG;
+		f = realloc(c->files, ncap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		c->files = f;
+		*cap = ncap;
+	}
+	c->files[c->nfiles++] = (struct nginx_conf_file){ .path = path, .text = text, .len = len };
+	return 0;
+}
+
+static bool seen(const struct nginx_conf *c, const char *path)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (strcmp(c->files[i].path, path) == 0)
+			return true;
+	return false;
+}
+
+static bool included_so_far(const struct patterns *p, const char *path)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (pattern_matches(p->v[i], path))
+			return true;
+	return false;
+}
+
+/* Close the file being split at byte END (exclusive): it must end between directives, outside any block. */
+static int split_finish(struct split *s, size_t end, char *err, size_t errlen)
+{
+	int r = split_run(s, end, err, errlen);
+
+	if (r < 0)
+		return r;
+	if (!lex_clean(&s->lx) || s->depth != 0) {
+		set_err(err, errlen, "%s:%u: unexpected end of file", s->path, s->lx.line);
+		return -EINVAL;
+	}
+	lex_free(&s->lx);
+	return 0;
+}
+
+/*
+ * A candidate header at P is taken only where nginx could have printed one: the file before it ends cleanly there
+ * (its last byte is followed by the newline nginx adds), the path is new, and an include read so far names it.
+ */
+int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen)
+{
+	struct patterns pats = { 0 };
+	struct split s;
+	size_t cap = 0, ps, pe, next, content, scan;
+	char *slash;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	set_err(err, errlen, "%s", "");
+	if (!dump || len == 0 || len > NGINX_CONF_DUMP_MAX) {
+		set_err(err, errlen, "nginx -T printed %zu bytes", len);
+		return -EINVAL;
+	}
+	out->buf = malloc(len + 1);
+	if (!out->buf)
+		return -ENOMEM;
+	memcpy(out->buf, dump, len);
+	out->buf[len] = '\0';
+	if (!header_at(out->buf, len, 0, &ps, &pe, &next)) {
+		set_err(err, errlen, "not the output of nginx -T: it does not start with \"%s/...:\"", HEADER);
+		r = -EINVAL;
+		goto fail;
+	}
+	if (out->buf[len - 1] != '\n') {
+		set_err(err, errlen, "the output of nginx -T is truncated");
+		r = -EINVAL;
+		goto fail;
+	}
+	out->buf[pe] = '\0';
+	if (pe - ps >= sizeof(out->prefix)) {
+		set_err(err, errlen, "configuration path too long");
+		r = -EINVAL;
+		goto fail;
+	}
+	memcpy(out->prefix, out->buf + ps, pe - ps + 1);
+	slash = strrchr(out->prefix, '/');
+	slash[1] = '\0';
+	memset(&s, 0, sizeof(s));
+	s.prefix = out->prefix;
+	s.pats = &pats;
+	content = next;
+	s.path = out->buf + ps;
+	lex_init(&s.lx, out->buf, len);
+	s.lx.pos = content;
+	scan = content;
+	for (;;) {
+		const char *hit = memmem(out->buf + scan, len - scan, "\n" HEADER, HEADER_LEN + 1);
+		size_t p, nps, npe, nnext;
+
+		if (!hit)
+			break;
+		p = (size_t)(hit - out->buf) + 1;
+		scan = p;
+		if (!header_at(out->buf, len, p, &nps, &npe, &nnext))
+			continue;
+		r = split_run(&s, p - 1, err, errlen);
+		if (r < 0)
+			goto fail_lex;
+		if (!lex_clean(&s.lx) || s.depth != 0)
+			continue;
+		out->buf[npe] = '\0'; /* the ':' goes; restored below when this is not a header */
+		if (seen(out, out->buf + nps) || strcmp(s.path, out->buf + nps) == 0 ||
+		    !included_so_far(&pats, out->buf + nps)) {
+			out->buf[npe] = ':';
+			continue;
+		}
+		r = split_finish(&s, p - 1, err, errlen);
+		if (r == 0)
+			r = add_file(out, &cap, s.path, out->buf + content, p - 1 - content);
+		if (r < 0)
+			goto fail_lex;
+		s.path = out->buf + nps;
+		s.depth = 0;
+		content = nnext;
+		lex_init(&s.lx, out->buf, len);
+		s.lx.pos = content;
+		scan = content;
+	}
+	if (content > len - 1) {
+		set_err(err, errlen, "the output of nginx -T is truncated after the header of %s", s.path);
+		r = -EINVAL;
+		goto fail_lex;
+	}
+	r = split_finish(&s, len - 1, err, errlen);
+	if (r == 0)
+		r = add_file(out, &cap, s.path, out->buf + content, len - 1 - content);
+	if (r < 0)
+		goto fail_lex;
+	patterns_free(&pats);
+	return 0;
+fail_lex:
+	lex_free(&s.lx);
+	if (r == -E2BIG) {
+		set_err(err, errlen, "more than %d files in the configuration", NGINX_CONF_FILES_MAX);
+		r = -EINVAL;
+	}
+fail:
+	patterns_free(&pats);
+	nginx_conf_free(out);
+	return r;
+}
+
+void nginx_conf_free(struct nginx_conf *c)
+{
+	if (!c)
+		return;
+	free(c->files);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+}
+
+int nginx_conf_file_index(const struct nginx_conf *c, const char *path)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (strcmp(c->files[i].path, path) == 0)
+			return (int)i;
+	return -ENOENT;
+}
+
+/* ---- walking the configuration ---------------------------------------------------------------------------- */
+
+struct walk;
+
+/* Called for each directive (EV ';') and block (EV '{'); returns 0, 1 to stop the walk, or -errno. */
+typedef int (*walk_fn)(struct walk *w, size_t file, const struct lexer *lx, int ev);
+/* Called before an included FILE is walked; same returns. */
+typedef int (*include_fn)(struct walk *w, size_t file);
+/* Called at the '}' (on LINE of FILE) that closes the innermost block, before it leaves the stack; same returns. */
+typedef int (*close_fn)(struct walk *w, size_t file, unsigned line);
+
+struct walk {
+	const struct nginx_conf *c; /* NULL: one text alone, includes not followed */
+	char stack[NGINX_CONF_DEPTH_MAX][NAME_MAX_LEN];
+	size_t sp;
+	int incl_depth;
+	size_t incl_file;   /* the file of the include directive being expanded */
+	unsigned incl_line; /* and its line */
+	size_t bytes;
+	walk_fn fn;
+	include_fn on_include;
+	close_fn on_close;
+	void *ctx;
+	char *err;
+	size_t errlen;
+};
+
+/* The context path of the walk ("main", "http", "http/server", ...) into OUT. */
+static void walk_context(const struct walk *w, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	if (w->sp == 0) {
+		snprintf(out, outlen, "main");
+		return;
+	}
+	out[0] = '\0';
+	for (size_t i = 0; i < w->sp && n < outlen; i++) {
+		int k = snprintf(out + n, outlen - n, "%s%s", i ? "/" : "", w->stack[i]);
+
+		if (k < 0)
+			break;
+		n += (size_t)k;
+	}
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+	const struct nginx_conf_file *const *x = a, *const *y = b;
+
+	return strcmp((*x)->path, (*y)->path);
+}
+
+static int walk_text(struct walk *w, size_t file, const char *path, const char *text, size_t len);
+
+/* An include directive: walk every file of the dump it names, in glob order, in the current context. */
+static int walk_include(struct walk *w, const struct lexer *lx, size_t file, const char *path)
+{
+	char word[NGINX_CONF_WORD_MAX], abs[4096];
+	const struct nginx_conf_file **m;
+	size_t n = 0;
+	int r = 0;
+
+	if (!w->c || lx->nargs != 2)
+		return 0;
+	if (arg_value(lx->text, &lx->args[1], word, sizeof(word)) <= 0 || resolve(w->c->prefix, word, abs, sizeof(abs))) {
+		set_err(w->err, w->errlen, "%s:%u: include path too long", path, lx->args[0].line);
+		return -EINVAL;
+	}
+	if (w->incl_depth >= NGINX_CONF_INCLUDE_DEPTH) {
+		set_err(w->err, w->errlen, "%s:%u: includes nested deeper than %d", path, lx->args[0].line,
+			NGINX_CONF_INCLUDE_DEPTH);
+		return -EINVAL;
+	}
+	m = malloc(w->c->nfiles * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->c->nfiles; i++)
+		if (pattern_matches(abs, w->c->files[i].path))
+			m[n++] = &w->c->files[i];
+	if (n == 0 && !has_glob(abs)) {
+		set_err(w->err, w->errlen, "%s:%u: %s is included but not in the output of nginx -T", path,
+			lx->args[0].line, abs);
+		free(m);
+		return -EINVAL;
+	}
+	qsort(m, n, sizeof(*m), cmp_path);
+	w->incl_depth++;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		size_t fi = (size_t)(m[i] - w->c->files);
+
+		w->incl_file = file;
+		w->incl_line = lx->args[0].line;
+		if (w->on_include)
+			r = w->on_include(w, fi);
+		if (r == 0)
+			r = walk_text(w, fi, m[i]->path, m[i]->text, m[i]->len);
+	}
+	w->incl_depth--;
+	free(m);
+	return r;
+}
+
+static int walk_text(struct walk *w, size_t file, const char *path, const char *text, size_t len)
+{
+	struct lexer lx;
+	size_t base = w->sp;
+	int r = 0;
+
+	w->bytes += len;
+	if (w->bytes > WALK_BYTES_MAX) {
+		set_err(w->err, w->errlen, "the configuration is larger than %u bytes with its includes expanded",
+			WALK_BYTES_MAX);
+		return -EINVAL;
+	}
+	lex_init(&lx, text, len);
+	for (;;) {
+		char ebuf[192];
+		int ev;
+
+		r = lex_next(&lx, len, &ev, ebuf, sizeof(ebuf));
+		if (r < 0) {
+			set_err(w->err, w->errlen, "%s: %s", path, ebuf);
+			break;
+		}
+		if (r == 0) {
+			if (!lex_clean(&lx) || w->sp != base) {
+				set_err(w->err, w->errlen, "%s:%u: unexpected end of file", path, lx.line);
+				r = -EINVAL;
+			}
+			break;
+		}
+		if (ev == '}') {
+			if (w->sp == base) {
+				set_err(w->err, w->errlen, "%s:%u: unexpected \"}\"", path, lx.line);
+				r = -EINVAL;
+				break;
+			}
+			r = w->on_close ? w->on_close(w, file, lx.line) : 0;
+			if (r != 0)
+				break;
+			w->sp--;
+			continue;
+		}
+		r = w->fn ? w->fn(w, file, &lx, ev) : 0;
+		if (r != 0)
+			break;
+		if (ev == '{') {
+			if (w->sp >= NGINX_CONF_DEPTH_MAX) {
+				set_err(w->err, w->errlen, "%s:%u: blocks nested too deep", path, lx.line);
+				r = -EINVAL;
+				break;
+			}
+			if (arg_value(text, &lx.args[0], w->stack[w->sp], NAME_MAX_LEN) < 0)
+				snprintf(w->stack[w->sp], NAME_MAX_LEN, "?");
+			w->sp++;
+		} else if (arg_is(text, &lx.args[0], "include")) {
+			r = walk_include(w, &lx, file, path);
+			if (r != 0)
+				break;
+		}
+		lx.nargs = 0;
+	}
+	lex_free(&lx);
+	w->sp = base;
+	return r;
+}
+
+/* Walk C from its main file; 0 (whole walk), 1 (stopped by a callback) or -errno. */
+static int walk_conf(struct walk *w, const struct nginx_conf *c)
+{
+	w->c = c;
+	if (!c || c->nfiles == 0) {
+		set_err(w->err, w->errlen, "no configuration");
+		return -EINVAL;
+	}
+	return walk_text(w, 0, c->files[0].path, c->files[0].text, c->files[0].len);
+}
+
+/* ---- questions -------------------------------------------------------------------------------------------- */
+
+struct included_q {
+	const char *path;
+	char *context;
+	size_t contextlen;
+};
+
+static int included_hook(struct walk *w, size_t file)
+{
+	struct included_q *q = w->ctx;
+
+	if (strcmp(w->c->files[file].path, q->path) != 0)
+		return 0;
+	walk_context(w, q->context, q->contextlen);
+	return 1;
+}
+
+int nginx_conf_included(const struct nginx_conf *c, const char *path, char *context, size_t contextlen, char *err,
+			size_t errlen)
+{
+	struct included_q q = { .path = path, .context = context, .contextlen = contextlen };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->on_include = included_hook;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_conf(w, c);
+	free(w);
+	if (r < 0)
+		return r;
+	return r == 1 ? 0 : -ENOENT;
+}
+
+struct find_q {
+	const char *context, *name;
+	struct nginx_conf_directive *out;
+};
+
+static int fill_directive(const struct lexer *lx, size_t file, struct nginx_conf_directive *out, char *err,
+			  size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	out->file = file;
+	out->line = lx->args[0].line;
+	out->nargs = lx->nargs - 1;
+	for (size_t i = 1; i < lx->nargs && i <= NGINX_CONF_VALUE_ARGS; i++) {
+		if (arg_value(lx->text, &lx->args[i], out->args[i - 1], NGINX_CONF_WORD_MAX) < 0) {
+			set_err(err, errlen, "line %u: argument %zu longer than %d bytes", out->line, i,
+				NGINX_CONF_WORD_MAX - 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int find_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct find_q *q = w->ctx;
+	char ctx[NGINX_CONF_CONTEXT_MAX];
+	int r;
+
+	if (ev != ';' || !arg_is(lx->text, &lx->args[0], q->name))
+		return 0;
+	walk_context(w, ctx, sizeof(ctx));
+	if (strcmp(ctx, q->context) != 0)
+		return 0;
+	r = fill_directive(lx, file, q->out, w->err, w->errlen);
+	return r < 0 ? r : 1;
+}
+
+int nginx_conf_find(const struct nginx_conf *c, const char *context, const char *name,
+		    struct nginx_conf_directive *out, char *err, size_t errlen)
+{
+	struct find_q q = { .context = context, .name = name, .out = out };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->fn = find_fn;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_conf(w, c);
+	free(w);
+	if (r < 0)
+		return r;
+	return r == 1 ? 0 : -ENOENT;
+}
+
+int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
+			 char *err, size_t errlen)
+{
+	struct find_q q = { .context = "main", .name = name, .out = out };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->fn = find_fn;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_text(w, 0, "(file)", text, len);
+	free(w);
+	if (r < 0)
+		return r;
+	return r == 1 ? 0 : -ENOENT;
+}
+
+/* ---- the public walk -------------------------------------------------------------------------------------- */
+
+struct visit_q {
+	nginx_conf_visit_fn fn;
+	void *ctx;
+	char context[NGINX_CONF_CONTEXT_MAX];
+};
+
+static int visit(struct walk *w, struct nginx_conf_node *n)
+{
+	struct visit_q *q = w->ctx;
+
+	walk_context(w, q->context, sizeof(q->context));
+	n->context = q->context;
+	n->depth = w->sp;
+	return q->fn(q->ctx, n);
+}
+
+static int visit_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct nginx_conf_node n = { .event = ev == '{' ? NGINX_CONF_BLOCK : NGINX_CONF_DIRECTIVE, .file = file,
+				     .line = lx->args[0].line, .nwords = lx->nargs, .priv = lx };
+
+	return visit(w, &n);
+}
+
+static int visit_close(struct walk *w, size_t file, unsigned line)
+{
+	struct nginx_conf_node n = { .event = NGINX_CONF_BLOCK_END, .file = file, .line = line };
+	int r;
+
+	/* Shown where the block stands, as its start was: outside itself. */
+	w->sp--;
+	r = visit(w, &n);
+	w->sp++;
+	return r;
+}
+
+static int visit_include(struct walk *w, size_t file)
+{
+	struct nginx_conf_node n = { .event = NGINX_CONF_INCLUDE, .file = w->incl_file, .line = w->incl_line,
+				     .included = file };
+
+	return visit(w, &n);
+}
+
+int nginx_conf_walk(const struct nginx_conf *c, nginx_conf_visit_fn fn, void *ctx, char *err, size_t errlen)
+{
+	struct visit_q q = { .fn = fn, .ctx = ctx };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	set_err(err, errlen, "%s", "");
+	w->fn = visit_fn;
+	w->on_close = visit_close;
+	w->on_include = visit_include;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_conf(w, c);
+	free(w);
+	return r;
+}
+
+int nginx_conf_node_word(const struct nginx_conf_node *node, size_t i, char *buf, size_t buflen)
+{
+	const struct lexer *lx = node->priv;
+
+	if (!lx || i >= node->nwords || i >= lx->nargs)
+		return -EINVAL;
+	return arg_value(lx->text, &lx->args[i], buf, buflen);
+}
+
+/* ---- listen directives ------------------------------------------------------------------------------------ */
+
+struct listens_q {
+	struct nginx_listen *v;
+	size_t n, cap;
+};
+
+static int parse_port(const char *s, uint16_t *out)
+{
+	unsigned long v = 0;
+
+	if (!*s || strlen(s) > 5)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v == 0 || v > 65535)
+		return -EINVAL;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+/* The address of a listen directive, as ngx_parse_url reads it. 0 or -EINVAL. */
+static int parse_listen_addr(const char *s, enum nginx_listen_module module, struct nginx_listen *l)
+{
+	char host[NGINX_CONF_ADDR_MAX];
+	const char *colon;
+	unsigned char bin[16];
+	bool all_digits = true;
+
+	if (!*s || strlen(s) >= NGINX_CONF_ADDR_MAX)
+		return -EINVAL;
+	l->port = module == NGINX_LISTEN_HTTP ? 80 : 0;
+	if (strncmp(s, "unix:", 5) == 0) {
+		l->family = AF_UNIX;
+		l->port = 0;
+		memcpy(l->addr, s, strlen(s) + 1);
+		return 0;
+	}
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		size_t n;
+
+		if (!close || (n = (size_t)(close - s - 1)) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, n);
+		host[n] = '\0';
+		if (close[1] == ':') {
+			if (parse_port(close + 2, &l->port) < 0)
+				return -EINVAL;
+		} else if (close[1] != '\0') {
+			return -EINVAL;
+		}
+		if (inet_pton(AF_INET6, host, bin) != 1)
+			return -EINVAL;
+		l->family = AF_INET6;
+		inet_ntop(AF_INET6, bin, l->addr, sizeof(l->addr));
+		l->wildcard = strcmp(l->addr, "::") == 0;
+		return 0;
+	}
+	for (const char *p = s; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			all_digits = false;
+	if (all_digits) {
+		if (parse_port(s, &l->port) < 0)
+			return -EINVAL;
+		snprintf(host, sizeof(host), "*");
+	} else if ((colon = strrchr(s, ':'))) {
+		size_t n = (size_t)(colon - s);
+
+		if (n == 0 || n >= sizeof(host) || parse_port(colon + 1, &l->port) < 0)
+			return -EINVAL;
+		memcpy(host, s, n);
+		host[n] = '\0';
+	} else {
+		memcpy(host, s, strlen(s) + 1);
+	}
+	if (strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0) {
+		l->family = AF_INET;
+		snprintf(l->addr, sizeof(l->addr), "0.0.0.0");
+		l->wildcard = true;
+	} else if (inet_pton(AF_INET, host, bin) == 1) {
+		l->family = AF_INET;
+		inet_ntop(AF_INET, bin, l->addr, sizeof(l->addr));
+	} else {
+		l->family = AF_UNSPEC;
+		for (char *p = host; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		snprintf(l->addr, sizeof(l->addr), "%s", host);
+	}
+	return 0;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Parameters that make nginx bind an address:port on its own, and which nginx allows once per address:port. */
+static bool is_socket_option(const char *p)
+{
+	static const char *const eq[] = { "backlog=", "rcvbuf=", "sndbuf=", "accept_filter=", "ipv6only=",
+					  "so_keepalive=", "fastopen=", "setfib=" };
+	static const char *const word[] = { "bind", "deferred", "reuseport" };
+
+	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]); i++)
+		if (has_prefix(p, eq[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(word) / sizeof(word[0]); i++)
+		if (strcmp(p, word[i]) == 0)
+			return true;
+	return false;
+}
+
+static int parse_backlog(const char *s, int64_t *out)
+{
+	int64_t v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p) || v > (INT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (*p - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct listens_q *q = w->ctx;
+	struct nginx_listen l;
+	char word[NGINX_CONF_WORD_MAX];
+
+	if (ev != ';' || w->sp != 2 || strcmp(w->stack[1], "server") != 0 || !arg_is(lx->text, &lx->args[0], "listen"))
+		return 0;
+	memset(&l, 0, sizeof(l));
+	if (strcmp(w->stack[0], "http") == 0)
+		l.module = NGINX_LISTEN_HTTP;
+	else if (strcmp(w->stack[0], "stream") == 0)
+		l.module = NGINX_LISTEN_STREAM;
+	else if (strcmp(w->stack[0], "mail") == 0)
+		l.module = NGINX_LISTEN_MAIL;
+	else
+		return 0;
+	l.file = file;
+	l.line = lx->args[0].line;
+	l.start = lx->args[0].off;
+	if (lx->nargs < 2 || arg_value(lx->text, &lx->args[1], word, sizeof(word)) < 0 ||
+	    parse_listen_addr(word, l.module, &l)) {
+		set_err(w->err, w->errlen, "%s:%u: a listen address this parser does not understand",
+			w->c ? w->c->files[file].path : "", l.line);
+		return -EINVAL;
+	}
+	for (size_t i = 2; i < lx->nargs; i++) {
+		if (arg_value(lx->text, &lx->args[i], word, sizeof(word)) < 0)
+			continue;
+		if (strcmp(word, "udp") == 0)
+			l.udp = true;
+		if (is_socket_option(word))
+			l.options = true;
+		if (has_prefix(word, "backlog=")) {
+			if (parse_backlog(word + 8, &l.backlog) < 0) {
+				set_err(w->err, w->errlen, "%s:%u: invalid %s", w->c ? w->c->files[file].path : "",
+					l.line, word);
+				return -EINVAL;
+			}
+			l.has_backlog = true;
+		}
+	}
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 16;
+		struct nginx_listen *v;
+
+		if (q->n >= NGINX_CONF_LISTENS_MAX) {
+			set_err(w->err, w->errlen, "more than %d listen directives", NGINX_CONF_LISTENS_MAX);
+			return -EINVAL;
+		}
+		v = realloc(q->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		q->v = v;
+		q->cap = cap;
+	}
+	q->v[q->n++] = l;
+	return 0;
+}
+
+static bool same_socket(const struct nginx_listen *a, const struct nginx_listen *b)
+{
+	return a->module == b->module && a->family == b->family && a->port == b->port && strcmp(a->addr, b->addr) == 0;
+}
+
+/* Mark the directive of each address:port that carries backlog= (see struct nginx_listen). */
+static void mark_targets(struct nginx_listen *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct nginx_listen *l = &v[i];
+		size_t pick = i;
+		bool options = false, covered = false;
+
+		if (l->family == AF_UNIX || l->udp || l->port == 0)
+			continue;
+		/* Only the first directive of a group decides, so each group is decided once. */
+		for (size_t j = 0; j < i; j++)
+			if (same_socket(&v[j], l))
+				goto next;
+		for (size_t j = i; j < n; j++) {
+			if (!same_socket(&v[j], l) || !v[j].options)
+				continue;
+			if (!options)
+				pick = j;
+			options = true;
+		}
+		if (!options && !l->wildcard) {
+			for (size_t j = 0; j < n; j++) {
+				const struct nginx_listen *o = &v[j];
+
+				if (o->module == l->module && o->wildcard && !o->udp && o->port == l->port &&
+				    (l->family == AF_UNSPEC || o->family == l->family))
+					covered = true;
+			}
+		}
+		if (!covered)
+			v[pick].target = true;
+next:;
+	}
+}
+
+int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, size_t *n, char *err, size_t errlen)
+{
+	struct listens_q q = { 0 };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!w)
+		return -ENOMEM;
+	w->fn = listens_fn;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_conf(w, c);
+	free(w);
+	if (r < 0) {
+		free(q.v);
+		return r;
+	}
+	mark_targets(q.v, q.n);
+	*out = q.v;
+	*n = q.n;
+	return 0;
+}
+
+/* ---- edits ------------------------------------------------------------------------------------------------ */
+
+/* Replace [off, off+del) of the original text by INS. */
+struct splice {
+	size_t off, del;
+	char ins[NGINX_CONF_LINE_MAX];
+};
+
+struct edits {
+	struct splice *v;
+	size_t n, cap;
+};
+
+static int edits_add(struct edits *e, size_t off, size_t del, const char *ins)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 8;
+		struct splice *v = realloc(e->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n].off = off;
+	e->v[e->n].del = del;
+	snprintf(e->v[e->n].ins, sizeof(e->v[e->n].ins), "%s", ins);
+	e->n++;
+	return 0;
+}
+
+static int cmp_splice(const void *a, const void *b)
+{
+	const struct splice *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* TEXT with the splices applied (they must not overlap). */
+static int edits_apply(struct edits *e, const char *text, size_t len, char **out, size_t *outlen)
+{
+	size_t total = len, at = 0, o = 0;
+	char *buf;
+
+	if (e->n)
+		qsort(e->v, e->n, sizeof(*e->v), cmp_splice);
+	for (size_t i = 0; i < e->n; i++)
+		total += strlen(e->v[i].ins);
+	buf = malloc(total + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n; i++) {
+		size_t k = strlen(e->v[i].ins);
+
+		memcpy(buf + o, text + at, e->v[i].off - at);
+		o += e->v[i].off - at;
+		memcpy(buf + o, e->v[i].ins, k);
+		o += k;
+		at = e->v[i].off + e->v[i].del;
+	}
+	memcpy(buf + o, text + at, len - at);
+	o += len - at;
+	buf[o] = '\0';
+	*out = buf;
+	*outlen = o;
+	return 0;
+}
+
+struct backlog_q {
+	const size_t *starts;
+	size_t n;
+	bool *hit;
+	int64_t value;
+	bool strip; /* remove every backlog= of every listen instead */
+	struct edits e;
+};
+
+static int backlog_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct backlog_q *q = w->ctx;
+	char word[NGINX_CONF_WORD_MAX], ins[64];
+	bool replaced = false;
+	size_t k;
+	int r;
+
+	(void)file;
+	if (ev != ';' || !arg_is(lx->text, &lx->args[0], "listen"))
+		return 0;
+	if (!q->strip) {
+		for (k = 0; k < q->n; k++)
+			if (q->starts[k] == lx->args[0].off)
+				break;
+		if (k == q->n)
+			return 0;
+		q->hit[k] = true;
+	}
+	snprintf(ins, sizeof(ins), "backlog=%lld", (long long)q->value);
+	for (size_t i = 2; i < lx->nargs; i++) {
+		if (arg_value(lx->text, &lx->args[i], word, sizeof(word)) < 0 || !has_prefix(word, "backlog="))
+			continue;
+		if (q->strip)
+			r = edits_add(&q->e, lx->args[i - 1].end, lx->args[i].end - lx->args[i - 1].end, "");
+		else
+			r = edits_add(&q->e, lx->args[i].off, lx->args[i].end - lx->args[i].off, ins);
+		if (r < 0)
+			return r;
+		replaced = true;
+	}
+	if (!replaced && !q->strip) {
+		snprintf(ins, sizeof(ins), " backlog=%lld", (long long)q->value);
+		r = edits_add(&q->e, lx->args[lx->nargs - 1].end, 0, ins);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, size_t n, int64_t value, char **out,
+			   size_t *outlen, char *err, size_t errlen)
+{
+	struct backlog_q q = { .starts = starts, .n = n, .value = value };
+	struct walk *w;
+	int r;
+
+	*out = NULL;
+	*outlen = 0;
+	if (value <= 0 || value > INT32_MAX) {
+		set_err(err, errlen, "backlog %lld out of range", (long long)value);
+		return -EINVAL;
+	}
+	q.hit = calloc(n ? n : 1, sizeof(*q.hit));
+	w = calloc(1, sizeof(*w));
+	if (!q.hit || !w) {
+		free(q.hit);
+		free(w);
+		return -ENOMEM;
+	}
+	w->fn = backlog_fn;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_text(w, 0, "(file)", text, len);
+	for (size_t k = 0; r == 0 && k < n; k++) {
+		if (!q.hit[k]) {
+			set_err(err, errlen, "no listen directive at offset %zu", starts[k]);
+			r = -EINVAL;
+		}
+	}
+	if (r == 0)
+		r = edits_apply(&q.e, text, len, out, outlen);
+	free(q.e.v);
+	free(q.hit);
+	free(w);
+	return r;
+}
+
+static int strip_backlog(const char *text, size_t len, char **out, size_t *outlen)
+{
+	struct backlog_q q = { .strip = true, .value = 1 };
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->fn = backlog_fn;
+	w->ctx = &q;
+	r = walk_text(w, 0, "(file)", text, len);
+	if (r == 0)
+		r = edits_apply(&q.e, text, len, out, outlen);
+	free(q.e.v);
+	free(w);
+	return r;
+}
+
+bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen)
+{
+	char *sa = NULL, *sb = NULL;
+	size_t la = 0, lb = 0;
+	bool same = false;
+
+	if (strip_backlog(a, alen, &sa, &la) == 0 && strip_backlog(b, blen, &sb, &lb) == 0)
+		same = la == lb && memcmp(sa, sb, la) == 0;
+	free(sa);
+	free(sb);
+	return same;
+}
+
+struct directive_q {
+	const char *name, *args;
+	bool found;
+	struct edits e;
+	const char *text;
+	size_t len;
+};
+
+static int directive_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct directive_q *q = w->ctx;
+	char line[NGINX_CONF_LINE_MAX];
+	size_t off = lx->args[0].off, end = lx->event_pos + 1;
+
+	(void)file;
+	if (w->sp != 0 || !arg_is(lx->text, &lx->args[0], q->name))
+		return 0;
+	if (ev != ';') {
+		set_err(w->err, w->errlen, "line %u: %s is a block here", lx->args[0].line, q->name);
+		return -EINVAL;
+	}
+	if (q->args && !q->found) {
+		snprintf(line, sizeof(line), "%s %s;", q->name, q->args);
+		q->found = true;
+		return edits_add(&q->e, off, end - off, line);
+	}
+	/* Removed with its line when nothing else is on it. */
+	if ((off == 0 || q->text[off - 1] == '\n') && end < q->len && q->text[end] == '\n')
+		end++;
+	q->found = true;
+	return edits_add(&q->e, off, end - off, "");
+}
+
+int nginx_conf_set_directive(const char *text, size_t len, const char *name, const char *args, char **out,
+			     size_t *outlen, char *err, size_t errlen)
+{
+	struct directive_q q = { .name = name, .args = args, .text = text, .len = len };
+	struct walk *w;
+	char line[NGINX_CONF_LINE_MAX];
+	int r;
+
+	*out = NULL;
+	*outlen = 0;
+	if (!name[0] || strlen(name) + (args ? strlen(args) : 0) + 4 > NGINX_CONF_LINE_MAX) {
+		set_err(err, errlen, "directive too long");
+		return -EINVAL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fn = directive_fn;
+	w->ctx = &q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_text(w, 0, "(file)", text, len);
+	if (r == 0 && !q.found && args) {
+		snprintf(line, sizeof(line), "%s%s %s;\n", len && text[len - 1] != '\n' ? "\n" : "", name, args);
+		r = edits_add(&q.e, len, 0, line);
+	}
+	if (r == 0)
+		r = edits_apply(&q.e, text, len, out, outlen);
+	free(q.e.v);
+	free(w);
+	return r;
+}

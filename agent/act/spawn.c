@@ -1,0 +1,177 @@
+/*
+ * spawn: child processes on the libuv loop. See spawn.h.
+ */
+#include "act/spawn.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void spawn_closed(uv_handle_t *h)
+{
+	struct spawn *sp = h->data;
+
+	if (--sp->open > 0)
+		return;
+	sp->cb(sp);
+	free(sp->obuf.p);
+	free(sp->ebuf.p);
+	free(sp);
+}
+
+static void close_handle(uv_handle_t *h, bool *flag)
+{
+	if (!*flag)
+		return;
+	*flag = false;
+	uv_close(h, spawn_closed);
+}
+
+static void spawn_maybe_done(struct spawn *sp)
+{
+	if (sp->exited && !sp->out_open && !sp->err_open)
+		close_handle((uv_handle_t *)&sp->timer, &sp->timer_open);
+}
+
+static void spawn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct spawn *sp = h->data;
+	struct outbuf *b = h == (uv_handle_t *)&sp->out ? &sp->obuf : &sp->ebuf;
+
+	(void)suggested;
+	if (b->cap - b->len < 65536 && b->cap < b->max + 65536) {
+		size_t cap = b->cap ? b->cap * 2 : 65536;
+		char *p = realloc(b->p, cap + 1);
+
+		if (p) {
+			b->p = p;
+			b->cap = cap;
+		}
+	}
+	buf->base = b->p ? b->p + b->len : NULL;
+	buf->len = b->p ? b->cap - b->len : 0;
+}
+
+static void spawn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct spawn *sp = s->data;
+	bool is_out = s == (uv_stream_t *)&sp->out;
+	struct outbuf *b = is_out ? &sp->obuf : &sp->ebuf;
+
+	(void)buf;
+	if (nread > 0) {
+		b->len += (size_t)nread;
+		if (!is_out) {
+			/* Only the start of stderr makes a message; the rest is read and dropped. */
+			if (b->len > b->max)
+				b->len = b->max;
+			return;
+		}
+		if (b->len > b->max && !b->over) {
+			b->over = true;
+			if (!sp->exited)
+				uv_process_kill(&sp->proc, SIGKILL);
+		}
+		return;
+	}
+	if (nread == 0)
+		return;
+	/* EOF or an error (ENOBUFS when the buffer could not grow): this pipe is done. */
+	if (nread != UV_EOF)
+		b->over = true;
+	close_handle((uv_handle_t *)s, is_out ? &sp->out_open : &sp->err_open);
+	spawn_maybe_done(sp);
+}
+
+static void spawn_timer(uv_timer_t *t)
+{
+	struct spawn *sp = t->data;
+
+	if (!sp->exited && !sp->killed) {
+		sp->timed_out = true;
+		sp->killed = true;
+		uv_process_kill(&sp->proc, SIGKILL);
+		uv_timer_start(&sp->timer, spawn_timer, SPAWN_KILL_GRACE_MS, 0);
+		return;
+	}
+	/* The child is gone (or will not go) but something still holds a pipe: stop waiting for it. */
+	close_handle((uv_handle_t *)&sp->out, &sp->out_open);
+	close_handle((uv_handle_t *)&sp->err, &sp->err_open);
+	close_handle((uv_handle_t *)&sp->proc, &sp->proc_open);
+	close_handle((uv_handle_t *)&sp->timer, &sp->timer_open);
+}
+
+static void spawn_exit(uv_process_t *p, int64_t status, int term_signal)
+{
+	struct spawn *sp = p->data;
+
+	sp->exited = true;
+	sp->status = status;
+	sp->term_signal = term_signal;
+	close_handle((uv_handle_t *)&sp->proc, &sp->proc_open);
+	if (sp->out_open || sp->err_open)
+		uv_timer_start(&sp->timer, spawn_timer, SPAWN_KILL_GRACE_MS, 0);
+	spawn_maybe_done(sp);
+}
+
+int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, int64_t timeout_ms, spawn_fn cb,
+		void *ctx, struct spawn **out)
+{
+	struct spawn *sp = calloc(1, sizeof(*sp));
+	uv_process_options_t opt;
+	uv_stdio_container_t stdio[3];
+
+	if (!sp)
+		return -ENOMEM;
+	sp->cb = cb;
+	sp->ctx = ctx;
+	sp->obuf.max = max_out;
+	sp->ebuf.max = max_err;
+	uv_pipe_init(loop, &sp->out, 0);
+	uv_pipe_init(loop, &sp->err, 0);
+	uv_timer_init(loop, &sp->timer);
+	sp->out.data = sp->err.data = sp->timer.data = sp;
+	sp->out_open = sp->err_open = sp->timer_open = true;
+	sp->open = 3;
+	memset(&opt, 0, sizeof(opt));
+	memset(stdio, 0, sizeof(stdio));
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[1].data.stream = (uv_stream_t *)&sp->out;
+	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[2].data.stream = (uv_stream_t *)&sp->err;
+	opt.file = argv[0];
+	opt.args = argv;
+	opt.stdio = stdio;
+	opt.stdio_count = 3;
+	opt.exit_cb = spawn_exit;
+	sp->spawn_rc = uv_spawn(loop, &sp->proc, &opt);
+	sp->proc.data = sp;
+	sp->open++;
+	sp->proc_open = true;
+	if (out)
+		*out = sp;
+	if (sp->spawn_rc < 0) {
+		/* libuv initialised the handle before failing: it is closed like a live one. */
+		sp->exited = true;
+		close_handle((uv_handle_t *)&sp->proc, &sp->proc_open);
+		close_handle((uv_handle_t *)&sp->out, &sp->out_open);
+		close_handle((uv_handle_t *)&sp->err, &sp->err_open);
+		close_handle((uv_handle_t *)&sp->timer, &sp->timer_open);
+		return 0;
+	}
+	uv_read_start((uv_stream_t *)&sp->out, spawn_alloc, spawn_read);
+	uv_read_start((uv_stream_t *)&sp->err, spawn_alloc, spawn_read);
+	uv_timer_start(&sp->timer, spawn_timer, timeout_ms > 0 ? (uint64_t)timeout_ms : 10000, 0);
+	return 0;
+}
+
+
+void spawn_kill(struct spawn *sp)
+{
+	if (!sp->exited && !sp->killed && sp->proc_open) {
+		sp->killed = true;
+		uv_process_kill(&sp->proc, SIGKILL);
+	}
+}

@@ -1,0 +1,973 @@
+#include "build-config.h"
+
+#include "api/api.h"
+#include "api/api_internal.h"
+#include "api/api_prom.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "diagnose/doctor.h"
+#include "api/doctor_json.h"
+#include "act/engine.h"
+#include "api/events.h"
+#include "api/frame_json.h"
+#include "log.h"
+#include "loop.h"
+#include "proto.h"
+#include "strutil.h"
+#include "core/controller.h"
+#include "act/tuning.h"
+
+#define FRAMES_LIMIT_MAX 3600
+
+/* The request being handled (one thread; handlers do not nest): who asked, and what they were answered. */
+static struct api_req *current;
+
+/* ---- responses ------------------------------------------------------------------------------------------- */
+
+void api_common_headers(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+}
+
+static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+				 size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	api_common_headers(r);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ngx-autotune\"");
+	if (current)
+		current->status = status;
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result api_send_json(struct MHD_Connection *c, unsigned status, json_t *o, const char *type)
+{
+	char *s;
+	enum MHD_Result ret;
+
+	if (!o)
+		return MHD_NO;
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return MHD_NO;
+	ret = send_body(c, status, type, s, strlen(s));
+	free(s);
+	return ret;
+}
+
+static const char *status_title(unsigned status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 409: return "Conflict";
+	case 405: return "Method Not Allowed";
+	case 413: return "Content Too Large";
+	case 503: return "Service Unavailable";
+	default: return "Internal Server Error";
+	}
+}
+
+enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+{
+	char detail[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (current)
+		snprintf(current->problem, sizeof(current->problem), "%.255s", detail);
+	return api_send_json(c, status,
+			 json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE,
+				   status_title(status), API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail),
+			 "application/problem+json");
+}
+
+/* ---- GET /v1/status -------------------------------------------------------------------------------------- */
+
+/*
+ * The loop's summary with the knobs in conflict named and the tuning loop's state in one sentence: a frozen knob
+ * waits for an operator (invariant 5), and "the bottleneck is the upstream" is why nothing is proposed, so
+ * ngxctl status must show both. Read here, per request, not per tick: a knob report reads its live value.
+ */
+static void summary_with_conflicts(struct agent *a, char *out, size_t n)
+{
+	struct controller_report t;
+	const char *name, *why;
+	int64_t id;
+	size_t off = (size_t)snprintf(out, n, "%s", a->summary), count = 0;
+
+	if (a->tuning && off < n) {
+		tuning_report(a->tuning, &t, &id);
+		if (t.reason[0])
+			off += (size_t)snprintf(out + off, n - off, "; tuning: %s", t.reason);
+	}
+
+	for (size_t i = 0; a->engine && i < engine_knob_count(a->engine) && off < n; i++) {
+		if (!engine_knob_conflict(a->engine, i, &name, &why))
+			continue;
+		off += (size_t)snprintf(out + off, n - off, "%s %.64s (%.160s)", count ? "," : "; conflict:", name,
+					why);
+		count++;
+	}
+}
+
+static json_t *status_json(struct agent *a)
+{
+	char summary[1536];
+	struct store_health sh;
+	json_t *probes = json_array();
+	double med = agent_tick_cpu_median(a);
+	pid_t pid;
+	unsigned workers;
+
+	for (int i = 0; i < PROBE_COUNT; i++) {
+		const struct probe_health *h = sampler_health(a->sampler, (enum probe_id)i);
+
+		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:s?, s:I}", API_K_PROBE_NAME,
+							sampler_probe_name((enum probe_id)i), API_K_PROBE_ENABLED,
+							h->enabled, API_K_PROBE_OK, h->enabled && h->ok,
+							API_K_PROBE_ERROR, h->msg[0] ? h->msg : NULL,
+							API_K_PROBE_FAILURES, (json_int_t)h->failures));
+	}
+	store_get_health(a->store, &sh);
+	sampler_nginx(a->sampler, &pid, &workers);
+	char why[256] = "";
+	bool ro = a->engine && engine_observe_only(a->engine, why, sizeof(why));
+	json_t *o;
+
+	summary_with_conflicts(a, summary, sizeof(summary));
+	o = json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
+			 "s:{s:s, s:b, s:s?, s:I, s:I, s:I, s:I}, s:{s:i, s:i}}",
+			 API_K_API_VERSION, NGXAT_API_VERSION, API_K_VERSION, PACKAGE_VERSION, API_K_STATE,
+			 sh.degraded ? "degraded" : ro ? "observe-only" : "observing", API_K_OBSERVE_ONLY,
+			 ro ? why : NULL, API_K_SUMMARY, summary, API_K_UPTIME,
+			 (json_int_t)loop_uptime_s(a), API_K_TICK, API_K_TICK_INTERVAL, (json_int_t)a->cfg.tick_ms,
+			 API_K_TICK_COUNT, (json_int_t)a->ticks, API_K_TICK_LATE, (json_int_t)a->late,
+			 API_K_TICK_LAST_MS, (json_int_t)a->last_tick_ms, API_K_TICK_CPU_MED,
+			 isfinite(med) ? json_real(med) : json_null(), API_K_PROBES, probes, API_K_STORE,
+			 API_K_STORE_PATH, a->cfg.store_path, API_K_STORE_DEGRADED, sh.degraded, API_K_STORE_REASON,
+			 sh.degraded ? sh.reason : NULL, API_K_STORE_FRAMES, (json_int_t)sh.frames, API_K_STORE_ROLLUPS,
+			 (json_int_t)sh.rollups, API_K_STORE_BYTES, (json_int_t)sh.bytes, API_K_STORE_ERRORS,
+			 (json_int_t)sh.write_errors, API_K_NGINX, API_K_NGINX_PID, (int)pid, API_K_NGINX_WORKERS,
+			 (int)workers);
+	if (o && a->doctor)
+		json_object_set_new(o, API_K_ADVISORIES, doctor_counts_json(doctor_advisories(a->doctor)));
+	return o;
+}
+
+/* ---- GET /v1/frames -------------------------------------------------------------------------------------- */
+
+/* A time in the query: ms since the epoch, or a negative number of seconds relative to now. */
+int api_parse_time(struct agent *a, const char *s, int64_t *out)
+{
+	int64_t v;
+	int r = str_to_i64(s, -(int64_t)10 * 366 * 86400, INT64_MAX / 2, &v);
+
+	if (r < 0)
+		return r;
+	*out = v <= 0 ? loop_wall_ms(a) + v * 1000 : v;
+	return 0;
+}
+
+struct frames_ctx {
+	struct agent *a;
+	const struct metric_filter *f;
+	struct sbuf out; /* the answer, written as the store hands frames over */
+	bool rollup;
+	size_t n;
+};
+
+static int on_frame(void *arg, const struct frame *fr)
+{
+	struct frames_ctx *c = arg;
+
+	if (c->n)
+		sbuf_add(&c->out, ",", 1);
+	/* The store hands a roll-up back with dt = the number of ticks; on the wire dt stays seconds. */
+	frame_json_append(&c->out, fr, c->a->reg, c->f, c->rollup);
+	c->n++;
+	return c->out.oom ? -ENOMEM : 0;
+}
+
+static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
+{
+	struct agent *a = api->a;
+	const char *since = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, API_Q_SINCE);
+	const char *until = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, API_Q_UNTIL);
+	const char *metrics = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, API_Q_METRICS);
+	const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, API_Q_LIMIT);
+	const char *rollup_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, API_Q_ROLLUP);
+	struct metric_filter *f = malloc(sizeof(*f));
+	struct frames_ctx ctx = {.a = a};
+	int64_t t0, t1 = loop_wall_ms(a) + 1, limit = FRAMES_LIMIT_MAX;
+	bool rollup = false;
+	char err[128];
+	int r;
+
+	if (!f)
+		return MHD_NO;
+	t0 = t1 - 1 - 60000;
+	if (since && api_parse_time(a, since, &t0) < 0) {
+		free(f);
+		return api_send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
+				    API_Q_SINCE, since);
+	}
+	if (until && api_parse_time(a, until, &t1) < 0) {
+		free(f);
+		return api_send_problem(c, 400, "%s: expected ms since the epoch or negative seconds, got '%s'",
+				    API_Q_UNTIL, until);
+	}
+	if (limit_s && str_to_i64(limit_s, 1, FRAMES_LIMIT_MAX, &limit) < 0) {
+		free(f);
+		return api_send_problem(c, 400, "%s: expected 1..%d", API_Q_LIMIT, FRAMES_LIMIT_MAX);
+	}
+	if (rollup_s && str_to_bool(rollup_s, &rollup) < 0) {
+		free(f);
+		return api_send_problem(c, 400, "%s: expected 0 or 1", API_Q_ROLLUP);
+	}
+	if (metric_filter_parse(metrics ? metrics : "", f, err, sizeof(err)) < 0) {
+		free(f);
+		return api_send_problem(c, 400, "%s: %s", API_Q_METRICS, err);
+	}
+	ctx.f = f;
+	ctx.rollup = rollup;
+	sbuf_init(&ctx.out);
+	/* Written directly, not through jansson objects: the same text, at a third of the CPU (bench/README.md). */
+	sbuf_puts(&ctx.out, "{\"" API_K_FRAMES "\":[");
+	r = rollup ? store_query_rollups(a->store, t0, t1, (size_t)limit, on_frame, &ctx)
+		   : store_query_frames(a->store, t0, t1, (size_t)limit, on_frame, &ctx);
+	free(f);
+	if (r < 0) {
+		sbuf_free(&ctx.out);
+		return r == -ENOMEM ? MHD_NO : api_send_problem(c, 503, "store query failed: %s", strerror(-r));
+	}
+	sbuf_puts(&ctx.out, "],\"" API_K_TRUNCATED "\":");
+	sbuf_puts(&ctx.out, ctx.n == (size_t)limit ? "true}" : "false}");
+	if (ctx.out.oom) {
+		sbuf_free(&ctx.out);
+		return MHD_NO;
+	}
+	{
+		enum MHD_Result ret = send_body(c, 200, "application/json", ctx.out.p, ctx.out.len);
+
+		sbuf_free(&ctx.out);
+		return ret;
+	}
+}
+
+/* ---- GET /v1/metrics ------------------------------------------------------------------------------------- */
+
+static enum MHD_Result get_metrics(struct api *api, struct MHD_Connection *c)
+{
+	const struct metric_registry *reg = api->a->reg;
+	json_t *arr = json_array();
+
+	for (uint32_t id = 1; id <= metric_max_id(reg); id++) {
+		const char *name = metric_name(reg, id);
+
+		if (name && strncmp(name, "http.lat.b", 10) != 0)
+			json_array_append_new(arr, json_string(name));
+	}
+	return api_send_json(c, 200, json_pack("{s:o}", API_K_METRICS, arr), "application/json");
+}
+
+/* ---- who may do what ------------------------------------------------------------------------------------- */
+
+void api_actor(struct MHD_Connection *c, char *out, size_t outlen)
+{
+	(void)c;
+	snprintf(out, outlen, "%s", current && current->actor[0] ? current->actor : "unknown");
+}
+
+static int conn_fd(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return ci ? ci->connect_fd : -1;
+}
+
+/* "ADDRESS:PORT" of a TCP peer; WITH_PORT false: the address alone (refusals: a flood of them collapses). */
+static void tcp_peer(struct MHD_Connection *c, char *out, size_t outlen, bool with_port)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ci->client_addr;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		port = ntohs(in->sin_port);
+		snprintf(out, outlen, with_port ? "%s:%u" : "%s", ip, port);
+	} else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)ci->client_addr;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(in6->sin6_port);
+		snprintf(out, outlen, with_port ? "[%s]:%u" : "[%s]", ip, port);
+	} else {
+		snprintf(out, outlen, "unknown");
+	}
+}
+
+/* The id in "/v1/proposals/ID/..." or "/v1/changes/ID/...", 0 if none. */
+static int64_t url_id(const char *url)
+{
+	static const char *const prefixes[] = {API_PATH_PROPOSALS "/", API_PATH_CHANGES "/"};
+
+	for (size_t i = 0; i < 2; i++)
+		if (strncmp(url, prefixes[i], strlen(prefixes[i])) == 0)
+			return strtoll(url + strlen(prefixes[i]), NULL, 10);
+	return 0;
+}
+
+/* The knob an act names: in the path (clear-conflict) or in the body (a proposal). */
+static void url_knob(const char *url, const char *body, size_t len, char *out, size_t outlen)
+{
+	const char *k = API_PATH_KNOBS "/", *end;
+
+	out[0] = '\0';
+	if (strncmp(url, k, strlen(k)) == 0 && (end = strchr(url + strlen(k), '/')))
+		snprintf(out, outlen, "%.*s", (int)(end - url - strlen(k)), url + strlen(k));
+	else if (strcmp(url, API_PATH_PROPOSALS) == 0 && body) {
+		json_t *o = json_loadb(body, len, 0, NULL);
+
+		if (json_is_string(json_object_get(o, API_K_KNOB)))
+			snprintf(out, outlen, "%s", json_string_value(json_object_get(o, API_K_KNOB)));
+		json_decref(o);
+	}
+}
+
+/*
+ * Every act leaves an audit row with its actor and peer: the engine's own (propose, approve, revert...), written
+ * while the request is handled, or else (pause, resume, an act refused with 4xx) this one: the request and the
+ * HTTP status it got. One row per act, so that the same act repeated collapses into one row with a count. Every
+ * refusal (401, 403) is a "denied" row.
+ */
+static void audit_request(struct api *api, struct api_req *req, const char *url, bool denied)
+{
+	static const char *const fields_fmt[] = {"NGXAT_ACTOR=%s", "NGXAT_PEER=%s", "NGXAT_KNOB=%s"};
+	struct audit_row *row = calloc(1, sizeof(*row));
+	char fields[3][96];
+	const char *fv[] = {fields[0], fields[1], fields[2], NULL};
+	int n;
+
+	if (!row)
+		return;
+	row->ts = loop_wall_ms(api->a);
+	snprintf(row->actor, sizeof(row->actor), "%s", req->actor[0] ? req->actor : "unknown");
+	snprintf(row->peer, sizeof(row->peer), "%s", req->peer);
+	snprintf(row->action, sizeof(row->action), "%s", denied ? "denied" : "request");
+	url_knob(url, req->body, req->len, row->knob, sizeof(row->knob));
+	row->change_id = url_id(url);
+	if (req->status)
+		snprintf(row->outcome, sizeof(row->outcome), "%u", req->status);
+	else
+		snprintf(row->outcome, sizeof(row->outcome), "error");
+	n = snprintf(row->detail, sizeof(row->detail), "POST %.300s", url);
+	if (!denied && req->len)
+		n += snprintf(row->detail + n, sizeof(row->detail) - (size_t)n, " %.1000s%s", req->body,
+			      req->len > 1000 ? "..." : "");
+	if (req->status >= 400 && req->problem[0])
+		snprintf(row->detail + n, sizeof(row->detail) - (size_t)n, ": %s", req->problem);
+	if (store_audit_append(api->a->store, row) == 0)
+		events_audit(row);
+	for (int i = 0; i < 3; i++)
+		snprintf(fields[i], sizeof(fields[i]), fields_fmt[i], i == 0 ? row->actor : i == 1 ? row->peer : row->knob);
+	log_fields(denied ? LOG_WARNING : LOG_INFO, fv, "%s %s from %s: %s (%s)", row->actor, row->action, row->peer,
+		   row->outcome, row->detail);
+	free(row);
+}
+
+/* A POST on the Unix socket: root and members of the socket's group may act. */
+static enum MHD_Result allow_unix(struct api *api, struct MHD_Connection *c, struct api_req *req, bool *allowed)
+{
+	struct api_unix_peer p;
+	int r = api_unix_peer(conn_fd(c), api->group, &p);
+
+	*allowed = false;
+	if (r < 0) {
+		snprintf(req->peer, sizeof(req->peer), "unix:unknown");
+		return api_send_problem(c, 403, "the peer's credentials cannot be read: %s", strerror(-r));
+	}
+	snprintf(req->actor, sizeof(req->actor), "%s", p.user);
+	if (!p.may_act) {
+		/* No pid: refusals from one user collapse into one audit row. */
+		snprintf(req->peer, sizeof(req->peer), "unix:uid=%u", (unsigned)p.uid);
+		return api_send_problem(c, 403, "%s (uid %u) may read but not act: acting needs root or membership of "
+					"group %s", p.user, (unsigned)p.uid, api->group_name);
+	}
+	snprintf(req->peer, sizeof(req->peer), "unix:pid=%d,uid=%u", (int)p.pid, (unsigned)p.uid);
+	*allowed = true;
+	return MHD_YES;
+}
+
+/* A POST on the TCP listener: its own origin only, and a bearer token from the token file. */
+static enum MHD_Result allow_tcp(struct api *api, struct MHD_Connection *c, struct api_req *req, bool *allowed)
+{
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *tok, *name;
+	size_t len;
+
+	*allowed = false;
+	tcp_peer(c, req->peer, sizeof(req->peer), false);
+	snprintf(req->actor, sizeof(req->actor), "anonymous");
+	if (!api_origin_ok(origin, host))
+		return api_send_problem(c, 403, "Origin %.100s is not this listener's (http://%.100s): actions are not "
+					"taken from other sites", origin, host ? host : "?");
+	if (!api->tokens)
+		return api_send_problem(c, 403, "the TCP listener is read-only: %s", api->no_tokens);
+	if (!auth)
+		return api_send_problem(c, 401, "acting needs Authorization: Bearer TOKEN (a token of the token file)");
+	if (api_bearer(auth, &tok, &len) < 0)
+		return api_send_problem(c, 401, "the Authorization header is not 'Bearer TOKEN'");
+	name = api_tokens_match(api->tokens, tok, len);
+	if (!name)
+		return api_send_problem(c, 401, "unknown token");
+	snprintf(req->actor, sizeof(req->actor), "token:%s", name);
+	tcp_peer(c, req->peer, sizeof(req->peer), true);
+	*allowed = true;
+	return MHD_YES;
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------------------- */
+
+/* Whether the request announces a body: MHD calls the handler before reading it. */
+static bool has_body(struct MHD_Connection *c)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (len && strcmp(len, "0") != 0) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+static enum MHD_Result handle_get(struct api *api, struct api_listener *l, struct MHD_Connection *c,
+				  const char *url)
+{
+	enum MHD_Result r;
+	bool handled = false;
+
+	if (strcmp(url, API_PATH_STATUS) == 0)
+		return api_send_json(c, 200, status_json(api->a), "application/json");
+	if (strcmp(url, API_PATH_FRAMES) == 0)
+		return get_frames(api, c);
+	if (strcmp(url, API_PATH_METRICS) == 0)
+		return get_metrics(api, c);
+	if (strcmp(url, API_PATH_ADVISORIES) == 0 && api->a->doctor)
+		return api_send_json(c, 200, doctor_json(doctor_advisories(api->a->doctor), doctor_busy(api->a->doctor)),
+				     "application/json");
+	if (strcmp(url, API_PATH_PROMETHEUS) == 0)
+		return api_prom_get(api, c);
+	if (strcmp(url, API_PATH_EVENTS) == 0)
+		return api_events_get(api, l, c);
+	if (strcmp(url, "/") == 0 || strcmp(url, API_PATH_CONSOLE) == 0)
+		return api_console_get(c);
+	r = api_knobs_get(api, c, url, &handled);
+	if (handled)
+		return r;
+	return api_send_problem(c, 404, "no such endpoint: %s", url);
+}
+
+/* The first call for a request (headers read, body not yet): answer it, refuse it, or let its body come. */
+static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection *c, struct api_req *req,
+				  const char *url, const char *method, size_t upload_size)
+{
+	struct api *api = l->api;
+	enum MHD_Result r;
+	bool allowed;
+
+	if (l->tcp) {
+		const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+
+		/* A page of another site whose name was pointed at this address (DNS rebinding) reads nothing. */
+		if (!api_host_ok(&l->hosts, host))
+			return api_send_problem(c, 403, "Host %.100s is not this listener's (%s)", host,
+						api->a->cfg.api_listen);
+	}
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+			return api_send_problem(c, 405, "%s is not a method of this API", method);
+		if (upload_size || has_body(c))
+			return api_send_problem(c, 413, "GET requests take no body");
+		/* Answered on the next call, once MHD has the whole request: an answer queued with the headers makes
+		 * libmicrohttpd (0.9.75) close the connection after it, so no client could keep one alive. */
+		req->get = true;
+		return MHD_YES;
+	}
+	if (!api_knobs_is_post(url))
+		return api_send_problem(c, 405, "POST %s: not an action (actions: " API_PATH_PROPOSALS ", "
+					API_PATH_PROPOSALS "/ID/approve, " API_PATH_PROPOSALS "/ID/reject, "
+					API_PATH_REVERT ", " API_PATH_CHANGES "/ID/revert, " API_PATH_KNOBS
+					"/NAME/clear-conflict, " API_PATH_PAUSE ", " API_PATH_RESUME ")", url);
+	r = l->tcp ? allow_tcp(api, c, req, &allowed) : allow_unix(api, c, req, &allowed);
+	if (!allowed)
+		audit_request(api, req, url, true);
+	return r;
+}
+
+/*
+ * MHD calls this once with the headers (*con_cls NULL), then once per piece of body, then once more with no data.
+ * GET is checked on the first call and answered on the next; POST is checked (who may act), collects its body
+ * (bounded) and answers on the last call.
+ */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct api_listener *l = cls;
+	struct api *api = l->api;
+	struct api_req *req = *con_cls;
+	enum MHD_Result ret;
+	uint64_t rows;
+
+	(void)version;
+	if (!req) {
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return MHD_NO;
+		*con_cls = req;
+		current = req;
+		ret = first_call(l, c, req, url, method, *upload_data_size);
+		current = NULL;
+		return ret;
+	}
+	if (req->get) {
+		*upload_data_size = 0; /* none: refused on the first call */
+		current = req;
+		ret = handle_get(api, l, c, url);
+		current = NULL;
+		return ret;
+	}
+	if (*upload_data_size) {
+		if (!req->too_big && req->len + *upload_data_size <= API_BODY_MAX) {
+			char *p = realloc(req->body, req->len + *upload_data_size + 1);
+
+			if (!p)
+				return MHD_NO;
+			req->body = p;
+			memcpy(req->body + req->len, upload_data, *upload_data_size);
+			req->len += *upload_data_size;
+			req->body[req->len] = '\0';
+		} else {
+			req->too_big = true;
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	current = req;
+	events_set_peer(req->peer);
+	rows = events_audit_count();
+	if (req->too_big)
+		ret = api_send_problem(c, 413, "request bodies are at most %d bytes", API_BODY_MAX);
+	else
+		ret = api_knobs_post(api, c, url, req->body ? req->body : "", req->len);
+	if (events_audit_count() == rows)
+		audit_request(api, req, url, false);
+	events_set_peer(NULL);
+	current = NULL;
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+	struct api_req *req = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)why;
+	if (req) {
+		free(req->body);
+		free(req);
+		*con_cls = NULL;
+	}
+}
+
+/* ---- loop integration ------------------------------------------------------------------------------------ */
+
+static void rearm(struct api_listener *l);
+
+static void on_mhd_timer(uv_timer_t *t)
+{
+	struct api_listener *l = t->data;
+
+	MHD_run(l->mhd);
+	rearm(l);
+}
+
+static void on_mhd_poll(uv_poll_t *p, int status, int events)
+{
+	struct api_listener *l = p->data;
+
+	(void)status;
+	(void)events;
+	MHD_run(l->mhd);
+	rearm(l);
+}
+
+static void rearm(struct api_listener *l)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (MHD_get_timeout(l->mhd, &t) == MHD_YES)
+		uv_timer_start(&l->timer, on_mhd_timer, t, 0);
+	else
+		uv_timer_stop(&l->timer);
+}
+
+void api_kick(struct api_listener *l)
+{
+	if (l->mhd)
+		uv_timer_start(&l->kick, on_mhd_timer, 0, 0);
+}
+
+static int bind_socket(struct api *api, const struct config *cfg, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[CONFIG_PATH_MAX], *slash;
+	struct stat st;
+	int fd, e;
+
+	if (strlen(cfg->socket_path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", cfg->socket_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, cfg->socket_path);
+	snprintf(dir, sizeof(dir), "%s", cfg->socket_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			e = errno;
+			snprintf(err, errlen, "mkdir %s: %s", dir, strerror(e));
+			return -e;
+		}
+	}
+	/* A socket left by a previous run is ours to replace; anything else at that path is not. */
+	if (lstat(cfg->socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket", cfg->socket_path);
+			return -EEXIST;
+		}
+		unlink(cfg->socket_path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		return -e;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+		e = errno;
+		snprintf(err, errlen, "bind %s: %s", cfg->socket_path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (chmod(cfg->socket_path, cfg->socket_mode) < 0)
+		log_warn("chmod %s: %s", cfg->socket_path, strerror(errno));
+	if (cfg->socket_group[0]) {
+		struct group *g = getgrnam(cfg->socket_group);
+
+		if (!g)
+			log_warn("group '%s' does not exist: %s keeps the agent's group", cfg->socket_group,
+				 cfg->socket_path);
+		else if (chown(cfg->socket_path, (uid_t)-1, g->gr_gid) < 0)
+			log_warn("chown %s to group %s: %s", cfg->socket_path, cfg->socket_group, strerror(errno));
+	}
+	/* Whoever is in the socket file's group (as it ended up) may act. */
+	api->group = stat(cfg->socket_path, &st) == 0 ? st.st_gid : getegid();
+	{
+		struct group *g = getgrgid(api->group);
+
+		if (g)
+			snprintf(api->group_name, sizeof(api->group_name), "%s", g->gr_name);
+		else
+			snprintf(api->group_name, sizeof(api->group_name), "gid %u", (unsigned)api->group);
+	}
+	api->unix_l.fd = fd;
+	snprintf(api->path, sizeof(api->path), "%s", cfg->socket_path);
+	return 0;
+}
+
+static int bind_tcp(struct api *api, const struct config *cfg, char *err, size_t errlen)
+{
+	struct sockaddr_storage sa;
+	unsigned salen;
+	bool loopback;
+	int fd, e, one = 1;
+
+	if (str_to_listen(cfg->api_listen, &sa, &salen, &loopback) < 0 ||
+	    api_hosts_init(&api->tcp_l.hosts, cfg->api_listen) < 0) {
+		snprintf(err, errlen, "[api] listen: '%s' is not ADDRESS:PORT", cfg->api_listen);
+		return -EINVAL;
+	}
+	/* The configuration refuses this too; the check is repeated where the socket is bound. */
+	if (!loopback && !cfg->api_listen_any) {
+		snprintf(err, errlen, "[api] listen: %s is not a loopback address and listen_any is not set",
+			 cfg->api_listen);
+		return -EPERM;
+	}
+	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		return -e;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, 64) < 0) {
+		e = errno;
+		snprintf(err, errlen, "[api] listen: bind %s: %s", cfg->api_listen, strerror(e));
+		close(fd);
+		return -e;
+	}
+	api->tcp_l.fd = fd;
+	return 0;
+}
+
+/* Put T (may be NULL) in force in place of the tokens there were, which are wiped. */
+static void set_tokens(struct api *api, struct api_tokens *t)
+{
+	if (api->tokens)
+		api_tokens_clear(api->tokens);
+	free(api->tokens);
+	api->tokens = t;
+}
+
+/* The tokens of CFG's token file into API (kept as they were on failure). 0 or -errno with ERR. */
+static int load_tokens(struct api *api, const struct config *cfg, char *err, size_t errlen)
+{
+	struct api_tokens *t;
+	int r;
+
+	if (!cfg->api_token_file[0]) {
+		snprintf(api->no_tokens, sizeof(api->no_tokens), "[api] token_file is empty");
+		set_tokens(api, NULL);
+		return 0;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
+	if (r < 0 && r != -ENOENT) {
+		free(t);
+		return r;
+	}
+	if (r == -ENOENT || t->n == 0) {
+		snprintf(api->no_tokens, sizeof(api->no_tokens), r == -ENOENT ? "no token file %.200s"
+					 : "the token file %.200s has no tokens", cfg->api_token_file);
+		free(t);
+		t = NULL;
+	}
+	set_tokens(api, t);
+	return 0;
+}
+
+int api_check_config(const struct config *cfg, char *err, size_t errlen)
+{
+	struct api_tokens *t;
+	int r;
+
+	if (!cfg->api_listen[0] || !cfg->api_token_file[0])
+		return 0;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
+	api_tokens_clear(t);
+	free(t);
+	return r == -ENOENT ? 0 : r;
+}
+
+void api_reload(struct api *api, struct config *cfg)
+{
+	char err[512];
+
+	if (!api)
+		return;
+	if (strcmp(cfg->api_listen, api->a->cfg.api_listen) != 0 || cfg->api_listen_any != api->a->cfg.api_listen_any)
+		log_warn("reload: a new [api] listen takes effect at the next start");
+	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "%s", api->a->cfg.api_listen);
+	cfg->api_listen_any = api->a->cfg.api_listen_any;
+	if (!api->tcp_l.mhd)
+		return;
+	if (load_tokens(api, cfg, err, sizeof(err)) < 0)
+		log_err("reload: the API tokens are kept as they were: %s", err);
+	else
+		log_info("API tokens: %s", api->tokens ? "reloaded" : api->no_tokens);
+}
+
+static void free_api(struct api *api)
+{
+	set_tokens(api, NULL);
+	free(api);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	struct api *api = h->data;
+
+	if (--api->open_handles == 0)
+		free_api(api);
+}
+
+/* A listener's handles point at the listener, which lives inside the api. */
+static void on_listener_closed(uv_handle_t *h)
+{
+	struct api_listener *l = h->data;
+
+	if (--l->api->open_handles == 0)
+		free_api(l->api);
+}
+
+static void on_heartbeat(uv_timer_t *t)
+{
+	struct api *api = t->data;
+
+	events_publish(API_EV_STATUS, status_json(api->a));
+}
+
+/* Start MHD on L's socket and hook it to the loop. */
+static int start_listener(struct api *api, struct api_listener *l, const char *what, char *err, size_t errlen)
+{
+	const union MHD_DaemonInfo *info;
+
+	l->api = api;
+	l->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handle, l,
+				  MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+				  /* TCP: one address may not take every connection; a Unix peer has no address. */
+				  l->tcp ? MHD_OPTION_PER_IP_CONNECTION_LIMIT : MHD_OPTION_END, (unsigned)32,
+				  MHD_OPTION_END);
+	if (!l->mhd) {
+		snprintf(err, errlen, "libmicrohttpd failed to start on %s", what);
+		return -EIO;
+	}
+	info = MHD_get_daemon_info(l->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		snprintf(err, errlen, "libmicrohttpd has no epoll fd (built without epoll?)");
+		return -ENOTSUP;
+	}
+	uv_poll_init(api->a->loop, &l->poll, info->epoll_fd);
+	l->poll.data = l;
+	uv_timer_init(api->a->loop, &l->timer);
+	l->timer.data = l;
+	uv_timer_init(api->a->loop, &l->kick);
+	l->kick.data = l;
+	api->open_handles += 3;
+	uv_poll_start(&l->poll, UV_READABLE, on_mhd_poll);
+	rearm(l);
+	return 0;
+}
+
+int api_start(struct agent *a, struct api **out, char *err, size_t errlen)
+{
+	struct api *api = calloc(1, sizeof(*api));
+	int r;
+
+	if (!api)
+		return -ENOMEM;
+	api->a = a;
+	api->unix_l.fd = api->tcp_l.fd = -1;
+	api->tcp_l.tcp = true;
+	r = bind_socket(api, &a->cfg, err, errlen);
+	if (r == 0 && a->cfg.api_listen[0]) {
+		r = load_tokens(api, &a->cfg, err, errlen);
+		if (r == 0)
+			r = bind_tcp(api, &a->cfg, err, errlen);
+	}
+	if (r == 0)
+		r = start_listener(api, &api->unix_l, api->path, err, errlen);
+	if (r == 0 && api->tcp_l.fd >= 0)
+		r = start_listener(api, &api->tcp_l, a->cfg.api_listen, err, errlen);
+	if (r < 0) {
+		api_stop(api);
+		return r;
+	}
+	/* Event ids grow across restarts: a Last-Event-ID of an earlier run is older than any of this one. */
+	events_init((uint64_t)loop_wall_ms(a) * 1000);
+	events_set_listener(api_events_notify, api);
+	uv_timer_init(a->loop, &api->heartbeat);
+	api->heartbeat.data = api;
+	api->open_handles++;
+	uv_timer_start(&api->heartbeat, on_heartbeat, API_HEARTBEAT_MS, API_HEARTBEAT_MS);
+	if (api->tcp_l.mhd)
+		log_info("API on %s too: reads for anyone who can connect, actions %s", a->cfg.api_listen,
+			 api->tokens ? "with a bearer token" : api->no_tokens);
+	*out = api;
+	return 0;
+}
+
+static void stop_listener(struct api_listener *l)
+{
+	if (l->mhd) {
+		if (l->api->open_handles)
+			uv_poll_stop(&l->poll);
+		MHD_stop_daemon(l->mhd); /* closes the listen socket it was given */
+		l->mhd = NULL;
+		uv_close((uv_handle_t *)&l->poll, on_listener_closed);
+		uv_close((uv_handle_t *)&l->timer, on_listener_closed);
+		uv_close((uv_handle_t *)&l->kick, on_listener_closed);
+	} else if (l->fd >= 0) {
+		close(l->fd);
+	}
+	l->fd = -1;
+}
+
+void api_stop(struct api *api)
+{
+	bool handles;
+
+	if (!api)
+		return;
+	handles = api->open_handles > 0;
+	events_set_listener(NULL, NULL);
+	/* MHD must not be stopped with a suspended connection: every stream is resumed and ends first. */
+	api_events_close_all(api);
+	/* The uv handles live inside API: it is freed by the last close callback, when the loop runs them. */
+	if (api->heartbeat.data) {
+		uv_timer_stop(&api->heartbeat);
+		uv_close((uv_handle_t *)&api->heartbeat, on_closed);
+	}
+	stop_listener(&api->unix_l);
+	stop_listener(&api->tcp_l);
+	if (api->path[0])
+		unlink(api->path);
+	events_reset();
+	if (!handles)
+		free_api(api);
+}

@@ -1,0 +1,53 @@
+/*
+ * store_internal: what the files of the store module share (store.c: frames and roll-ups; store_journal.c: the
+ * change journal, knob records and the audit trail). Nothing outside the store module includes this, nor
+ * sqlite3.h.
+ */
+#ifndef NGXAT_STORE_INTERNAL_H
+#define NGXAT_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define STORE_STMT_MAX 32
+#define STORE_JSTMT_MAX 16
+
+/* One metric's running sum over a minute's frames. */
+struct acc {
+	uint32_t id;
+	uint32_t n; /* ticks where the value was present and not NaN */
+	double sum;
+};
+
+struct store {
+	sqlite3_stmt *jstmt[STORE_JSTMT_MAX]; /* store_journal.c's statements, prepared on first use */
+	sqlite3_stmt *cstmt[3];               /* store_counts.c's, prepared on first use (store.c finalizes) */
+	sqlite3 *db;
+	sqlite3_stmt *stmt[STORE_STMT_MAX]; /* store.c's, by its S_ enum */
+	struct store_options opt;
+	int opened_version;
+	bool in_query;          /* a query callback is running: the statements are in use */
+	uint32_t names_stored;  /* highest metric id in the metrics table */
+	bool have_last;
+	int64_t last_ts;        /* the previous frame stored: a new minute completes its minute */
+	struct frame scratch;   /* decoded rows */
+	struct frame rollup;    /* the means being written */
+	struct acc *acc, *acc_tmp;
+	size_t acc_n, acc_cap;
+	struct store_health h;
+	struct store_batch *batch; /* frames not yet written (store.c) */
+};
+
+/* -errno for a failed sqlite call (ENOSPC, EROFS, EBUSY, ENOMEM, EACCES, else EIO). */
+int store_sqlite_errno(sqlite3 *db, int rc);
+/* sqlite's message for RC, with the OS reason for I/O errors. */
+void store_describe(sqlite3 *db, int rc, char *buf, size_t len);
+/* Step a statement that returns no rows we need, and reset it. */
+int store_run(sqlite3_stmt *s);
+/* Finalize store_journal.c's statements. */
+void store_journal_free(struct store *st);
+
+#endif
