@@ -220,3 +220,14 @@ const char *sbuf_str(const struct sbuf *b)
 {
 	return b->p && !b->oom ? b->p : "";
 }
+
+void str_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

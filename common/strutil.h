@@ -29,6 +29,9 @@ int str_to_mode(const char *s, unsigned *out);
 int str_to_listen(const char *s, struct sockaddr_storage *sa, unsigned *salen, bool *loopback);
 /* Copy SRC into DST of size N; -ENAMETOOLONG (DST untouched) when it does not fit. */
 int str_copy(char *dst, size_t n, const char *src);
+/* Format an error message into ERR of ERRLEN bytes (truncated to fit); nothing when ERR is NULL or ERRLEN 0.
+ * The one helper every module uses for its "char *err, size_t errlen" out-parameter. */
+void str_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A growable, always NUL-terminated string. A failed allocation sets OOM and later appends do nothing. */
 struct sbuf {

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 
 #include "observe/probe_netlink.h"
+#include "strutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -128,12 +129,6 @@ static int nle_errno(int nle)
 	}
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, const char *what, int e)
-{
-	if (err && errlen > 0)
-		snprintf(err, errlen, fmt, what, strerror(e));
-}
-
 static int chan_open(struct chan *c, int protocol, char *err, size_t errlen)
 {
 	struct timeval tv = { .tv_sec = RECV_TIMEOUT_MS / 1000, .tv_usec = (RECV_TIMEOUT_MS % 1000) * 1000 };
@@ -141,7 +136,7 @@ static int chan_open(struct chan *c, int protocol, char *err, size_t errlen)
 
 	c->sk = nl_socket_alloc();
 	if (!c->sk) {
-		set_err(err, errlen, "%s: %s", "nl_socket_alloc", ENOMEM);
+		str_err(err, errlen, "%s: %s", "nl_socket_alloc", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	/* We match replies by sequence number ourselves; an ACK after each dump would only add a message. */
@@ -154,7 +149,7 @@ static int chan_open(struct chan *c, int protocol, char *err, size_t errlen)
 	}
 	if (setsockopt(nl_socket_get_fd(c->sk), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
 		rc = errno;
-		set_err(err, errlen, "%s: %s", "setsockopt SO_RCVTIMEO", rc);
+		str_err(err, errlen, "%s: %s", "setsockopt SO_RCVTIMEO", strerror(rc));
 		return -rc;
 	}
 	return 0;
@@ -187,7 +182,7 @@ static int open_in_ns(struct nl_probe *p, int pid, char *err, size_t errlen)
 	target = open(path, O_RDONLY | O_CLOEXEC);
 	if (target < 0) {
 		e = errno;
-		set_err(err, errlen, "open %s: %s", path, e);
+		str_err(err, errlen, "open %s: %s", path, strerror(e));
 		return -e;
 	}
 	/* thread-self, not self: setns() moves only the calling thread, and that is the one we must bring back. */
@@ -195,12 +190,12 @@ static int open_in_ns(struct nl_probe *p, int pid, char *err, size_t errlen)
 	if (self < 0) {
 		e = errno;
 		close(target);
-		set_err(err, errlen, "open %s: %s", "/proc/thread-self/ns/net", e);
+		str_err(err, errlen, "open %s: %s", "/proc/thread-self/ns/net", strerror(e));
 		return -e;
 	}
 	if (fstat(target, &st_target) < 0 || fstat(self, &st_self) < 0) {
 		e = errno;
-		set_err(err, errlen, "fstat %s: %s", path, e);
+		str_err(err, errlen, "fstat %s: %s", path, strerror(e));
 		rc = -e;
 		goto out;
 	}
@@ -210,7 +205,7 @@ static int open_in_ns(struct nl_probe *p, int pid, char *err, size_t errlen)
 	}
 	if (setns(target, CLONE_NEWNET) < 0) {
 		e = errno;
-		set_err(err, errlen, "setns into %s: %s", path, e);
+		str_err(err, errlen, "setns into %s: %s", path, strerror(e));
 		rc = -e;
 		goto out;
 	}
@@ -218,7 +213,7 @@ static int open_in_ns(struct nl_probe *p, int pid, char *err, size_t errlen)
 	if (setns(self, CLONE_NEWNET) < 0) {
 		e = errno;
 		/* Nothing else the thread does would be right after this; the message must say so. */
-		set_err(err, errlen, "setns back from %s failed, thread left in that namespace: %s", path, e);
+		str_err(err, errlen, "setns back from %s failed, thread left in that namespace: %s", path, strerror(e));
 		rc = -e;
 	}
 out:
@@ -242,7 +237,7 @@ int nl_probe_open(int pid, struct nl_probe **out, char *err, size_t errlen)
 	*out = NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		set_err(err, errlen, "%s: %s", "nl_probe", ENOMEM);
+		str_err(err, errlen, "%s: %s", "nl_probe", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	p->buf = malloc(RECV_BUF_SIZE);
@@ -250,7 +245,7 @@ int nl_probe_open(int pid, struct nl_probe **out, char *err, size_t errlen)
 	if (!p->buf || !p->names) {
 		free(p->names);
 		free(p);
-		set_err(err, errlen, "%s: %s", "nl_probe buffer", ENOMEM);
+		str_err(err, errlen, "%s: %s", "nl_probe buffer", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	rc = pid == 0 ? open_sockets(p, err, errlen) : open_in_ns(p, pid, err, errlen);

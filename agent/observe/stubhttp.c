@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
+#include "strutil.h"
 
 #define HOST_MAX 256
 #define PATH_MAX_LEN 1024
@@ -39,19 +40,6 @@ struct stubhttp {
 	char *in;                /* the response being read */
 	size_t in_len;
 };
-
-static void say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 bool stubhttp_handles(const char *url)
 {
@@ -73,7 +61,7 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 	int n;
 
 	if (!stubhttp_handles(url)) {
-		say(err, errlen, "not a plain http:// URL");
+		str_err(err, errlen, "not a plain http:// URL");
 		return -EINVAL;
 	}
 	auth = url + 7;
@@ -81,7 +69,7 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 	if (auth < aend && *auth == '[') {
 		hend = memchr(auth, ']', (size_t)(aend - auth));
 		if (!hend) {
-			say(err, errlen, "unterminated [IPv6] address");
+			str_err(err, errlen, "unterminated [IPv6] address");
 			return -EINVAL;
 		}
 		hlen = (size_t)(hend - auth - 1);
@@ -95,7 +83,7 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 		memcpy(c->host, auth, hlen < HOST_MAX ? hlen : 0);
 	}
 	if (hlen == 0 || hlen >= HOST_MAX) {
-		say(err, errlen, "no host, or a host name too long");
+		str_err(err, errlen, "no host, or a host name too long");
 		return -EINVAL;
 	}
 	c->host[hlen] = '\0';
@@ -103,13 +91,13 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 		char *e;
 
 		if (*hend != ':' || hend + 1 == aend) {
-			say(err, errlen, "bad port");
+			str_err(err, errlen, "bad port");
 			return -EINVAL;
 		}
 		errno = 0;
 		port = strtol(hend + 1, &e, 10);
 		if (e != aend || port < 1 || port > 65535 || hend[1] < '0' || hend[1] > '9') {
-			say(err, errlen, "bad port");
+			str_err(err, errlen, "bad port");
 			return -EINVAL;
 		}
 	}
@@ -120,11 +108,11 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 	plen = (size_t)(pend - path);
 	for (const char *p = path; p < pend; p++)
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f) {
-			say(err, errlen, "a blank or control byte in the path");
+			str_err(err, errlen, "a blank or control byte in the path");
 			return -EINVAL;
 		}
 	if (plen >= PATH_MAX_LEN) {
-		say(err, errlen, "path too long");
+		str_err(err, errlen, "path too long");
 		return -EINVAL;
 	}
 	/* Host as in the URL ([v6]:port included); no Accept-Encoding, so the body is never compressed. */
@@ -132,7 +120,7 @@ static int parse_url(struct stubhttp *c, const char *url, char *err, size_t errl
 		     "GET %s%.*s HTTP/1.1\r\nHost: %.*s\r\nUser-Agent: ngx-autotune/%s\r\nAccept: */*\r\n\r\n",
 		     plen && *path == '/' ? "" : "/", (int)plen, path, (int)(aend - auth), auth, PACKAGE_VERSION);
 	if (n < 0 || (size_t)n >= sizeof(c->request)) {
-		say(err, errlen, "URL too long");
+		str_err(err, errlen, "URL too long");
 		return -EINVAL;
 	}
 	c->request_len = (size_t)n;
@@ -259,7 +247,7 @@ static int resolve(const struct stubhttp *c, struct sockaddr_storage *addrs, soc
 	}
 	r = getaddrinfo(c->host, c->port, &hints, &res);
 	if (r != 0) {
-		say(err, errlen, "resolve %s: %s", c->host, gai_strerror(r));
+		str_err(err, errlen, "resolve %s: %s", c->host, gai_strerror(r));
 		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
 	for (ai = res; ai && *n < MAX_ADDRS; ai = ai->ai_next) {
@@ -270,7 +258,7 @@ static int resolve(const struct stubhttp *c, struct sockaddr_storage *addrs, soc
 	}
 	freeaddrinfo(res);
 	if (*n == 0) {
-		say(err, errlen, "resolve %s: no address", c->host);
+		str_err(err, errlen, "resolve %s: no address", c->host);
 		return -EHOSTUNREACH;
 	}
 	return 0;
@@ -324,7 +312,7 @@ static int open_conn(struct stubhttp *c, int netns_fd, uint64_t gen, int64_t dea
 		if (r == -ETIMEDOUT)
 			break;
 	}
-	say(err, errlen, "connect to %s port %s: %s", c->host, c->port, strerror(-r));
+	str_err(err, errlen, "connect to %s port %s: %s", c->host, c->port, strerror(-r));
 	return r;
 }
 
@@ -399,7 +387,7 @@ static int parse_head(const char *buf, size_t size, struct head *h, char *err, s
 	if (eol - p < 12 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
 	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
 	    (eol - p > 12 && p[12] != ' ')) {
-		say(err, errlen, "not an HTTP/1.x status line");
+		str_err(err, errlen, "not an HTTP/1.x status line");
 		return -EPROTO;
 	}
 	h->http10 = p[7] == '0';
@@ -410,7 +398,7 @@ static int parse_head(const char *buf, size_t size, struct head *h, char *err, s
 		eol = memmem(p, (size_t)(end - p) + 2, "\r\n", 2);
 		colon = memchr(p, ':', (size_t)(eol - p));
 		if (!colon || colon == p || *p == ' ' || *p == '\t') {
-			say(err, errlen, "a malformed header line");
+			str_err(err, errlen, "a malformed header line");
 			return -EPROTO;
 		}
 		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
@@ -421,25 +409,25 @@ static int parse_head(const char *buf, size_t size, struct head *h, char *err, s
 			uint64_t n = 0;
 
 			if (v == ve) {
-				say(err, errlen, "an empty Content-Length");
+				str_err(err, errlen, "an empty Content-Length");
 				return -EPROTO;
 			}
 			for (const char *d = v; d < ve; d++) {
 				if (*d < '0' || *d > '9' || n > 1000000000) {
-					say(err, errlen, "a bad Content-Length");
+					str_err(err, errlen, "a bad Content-Length");
 					return -EPROTO;
 				}
 				n = n * 10 + (uint64_t)(*d - '0');
 			}
 			if (h->has_length && n != h->length) {
-				say(err, errlen, "two different Content-Length headers");
+				str_err(err, errlen, "two different Content-Length headers");
 				return -EPROTO;
 			}
 			h->has_length = true;
 			h->length = n;
 		} else if (token_is(p, (size_t)(colon - p), "transfer-encoding")) {
 			if (!token_is(v, (size_t)(ve - v), "chunked")) {
-				say(err, errlen, "Transfer-Encoding '%.40s' is not supported", v);
+				str_err(err, errlen, "Transfer-Encoding '%.40s' is not supported", v);
 				return -EPROTO;
 			}
 			h->chunked = true;
@@ -453,7 +441,7 @@ static int parse_head(const char *buf, size_t size, struct head *h, char *err, s
 	if (h->chunked)
 		h->has_length = false; /* RFC 9112 6.3: chunked wins, and the connection must not be reused */
 	if (h->chunked && h->http10) {
-		say(err, errlen, "chunked encoding in an HTTP/1.0 response");
+		str_err(err, errlen, "chunked encoding in an HTTP/1.0 response");
 		return -EPROTO;
 	}
 	return 0;
@@ -534,13 +522,13 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 	r = send_all(c->fd, c->request, c->request_len, deadline);
 	if (r < 0) {
 		*retry = r != -ETIMEDOUT;
-		say(err, errlen, "send: %s", strerror(-r));
+		str_err(err, errlen, "send: %s", strerror(-r));
 		return r;
 	}
 	/* nginx answers from another process, so nothing is there yet: wait first rather than read EAGAIN. */
 	r = wait_fd(c->fd, POLLIN, deadline);
 	if (r < 0) {
-		say(err, errlen, r == -ETIMEDOUT ? "no complete response in time" : "poll: %s", strerror(-r));
+		str_err(err, errlen, r == -ETIMEDOUT ? "no complete response in time" : "poll: %s", strerror(-r));
 		return r;
 	}
 	for (;;) {
@@ -555,11 +543,11 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 				if (r < 0)
 					return r;
 				if (h.status < 200) {
-					say(err, errlen, "an informational response (%d) to a GET", h.status);
+					str_err(err, errlen, "an informational response (%d) to a GET", h.status);
 					return -EPROTO;
 				}
 			} else if (c->in_len >= STUBHTTP_HEAD_MAX) {
-				say(err, errlen, "response headers over %d bytes", STUBHTTP_HEAD_MAX);
+				str_err(err, errlen, "response headers over %d bytes", STUBHTTP_HEAD_MAX);
 				return -EMSGSIZE;
 			}
 		}
@@ -571,7 +559,7 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 				uint64_t need = nobody ? 0 : h.length;
 
 				if (need >= max) {
-					say(err, errlen, "a body of %llu bytes: not a stub_status page",
+					str_err(err, errlen, "a body of %llu bytes: not a stub_status page",
 					    (unsigned long long)need);
 					return -EMSGSIZE;
 				}
@@ -590,12 +578,12 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 					return 0;
 				}
 				if (r < 0) {
-					say(err, errlen, r == -EMSGSIZE ? "a chunked body too large for a stub_status page"
+					str_err(err, errlen, r == -EMSGSIZE ? "a chunked body too large for a stub_status page"
 									: "bad chunked encoding");
 					return r;
 				}
 			} else if (avail >= max) {
-				say(err, errlen, "a body over %zu bytes: not a stub_status page", max - 1);
+				str_err(err, errlen, "a body over %zu bytes: not a stub_status page", max - 1);
 				return -EMSGSIZE;
 			} else if (eof) {
 				*len = avail; /* no length: the body ends with the connection */
@@ -605,12 +593,12 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 		}
 		if (eof) {
 			*retry = c->in_len == 0;
-			say(err, errlen, "connection closed %s", c->in_len ? "in the middle of the response"
+			str_err(err, errlen, "connection closed %s", c->in_len ? "in the middle of the response"
 									: "before a response");
 			return c->in_len ? -EPROTO : -ECONNRESET;
 		}
 		if (c->in_len == cap) {
-			say(err, errlen, "response over %zu bytes", cap);
+			str_err(err, errlen, "response over %zu bytes", cap);
 			return -EMSGSIZE;
 		}
 		n = recv(c->fd, c->in + c->in_len, cap - c->in_len, 0);
@@ -627,7 +615,7 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
 			r = wait_fd(c->fd, POLLIN, deadline);
 			if (r < 0) {
-				say(err, errlen, r == -ETIMEDOUT ? "no complete response in time" : "poll: %s",
+				str_err(err, errlen, r == -ETIMEDOUT ? "no complete response in time" : "poll: %s",
 				    strerror(-r));
 				return r;
 			}
@@ -635,7 +623,7 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 		}
 		r = -errno;
 		*retry = c->in_len == 0;
-		say(err, errlen, "receive: %s", strerror(-r));
+		str_err(err, errlen, "receive: %s", strerror(-r));
 		return r;
 	}
 	memcpy(body, c->in + hsize, *len);

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "store/store_internal.h"
+#include "strutil.h"
 
 #define STORE_APPLICATION_ID 0x4e475841 /* "NGXA": tells our files from other SQLite databases */
 #define BUSY_TIMEOUT_MS 500             /* a tick is 1 s; waiting longer only delays the next one */
@@ -138,19 +139,6 @@ void store_options_default(struct store_options *opt)
 	opt->rollups_retention_s = 90 * 24 * 3600;
 	opt->delete_batch = 500;
 	opt->batch_ms = BATCH_DEFAULT_MS;
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 /* -errno for a failed sqlite call, so callers can sort full disks from read-only files from the rest. */
@@ -341,17 +329,17 @@ static int check_identity(struct store *st, int64_t version, int64_t app_id, cha
 	int rc;
 
 	if (version > STORE_SCHEMA_VERSION) {
-		set_err(err, errlen,
+		str_err(err, errlen,
 			"schema version %lld is newer than this agent supports (%d); refusing to downgrade",
 			(long long)version, STORE_SCHEMA_VERSION);
 		return -ENOTSUP;
 	}
 	if (version < 0) {
-		set_err(err, errlen, "invalid schema version %lld", (long long)version);
+		str_err(err, errlen, "invalid schema version %lld", (long long)version);
 		return -EIO;
 	}
 	if (app_id != STORE_APPLICATION_ID && (app_id != 0 || version != 0)) {
-		set_err(err, errlen, "not an ngx-autotune store (application_id 0x%llx)", (unsigned long long)app_id);
+		str_err(err, errlen, "not an ngx-autotune store (application_id 0x%llx)", (unsigned long long)app_id);
 		return -EIO;
 	}
 	if (version > 0)
@@ -367,7 +355,7 @@ static int check_identity(struct store *st, int64_t version, int64_t app_id, cha
 		for (size_t i = 0; name && i < sizeof(our_tables) / sizeof(our_tables[0]); i++)
 			ours = ours || strcmp(name, our_tables[i]) == 0;
 		if (!ours) {
-			set_err(err, errlen, "not an ngx-autotune store (unknown table '%.64s')", name ? name : "");
+			str_err(err, errlen, "not an ngx-autotune store (unknown table '%.64s')", name ? name : "");
 			sqlite3_finalize(s);
 			return -EIO;
 		}
@@ -376,7 +364,7 @@ static int check_identity(struct store *st, int64_t version, int64_t app_id, cha
 		char msg[200];
 
 		store_describe(st->db, rc, msg, sizeof(msg));
-		set_err(err, errlen, "read schema: %s", msg);
+		str_err(err, errlen, "read schema: %s", msg);
 		sqlite3_finalize(s);
 		return store_sqlite_errno(st->db, rc);
 	}
@@ -407,7 +395,7 @@ static int migrate(struct store *st, char *err, size_t errlen)
 			if (rc == SQLITE_OK)
 				rc = sqlite3_exec(st->db, bump, NULL, NULL, &emsg);
 			if (rc != SQLITE_OK) {
-				set_err(err, errlen, "migrate to schema v%d: %s", v, emsg ? emsg : sqlite3_errstr(rc));
+				str_err(err, errlen, "migrate to schema v%d: %s", v, emsg ? emsg : sqlite3_errstr(rc));
 				sqlite3_free(emsg);
 				sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 				return store_sqlite_errno(st->db, rc);
@@ -419,7 +407,7 @@ static int migrate(struct store *st, char *err, size_t errlen)
 		continue;
 fail:
 		store_describe(st->db, rc, msg, sizeof(msg));
-		set_err(err, errlen, "migrate to schema v%d: %s", v, msg);
+		str_err(err, errlen, "migrate to schema v%d: %s", v, msg);
 		if (!sqlite3_get_autocommit(st->db))
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		return store_sqlite_errno(st->db, rc);
@@ -444,12 +432,12 @@ static int load_names(struct store *st, struct metric_registry *reg, char *err, 
 			r = reg ? metric_register(reg, name, (uint32_t)id) : 0;
 		if (r < 0) {
 			if (r == -EEXIST)
-				set_err(err, errlen, "metrics table: '%.96s' = %lld conflicts with the registry", name,
+				str_err(err, errlen, "metrics table: '%.96s' = %lld conflicts with the registry", name,
 					(long long)id);
 			else if (r == -EINVAL)
-				set_err(err, errlen, "metrics table: invalid row (id %lld)", (long long)id);
+				str_err(err, errlen, "metrics table: invalid row (id %lld)", (long long)id);
 			else
-				set_err(err, errlen, "metrics table: %s", strerror(-r));
+				str_err(err, errlen, "metrics table: %s", strerror(-r));
 			sqlite3_finalize(s);
 			return r == -ENOMEM ? r : -EIO;
 		}
@@ -457,7 +445,7 @@ static int load_names(struct store *st, struct metric_registry *reg, char *err, 
 	}
 	if (rc != SQLITE_DONE) {
 		store_describe(st->db, rc, msg, sizeof(msg));
-		set_err(err, errlen, "load metric names: %s", msg);
+		str_err(err, errlen, "load metric names: %s", msg);
 		sqlite3_finalize(s);
 		return store_sqlite_errno(st->db, rc);
 	}
@@ -480,7 +468,7 @@ static int load_counts(struct store *st, char *err, size_t errlen)
 		char msg[200];
 
 		store_describe(st->db, rc, msg, sizeof(msg));
-		set_err(err, errlen, "count rows: %s", msg);
+		str_err(err, errlen, "count rows: %s", msg);
 		return store_sqlite_errno(st->db, rc);
 	}
 	st->have_last = !none && st->last_ts >= 0 && st->last_ts <= TS_MAX;
@@ -510,41 +498,41 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 	int rc, ret;
 
 	*out = NULL;
-	set_err(err, errlen, "%s", "");
+	str_err(err, errlen, "%s", "");
 	if (!opt) {
 		store_options_default(&def);
 		opt = &def;
 	}
 	if (!path || !*path) {
-		set_err(err, errlen, "no database path");
+		str_err(err, errlen, "no database path");
 		return -EINVAL;
 	}
 	if (opt->frames_retention_s < 1 || opt->frames_retention_s > INT64_MAX / 1000 || opt->rollups_retention_s < 1 ||
 	    opt->rollups_retention_s > INT64_MAX / 1000 || opt->delete_batch < 1 || opt->batch_ms < 0 ||
 	    opt->batch_ms > BATCH_MAX_MS) {
-		set_err(err, errlen, "invalid retention options");
+		str_err(err, errlen, "invalid retention options");
 		return -EINVAL;
 	}
 	ret = make_parents(path);
 	if (ret < 0) {
-		set_err(err, errlen, "create directory for %s: %s", path, strerror(-ret));
+		str_err(err, errlen, "create directory for %s: %s", path, strerror(-ret));
 		return ret;
 	}
 	ret = check_writable(path);
 	if (ret < 0) {
-		set_err(err, errlen, "%s: database is read-only (%s)", path, strerror(-ret));
+		str_err(err, errlen, "%s: database is read-only (%s)", path, strerror(-ret));
 		return -EROFS;
 	}
 	st = calloc(1, sizeof(*st));
 	if (!st) {
-		set_err(err, errlen, "out of memory");
+		str_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	st->opt = *opt;
 	st->batch = calloc(1, sizeof(*st->batch));
 	if (!st->batch) {
 		free(st);
-		set_err(err, errlen, "out of memory");
+		str_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	frame_init(&st->scratch);
@@ -571,7 +559,7 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 		goto fail;
 	/* sqlite falls back to read-only silently; every tick would fail, so say it now. */
 	if (sqlite3_db_readonly(st->db, "main") == 1) {
-		set_err(err, errlen, "%s: database is read-only", path);
+		str_err(err, errlen, "%s: database is read-only", path);
 		ret = -EROFS;
 		goto fail;
 	}
@@ -588,7 +576,7 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 		if (rc == SQLITE_ROW && sqlite3_stricmp((const char *)sqlite3_column_text(s, 0), "wal") != 0) {
 			const char *mode = (const char *)sqlite3_column_text(s, 0);
 
-			set_err(err, errlen, "%s: cannot use WAL mode (journal_mode is %s)", path, mode ? mode : "?");
+			str_err(err, errlen, "%s: cannot use WAL mode (journal_mode is %s)", path, mode ? mode : "?");
 			sqlite3_finalize(s);
 			ret = -EIO;
 			goto fail;
@@ -634,7 +622,7 @@ sqlfail:
 		snprintf(msg, sizeof(msg), "%s", sqlite3_errstr(rc));
 		ret = -ENOMEM;
 	}
-	set_err(err, errlen, "%s %s: %s", step, path, msg);
+	str_err(err, errlen, "%s %s: %s", step, path, msg);
 fail:
 	store_free(st);
 	return ret;
