@@ -1,7 +1,10 @@
 /*
- * agent: the state of the running agent, shared by the loop (which owns and mutates it) and the API (which only
- * reads it, on the same thread, to answer requests). Nothing here is touched from another thread except the
- * stub_status result, which the pool thread fills while stub_busy is set and the loop reads after the fetch.
+ * agent: the one object of the running agent (agent.c owns it), handed down to every module that needs it.
+ *
+ * The loop mutates it once per tick and publishes the report (struct report, report.h) that the API renders; the
+ * API reads it and acts through the engine and the tuning loop, on the same thread. Nothing here is touched from
+ * another thread except the stub_status result, which the pool thread fills while stub_busy is set and the loop
+ * reads after the fetch.
  */
 #ifndef NGXAT_AGENT_H
 #define NGXAT_AGENT_H
@@ -15,6 +18,7 @@
 #include "core/prom.h"
 #include "act/knob.h"
 #include "observe/sampler.h"
+#include "report.h"
 #include "store/store.h"
 
 #define AGENT_CPU_RING 128
@@ -68,17 +72,30 @@ struct agent {
 	bool ready;               /* READY=1 sent */
 	bool stopping;
 	char summary[512];        /* one line for STATUS= and /v1/status */
+
+	int64_t (*clock_ms)(void); /* wall-clock ms since the epoch: installed by loop.c, the only clock reader */
+	struct report report;     /* what the loop published after the last tick: the API renders only this */
 };
 
-/* Median CPU ms per tick over the recent ticks (NAN before the first). */
-double agent_tick_cpu_median(const struct agent *a);
+/* Wall-clock ms since the epoch, from the loop's clock (0 before loop_init installs it). */
+int64_t agent_now_ms(const struct agent *a);
 struct policy_set;
-/* Load and validate the policy files the configuration names (main.c). 0 or -errno with ERR. */
+/* Load and validate the policy files the configuration names. 0 or -errno with ERR. */
 int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen);
-/* Fill a->env from the configuration (main.c). */
+/* Fill a->env from the configuration. */
 void agent_knob_env(struct agent *a);
 /* nginx's master is PID now (0: none found): a->env follows it, and a new master's -c and -p (its command line)
- * are what nginx -t and -T run with, unless [nginx] conf names the file (main.c). */
+ * are what nginx -t and -T run with, unless [nginx] conf names the file. */
 void agent_nginx_follow(struct agent *a, pid_t pid);
+/* Take the store's lock: one agent, or one offline revert, per store (both write knobs). 0 or -errno with ERR. */
+int agent_lock(struct agent *a, char *err, size_t errlen);
+/* Policies, knobs, the tuning loop, and recovery of whatever a previous run left in flight (invariant 3). */
+int agent_start_engine(struct agent *a, char *err, size_t errlen);
+/* Start the stub_status fetch of HANDLE elsewhere (the pool); 0, or <0 to have it fetched in line. */
+typedef int (*agent_stub_start_fn)(void *ctx, void *handle);
+/* The frame sequence, the same for the tick, --once and the doctor: a->fr is cleared and stamped NOW_MS / DT_S,
+ * then every probe samples into it. stub_status is fetched in line when START is NULL; else START gets its handle
+ * and the caller applies the result (sampler_stub_apply) when the fetch is done. */
+void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_stub_start_fn start, void *ctx);
 
 #endif

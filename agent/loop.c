@@ -14,6 +14,7 @@
 #include "diagnose/doctor.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
+#include "report.h"
 #include "act/tuning.h"
 #include "log.h"
 #include "notify.h"
@@ -34,13 +35,7 @@ static double thread_cpu_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int64_t loop_wall_ms(const struct agent *a)
-{
-	(void)a;
-	return wall_ms();
-}
-
-int64_t loop_uptime_s(const struct agent *a)
+static int64_t uptime_s(const struct agent *a)
 {
 	return (int64_t)((uv_hrtime() / 1000000 - a->start_mono_ms) / 1000);
 }
@@ -59,7 +54,7 @@ static int cmp_double(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-double agent_tick_cpu_median(const struct agent *a)
+static double tick_cpu_median(const struct agent *a)
 {
 	double v[AGENT_CPU_RING];
 	size_t n = a->cpu_n < AGENT_CPU_RING ? a->cpu_n : AGENT_CPU_RING;
@@ -123,6 +118,35 @@ static void build_summary(struct agent *a, const struct store_health *sh)
 		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok", rates, ok, enabled);
 }
 
+/* ---- the report ------------------------------------------------------------------------------------------- */
+
+/* What the API renders until the next tick. */
+static void publish(struct agent *a, const struct store_health *sh)
+{
+	struct report *rp = &a->report;
+
+	rp->valid = true;
+	rp->start_ms = a->start_ms;
+	rp->uptime_s = uptime_s(a);
+	rp->tick_ms = a->cfg.tick_ms;
+	rp->ticks = a->ticks;
+	rp->late = a->late;
+	rp->stored = a->stored;
+	rp->last_tick_ms = a->last_tick_ms;
+	rp->tick_cpu_median_ms = tick_cpu_median(a);
+	rp->tick_cpu_last_ms = a->cpu_n ? a->cpu_ring[(a->cpu_n - 1) % AGENT_CPU_RING] : NAN;
+	rp->prom_unmapped = a->prom.unmapped;
+	rp->store = *sh;
+	rp->observe_why[0] = '\0';
+	rp->observe_only = a->engine && engine_observe_only(a->engine, rp->observe_why, sizeof(rp->observe_why));
+	sampler_nginx(a->sampler, &rp->nginx_pid, &rp->nginx_workers);
+	for (int i = 0; i < PROBE_COUNT; i++) {
+		rp->probes[i].name = sampler_probe_name((enum probe_id)i);
+		rp->probes[i].health = *sampler_health(a->sampler, (enum probe_id)i);
+	}
+	snprintf(rp->summary, sizeof(rp->summary), "%s", a->summary);
+}
+
 /* ---- the tick -------------------------------------------------------------------------------------------- */
 
 static void schedule_next(struct agent *a);
@@ -183,14 +207,33 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		notify_watchdog(a->summary);
 	}
 	a->cpu_ring[a->cpu_n++ % AGENT_CPU_RING] = a->tick_cpu_ms + extra_cpu_ms + (thread_cpu_ms() - c0);
+	publish(a, &sh);
 	a->tick_busy = false;
 }
 
 static void stub_work(uv_work_t *w)
 {
 	struct agent *a = w->data;
+	double t0 = thread_cpu_ms();
 
 	sampler_stub_fetch(a->stub_handle, &a->stub_res);
+	a->stub_res.cpu_ms = thread_cpu_ms() - t0;
+}
+
+static void stub_after(uv_work_t *w, int status);
+
+/* agent_collect_frame's hand-off: the fetch goes to the pool and overlaps the other probes. */
+static int stub_start(void *ctx, void *handle)
+{
+	struct agent *a = ctx;
+	int r;
+
+	a->stub_handle = handle;
+	a->stub_work.data = a;
+	r = uv_queue_work(a->loop, &a->stub_work, stub_work, stub_after);
+	if (r == 0)
+		a->stub_busy = true;
+	return r;
 }
 
 static void stub_after(uv_work_t *w, int status)
@@ -212,32 +255,19 @@ static void on_tick(uv_timer_t *t)
 	struct agent *a = t->data;
 	int64_t now = wall_ms();
 	double c0 = thread_cpu_ms();
-	bool wait_stub = false;
+	bool was_busy;
 
 	schedule_next(a);
 	if (a->tick_busy) {
 		a->late++;
 		return;
 	}
-	frame_clear(&a->fr);
-	a->fr.ts_ms = now;
-	a->fr.dt_s = a->last_tick_ms ? (double)(now - a->last_tick_ms) / 1000.0 : 0;
-	a->fr.probes_ok = a->fr.probes_bad = 0;
 	a->tick_busy = true;
-	sampler_begin(a->sampler, &a->fr);
-	if (sampler_stub_enabled(a->sampler)) {
-		if (a->stub_busy) {
-			sampler_stub_skip(a->sampler, &a->fr, "previous stub_status fetch still running");
-		} else if ((a->stub_handle = sampler_stub_prepare(a->sampler))) {
-			a->stub_work.data = a;
-			if (uv_queue_work(a->loop, &a->stub_work, stub_work, stub_after) == 0)
-				a->stub_busy = wait_stub = true;
-		}
-	}
-	sampler_collect(a->sampler, &a->fr);
-	loadgen_collect(a->loadgen, a->reg, &a->fr);
+	was_busy = a->stub_busy;
+	agent_collect_frame(a, now, a->last_tick_ms ? (double)(now - a->last_tick_ms) / 1000.0 : 0, stub_start, a);
 	a->tick_cpu_ms = thread_cpu_ms() - c0;
-	if (!wait_stub)
+	/* A fetch this tick started finishes the tick from stub_after. */
+	if (was_busy || !a->stub_busy)
 		finish_tick(a, 0);
 }
 
@@ -366,8 +396,14 @@ static void on_signal(uv_signal_t *h, int signum)
 		stop(a, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+void loop_clock_init(struct agent *a)
+{
+	a->clock_ms = wall_ms;
+}
+
 int loop_init(struct agent *a)
 {
+	loop_clock_init(a);
 	a->loop = uv_default_loop();
 	a->start_ms = wall_ms();
 	uv_update_time(a->loop);
@@ -387,6 +423,12 @@ int loop_init(struct agent *a)
 
 int loop_run(struct agent *a)
 {
+	struct store_health sh;
+
+	/* A report before the first tick: the API may be asked before it is done. */
+	store_get_health(a->store, &sh);
+	publish(a, &sh);
+	a->report.valid = false;
 	/* The first tick right away: READY=1 should not wait a whole interval. */
 	uv_timer_start(&a->timer, on_tick, 0, 0);
 	uv_run(a->loop, UV_RUN_DEFAULT);

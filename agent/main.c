@@ -1,30 +1,27 @@
 /*
  * ngx-autotune: the agent's entry point. Parses the command line and the configuration, opens the store and
- * the API (the only fatal failures), then hands over to the loop.
+ * the API (the only fatal failures), then hands over to the loop; or runs one of the one-shot modes (--check,
+ * --once, --doctor, --revert) on the same agent object (agent.c).
  */
 #include "build-config.h"
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <sys/file.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
 #include <unistd.h>
 
 #include "agent.h"
 #include "api/api.h"
-#include "core/parse.h"
 #include "core/policy.h"
 #include "diagnose/doctor.h"
 #include "api/doctor_json.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
-#include "act/policy_load.h"
 #include "act/tuning.h"
 #include "api/frame_json.h"
 #include "log.h"
@@ -54,130 +51,6 @@ static void usage(FILE *f)
 		"\n"
 		"Signals: SIGTERM/SIGINT stop cleanly, SIGHUP reloads the configuration (a broken file is refused and\n"
 		"the running configuration kept). See ngx-autotune(8) and ngx-autotune.conf(5).\n");
-}
-
-int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen)
-{
-	struct policy_set *set = calloc(1, sizeof(*set));
-	int r;
-
-	if (!set)
-		return -ENOMEM;
-	r = policy_load(a->cfg.policy_dir, a->cfg.policy_override_dir, 0, set, err, errlen);
-	if (r < 0) {
-		free(set);
-		return r;
-	}
-	*out = set;
-	return 0;
-}
-
-void agent_knob_env(struct agent *a)
-{
-	a->env.root = a->cfg.root;
-	a->env.loop = a->loop;
-	a->env.dry_run = a->cfg.dry_run;
-	a->env.nginx_bin = a->cfg.nginx_bin;
-	/* [nginx] conf may have changed: look at the master again. */
-	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
-	a->nginx_prefix[0] = '\0';
-	a->nginx_seen_pid = 0;
-	agent_nginx_follow(a, a->env.nginx_pid);
-	a->env.include_dir = a->cfg.include_dir;
-	a->env.nginx_timeout_ms = a->cfg.nginx_timeout_ms;
-}
-
-void agent_nginx_follow(struct agent *a, pid_t pid)
-{
-	char path[CONFIG_PATH_MAX + 32], title[2 * CONFIG_PATH_MAX], conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
-	const char *root = strcmp(a->cfg.root, "/") == 0 ? "" : a->cfg.root;
-	ssize_t n;
-	int fd;
-
-	a->env.nginx_pid = pid;
-	a->env.nginx_conf = a->nginx_conf;
-	a->env.nginx_prefix = a->nginx_prefix;
-	if (pid <= 0 || pid == a->nginx_seen_pid)
-		return;
-	a->nginx_seen_pid = pid;
-	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
-	a->nginx_prefix[0] = '\0';
-	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, title, sizeof(title) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	title[n] = '\0';
-	if (parse_nginx_master_title(title, conf, sizeof(conf), prefix, sizeof(prefix)) < 0)
-		return;
-	/* An nginx started with -c FILE (or -p DIR) is tested and dumped with the same, or nginx -t and -T would
-	 * read another configuration than the one it runs. */
-	snprintf(a->nginx_prefix, sizeof(a->nginx_prefix), "%s", prefix);
-	if (!a->cfg.nginx_conf[0])
-		snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", conf);
-	if (conf[0] || prefix[0])
-		log_info("nginx master %d runs with%s%s%s%s: nginx -t and -T use %s%s%s%s", (int)pid, conf[0] ? " -c " : "",
-			 conf, prefix[0] ? " -p " : "", prefix, a->nginx_conf[0] ? "-c " : "its default configuration",
-			 a->nginx_conf, prefix[0] ? " -p " : "", prefix);
-}
-
-/* One agent, or one offline revert, per store: both write knobs. */
-static int take_lock(struct agent *a, char *err, size_t errlen)
-{
-	char path[CONFIG_PATH_MAX + 8];
-
-	snprintf(path, sizeof(path), "%s.lock", a->cfg.store_path);
-	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (a->lock_fd < 0) {
-		snprintf(err, errlen, "lock %.300s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "another ngx-autotune holds %.300s (the agent is running: use ngxctl revert without "
-			 "--offline)", path);
-		return e == EWOULDBLOCK ? -EBUSY : -e;
-	}
-	return 0;
-}
-
-/* Policies, knobs, and recovery of whatever a previous run left in flight (invariant 3). */
-static int start_engine(struct agent *a, char *err, size_t errlen)
-{
-	struct policy_set *set;
-	struct frame scratch;
-	int r;
-
-	r = agent_load_policies(a, &set, err, errlen);
-	if (r < 0)
-		return r;
-	agent_knob_env(a);
-	/* The drivers act in nginx's namespace: find nginx first. */
-	frame_init(&scratch);
-	sampler_begin(a->sampler, &scratch);
-	frame_free(&scratch);
-	{
-		pid_t pid;
-		unsigned workers;
-
-		sampler_nginx(a->sampler, &pid, &workers);
-		agent_nginx_follow(a, pid);
-	}
-	r = engine_new(a->store, &a->env, set, &a->engine, err, errlen);
-	if (r < 0)
-		return r;
-	r = engine_recover(a->engine, loop_wall_ms(a));
-	if (r < 0) {
-		snprintf(err, errlen, "cannot read the change journal: %s", strerror(-r));
-		return r;
-	}
-	if (r > 0)
-		log_notice("recovery: %d knob write(s) to put the host back as the journal says", r);
-	return tuning_new(&a->cfg, a->engine, a->store, loop_wall_ms(a), &a->tuning, err, errlen);
 }
 
 static int newest_cb(void *ctx, const struct change_row *row)
@@ -210,8 +83,8 @@ static void offline_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
 
-	engine_tick(a->engine, loop_wall_ms(a));
-	if (!engine_busy(a->engine) || loop_wall_ms(a) > a->start_ms + a->cfg.nginx_timeout_ms * 3)
+	engine_tick(a->engine, agent_now_ms(a));
+	if (!engine_busy(a->engine) || agent_now_ms(a) > a->start_ms + a->cfg.nginx_timeout_ms * 3)
 		uv_stop(a->loop);
 }
 
@@ -227,7 +100,7 @@ static int run_offline_revert(struct agent *a, const char *arg)
 		str_to_i64(arg, 1, INT64_MAX, &id); /* checked in parse_args */
 	/* The rows this run journals come after the newest one now. */
 	store_changes_query(a->store, "", 0, 0, 1, newest_cb, &first);
-	r = engine_revert(a->engine, id, getenv("SUDO_USER") ? getenv("SUDO_USER") : "offline", loop_wall_ms(a),
+	r = engine_revert(a->engine, id, getenv("SUDO_USER") ? getenv("SUDO_USER") : "offline", agent_now_ms(a),
 			  err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "ngx-autotune: revert: %s\n", err);
@@ -257,31 +130,13 @@ static int run_offline_revert(struct agent *a, const char *arg)
 /* --once: two collections one interval apart, so counters have deltas; no store, no API. */
 static int run_once(struct agent *a)
 {
-	struct timespec ts;
-	struct stub_result *res = calloc(1, sizeof(*res));
 	json_t *o;
 
-	if (!res)
-		return 1;
 	for (int i = 0; i < 2; i++) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		frame_clear(&a->fr);
-		a->fr.ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-		a->fr.dt_s = i ? (double)a->cfg.tick_ms / 1000.0 : 0;
-		sampler_begin(a->sampler, &a->fr);
-		sampler_collect(a->sampler, &a->fr);
-		if (sampler_stub_enabled(a->sampler)) {
-			void *h = sampler_stub_prepare(a->sampler);
-
-			if (h) {
-				sampler_stub_fetch(h, res);
-				sampler_stub_apply(a->sampler, &a->fr, res);
-			}
-		}
+		agent_collect_frame(a, agent_now_ms(a), i ? (double)a->cfg.tick_ms / 1000.0 : 0, NULL, NULL);
 		if (i == 0)
 			usleep((useconds_t)a->cfg.tick_ms * 1000);
 	}
-	free(res);
 	o = frame_to_json(&a->fr, a->reg, NULL);
 	if (!o)
 		return 1;
@@ -301,7 +156,7 @@ static int run_doctor(struct agent *a)
 
 	a->loop = uv_default_loop();
 	agent_knob_env(a);
-	if (doctor_run_once(a, loop_wall_ms(a), &st, err, sizeof(err)) < 0) {
+	if (doctor_run_once(a, agent_now_ms(a), &st, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ngx-autotune: doctor: %s\n", err);
 		doctor_state_free(&st);
 		return 3;
@@ -384,6 +239,7 @@ int main(int argc, char **argv)
 	if (!a)
 		return 1;
 	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
+	loop_clock_init(a);
 	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg, &doctor);
 	if (rc >= 0)
 		goto out_args;
@@ -453,12 +309,12 @@ int main(int argc, char **argv)
 		log_err("cannot open the store: %s", err);
 		goto out;
 	}
-	if (take_lock(a, err, sizeof(err)) < 0) {
+	if (agent_lock(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
 	loop_init(a);
-	if (start_engine(a, err, sizeof(err)) < 0) {
+	if (agent_start_engine(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -27,7 +27,6 @@
 #include "api/events.h"
 #include "api/frame_json.h"
 #include "log.h"
-#include "loop.h"
 #include "proto.h"
 #include "strutil.h"
 #include "core/controller.h"
@@ -145,43 +144,37 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 
 static json_t *status_json(struct agent *a)
 {
+	const struct report *rp = &a->report;
 	char summary[1536];
-	struct store_health sh;
 	json_t *probes = json_array();
-	double med = agent_tick_cpu_median(a);
-	pid_t pid;
-	unsigned workers;
-
-	for (int i = 0; i < PROBE_COUNT; i++) {
-		const struct probe_health *h = sampler_health(a->sampler, (enum probe_id)i);
-
-		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:s?, s:I}", API_K_PROBE_NAME,
-							sampler_probe_name((enum probe_id)i), API_K_PROBE_ENABLED,
-							h->enabled, API_K_PROBE_OK, h->enabled && h->ok,
-							API_K_PROBE_ERROR, h->msg[0] ? h->msg : NULL,
-							API_K_PROBE_FAILURES, (json_int_t)h->failures));
-	}
-	store_get_health(a->store, &sh);
-	sampler_nginx(a->sampler, &pid, &workers);
-	char why[256] = "";
-	bool ro = a->engine && engine_observe_only(a->engine, why, sizeof(why));
 	json_t *o;
 
+	for (int i = 0; i < PROBE_COUNT; i++) {
+		const struct report_probe *p = &rp->probes[i];
+		const struct probe_health *h = &p->health;
+
+		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:s?, s:I}", API_K_PROBE_NAME,
+							p->name ? p->name : "", API_K_PROBE_ENABLED, h->enabled,
+							API_K_PROBE_OK, h->enabled && h->ok, API_K_PROBE_ERROR,
+							h->msg[0] ? h->msg : NULL, API_K_PROBE_FAILURES,
+							(json_int_t)h->failures));
+	}
 	summary_with_conflicts(a, summary, sizeof(summary));
 	o = json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
 			 "s:{s:s, s:b, s:s?, s:I, s:I, s:I, s:I}, s:{s:i, s:i}}",
 			 API_K_API_VERSION, NGXAT_API_VERSION, API_K_VERSION, PACKAGE_VERSION, API_K_STATE,
-			 sh.degraded ? "degraded" : ro ? "observe-only" : "observing", API_K_OBSERVE_ONLY,
-			 ro ? why : NULL, API_K_SUMMARY, summary, API_K_UPTIME,
-			 (json_int_t)loop_uptime_s(a), API_K_TICK, API_K_TICK_INTERVAL, (json_int_t)a->cfg.tick_ms,
-			 API_K_TICK_COUNT, (json_int_t)a->ticks, API_K_TICK_LATE, (json_int_t)a->late,
-			 API_K_TICK_LAST_MS, (json_int_t)a->last_tick_ms, API_K_TICK_CPU_MED,
-			 isfinite(med) ? json_real(med) : json_null(), API_K_PROBES, probes, API_K_STORE,
-			 API_K_STORE_PATH, a->cfg.store_path, API_K_STORE_DEGRADED, sh.degraded, API_K_STORE_REASON,
-			 sh.degraded ? sh.reason : NULL, API_K_STORE_FRAMES, (json_int_t)sh.frames, API_K_STORE_ROLLUPS,
-			 (json_int_t)sh.rollups, API_K_STORE_BYTES, (json_int_t)sh.bytes, API_K_STORE_ERRORS,
-			 (json_int_t)sh.write_errors, API_K_NGINX, API_K_NGINX_PID, (int)pid, API_K_NGINX_WORKERS,
-			 (int)workers);
+			 rp->store.degraded ? "degraded" : rp->observe_only ? "observe-only" : "observing",
+			 API_K_OBSERVE_ONLY, rp->observe_only ? rp->observe_why : NULL, API_K_SUMMARY, summary,
+			 API_K_UPTIME, (json_int_t)rp->uptime_s, API_K_TICK, API_K_TICK_INTERVAL,
+			 (json_int_t)rp->tick_ms, API_K_TICK_COUNT, (json_int_t)rp->ticks, API_K_TICK_LATE,
+			 (json_int_t)rp->late, API_K_TICK_LAST_MS, (json_int_t)rp->last_tick_ms, API_K_TICK_CPU_MED,
+			 isfinite(rp->tick_cpu_median_ms) ? json_real(rp->tick_cpu_median_ms) : json_null(),
+			 API_K_PROBES, probes, API_K_STORE, API_K_STORE_PATH, a->cfg.store_path, API_K_STORE_DEGRADED,
+			 rp->store.degraded, API_K_STORE_REASON, rp->store.degraded ? rp->store.reason : NULL,
+			 API_K_STORE_FRAMES, (json_int_t)rp->store.frames, API_K_STORE_ROLLUPS,
+			 (json_int_t)rp->store.rollups, API_K_STORE_BYTES, (json_int_t)rp->store.bytes,
+			 API_K_STORE_ERRORS, (json_int_t)rp->store.write_errors, API_K_NGINX, API_K_NGINX_PID,
+			 (int)rp->nginx_pid, API_K_NGINX_WORKERS, (int)rp->nginx_workers);
 	if (o && a->doctor)
 		json_object_set_new(o, API_K_ADVISORIES, doctor_counts_json(doctor_advisories(a->doctor)));
 	return o;
@@ -197,7 +190,7 @@ int api_parse_time(struct agent *a, const char *s, int64_t *out)
 
 	if (r < 0)
 		return r;
-	*out = v <= 0 ? loop_wall_ms(a) + v * 1000 : v;
+	*out = v <= 0 ? agent_now_ms(a) + v * 1000 : v;
 	return 0;
 }
 
@@ -231,7 +224,7 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	const char *rollup_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, API_Q_ROLLUP);
 	struct metric_filter *f = malloc(sizeof(*f));
 	struct frames_ctx ctx = {.a = a};
-	int64_t t0, t1 = loop_wall_ms(a) + 1, limit = FRAMES_LIMIT_MAX;
+	int64_t t0, t1 = agent_now_ms(a) + 1, limit = FRAMES_LIMIT_MAX;
 	bool rollup = false;
 	char err[128];
 	int r;
@@ -386,7 +379,7 @@ static void audit_request(struct api *api, struct api_req *req, const char *url,
 
 	if (!row)
 		return;
-	row->ts = loop_wall_ms(api->a);
+	row->ts = agent_now_ms(api->a);
 	snprintf(row->actor, sizeof(row->actor), "%s", req->actor[0] ? req->actor : "unknown");
 	snprintf(row->peer, sizeof(row->peer), "%s", req->peer);
 	snprintf(row->action, sizeof(row->action), "%s", denied ? "denied" : "request");
@@ -919,7 +912,7 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen)
 		return r;
 	}
 	/* Event ids grow across restarts: a Last-Event-ID of an earlier run is older than any of this one. */
-	events_init((uint64_t)loop_wall_ms(a) * 1000);
+	events_init((uint64_t)agent_now_ms(a) * 1000);
 	events_set_listener(api_events_notify, api);
 	uv_timer_init(a->loop, &api->heartbeat);
 	api->heartbeat.data = api;

@@ -15,7 +15,6 @@
 #include "core/controller.h"
 #include "core/judge.h"
 #include "act/engine.h"
-#include "loop.h"
 #include "act/tuning.h"
 #include "proto.h"
 #include "strutil.h"
@@ -392,7 +391,7 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 		if (!api->a->tuning)
 			return api_send_problem(c, 409, "no tuning loop: apply at once with \"now\": true");
 		r = tuning_operator_propose(api->a->tuning, json_string_value(knob), json_string_value(value), actor,
-					    why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err,
+					    why ? json_string_value(why) : "", agent_now_ms(api->a), &id, err,
 					    sizeof(err));
 		if (r < 0)
 			return api_send_problem(c, status_of(r), "%s", err);
@@ -400,7 +399,7 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 				     "application/json");
 	}
 	r = engine_propose(api->a->engine, json_string_value(knob), json_string_value(value), actor,
-			   why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err, sizeof(err));
+			   why ? json_string_value(why) : "", agent_now_ms(api->a), &id, err, sizeof(err));
 	if (r < 0)
 		return api_send_problem(c, status_of(r), "%s", err);
 	{
@@ -446,7 +445,7 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 			return api_send_problem(c, 409, "no tuning loop");
 		}
 		r = tuning_decide(api->a->tuning, id, strcmp(action, API_ACTION_APPROVE) == 0, actor,
-				  comment ? json_string_value(comment) : "", loop_wall_ms(api->a), err, sizeof(err));
+				  comment ? json_string_value(comment) : "", agent_now_ms(api->a), err, sizeof(err));
 		json_decref(o);
 		if (r < 0)
 			return api_send_problem(c, r == -ENOENT ? 404 : 409, "%s", err);
@@ -461,7 +460,7 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 		json_decref(o);
 		if (!api->a->tuning)
 			return api_send_problem(c, 409, "no tuning loop");
-		tuning_pause(api->a->tuning, strcmp(url, API_PATH_PAUSE) == 0, actor, loop_wall_ms(api->a));
+		tuning_pause(api->a->tuning, strcmp(url, API_PATH_PAUSE) == 0, actor, agent_now_ms(api->a));
 		return api_send_json(c, 200, json_pack("{s:b}", API_K_PAUSED, strcmp(url, API_PATH_PAUSE) == 0),
 				     "application/json");
 	}
@@ -474,7 +473,7 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 	if (!api->a->engine)
 		return api_send_problem(c, 409, "no knobs: policies are not loaded");
 	if (strcmp(url, API_PATH_REVERT) == 0 || (change_path(url, &id, &rest))) {
-		r = engine_revert(api->a->engine, id, actor, loop_wall_ms(api->a), err, sizeof(err));
+		r = engine_revert(api->a->engine, id, actor, agent_now_ms(api->a), err, sizeof(err));
 		if (r < 0)
 			return api_send_problem(c, status_of(r), "%s", err);
 		return api_send_json(c, 202, json_pack("{s:i}", API_K_STARTED, r), "application/json");
@@ -488,7 +487,7 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 			return api_send_problem(c, 404, "no such knob");
 		memcpy(name, url + k, n);
 		name[n] = '\0';
-		r = engine_clear_conflict(api->a->engine, name, actor, loop_wall_ms(api->a), err, sizeof(err));
+		r = engine_clear_conflict(api->a->engine, name, actor, agent_now_ms(api->a), err, sizeof(err));
 		if (r < 0)
 			return api_send_problem(c, status_of(r), "%s", err);
 		return api_send_json(c, 200, json_pack("{s:s}", API_K_KNOB, name), "application/json");

@@ -45,63 +45,59 @@ static void labelled(struct prom_writer *w, const char *label, const char *value
 
 static void write_agent(struct prom_writer *w, struct agent *a)
 {
-	char api_version[16], why[256];
+	const struct report *rp = &a->report;
+	char api_version[16];
 	struct prom_label build[] = {{"version", PACKAGE_VERSION}, {"api_version", api_version}};
-	double med = agent_tick_cpu_median(a);
-	struct store_health sh;
-	pid_t pid;
-	unsigned workers;
 
 	snprintf(api_version, sizeof(api_version), "%d", NGXAT_API_VERSION);
 	prom_family(w, "ngxat_build_info", PROM_GAUGE, "The agent's version and API version (always 1).");
 	prom_sample(w, "", build, 2, 1);
 	one(w, "ngxat_start_time_seconds", PROM_GAUGE, "When the agent started, seconds since the epoch.",
-	    (double)a->start_ms / 1000.0);
-	one(w, "ngxat_tick_interval_seconds", PROM_GAUGE, "The configured tick interval.", (double)a->cfg.tick_ms / 1000.0);
-	one(w, "ngxat_ticks_total", PROM_COUNTER, "Ticks completed.", (double)a->ticks);
+	    (double)rp->start_ms / 1000.0);
+	one(w, "ngxat_tick_interval_seconds", PROM_GAUGE, "The configured tick interval.", (double)rp->tick_ms / 1000.0);
+	one(w, "ngxat_ticks_total", PROM_COUNTER, "Ticks completed.", (double)rp->ticks);
 	one(w, "ngxat_ticks_late_total", PROM_COUNTER,
-	    "Ticks skipped because the previous one was still waiting for its stub_status fetch.", (double)a->late);
+	    "Ticks skipped because the previous one was still waiting for its stub_status fetch.", (double)rp->late);
 	one(w, "ngxat_last_tick_timestamp_seconds", PROM_GAUGE,
 	    "When the last tick was taken, seconds since the epoch (0 before the first).",
-	    (double)a->last_tick_ms / 1000.0);
+	    (double)rp->last_tick_ms / 1000.0);
 	one(w, "ngxat_tick_cpu_median_seconds", PROM_GAUGE,
 	    "Median CPU time of the recent ticks (up to 128), loop thread and stub_status fetch (NaN before the first).",
-	    ms_to_s(med));
+	    ms_to_s(rp->tick_cpu_median_ms));
 	one(w, "ngxat_tick_cpu_last_seconds", PROM_GAUGE, "CPU time of the last tick (NaN before the first).",
-	    a->cpu_n ? ms_to_s(a->cpu_ring[(a->cpu_n - 1) % AGENT_CPU_RING]) : NAN);
-	one(w, "ngxat_frames_stored_total", PROM_COUNTER, "Frames written to the store.", (double)a->stored);
+	    ms_to_s(rp->tick_cpu_last_ms));
+	one(w, "ngxat_frames_stored_total", PROM_COUNTER, "Frames written to the store.", (double)rp->stored);
 	one(w, "ngxat_unmapped_frame_metrics", PROM_GAUGE,
 	    "Frame metrics /metrics has no family for (0 unless the sampler has a metric the map lacks).",
-	    (double)a->prom.unmapped);
+	    (double)rp->prom_unmapped);
 
 	prom_family(w, "ngxat_probe_up", PROM_GAUGE, "Whether each enabled probe succeeded in the last tick.");
 	for (int i = 0; i < PROBE_COUNT; i++) {
-		const struct probe_health *h = sampler_health(a->sampler, (enum probe_id)i);
+		const struct report_probe *p = &rp->probes[i];
 
-		if (h->enabled)
-			labelled(w, "probe", sampler_probe_name((enum probe_id)i), h->ok ? 1 : 0);
+		if (p->health.enabled)
+			labelled(w, "probe", p->name, p->health.ok ? 1 : 0);
 	}
 	prom_family(w, "ngxat_probe_failures_total", PROM_COUNTER, "Ticks in which each enabled probe failed.");
 	for (int i = 0; i < PROBE_COUNT; i++) {
-		const struct probe_health *h = sampler_health(a->sampler, (enum probe_id)i);
+		const struct report_probe *p = &rp->probes[i];
 
-		if (h->enabled)
-			labelled(w, "probe", sampler_probe_name((enum probe_id)i), (double)h->failures);
+		if (p->health.enabled)
+			labelled(w, "probe", p->name, (double)p->health.failures);
 	}
-	sampler_nginx(a->sampler, &pid, &workers);
-	one(w, "ngxat_nginx_up", PROM_GAUGE, "Whether the nginx master was found (from its pid file).", pid ? 1 : 0);
+	one(w, "ngxat_nginx_up", PROM_GAUGE, "Whether the nginx master was found (from its pid file).",
+	    rp->nginx_pid ? 1 : 0);
 
-	store_get_health(a->store, &sh);
-	one(w, "ngxat_store_size_bytes", PROM_GAUGE, "Size of the SQLite store.", (double)sh.bytes);
-	one(w, "ngxat_store_frames", PROM_GAUGE, "Per-tick frames held by the store.", (double)sh.frames);
-	one(w, "ngxat_store_rollups", PROM_GAUGE, "Per-minute roll-ups held by the store.", (double)sh.rollups);
+	one(w, "ngxat_store_size_bytes", PROM_GAUGE, "Size of the SQLite store.", (double)rp->store.bytes);
+	one(w, "ngxat_store_frames", PROM_GAUGE, "Per-tick frames held by the store.", (double)rp->store.frames);
+	one(w, "ngxat_store_rollups", PROM_GAUGE, "Per-minute roll-ups held by the store.", (double)rp->store.rollups);
 	one(w, "ngxat_store_write_errors_total", PROM_COUNTER, "Tick transactions the store failed to write.",
-	    (double)sh.write_errors);
+	    (double)rp->store.write_errors);
 	one(w, "ngxat_store_degraded", PROM_GAUGE, "1 when the store cannot be written (the agent only observes).",
-	    sh.degraded ? 1 : 0);
+	    rp->store.degraded ? 1 : 0);
 	one(w, "ngxat_observe_only", PROM_GAUGE,
 	    "1 when the agent writes no knob (store degraded, or a driver refused with EPERM/EROFS).",
-	    sh.degraded || (a->engine && engine_observe_only(a->engine, why, sizeof(why))) ? 1 : 0);
+	    rp->store.degraded || rp->observe_only ? 1 : 0);
 }
 
 static const char *const verdicts[] = {"keep", "revert", "inconclusive", "aborted", "error"};

@@ -1037,27 +1037,15 @@ void doctor_tick(struct doctor *d, const struct frame *fr)
 int doctor_run_once(struct agent *a, int64_t now_ms, struct doctor_state *st, char *err, size_t errlen)
 {
 	struct window *w = calloc(1, sizeof(*w));
-	struct stub_result *res = calloc(1, sizeof(*res));
 	struct job *j = NULL;
 	int r = 0;
 
-	if (!w || !res) {
+	if (!w) {
 		r = -ENOMEM;
 		goto out;
 	}
 	/* One frame: nginx's pid, its workers, the gauges (CPUs, TIME_WAIT, CLOSE_WAIT) and stub_status. */
-	frame_clear(&a->fr);
-	a->fr.ts_ms = now_ms;
-	sampler_begin(a->sampler, &a->fr);
-	sampler_collect(a->sampler, &a->fr);
-	if (sampler_stub_enabled(a->sampler)) {
-		void *h = sampler_stub_prepare(a->sampler);
-
-		if (h) {
-			sampler_stub_fetch(h, res);
-			sampler_stub_apply(a->sampler, &a->fr, res);
-		}
-	}
+	agent_collect_frame(a, now_ms, 0, NULL, NULL);
 	window_tick(w, a->reg, &a->fr);
 	j = job_new(a, w, true);
 	if (!j) {
@@ -1083,6 +1071,5 @@ out:
 		free(w->index);
 	}
 	free(w);
-	free(res);
 	return r;
 }

@@ -1,0 +1,179 @@
+/*
+ * agent: the one object of the running agent and what every mode does with it.
+ *
+ * Owns struct agent (agent.h): the configuration, the followed nginx (its master, -c and -p), the knob
+ * environment, the loaded policies and the store lock, and the frame sequence (agent_collect_frame) that the tick,
+ * --once and the doctor all use. It reads no clock: loop.c installs the one clock (a->clock_ms) that everyone
+ * asks through agent_now_ms. It must not call up into loop.c, the API or the doctor.
+ */
+#include "build-config.h"
+
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "act/engine.h"
+#include "act/loadgen.h"
+#include "act/policy_load.h"
+#include "act/tuning.h"
+#include "core/parse.h"
+#include "core/policy.h"
+#include "log.h"
+
+int64_t agent_now_ms(const struct agent *a)
+{
+	return a->clock_ms ? a->clock_ms() : 0;
+}
+
+void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_stub_start_fn start, void *ctx)
+{
+	frame_clear(&a->fr);
+	a->fr.ts_ms = now_ms;
+	a->fr.dt_s = dt_s;
+	a->fr.probes_ok = a->fr.probes_bad = 0;
+	sampler_begin(a->sampler, &a->fr);
+	if (sampler_stub_enabled(a->sampler)) {
+		void *h;
+
+		if (start && a->stub_busy) {
+			sampler_stub_skip(a->sampler, &a->fr, "previous stub_status fetch still running");
+		} else if ((h = sampler_stub_prepare(a->sampler))) {
+			/* On the pool when the caller can wait for it (the tick), so that the fetch overlaps the other
+			 * probes; in line otherwise (--once, the doctor's one-shot). */
+			if (!start || start(ctx, h) < 0) {
+				sampler_stub_fetch(h, &a->stub_res);
+				sampler_stub_apply(a->sampler, &a->fr, &a->stub_res);
+			}
+		}
+	}
+	sampler_collect(a->sampler, &a->fr);
+	loadgen_collect(a->loadgen, a->reg, &a->fr);
+}
+
+int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	int r;
+
+	if (!set)
+		return -ENOMEM;
+	r = policy_load(a->cfg.policy_dir, a->cfg.policy_override_dir, 0, set, err, errlen);
+	if (r < 0) {
+		free(set);
+		return r;
+	}
+	*out = set;
+	return 0;
+}
+
+void agent_knob_env(struct agent *a)
+{
+	a->env.root = a->cfg.root;
+	a->env.loop = a->loop;
+	a->env.dry_run = a->cfg.dry_run;
+	a->env.nginx_bin = a->cfg.nginx_bin;
+	/* [nginx] conf may have changed: look at the master again. */
+	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
+	a->nginx_prefix[0] = '\0';
+	a->nginx_seen_pid = 0;
+	agent_nginx_follow(a, a->env.nginx_pid);
+	a->env.include_dir = a->cfg.include_dir;
+	a->env.nginx_timeout_ms = a->cfg.nginx_timeout_ms;
+}
+
+void agent_nginx_follow(struct agent *a, pid_t pid)
+{
+	char path[CONFIG_PATH_MAX + 32], title[2 * CONFIG_PATH_MAX], conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
+	const char *root = strcmp(a->cfg.root, "/") == 0 ? "" : a->cfg.root;
+	ssize_t n;
+	int fd;
+
+	a->env.nginx_pid = pid;
+	a->env.nginx_conf = a->nginx_conf;
+	a->env.nginx_prefix = a->nginx_prefix;
+	if (pid <= 0 || pid == a->nginx_seen_pid)
+		return;
+	a->nginx_seen_pid = pid;
+	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
+	a->nginx_prefix[0] = '\0';
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, title, sizeof(title) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	title[n] = '\0';
+	if (parse_nginx_master_title(title, conf, sizeof(conf), prefix, sizeof(prefix)) < 0)
+		return;
+	/* An nginx started with -c FILE (or -p DIR) is tested and dumped with the same, or nginx -t and -T would
+	 * read another configuration than the one it runs. */
+	snprintf(a->nginx_prefix, sizeof(a->nginx_prefix), "%s", prefix);
+	if (!a->cfg.nginx_conf[0])
+		snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", conf);
+	if (conf[0] || prefix[0])
+		log_info("nginx master %d runs with%s%s%s%s: nginx -t and -T use %s%s%s%s", (int)pid, conf[0] ? " -c " : "",
+			 conf, prefix[0] ? " -p " : "", prefix, a->nginx_conf[0] ? "-c " : "its default configuration",
+			 a->nginx_conf, prefix[0] ? " -p " : "", prefix);
+}
+
+/* One agent, or one offline revert, per store: both write knobs. */
+int agent_lock(struct agent *a, char *err, size_t errlen)
+{
+	char path[CONFIG_PATH_MAX + 8];
+
+	snprintf(path, sizeof(path), "%s.lock", a->cfg.store_path);
+	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (a->lock_fd < 0) {
+		snprintf(err, errlen, "lock %.300s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "another ngx-autotune holds %.300s (the agent is running: use ngxctl revert without "
+			 "--offline)", path);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	return 0;
+}
+
+/* Policies, knobs, and recovery of whatever a previous run left in flight (invariant 3). */
+int agent_start_engine(struct agent *a, char *err, size_t errlen)
+{
+	struct policy_set *set;
+	struct frame scratch;
+	unsigned workers;
+	pid_t pid;
+	int r;
+
+	r = agent_load_policies(a, &set, err, errlen);
+	if (r < 0)
+		return r;
+	agent_knob_env(a);
+	/* The drivers act in nginx's namespace: find nginx first. */
+	frame_init(&scratch);
+	sampler_begin(a->sampler, &scratch);
+	frame_free(&scratch);
+	sampler_nginx(a->sampler, &pid, &workers);
+	agent_nginx_follow(a, pid);
+	r = engine_new(a->store, &a->env, set, &a->engine, err, errlen);
+	if (r < 0)
+		return r;
+	r = engine_recover(a->engine, agent_now_ms(a));
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the change journal: %s", strerror(-r));
+		return r;
+	}
+	if (r > 0)
+		log_notice("recovery: %d knob write(s) to put the host back as the journal says", r);
+	return tuning_new(&a->cfg, a->engine, a->store, agent_now_ms(a), &a->tuning, err, errlen);
+}
+
