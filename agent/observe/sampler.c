@@ -1417,14 +1417,6 @@ void *sampler_stub_prepare(struct sampler *s)
 	return h;
 }
 
-static double thread_cpu_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void fetch_http(struct stub_handle *h, struct stub_result *res)
 {
 	char err[160];
@@ -1445,7 +1437,6 @@ static void fetch_http(struct stub_handle *h, struct stub_result *res)
 void sampler_stub_fetch(void *handle, struct stub_result *res)
 {
 	struct stub_handle *h = handle;
-	double t0 = thread_cpu_ms();
 	char errbuf[CURL_ERROR_SIZE] = "";
 	long code = 0;
 	CURLcode rc;
@@ -1475,7 +1466,6 @@ out:
 	if (h->netns_fd >= 0)
 		close(h->netns_fd);
 	h->netns_fd = -1;
-	res->cpu_ms = thread_cpu_ms() - t0;
 }
 
 void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res)

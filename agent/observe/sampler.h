@@ -46,7 +46,7 @@ struct stub_result {
 	char msg[192];
 	char body[2048];
 	size_t len;
-	double cpu_ms;  /* CPU the fetch used on its thread */
+	double cpu_ms;  /* CPU the fetch used on its thread (measured by the caller, loop.c) */
 };
 
 struct sampler;

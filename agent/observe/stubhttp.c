@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ struct stubhttp {
 	char request[PATH_MAX_LEN + HOST_MAX + 128];
 	size_t request_len;
 	int fd;                  /* the kept connection, or -1 */
+	int timer_fd;            /* the deadline of one get: a timerfd armed per call (this module reads no clock) */
 	uint64_t gen;            /* the namespace generation fd was made in */
 	char *in;                /* the response being read */
 	size_t in_len;
@@ -136,9 +138,14 @@ int stubhttp_new(const char *url, struct stubhttp **out, char *err, size_t errle
 	if (!c)
 		return -ENOMEM;
 	c->fd = -1;
+	c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	r = url ? parse_url(c, url, err, errlen) : -EINVAL;
 	if (r == 0 && !(c->in = malloc(STUBHTTP_HEAD_MAX + BODY_ROOM)))
 		r = -ENOMEM;
+	if (r == 0 && c->timer_fd < 0) {
+		r = -errno;
+		str_err(err, errlen, "timerfd: %s", strerror(errno));
+	}
 	if (r < 0) {
 		stubhttp_free(c);
 		return r;
@@ -159,6 +166,8 @@ void stubhttp_free(struct stubhttp *c)
 	if (!c)
 		return;
 	drop(c);
+	if (c->timer_fd >= 0)
+		close(c->timer_fd);
 	free(c->in);
 	free(c);
 }
@@ -168,30 +177,18 @@ bool stubhttp_connected(const struct stubhttp *c)
 	return c && c->fd >= 0;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait for EVENTS on FD until DEADLINE. 0, -ETIMEDOUT or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* Wait for EVENTS on FD until the timerfd DEADLINE fires. 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, int deadline)
 {
 	for (;;) {
-		struct pollfd p = {.fd = fd, .events = events};
-		int64_t left = deadline - mono_ms();
-		int r;
+		struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = deadline, .events = POLLIN}};
+		int r = poll(p, 2, -1);
 
-		if (left <= 0)
+		if (r > 0 && p[1].revents)
 			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)left);
 		if (r > 0)
 			return 0;
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
+		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
 }
@@ -264,7 +261,7 @@ static int resolve(const struct stubhttp *c, struct sockaddr_storage *addrs, soc
 	return 0;
 }
 
-static int connect_one(const struct sockaddr_storage *a, socklen_t len, int netns_fd, int64_t deadline, int *out)
+static int connect_one(const struct sockaddr_storage *a, socklen_t len, int netns_fd, int deadline, int *out)
 {
 	int fd = ns_socket(a->ss_family, netns_fd), e = 0, one = 1;
 	socklen_t elen = sizeof(e);
@@ -294,7 +291,7 @@ static int connect_one(const struct sockaddr_storage *a, socklen_t len, int netn
 	return 0;
 }
 
-static int open_conn(struct stubhttp *c, int netns_fd, uint64_t gen, int64_t deadline, char *err, size_t errlen)
+static int open_conn(struct stubhttp *c, int netns_fd, uint64_t gen, int deadline, char *err, size_t errlen)
 {
 	struct sockaddr_storage addrs[MAX_ADDRS];
 	socklen_t lens[MAX_ADDRS];
@@ -316,7 +313,7 @@ static int open_conn(struct stubhttp *c, int netns_fd, uint64_t gen, int64_t dea
 	return r;
 }
 
-static int send_all(int fd, const char *p, size_t n, int64_t deadline)
+static int send_all(int fd, const char *p, size_t n, int deadline)
 {
 	while (n > 0) {
 		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
@@ -508,7 +505,7 @@ static int dechunk(const char *in, size_t n, char *out, size_t max, size_t *len,
  * One request and its response on C's connection. *RETRY is set when it failed before any byte of a response
  * came back (a kept connection that the server had closed): the GET can be sent again on a new connection.
  */
-static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max, size_t *len, int *status,
+static int exchange(struct stubhttp *c, int deadline, char *body, size_t max, size_t *len, int *status,
 		    bool *retry, char *err, size_t errlen)
 {
 	const size_t cap = STUBHTTP_HEAD_MAX + BODY_ROOM;
@@ -637,7 +634,8 @@ static int exchange(struct stubhttp *c, int64_t deadline, char *body, size_t max
 int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, char *body, size_t max,
 		 size_t *len, int *status, char *err, size_t errlen)
 {
-	int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+	struct itimerspec its = {0};
+	int deadline = c ? c->timer_fd : -1;
 	int r = -EINVAL;
 
 	*len = 0;
@@ -647,6 +645,15 @@ int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeo
 	if (!c || !body || max == 0)
 		return -EINVAL;
 	body[0] = '\0';
+	if (timeout_ms <= 0)
+		timeout_ms = 1;
+	its.it_value.tv_sec = timeout_ms / 1000;
+	its.it_value.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	if (timerfd_settime(deadline, 0, &its, NULL) < 0) {
+		r = -errno;
+		str_err(err, errlen, "timerfd: %s", strerror(errno));
+		return r;
+	}
 	/* At most twice: once more on a new connection when a kept one turns out to be closed. */
 	for (int attempt = 0; attempt < 2; attempt++) {
 		bool reused, retry;
