@@ -8,6 +8,9 @@ libinih-dev libcmocka-dev"
 # util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv).
 TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium
 python3-websocket passwd util-linux"
+# The package and its checks (tests/system/package.sh): debhelper and dpkg-dev build the .deb, lintian checks it,
+# rpm's rpmspec parses the RPM spec; debootstrap and systemd-container boot a real systemd for container.sh.
+PACKAGE="debhelper dpkg-dev fakeroot lintian rpm debootstrap systemd-container"
 # promtool (tests/system/prometheus.sh) comes from Debian's prometheus package, fetched with apt-get download
 # and unpacked under the build directory by the test: the package itself (a service) is not installed.
 if [ "$(id -u)" != 0 ]; then
@@ -17,5 +20,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $BUILD $TEST >/dev/null
+apt-get install -y -qq --no-install-recommends $BUILD $TEST $PACKAGE >/dev/null
 echo "debian-deps.sh: build and test packages installed"
