@@ -22,6 +22,7 @@
 #include "api/doctor_json.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
+#include "act/setup.h"
 #include "act/tuning.h"
 #include "api/frame_json.h"
 #include "log.h"
@@ -46,6 +47,14 @@ static void usage(FILE *f)
 		"                      runs this when the agent is not running\n"
 		"      --revert ID|all put change ID (or every change) back, with the agent stopped, and exit;\n"
 		"                      journaled like the agent's own reverts (ngxctl revert --offline runs this)\n"
+		"      --setup         print the changes that prepare nginx for the agent (include files and\n"
+		"                      lines, a loopback stub_status server, an access log with request times,\n"
+		"                      agent.conf pointed at them) as a diff, and exit; with --apply, back each\n"
+		"                      file up, write them, run nginx -t (a failure puts everything back) and\n"
+		"                      reload nginx (ngxctl setup runs this)\n"
+		"      --apply         with --setup: write the changes\n"
+		"      --revert-setup  put back every file --setup wrote, byte for byte, and reload nginx; a file\n"
+		"                      changed since is refused unless --force (ngxctl revert --setup)\n"
 		"  -h, --help          show this help\n"
 		"  -V, --version       show the version\n"
 		"\n"
@@ -174,16 +183,47 @@ static int run_doctor(struct agent *a)
 	return rc;
 }
 
+/* What the command line asks for besides running the agent. */
+struct modes {
+	bool check, once, foreground, doctor;
+	const char *revert;
+	bool setup, apply, revert_setup, force;
+};
+
+/* --setup / --revert-setup: nginx's files and agent.conf, journaled beside the store; no store, no lock. */
+static int run_setup(struct agent *a, const struct modes *m)
+{
+	char state[CONFIG_PATH_MAX], err[1024], *slash;
+	struct setup_opts o = {.cfg = &a->cfg, .config_path = a->config_path, .state_dir = state, .apply = m->apply,
+			       .force = m->force, .out = stdout};
+	int r;
+
+	snprintf(state, sizeof(state), "%s", a->cfg.store_path);
+	slash = strrchr(state, '/');
+	if (slash && slash != state)
+		*slash = '\0';
+	else
+		snprintf(state, sizeof(state), ".");
+	r = m->setup ? setup_run(&o, err, sizeof(err)) : setup_revert(&o, err, sizeof(err));
+	if (r < 0) {
+		fflush(stdout);
+		fprintf(stderr, "ngx-autotune: %s: %s\n", m->setup ? "setup" : "revert-setup", err);
+		return 1;
+	}
+	return 0;
+}
+
 /* Returns -1 to go on, or the exit code (0 after --help/--version, 2 on a usage error). */
-static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool *once, bool *foreground,
-		      const char **revert, bool *doctor)
+static int parse_args(struct agent *a, int argc, char **argv, struct modes *m)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"check", no_argument, NULL, 'n'},
 		{"root", required_argument, NULL, 'r'},   {"foreground", no_argument, NULL, 'f'},
 		{"once", no_argument, NULL, '1'},         {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},      {"revert", required_argument, NULL, 'R'},
-		{"doctor", no_argument, NULL, 'D'},       {NULL, 0, NULL, 0},
+		{"doctor", no_argument, NULL, 'D'},       {"setup", no_argument, NULL, 'S'},
+		{"apply", no_argument, NULL, 'A'},        {"revert-setup", no_argument, NULL, 'U'},
+		{"force", no_argument, NULL, 'F'},        {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -193,7 +233,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 			snprintf(a->config_path, sizeof(a->config_path), "%s", optarg);
 			a->config_must_exist = true;
 			break;
-		case 'n': *check = true; break;
+		case 'n': m->check = true; break;
 		case 'r':
 			if (optarg[0] != '/' || strlen(optarg) >= sizeof(a->root_override)) {
 				fprintf(stderr, "ngx-autotune: --root needs an absolute path\n");
@@ -201,9 +241,13 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 			}
 			snprintf(a->root_override, sizeof(a->root_override), "%s", optarg);
 			break;
-		case 'f': *foreground = true; break;
-		case '1': *once = true; break;
-		case 'D': *doctor = true; break;
+		case 'f': m->foreground = true; break;
+		case '1': m->once = true; break;
+		case 'D': m->doctor = true; break;
+		case 'S': m->setup = true; break;
+		case 'A': m->apply = true; break;
+		case 'U': m->revert_setup = true; break;
+		case 'F': m->force = true; break;
 		case 'R': {
 			int64_t id;
 
@@ -211,7 +255,7 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 				fprintf(stderr, "ngx-autotune: --revert takes a change id or 'all'\n");
 				return 2;
 			}
-			*revert = optarg;
+			m->revert = optarg;
 			break;
 		}
 		case 'h': usage(stdout); return 0;
@@ -224,14 +268,17 @@ static int parse_args(struct agent *a, int argc, char **argv, bool *check, bool 
 		usage(stderr);
 		return 2;
 	}
+	if ((m->apply && !m->setup) || (m->force && !m->revert_setup) || (m->setup && m->revert_setup)) {
+		fprintf(stderr, "ngx-autotune: --apply goes with --setup, --force with --revert-setup\n");
+		return 2;
+	}
 	return -1;
 }
 
 int main(int argc, char **argv)
 {
 	struct agent *a = calloc(1, sizeof(*a));
-	bool check = false, once = false, foreground = false, doctor = false;
-	const char *revert_arg = NULL;
+	struct modes m = {0};
 	struct store_options so;
 	char err[512];
 	int r, rc = 1;
@@ -240,10 +287,10 @@ int main(int argc, char **argv)
 		return 1;
 	snprintf(a->config_path, sizeof(a->config_path), "%s", NGXAT_DEFAULT_CONFIG);
 	loop_clock_init(a);
-	rc = parse_args(a, argc, argv, &check, &once, &foreground, &revert_arg, &doctor);
+	rc = parse_args(a, argc, argv, &m);
 	if (rc >= 0)
 		goto out_args;
-	rc = doctor ? 3 : 1; /* --doctor's 1 and 2 mean warnings and critical findings */
+	rc = m.doctor ? 3 : 1; /* --doctor's 1 and 2 mean warnings and critical findings */
 	/* Absolute, so that a reload after daemon() (which changes to /) reads the same file. */
 	if (a->config_path[0] != '/') {
 		char *rp = realpath(a->config_path, NULL);
@@ -258,7 +305,11 @@ int main(int argc, char **argv)
 	}
 	if (a->root_override[0])
 		snprintf(a->cfg.root, sizeof(a->cfg.root), "%s", a->root_override);
-	if (check) {
+	if (m.setup || m.revert_setup) {
+		rc = run_setup(a, &m);
+		goto out_args;
+	}
+	if (m.check) {
 		struct policy_set *set = NULL;
 
 		/* -n checks the policies too: they decide what gets written as root. */
@@ -284,17 +335,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ngx-autotune: out of memory\n");
 		goto out;
 	}
-	if (once) {
+	if (m.once) {
 		rc = run_once(a);
 		goto out;
 	}
-	if (doctor) {
+	if (m.doctor) {
 		rc = run_doctor(a);
 		goto out;
 	}
 	if (notify_stderr_is_journal()) {
 		notify_use_journal();
-	} else if (!foreground && !revert_arg && !getenv("NOTIFY_SOCKET")) {
+	} else if (!m.foreground && !m.revert && !getenv("NOTIFY_SOCKET")) {
 		if (daemon(0, 0) < 0) {
 			fprintf(stderr, "ngx-autotune: daemon: %s\n", strerror(errno));
 			goto out;
@@ -318,8 +369,8 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	if (revert_arg) {
-		rc = run_offline_revert(a, revert_arg);
+	if (m.revert) {
+		rc = run_offline_revert(a, m.revert);
 		goto out;
 	}
 	if (strcmp(a->cfg.measure, "loadgen") == 0) {

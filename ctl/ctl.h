@@ -53,6 +53,7 @@ extern const struct ctl_verb verb_show;
 extern const struct ctl_verb verb_audit;
 extern const struct ctl_verb verb_doctor;
 extern const struct ctl_verb verb_advisories;
+extern const struct ctl_verb verb_setup;
 
 /* GET PATH (with its query) from the agent; the parsed body in *OUT. On failure -errno and a message in ERR
  * (for a problem object, its detail). */

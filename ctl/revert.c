@@ -18,6 +18,14 @@ static int offline(struct ctl *ctl, const char *what)
 	const char *bin = getenv("NGXAT_AGENT_BIN") ? getenv("NGXAT_AGENT_BIN") : NGXAT_SBINDIR "/ngx-autotune";
 	char *args[] = {(char *)bin, (char *)"--revert", (char *)what, (char *)"-c", ctl->config, NULL};
 
+	if (strcmp(what, "setup") == 0 || strcmp(what, "setup-force") == 0) {
+		/* The files of ngxctl setup: put back by the agent binary, agent running or not (no store lock). */
+		args[1] = (char *)"--revert-setup";
+		args[2] = (char *)"-c";
+		args[3] = ctl->config;
+		args[4] = strcmp(what, "setup-force") == 0 ? (char *)"--force" : NULL;
+	}
+
 	fflush(stdout);
 	execv(bin, args);
 	fprintf(stderr, "ngxctl: cannot run %s: %s\n", bin, strerror(errno));
@@ -28,8 +36,10 @@ static int revert_exec(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option opts[] = {{"all", no_argument, NULL, 'a'},
 					     {"offline", no_argument, NULL, 'o'},
+					     {"setup", no_argument, NULL, 's'},
+					     {"force", no_argument, NULL, 'f'},
 					     {NULL, 0, NULL, 0}};
-	bool all = false, off = false;
+	bool all = false, off = false, setup = false, force = false;
 	char path[128], err[512];
 	int64_t id = 0;
 	json_t *body, *r;
@@ -40,12 +50,21 @@ static int revert_exec(struct ctl *ctl, int argc, char **argv)
 		switch (opt) {
 		case 'a': all = true; break;
 		case 'o': off = true; break;
+		case 's': setup = true; break;
+		case 'f': force = true; break;
 		default: return 2;
 		}
 	}
+	if (setup) {
+		if (all || optind != argc) {
+			fprintf(stderr, "usage: ngxctl revert --setup [--force]\n");
+			return 2;
+		}
+		return offline(ctl, force ? "setup-force" : "setup");
+	}
 	if (all == (optind < argc) || optind + (all ? 0 : 1) != argc ||
 	    (!all && str_to_i64(argv[optind], 1, INT64_MAX, &id) < 0)) {
-		fprintf(stderr, "usage: ngxctl revert ID|--all [--offline]\n");
+		fprintf(stderr, "usage: ngxctl revert ID|--all [--offline] | --setup [--force]\n");
 		return 2;
 	}
 	if (off)
@@ -75,7 +94,8 @@ static int revert_exec(struct ctl *ctl, int argc, char **argv)
 
 const struct ctl_verb verb_revert = {
 	.name = "revert",
-	.usage = "ID|--all [--offline]",
-	.summary = "put change ID (or every change) back; --offline works with the agent stopped",
+	.usage = "ID|--all [--offline] | --setup [--force]",
+	.summary = "put change ID (or every change) back; --offline works with the agent stopped; --setup puts "
+		   "back the files of ngxctl setup",
 	.exec = revert_exec,
 };

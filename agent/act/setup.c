@@ -1,0 +1,721 @@
+/*
+ * setup: prepare a stock nginx for the agent, reversibly. See setup.h.
+ */
+#include "build-config.h"
+
+#include "act/setup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "act/nginx_conf.h"
+#include "act/setup_plan.h"
+#include "act/spawn.h"
+#include "observe/stubhttp.h"
+#include "strutil.h"
+
+#define DUMP_MAX NGINX_CONF_DUMP_MAX
+#define MSG_MAX 65536
+#define PORT_FIRST 8190          /* the stub_status server's port: the first of these nginx does not use */
+#define PORT_LAST 8199
+#define STATUS_TRIES 50          /* fetches of the new stub_status, 100 ms apart */
+
+/* ---- running nginx --------------------------------------------------------------------------------------- */
+
+struct run {
+	bool done;
+	int rc;            /* 0, or -errno when it could not run */
+	int64_t status;
+	int term_signal;
+	bool timed_out;
+	char *out;
+	size_t out_len;
+	char *err;
+};
+
+static void on_done(struct spawn *sp)
+{
+	struct run *r = sp->ctx;
+
+	r->done = true;
+	r->rc = sp->spawn_rc;
+	r->status = sp->status;
+	r->term_signal = sp->term_signal;
+	r->timed_out = sp->timed_out;
+	r->out = sp->obuf.p;
+	r->out_len = sp->obuf.len;
+	sp->obuf.p = NULL;
+	r->err = sp->ebuf.p ? strndup(sp->ebuf.p, sp->ebuf.len) : NULL;
+}
+
+/* nginx FLAG (-t or -T) as the agent runs it ([nginx] binary and conf), to completion on a loop of its own. */
+static int run_nginx(const struct config *cfg, const char *flag, struct run *r)
+{
+	uv_loop_t loop;
+	char *argv[6];
+	size_t n = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	argv[n++] = (char *)(cfg->nginx_bin[0] ? cfg->nginx_bin : "nginx");
+	argv[n++] = (char *)"-q";
+	argv[n++] = (char *)flag;
+	if (cfg->nginx_conf[0]) {
+		argv[n++] = (char *)"-c";
+		argv[n++] = (char *)cfg->nginx_conf;
+	}
+	argv[n] = NULL;
+	if (uv_loop_init(&loop) < 0)
+		return -ENOMEM;
+	rc = spawn_start(&loop, argv, DUMP_MAX, MSG_MAX, cfg->nginx_timeout_ms, on_done, r, NULL);
+	while (rc == 0 && !r->done)
+		uv_run(&loop, UV_RUN_ONCE);
+	uv_loop_close(&loop);
+	return rc;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* nginx's own message for a failed run, one line. */
+static void run_why(const struct run *r, const char *what, char *err, size_t errlen)
+{
+	char msg[1024] = "";
+
+	if (r->err)
+		snprintf(msg, sizeof(msg), "%s", r->err);
+	for (char *p = msg; *p; p++)
+		if (*p == '\n')
+			*p = (p[1] ? ' ' : '\0');
+	if (r->rc < 0)
+		str_err(err, errlen, "%s: cannot run: %s", what, strerror(-r->rc));
+	else if (r->timed_out)
+		str_err(err, errlen, "%s: no answer in time", what);
+	else
+		str_err(err, errlen, "%s failed: %s", what, msg[0] ? msg : "no message");
+}
+
+static bool run_ok(const struct run *r)
+{
+	return r->rc == 0 && !r->timed_out && r->status == 0 && r->term_signal == 0;
+}
+
+/* ---- files ----------------------------------------------------------------------------------------------- */
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	struct sbuf b;
+	char buf[8192];
+	size_t n;
+
+	if (!f)
+		return -errno;
+	sbuf_init(&b);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		sbuf_add(&b, buf, n);
+	fclose(f);
+	if (b.oom) {
+		sbuf_free(&b);
+		return -ENOMEM;
+	}
+	*out = b.p ? b.p : strdup("");
+	*len = b.len;
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Write LEN bytes to a new file PATH with MODE, fsync'd. */
+static int write_new(const char *path, const char *text, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	size_t off = 0;
+	int e = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = -(w < 0 ? errno : EIO);
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (e == 0 && fsync(fd) < 0)
+		e = -errno;
+	if (close(fd) < 0 && e == 0)
+		e = -errno;
+	return e;
+}
+
+/*
+ * Replace PATH by TEXT whole: a temporary file beside it, renamed over it, so that nginx never reads half a file.
+ * An existing file keeps its mode and owner, and a symbolic link (sites-enabled) keeps pointing at its target,
+ * which is what gets written. A new file is 0644 in a directory created 0755 if needed.
+ */
+static int replace_file(const char *path, const char *text, size_t len)
+{
+	char real[PATH_MAX], tmp[PATH_MAX + 16];
+	struct stat st;
+	bool exists;
+	int r;
+
+	exists = realpath(path, real) != NULL;
+	if (!exists) {
+		char dir[PATH_MAX], *slash;
+
+		snprintf(real, sizeof(real), "%s", path);
+		snprintf(dir, sizeof(dir), "%s", path);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+				return -errno;
+		}
+	}
+	if (exists && stat(real, &st) < 0)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.ngxat-new", real);
+	r = write_new(tmp, text, len, exists ? (st.st_mode & 07777) : 0644);
+	if (r == 0 && exists && (chmod(tmp, st.st_mode & 07777) < 0 || chown(tmp, st.st_uid, st.st_gid) < 0))
+		r = -errno;
+	if (r == 0 && rename(tmp, real) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* ---- the journal: STATE_DIR/setup/N/{manifest, I.orig, I.new} ------------------------------------------- */
+
+static int journal_dirs(const char *base, long *ids, size_t max, size_t *n)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		int64_t id;
+
+		if (str_to_i64(de->d_name, 1, 1000000, &id) == 0 && *n < max)
+			ids[(*n)++] = (long)id;
+	}
+	closedir(d);
+	/* Newest first. */
+	for (size_t i = 1; i < *n; i++)
+		for (size_t k = i; k > 0 && ids[k - 1] < ids[k]; k--) {
+			long t = ids[k];
+
+			ids[k] = ids[k - 1];
+			ids[k - 1] = t;
+		}
+	return 0;
+}
+
+/* Copy every file of PLAN, before and after, into a new journal directory, the manifest last and fsync'd. */
+static int journal_write(const char *state_dir, const struct setup_plan *plan, char *dir, size_t dirlen, char *err,
+			 size_t errlen)
+{
+	char base[PATH_MAX - 32], path[PATH_MAX + 64];
+	long ids[64];
+	size_t n;
+	struct sbuf m;
+	int r;
+
+	snprintf(base, sizeof(base), "%s/setup", state_dir);
+	if (mkdir(state_dir, 0750) < 0 && errno != EEXIST)
+		goto fail_errno;
+	if (mkdir(base, 0700) < 0 && errno != EEXIST)
+		goto fail_errno;
+	r = journal_dirs(base, ids, 64, &n);
+	if (r < 0) {
+		str_err(err, errlen, "%s: %s", base, strerror(-r));
+		return r;
+	}
+	snprintf(dir, dirlen, "%s/%ld", base, n ? ids[0] + 1 : 1);
+	if (mkdir(dir, 0700) < 0)
+		goto fail_errno;
+	sbuf_init(&m);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct setup_edit *e = &plan->edits[i];
+
+		sbuf_printf(&m, "%zu\t%d\t%s\n", i, e->text_old ? 1 : 0, e->path);
+		snprintf(path, sizeof(path), "%s/%zu.new", dir, i);
+		r = write_new(path, e->text_new, e->len_new, 0600);
+		if (r == 0 && e->text_old) {
+			snprintf(path, sizeof(path), "%s/%zu.orig", dir, i);
+			r = write_new(path, e->text_old, e->len_old, 0600);
+		}
+		if (r < 0) {
+			sbuf_free(&m);
+			str_err(err, errlen, "journal %s: %s", path, strerror(-r));
+			return r;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/manifest", dir);
+	r = m.oom ? -ENOMEM : write_new(path, sbuf_str(&m), m.len, 0600);
+	sbuf_free(&m);
+	if (r < 0) {
+		str_err(err, errlen, "journal %s: %s", path, strerror(-r));
+		return r;
+	}
+	return 0;
+fail_errno:
+	r = -errno;
+	str_err(err, errlen, "journal under %s: %s", base, strerror(errno));
+	return r;
+}
+
+static void journal_remove(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[PATH_MAX + 300];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* ---- nginx after the files changed ------------------------------------------------------------------------ */
+
+static pid_t master_pid(const struct config *cfg)
+{
+	char *text = NULL;
+	size_t len;
+	int64_t pid = 0;
+
+	if (read_file(cfg->pid_file, &text, &len) < 0)
+		return 0;
+	while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		text[--len] = '\0';
+	if (str_to_i64(text, 2, INT32_MAX, &pid) < 0)
+		pid = 0;
+	free(text);
+	return (pid_t)pid;
+}
+
+/* SIGHUP to the running master; 1 when none runs (the files take effect when it starts). */
+static int reload_nginx(const struct config *cfg, FILE *out)
+{
+	pid_t pid = master_pid(cfg);
+
+	if (pid <= 0 || kill(pid, 0) < 0) {
+		fprintf(out, "nginx is not running (no live master in %s): the new configuration takes effect when it "
+			     "starts\n", cfg->pid_file);
+		return 1;
+	}
+	if (kill(pid, SIGHUP) < 0)
+		return -errno;
+	fprintf(out, "nginx reloaded (SIGHUP to master %d)\n", (int)pid);
+	return 0;
+}
+
+/* Fetch URL until it answers 200: the reload took and stub_status is served. */
+static int wait_status(const char *url, char *err, size_t errlen)
+{
+	struct stubhttp *h;
+	char body[2048], why[256] = "";
+	struct timespec pause = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+	int status = 0, r;
+	size_t len;
+
+	r = stubhttp_new(url, &h, err, errlen);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < STATUS_TRIES; i++) {
+		r = stubhttp_get(h, -1, 0, 500, body, sizeof(body), &len, &status, why, sizeof(why));
+		if (r == 0 && status == 200)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	stubhttp_free(h);
+	if (r == 0 && status == 200)
+		return 0;
+	str_err(err, errlen, "%s does not answer after the reload (%s)", url,
+		r < 0 ? why : status ? "not HTTP 200" : "no answer");
+	return r < 0 ? r : -EPROTO;
+}
+
+/* ---- the plan's inputs ----------------------------------------------------------------------------------- */
+
+/* The stub_status port: the one agent.conf already names on 127.0.0.1 (a second run), else a free one. */
+static uint16_t status_port(const struct config *cfg, const struct nginx_conf *c)
+{
+	struct nginx_listen *ls = NULL;
+	size_t n = 0;
+	unsigned port;
+	char path[64];
+	char err[256];
+
+	if (sscanf(cfg->stub_status_url, "http://127.0.0.1:%u%63s", &port, path) == 2 && port > 0 && port < 65536 &&
+	    strcmp(path, SETUP_STATUS_PATH) == 0)
+		return (uint16_t)port;
+	nginx_conf_listens(c, &ls, &n, err, sizeof(err));
+	for (port = PORT_FIRST; port <= PORT_LAST; port++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+		bool used = false;
+		int fd;
+
+		for (size_t i = 0; i < n && !used; i++)
+			used = ls[i].port == port;
+		if (used)
+			continue;
+		/* Something other than nginx may hold it: try. */
+		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(fd);
+			break;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(ls);
+	return port <= PORT_LAST ? (uint16_t)port : 0;
+}
+
+/* The access log the agent reads once set up: its own file beside the one agent.conf names. */
+static void agent_log(const struct config *cfg, char *out, size_t outlen)
+{
+	const char *slash = strrchr(cfg->access_log, '/');
+
+	if (slash && strcmp(slash + 1, "ngx-autotune.log") == 0)
+		snprintf(out, outlen, "%s", cfg->access_log);
+	else if (slash)
+		snprintf(out, outlen, "%.*s/ngx-autotune.log", (int)(slash - cfg->access_log), cfg->access_log);
+	else
+		snprintf(out, outlen, "/var/log/nginx/ngx-autotune.log");
+}
+
+static void print_diff(FILE *out, const struct setup_edit *e)
+{
+	char a[] = "/tmp/ngxat-setup-a.XXXXXX", b[] = "/tmp/ngxat-setup-b.XXXXXX";
+	int fa = mkstemp(a), fb = mkstemp(b);
+	char la[4200], lb[4200];
+
+	if (fa >= 0 && fb >= 0 && (!e->text_old || write(fa, e->text_old, e->len_old) == (ssize_t)e->len_old) &&
+	    write(fb, e->text_new, e->len_new) == (ssize_t)e->len_new) {
+		pid_t pid;
+
+		snprintf(la, sizeof(la), "%s%s", e->text_old ? "a" : "/dev/null", e->text_old ? e->path : "");
+		snprintf(lb, sizeof(lb), "b%s", e->path);
+		fflush(out);
+		pid = fork();
+		if (pid == 0) {
+			dup2(fileno(out), 1);
+			execlp("diff", "diff", "-u", "--label", la, "--label", lb, a, b, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	unlink(a);
+	unlink(b);
+}
+
+/* ---- setup ------------------------------------------------------------------------------------------------ */
+
+static void restore(const struct setup_plan *plan, size_t upto)
+{
+	for (size_t i = upto; i-- > 0;) {
+		const struct setup_edit *e = &plan->edits[i];
+
+		if (e->text_old)
+			replace_file(e->path, e->text_old, e->len_old);
+		else
+			unlink(e->path);
+	}
+}
+
+int setup_run(const struct setup_opts *o, char *err, size_t errlen)
+{
+	const struct config *cfg = o->cfg;
+	struct setup_plan *plan = calloc(1, sizeof(*plan));
+	struct setup_params p = {.include_dir = cfg->include_dir};
+	struct nginx_conf c = {0};
+	struct run dump, test;
+	char log[CONFIG_PATH_MAX], url[128], dir[PATH_MAX], *conf_text = NULL, *text;
+	size_t conf_len = 0, len, written = 0;
+	int r;
+
+	if (!plan)
+		return -ENOMEM;
+	r = run_nginx(cfg, "-T", &dump);
+	if (r < 0 || !run_ok(&dump)) {
+		run_why(&dump, "nginx -T", err, errlen);
+		r = r < 0 ? r : -EIO;
+		goto out_dump;
+	}
+	r = nginx_conf_parse(dump.out, dump.out_len, &c, err, errlen);
+	if (r < 0)
+		goto out_dump;
+	agent_log(cfg, log, sizeof(log));
+	p.agent_log = log;
+	p.status_port = status_port(cfg, &c);
+	if (!p.status_port) {
+		str_err(err, errlen, "no free loopback port in %d..%d for the stub_status server", PORT_FIRST, PORT_LAST);
+		r = -EADDRINUSE;
+		goto out_conf;
+	}
+	r = setup_plan_nginx(&c, &p, plan, err, errlen);
+	if (r < 0)
+		goto out_conf;
+	/* agent.conf follows what nginx gets: where stub_status and the agent's log are. */
+	r = read_file(o->config_path, &conf_text, &conf_len);
+	if (r == -ENOENT) {
+		conf_text = strdup("");
+		r = conf_text ? 0 : -ENOMEM;
+	}
+	if (r < 0) {
+		str_err(err, errlen, "%s: %s", o->config_path, strerror(-r));
+		goto out_conf;
+	}
+	text = conf_text;
+	len = conf_len;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", (unsigned)p.status_port, SETUP_STATUS_PATH);
+	for (int k = 0; k < 2 && r == 0; k++) {
+		const char *key = k ? "access_log" : "stub_status_url", *val = k ? log : url;
+		bool wanted = k ? plan->adds_log : plan->adds_status;
+		char *next;
+		size_t nlen;
+
+		if (!wanted || strcmp(k ? cfg->access_log : cfg->stub_status_url, val) == 0)
+			continue;
+		r = setup_ini_set(text, len, "nginx", key, val, &next, &nlen);
+		if (r == 0) {
+			if (text != conf_text)
+				free(text);
+			text = next;
+			len = nlen;
+		}
+	}
+	if (r == 0 && text != conf_text)
+		r = setup_plan_add(plan, o->config_path, r == 0 && conf_len ? conf_text : NULL, conf_len, text, len);
+	if (text != conf_text)
+		free(text);
+	if (r < 0) {
+		str_err(err, errlen, "planning: %s", strerror(-r));
+		goto out_conf;
+	}
+
+	for (size_t i = 0; i < plan->nnotes; i++)
+		fprintf(o->out, "note: %s\n", plan->notes[i]);
+	if (plan->n == 0) {
+		fprintf(o->out, "nginx is set up for the agent already: nothing to change\n");
+		goto out_conf;
+	}
+	for (size_t i = 0; i < plan->n; i++)
+		print_diff(o->out, &plan->edits[i]);
+	if (!o->apply) {
+		fprintf(o->out, "%zu file(s) would change; run again with --apply to write them (each is backed up "
+				"first; ngxctl revert --setup puts them back)\n", plan->n);
+		goto out_conf;
+	}
+	r = journal_write(o->state_dir, plan, dir, sizeof(dir), err, errlen);
+	if (r < 0)
+		goto out_conf;
+	for (; written < plan->n; written++) {
+		r = replace_file(plan->edits[written].path, plan->edits[written].text_new, plan->edits[written].len_new);
+		if (r < 0) {
+			str_err(err, errlen, "write %s: %s (every file put back)", plan->edits[written].path,
+				strerror(-r));
+			break;
+		}
+	}
+	if (r == 0) {
+		r = run_nginx(cfg, "-t", &test);
+		if (r < 0 || !run_ok(&test)) {
+			run_why(&test, "nginx -t", err, errlen);
+			str_err(err + strlen(err), errlen - strlen(err), " (every file put back)");
+			r = r < 0 ? r : -EINVAL;
+		}
+		run_free(&test);
+	}
+	if (r < 0) {
+		restore(plan, written < plan->n ? written + 1 : plan->n);
+		journal_remove(dir);
+		goto out_conf;
+	}
+	fprintf(o->out, "%zu file(s) written, the originals journaled in %s; nginx -t passed\n", plan->n, dir);
+	r = reload_nginx(cfg, o->out);
+	if (r < 0) {
+		str_err(err, errlen, "reload: %s", strerror(-r));
+		goto out_conf;
+	}
+	if (r == 0 && plan->adds_status) {
+		r = wait_status(url, err, errlen);
+		if (r < 0)
+			goto out_conf;
+		fprintf(o->out, "stub_status answers at %s\n", url);
+	}
+	r = 0;
+	for (size_t i = 0; i < plan->n; i++)
+		if (strcmp(plan->edits[i].path, o->config_path) == 0)
+			fprintf(o->out, "%s changed: reload the agent (systemctl reload ngx-autotune)\n", o->config_path);
+out_conf:
+	nginx_conf_free(&c);
+out_dump:
+	run_free(&dump);
+	free(conf_text);
+	setup_plan_free(plan);
+	free(plan);
+	return r;
+}
+
+/* ---- revert ----------------------------------------------------------------------------------------------- */
+
+struct entry {
+	size_t i;
+	bool existed;
+	char path[PATH_MAX];
+};
+
+static int read_manifest(const char *dir, struct entry *e, size_t max, size_t *n)
+{
+	char path[PATH_MAX + 64], *text, *line, *save = NULL;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/manifest", dir);
+	r = read_file(path, &text, &len);
+	if (r < 0)
+		return r;
+	*n = 0;
+	for (line = strtok_r(text, "\n", &save); line && *n < max; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long i;
+		int existed, off = 0;
+
+		if (sscanf(line, "%lu\t%d\t%n", &i, &existed, &off) < 2 || off == 0)
+			continue;
+		e[*n].i = i;
+		e[*n].existed = existed == 1;
+		snprintf(e[*n].path, sizeof(e[*n].path), "%s", line + off);
+		(*n)++;
+	}
+	free(text);
+	return 0;
+}
+
+int setup_revert(const struct setup_opts *o, char *err, size_t errlen)
+{
+	char base[PATH_MAX], dir[PATH_MAX + 32], path[PATH_MAX + 64];
+	struct entry e[SETUP_EDITS_MAX];
+	long ids[64];
+	size_t nids, n, restored = 0;
+	struct run test;
+	int r;
+
+	snprintf(base, sizeof(base), "%s/setup", o->state_dir);
+	r = journal_dirs(base, ids, 64, &nids);
+	if (r < 0) {
+		str_err(err, errlen, "%s: %s", base, strerror(-r));
+		return r;
+	}
+	if (nids == 0) {
+		fprintf(o->out, "no setup journaled in %s: nothing to put back\n", base);
+		return 0;
+	}
+	for (size_t k = 0; k < nids; k++) {
+		snprintf(dir, sizeof(dir), "%s/%ld", base, ids[k]);
+		r = read_manifest(dir, e, SETUP_EDITS_MAX, &n);
+		if (r < 0) {
+			str_err(err, errlen, "%s/manifest: %s", dir, strerror(-r));
+			return r;
+		}
+		/* Never undo an operator's later edit silently: every file must still be what the setup wrote. */
+		for (size_t i = 0; i < n && !o->force; i++) {
+			char *now = NULL, *wrote = NULL;
+			size_t nlen = 0, wlen = 0;
+			bool same;
+
+			snprintf(path, sizeof(path), "%s/%zu.new", dir, e[i].i);
+			if (read_file(path, &wrote, &wlen) < 0) {
+				str_err(err, errlen, "%s: missing from the journal", path);
+				return -EIO;
+			}
+			same = read_file(e[i].path, &now, &nlen) == 0 && nlen == wlen && memcmp(now, wrote, wlen) == 0;
+			free(now);
+			free(wrote);
+			if (!same) {
+				str_err(err, errlen, "%s changed since the setup wrote it: nothing put back (--force puts the "
+					"original back over that change)", e[i].path);
+				return -EBUSY;
+			}
+		}
+		for (size_t i = n; i-- > 0;) {
+			char *orig = NULL;
+			size_t olen = 0;
+
+			if (!e[i].existed) {
+				if (unlink(e[i].path) < 0 && errno != ENOENT) {
+					str_err(err, errlen, "remove %s: %s", e[i].path, strerror(errno));
+					return -errno;
+				}
+				fprintf(o->out, "removed %s\n", e[i].path);
+				restored++;
+				/* The include directory the setup made goes too once empty (it fails while not). */
+				snprintf(path, sizeof(path), "%s", e[i].path);
+				if (strrchr(path, '/') && strrchr(path, '/') != path) {
+					*strrchr(path, '/') = '\0';
+					rmdir(path);
+				}
+				continue;
+			}
+			snprintf(path, sizeof(path), "%s/%zu.orig", dir, e[i].i);
+			r = read_file(path, &orig, &olen);
+			if (r == 0)
+				r = replace_file(e[i].path, orig, olen);
+			free(orig);
+			if (r < 0) {
+				str_err(err, errlen, "put back %s: %s", e[i].path, strerror(-r));
+				return r;
+			}
+			fprintf(o->out, "put back %s\n", e[i].path);
+			restored++;
+		}
+		journal_remove(dir);
+	}
+	r = run_nginx(o->cfg, "-t", &test);
+	if (r < 0 || !run_ok(&test)) {
+		run_why(&test, "nginx -t after the revert", err, errlen);
+		run_free(&test);
+		return r < 0 ? r : -EINVAL;
+	}
+	run_free(&test);
+	fprintf(o->out, "%zu file(s) put back as they were; nginx -t passed\n", restored);
+	r = reload_nginx(o->cfg, o->out);
+	return r < 0 ? r : 0;
+}
