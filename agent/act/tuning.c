@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "act/engine.h"
 #include "api/events.h"
+#include "api/verdict_json.h"
 #include "store/store.h"
 #include "log.h"
 #include "proto.h"
@@ -136,22 +137,24 @@ static void keep_calibration(struct tuning *t, int64_t now_ms)
 {
 	struct judge_calibration cal;
 	struct audit_row *row;
-	char metric[POLICY_METRIC_MAX], js[1024];
+	char metric[POLICY_METRIC_MAX];
 	int64_t at_ms;
 	uint64_t gen = controller_last_calibration(t->ctl, metric, sizeof(metric), &at_ms, &cal);
 
 	if (gen == t->calib_gen)
 		return;
 	t->calib_gen = gen;
-	if (judge_calibration_json(&cal, js, sizeof(js)) < 0 || !(row = calloc(1, sizeof(*row))))
+	if (!(row = calloc(1, sizeof(*row))))
 		return;
+	if (verdict_json_calibration_row(metric, at_ms, &cal, row->detail, sizeof(row->detail)) < 0) {
+		free(row);
+		return;
+	}
 	row->ts = now_ms;
 	snprintf(row->actor, sizeof(row->actor), "agent");
 	snprintf(row->action, sizeof(row->action), CALIB_ACTION);
 	snprintf(row->knob, sizeof(row->knob), "%s", t->knob);
 	snprintf(row->outcome, sizeof(row->outcome), "%s", cal.refuse ? "refused" : "ok");
-	snprintf(row->detail, sizeof(row->detail), "{\"metric\":\"%s\",\"at_ms\":%lld,\"calibration\":%s}", metric,
-		 (long long)at_ms, js);
 	if (store_audit_append(t->st, row) < 0)
 		log_warn("tuning: the calibration of %s could not be kept: it is measured again after a restart", metric);
 	else
@@ -163,32 +166,15 @@ static int calib_cb(void *ctx, const struct audit_row *row)
 {
 	struct tuning *t = ctx;
 	struct judge_calibration cal;
-	json_t *o, *c;
-	json_error_t jerr;
-	const char *metric;
+	char metric[POLICY_METRIC_MAX];
+	int64_t at_ms;
 
-	if (strcmp(row->action, CALIB_ACTION) != 0)
+	if (strcmp(row->action, CALIB_ACTION) != 0 ||
+	    verdict_json_calibration_read(row->detail, metric, sizeof(metric), &at_ms, &cal) < 0)
 		return 0;
-	o = json_loads(row->detail, 0, &jerr);
-	c = json_object_get(o, "calibration");
-	metric = json_string_value(json_object_get(o, "metric"));
-	memset(&cal, 0, sizeof(cal));
-	if (metric && json_is_object(c) && json_is_integer(json_object_get(o, "at_ms"))) {
-		cal.refuse = json_is_true(json_object_get(c, "refuse"));
-		snprintf(cal.reason, sizeof(cal.reason), "%s", json_string_value(json_object_get(c, "reason")) ?: "");
-		cal.n = (unsigned)json_integer_value(json_object_get(c, "aa_pairs"));
-		cal.mean = json_number_value(json_object_get(c, "mean"));
-		cal.sd = json_number_value(json_object_get(c, "sd"));
-		cal.pairs = (unsigned)json_integer_value(json_object_get(c, "pairs"));
-		cal.floor = json_number_value(json_object_get(c, "floor"));
-		cal.needed = json_number_value(json_object_get(c, "needed"));
-		if (controller_restore_calibration(t->ctl, metric, json_integer_value(json_object_get(o, "at_ms")),
-						   &cal) == 0)
-			log_info("tuning: the noise of %s is known from a calibration of %lld h ago: %s", metric,
-				 (long long)((t->now_ms - json_integer_value(json_object_get(o, "at_ms"))) / 3600000),
-				 cal.reason);
-	}
-	json_decref(o);
+	if (controller_restore_calibration(t->ctl, metric, at_ms, &cal) == 0)
+		log_info("tuning: the noise of %s is known from a calibration of %lld h ago: %s", metric,
+			 (long long)((t->now_ms - at_ms) / 3600000), cal.reason);
 	return 0;
 }
 
@@ -317,9 +303,12 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 
 		if (ev) {
 			int n = snprintf(ev, EVIDENCE_MAX, "%s; ", in->text);
+			json_t *evj = in->ev ? verdict_json_evidence(in->ev) : NULL;
 
-			if (!in->ev || judge_evidence_json(in->ev, ev + n, EVIDENCE_MAX - (size_t)n) < 0)
+			/* The verdict's sentence, then its evidence when it fits in the row. */
+			if (!evj || verdict_json_text(evj, ev + n, EVIDENCE_MAX - (size_t)n) < 0)
 				ev[n > 2 ? n - 2 : 0] = '\0';
+			json_decref(evj);
 		}
 		r = engine_end_trial(t->e, t->change_id, final_state(in), in->write ? in->value : NULL, ev ? ev : in->text,
 				     t->now_ms);
@@ -463,12 +452,9 @@ void tuning_report(const struct tuning *t, struct controller_report *out, int64_
 	*change_id = t->change_id;
 }
 
-void tuning_evidence_json(const struct tuning *t, char *buf, size_t len)
+const struct judge_evidence *tuning_evidence(const struct tuning *t)
 {
-	const struct judge_evidence *ev = controller_evidence(t->ctl);
-
-	if (!ev || judge_evidence_json(ev, buf, len) < 0)
-		snprintf(buf, len, "{}");
+	return controller_evidence(t->ctl);
 }
 
 bool tuning_block(const struct tuning *t, int64_t *start_ms, int64_t *end_ms, int64_t *settle_ms)
