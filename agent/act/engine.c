@@ -874,6 +874,32 @@ int engine_clear_conflict(struct engine *e, const char *knob, const char *actor,
 
 /* ---- restart, ticks, stop -------------------------------------------------------------------------------- */
 
+/* Whether knob I reads other than what the agent last wrote there (LIVE gets what it reads): the test of a
+ * conflict (invariant 5), at start and every tick. Only a usable knob the agent has written counts, and not while
+ * a write of its own to it is queued or under way. */
+static bool drifted(struct engine *e, size_t i, char *live, size_t livelen)
+{
+	struct eknob *ek = &e->knobs[i];
+
+	if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
+		return false;
+	for (size_t j = 0; j < e->njobs; j++)
+		if (e->jobs[j].knob == i)
+			return false;
+	return knob_read(&ek->k, live, livelen) == 0 && strcmp(live, ek->rec.last_written) != 0;
+}
+
+/* Someone else changed knob EK to LIVE (SEEN says when: "reads", "at start it reads"): freeze it and report it;
+ * the agent never writes it back. */
+static void freeze(struct engine *e, struct eknob *ek, const char *seen, const char *live)
+{
+	char why[KNOB_WHY_MAX];
+
+	snprintf(why, sizeof(why), "%s %.100s; the agent last wrote %.100s", seen, live, ek->rec.last_written);
+	set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
+	audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+}
+
 struct recover_ctx {
 	struct engine *e;
 	int started;
@@ -932,25 +958,15 @@ int engine_recover(struct engine *e, int64_t now_ms)
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
 		char live[KNOB_VALUE_MAX];
-		bool rolling_back = false;
 
-		if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
-			continue;
-		for (size_t j = 0; j < e->njobs; j++)
-			rolling_back = rolling_back || e->jobs[j].knob == i;
-		if (rolling_back || knob_read(&ek->k, live, sizeof(live)) < 0 || strcmp(live, ek->rec.last_written) == 0)
+		if (!drifted(e, i, live, sizeof(live)))
 			continue;
 		if (ek->rec.has_original && strcmp(live, ek->rec.original) == 0) {
 			if (journal_and_queue(e, JOB_REAPPLY, CHANGE_KIND_CHANGE, i, live, ek->rec.last_written, 0,
 					      "agent", "kept value re-applied after restart", NULL) == 0)
 				c.started++;
 		} else {
-			char why[KNOB_WHY_MAX];
-
-			snprintf(why, sizeof(why), "at start it reads %.100s; the agent last wrote %.100s", live,
-				 ek->rec.last_written);
-			set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
-			audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+			freeze(e, ek, "at start it reads", live);
 		}
 	}
 	run_jobs(e);
@@ -961,21 +977,13 @@ static void check_conflicts(struct engine *e)
 {
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
-		char live[KNOB_VALUE_MAX], why[KNOB_WHY_MAX];
-		bool busy = false;
+		char live[KNOB_VALUE_MAX];
 
-		if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
+		if (!drifted(e, i, live, sizeof(live)))
 			continue;
-		for (size_t j = 0; j < e->njobs; j++)
-			busy = busy || e->jobs[j].knob == i;
-		if (busy || knob_read(&ek->k, live, sizeof(live)) < 0 || strcmp(live, ek->rec.last_written) == 0)
-			continue;
-		/* Invariant 5: someone else changed it. Freeze, report, never write it back. */
-		snprintf(why, sizeof(why), "reads %.100s; the agent last wrote %.100s", live, ek->rec.last_written);
-		set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
-		audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+		freeze(e, ek, "reads", live);
 		if (e->trial_id && e->trial_knob == i) {
-			set_state(e, e->trial_id, CHANGE_ABORTED, "conflict during the trial: %s", why);
+			set_state(e, e->trial_id, CHANGE_ABORTED, "conflict during the trial: %s", ek->why);
 			e->trial_id = 0;
 		}
 	}
