@@ -33,6 +33,7 @@ struct job {
 	int retries;
 	enum change_state final; /* JOB_FINAL */
 	char detail[8];          /* JOB_ARM: the arm's name */
+	bool checked;            /* a change's new value: asserted within its policy just before the write */
 };
 
 struct eknob {
@@ -637,6 +638,30 @@ static void on_done(struct knob *k, int result, const char *msg, void *ctx)
 	run_jobs(e);
 }
 
+/* No other knob's value: the guard below evaluates no cross-knob constraint. */
+static int no_knob(const char *name, char *out, size_t outlen, void *ctx)
+{
+	(void)name, (void)out, (void)outlen, (void)ctx;
+	return -ENOENT;
+}
+
+/* Invariant 4 at the last moment: a change's new value (J->checked) is within its knob's policy: enabled, not
+ * forbidden, parses, in bounds. The value was validated in full where it entered (engine_check, or the planner for
+ * the agent's own), step and constraints included; this guard is the assertion that nothing on the way let another
+ * value through, so it evaluates neither the step (from the value itself) nor other knobs. Reverts and re-applies
+ * put back a value the host had, which is not a change (policy.h). -EDOM (a class of its own: the knob stays
+ * usable and the engine writable) with WHY, or 0. */
+static int guard(struct engine *e, const struct job *j, char *why, size_t whylen)
+{
+	char msg[KNOB_WHY_MAX];
+
+	if (!j->checked ||
+	    policy_check(e->set, e->knobs[j->knob].k.pol, j->value, j->value, no_knob, NULL, msg, sizeof(msg)) == 0)
+		return 0;
+	snprintf(why, whylen, "refused before the write: %.200s", msg);
+	return -EDOM;
+}
+
 static void run_jobs(struct engine *e)
 {
 	while (e->njobs && !e->waiting) {
@@ -646,7 +671,9 @@ static void run_jobs(struct engine *e)
 		int r, retries = j->retries;
 
 		ek->report_ms = 0;
-		r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
+		r = guard(e, j, why, sizeof(why));
+		if (r == 0)
+			r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
 		if (r == -EINPROGRESS) {
 			e->waiting = true;
 			return;
@@ -666,14 +693,15 @@ static void run_jobs(struct engine *e)
 
 /* ---- operator and agent actions -------------------------------------------------------------------------- */
 
-/* Whether KNOB may go to VALUE now (an operator's proposal): the knob is usable, nothing is in flight, VALUE parses
- * and differs from the live value, and the policy allows the step (invariant 4). LIVE and CANON get the two. */
-static int check_operator_value(struct engine *e, struct eknob *ek, const char *knob, const char *value, char *live,
-				char *canon, char *err, size_t errlen)
+int engine_check(struct engine *e, const char *knob, const char *value, struct engine_checked *out, char *err,
+		 size_t errlen)
 {
+	struct eknob *ek = find(e, knob);
+	char *live = out->from, *canon = out->to;
 	struct knobval parsed;
 	int r;
 
+	memset(out, 0, sizeof(*out));
 	if (!ek) {
 		snprintf(err, errlen, "no knob named '%s' (see GET /v1/knobs)", knob);
 		return -ENOENT;
@@ -703,38 +731,38 @@ static int check_operator_value(struct engine *e, struct eknob *ek, const char *
 		snprintf(err, errlen, "%s is already %s", knob, canon);
 		return -EALREADY;
 	}
-	return policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+	r = policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(out->knob, sizeof(out->knob), "%s", ek->k.name);
+	return 0;
 }
 
-int engine_check_proposal(struct engine *e, const char *knob, const char *value, char *from, char *to, char *err,
-			  size_t errlen)
+int engine_apply_now(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
+		     int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
 {
-	return check_operator_value(e, find(e, knob), knob, value, from, to, err, errlen);
-}
-
-int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
-		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
-{
-	struct eknob *ek = find(e, knob);
-	char live[KNOB_VALUE_MAX], canon[KNOB_VALUE_MAX];
+	struct engine_checked c;
+	struct eknob *ek;
 	int r;
 
 	e->now_ms = now_ms;
-	r = check_operator_value(e, ek, knob, value, live, canon, err, errlen);
+	r = engine_check(e, knob, value, &c, err, errlen);
 	if (r < 0)
 		return r;
+	ek = find(e, c.knob);
 	if (!ek->rec.has_original) {
 		ek->rec.has_original = true;
-		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
+		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", c.from);
 		save_rec(e, ek);
 	}
-	r = journal_and_queue(e, JOB_APPLY, CHANGE_KIND_CHANGE, (size_t)(ek - e->knobs), live, canon, 0, actor,
+	r = journal_and_queue(e, JOB_APPLY, CHANGE_KIND_CHANGE, (size_t)(ek - e->knobs), c.from, c.to, 0, actor,
 			      why && why[0] ? why : "operator proposal", change_id);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot journal the change: %s", strerror(-r));
 		return r;
 	}
-	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s (applied at once)", live, canon);
+	e->jobs[e->njobs - 1].checked = true;
+	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s (applied at once)", c.from, c.to);
 	run_jobs(e);
 	{
 		/* Synchronous drivers are done already: a write that failed is the caller's answer. */
@@ -1066,25 +1094,25 @@ bool engine_knob_in_conflict(struct engine *e, const char *knob)
 	return ek && ek->state == ENGINE_KNOB_CONFLICT;
 }
 
-int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *actor,
-			    const char *why, int64_t now_ms, int64_t *id, char *err, size_t errlen)
+int engine_journal_proposal(struct engine *e, const struct engine_checked *c, const char *actor, const char *why,
+			    const char *approved, int64_t now_ms, int64_t *id, char *err, size_t errlen)
 {
-	struct eknob *ek = find(e, knob);
+	struct eknob *ek = find(e, c->knob);
 	struct change_row row;
 	int r;
 
 	e->now_ms = now_ms;
 	if (!ek || ek->state != ENGINE_KNOB_OK) {
-		snprintf(err, errlen, "%s is not a usable knob here", knob);
+		snprintf(err, errlen, "%s is not a usable knob here", c->knob);
 		return -ENOENT;
 	}
 	if (!can_write(e, err, errlen))
 		return -EROFS;
 	memset(&row, 0, sizeof(row));
-	snprintf(row.knob, sizeof(row.knob), "%s", knob);
+	snprintf(row.knob, sizeof(row.knob), "%s", c->knob);
 	row.kind = CHANGE_KIND_CHANGE;
-	snprintf(row.old_value, sizeof(row.old_value), "%s", from);
-	snprintf(row.new_value, sizeof(row.new_value), "%s", to);
+	snprintf(row.old_value, sizeof(row.old_value), "%s", c->from);
+	snprintf(row.new_value, sizeof(row.new_value), "%s", c->to);
 	row.state = CHANGE_PROPOSED;
 	snprintf(row.actor, sizeof(row.actor), "%s", actor);
 	snprintf(row.why, sizeof(row.why), "%s%s", e->env->dry_run ? "[dry run] " : "", why);
@@ -1095,7 +1123,9 @@ int engine_journal_proposal(struct engine *e, const char *knob, const char *from
 		return r;
 	}
 	*id = row.id;
-	audit(e, actor, "propose", knob, row.id, "ok", "%s -> %s: %s", from, to, why);
+	audit(e, actor, "propose", c->knob, row.id, "ok", "%s -> %s: %s", c->from, c->to, why);
+	if (approved)
+		engine_close_proposal(e, row.id, CHANGE_APPROVED, actor, approved, now_ms);
 	return 0;
 }
 
@@ -1166,10 +1196,6 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 			snprintf(err, errlen, "cannot read %s: %s", row.knob, strerror(-r));
 			return r;
 		}
-		/* Invariant 4 again at the first write: the host may have moved since the proposal. */
-		r = policy_check(e->set, ek->k.pol, live, row.new_value, value_of, e, err, errlen);
-		if (r < 0)
-			return r;
 		if (!ek->rec.has_original) {
 			ek->rec.has_original = true;
 			snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
@@ -1188,6 +1214,7 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 	if (r < 0)
 		return r;
 	snprintf(e->jobs[e->njobs - 1].detail, sizeof(e->jobs[0].detail), "%s", arm);
+	e->jobs[e->njobs - 1].checked = strcmp(value, row.new_value) == 0;
 	e->trial_external = true;
 	run_jobs(e);
 	return 0;
@@ -1228,6 +1255,7 @@ int engine_end_trial(struct engine *e, int64_t id, enum change_state final, cons
 	if (r < 0)
 		return r;
 	e->jobs[e->njobs - 1].final = final;
+	e->jobs[e->njobs - 1].checked = strcmp(value, row.new_value) == 0;
 	snprintf(e->final_detail, sizeof(e->final_detail), "%s", detail);
 	run_jobs(e);
 	return 0;

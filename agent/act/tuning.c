@@ -257,12 +257,16 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 
 	switch (in->kind) {
 	case INTENT_PROPOSE: {
+		/* The planner checked the value against its policy and the live values (plan.c): it is carried as is. */
+		struct engine_checked c;
 		char why[512];
 		int64_t id = 0;
 
+		snprintf(c.knob, sizeof(c.knob), "%s", in->knob);
+		snprintf(c.from, sizeof(c.from), "%s", in->prop ? in->prop->from : "");
+		snprintf(c.to, sizeof(c.to), "%s", in->prop ? in->prop->to : "");
 		snprintf(why, sizeof(why), "%.400s", in->prop ? in->prop->evidence : in->text);
-		r = engine_journal_proposal(t->e, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "",
-					    "agent", why, t->now_ms, &id, err, sizeof(err));
+		r = engine_journal_proposal(t->e, &c, "agent", why, NULL, t->now_ms, &id, err, sizeof(err));
 		if (r < 0) {
 			log_warn("tuning: proposal for %s not journaled: %s", in->knob, err);
 			controller_rejected(t->ctl, in->id);
@@ -394,7 +398,8 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
 {
 	struct plan_proposal prop;
-	char from[KNOB_VALUE_MAX], to[KNOB_VALUE_MAX], detail[300];
+	struct engine_checked c;
+	char detail[300];
 	struct controller_report rep;
 	int64_t id = 0;
 	int r;
@@ -410,25 +415,27 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 		snprintf(err, errlen, "the tuning loop is in observe mode: it runs no trial (apply at once with \"now\")");
 		return -ENOTSUP;
 	}
-	r = engine_check_proposal(t->e, knob, value, from, to, err, errlen);
+	/* The one validation of the value (invariant 4); from here it is carried checked to the journal and the write. */
+	r = engine_check(t->e, knob, value, &c, err, errlen);
 	if (r < 0)
 		return r;
-	r = plan_operator(engine_policies(t->e), knob, from, to, why, &t->plan, &prop);
+	r = plan_operator(engine_policies(t->e), knob, c.from, c.to, why, &t->plan, &prop);
 	if (r < 0) {
 		snprintf(err, errlen, "no trial plan for %s: %s", knob, strerror(-r));
 		return r;
 	}
-	r = engine_journal_proposal(t->e, knob, from, to, actor, prop.evidence, now_ms, &id, err, errlen);
+	/* Approved by being asked for: journaled as proposed and approved in one step. */
+	snprintf(detail, sizeof(detail), "approved by %s: an operator's proposal, tried against the judge", actor);
+	r = engine_journal_proposal(t->e, &c, actor, prop.evidence, detail, now_ms, &id, err, errlen);
 	if (r < 0)
 		return r;
+	/* Refused only for a state checked above in this same call: the row is closed again if it ever is. */
 	r = controller_operator_propose(t->ctl, &prop, (uint64_t)id, err, errlen);
 	if (r < 0) {
 		engine_close_proposal(t->e, id, CHANGE_REJECTED, actor, err, now_ms);
 		return r;
 	}
-	snprintf(detail, sizeof(detail), "approved by %s: an operator's proposal, tried against the judge", actor);
-	engine_close_proposal(t->e, id, CHANGE_APPROVED, actor, detail, now_ms);
-	events_proposal(id, knob, from, to, API_PROPOSAL_APPROVED, actor, why, now_ms);
+	events_proposal(id, knob, c.from, c.to, API_PROPOSAL_APPROVED, actor, why, now_ms);
 	t->prop_id = (uint64_t)id;
 	t->change_id = id;
 	snprintf(t->knob, sizeof(t->knob), "%s", knob);

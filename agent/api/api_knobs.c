@@ -393,8 +393,8 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 		return api_send_json(c, 201, json_pack("{s:I, s:s}", API_K_ID, (json_int_t)id, API_K_STATE, "approved"),
 				     "application/json");
 	}
-	r = engine_propose(api->a->engine, json_string_value(knob), json_string_value(value), actor,
-			   why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err, sizeof(err));
+	r = engine_apply_now(api->a->engine, json_string_value(knob), json_string_value(value), actor,
+			     why ? json_string_value(why) : "", loop_wall_ms(api->a), &id, err, sizeof(err));
 	if (r < 0)
 		return api_send_problem(c, status_of(r), "%s", err);
 	{
