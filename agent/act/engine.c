@@ -33,6 +33,7 @@ struct job {
 	int retries;
 	enum change_state final; /* JOB_FINAL */
 	char detail[8];          /* JOB_ARM: the arm's name */
+	bool checked;            /* a change's new value: asserted within its policy just before the write */
 };
 
 struct eknob {
@@ -637,6 +638,23 @@ static void on_done(struct knob *k, int result, const char *msg, void *ctx)
 	run_jobs(e);
 }
 
+/* Invariant 4 at the last moment: a change's new value (J->checked) is within its knob's policy: enabled, not
+ * forbidden, parses, in bounds, and the cross-knob constraints hold against the other knobs' live values now (an
+ * operator may have lowered somaxconn while a backlog proposal waited for its approval). The value was validated
+ * in full where it entered (engine_check, or the planner for the agent's own), step included; the step is not
+ * evaluated again (from the value itself). Reverts and re-applies put back a value the host had, which is not a
+ * change (policy.h). -EDOM (a class of its own: the knob stays usable and the engine writable) with WHY, or 0. */
+static int guard(struct engine *e, const struct job *j, char *why, size_t whylen)
+{
+	char msg[KNOB_WHY_MAX];
+
+	if (!j->checked ||
+	    policy_check(e->set, e->knobs[j->knob].k.pol, j->value, j->value, value_of, e, msg, sizeof(msg)) == 0)
+		return 0;
+	snprintf(why, whylen, "refused before the write: %.200s", msg);
+	return -EDOM;
+}
+
 static void run_jobs(struct engine *e)
 {
 	while (e->njobs && !e->waiting) {
@@ -646,7 +664,9 @@ static void run_jobs(struct engine *e)
 		int r, retries = j->retries;
 
 		ek->report_ms = 0;
-		r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
+		r = guard(e, j, why, sizeof(why));
+		if (r == 0)
+			r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
 		if (r == -EINPROGRESS) {
 			e->waiting = true;
 			return;
@@ -666,14 +686,15 @@ static void run_jobs(struct engine *e)
 
 /* ---- operator and agent actions -------------------------------------------------------------------------- */
 
-/* Whether KNOB may go to VALUE now (an operator's proposal): the knob is usable, nothing is in flight, VALUE parses
- * and differs from the live value, and the policy allows the step (invariant 4). LIVE and CANON get the two. */
-static int check_operator_value(struct engine *e, struct eknob *ek, const char *knob, const char *value, char *live,
-				char *canon, char *err, size_t errlen)
+int engine_check(struct engine *e, const char *knob, const char *value, struct engine_checked *out, char *err,
+		 size_t errlen)
 {
+	struct eknob *ek = find(e, knob);
+	char *live = out->from, *canon = out->to;
 	struct knobval parsed;
 	int r;
 
+	memset(out, 0, sizeof(*out));
 	if (!ek) {
 		snprintf(err, errlen, "no knob named '%s' (see GET /v1/knobs)", knob);
 		return -ENOENT;
@@ -703,38 +724,38 @@ static int check_operator_value(struct engine *e, struct eknob *ek, const char *
 		snprintf(err, errlen, "%s is already %s", knob, canon);
 		return -EALREADY;
 	}
-	return policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+	r = policy_check(e->set, ek->k.pol, live, canon, value_of, e, err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(out->knob, sizeof(out->knob), "%s", ek->k.name);
+	return 0;
 }
 
-int engine_check_proposal(struct engine *e, const char *knob, const char *value, char *from, char *to, char *err,
-			  size_t errlen)
+int engine_apply_now(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
+		     int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
 {
-	return check_operator_value(e, find(e, knob), knob, value, from, to, err, errlen);
-}
-
-int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
-		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
-{
-	struct eknob *ek = find(e, knob);
-	char live[KNOB_VALUE_MAX], canon[KNOB_VALUE_MAX];
+	struct engine_checked c;
+	struct eknob *ek;
 	int r;
 
 	e->now_ms = now_ms;
-	r = check_operator_value(e, ek, knob, value, live, canon, err, errlen);
+	r = engine_check(e, knob, value, &c, err, errlen);
 	if (r < 0)
 		return r;
+	ek = find(e, c.knob);
 	if (!ek->rec.has_original) {
 		ek->rec.has_original = true;
-		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
+		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", c.from);
 		save_rec(e, ek);
 	}
-	r = journal_and_queue(e, JOB_APPLY, CHANGE_KIND_CHANGE, (size_t)(ek - e->knobs), live, canon, 0, actor,
+	r = journal_and_queue(e, JOB_APPLY, CHANGE_KIND_CHANGE, (size_t)(ek - e->knobs), c.from, c.to, 0, actor,
 			      why && why[0] ? why : "operator proposal", change_id);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot journal the change: %s", strerror(-r));
 		return r;
 	}
-	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s (applied at once)", live, canon);
+	e->jobs[e->njobs - 1].checked = true;
+	audit(e, actor, "propose", knob, *change_id, "ok", "%s -> %s (applied at once)", c.from, c.to);
 	run_jobs(e);
 	{
 		/* Synchronous drivers are done already: a write that failed is the caller's answer. */
@@ -874,6 +895,32 @@ int engine_clear_conflict(struct engine *e, const char *knob, const char *actor,
 
 /* ---- restart, ticks, stop -------------------------------------------------------------------------------- */
 
+/* Whether knob I reads other than what the agent last wrote there (LIVE gets what it reads): the test of a
+ * conflict (invariant 5), at start and every tick. Only a usable knob the agent has written counts, and not while
+ * a write of its own to it is queued or under way. */
+static bool drifted(struct engine *e, size_t i, char *live, size_t livelen)
+{
+	struct eknob *ek = &e->knobs[i];
+
+	if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
+		return false;
+	for (size_t j = 0; j < e->njobs; j++)
+		if (e->jobs[j].knob == i)
+			return false;
+	return knob_read(&ek->k, live, livelen) == 0 && strcmp(live, ek->rec.last_written) != 0;
+}
+
+/* Someone else changed knob EK to LIVE (SEEN says when: "reads", "at start it reads"): freeze it and report it;
+ * the agent never writes it back. */
+static void freeze(struct engine *e, struct eknob *ek, const char *seen, const char *live)
+{
+	char why[KNOB_WHY_MAX];
+
+	snprintf(why, sizeof(why), "%s %.100s; the agent last wrote %.100s", seen, live, ek->rec.last_written);
+	set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
+	audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+}
+
 struct recover_ctx {
 	struct engine *e;
 	int started;
@@ -932,25 +979,15 @@ int engine_recover(struct engine *e, int64_t now_ms)
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
 		char live[KNOB_VALUE_MAX];
-		bool rolling_back = false;
 
-		if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
-			continue;
-		for (size_t j = 0; j < e->njobs; j++)
-			rolling_back = rolling_back || e->jobs[j].knob == i;
-		if (rolling_back || knob_read(&ek->k, live, sizeof(live)) < 0 || strcmp(live, ek->rec.last_written) == 0)
+		if (!drifted(e, i, live, sizeof(live)))
 			continue;
 		if (ek->rec.has_original && strcmp(live, ek->rec.original) == 0) {
 			if (journal_and_queue(e, JOB_REAPPLY, CHANGE_KIND_CHANGE, i, live, ek->rec.last_written, 0,
 					      "agent", "kept value re-applied after restart", NULL) == 0)
 				c.started++;
 		} else {
-			char why[KNOB_WHY_MAX];
-
-			snprintf(why, sizeof(why), "at start it reads %.100s; the agent last wrote %.100s", live,
-				 ek->rec.last_written);
-			set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
-			audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+			freeze(e, ek, "at start it reads", live);
 		}
 	}
 	run_jobs(e);
@@ -961,21 +998,13 @@ static void check_conflicts(struct engine *e)
 {
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
-		char live[KNOB_VALUE_MAX], why[KNOB_WHY_MAX];
-		bool busy = false;
+		char live[KNOB_VALUE_MAX];
 
-		if (!ek->rec.has_written || ek->state != ENGINE_KNOB_OK)
+		if (!drifted(e, i, live, sizeof(live)))
 			continue;
-		for (size_t j = 0; j < e->njobs; j++)
-			busy = busy || e->jobs[j].knob == i;
-		if (busy || knob_read(&ek->k, live, sizeof(live)) < 0 || strcmp(live, ek->rec.last_written) == 0)
-			continue;
-		/* Invariant 5: someone else changed it. Freeze, report, never write it back. */
-		snprintf(why, sizeof(why), "reads %.100s; the agent last wrote %.100s", live, ek->rec.last_written);
-		set_knob_state(e, ek, ENGINE_KNOB_CONFLICT, why);
-		audit(e, "agent", "conflict", ek->k.name, 0, "frozen", "%s", why);
+		freeze(e, ek, "reads", live);
 		if (e->trial_id && e->trial_knob == i) {
-			set_state(e, e->trial_id, CHANGE_ABORTED, "conflict during the trial: %s", why);
+			set_state(e, e->trial_id, CHANGE_ABORTED, "conflict during the trial: %s", ek->why);
 			e->trial_id = 0;
 		}
 	}
@@ -1058,25 +1087,25 @@ bool engine_knob_in_conflict(struct engine *e, const char *knob)
 	return ek && ek->state == ENGINE_KNOB_CONFLICT;
 }
 
-int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *actor,
-			    const char *why, int64_t now_ms, int64_t *id, char *err, size_t errlen)
+int engine_journal_proposal(struct engine *e, const struct engine_checked *c, const char *actor, const char *why,
+			    const char *approved, int64_t now_ms, int64_t *id, char *err, size_t errlen)
 {
-	struct eknob *ek = find(e, knob);
+	struct eknob *ek = find(e, c->knob);
 	struct change_row row;
 	int r;
 
 	e->now_ms = now_ms;
 	if (!ek || ek->state != ENGINE_KNOB_OK) {
-		snprintf(err, errlen, "%s is not a usable knob here", knob);
+		snprintf(err, errlen, "%s is not a usable knob here", c->knob);
 		return -ENOENT;
 	}
 	if (!can_write(e, err, errlen))
 		return -EROFS;
 	memset(&row, 0, sizeof(row));
-	snprintf(row.knob, sizeof(row.knob), "%s", knob);
+	snprintf(row.knob, sizeof(row.knob), "%s", c->knob);
 	row.kind = CHANGE_KIND_CHANGE;
-	snprintf(row.old_value, sizeof(row.old_value), "%s", from);
-	snprintf(row.new_value, sizeof(row.new_value), "%s", to);
+	snprintf(row.old_value, sizeof(row.old_value), "%s", c->from);
+	snprintf(row.new_value, sizeof(row.new_value), "%s", c->to);
 	row.state = CHANGE_PROPOSED;
 	snprintf(row.actor, sizeof(row.actor), "%s", actor);
 	snprintf(row.why, sizeof(row.why), "%s%s", e->env->dry_run ? "[dry run] " : "", why);
@@ -1087,7 +1116,9 @@ int engine_journal_proposal(struct engine *e, const char *knob, const char *from
 		return r;
 	}
 	*id = row.id;
-	audit(e, actor, "propose", knob, row.id, "ok", "%s -> %s: %s", from, to, why);
+	audit(e, actor, "propose", c->knob, row.id, "ok", "%s -> %s: %s", c->from, c->to, why);
+	if (approved)
+		engine_close_proposal(e, row.id, CHANGE_APPROVED, actor, approved, now_ms);
 	return 0;
 }
 
@@ -1158,10 +1189,6 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 			snprintf(err, errlen, "cannot read %s: %s", row.knob, strerror(-r));
 			return r;
 		}
-		/* Invariant 4 again at the first write: the host may have moved since the proposal. */
-		r = policy_check(e->set, ek->k.pol, live, row.new_value, value_of, e, err, errlen);
-		if (r < 0)
-			return r;
 		if (!ek->rec.has_original) {
 			ek->rec.has_original = true;
 			snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
@@ -1180,6 +1207,7 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 	if (r < 0)
 		return r;
 	snprintf(e->jobs[e->njobs - 1].detail, sizeof(e->jobs[0].detail), "%s", arm);
+	e->jobs[e->njobs - 1].checked = strcmp(value, row.new_value) == 0;
 	e->trial_external = true;
 	run_jobs(e);
 	return 0;
@@ -1220,6 +1248,7 @@ int engine_end_trial(struct engine *e, int64_t id, enum change_state final, cons
 	if (r < 0)
 		return r;
 	e->jobs[e->njobs - 1].final = final;
+	e->jobs[e->njobs - 1].checked = strcmp(value, row.new_value) == 0;
 	snprintf(e->final_detail, sizeof(e->final_detail), "%s", detail);
 	run_jobs(e);
 	return 0;

@@ -4,12 +4,15 @@
  * Owns the knobs (instantiated from the policy set), what the agent knows of each (original value, last value it
  * wrote, ok / conflict / unsupported), the one change in flight on the host (invariant 1), recovery at start
  * (invariant 3), conflict detection each tick (invariant 5), stop (invariant 6) and reverts (invariant 7: the
- * same code runs in the offline `ngx-autotune --revert`). Before any write it checks the value against the
- * policy again (invariant 4) and commits the change row (invariant 2). Driver errors are sorted by errno class:
- * retry, unsupported (that knob), read-only (stop writing anything: observe-only). When the store cannot be
- * written the engine does not write knobs either (invariant 8). It never reads a clock: "now" is handed in.
- * A change applied at once (engine_propose, an operator's "now") ends as kept once the policy's settle time has
- * passed; a trial of the tuning loop (engine_set_arm) ends by the judge's verdict (engine_end_trial).
+ * same code runs in the offline `ngx-autotune --revert`). Invariant 4: a new value is validated in full once, where
+ * it enters (engine_check for an operator's; the planner, core/plan.c, for the agent's own), and is carried from
+ * there as a struct engine_checked to the journal and the write; just before the write, one guard in the write
+ * path asserts again that a change's new value is within its policy's bounds. Every write commits its change row
+ * first (invariant 2). Driver errors are sorted by errno class: retry, unsupported (that knob), read-only (stop
+ * writing anything: observe-only). When the store cannot be written the engine does not write knobs either
+ * (invariant 8). It never reads a clock: "now" is handed in. A change applied at once (engine_apply_now, an
+ * operator's "now") ends as kept once the policy's settle time has passed; a trial of the tuning loop
+ * (engine_set_arm) ends by the judge's verdict (engine_end_trial).
  */
 #ifndef NGXAT_ENGINE_H
 #define NGXAT_ENGINE_H
@@ -57,16 +60,26 @@ int engine_recover(struct engine *e, int64_t now_ms);
 /* Once per tick: conflicts, the trial's settle time, retries. */
 void engine_tick(struct engine *e, int64_t now_ms);
 
-/* Whether an operator may propose KNOB = VALUE now (usable knob, nothing in flight, a new value the policy allows):
- * 0 with FROM (live) and TO (canonical VALUE), each KNOB_VALUE_MAX bytes; else as engine_propose, with ERR. */
-int engine_check_proposal(struct engine *e, const char *knob, const char *value, char *from, char *to, char *err,
-			  size_t errlen);
-/* An operator's own change applied at once, without a trial: validated like the agent's (policy bounds, step,
- * constraints), journaled, and written now (the operator approved it by asking). -EBUSY when a change is in flight
- * (invariant 1), -ERANGE / -EPERM when the policy refuses (ERR says why), -ENOENT for an unknown knob, -EROFS when
- * observe-only. */
-int engine_propose(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
-		   int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
+/* A new value of a knob, validated against its policy: the live value it goes from and the canonical value it goes
+ * to. engine_check makes one from an operator's text; the tuning loop fills one from the planner's proposal,
+ * which core/plan.c validated the same way (policy_check against the live values). */
+struct engine_checked {
+	char knob[KNOB_NAME_MAX];
+	char from[KNOB_VALUE_MAX];
+	char to[KNOB_VALUE_MAX];
+};
+
+/* The one validation of an operator's KNOB = VALUE (invariant 4): a usable knob, nothing in flight (invariant 1),
+ * VALUE parses as the knob's type and differs from the live value, and the policy allows it (bounds, step from the
+ * live value, cross-knob constraints). 0 with OUT; -ENOENT (unknown knob), -EBUSY (a change in flight, or the knob
+ * in conflict), -ENOTSUP (unusable knob), -EROFS (observe-only), -ERANGE / -EINVAL / -EPERM (the value or the
+ * policy), -EALREADY (already that value); ERR says why. */
+int engine_check(struct engine *e, const char *knob, const char *value, struct engine_checked *out, char *err,
+		 size_t errlen);
+/* An operator's own change applied at once, without a trial: checked (engine_check), journaled and written now
+ * (the operator approved it by asking). engine_check's errors, -EIO when the write failed and was undone. */
+int engine_apply_now(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
+		     int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
 /* Revert change ID (0: every knob the agent changed, back to its original). Ends a change in flight on those
  * knobs. Journaled as revert rows. The number of writes started, or -errno with ERR. */
 int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_t now_ms, char *err, size_t errlen);
@@ -86,16 +99,17 @@ typedef void (*engine_write_cb)(void *ctx, bool ok);
 int engine_value(struct engine *e, const char *knob, char *out, size_t outlen);
 /* Whether KNOB is frozen by a conflict. */
 bool engine_knob_in_conflict(struct engine *e, const char *knob);
-/* Journal a proposal of ACTOR (the agent's or an operator's; state proposed; nothing is written). */
-int engine_journal_proposal(struct engine *e, const char *knob, const char *from, const char *to, const char *actor,
-			    const char *why, int64_t now_ms, int64_t *id, char *err, size_t errlen);
+/* Journal C as a proposal of ACTOR with WHY (state proposed; nothing is written). APPROVED (NULL: none) is the
+ * approval of a proposal approved by being asked for (an operator's): the row goes on to approved with it. */
+int engine_journal_proposal(struct engine *e, const struct engine_checked *c, const char *actor, const char *why,
+			    const char *approved, int64_t now_ms, int64_t *id, char *err, size_t errlen);
 /* The journal state of change ID: 0, -ENOENT or -errno. */
 int engine_change_state(struct engine *e, int64_t id, enum change_state *st);
 /* An operator approved (CHANGE_APPROVED) or rejected (CHANGE_REJECTED, also a withdrawal) proposal ID. */
 int engine_close_proposal(struct engine *e, int64_t id, enum change_state st, const char *actor, const char *detail,
 			  int64_t now_ms);
-/* Put VALUE (the change's old or new value) in force as trial arm ARM ("A"/"B"): the first arm checks the policy
- * again and starts the trial; every arm is noted in the row before its write. CB is told when it is done. */
+/* Put VALUE (the change's old or new value) in force as trial arm ARM ("A"/"B"): the first arm starts the trial;
+ * every arm is noted in the row before its write. CB is told when it is done. */
 int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *arm, int64_t now_ms,
 		   engine_write_cb cb, void *ctx, char *err, size_t errlen);
 /* End trial ID in FINAL (kept, reverted, aborted, failed) with DETAIL (the judge's evidence), writing VALUE first

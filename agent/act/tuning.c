@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "act/engine.h"
 #include "api/events.h"
+#include "api/verdict_json.h"
 #include "store/store.h"
 #include "log.h"
 #include "proto.h"
@@ -136,22 +137,24 @@ static void keep_calibration(struct tuning *t, int64_t now_ms)
 {
 	struct judge_calibration cal;
 	struct audit_row *row;
-	char metric[POLICY_METRIC_MAX], js[1024];
+	char metric[POLICY_METRIC_MAX];
 	int64_t at_ms;
 	uint64_t gen = controller_last_calibration(t->ctl, metric, sizeof(metric), &at_ms, &cal);
 
 	if (gen == t->calib_gen)
 		return;
 	t->calib_gen = gen;
-	if (judge_calibration_json(&cal, js, sizeof(js)) < 0 || !(row = calloc(1, sizeof(*row))))
+	if (!(row = calloc(1, sizeof(*row))))
 		return;
+	if (verdict_json_calibration_row(metric, at_ms, &cal, row->detail, sizeof(row->detail)) < 0) {
+		free(row);
+		return;
+	}
 	row->ts = now_ms;
 	snprintf(row->actor, sizeof(row->actor), "agent");
 	snprintf(row->action, sizeof(row->action), CALIB_ACTION);
 	snprintf(row->knob, sizeof(row->knob), "%s", t->knob);
 	snprintf(row->outcome, sizeof(row->outcome), "%s", cal.refuse ? "refused" : "ok");
-	snprintf(row->detail, sizeof(row->detail), "{\"metric\":\"%s\",\"at_ms\":%lld,\"calibration\":%s}", metric,
-		 (long long)at_ms, js);
 	if (store_audit_append(t->st, row) < 0)
 		log_warn("tuning: the calibration of %s could not be kept: it is measured again after a restart", metric);
 	else
@@ -163,32 +166,15 @@ static int calib_cb(void *ctx, const struct audit_row *row)
 {
 	struct tuning *t = ctx;
 	struct judge_calibration cal;
-	json_t *o, *c;
-	json_error_t jerr;
-	const char *metric;
+	char metric[POLICY_METRIC_MAX];
+	int64_t at_ms;
 
-	if (strcmp(row->action, CALIB_ACTION) != 0)
+	if (strcmp(row->action, CALIB_ACTION) != 0 ||
+	    verdict_json_calibration_read(row->detail, metric, sizeof(metric), &at_ms, &cal) < 0)
 		return 0;
-	o = json_loads(row->detail, 0, &jerr);
-	c = json_object_get(o, "calibration");
-	metric = json_string_value(json_object_get(o, "metric"));
-	memset(&cal, 0, sizeof(cal));
-	if (metric && json_is_object(c) && json_is_integer(json_object_get(o, "at_ms"))) {
-		cal.refuse = json_is_true(json_object_get(c, "refuse"));
-		snprintf(cal.reason, sizeof(cal.reason), "%s", json_string_value(json_object_get(c, "reason")) ?: "");
-		cal.n = (unsigned)json_integer_value(json_object_get(c, "aa_pairs"));
-		cal.mean = json_number_value(json_object_get(c, "mean"));
-		cal.sd = json_number_value(json_object_get(c, "sd"));
-		cal.pairs = (unsigned)json_integer_value(json_object_get(c, "pairs"));
-		cal.floor = json_number_value(json_object_get(c, "floor"));
-		cal.needed = json_number_value(json_object_get(c, "needed"));
-		if (controller_restore_calibration(t->ctl, metric, json_integer_value(json_object_get(o, "at_ms")),
-						   &cal) == 0)
-			log_info("tuning: the noise of %s is known from a calibration of %lld h ago: %s", metric,
-				 (long long)((t->now_ms - json_integer_value(json_object_get(o, "at_ms"))) / 3600000),
-				 cal.reason);
-	}
-	json_decref(o);
+	if (controller_restore_calibration(t->ctl, metric, at_ms, &cal) == 0)
+		log_info("tuning: the noise of %s is known from a calibration of %lld h ago: %s", metric,
+			 (long long)((t->now_ms - at_ms) / 3600000), cal.reason);
 	return 0;
 }
 
@@ -271,12 +257,16 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 
 	switch (in->kind) {
 	case INTENT_PROPOSE: {
+		/* The planner checked the value against its policy and the live values (plan.c): it is carried as is. */
+		struct engine_checked c;
 		char why[512];
 		int64_t id = 0;
 
+		snprintf(c.knob, sizeof(c.knob), "%s", in->knob);
+		snprintf(c.from, sizeof(c.from), "%s", in->prop ? in->prop->from : "");
+		snprintf(c.to, sizeof(c.to), "%s", in->prop ? in->prop->to : "");
 		snprintf(why, sizeof(why), "%.400s", in->prop ? in->prop->evidence : in->text);
-		r = engine_journal_proposal(t->e, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "",
-					    "agent", why, t->now_ms, &id, err, sizeof(err));
+		r = engine_journal_proposal(t->e, &c, "agent", why, NULL, t->now_ms, &id, err, sizeof(err));
 		if (r < 0) {
 			log_warn("tuning: proposal for %s not journaled: %s", in->knob, err);
 			controller_rejected(t->ctl, in->id);
@@ -317,9 +307,12 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 
 		if (ev) {
 			int n = snprintf(ev, EVIDENCE_MAX, "%s; ", in->text);
+			json_t *evj = in->ev ? verdict_json_evidence(in->ev) : NULL;
 
-			if (!in->ev || judge_evidence_json(in->ev, ev + n, EVIDENCE_MAX - (size_t)n) < 0)
+			/* The verdict's sentence, then its evidence when it fits in the row. */
+			if (!evj || verdict_json_text(evj, ev + n, EVIDENCE_MAX - (size_t)n) < 0)
 				ev[n > 2 ? n - 2 : 0] = '\0';
+			json_decref(evj);
 		}
 		r = engine_end_trial(t->e, t->change_id, final_state(in), in->write ? in->value : NULL, ev ? ev : in->text,
 				     t->now_ms);
@@ -405,7 +398,8 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen)
 {
 	struct plan_proposal prop;
-	char from[KNOB_VALUE_MAX], to[KNOB_VALUE_MAX], detail[300];
+	struct engine_checked c;
+	char detail[300];
 	struct controller_report rep;
 	int64_t id = 0;
 	int r;
@@ -421,25 +415,27 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 		snprintf(err, errlen, "the tuning loop is in observe mode: it runs no trial (apply at once with \"now\")");
 		return -ENOTSUP;
 	}
-	r = engine_check_proposal(t->e, knob, value, from, to, err, errlen);
+	/* The one validation of the value (invariant 4); from here it is carried checked to the journal and the write. */
+	r = engine_check(t->e, knob, value, &c, err, errlen);
 	if (r < 0)
 		return r;
-	r = plan_operator(engine_policies(t->e), knob, from, to, why, &t->plan, &prop);
+	r = plan_operator(engine_policies(t->e), knob, c.from, c.to, why, &t->plan, &prop);
 	if (r < 0) {
 		snprintf(err, errlen, "no trial plan for %s: %s", knob, strerror(-r));
 		return r;
 	}
-	r = engine_journal_proposal(t->e, knob, from, to, actor, prop.evidence, now_ms, &id, err, errlen);
+	/* Approved by being asked for: journaled as proposed and approved in one step. */
+	snprintf(detail, sizeof(detail), "approved by %s: an operator's proposal, tried against the judge", actor);
+	r = engine_journal_proposal(t->e, &c, actor, prop.evidence, detail, now_ms, &id, err, errlen);
 	if (r < 0)
 		return r;
+	/* Refused only for a state checked above in this same call: the row is closed again if it ever is. */
 	r = controller_operator_propose(t->ctl, &prop, (uint64_t)id, err, errlen);
 	if (r < 0) {
 		engine_close_proposal(t->e, id, CHANGE_REJECTED, actor, err, now_ms);
 		return r;
 	}
-	snprintf(detail, sizeof(detail), "approved by %s: an operator's proposal, tried against the judge", actor);
-	engine_close_proposal(t->e, id, CHANGE_APPROVED, actor, detail, now_ms);
-	events_proposal(id, knob, from, to, API_PROPOSAL_APPROVED, actor, why, now_ms);
+	events_proposal(id, knob, c.from, c.to, API_PROPOSAL_APPROVED, actor, why, now_ms);
 	t->prop_id = (uint64_t)id;
 	t->change_id = id;
 	snprintf(t->knob, sizeof(t->knob), "%s", knob);
@@ -463,12 +459,9 @@ void tuning_report(const struct tuning *t, struct controller_report *out, int64_
 	*change_id = t->change_id;
 }
 
-void tuning_evidence_json(const struct tuning *t, char *buf, size_t len)
+const struct judge_evidence *tuning_evidence(const struct tuning *t)
 {
-	const struct judge_evidence *ev = controller_evidence(t->ctl);
-
-	if (!ev || judge_evidence_json(ev, buf, len) < 0)
-		snprintf(buf, len, "{}");
+	return controller_evidence(t->ctl);
 }
 
 bool tuning_block(const struct tuning *t, int64_t *start_ms, int64_t *end_ms, int64_t *settle_ms)

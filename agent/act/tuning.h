@@ -20,6 +20,7 @@ struct engine;
 struct store;
 struct tuning;
 struct controller_report;
+struct judge_evidence;
 
 /* A tuning loop over E's knobs with the [tuning] settings of CFG; its planner remembers the trials ST's journal
  * holds from the planner's memory span before NOW_MS. 0 or -errno with ERR. */
@@ -44,7 +45,7 @@ void tuning_report(const struct tuning *t, struct controller_report *out, int64_
 /* The block being measured now (a calibration or trial with its arm in force): true with its start, end and
  * settle time; false between blocks and outside trials. */
 bool tuning_block(const struct tuning *t, int64_t *start_ms, int64_t *end_ms, int64_t *settle_ms);
-/* The trial's running evidence as JSON text (empty object before any). */
-void tuning_evidence_json(const struct tuning *t, char *buf, size_t len);
+/* The trial's running evidence (the last trial's after it; all zeros before any), valid until the next tick. */
+const struct judge_evidence *tuning_evidence(const struct tuning *t);
 
 #endif

@@ -16,6 +16,7 @@
 #include "core/judge.h"
 #include "act/engine.h"
 #include "act/tuning.h"
+#include "api/verdict_json.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -24,8 +25,8 @@
 
 static json_t *metric_json(const struct policy_metric *m)
 {
-	return json_pack("{s:s, s:s}", "metric", m->metric, "better",
-			 m->dir == POLICY_LOWER_IS_BETTER ? "lower" : "higher");
+	return json_pack("{s:s, s:s}", API_K_METRIC, m->metric, API_K_BETTER,
+			 m->dir == POLICY_LOWER_IS_BETTER ? API_BETTER_LOWER : API_BETTER_HIGHER);
 }
 
 static json_t *policy_json(const struct knob_policy *p)
@@ -209,23 +210,17 @@ static bool change_path(const char *url, int64_t *id, const char **rest)
 static enum MHD_Result get_trial(struct api *api, struct MHD_Connection *c)
 {
 	struct controller_report *r = malloc(sizeof(*r));
-	char *ev = malloc(8192);
 	json_t *o, *evj;
 	int64_t id = 0;
 
-	if (!r || !ev) {
-		free(r);
-		free(ev);
+	if (!r)
 		return MHD_NO;
-	}
 	if (!api->a->tuning) {
 		free(r);
-		free(ev);
 		return api_send_problem(c, 409, "no tuning loop (policies not loaded)");
 	}
 	tuning_report(api->a->tuning, r, &id);
-	tuning_evidence_json(api->a->tuning, ev, 8192);
-	evj = json_loads(ev, 0, NULL);
+	evj = verdict_json_evidence(tuning_evidence(api->a->tuning));
 	o = json_pack("{s:s, s:s, s:b, s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:s, s:s}", API_K_STATE,
 		      controller_state_name(r->state), API_K_MODE, controller_mode_name(r->mode), API_K_PAUSED,
 		      r->paused, API_K_CHANGE, (json_int_t)id, API_K_KNOB, r->knob, API_K_FROM, r->from, API_K_TO, r->to,
@@ -237,7 +232,6 @@ static enum MHD_Result get_trial(struct api *api, struct MHD_Connection *c)
 	json_object_set_new(o, API_K_EFFECT_HI, isfinite(r->effect_hi) ? json_real(r->effect_hi) : json_null());
 	json_object_set_new(o, API_K_EVIDENCE, evj ? evj : json_object());
 	free(r);
-	free(ev);
 	return api_send_json(c, 200, o, "application/json");
 }
 
@@ -398,8 +392,8 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 		return api_send_json(c, 201, json_pack("{s:I, s:s}", API_K_ID, (json_int_t)id, API_K_STATE, "approved"),
 				     "application/json");
 	}
-	r = engine_propose(api->a->engine, json_string_value(knob), json_string_value(value), actor,
-			   why ? json_string_value(why) : "", agent_now_ms(api->a), &id, err, sizeof(err));
+	r = engine_apply_now(api->a->engine, json_string_value(knob), json_string_value(value), actor,
+			     why ? json_string_value(why) : "", agent_now_ms(api->a), &id, err, sizeof(err));
 	if (r < 0)
 		return api_send_problem(c, status_of(r), "%s", err);
 	{

@@ -14,6 +14,7 @@
 
 #include "core/controller.h"
 #include "core/judge.h"
+#include "api/verdict_json.h"
 #include "proto.h"
 
 struct item {
@@ -79,7 +80,7 @@ static char *dump(json_t *data)
 	if (!s || strlen(s) <= EVENTS_DATA_MAX)
 		return s;
 	free(s);
-	small = json_pack("{s:b}", "truncated", 1);
+	small = json_pack("{s:b}", API_K_TRUNCATED, 1);
 	if (!small)
 		return NULL;
 	if (json_object_get(data, API_K_ID))
@@ -207,7 +208,7 @@ void events_trial_progress(int64_t id, const char *knob, const struct judge_evid
 	p = &e->pair[e->npairs - 1];
 	o = json_pack("{s:s, s:I, s:s, s:i, s:i, s:i, s:s, s:b, s:I}", API_K_PHASE, API_PHASE_PAIR, API_K_ID,
 		      (json_int_t)id, API_K_KNOB, knob, API_K_PAIR, (int)e->npairs, API_K_PAIRS, (int)e->planned,
-		      API_K_VALID, (int)e->nvalid, API_K_ORDER, p->b_first ? "BA" : "AB", "void", p->is_void, API_K_TS,
+		      API_K_VALID, (int)e->nvalid, API_K_ORDER, p->b_first ? API_ORDER_BA : API_ORDER_AB, API_K_VOID, p->is_void, API_K_TS,
 		      (json_int_t)now_ms);
 	if (!o)
 		return;
@@ -223,12 +224,8 @@ void events_trial_progress(int64_t id, const char *knob, const struct judge_evid
 void events_verdict(int64_t id, const char *knob, const char *verdict, const char *state, const char *reason,
 		    const struct judge_evidence *e, int64_t now_ms)
 {
-	char *buf = malloc(EVENTS_DATA_MAX);
-	json_t *evj = NULL;
+	json_t *evj = e ? verdict_json_evidence(e) : NULL;
 
-	if (buf && e && judge_evidence_json(e, buf, EVENTS_DATA_MAX) == 0)
-		evj = json_loads(buf, 0, NULL);
-	free(buf);
 	events_publish(API_EV_VERDICT,
 		       json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:I}", API_K_ID, (json_int_t)id, API_K_KNOB, knob,
 				 API_K_VERDICT, verdict, API_K_STATE, state, API_K_REASON, reason ? reason : "",

@@ -14,7 +14,8 @@
  * one pair, or clearly worse over the pairs so far, ends the trial early. The trial never ends early toward keep.
  * A void block (block.h) voids its pair; void pairs are replaced up to max_void_pairs; max_void_run consecutive
  * void blocks end the trial as VERDICT_ERROR. An A/A calibration sizes K and refuses to judge when the noise
- * floor exceeds the smallest effect worth keeping. Every verdict carries its evidence, renderable as JSON.
+ * floor exceeds the smallest effect worth keeping. Every verdict carries its evidence as a struct, which agent/api
+ * renders for the wire.
  *
  * Defaults (judge_config_default), chosen with tests/sim: delta 5% (the smallest effect worth keeping), alpha
  * 0.05 (one-sided t bound), K = 8 pairs, sign test at 0.10 (7 of 8 pairs must agree), counter guardrails at
@@ -22,7 +23,7 @@
  * harm at 2x in one pair, 5xx ceiling 2%, 3 consecutive void blocks, 4 void pairs, power 0.8 at 2 x delta.
  *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
- * the void-run count). Must not: draw random numbers, read clocks or files, log, or allocate.
+ * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.
  */
 #ifndef NGXAT_JUDGE_H
 #define NGXAT_JUDGE_H
@@ -154,9 +155,5 @@ int judge_calibrate(const struct judge_config *cfg, const double *d, size_t n, s
 
 /* "keep", "revert", ... ("running" for VERDICT_NONE). */
 const char *judge_verdict_name(enum judge_verdict v);
-/* EV as one line of JSON into BUF. 0, or -ENOSPC (BUF holds a truncated, NUL-terminated prefix). */
-int judge_evidence_json(const struct judge_evidence *ev, char *buf, size_t len);
-/* CAL as one line of JSON. 0 or -ENOSPC. */
-int judge_calibration_json(const struct judge_calibration *cal, char *buf, size_t len);
 
 #endif

@@ -482,10 +482,10 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	r->pairs = judge_evidence(&j)->npairs;
 	r->harm_exposure = exposure;
 	if (o->verbose && !aa_pairs) {
-		static char buf[32768];
+		const struct judge_evidence *ev = judge_evidence(&j);
 
-		if (judge_evidence_json(judge_evidence(&j), buf, sizeof(buf)) == 0)
-			printf("%s\n", buf);
+		printf("%s after %u pairs (%u void): effect %+.4g [%+.4g, %+.4g]: %s\n", judge_verdict_name(ev->verdict),
+		       ev->npairs, ev->nvoid, ev->effect, ev->effect_lo, ev->effect_hi, ev->reason);
 	}
 	return 0;
 }

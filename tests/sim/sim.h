@@ -34,7 +34,7 @@ struct sim_options {
 	int force_objective;      /* -1 draw, 0 http.p99_ms, 1 cpu.busy_per_kreq */
 	int dead_from_pair;       /* the collector dies from this pair on (1-based), 0 never */
 	bool aa;                  /* A/A: B is the same value as A (no effect at all) */
-	bool verbose;             /* print the evidence JSON */
+	bool verbose;             /* print each verdict with its evidence */
 };
 
 struct sim_result {

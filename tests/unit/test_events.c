@@ -14,6 +14,7 @@
 #include "core/controller.h"
 #include "core/judge.h"
 #include "api/events.h"
+#include "api/verdict_json.h"
 #include "proto.h"
 
 static int notified;
@@ -217,6 +218,15 @@ static void test_helpers(void **state)
 	assert_string_equal(type, API_EV_VERDICT);
 	assert_string_equal(json_string_value(json_object_get(o, API_K_STATE)), "kept");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o, API_K_EVIDENCE), "verdict")), "keep");
+	{
+		/* The whole evidence, as the API renders it: built from the struct, not printed and parsed back. */
+		json_t *want = verdict_json_evidence(ev);
+
+		assert_true(json_equal(json_object_get(o, API_K_EVIDENCE), want));
+		assert_int_equal(json_array_size(json_object_get(json_object_get(o, API_K_EVIDENCE), API_K_PAIRS_DETAIL)),
+				 2);
+		json_decref(want);
+	}
 	json_decref(o);
 	/* After a verdict, a new trial's first pair is published again even with the same numbers. */
 	ev->npairs = 2;

@@ -1,0 +1,228 @@
+/*
+ * verdict_json: the judge's evidence and calibration as JSON. See verdict_json.h.
+ */
+#include "build-config.h"
+
+#include "api/verdict_json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+/* The journal's figures have always been "%.6g": the value is that text read back, so that the API and the
+ * events show the same number as the journal, and one that reads as an integer stays an integer. */
+static json_t *num(double x)
+{
+	char s[32];
+
+	if (!isfinite(x))
+		return json_null();
+	snprintf(s, sizeof(s), "%.6g", x);
+	if (!strpbrk(s, ".e"))
+		return json_integer(strtoll(s, NULL, 10));
+	return json_real(strtod(s, NULL));
+}
+
+/* jansson refuses a string that is not UTF-8; a byte above ASCII is shown as the code point of its value, so any
+ * reason or metric name renders (these are ASCII in practice). */
+static json_t *str(const char *s)
+{
+	char out[2 * JUDGE_REASON_MAX];
+	size_t n = 0;
+
+	for (; *s && n + 3 <= sizeof(out); s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x80) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = (char)(0xc0 | c >> 6);
+			out[n++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	out[n] = '\0';
+	return json_string(out);
+}
+
+static void put(json_t *o, const char *key, json_t *v)
+{
+	json_object_set_new(o, key, v);
+}
+
+static json_t *guard_json(const struct judge_guard_ev *ge)
+{
+	json_t *o = json_object();
+	bool binomial = ge->test == JUDGE_TEST_BINOMIAL;
+
+	put(o, API_K_METRIC, str(ge->metric));
+	put(o, API_K_TEST, json_string(binomial ? API_TEST_BINOMIAL : API_TEST_NONINF));
+	put(o, API_K_AVAILABLE, json_boolean(ge->available));
+	put(o, API_K_FAILED, json_boolean(ge->failed));
+	put(o, API_K_FAILED_PAIR, json_integer(ge->failed_pair));
+	if (binomial) {
+		put(o, API_K_EVENTS_A, num(ge->events_a));
+		put(o, API_K_EVENTS_B, num(ge->events_b));
+		put(o, API_K_P, num(ge->p));
+	} else {
+		put(o, API_K_MEAN, num(ge->mean));
+		put(o, API_K_LOWER, num(ge->lower));
+		put(o, API_K_SHOWN, json_boolean(ge->noninf_shown));
+	}
+	return o;
+}
+
+static json_t *pair_json(const struct judge_pair_ev *pe, size_t nguard)
+{
+	json_t *o = json_object();
+
+	put(o, API_K_ORDER, json_string(pe->b_first ? API_ORDER_BA : API_ORDER_AB));
+	put(o, API_K_VOID, json_boolean(pe->is_void));
+	put(o, API_K_A, num(pe->a));
+	put(o, API_K_B, num(pe->b));
+	put(o, API_K_D, num(pe->d));
+	/* Only when it happened: most pairs have enough requests for p99. */
+	if (pe->p95)
+		put(o, API_K_P95, json_true());
+	put(o, API_K_REQ_A, num(pe->requests_a));
+	put(o, API_K_REQ_B, num(pe->requests_b));
+	if (nguard) {
+		json_t *g = json_array();
+
+		for (size_t i = 0; i < nguard; i++)
+			json_array_append_new(g, num(pe->g[i]));
+		put(o, API_K_G, g);
+	}
+	return o;
+}
+
+json_t *verdict_json_evidence(const struct judge_evidence *ev)
+{
+	json_t *o = json_object(), *sign = json_object(), *halves = json_array(), *trips = json_object();
+	json_t *guards = json_array(), *pairs = json_array();
+	size_t nguard = ev->nguard < POLICY_GUARDRAILS_MAX ? ev->nguard : POLICY_GUARDRAILS_MAX;
+
+	if (!o || !sign || !halves || !trips || !guards || !pairs) {
+		json_decref(o);
+		json_decref(sign);
+		json_decref(halves);
+		json_decref(trips);
+		json_decref(guards);
+		json_decref(pairs);
+		return NULL;
+	}
+	put(o, API_K_VERDICT, json_string(judge_verdict_name(ev->verdict)));
+	put(o, API_K_REASON, str(ev->reason));
+	put(o, API_K_OBJECTIVE, str(ev->objective));
+	put(o, API_K_BETTER, json_string(ev->dir == POLICY_HIGHER_IS_BETTER ? API_BETTER_HIGHER : API_BETTER_LOWER));
+	put(o, API_K_DELTA, num(ev->delta));
+	put(o, API_K_ALPHA, num(ev->alpha));
+	put(o, API_K_PLANNED, json_integer(ev->planned));
+	put(o, API_K_PAIRS, json_integer(ev->npairs));
+	put(o, API_K_VALID, json_integer(ev->nvalid));
+	put(o, API_K_VOID, json_integer(ev->nvoid));
+	put(o, API_K_MEAN, num(ev->mean));
+	put(o, API_K_SD, num(ev->sd));
+	put(o, API_K_T, num(ev->t_crit));
+	put(o, API_K_LOWER, num(ev->lower));
+	put(o, API_K_UPPER, num(ev->upper));
+	put(o, API_K_EFFECT, num(ev->effect));
+	put(o, API_K_EFFECT_LO, num(ev->effect_lo));
+	put(o, API_K_EFFECT_HI, num(ev->effect_hi));
+	put(sign, API_K_BETTER, json_integer(ev->sign_pos));
+	put(sign, API_K_WORSE, json_integer(ev->sign_neg));
+	put(sign, API_K_P, num(ev->sign_p));
+	put(o, API_K_SIGN, sign);
+	json_array_append_new(halves, num(ev->half1));
+	json_array_append_new(halves, num(ev->half2));
+	put(o, API_K_HALVES, halves);
+	put(trips, API_K_TRIP_OVERFLOW, json_boolean(ev->trip_overflow));
+	put(trips, API_K_TRIP_UNHANDLED, json_boolean(ev->trip_unhandled));
+	put(trips, API_K_TRIP_ERRORS, json_boolean(ev->trip_errors));
+	put(o, API_K_TRIPS, trips);
+	for (size_t g = 0; g < nguard; g++)
+		json_array_append_new(guards, guard_json(&ev->guard[g]));
+	put(o, API_K_GUARDRAILS, guards);
+	for (unsigned i = 0; i < ev->npairs && i < JUDGE_PAIRS_MAX; i++)
+		json_array_append_new(pairs, pair_json(&ev->pair[i], nguard));
+	put(o, API_K_PAIRS_DETAIL, pairs);
+	return o;
+}
+
+json_t *verdict_json_calibration(const struct judge_calibration *cal)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	put(o, API_K_REFUSE, json_boolean(cal->refuse));
+	put(o, API_K_REASON, str(cal->reason));
+	put(o, API_K_AA_PAIRS, json_integer(cal->n));
+	put(o, API_K_MEAN, num(cal->mean));
+	put(o, API_K_SD, num(cal->sd));
+	put(o, API_K_PAIRS, json_integer(cal->pairs));
+	put(o, API_K_FLOOR, num(cal->floor));
+	put(o, API_K_NEEDED, num(cal->needed));
+	return o;
+}
+
+int verdict_json_text(const json_t *o, char *buf, size_t len)
+{
+	/* Six digits give back the figures num() kept; ASCII only, as the journal's text has always been. */
+	size_t n;
+
+	if (!buf || len == 0)
+		return -ENOSPC;
+	buf[0] = '\0';
+	if (!o)
+		return -ENOMEM;
+	n = json_dumpb(o, buf, len - 1, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
+	if (n == 0)
+		return -ENOMEM;
+	if (n > len - 1) {
+		buf[0] = '\0';
+		return -ENOSPC;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+int verdict_json_calibration_row(const char *metric, int64_t at_ms, const struct judge_calibration *cal, char *buf,
+				 size_t len)
+{
+	json_t *o = json_pack("{s:o, s:I, s:o}", API_K_METRIC, str(metric), API_K_AT_MS, (json_int_t)at_ms,
+			      API_K_CALIBRATION, verdict_json_calibration(cal));
+	int r = verdict_json_text(o, buf, len);
+
+	json_decref(o);
+	return r;
+}
+
+int verdict_json_calibration_read(const char *detail, char *metric, size_t metriclen, int64_t *at_ms,
+				  struct judge_calibration *cal)
+{
+	json_t *o = json_loads(detail, 0, NULL), *c = json_object_get(o, API_K_CALIBRATION);
+	const char *m = json_string_value(json_object_get(o, API_K_METRIC));
+	json_t *at = json_object_get(o, API_K_AT_MS);
+
+	memset(cal, 0, sizeof(*cal));
+	if (!m || !json_is_object(c) || !json_is_integer(at)) {
+		json_decref(o);
+		return -EINVAL;
+	}
+	snprintf(metric, metriclen, "%s", m);
+	*at_ms = json_integer_value(at);
+	cal->refuse = json_is_true(json_object_get(c, API_K_REFUSE));
+	snprintf(cal->reason, sizeof(cal->reason), "%s", json_string_value(json_object_get(c, API_K_REASON)) ?: "");
+	cal->n = (unsigned)json_integer_value(json_object_get(c, API_K_AA_PAIRS));
+	cal->mean = json_number_value(json_object_get(c, API_K_MEAN));
+	cal->sd = json_number_value(json_object_get(c, API_K_SD));
+	cal->pairs = (unsigned)json_integer_value(json_object_get(c, API_K_PAIRS));
+	cal->floor = json_number_value(json_object_get(c, API_K_FLOOR));
+	cal->needed = json_number_value(json_object_get(c, API_K_NEEDED));
+	json_decref(o);
+	return 0;
+}

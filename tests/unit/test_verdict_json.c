@@ -1,0 +1,250 @@
+/*
+ * test_verdict_json: the judge's evidence and calibration on the wire (agent/api/verdict_json.c).
+ *
+ * The reference is the text the judge used to print itself (core/judge.c's own JSON writer, removed when core
+ * stopped writing JSON): the objects must equal that text read back by jansson, which is what GET
+ * /v1/trials/current and the verdict event served, so they are unchanged byte for byte. The journal's text may
+ * differ from the old one only where jansson prints the same value its own way (the exponent, "-0", "\t", the
+ * case of \u escapes).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api/verdict_json.h"
+
+/* An evidence with every shape the wire has: a binomial and a non-inferiority guardrail, a void pair, a p95 pair,
+ * numbers that print as integers, with exponents, negative, tiny and not finite. */
+static void fixture(struct judge_evidence *ev, struct judge_calibration *cal)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->verdict = VERDICT_KEEP;
+	snprintf(ev->reason, sizeof(ev->reason), "cpu \"busy\" fell\t20%%\\ \x01 caf\xc3\xa9");
+	snprintf(ev->objective, sizeof(ev->objective), "cpu.busy_per_kreq");
+	ev->dir = POLICY_LOWER_IS_BETTER;
+	ev->delta = 0.05;
+	ev->alpha = 0.05;
+	ev->planned = 8;
+	ev->npairs = 3;
+	ev->nvalid = 2;
+	ev->nvoid = 1;
+	ev->mean = 0.2231435513142097;
+	ev->sd = 1.5e-05;
+	ev->t_crit = 6.313751514675041;
+	ev->lower = -0.0;
+	ev->upper = 1234567.0;
+	ev->effect = 0.25;
+	ev->effect_lo = 1e-300;
+	ev->effect_hi = 3.0;
+	ev->sign_pos = 2;
+	ev->sign_neg = 0;
+	ev->sign_p = 0.25;
+	ev->half1 = 0.1;
+	ev->half2 = NAN;
+	ev->trip_overflow = false;
+	ev->trip_unhandled = true;
+	ev->trip_errors = false;
+	ev->nguard = 2;
+	snprintf(ev->guard[0].metric, sizeof(ev->guard[0].metric), "http.5xx_rate");
+	ev->guard[0].test = JUDGE_TEST_BINOMIAL;
+	ev->guard[0].available = true;
+	ev->guard[0].events_a = 12;
+	ev->guard[0].events_b = 1e6;
+	ev->guard[0].p = 0.000123456789;
+	snprintf(ev->guard[1].metric, sizeof(ev->guard[1].metric), "http.p99_ms");
+	ev->guard[1].test = JUDGE_TEST_NONINF;
+	ev->guard[1].available = true;
+	ev->guard[1].failed = true;
+	ev->guard[1].failed_pair = 2;
+	ev->guard[1].mean = -0.5;
+	ev->guard[1].lower = -123456.7;
+	ev->guard[1].noninf_shown = false;
+	ev->pair[0] = (struct judge_pair_ev){.b_first = false, .a = 100, .b = 80, .d = 0.2231435513142097,
+					     .requests_a = 4000, .requests_b = 4100, .g = {0.5, 0.01}};
+	ev->pair[1] = (struct judge_pair_ev){.b_first = true, .is_void = true, .a = NAN, .b = INFINITY, .d = NAN,
+					     .requests_a = 0, .requests_b = 3, .g = {NAN, 1}};
+	ev->pair[2] = (struct judge_pair_ev){.b_first = true, .p95 = true, .a = 99.99999, .b = 1e-7, .d = -2.5e+20,
+					     .requests_a = 999, .requests_b = 1000, .g = {-1, 2.000001}};
+
+	memset(cal, 0, sizeof(*cal));
+	cal->n = 8;
+	cal->mean = -0.00123;
+	cal->sd = 0.35;
+	cal->pairs = 32;
+	cal->floor = 0.1234567;
+	cal->needed = 0.04879016416943205;
+	cal->refuse = true;
+	snprintf(cal->reason, sizeof(cal->reason), "noise floor too high: \"12%%\"");
+}
+
+/* core/judge.c's judge_evidence_json and judge_calibration_json on fixture(), before they were removed. */
+static const char old_evidence[] =
+	"{\"verdict\":\"keep\",\"reason\":\"cpu \\\"busy\\\" fell\\u000920%\\\\ \\u0001 caf\\u00c3\\u00a9\","
+	"\"objective\":\"cpu.busy_per_kreq\",\"better\":\"lower\",\"delta\":0.05,\"alpha\":0.05,"
+	"\"planned\":8,\"pairs\":3,\"valid\":2,\"void\":1,\"mean\":0.223144,\"sd\":1.5e-05,\"t\":6.31375,"
+	"\"lower\":-0,\"upper\":1.23457e+06,\"effect\":0.25,\"effect_lo\":1e-300,\"effect_hi\":3,"
+	"\"sign\":{\"better\":2,\"worse\":0,\"p\":0.25},\"halves\":[0.1,null],\"trips\":{\"overflow\":false,"
+	"\"unhandled\":true,\"errors\":false},\"guardrails\":[{\"metric\":\"http.5xx_rate\","
+	"\"test\":\"binomial\",\"available\":true,\"failed\":false,\"failed_pair\":0,\"events_a\":12,"
+	"\"events_b\":1e+06,\"p\":0.000123457},{\"metric\":\"http.p99_ms\",\"test\":\"noninferiority\","
+	"\"available\":true,\"failed\":true,\"failed_pair\":2,\"mean\":-0.5,\"lower\":-123457,"
+	"\"shown\":false}],\"pairs_detail\":[{\"order\":\"AB\",\"void\":false,\"a\":100,\"b\":80,"
+	"\"d\":0.223144,\"req_a\":4000,\"req_b\":4100,\"g\":[0.5,0.01]},{\"order\":\"BA\",\"void\":true,"
+	"\"a\":null,\"b\":null,\"d\":null,\"req_a\":0,\"req_b\":3,\"g\":[null,1]},{\"order\":\"BA\","
+	"\"void\":false,\"a\":100,\"b\":1e-07,\"d\":-2.5e+20,\"p95\":true,\"req_a\":999,\"req_b\":1000,"
+	"\"g\":[-1,2]}]}";
+static const char old_calibration[] =
+	"{\"refuse\":true,\"reason\":\"noise floor too high: \\\"12%\\\"\",\"aa_pairs\":8,\"mean\":-0.00123,"
+	"\"sd\":0.35,\"pairs\":32,\"floor\":0.123457,\"needed\":0.0487902}";
+
+/* old_evidence as the journal keeps it now. */
+static const char new_evidence[] =
+	"{\"verdict\":\"keep\",\"reason\":\"cpu \\\"busy\\\" fell\\t20%\\\\ \\u0001 caf\\u00C3\\u00A9\","
+	"\"objective\":\"cpu.busy_per_kreq\",\"better\":\"lower\",\"delta\":0.05,\"alpha\":0.05,"
+	"\"planned\":8,\"pairs\":3,\"valid\":2,\"void\":1,\"mean\":0.223144,\"sd\":1.5e-5,\"t\":6.31375,"
+	"\"lower\":0,\"upper\":1.23457e6,\"effect\":0.25,\"effect_lo\":1e-300,\"effect_hi\":3,"
+	"\"sign\":{\"better\":2,\"worse\":0,\"p\":0.25},\"halves\":[0.1,null],\"trips\":{\"overflow\":false,"
+	"\"unhandled\":true,\"errors\":false},\"guardrails\":[{\"metric\":\"http.5xx_rate\","
+	"\"test\":\"binomial\",\"available\":true,\"failed\":false,\"failed_pair\":0,\"events_a\":12,"
+	"\"events_b\":1e6,\"p\":0.000123457},{\"metric\":\"http.p99_ms\",\"test\":\"noninferiority\","
+	"\"available\":true,\"failed\":true,\"failed_pair\":2,\"mean\":-0.5,\"lower\":-123457,"
+	"\"shown\":false}],\"pairs_detail\":[{\"order\":\"AB\",\"void\":false,\"a\":100,\"b\":80,"
+	"\"d\":0.223144,\"req_a\":4000,\"req_b\":4100,\"g\":[0.5,0.01]},{\"order\":\"BA\",\"void\":true,"
+	"\"a\":null,\"b\":null,\"d\":null,\"req_a\":0,\"req_b\":3,\"g\":[null,1]},{\"order\":\"BA\","
+	"\"void\":false,\"a\":100,\"b\":1e-7,\"d\":-2.5e20,\"p95\":true,\"req_a\":999,\"req_b\":1000,"
+	"\"g\":[-1,2]}]}"
+;
+
+static void assert_same(json_t *got, const char *want_text)
+{
+	json_error_t jerr;
+	json_t *want = json_loads(want_text, 0, &jerr);
+	char *g, *w;
+
+	if (!want)
+		fail_msg("the reference does not parse: %s", jerr.text);
+	assert_non_null(got);
+	g = json_dumps(got, JSON_COMPACT);
+	w = json_dumps(want, JSON_COMPACT);
+	/* The API dumps with JSON_COMPACT: equal text there is the wire unchanged, integers and reals apart. */
+	assert_string_equal(g, w);
+	assert_true(json_equal(got, want));
+	free(g);
+	free(w);
+	json_decref(want);
+	json_decref(got);
+}
+
+static void test_evidence_as_before(void **state)
+{
+	struct judge_evidence *ev = malloc(sizeof(*ev));
+	struct judge_calibration cal;
+
+	(void)state;
+	assert_non_null(ev);
+	fixture(ev, &cal);
+	assert_same(verdict_json_evidence(ev), old_evidence);
+	assert_same(verdict_json_calibration(&cal), old_calibration);
+	free(ev);
+}
+
+static void test_text(void **state)
+{
+	struct judge_evidence *ev = malloc(sizeof(*ev));
+	struct judge_calibration cal;
+	json_t *o;
+	char buf[4096], tiny[40];
+
+	(void)state;
+	assert_non_null(ev);
+	fixture(ev, &cal);
+	o = verdict_json_evidence(ev);
+	assert_int_equal(verdict_json_text(o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, new_evidence);
+	/* Read back, the journal's text is the object the API serves. */
+	assert_same(json_loads(buf, 0, NULL), old_evidence);
+	assert_int_equal(verdict_json_text(o, tiny, sizeof(tiny)), -ENOSPC);
+	assert_string_equal(tiny, "");
+	/* Exactly the length needed fits: one byte is the NUL. */
+	assert_int_equal(verdict_json_text(o, buf, strlen(new_evidence) + 1), 0);
+	assert_int_equal(verdict_json_text(o, buf, strlen(new_evidence)), -ENOSPC);
+	json_decref(o);
+
+	o = verdict_json_calibration(&cal);
+	assert_int_equal(verdict_json_text(o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, old_calibration);
+	json_decref(o);
+	assert_int_equal(verdict_json_text(NULL, buf, sizeof(buf)), -ENOMEM);
+	free(ev);
+}
+
+/* A calibration's audit row reads back as it was written; anything else is refused. */
+static void test_calibration_row(void **state)
+{
+	struct judge_evidence *ev = malloc(sizeof(*ev));
+	struct judge_calibration cal, back;
+	char buf[1024], metric[POLICY_METRIC_MAX];
+	int64_t at_ms = 0;
+
+	(void)state;
+	assert_non_null(ev);
+	fixture(ev, &cal);
+	assert_int_equal(verdict_json_calibration_row("http.p99_ms", 1796047167279, &cal, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "{\"metric\":\"http.p99_ms\",\"at_ms\":1796047167279,\"calibration\":"
+				 "{\"refuse\":true,\"reason\":\"noise floor too high: \\\"12%\\\"\",\"aa_pairs\":8,"
+				 "\"mean\":-0.00123,\"sd\":0.35,\"pairs\":32,\"floor\":0.123457,\"needed\":0.0487902}}");
+	assert_int_equal(verdict_json_calibration_read(buf, metric, sizeof(metric), &at_ms, &back), 0);
+	assert_string_equal(metric, "http.p99_ms");
+	assert_int_equal(at_ms, 1796047167279);
+	assert_true(back.refuse);
+	assert_string_equal(back.reason, cal.reason);
+	assert_int_equal(back.n, 8);
+	assert_int_equal(back.pairs, 32);
+	assert_true(back.mean == -0.00123 && back.sd == 0.35 && back.floor == 0.123457 && back.needed == 0.0487902);
+	assert_int_equal(verdict_json_calibration_read("{\"metric\":\"m\",\"at_ms\":1.5,\"calibration\":{}}", metric,
+							sizeof(metric), &at_ms, &back),
+			 -EINVAL);
+	assert_int_equal(verdict_json_calibration_read("not json", metric, sizeof(metric), &at_ms, &back), -EINVAL);
+	assert_int_equal(verdict_json_calibration_read("", metric, sizeof(metric), &at_ms, &back), -EINVAL);
+	free(ev);
+}
+
+/* Before any trial the evidence is all zeros: "running", empty lists, figures 0 (docs/api.md shows it). */
+static void test_empty(void **state)
+{
+	struct judge_evidence *ev = calloc(1, sizeof(*ev));
+	json_t *o;
+	char buf[1024];
+
+	(void)state;
+	assert_non_null(ev);
+	o = verdict_json_evidence(ev);
+	assert_int_equal(verdict_json_text(o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "{\"verdict\":\"running\",\"reason\":\"\",\"objective\":\"\",\"better\":\"lower\","
+				 "\"delta\":0,\"alpha\":0,\"planned\":0,\"pairs\":0,\"valid\":0,\"void\":0,\"mean\":0,"
+				 "\"sd\":0,\"t\":0,\"lower\":0,\"upper\":0,\"effect\":0,\"effect_lo\":0,\"effect_hi\":0,"
+				 "\"sign\":{\"better\":0,\"worse\":0,\"p\":0},\"halves\":[0,0],\"trips\":{\"overflow\":"
+				 "false,\"unhandled\":false,\"errors\":false},\"guardrails\":[],\"pairs_detail\":[]}");
+	json_decref(o);
+	free(ev);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_evidence_as_before),
+		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_calibration_row),
+		cmocka_unit_test(test_empty),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
