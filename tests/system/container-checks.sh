@@ -1,0 +1,102 @@
+#!/bin/bash
+# Run inside the booted bookworm container of container.sh, by its test unit, as the operator would: Debian's
+# nginx running under its own unit with its stock configuration, the package installed with apt, nginx set up
+# with ngxctl setup, the agent used through ngxctl and systemctl, then purged. Writes "ok N - ..." lines, and
+# "not ok N - ..." with what it saw, to /root/out/result; the last line is "RESULT: pass" or "RESULT: fail".
+# Powers the container off when done, whatever happened.
+exec >/root/out/result.part 2>&1
+n=0 bad=0
+finish() {
+	if [ $bad -eq 0 ] && [ "${done_all:-}" = 1 ]; then echo "RESULT: pass"; else echo "RESULT: fail"; fi
+	mv /root/out/result.part /root/out/result
+	systemctl poweroff --no-block
+}
+trap finish EXIT
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - $*"; }
+check() { # check DESCRIPTION COMMAND...: one check; its output is shown when it fails
+	local d=$1 out
+	shift
+	if out=$("$@" 2>&1); then ok "$d"; else not_ok "$d"; printf '%s\n' "$out" | tail -n 30 | sed 's/^/    /'; fi
+}
+wait_for() { # wait_for SECONDS COMMAND...: poll every 0.2 s until it succeeds
+	local i
+	for ((i = 0; i < $1 * 5; i++)); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.2; done
+	return 1
+}
+deb=$(ls /root/pkgs/ngx-autotune_*.deb)
+
+# Debian's nginx, as installed: its own unit, its stock configuration.
+check "nginx.service is active" systemctl is-active nginx
+check "nginx's configuration files are Debian's own (dpkg --verify)" \
+	sh -c '[ -z "$(dpkg --verify nginx-common nginx 2>&1)" ]'
+
+# The package, with apt, offline (the container has no network: every dependency is there already).
+check "apt-get install ./$(basename "$deb")" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	--no-install-recommends "$deb"
+check "the unit is enabled by the package" systemctl is-enabled ngx-autotune
+check "the unit is active (Type=notify: READY=1 came)" wait_for 20 systemctl is-active ngx-autotune
+check "the socket's group exists (sysusers at install)" getent group ngx-autotune
+check "the API answers" wait_for 20 ngxctl status
+
+# Setup: the diff first, nothing written; then --apply.
+conf_sum=$(md5sum </etc/nginx/nginx.conf)
+check "ngxctl setup prints the diff" sh -c 'ngxctl setup | grep -q "^+include /etc/nginx/ngx-autotune/main.conf;"'
+check "ngxctl setup alone writes nothing" sh -c '[ "$(md5sum </etc/nginx/nginx.conf)" = "'"$conf_sum"'" ]'
+check "ngxctl setup --apply" ngxctl setup --apply
+check "a second ngxctl setup changes nothing" sh -c 'ngxctl setup | grep -q "nothing to change"'
+check "nginx -t passes on the set-up configuration" nginx -t
+check "systemctl reload ngx-autotune" systemctl reload ngx-autotune
+# Traffic for the logs, from wrk on the container's own loopback.
+wrk -t1 -c4 -d4s http://127.0.0.1/ >/root/out/wrk.txt 2>&1
+probes_ok() {
+	local s
+	s=$(ngxctl --json status) || return 1
+	for p in stub_status access_log error_log netlink workers nginx; do
+		[ "$(jq -r --arg p "$p" '.probes[] | select(.name == $p) | .ok' <<<"$s")" = true ] || return 1
+	done
+}
+check "every probe ok after the setup (stub_status, access log, error log, netlink, workers)" wait_for 20 probes_ok
+ngxctl status | sed 's/^/    /'
+latency() {
+	wrk -t1 -c2 -d1s http://127.0.0.1/ >/dev/null 2>&1
+	ngxctl --json status >/dev/null || return 1
+	curl -s --unix-socket /run/ngx-autotune/api.sock 'http://localhost/v1/frames?since=-5&metrics=http.requests,http.p99_ms' |
+		jq -e '[.frames[] | select(.values["http.requests"] > 0 and .values["http.p99_ms"] != null)] | length > 0'
+}
+check "the access log gives request counts and a latency percentile" wait_for 20 latency
+knobs_ok() {
+	for k in nginx.worker_connections nginx.keepalive_requests listen_queue; do
+		ngxctl --json knobs | jq -e --arg k "$k" '.knobs[] | select(.name == $k) | .state == "ok"' >/dev/null ||
+			return 1
+	done
+}
+check "ngxctl knobs: the nginx knobs are supported (nginx -T runs under the unit)" wait_for 20 knobs_ok
+ngxctl knobs | grep -E 'nginx|listen' | sed 's/^/    /'
+check "ngxctl doctor reads the live configuration" sh -c '! ngxctl doctor | grep -q "could not be read"'
+
+# A change through the real unit: nginx -t and the reload under the sandbox.
+check "ngxctl propose nginx.keepalive_requests=1000 --now" ngxctl propose nginx.keepalive_requests=1000 --now \
+	--why "container test"
+check "the change is live in nginx" wait_for 30 sh -c 'nginx -T 2>/dev/null | grep -q "keepalive_requests 1000;"'
+check "the change is journaled" sh -c 'ngxctl history | grep -q "nginx.keepalive_requests"'
+id=$(ngxctl --json history | jq -r '.changes[0].id')
+frames_before=$(ngxctl --json status | jq '.store.frames')
+check "systemctl reload keeps the store" sh -c 'systemctl reload ngx-autotune && sleep 2 && ngxctl show '"$id"' >/dev/null'
+check "systemctl restart keeps the store" sh -c 'systemctl restart ngx-autotune && systemctl is-active ngx-autotune &&
+	ngxctl show '"$id"' >/dev/null && [ "$(ngxctl --json status | jq .store.frames)" -ge '"$frames_before"' ]'
+check "systemctl stop leaves the kept change" sh -c 'systemctl stop ngx-autotune &&
+	! systemctl is-active ngx-autotune && nginx -T 2>/dev/null | grep -q "keepalive_requests 1000;"'
+systemd-analyze security ngx-autotune.service --no-pager 2>/dev/null | grep 'Overall exposure' | sed 's/^/    /'
+check "ngxctl revert --offline puts it back with the agent stopped" ngxctl revert "$id" --offline
+check "ngxctl revert --setup puts nginx's files back" ngxctl revert --setup
+check "nginx.conf is Debian's again, byte for byte" sh -c '[ -z "$(dpkg --verify nginx-common nginx 2>&1)" ]'
+
+# Purge: stopped, its state and group gone.
+systemctl start ngx-autotune
+check "apt-get purge ngx-autotune" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q ngx-autotune
+check "purge stopped the agent" sh -c '! pgrep -x ngx-autotune'
+check "purge removed /var/lib/ngx-autotune, /etc/ngx-autotune and the group" \
+	sh -c '[ ! -e /var/lib/ngx-autotune ] && [ ! -e /etc/ngx-autotune ] && ! getent group ngx-autotune'
+check "nginx still serves" sh -c 'systemctl is-active nginx && curl -sf -o /dev/null http://127.0.0.1/'
+done_all=1
