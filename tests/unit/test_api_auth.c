@@ -19,9 +19,11 @@
 
 static char path[64];
 
+#define A64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static void hex(const uint8_t *d, char *out)
 {
-	for (int i = 0; i < SHA256_LEN; i++)
+	for (int i = 0; i < API_TOKEN_DIGEST_LEN; i++)
 		sprintf(out + 2 * i, "%02x", d[i]);
 }
 
@@ -101,6 +103,35 @@ static int teardown(void **state)
 	(void)state;
 	unlink(path);
 	return 0;
+}
+
+/* The digests a token file's secrets are kept as: FIPS 180-2's two-block example (appendix B.2), and the padding's
+ * edges (55 bytes fit one block, 56 need two; 64 fill one), as coreutils' sha256sum gives them. */
+static void test_token_digests(void **state)
+{
+	static const char *want[] = {
+		"248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+		"9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318",
+		"b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a",
+		"7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34",
+		"ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb",
+	};
+	struct api_tokens t = {0};
+	char text[512], err[512], got[2 * API_TOKEN_DIGEST_LEN + 1];
+
+	(void)state;
+	snprintf(text, sizeof(text), "fips:abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq\n"
+		 "a55:%.55s\na56:%.56s\na63:%.63s\na64:%.64s\n", A64, A64, A64, A64);
+	write_tokens(text, 0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), 0);
+	assert_int_equal(t.n, 5);
+	for (size_t i = 0; i < t.n; i++) {
+		hex(t.v[i].digest, got);
+		if (strcmp(got, want[i]) != 0)
+			fail_msg("token %s: got %s", t.v[i].name, got);
+	}
+	assert_string_equal(api_tokens_match(&t, A64, 56), "a56");
+	api_tokens_clear(&t);
 }
 
 static void test_tokens_good(void **state)
@@ -296,6 +327,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sha256),
+		cmocka_unit_test_setup_teardown(test_token_digests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_good, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_refused, setup, teardown),
 		cmocka_unit_test(test_bearer),
