@@ -195,6 +195,15 @@ int store_run(sqlite3_stmt *s)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+int store_read_end(struct store *st, sqlite3_stmt *s, int rc, int r)
+{
+	if (!r && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = store_sqlite_errno(st->db, rc);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return r;
+}
+
 /* Whether a statement (bound by the caller) returns a row. */
 static int exists(sqlite3_stmt *s, bool *found)
 {
@@ -1001,9 +1010,7 @@ static int query(struct store *st, int which, int64_t since_ms, int64_t until_ms
 		if (ret != 0)
 			break;
 	}
-	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		ret = store_sqlite_errno(st->db, rc);
-	sqlite3_reset(s);
+	ret = store_read_end(st, s, rc, ret);
 	st->in_query = false;
 	return ret;
 }
