@@ -3,7 +3,7 @@
 set -eu
 BUILD="build-essential autoconf automake pkg-config libuv1-dev libmicrohttpd-dev libsqlite3-dev libnl-3-dev
 libnl-route-3-dev libnl-genl-3-dev libnl-idiag-3-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
-libinih-dev libcmocka-dev"
+libinih-dev libcmocka-dev nettle-dev"
 # chromium and python3-websocket: the console's end-to-end test (tests/system/console.sh, cdp.py); passwd and
 # util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv).
 TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium

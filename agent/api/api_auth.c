@@ -16,9 +16,25 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <nettle/memops.h>
+#include <nettle/sha2.h>
+
 #include "strutil.h"
 
 #define LINE_MAX_LEN 512
+
+_Static_assert(API_TOKEN_DIGEST_LEN == SHA256_DIGEST_SIZE, "a token digest is a SHA-256 digest");
+
+/* The form a secret is kept and compared in. The context holds the secret's last block: it is wiped too. */
+static void digest(const char *secret, size_t len, uint8_t out[API_TOKEN_DIGEST_LEN])
+{
+	struct sha256_ctx h;
+
+	sha256_init(&h);
+	sha256_update(&h, len, (const uint8_t *)secret);
+	sha256_digest(&h, API_TOKEN_DIGEST_LEN, out);
+	explicit_bzero(&h, sizeof(h));
+}
 
 static bool name_char(char c)
 {
@@ -44,7 +60,7 @@ static int parse_line(char *line, struct api_tokens *t, char *msg, size_t msglen
 {
 	char *colon, *secret, *end = line + strlen(line);
 	size_t nlen, slen;
-	uint8_t d[SHA256_LEN];
+	uint8_t d[API_TOKEN_DIGEST_LEN];
 
 	while (end > line && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
 		*--end = '\0';
@@ -71,7 +87,7 @@ static int parse_line(char *line, struct api_tokens *t, char *msg, size_t msglen
 				(int)nlen, line), -EINVAL;
 	if (t->n >= API_TOKENS_MAX)
 		return snprintf(msg, msglen, "more than %d tokens", API_TOKENS_MAX), -EINVAL;
-	sha256(secret, slen, d);
+	digest(secret, slen, d);
 	for (size_t i = 0; i < t->n; i++) {
 		if (strlen(t->v[i].name) == nlen && memcmp(t->v[i].name, line, nlen) == 0)
 			return snprintf(msg, msglen, "the name '%.*s' is given twice", (int)nlen, line), -EINVAL;
@@ -157,19 +173,15 @@ void api_tokens_clear(struct api_tokens *t)
 
 const char *api_tokens_match(const struct api_tokens *t, const char *token, size_t len)
 {
-	uint8_t d[SHA256_LEN];
+	uint8_t d[API_TOKEN_DIGEST_LEN];
 	const char *name = NULL;
 
-	sha256(token, len, d);
-	for (size_t i = 0; i < t->n; i++) {
-		volatile uint8_t diff = 0;
-
-		for (size_t j = 0; j < SHA256_LEN; j++)
-			diff |= (uint8_t)(d[j] ^ t->v[i].digest[j]);
-		/* Every token is compared in full; only the outcome is a branch. */
-		if (diff == 0)
+	digest(token, len, d);
+	/* Every token is compared in full (memeql_sec reads every byte whatever differs); only the outcome is a
+	 * branch. */
+	for (size_t i = 0; i < t->n; i++)
+		if (memeql_sec(d, t->v[i].digest, sizeof(d)))
 			name = t->v[i].name;
-	}
 	explicit_bzero(d, sizeof(d));
 	return name;
 }

@@ -15,19 +15,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "api/sha256.h"
-
 #define API_TOKENS_MAX 64
 #define API_TOKEN_NAME_MAX 32    /* [A-Za-z0-9._-]{1,32} */
 #define API_TOKEN_SECRET_MIN 16  /* a secret shorter than this is refused: it could be guessed */
 #define API_TOKEN_SECRET_MAX 256 /* token68 characters (RFC 7235) */
 #define API_HOSTS_MAX 8
+#define API_TOKEN_DIGEST_LEN 32 /* SHA-256 */
 
 struct api_tokens {
 	size_t n;
 	struct {
 		char name[API_TOKEN_NAME_MAX + 1];
-		uint8_t digest[SHA256_LEN];
+		uint8_t digest[API_TOKEN_DIGEST_LEN];
 	} v[API_TOKENS_MAX];
 };
 

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <nettle/base64.h>
+#include <nettle/sha2.h>
+
 #include "api/api_internal.h"
 #include "api/console.h"
-#include "api/sha256.h"
 
 static char csp[768];
 
@@ -20,8 +22,9 @@ static void element_hash(const char *open, const char *close, char *out, size_t 
 {
 	const char *page = (const char *)console_html;
 	const char *a = memmem(page, console_html_len, open, strlen(open)), *b;
-	uint8_t d[SHA256_LEN];
-	char b64[64];
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	char b64[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE) + 1];
 
 	if (!a) {
 		snprintf(out, outlen, "'none'");
@@ -33,8 +36,12 @@ static void element_hash(const char *open, const char *close, char *out, size_t 
 		snprintf(out, outlen, "'none'");
 		return;
 	}
-	sha256(a, (size_t)(b - a), d);
-	base64_encode(d, sizeof(d), b64, sizeof(b64));
+	sha256_init(&h);
+	sha256_update(&h, (size_t)(b - a), (const uint8_t *)a);
+	sha256_digest(&h, sizeof(d), d);
+	/* The raw encoder pads with '=' as CSP's hash-source expects (RFC 4648 section 4), and writes no NUL. */
+	base64_encode_raw(b64, sizeof(d), d);
+	b64[sizeof(b64) - 1] = '\0';
 	snprintf(out, outlen, "'sha256-%s'", b64);
 }
 

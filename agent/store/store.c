@@ -195,6 +195,15 @@ int store_run(sqlite3_stmt *s)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+int store_read_end(struct store *st, sqlite3_stmt *s, int rc, int r)
+{
+	if (!r && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = store_sqlite_errno(st->db, rc);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return r;
+}
+
 /* Whether a statement (bound by the caller) returns a row. */
 static int exists(sqlite3_stmt *s, bool *found)
 {
@@ -322,11 +331,21 @@ static void store_free(struct store *st)
 	free(st);
 }
 
+/* A read while opening that ended at RC: ERR is "WHAT: sqlite's reason". -errno. */
+static int read_failed(struct store *st, int rc, const char *what, char *err, size_t errlen)
+{
+	char msg[200];
+
+	store_describe(st->db, rc, msg, sizeof(msg));
+	str_err(err, errlen, "%s: %s", what, msg);
+	return store_sqlite_errno(st->db, rc);
+}
+
 /* Refuse files that are not ours or are newer than we understand; never touch them. */
 static int check_identity(struct store *st, int64_t version, int64_t app_id, char *err, size_t errlen)
 {
 	sqlite3_stmt *s;
-	int rc;
+	int rc, r;
 
 	if (version > STORE_SCHEMA_VERSION) {
 		str_err(err, errlen,
@@ -360,16 +379,9 @@ static int check_identity(struct store *st, int64_t version, int64_t app_id, cha
 			return -EIO;
 		}
 	}
-	if (rc != SQLITE_DONE) {
-		char msg[200];
-
-		store_describe(st->db, rc, msg, sizeof(msg));
-		str_err(err, errlen, "read schema: %s", msg);
-		sqlite3_finalize(s);
-		return store_sqlite_errno(st->db, rc);
-	}
+	r = rc == SQLITE_DONE ? 0 : read_failed(st, rc, "read schema", err, errlen);
 	sqlite3_finalize(s);
-	return 0;
+	return r;
 }
 
 static int migrate(struct store *st, char *err, size_t errlen)
@@ -419,12 +431,11 @@ static int load_names(struct store *st, struct metric_registry *reg, char *err, 
 {
 	sqlite3_stmt *s;
 	int rc = sqlite3_prepare_v2(st->db, "SELECT id, name FROM metrics ORDER BY id", -1, &s, NULL);
-	char msg[200];
+	int r;
 
 	for (rc = rc == SQLITE_OK ? sqlite3_step(s) : rc; rc == SQLITE_ROW; rc = sqlite3_step(s)) {
 		sqlite3_int64 id = sqlite3_column_int64(s, 0);
 		const char *name = (const char *)sqlite3_column_text(s, 1);
-		int r;
 
 		if (id < 1 || id > METRIC_ID_MAX || !name || (size_t)sqlite3_column_bytes(s, 1) != strlen(name))
 			r = -EINVAL;
@@ -443,14 +454,9 @@ static int load_names(struct store *st, struct metric_registry *reg, char *err, 
 		}
 		st->names_stored = (uint32_t)id;
 	}
-	if (rc != SQLITE_DONE) {
-		store_describe(st->db, rc, msg, sizeof(msg));
-		str_err(err, errlen, "load metric names: %s", msg);
-		sqlite3_finalize(s);
-		return store_sqlite_errno(st->db, rc);
-	}
+	r = rc == SQLITE_DONE ? 0 : read_failed(st, rc, "load metric names", err, errlen);
 	sqlite3_finalize(s);
-	return 0;
+	return r;
 }
 
 /* Counts kept in memory from here on, so health is cheap. */
@@ -464,13 +470,8 @@ static int load_counts(struct store *st, char *err, size_t errlen)
 		rc = query_int(st->db, "SELECT count(*) FROM rollups", &st->h.rollups, NULL);
 	if (rc == SQLITE_OK)
 		rc = query_int(st->db, "SELECT max(ts) FROM frames", &st->last_ts, &none);
-	if (rc != SQLITE_OK) {
-		char msg[200];
-
-		store_describe(st->db, rc, msg, sizeof(msg));
-		str_err(err, errlen, "count rows: %s", msg);
-		return store_sqlite_errno(st->db, rc);
-	}
+	if (rc != SQLITE_OK)
+		return read_failed(st, rc, "count rows", err, errlen);
 	st->have_last = !none && st->last_ts >= 0 && st->last_ts <= TS_MAX;
 	st->h.last_write_ms = st->have_last ? st->last_ts : 0;
 	return 0;
@@ -1001,9 +1002,7 @@ static int query(struct store *st, int which, int64_t since_ms, int64_t until_ms
 		if (ret != 0)
 			break;
 	}
-	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		ret = store_sqlite_errno(st->db, rc);
-	sqlite3_reset(s);
+	ret = store_read_end(st, s, rc, ret);
 	st->in_query = false;
 	return ret;
 }

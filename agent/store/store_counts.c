@@ -35,16 +35,6 @@ static int prepare(struct store *st, int which, sqlite3_stmt **s)
 	return rc == SQLITE_OK ? 0 : store_sqlite_errno(st->db, rc);
 }
 
-/* Reset S after stepping it to RC. */
-static int finish(struct store *st, sqlite3_stmt *s, int rc)
-{
-	int r = rc == SQLITE_DONE ? 0 : store_sqlite_errno(st->db, rc);
-
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return r;
-}
-
 int store_change_counts(struct store *st, int64_t counts[2][CHANGE_STATE_COUNT])
 {
 	sqlite3_stmt *s;
@@ -66,7 +56,7 @@ int store_change_counts(struct store *st, int64_t counts[2][CHANGE_STATE_COUNT])
 		else if (strcmp((const char *)kind, "revert") == 0)
 			counts[CHANGE_KIND_REVERT][cs] += sqlite3_column_int64(s, 2);
 	}
-	return finish(st, s, rc);
+	return store_read_end(st, s, rc, 0);
 }
 
 int store_verdict_counts(struct store *st, store_count_cb cb, void *ctx)
@@ -83,12 +73,10 @@ int store_verdict_counts(struct store *st, store_count_cb cb, void *ctx)
 		if (!v)
 			continue;
 		r = cb(ctx, (const char *)v, sqlite3_column_int64(s, 1));
-		if (r) {
-			sqlite3_reset(s);
-			return r;
-		}
+		if (r)
+			break;
 	}
-	return finish(st, s, rc);
+	return store_read_end(st, s, rc, r);
 }
 
 int store_audit_count(struct store *st, const char *action, int64_t *n)
@@ -106,5 +94,5 @@ int store_audit_count(struct store *st, const char *action, int64_t *n)
 		*n = sqlite3_column_int64(s, 0);
 		rc = sqlite3_step(s);
 	}
-	return finish(st, s, rc);
+	return store_read_end(st, s, rc, 0);
 }

@@ -47,6 +47,10 @@ int store_sqlite_errno(sqlite3 *db, int rc);
 void store_describe(sqlite3 *db, int rc, char *buf, size_t len);
 /* Step a statement that returns no rows we need, and reset it. */
 int store_run(sqlite3_stmt *s);
+/* End a read of S whose last step returned RC, R being what stopped it early (a callback's answer) or 0: reset S
+ * and clear its bindings for the next read. R; else 0 if RC is SQLITE_DONE or SQLITE_ROW (stopped at a limit);
+ * else -errno. */
+int store_read_end(struct store *st, sqlite3_stmt *s, int rc, int r);
 /* Finalize store_journal.c's statements. */
 void store_journal_free(struct store *st);
 

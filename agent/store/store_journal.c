@@ -219,11 +219,7 @@ int store_changes_query(struct store *st, const char *knob, unsigned states, int
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		r = store_sqlite_errno(st->db, rc);
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return r;
+	return store_read_end(st, s, rc, r);
 }
 
 int store_knob_get(struct store *st, const char *name, struct knob_row *row)
@@ -383,9 +379,5 @@ int store_audit_query(struct store *st, int64_t since_ms, int64_t until_ms, cons
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		r = store_sqlite_errno(st->db, rc);
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return r;
+	return store_read_end(st, s, rc, r);
 }

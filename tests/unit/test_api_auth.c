@@ -1,5 +1,5 @@
-/* Unit tests for agent/api_auth.c and agent/sha256.c: the token file's rules, token matching, the bearer header,
- * peer credentials, and the Host and Origin checks of the TCP listener. */
+/* Unit tests for agent/api/api_auth.c and the nettle functions it and the console use: the token file's rules and
+ * digests, token matching, the bearer header, peer credentials, and the Host and Origin checks of the TCP listener. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -14,64 +14,64 @@
 
 #include <cmocka.h>
 
+#include <nettle/base64.h>
+#include <nettle/sha2.h>
+
 #include "api/api_auth.h"
-#include "api/sha256.h"
 
 static char path[64];
 
+#define A64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static void hex(const uint8_t *d, char *out)
 {
-	for (int i = 0; i < SHA256_LEN; i++)
+	for (int i = 0; i < API_TOKEN_DIGEST_LEN; i++)
 		sprintf(out + 2 * i, "%02x", d[i]);
 }
 
-static void test_sha256(void **state)
+/* What api_auth.c and api_console.c rely on nettle for, against the standards' own examples: SHA-256 of FIPS 180-2
+ * appendix B.1 and of the empty string, and base64 with padding (RFC 4648 section 10), whose raw encoder writes
+ * exactly BASE64_ENCODE_RAW_LENGTH bytes and no NUL. A nettle that changed either fails here, not in a browser
+ * refusing the console's script. */
+static void test_nettle(void **state)
 {
 	static const struct {
-		size_t n;
-		char c; /* the message is N times C, or the string S when S is set */
-		const char *s;
-		const char *want;
-	} v[] = {
-		{0, 0, "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-		{0, 0, "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-		{0, 0, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-		 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-		/* the padding's edges: 55 bytes fit one block, 56 need two */
-		{55, 'a', NULL, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
-		{56, 'a', NULL, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
-		{63, 'a', NULL, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
-		{64, 'a', NULL, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
-		{1000, 'a', NULL, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"},
+		const char *in, *want;
+	} b64[] = {
+		{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+		{"foobar", "Zm9vYmFy"},
 	};
-	char buf[1000], got[2 * SHA256_LEN + 1], b64[64];
-	uint8_t d[SHA256_LEN];
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	char got[2 * SHA256_DIGEST_SIZE + 1], out[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE) + 1];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		const char *m = v[i].s;
-		size_t n = m ? strlen(m) : v[i].n;
+	sha256_init(&h);
+	sha256_digest(&h, sizeof(d), d);
+	hex(d, got);
+	assert_string_equal(got, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	sha256_init(&h);
+	sha256_update(&h, 3, (const uint8_t *)"abc");
+	sha256_digest(&h, sizeof(d), d);
+	hex(d, got);
+	assert_string_equal(got, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	/* The form of a CSP hash-source, as the console sends it. */
+	memset(out, '#', sizeof(out));
+	base64_encode_raw(out, sizeof(d), d);
+	assert_int_equal(out[sizeof(out) - 1], '#');
+	out[sizeof(out) - 1] = '\0';
+	assert_string_equal(out, "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+	for (size_t i = 0; i < sizeof(b64) / sizeof(b64[0]); i++) {
+		size_t n = strlen(b64[i].in);
 
-		if (!m) {
-			memset(buf, v[i].c, n);
-			m = buf;
-		}
-		sha256(m, n, d);
-		hex(d, got);
-		if (strcmp(got, v[i].want) != 0)
-			fail_msg("vector %zu: got %s", i, got);
+		memset(out, '#', sizeof(out));
+		base64_encode_raw(out, n, (const uint8_t *)b64[i].in);
+		assert_int_equal(BASE64_ENCODE_RAW_LENGTH(n), strlen(b64[i].want));
+		assert_int_equal(out[BASE64_ENCODE_RAW_LENGTH(n)], '#');
+		if (memcmp(out, b64[i].want, strlen(b64[i].want)) != 0)
+			fail_msg("base64 of '%s': got '%.*s', want '%s'", b64[i].in, (int)BASE64_ENCODE_RAW_LENGTH(n), out,
+				 b64[i].want);
 	}
-	sha256("abc", 3, d);
-	assert_int_equal(base64_encode(d, sizeof(d), b64, sizeof(b64)), 0);
-	assert_string_equal(b64, "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
-	/* RFC 4648 section 10 */
-	assert_int_equal(base64_encode((const uint8_t *)"f", 1, b64, sizeof(b64)), 0);
-	assert_string_equal(b64, "Zg==");
-	assert_int_equal(base64_encode((const uint8_t *)"fo", 2, b64, sizeof(b64)), 0);
-	assert_string_equal(b64, "Zm8=");
-	assert_int_equal(base64_encode((const uint8_t *)"foobar", 6, b64, sizeof(b64)), 0);
-	assert_string_equal(b64, "Zm9vYmFy");
-	assert_int_equal(base64_encode((const uint8_t *)"foobar", 6, b64, 8), -ENOSPC);
 }
 
 static void write_tokens(const char *text, mode_t mode)
@@ -101,6 +101,35 @@ static int teardown(void **state)
 	(void)state;
 	unlink(path);
 	return 0;
+}
+
+/* The digests a token file's secrets are kept as: FIPS 180-2's two-block example (appendix B.2), and the padding's
+ * edges (55 bytes fit one block, 56 need two; 64 fill one), as coreutils' sha256sum gives them. */
+static void test_token_digests(void **state)
+{
+	static const char *want[] = {
+		"248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+		"9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318",
+		"b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a",
+		"7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34",
+		"ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb",
+	};
+	struct api_tokens t = {0};
+	char text[512], err[512], got[2 * API_TOKEN_DIGEST_LEN + 1];
+
+	(void)state;
+	snprintf(text, sizeof(text), "fips:abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq\n"
+		 "a55:%.55s\na56:%.56s\na63:%.63s\na64:%.64s\n", A64, A64, A64, A64);
+	write_tokens(text, 0600);
+	assert_int_equal(api_tokens_load(path, geteuid(), &t, err, sizeof(err)), 0);
+	assert_int_equal(t.n, 5);
+	for (size_t i = 0; i < t.n; i++) {
+		hex(t.v[i].digest, got);
+		if (strcmp(got, want[i]) != 0)
+			fail_msg("token %s: got %s", t.v[i].name, got);
+	}
+	assert_string_equal(api_tokens_match(&t, A64, 56), "a56");
+	api_tokens_clear(&t);
 }
 
 static void test_tokens_good(void **state)
@@ -295,7 +324,8 @@ static void test_hosts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_nettle),
+		cmocka_unit_test_setup_teardown(test_token_digests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_good, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_refused, setup, teardown),
 		cmocka_unit_test(test_bearer),
