@@ -68,6 +68,7 @@
 #include "act/nginx_conf.h"
 #include "observe/probe_netlink.h"
 #include "act/spawn.h"
+#include "strutil.h"
 
 #define POLL_MS 50              /* generation and inet_diag checks after a reload */
 #define DUMP_FRESH_MS 2000      /* probes within this share one nginx -T */
@@ -82,19 +83,6 @@
 #define BACKUP_DIR "listen-backup"
 #define WORKER_TITLE "nginx: worker process"
 #define MASTER_TITLE "nginx: master process"
-
-static void set_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void set_why(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || whylen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
 
 static bool real_root(const struct knob_env *env)
 {
@@ -358,20 +346,20 @@ static void spawn_result(struct spawn *sp, const char *what, int64_t timeout_ms,
 	child_message(&sp->ebuf, text, sizeof(text));
 	if (sp->spawn_rc < 0) {
 		res->rc = sp->spawn_rc;
-		set_why(res->msg, sizeof(res->msg), "cannot run %s: %s", what, strerror(-sp->spawn_rc));
+		str_err(res->msg, sizeof(res->msg), "cannot run %s: %s", what, strerror(-sp->spawn_rc));
 	} else if (sp->timed_out) {
 		res->rc = -ETIMEDOUT;
-		set_why(res->msg, sizeof(res->msg), "%s did not finish within %lld ms and was killed", what,
+		str_err(res->msg, sizeof(res->msg), "%s did not finish within %lld ms and was killed", what,
 			(long long)timeout_ms);
 	} else if (sp->obuf.over) {
 		res->rc = -EFBIG;
-		set_why(res->msg, sizeof(res->msg), "%s printed more than %zu bytes", what, sp->obuf.max);
+		str_err(res->msg, sizeof(res->msg), "%s printed more than %zu bytes", what, sp->obuf.max);
 	} else if (sp->term_signal || sp->status != 0) {
 		res->rc = -EIO;
 		if (text[0])
-			set_why(res->msg, sizeof(res->msg), "%s", text);
+			str_err(res->msg, sizeof(res->msg), "%s", text);
 		else
-			set_why(res->msg, sizeof(res->msg), "%s exited with %s %d", what,
+			str_err(res->msg, sizeof(res->msg), "%s exited with %s %d", what,
 				sp->term_signal ? "signal" : "status", sp->term_signal ? sp->term_signal : (int)sp->status);
 	} else {
 		res->out = sp->obuf.p;
@@ -432,14 +420,14 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 	r = uv_loop_init(&loop);
 	if (r < 0) {
 		res->rc = r;
-		set_why(res->msg, sizeof(res->msg), "uv_loop_init: %s", uv_strerror(r));
+		str_err(res->msg, sizeof(res->msg), "uv_loop_init: %s", uv_strerror(r));
 		return;
 	}
 	nginx_argv(env, flag, argv);
 	r = spawn_start(&loop, argv, max_out, TEST_OUT_MAX, s.timeout_ms, sync_done, &s, NULL);
 	if (r < 0) {
 		res->rc = r;
-		set_why(res->msg, sizeof(res->msg), "%s", strerror(-r));
+		str_err(res->msg, sizeof(res->msg), "%s", strerror(-r));
 	} else {
 		while (!s.done)
 			uv_run(&loop, UV_RUN_ONCE);
@@ -478,7 +466,7 @@ static int cache_store(const struct knob_env *env, const char *out, size_t len, 
 	int r = nginx_conf_parse(out, len, &c, err, sizeof(err));
 
 	if (r < 0) {
-		set_why(why, whylen, "nginx -T: %s", err);
+		str_err(why, whylen, "nginx -T: %s", err);
 		return r;
 	}
 	cache_clear();
@@ -515,7 +503,7 @@ static const struct nginx_conf *cache_get_sync(const struct knob_env *env, int *
 	run_sync(env, "-T", NGINX_CONF_DUMP_MAX, &res);
 	if (res.rc < 0) {
 		*rc = res.rc;
-		set_why(why, whylen, "%s", res.msg);
+		str_err(why, whylen, "%s", res.msg);
 		return NULL;
 	}
 	*rc = cache_store(env, res.out, res.outlen, why, whylen);
@@ -808,29 +796,29 @@ static int directive_check(const struct knob_policy *pol, char *why, size_t whyl
 	size_t n = strlen(name);
 
 	if (n == 0 || n > 63) {
-		set_why(why, whylen, "no directive named");
+		str_err(why, whylen, "no directive named");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!islower((unsigned char)name[i]) && !isdigit((unsigned char)name[i]) && name[i] != '_') {
-			set_why(why, whylen, "'%s' is not a directive name", name);
+			str_err(why, whylen, "'%s' is not a directive name", name);
 			return -EINVAL;
 		}
 	}
 	if (strcmp(pol->context, "main") != 0 && strcmp(pol->context, "events") != 0 &&
 	    strcmp(pol->context, "http") != 0) {
-		set_why(why, whylen, "context '%s': the agent has include files for main, events and http only",
+		str_err(why, whylen, "context '%s': the agent has include files for main, events and http only",
 			pol->context);
 		return -ENOTSUP;
 	}
 	d = directive_lookup(name);
 	if (d && strcmp(d->context, pol->context) != 0) {
-		set_why(why, whylen, "%s belongs in %s, not %s", name, d->context, pol->context);
+		str_err(why, whylen, "%s belongs in %s, not %s", name, d->context, pol->context);
 		return -EINVAL;
 	}
 	if (d ? !(d->types & T(pol->type))
 	      : pol->type != KNOB_T_INT && pol->type != KNOB_T_ONOFF && pol->type != KNOB_T_ENUM) {
-		set_why(why, whylen, "%s cannot hold a value of type %s", name, knobval_type_name(pol->type));
+		str_err(why, whylen, "%s cannot hold a value of type %s", name, knobval_type_name(pol->type));
 		return -ENOTSUP;
 	}
 	return 0;
@@ -863,7 +851,7 @@ static int value_to_nginx(const struct knob_policy *pol, const char *value, char
 
 	*remove = false;
 	if (knobval_parse(pol->type, value, &v, err, sizeof(err)) < 0) {
-		set_why(why, whylen, "value '%.64s': %s", value, err);
+		str_err(why, whylen, "value '%.64s': %s", value, err);
 		return -EINVAL;
 	}
 	switch (pol->type) {
@@ -885,7 +873,7 @@ static int value_to_nginx(const struct knob_policy *pol, const char *value, char
 		}
 		/* The mask is one word, and nginx_conf returns words of NGINX_CONF_WORD_MAX - 1 bytes at most. */
 		if (hi + 1 >= NGINX_CONF_WORD_MAX || hi + 7 >= n) {
-			set_why(why, whylen, "CPU %u: worker_cpu_affinity masks stop at CPU %d here", hi,
+			str_err(why, whylen, "CPU %u: worker_cpu_affinity masks stop at CPU %d here", hi,
 				NGINX_CONF_WORD_MAX - 2);
 			return -ERANGE;
 		}
@@ -928,13 +916,13 @@ static int nginx_to_value(const struct knob *k, const struct nginx_conf_directiv
 					knobval_cpuset_add(&v.cpus, (unsigned)c);
 			return knobval_format(&v, out, n) < 0 ? -ERANGE : 0;
 		} else {
-			set_why(why, whylen, "%s with %zu mask(s) cannot be read as one CPU list", pol->target,
+			str_err(why, whylen, "%s with %zu mask(s) cannot be read as one CPU list", pol->target,
 				d->nargs);
 			return -EINVAL;
 		}
 	} else {
 		if (d->nargs != 1) {
-			set_why(why, whylen, "%s has %zu arguments", pol->target, d->nargs);
+			str_err(why, whylen, "%s has %zu arguments", pol->target, d->nargs);
 			return -EINVAL;
 		}
 		snprintf(text, sizeof(text), "%s", d->args[0]);
@@ -950,7 +938,7 @@ static int nginx_to_value(const struct knob *k, const struct nginx_conf_directiv
 	}
 	r = knobval_parse(pol->type, text, &v, NULL, 0);
 	if (r < 0) {
-		set_why(why, whylen, "%s %.64s is not a %s", pol->target, text, knobval_type_name(pol->type));
+		str_err(why, whylen, "%s %.64s is not a %s", pol->target, text, knobval_type_name(pol->type));
 		return -EINVAL;
 	}
 	return knobval_format(&v, out, n) < 0 ? -ERANGE : 0;
@@ -973,22 +961,22 @@ static int check_included(const struct knob *k, const struct nginx_conf *c, bool
 		return r;
 	r = nginx_conf_included(c, ours, ctx, sizeof(ctx), err, sizeof(err));
 	if (r == -ENOENT) {
-		set_why(why, whylen, "nginx does not include %s", ours);
+		str_err(why, whylen, "nginx does not include %s", ours);
 		return -ENOENT;
 	}
 	if (r < 0) {
-		set_why(why, whylen, "%s", err);
+		str_err(why, whylen, "%s", err);
 		return r;
 	}
 	if (strcmp(ctx, pol->context) != 0) {
-		set_why(why, whylen, "nginx includes %s in %s, not %s", ours, ctx,
+		str_err(why, whylen, "nginx includes %s in %s, not %s", ours, ctx,
 			strcmp(pol->context, "main") == 0 ? "at the top level" : pol->context);
 		return -ENOENT;
 	}
 	r = nginx_conf_find(c, pol->context, pol->target, &d, err, sizeof(err));
 	if (r == 0 && strcmp(c->files[d.file].path, ours) != 0) {
 		*set_elsewhere = true;
-		set_why(why, whylen, "%s is set in %s:%u; remove it there so that ngx-autotune can manage it in %s",
+		str_err(why, whylen, "%s is set in %s:%u; remove it there so that ngx-autotune can manage it in %s",
 			pol->target, c->files[d.file].path, d.line, ours);
 	}
 	return r < 0 && r != -ENOENT ? r : 0;
@@ -1049,7 +1037,7 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 		return -ENOTSUP;
 	r = k->ops->read(k, live, sizeof(live));
 	if (r < 0 && why && !why[0])
-		set_why(why, whylen, "cannot read %s: %s", k->pol->target, strerror(-r));
+		str_err(why, whylen, "cannot read %s: %s", k->pol->target, strerror(-r));
 	return r < 0 ? -ENOTSUP : 0;
 }
 
@@ -1252,7 +1240,7 @@ static int op_write_files(struct op *op)
 		int r = write_atomic(f->real, f->new, f->newlen, 0644);
 
 		if (r < 0) {
-			set_why(op->msg, sizeof(op->msg), "cannot write %s: %s", f->real, strerror(-r));
+			str_err(op->msg, sizeof(op->msg), "cannot write %s: %s", f->real, strerror(-r));
 			return r;
 		}
 		f->written = true;
@@ -1271,7 +1259,7 @@ static int op_write_nudge(struct op *op)
 			continue;
 		r = write_atomic(f->real, f->nudge, f->nudgelen, 0644);
 		if (r < 0) {
-			set_why(op->msg, sizeof(op->msg), "cannot write %s: %s", f->real, strerror(-r));
+			str_err(op->msg, sizeof(op->msg), "cannot write %s: %s", f->real, strerror(-r));
 			return r;
 		}
 		f->written = true;
@@ -1599,17 +1587,17 @@ static int op_start(struct knob *k, struct op *op, char *why, size_t whylen, kno
 	}
 	if (!k->env->loop) {
 		free(op);
-		set_why(why, whylen, "no event loop");
+		str_err(why, whylen, "no event loop");
 		return -EINVAL;
 	}
 	if (in_flight) {
 		free(op);
-		set_why(why, whylen, "another nginx change is in flight");
+		str_err(why, whylen, "another nginx change is in flight");
 		return -EBUSY;
 	}
 	if (!is_master(k->env, k->env->nginx_pid)) {
 		free(op);
-		set_why(why, whylen, "no nginx master running (pid %d)", (int)k->env->nginx_pid);
+		str_err(why, whylen, "no nginx master running (pid %d)", (int)k->env->nginx_pid);
 		return -ESRCH;
 	}
 	op->k = k;
@@ -1705,7 +1693,7 @@ static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *po
 		return -ENOMEM;
 	r = nl_probe_tcp(*nl, *lq, LISTEN_SOCKETS_MAX, &n, NULL);
 	if (r < 0) {
-		set_why(why, whylen, "inet_diag: %s", strerror(-r));
+		str_err(why, whylen, "inet_diag: %s", strerror(-r));
 		nl_probe_close(*nl);
 		*nl = NULL;
 		return r;
@@ -1725,7 +1713,7 @@ static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *po
 		seen++;
 	}
 	if (seen == 0) {
-		set_why(why, whylen, "no listening socket of nginx's ports found");
+		str_err(why, whylen, "no listening socket of nginx's ports found");
 		return -ENOENT;
 	}
 	return 0;
@@ -1806,11 +1794,11 @@ static int listen_probe(struct knob *k, char *why, size_t whylen)
 	if (!priv_of(k))
 		return -ENOMEM;
 	if (k->pol->type != KNOB_T_INT) {
-		set_why(why, whylen, "the listen queue is an int, not %s", knobval_type_name(k->pol->type));
+		str_err(why, whylen, "the listen queue is an int, not %s", knobval_type_name(k->pol->type));
 		return -ENOTSUP;
 	}
 	if (k->env->nginx_pid <= 0) {
-		set_why(why, whylen, "nginx is not running");
+		str_err(why, whylen, "nginx is not running");
 		return -ENOENT;
 	}
 	c = cache_get_sync(k->env, &r, why, whylen);
@@ -1821,24 +1809,24 @@ static int listen_probe(struct knob *k, char *why, size_t whylen)
 	if (r < 0)
 		return -ENOTSUP;
 	if (ntargets == 0) {
-		set_why(why, whylen, "no TCP listen directive in nginx's configuration");
+		str_err(why, whylen, "no TCP listen directive in nginx's configuration");
 		return -ENOENT;
 	}
 	r = somaxconn_read(k->env, k->env->nginx_pid, &so);
 	if (r < 0) {
-		set_why(why, whylen, "cannot read net.core.somaxconn in nginx's namespace: %s", strerror(-r));
+		str_err(why, whylen, "cannot read net.core.somaxconn in nginx's namespace: %s", strerror(-r));
 		return -ENOTSUP;
 	}
 	r = dir_path(k->env, "", dir, sizeof(dir));
 	if (r == 0 && access(dir, W_OK) < 0)
 		r = -errno;
 	if (r < 0) {
-		set_why(why, whylen, "%s: %s (the listen queue keeps its backups there)", dir, strerror(-r));
+		str_err(why, whylen, "%s: %s (the listen queue keeps its backups there)", dir, strerror(-r));
 		return -ENOENT;
 	}
 	r = listen_read(k, live, sizeof(live));
 	if (r < 0) {
-		set_why(why, whylen, "cannot read the live backlog: %s", strerror(-r));
+		str_err(why, whylen, "cannot read the live backlog: %s", strerror(-r));
 		return -ENOTSUP;
 	}
 	return 0;
@@ -2005,7 +1993,7 @@ static int plan_restore(struct op *op)
 		if (r < 0) {
 			free(bak);
 			free(cur);
-			set_why(op->msg, sizeof(op->msg), "cannot restore %s: %s", op->st.files[i], strerror(-r));
+			str_err(op->msg, sizeof(op->msg), "cannot restore %s: %s", op->st.files[i], strerror(-r));
 			return r;
 		}
 	}
@@ -2029,7 +2017,7 @@ static int plan_edit(struct op *op, const struct nginx_conf *c)
 	int r = nginx_conf_listens(c, &l, &nl, err, sizeof(err));
 
 	if (r < 0) {
-		set_why(op->msg, sizeof(op->msg), "%s", err);
+		str_err(op->msg, sizeof(op->msg), "%s", err);
 		return r;
 	}
 	starts = calloc(nl ? nl : 1, sizeof(*starts));
@@ -2049,19 +2037,19 @@ static int plan_edit(struct op *op, const struct nginx_conf *c)
 			continue;
 		r = read_whole(f->path, FILE_MAX, &cur, &curlen);
 		if (r < 0) {
-			set_why(op->msg, sizeof(op->msg), "cannot read %s: %s", f->path, strerror(-r));
+			str_err(op->msg, sizeof(op->msg), "cannot read %s: %s", f->path, strerror(-r));
 			break;
 		}
 		if (curlen != f->len || memcmp(cur, f->text, curlen) != 0) {
 			free(cur);
-			set_why(op->msg, sizeof(op->msg), "%s changed while it was being read; try again", f->path);
+			str_err(op->msg, sizeof(op->msg), "%s changed while it was being read; try again", f->path);
 			r = -EAGAIN;
 			break;
 		}
 		r = nginx_conf_set_backlog(cur, curlen, starts, ns, op->value, &new, &newlen, err, sizeof(err));
 		if (r < 0) {
 			free(cur);
-			set_why(op->msg, sizeof(op->msg), "%s: %s", f->path, err);
+			str_err(op->msg, sizeof(op->msg), "%s: %s", f->path, err);
 			break;
 		}
 		if (newlen == curlen && memcmp(new, cur, curlen) == 0) {
@@ -2101,7 +2089,7 @@ static int make_backups(struct op *op)
 		if (r == 0)
 			r = write_atomic(bpath, f->old, f->oldlen, 0600);
 		if (r < 0) {
-			set_why(op->msg, sizeof(op->msg), "cannot back up %s: %s", f->path, strerror(-r));
+			str_err(op->msg, sizeof(op->msg), "cannot back up %s: %s", f->path, strerror(-r));
 			return r;
 		}
 		v = realloc(op->backups_made, (op->nbackups_made + 1) * sizeof(*v));
@@ -2135,7 +2123,7 @@ static int write_state(struct op *op)
 	if (r == 0)
 		op->state_written = true;
 	else
-		set_why(op->msg, sizeof(op->msg), "cannot write %s: %s", path, strerror(-r));
+		str_err(op->msg, sizeof(op->msg), "cannot write %s: %s", path, strerror(-r));
 	return r;
 }
 
@@ -2221,7 +2209,7 @@ static int plan_nudge(struct op *op, const struct nginx_conf *c)
 	if (r == 0)
 		r = listens_after(op, c, &fin, &nfin, err, sizeof(err));
 	if (r < 0) {
-		set_why(op->msg, sizeof(op->msg), "%s", err);
+		str_err(op->msg, sizeof(op->msg), "%s", err);
 		goto out;
 	}
 	/* Same files but backlog=, so the same listens in the same order; anything else: nudge to be safe. */
@@ -2263,7 +2251,7 @@ static int plan_nudge(struct op *op, const struct nginx_conf *c)
 
 			r = read_whole(cf->path, FILE_MAX, &now, &nowlen);
 			if (r < 0) {
-				set_why(op->msg, sizeof(op->msg), "cannot read %s: %s", cf->path, strerror(-r));
+				str_err(op->msg, sizeof(op->msg), "cannot read %s: %s", cf->path, strerror(-r));
 				break;
 			}
 			copy = malloc(nowlen + 1);
@@ -2280,14 +2268,14 @@ static int plan_nudge(struct op *op, const struct nginx_conf *c)
 			f = &op->files[op->nfiles - 1];
 		}
 		if (f->oldlen != cf->len || !f->old || memcmp(f->old, cf->text, cf->len) != 0) {
-			set_why(op->msg, sizeof(op->msg), "%s changed while it was being read; try again", cf->path);
+			str_err(op->msg, sizeof(op->msg), "%s changed while it was being read; try again", cf->path);
 			r = -EAGAIN;
 			break;
 		}
 		r = nginx_conf_set_backlog(f->old, f->oldlen, starts, ns, nudge, &f->nudge, &f->nudgelen, err,
 					   sizeof(err));
 		if (r < 0)
-			set_why(op->msg, sizeof(op->msg), "%s: %s", cf->path, err);
+			str_err(op->msg, sizeof(op->msg), "%s: %s", cf->path, err);
 	}
 	if (r == 0)
 		op->nudging = true;
@@ -2311,7 +2299,7 @@ static void listen_dumped(struct op *op, struct nginx_conf *c)
 	r = listen_ports(c, true, &op->ports, &op->nports, &ntargets, why, sizeof(why));
 	if (r == 0 && ntargets == 0) {
 		r = -ENOENT;
-		set_why(why, sizeof(why), "no TCP listen directive in nginx's configuration");
+		str_err(why, sizeof(why), "no TCP listen directive in nginx's configuration");
 	}
 	if (r < 0) {
 		op_finish(op, r, why);
@@ -2393,7 +2381,7 @@ static int listen_write(struct knob *k, const char *value, char *why, size_t why
 
 	if (k->pol->type != KNOB_T_INT || knobval_parse(KNOB_T_INT, value, &v, err, sizeof(err)) < 0 ||
 	    v.v[0] < 1 || v.v[0] > INT32_MAX) {
-		set_why(why, whylen, "backlog '%.64s' is not an integer from 1 to %d", value, INT32_MAX);
+		str_err(why, whylen, "backlog '%.64s' is not an integer from 1 to %d", value, INT32_MAX);
 		return -EINVAL;
 	}
 	op = calloc(1, sizeof(*op));
