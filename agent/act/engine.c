@@ -168,6 +168,7 @@ static struct eknob *adopt_orphan(struct engine *e, const char *name)
 	struct knob_policy *p;
 	struct eknob *ek;
 	char probe[KNOB_VALUE_MAX];
+	size_t got;
 
 	if (e->n >= MAX_KNOBS || e->norphans >= MAX_ORPHANS || store_knob_get(e->st, name, &rec) < 0 ||
 	    !rec.has_original || strncmp(name, "net.", 4) != 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") !=
@@ -189,11 +190,13 @@ static struct eknob *adopt_orphan(struct engine *e, const char *name)
 	p->enabled = false;
 	ek = &e->knobs[e->n];
 	memset(ek, 0, sizeof(*ek));
-	snprintf(ek->k.name, sizeof(ek->k.name), "%s", name);
-	ek->k.pol = p;
-	ek->k.ops = &knob_sysctl_ops;
-	ek->k.env = e->env;
+	/* Through the driver table like every knob, so that a dry run keeps its hands off orphans too. */
+	if (knob_instantiate(p, e->env, &ek->k, 1, &got) < 0) {
+		free(p);
+		return NULL;
+	}
 	if (knob_read(&ek->k, probe, sizeof(probe)) < 0) {
+		ek->k.ops->release(&ek->k);
 		free(p);
 		return NULL;
 	}
@@ -254,6 +257,8 @@ static int instantiate(struct engine *e, struct policy_set *set, struct eknob **
 
 		if (r < 0) {
 			snprintf(err, errlen, "knob %s: %s", set->knobs[i].name, strerror(-r));
+			for (size_t j = 0; j < got; j++)
+				tmp[j].ops->release(&tmp[j]);
 			release_knobs(knobs, n);
 			return r;
 		}

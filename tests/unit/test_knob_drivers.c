@@ -168,6 +168,8 @@ static int teardown(void **state)
 	}
 	if (f->netns[0])
 		sh("ip netns del %s 2>/dev/null", f->netns);
+	if (f->k.ops && f->k.ops->release)
+		f->k.ops->release(&f->k);
 	nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	free(f);
 	return 0;
@@ -177,6 +179,8 @@ static int teardown(void **state)
 static struct knob *knob_for(struct fx *f, const char *name, const char *kind, const char *target,
 			     enum knob_type type, const char *knob)
 {
+	if (f->k.ops && f->k.ops->release)
+		f->k.ops->release(&f->k);
 	memset(&f->pol, 0, sizeof(f->pol));
 	strcpy(f->pol.name, name);
 	strcpy(f->pol.kind_name, kind);
@@ -190,6 +194,19 @@ static struct knob *knob_for(struct fx *f, const char *name, const char *kind, c
 	f->k.ops = knob_ops_for(kind);
 	assert_non_null(f->k.ops);
 	f->k.env = &f->env;
+	return &f->k;
+}
+
+/* As knob_for, expanded by knob_instantiate (so behind the dry-run backend when F->env.dry_run). */
+static struct knob *knob_made(struct fx *f, const char *name, const char *kind, const char *target,
+			      enum knob_type type)
+{
+	size_t n;
+
+	knob_for(f, name, kind, target, type, "");
+	memset(&f->k, 0, sizeof(f->k));
+	assert_int_equal(knob_instantiate(&f->pol, &f->env, &f->k, 1, &n), 0);
+	assert_int_equal(n, 1);
 	return &f->k;
 }
 
@@ -1233,11 +1250,18 @@ static void test_dry_run(void **state)
 	assert_int_equal(chmod(p, 0644), 0);
 	assert_int_equal(stat(p, &before), 0);
 	f->env.dry_run = true;
-	k = knob_for(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT, "");
+	k = knob_made(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT);
+	/* the backend reports its driver's kind (the API lists it) */
+	assert_string_equal(k->ops->kind, "sysctl");
+	assert_ptr_not_equal(k->ops, &knob_sysctl_ops);
 	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
 	assert_string_equal(out, "4096");
+	put(f, "/proc/sys/net/core/somaxconn", "4000\n");
+	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
+	assert_string_equal(out, "4000");
+	put(f, "/proc/sys/net/core/somaxconn", "4096\n");
+	assert_int_equal(stat(p, &before), 0);
 	assert_int_equal(wr(k, "8192", why, sizeof(why)), 0);
-	assert_true(k->dry_written);
 	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
 	assert_string_equal(out, "8192");
 	assert_int_equal(stat(p, &after), 0);
@@ -1246,11 +1270,13 @@ static void test_dry_run(void **state)
 	assert_int_equal(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
 	assert_int_equal(knob_read(k, out, 4), -ERANGE);
 	/* a knob whose file does not even exist, and an IRQ knob: nothing is touched, nothing is created */
-	assert_int_equal(wr(knob_for(f, "net.core.nope", "sysctl", "", KNOB_T_INT, ""), "1", why, sizeof(why)), 0);
+	assert_int_equal(wr(knob_made(f, "net.core.nope", "sysctl", "", KNOB_T_INT), "1", why, sizeof(why)), 0);
 	full(f, "/proc/sys/net/core/nope", p, sizeof(p));
 	assert_int_equal(access(p, F_OK), -1);
 	irq_tree(f);
 	k = knob_for(f, "irq_affinity", "irq_affinity", "*", KNOB_T_CPUMAP, "irq_affinity.eth0");
+	assert_int_equal(knob_dry_wrap(k), 0);
+	assert_int_equal(knob_dry_wrap(k), -EINVAL); /* once */
 	assert_int_equal(wr(k, "40:1", why, sizeof(why)), 0);
 	assert_string_equal(get(f, "/proc/irq/40/smp_affinity_list"), "0-7\n");
 	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
@@ -1260,7 +1286,8 @@ static void test_dry_run(void **state)
 	assert_int_equal(wr(k, big, why, sizeof(why)), -EINVAL);
 	/* not in dry run: the same call writes */
 	f->env.dry_run = false;
-	k = knob_for(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT, "");
+	k = knob_made(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT);
+	assert_ptr_equal(k->ops, &knob_sysctl_ops);
 	assert_int_equal(wr(k, "8192", why, sizeof(why)), 0);
 	assert_string_equal(get(f, "/proc/sys/net/core/somaxconn"), "8192\n");
 }
@@ -1360,8 +1387,23 @@ static void test_instantiate(void **state)
 	assert_ptr_equal(ks[0].pol, &pol);
 	assert_ptr_equal(ks[0].env, &f->env);
 	assert_null(ks[0].priv);
-	assert_false(ks[0].dry_written);
 	assert_string_equal(knob_dev(&ks[1]), "eth1");
+	/* in a dry run, each behind its own dry-run backend */
+	f->env.dry_run = true;
+	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(ks[i].ops->kind, "rps");
+		assert_ptr_not_equal(ks[i].ops, &knob_rps_ops);
+		assert_non_null(ks[i].priv);
+	}
+	assert_ptr_not_equal(ks[0].priv, ks[1].priv);
+	assert_string_equal(knob_dev(&ks[1]), "eth1");
+	for (size_t i = 0; i < n; i++) {
+		ks[i].ops->release(&ks[i]);
+		assert_null(ks[i].priv);
+	}
+	f->env.dry_run = false;
 	strcpy(pol.target, "");
 	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
 	assert_int_equal(n, 3);
