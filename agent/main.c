@@ -24,6 +24,7 @@
 #include "api/doctor_json.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
+#include "act/nginx_ctl.h"
 #include "act/policy_load.h"
 #include "act/tuning.h"
 #include "api/frame_json.h"
@@ -156,6 +157,11 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	agent_knob_env(a);
+	if (!a->env.nginx && nginx_ctl_new(&a->env.nginx) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	a->env.now_ms = loop_wall_ms(a);
 	/* The drivers act in nginx's namespace: find nginx first. */
 	frame_init(&scratch);
 	sampler_begin(a->sampler, &scratch);
@@ -490,6 +496,7 @@ out:
 	doctor_free(a->doctor);
 	tuning_free(a->tuning);
 	engine_free(a->engine);
+	nginx_ctl_free(a->env.nginx);
 	if (a->lock_fd > 0)
 		close(a->lock_fd);
 	store_close(a->store);

@@ -989,6 +989,7 @@ static void check_conflicts(struct engine *e)
 void engine_tick(struct engine *e, int64_t now_ms)
 {
 	e->now_ms = now_ms;
+	e->env->now_ms = now_ms; /* the drivers' time: they read no clock */
 	if (!e->trial_id && !e->njobs)
 		e->trial_external = false; /* ended by a conflict or an operator revert */
 	if (!e->waiting)

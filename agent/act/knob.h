@@ -23,6 +23,7 @@
 
 struct knob;
 struct knob_policy; /* core/policy.h */
+struct nginx_ctl;   /* act/nginx_ctl.h */
 
 /* What every driver may need from the host; owned by the engine, shared by all knobs. */
 struct knob_env {
@@ -35,6 +36,8 @@ struct knob_env {
 	const char *nginx_prefix; /* nginx's -p, where its relative paths resolve ("" or NULL = its default) */
 	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
+	struct nginx_ctl *nginx; /* runs nginx and caches its dump for the nginx drivers (NULL: they are unsupported) */
+	int64_t now_ms;          /* the engine's time of its current call (ms): drivers read no clock */
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */
@@ -94,13 +97,6 @@ int knob_dry_wrap(struct knob *k);
 int knob_read(struct knob *k, char *out, size_t outlen);
 /* Write VALUE (ops->write) with WHY emptied first and the arguments checked. Same contract as ops->write. */
 int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
-
-/* Completion of knob_nginx_dump: RC 0 and nginx's standard output (OUT, LEN bytes, malloc'd: DONE frees it), or
- * -errno with MSG (nginx's own complaint, or a timeout) and OUT NULL. */
-typedef void (*knob_dump_fn)(int rc, const char *msg, char *out, size_t len, void *ctx);
-/* Run `nginx -q -T` (ENV's binary and configuration) as a child on ENV->loop, killed past ENV->nginx_timeout_ms.
- * DONE runs exactly once, later, from the loop. 0, or -ENOMEM (DONE will not run). For the doctor. */
-int knob_nginx_dump(const struct knob_env *env, knob_dump_fn done, void *ctx);
 
 /* How the engine must treat an errno from a driver. */
 enum knob_errclass {
