@@ -1325,34 +1325,70 @@ static void test_errclass(void **state)
 			fail_msg("%d: %d, want %d", cases[i].r, knob_errclass(cases[i].r), cases[i].c);
 }
 
-static void test_ops_for(void **state)
+/* Each kind gets its driver: a knob made of a policy of that kind reads and writes that driver's file, only. */
+static void test_kinds(void **state)
 {
+	struct fx *f = *state;
 	static const struct {
-		const char *kind;
-		const struct knob_ops *ops;
+		const char *kind, *policy, *target;
+		enum knob_type type;
+		const char *knob, *live, *value;
+		const char *file, *before, *written; /* the one file the driver of KIND writes */
 	} cases[] = {
-		{"sysctl", &knob_sysctl_ops},
-		{"irq_affinity", &knob_irq_ops},
-		{"rps", &knob_rps_ops},
-		{"rps_flows", &knob_rps_flows_ops},
-		{"sched_slice", &knob_sched_ops},
-		{"nginx_directive", &knob_nginx_ops},
-		{"listen_queue", &knob_listen_ops},
-		{"Sysctl", NULL},
-		{"sysctl ", NULL},
-		{"", NULL},
-		{"irq", NULL},
+		{"sysctl", "net.core.somaxconn", "net.core.somaxconn", KNOB_T_INT, "net.core.somaxconn", "4096", "8192",
+		 "/proc/sys/net/core/somaxconn", "4096\n", "8192\n"},
+		{"irq_affinity", "irq_affinity", "eth0", KNOB_T_CPUMAP, "irq_affinity.eth0", "40:0-7;41:0-7", "40:1",
+		 "/proc/irq/40/smp_affinity_list", "0-7\n", "1\n"},
+		{"rps", "rps", "eth0", KNOB_T_CPUMAP, "rps.eth0", "0:", "0:0-3", "/sys/class/net/eth0/queues/rx-0/rps_cpus",
+		 "00\n", "0f\n"},
+		{"rps_flows", "rfs", "eth0", KNOB_T_INT, "rfs", "0", "32768", "/proc/sys/net/core/rps_sock_flow_entries",
+		 "0\n", "32768\n"},
+		{"sched_slice", "sched.base_slice", "", KNOB_T_INT, "sched.base_slice", "3000000", "1500000", DBG_SLICE,
+		 "3000000\n", "1500000\n"},
 	};
+	char why[KNOB_WHY_MAX], out[KNOB_VALUE_MAX];
+	struct knob ks[4];
+	size_t n;
 
-	(void)state;
+	irq_tree(f);
+	put(f, "/sys/class/net/eth0/queues/rx-0/rps_flow_cnt", "0\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_ptr_equal(knob_ops_for(cases[i].kind), cases[i].ops);
+		put(f, cases[i].file, cases[i].before);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		knob_for(f, cases[i].policy, cases[i].kind, cases[i].target, cases[i].type, "");
+		memset(ks, 0, sizeof(ks));
+		assert_int_equal(knob_instantiate(&f->pol, &f->env, ks, 4, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(ks[0].name, cases[i].knob);
+		assert_string_equal(ks[0].ops->kind, cases[i].kind);
+		assert_int_equal(knob_read(&ks[0], out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i].live);
+		assert_int_equal(wr(&ks[0], cases[i].value, why, sizeof(why)), 0);
+		/* its file, and no other driver's */
+		for (size_t j = 0; j < sizeof(cases) / sizeof(cases[0]); j++)
+			assert_string_equal(get(f, cases[j].file), j <= i ? cases[j].written : cases[j].before);
+		ks[0].ops->release(&ks[0]);
+	}
+	assert_string_equal(get(f, "/sys/class/net/eth0/queues/rx-0/rps_flow_cnt"), "32768\n"); /* rps_flows' too */
+	/* the nginx kinds: this program links the stand-ins of knob_nginx_stub.c, which carry their kind */
+	static const char *const nginx_kinds[] = {"nginx_directive", "listen_queue"};
+	for (size_t i = 0; i < 2; i++) {
+		knob_for(f, "nginx", nginx_kinds[i], "worker_connections", KNOB_T_INT, "");
+		assert_int_equal(knob_instantiate(&f->pol, &f->env, ks, 4, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(ks[0].ops->kind, nginx_kinds[i]);
+		assert_ptr_equal(ks[0].ops, knob_ops_for(nginx_kinds[i]));
+	}
+	/* no driver: not a near miss either */
+	static const char *const bogus[] = {"Sysctl", "sysctl ", "", "irq", "nginx"};
+	for (size_t i = 0; i < sizeof(bogus) / sizeof(bogus[0]); i++) {
+		assert_null(knob_ops_for(bogus[i]));
+		knob_for(f, "x", "sysctl", "net.core.somaxconn", KNOB_T_INT, "");
+		strcpy(f->pol.kind_name, bogus[i]);
+		assert_int_equal(knob_instantiate(&f->pol, &f->env, ks, 4, &n), -EINVAL);
+		assert_int_equal(n, 0);
+	}
 	assert_null(knob_ops_for(NULL));
-	assert_string_equal(knob_sysctl_ops.kind, "sysctl");
-	assert_string_equal(knob_irq_ops.kind, "irq_affinity");
-	assert_string_equal(knob_rps_ops.kind, "rps");
-	assert_string_equal(knob_rps_flows_ops.kind, "rps_flows");
-	assert_string_equal(knob_sched_ops.kind, "sched_slice");
 }
 
 static void test_instantiate(void **state)
@@ -1568,7 +1604,7 @@ int main(void)
 		cmocka_unit_test(test_cpumask_parse),
 		cmocka_unit_test(test_cpumap_split),
 		cmocka_unit_test(test_errclass),
-		cmocka_unit_test(test_ops_for),
+		cmocka_unit_test_setup_teardown(test_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sysctl_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sysctl_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sysctl_names, setup, teardown),
