@@ -268,7 +268,7 @@ static int sysfs_devs(const char *dir, char *out, size_t n)
  */
 static bool nginx_sysfs(const struct knob_env *env, char *prefix, size_t n)
 {
-	static char a[KNOB_NICS_MAX * KNOB_IFNAME_MAX], b[KNOB_NICS_MAX * KNOB_IFNAME_MAX];
+	char a[KNOB_NICS_MAX * KNOB_IFNAME_MAX], b[KNOB_NICS_MAX * KNOB_IFNAME_MAX]; /* 4 KiB each */
 	char dir[64];
 
 	if (!env || env->nginx_pid <= 0 || !env->root || strcmp(env->root, "/") != 0 || !other_netns(env->nginx_pid))
