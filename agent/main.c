@@ -153,14 +153,14 @@ static int start_engine(struct agent *a, char *err, size_t errlen)
 	struct frame scratch;
 	int r;
 
-	r = agent_load_policies(a, &set, err, errlen);
-	if (r < 0)
-		return r;
-	agent_knob_env(a);
 	if (!a->env.nginx && nginx_ctl_new(&a->env.nginx) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	r = agent_load_policies(a, &set, err, errlen);
+	if (r < 0)
+		return r;
+	agent_knob_env(a);
 	a->env.now_ms = loop_wall_ms(a);
 	/* The drivers act in nginx's namespace: find nginx first. */
 	frame_init(&scratch);

@@ -37,7 +37,7 @@ struct knob_env {
 	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
 	struct nginx_ctl *nginx; /* runs nginx and caches its dump for the nginx drivers (NULL: they are unsupported) */
-	int64_t now_ms;          /* the engine's time of its current call (ms): drivers read no clock */
+	int64_t now_ms;          /* wall ms as the engine last saw it (set each tick): drivers read no clock */
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */
