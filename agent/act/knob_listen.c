@@ -681,9 +681,9 @@ static int64_t configured_backlog(const struct nginx_listen *l)
 	return l->has_backlog ? l->backlog : NGINX_BACKLOG_DEFAULT;
 }
 
-/* The listens of the dump C with OP's new files in place of theirs (the configuration this write leaves). */
-static int listens_after(const struct nginx_change *ch, const struct nginx_conf *c, struct nginx_listen **out, size_t *n,
-			 char *err, size_t errlen)
+/* The listens of the dump C with CH's new files in place of theirs (the configuration this write leaves). */
+static int listens_after(const struct nginx_change *ch, const struct nginx_conf *c, struct nginx_listen **out,
+			 size_t *n, char *err, size_t errlen)
 {
 	struct nginx_conf after;
 	size_t cap = 1, len = 0;
@@ -724,7 +724,7 @@ static int listens_after(const struct nginx_change *ch, const struct nginx_conf 
  * written out as backlog=511, or restored from backlog=511 to none), the reload changes nothing (found on a real
  * nginx: listen_queue 16 -> 511 with somaxconn 16 failed, the live limit stayed 16). Such a write goes in two
  * reloads: first every target listen at a backlog that neither configuration has, then the files this write is
- * for. Sets OP->nudging and each file's nudge text; nothing when one reload does it.
+ * for. Sets CH->nudging and each file's nudge text; nothing when one reload does it.
  */
 static int listen_plan_nudge(struct nginx_change *ch, const struct nginx_conf *c)
 {
@@ -846,7 +846,8 @@ static void listen_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 	}
 	r = lq_state_load(ch->env, &lc->st, &lc->state_old, &lc->state_oldlen);
 	if (r < 0) {
-		nginx_change_finish(ch, r, "listen-queue.state is damaged; restore the files from listen-backup/ by hand");
+		nginx_change_finish(ch, r,
+				    "listen-queue.state is damaged; restore the files from listen-backup/ by hand");
 		return;
 	}
 	r = somaxconn_read(ch->env, ch->pid, &so_cur);

@@ -608,8 +608,8 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 		char *argv[8];
 
 		nginx_argv(env, "-T", argv);
-		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), dump_refreshed, ctl,
-				NULL) == 0) {
+		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), dump_refreshed,
+				ctl, NULL) == 0) {
 			ctl->refreshing = true;
 			ctl->refresh_env = env;
 		}
@@ -847,8 +847,10 @@ static void change_check(struct nginx_change *ch, bool final)
 			ch->ops->settled(ch, why, sizeof(why));
 		nginx_change_fail(ch, -EIO, "%s; the previous configuration was put back", why);
 	} else {
-		nginx_change_fail(ch, -ETIMEDOUT, "nginx did not start a new generation of workers within %lld ms (see "
-				  "its error log); the previous configuration was put back", (long long)timeout_of(ch->env));
+		nginx_change_fail(ch, -ETIMEDOUT,
+				  "nginx did not start a new generation of workers within %lld ms (see its error log); "
+				  "the previous configuration was put back",
+				  (long long)timeout_of(ch->env));
 	}
 }
 
