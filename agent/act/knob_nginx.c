@@ -126,8 +126,8 @@ static int online_cpus(const struct knob_env *env, struct knobval *out)
 }
 
 /* A knob VALUE as the arguments of its directive into ARGS ("" and *REMOVE for the empty CPU list). */
-static int value_to_nginx(const struct knob_policy *pol, const char *value, char *args, size_t n, bool *remove,
-			  char *why, size_t whylen)
+static int value_to_args(const struct knob_policy *pol, const char *value, char *args, size_t n, bool *remove,
+			 char *why, size_t whylen)
 {
 	struct knobval v;
 	char err[128];
@@ -172,8 +172,8 @@ static int value_to_nginx(const struct knob_policy *pol, const char *value, char
 }
 
 /* The arguments of a directive as the knob's canonical value into OUT. */
-static int nginx_to_value(const struct knob *k, const struct nginx_conf_directive *d, char *out, size_t n,
-			  char *why, size_t whylen)
+static int args_to_value(const struct knob *k, const struct nginx_conf_directive *d, char *out, size_t n,
+			 char *why, size_t whylen)
 {
 	const struct knob_policy *pol = k->pol;
 	struct knobval v;
@@ -350,7 +350,7 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 			r = nginx_conf_file_find(text, len, pol->target, &d, why, sizeof(why));
 			free(text);
 			if (r == 0 && !elsewhere)
-				return nginx_to_value(k, &d, out, outlen, why, sizeof(why));
+				return args_to_value(k, &d, out, outlen, why, sizeof(why));
 			if (r == -EINVAL)
 				return r;
 		} else if (r != -ENOENT) {
@@ -362,7 +362,7 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 	r = nginx_conf_find(c, pol->context, pol->target, &d, why, sizeof(why));
 	/* A dump older than our last write may still show our file's former line: our file itself said no. */
 	if (r == 0 && strcmp(c->files[d.file].path, ours) != 0)
-		return nginx_to_value(k, &d, out, outlen, why, sizeof(why));
+		return args_to_value(k, &d, out, outlen, why, sizeof(why));
 	if (r < 0 && r != -ENOENT)
 		return r;
 	info = directive_lookup(pol->target);
@@ -373,7 +373,7 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 		d.nargs = 1;
 		snprintf(d.args[0], sizeof(d.args[0]), "%s", info->dflt);
 	}
-	return nginx_to_value(k, &d, out, outlen, why, sizeof(why));
+	return args_to_value(k, &d, out, outlen, why, sizeof(why));
 }
 
 /* ---- writes ----------------------------------------------------------------------------------------------- */
@@ -448,7 +448,7 @@ static int directive_write(struct knob *k, const char *value, char *why, size_t 
 	dc = calloc(1, sizeof(*dc));
 	if (!dc)
 		return -ENOMEM;
-	r = value_to_nginx(k->pol, value, dc->args, sizeof(dc->args), &dc->remove, why, whylen);
+	r = value_to_args(k->pol, value, dc->args, sizeof(dc->args), &dc->remove, why, whylen);
 	if (r < 0) {
 		free(dc);
 		return r;

@@ -309,7 +309,7 @@ static void child_result(struct spawn *sp, const char *what, int64_t timeout_ms,
 }
 
 /* argv of `nginx -q -T` or `nginx -q -t`, with -c when the configuration is named. */
-static void nginx_argv(const struct knob_env *env, const char *flag, char **argv)
+static void argv_of(const struct knob_env *env, const char *flag, char **argv)
 {
 	size_t i = 0;
 
@@ -363,7 +363,7 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 		str_err(res->msg, sizeof(res->msg), "uv_loop_init: %s", uv_strerror(r));
 		return;
 	}
-	nginx_argv(env, flag, argv);
+	argv_of(env, flag, argv);
 	r = spawn_start(&loop, argv, max_out, TEST_OUT_MAX, s.timeout_ms, sync_done, &s, NULL);
 	if (r < 0) {
 		res->rc = r;
@@ -607,7 +607,7 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 	if (env->loop && !ctl->refreshing && (!ctl->have || ctl->stale || age < 0 || age > DUMP_STALE_MS)) {
 		char *argv[8];
 
-		nginx_argv(env, "-T", argv);
+		argv_of(env, "-T", argv);
 		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), dump_refreshed,
 				ctl, NULL) == 0) {
 			ctl->refreshing = true;
@@ -646,7 +646,7 @@ int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx
 	q->done = done;
 	q->ctx = ctx;
 	q->timeout_ms = timeout_of(env);
-	nginx_argv(env, "-T", argv);
+	argv_of(env, "-T", argv);
 	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, q->timeout_ms, dump_finished, q, NULL);
 	if (r < 0)
 		free(q);
@@ -922,7 +922,7 @@ void nginx_change_test(struct nginx_change *ch)
 	char *argv[8];
 	int r;
 
-	nginx_argv(ch->env, "-t", argv);
+	argv_of(ch->env, "-t", argv);
 	r = spawn_start(ch->env->loop, argv, TEST_OUT_MAX, TEST_OUT_MAX, timeout_of(ch->env), change_tested, ch, NULL);
 	if (r < 0)
 		nginx_change_fail(ch, r, "cannot run nginx -t: %s", strerror(-r));
@@ -998,7 +998,7 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 	uv_timer_init(env->loop, &ch->deadline);
 	ch->poll.data = ch;
 	ch->deadline.data = ch;
-	nginx_argv(env, "-T", argv);
+	argv_of(env, "-T", argv);
 	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), change_dumped, ch, NULL);
 	if (r < 0) {
 		nginx_change_orphan(ch);
