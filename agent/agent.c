@@ -20,6 +20,7 @@
 
 #include "act/engine.h"
 #include "act/loadgen.h"
+#include "act/nginx_ctl.h"
 #include "act/policy_load.h"
 #include "act/tuning.h"
 #include "core/parse.h"
@@ -154,10 +155,15 @@ int agent_start_engine(struct agent *a, char *err, size_t errlen)
 	pid_t pid;
 	int r;
 
+	if (!a->env.nginx && nginx_ctl_new(&a->env.nginx) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	r = agent_load_policies(a, &set, err, errlen);
 	if (r < 0)
 		return r;
 	agent_knob_env(a);
+	a->env.now_ms = agent_now_ms(a);
 	/* The drivers act in nginx's namespace: find nginx first. */
 	frame_init(&scratch);
 	sampler_begin(a->sampler, &scratch);

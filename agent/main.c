@@ -22,6 +22,7 @@
 #include "api/doctor_json.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
+#include "act/nginx_ctl.h"
 #include "act/setup.h"
 #include "act/tuning.h"
 #include "api/frame_json.h"
@@ -397,6 +398,7 @@ out:
 	doctor_free(a->doctor);
 	tuning_free(a->tuning);
 	engine_free(a->engine);
+	nginx_ctl_free(a->env.nginx);
 	if (a->lock_fd > 0)
 		close(a->lock_fd);
 	store_close(a->store);

@@ -169,6 +169,7 @@ static struct eknob *adopt_orphan(struct engine *e, const char *name)
 	struct knob_policy *p;
 	struct eknob *ek;
 	char probe[KNOB_VALUE_MAX];
+	size_t got;
 
 	if (e->n >= MAX_KNOBS || e->norphans >= MAX_ORPHANS || store_knob_get(e->st, name, &rec) < 0 ||
 	    !rec.has_original || strncmp(name, "net.", 4) != 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") !=
@@ -190,11 +191,13 @@ static struct eknob *adopt_orphan(struct engine *e, const char *name)
 	p->enabled = false;
 	ek = &e->knobs[e->n];
 	memset(ek, 0, sizeof(*ek));
-	snprintf(ek->k.name, sizeof(ek->k.name), "%s", name);
-	ek->k.pol = p;
-	ek->k.ops = &knob_sysctl_ops;
-	ek->k.env = e->env;
+	/* Through the driver table like every knob, so that a dry run keeps its hands off orphans too. */
+	if (knob_instantiate(p, e->env, &ek->k, 1, &got) < 0) {
+		free(p);
+		return NULL;
+	}
 	if (knob_read(&ek->k, probe, sizeof(probe)) < 0) {
+		ek->k.ops->release(&ek->k);
 		free(p);
 		return NULL;
 	}
@@ -255,6 +258,8 @@ static int instantiate(struct engine *e, struct policy_set *set, struct eknob **
 
 		if (r < 0) {
 			snprintf(err, errlen, "knob %s: %s", set->knobs[i].name, strerror(-r));
+			for (size_t j = 0; j < got; j++)
+				tmp[j].ops->release(&tmp[j]);
 			release_knobs(knobs, n);
 			return r;
 		}
@@ -738,7 +743,7 @@ int engine_apply_now(struct engine *e, const char *knob, const char *value, cons
 	struct eknob *ek;
 	int r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	r = engine_check(e, knob, value, &c, err, errlen);
 	if (r < 0)
 		return r;
@@ -797,7 +802,7 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 {
 	int started = 0, r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (!can_write(e, err, errlen))
 		return -EROFS;
 	if (change_id) {
@@ -870,7 +875,7 @@ int engine_clear_conflict(struct engine *e, const char *knob, const char *actor,
 	struct eknob *ek = find(e, knob);
 	char live[KNOB_VALUE_MAX];
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (!ek) {
 		snprintf(err, errlen, "no knob named '%s'", knob);
 		return -ENOENT;
@@ -969,7 +974,7 @@ int engine_recover(struct engine *e, int64_t now_ms)
 	struct recover_ctx c = {.e = e};
 	int r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	/* The controller does not outlive a restart: its proposals are closed, and it proposes again if need be. */
 	store_changes_query(e->st, "", (1u << CHANGE_PROPOSED) | (1u << CHANGE_APPROVED), 0, 0, withdraw_cb, e);
 	r = store_changes_query(e->st, "", (1u << CHANGE_APPLYING) | (1u << CHANGE_TRIAL), 0, 0, recover_cb, &c);
@@ -1012,7 +1017,7 @@ static void check_conflicts(struct engine *e)
 
 void engine_tick(struct engine *e, int64_t now_ms)
 {
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (!e->trial_id && !e->njobs)
 		e->trial_external = false; /* ended by a conflict or an operator revert */
 	if (!e->waiting)
@@ -1043,7 +1048,7 @@ void engine_stop(struct engine *e, bool revert_all, int64_t now_ms)
 {
 	char err[KNOB_WHY_MAX];
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (revert_all) {
 		engine_revert(e, 0, "agent", now_ms, err, sizeof(err));
 		return;
@@ -1094,7 +1099,7 @@ int engine_journal_proposal(struct engine *e, const struct engine_checked *c, co
 	struct change_row row;
 	int r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (!ek || ek->state != ENGINE_KNOB_OK) {
 		snprintf(err, errlen, "%s is not a usable knob here", c->knob);
 		return -ENOENT;
@@ -1142,7 +1147,7 @@ int engine_close_proposal(struct engine *e, int64_t id, enum change_state st, co
 	struct change_row row;
 	int r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	r = store_change_get(e->st, id, &row);
 	if (r < 0)
 		return r;
@@ -1160,7 +1165,7 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 	struct eknob *ek;
 	int r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	r = store_change_get(e->st, id, &row);
 	if (r < 0) {
 		snprintf(err, errlen, "no change %lld", (long long)id);
@@ -1221,7 +1226,7 @@ int engine_end_trial(struct engine *e, int64_t id, enum change_state final, cons
 	char live[KNOB_VALUE_MAX];
 	int r;
 
-	e->now_ms = now_ms;
+	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	r = store_change_get(e->st, id, &row);
 	if (r < 0)
 		return r;

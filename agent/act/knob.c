@@ -1,6 +1,6 @@
 /*
- * knob: see knob.h. This file holds the driver table, the expansion of policies into knobs, the dry-run layer and
- * the errno classes, plus the helpers the drivers share (knob_io.h).
+ * knob: see knob.h. This file holds the driver table, the expansion of policies into knobs (behind the dry-run
+ * backend of knob_dry.c in a dry run), the errno classes, plus the helpers the drivers share (knob_io.h).
  */
 #define _GNU_SOURCE
 
@@ -57,7 +57,7 @@ static int knob_init(struct knob *k, const char *name, const struct knob_policy 
 	k->pol = pol;
 	k->ops = ops;
 	k->env = env;
-	return 0;
+	return env->dry_run ? knob_dry_wrap(k) : 0;
 }
 
 int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct knob *out, size_t max, size_t *n)
@@ -106,18 +106,12 @@ int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct
 	return r == 0 && more ? -ENOSPC : r;
 }
 
-/* ---- dry run and errno classes --------------------------------------------------------------------------- */
+/* ---- reads, writes and errno classes -------------------------------------------------------------------- */
 
 int knob_read(struct knob *k, char *out, size_t outlen)
 {
 	if (!k || !k->ops || !k->ops->read || !out || outlen == 0)
 		return -EINVAL;
-	if (k->env && k->env->dry_run && k->dry_written) {
-		if (strlen(k->dry_value) >= outlen)
-			return -ERANGE;
-		strcpy(out, k->dry_value);
-		return 0;
-	}
 	return k->ops->read(k, out, outlen);
 }
 
@@ -127,13 +121,6 @@ int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob
 		why[0] = '\0';
 	if (!k || !k->ops || !k->ops->write || !value)
 		return -EINVAL;
-	if (k->env && k->env->dry_run) {
-		if (strlen(value) >= sizeof(k->dry_value))
-			return -EINVAL;
-		strcpy(k->dry_value, value);
-		k->dry_written = true;
-		return 0;
-	}
 	return k->ops->write(k, value, why, whylen, done, ctx);
 }
 
@@ -281,7 +268,7 @@ static int sysfs_devs(const char *dir, char *out, size_t n)
  */
 static bool nginx_sysfs(const struct knob_env *env, char *prefix, size_t n)
 {
-	static char a[KNOB_NICS_MAX * KNOB_IFNAME_MAX], b[KNOB_NICS_MAX * KNOB_IFNAME_MAX];
+	char a[KNOB_NICS_MAX * KNOB_IFNAME_MAX], b[KNOB_NICS_MAX * KNOB_IFNAME_MAX]; /* 4 KiB each */
 	char dir[64];
 
 	if (!env || env->nginx_pid <= 0 || !env->root || strcmp(env->root, "/") != 0 || !other_netns(env->nginx_pid))

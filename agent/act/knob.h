@@ -5,8 +5,9 @@
  * directive) with the driver that reads and writes it. Values cross this interface as canonical text (see
  * core/knobval.h). Drivers do no policy: they are handed values that the engine has already validated against
  * the policy, and they write only what they are told, to the path they own, under the configured root. They
- * re-read after writing (verify), classify errors by errno, and never log: the engine decides and journals. The
- * dry-run driver (env->dry_run) reads like the real one and records writes in memory only.
+ * re-read after writing (verify), classify errors by errno, and never log: the engine decides and journals. In a
+ * dry run (env->dry_run) every knob's ops are the dry-run backend (knob_dry.c) over its real driver: it reads
+ * like the real one and records writes in memory only.
  */
 #ifndef NGXAT_KNOB_H
 #define NGXAT_KNOB_H
@@ -22,18 +23,21 @@
 
 struct knob;
 struct knob_policy; /* core/policy.h */
+struct nginx_ctl;   /* act/nginx_ctl.h */
 
 /* What every driver may need from the host; owned by the engine, shared by all knobs. */
 struct knob_env {
 	const char *root;        /* prefix of /proc and /sys paths ("/" in production) */
 	uv_loop_t *loop;         /* for asynchronous drivers (nginx: nginx -t, reload) */
-	bool dry_run;            /* never write: remember the value instead */
+	bool dry_run;            /* knobs are instantiated behind the dry-run backend (knob_dry_wrap) */
 	pid_t nginx_pid;         /* the master, 0 if unknown (updated by the engine each tick) */
 	const char *nginx_bin;   /* "nginx" or a path */
 	const char *nginx_conf;  /* the main configuration file nginx runs with ("" = nginx's default) */
 	const char *nginx_prefix; /* nginx's -p, where its relative paths resolve ("" or NULL = its default) */
 	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
+	struct nginx_ctl *nginx; /* runs nginx and caches its dump for the nginx drivers (NULL: they are unsupported) */
+	int64_t now_ms;          /* wall ms as the engine last saw it (set each tick): drivers read no clock */
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */
@@ -60,8 +64,6 @@ struct knob {
 	const struct knob_ops *ops;
 	struct knob_env *env;
 	void *priv;                    /* the driver's */
-	char dry_value[KNOB_VALUE_MAX]; /* dry run: the value "written" */
-	bool dry_written;
 };
 
 /* The drivers. */
@@ -79,21 +81,22 @@ const struct knob_ops *knob_ops_for(const char *kind);
 /*
  * Expand one policy into knobs: one for most kinds; one per matching interface for irq_affinity and rps (target
  * is a glob over /sys/class/net, NICs with queues only). Fills at most MAX into OUT (name, pol, ops, env set;
- * priv NULL). 0 or -errno.
+ * priv NULL, or in a dry run the dry-run backend's: each knob filled in, also on -ENOSPC, is released with
+ * ops->release). 0 or -errno.
  */
 int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct knob *out, size_t max, size_t *n);
 
-/* Read through the dry-run layer: the remembered value when one was "written", else the driver's read. */
-int knob_read(struct knob *k, char *out, size_t outlen);
-/* Write through the dry-run layer (in dry run: remember VALUE, return 0). Same contract as ops->write. */
-int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
+/*
+ * Put K (name, pol, ops, env set; priv NULL) behind the dry-run backend: probes, and reads until the first write,
+ * go to its driver; writes are remembered and return 0 at once, never reach the host, and read back (-ERANGE when
+ * OUTLEN is too small; -EINVAL for a value of KNOB_VALUE_MAX bytes or more). 0, -EINVAL or -ENOMEM.
+ */
+int knob_dry_wrap(struct knob *k);
 
-/* Completion of knob_nginx_dump: RC 0 and nginx's standard output (OUT, LEN bytes, malloc'd: DONE frees it), or
- * -errno with MSG (nginx's own complaint, or a timeout) and OUT NULL. */
-typedef void (*knob_dump_fn)(int rc, const char *msg, char *out, size_t len, void *ctx);
-/* Run `nginx -q -T` (ENV's binary and configuration) as a child on ENV->loop, killed past ENV->nginx_timeout_ms.
- * DONE runs exactly once, later, from the loop. 0, or -ENOMEM (DONE will not run). For the doctor. */
-int knob_nginx_dump(const struct knob_env *env, knob_dump_fn done, void *ctx);
+/* K's live value (ops->read), with the arguments checked. */
+int knob_read(struct knob *k, char *out, size_t outlen);
+/* Write VALUE (ops->write) with WHY emptied first and the arguments checked. Same contract as ops->write. */
+int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
 
 /* How the engine must treat an errno from a driver. */
 enum knob_errclass {

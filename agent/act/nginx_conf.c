@@ -21,11 +21,12 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "strutil.h"
 
 #define HEADER "# configuration file "
 #define HEADER_LEN (sizeof(HEADER) - 1)
@@ -57,19 +58,6 @@ struct lexer {
 	struct arg *args;
 	size_t nargs, cap;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool is_blank(char ch)
 {
@@ -105,7 +93,7 @@ static int add_arg(struct lexer *lx, size_t voff, size_t vlen, size_t off, size_
 		struct arg *a;
 
 		if (lx->nargs >= NGINX_CONF_ARGS_MAX) {
-			set_err(err, errlen, "line %u: more than %d words in one directive", lx->start_line,
+			str_err(err, errlen, "line %u: more than %d words in one directive", lx->start_line,
 				NGINX_CONF_ARGS_MAX);
 			return -EINVAL;
 		}
@@ -159,7 +147,7 @@ static int lex_next(struct lexer *lx, size_t limit, int *ev, char *err, size_t e
 				lx->need_space = false;
 				continue;
 			}
-			set_err(err, errlen, "line %u: unexpected \"%c\" after a quoted string", lx->line, ch);
+			str_err(err, errlen, "line %u: unexpected \"%c\" after a quoted string", lx->line, ch);
 			return -EINVAL;
 		}
 		if (lx->last_space) {
@@ -172,7 +160,7 @@ static int lex_next(struct lexer *lx, size_t limit, int *ev, char *err, size_t e
 			case ';':
 			case '{':
 				if (lx->nargs == 0) {
-					set_err(err, errlen, "line %u: unexpected \"%c\"", lx->line, ch);
+					str_err(err, errlen, "line %u: unexpected \"%c\"", lx->line, ch);
 					return -EINVAL;
 				}
 				lx->event_pos = lx->pos - 1;
@@ -180,7 +168,7 @@ static int lex_next(struct lexer *lx, size_t limit, int *ev, char *err, size_t e
 				return 1;
 			case '}':
 				if (lx->nargs != 0) {
-					set_err(err, errlen, "line %u: unexpected \"}\"", lx->line);
+					str_err(err, errlen, "line %u: unexpected \"}\"", lx->line);
 					return -EINVAL;
 				}
 				lx->event_pos = lx->pos - 1;
@@ -384,7 +372,7 @@ static int split_run(struct split *s, size_t limit, char *err, size_t errlen)
 			return r;
 		if (ev == '}') {
 			if (s->depth == 0) {
-				set_err(err, errlen, "%s:%u: unexpected \"}\"", s->path, s->lx.line);
+				str_err(err, errlen, "%s:%u: unexpected \"}\"", s->path, s->lx.line);
 				return -EINVAL;
 			}
 			s->depth--;
@@ -392,7 +380,7 @@ static int split_run(struct split *s, size_t limit, char *err, size_t errlen)
 		}
 		if (ev == '{') {
 			if (++s->depth > NGINX_CONF_DEPTH_MAX) {
-				set_err(err, errlen, "%s:%u: blocks nested too deep", s->path, s->lx.line);
+				str_err(err, errlen, "%s:%u: blocks nested too deep", s->path, s->lx.line);
 				return -EINVAL;
 			}
 		} else if (s->lx.nargs == 2 && arg_is(s->lx.text, &s->lx.args[0], "include") &&
@@ -400,7 +388,7 @@ static int split_run(struct split *s, size_t limit, char *err, size_t errlen)
 			   resolve(s->prefix, word, abs, sizeof(abs)) == 0) {
 			r = patterns_add(s->pats, abs);
 			if (r < 0) {
-				set_err(err, errlen, "too many include directives");
+				str_err(err, errlen, "too many include directives");
 				return r == -E2BIG ? -EINVAL : r;
 			}
 		}
@@ -471,7 +459,7 @@ static int split_finish(struct split *s, size_t end, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	if (!lex_clean(&s->lx) || s->depth != 0) {
-		set_err(err, errlen, "%s:%u: unexpected end of file", s->path, s->lx.line);
+		str_err(err, errlen, "%s:%u: unexpected end of file", s->path, s->lx.line);
 		return -EINVAL;
 	}
 	lex_free(&s->lx);
@@ -491,9 +479,9 @@ int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char 
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	set_err(err, errlen, "%s", "");
+	str_err(err, errlen, "%s", "");
 	if (!dump || len == 0 || len > NGINX_CONF_DUMP_MAX) {
-		set_err(err, errlen, "nginx -T printed %zu bytes", len);
+		str_err(err, errlen, "nginx -T printed %zu bytes", len);
 		return -EINVAL;
 	}
 	out->buf = malloc(len + 1);
@@ -502,18 +490,18 @@ int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char 
 	memcpy(out->buf, dump, len);
 	out->buf[len] = '\0';
 	if (!header_at(out->buf, len, 0, &ps, &pe, &next)) {
-		set_err(err, errlen, "not the output of nginx -T: it does not start with \"%s/...:\"", HEADER);
+		str_err(err, errlen, "not the output of nginx -T: it does not start with \"%s/...:\"", HEADER);
 		r = -EINVAL;
 		goto fail;
 	}
 	if (out->buf[len - 1] != '\n') {
-		set_err(err, errlen, "the output of nginx -T is truncated");
+		str_err(err, errlen, "the output of nginx -T is truncated");
 		r = -EINVAL;
 		goto fail;
 	}
 	out->buf[pe] = '\0';
 	if (pe - ps >= sizeof(out->prefix)) {
-		set_err(err, errlen, "configuration path too long");
+		str_err(err, errlen, "configuration path too long");
 		r = -EINVAL;
 		goto fail;
 	}
@@ -562,7 +550,7 @@ int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char 
 		scan = content;
 	}
 	if (content > len - 1) {
-		set_err(err, errlen, "the output of nginx -T is truncated after the header of %s", s.path);
+		str_err(err, errlen, "the output of nginx -T is truncated after the header of %s", s.path);
 		r = -EINVAL;
 		goto fail_lex;
 	}
@@ -576,7 +564,7 @@ int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char 
 fail_lex:
 	lex_free(&s.lx);
 	if (r == -E2BIG) {
-		set_err(err, errlen, "more than %d files in the configuration", NGINX_CONF_FILES_MAX);
+		str_err(err, errlen, "more than %d files in the configuration", NGINX_CONF_FILES_MAX);
 		r = -EINVAL;
 	}
 fail:
@@ -668,11 +656,11 @@ static int walk_include(struct walk *w, const struct lexer *lx, size_t file, con
 	if (!w->c || lx->nargs != 2)
 		return 0;
 	if (arg_value(lx->text, &lx->args[1], word, sizeof(word)) <= 0 || resolve(w->c->prefix, word, abs, sizeof(abs))) {
-		set_err(w->err, w->errlen, "%s:%u: include path too long", path, lx->args[0].line);
+		str_err(w->err, w->errlen, "%s:%u: include path too long", path, lx->args[0].line);
 		return -EINVAL;
 	}
 	if (w->incl_depth >= NGINX_CONF_INCLUDE_DEPTH) {
-		set_err(w->err, w->errlen, "%s:%u: includes nested deeper than %d", path, lx->args[0].line,
+		str_err(w->err, w->errlen, "%s:%u: includes nested deeper than %d", path, lx->args[0].line,
 			NGINX_CONF_INCLUDE_DEPTH);
 		return -EINVAL;
 	}
@@ -683,7 +671,7 @@ static int walk_include(struct walk *w, const struct lexer *lx, size_t file, con
 		if (pattern_matches(abs, w->c->files[i].path))
 			m[n++] = &w->c->files[i];
 	if (n == 0 && !has_glob(abs)) {
-		set_err(w->err, w->errlen, "%s:%u: %s is included but not in the output of nginx -T", path,
+		str_err(w->err, w->errlen, "%s:%u: %s is included but not in the output of nginx -T", path,
 			lx->args[0].line, abs);
 		free(m);
 		return -EINVAL;
@@ -713,7 +701,7 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 
 	w->bytes += len;
 	if (w->bytes > WALK_BYTES_MAX) {
-		set_err(w->err, w->errlen, "the configuration is larger than %u bytes with its includes expanded",
+		str_err(w->err, w->errlen, "the configuration is larger than %u bytes with its includes expanded",
 			WALK_BYTES_MAX);
 		return -EINVAL;
 	}
@@ -724,19 +712,19 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 
 		r = lex_next(&lx, len, &ev, ebuf, sizeof(ebuf));
 		if (r < 0) {
-			set_err(w->err, w->errlen, "%s: %s", path, ebuf);
+			str_err(w->err, w->errlen, "%s: %s", path, ebuf);
 			break;
 		}
 		if (r == 0) {
 			if (!lex_clean(&lx) || w->sp != base) {
-				set_err(w->err, w->errlen, "%s:%u: unexpected end of file", path, lx.line);
+				str_err(w->err, w->errlen, "%s:%u: unexpected end of file", path, lx.line);
 				r = -EINVAL;
 			}
 			break;
 		}
 		if (ev == '}') {
 			if (w->sp == base) {
-				set_err(w->err, w->errlen, "%s:%u: unexpected \"}\"", path, lx.line);
+				str_err(w->err, w->errlen, "%s:%u: unexpected \"}\"", path, lx.line);
 				r = -EINVAL;
 				break;
 			}
@@ -751,7 +739,7 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 			break;
 		if (ev == '{') {
 			if (w->sp >= NGINX_CONF_DEPTH_MAX) {
-				set_err(w->err, w->errlen, "%s:%u: blocks nested too deep", path, lx.line);
+				str_err(w->err, w->errlen, "%s:%u: blocks nested too deep", path, lx.line);
 				r = -EINVAL;
 				break;
 			}
@@ -775,7 +763,7 @@ static int walk_conf(struct walk *w, const struct nginx_conf *c)
 {
 	w->c = c;
 	if (!c || c->nfiles == 0) {
-		set_err(w->err, w->errlen, "no configuration");
+		str_err(w->err, w->errlen, "no configuration");
 		return -EINVAL;
 	}
 	return walk_text(w, 0, c->files[0].path, c->files[0].text, c->files[0].len);
@@ -833,7 +821,7 @@ static int fill_directive(const struct lexer *lx, size_t file, struct nginx_conf
 	out->nargs = lx->nargs - 1;
 	for (size_t i = 1; i < lx->nargs && i <= NGINX_CONF_VALUE_ARGS; i++) {
 		if (arg_value(lx->text, &lx->args[i], out->args[i - 1], NGINX_CONF_WORD_MAX) < 0) {
-			set_err(err, errlen, "line %u: argument %zu longer than %d bytes", out->line, i,
+			str_err(err, errlen, "line %u: argument %zu longer than %d bytes", out->line, i,
 				NGINX_CONF_WORD_MAX - 1);
 			return -EINVAL;
 		}
@@ -950,7 +938,7 @@ int nginx_conf_walk(const struct nginx_conf *c, nginx_conf_visit_fn fn, void *ct
 
 	if (!w)
 		return -ENOMEM;
-	set_err(err, errlen, "%s", "");
+	str_err(err, errlen, "%s", "");
 	w->fn = visit_fn;
 	w->on_close = visit_close;
 	w->on_include = visit_include;
@@ -1124,7 +1112,7 @@ static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 	l.start = lx->args[0].off;
 	if (lx->nargs < 2 || arg_value(lx->text, &lx->args[1], word, sizeof(word)) < 0 ||
 	    parse_listen_addr(word, l.module, &l)) {
-		set_err(w->err, w->errlen, "%s:%u: a listen address this parser does not understand",
+		str_err(w->err, w->errlen, "%s:%u: a listen address this parser does not understand",
 			w->c ? w->c->files[file].path : "", l.line);
 		return -EINVAL;
 	}
@@ -1137,7 +1125,7 @@ static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 			l.options = true;
 		if (has_prefix(word, "backlog=")) {
 			if (parse_backlog(word + 8, &l.backlog) < 0) {
-				set_err(w->err, w->errlen, "%s:%u: invalid %s", w->c ? w->c->files[file].path : "",
+				str_err(w->err, w->errlen, "%s:%u: invalid %s", w->c ? w->c->files[file].path : "",
 					l.line, word);
 				return -EINVAL;
 			}
@@ -1149,7 +1137,7 @@ static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 		struct nginx_listen *v;
 
 		if (q->n >= NGINX_CONF_LISTENS_MAX) {
-			set_err(w->err, w->errlen, "more than %d listen directives", NGINX_CONF_LISTENS_MAX);
+			str_err(w->err, w->errlen, "more than %d listen directives", NGINX_CONF_LISTENS_MAX);
 			return -EINVAL;
 		}
 		v = realloc(q->v, cap * sizeof(*v));
@@ -1356,7 +1344,7 @@ int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, s
 	*out = NULL;
 	*outlen = 0;
 	if (value <= 0 || value > INT32_MAX) {
-		set_err(err, errlen, "backlog %lld out of range", (long long)value);
+		str_err(err, errlen, "backlog %lld out of range", (long long)value);
 		return -EINVAL;
 	}
 	q.hit = calloc(n ? n : 1, sizeof(*q.hit));
@@ -1373,7 +1361,7 @@ int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, s
 	r = walk_text(w, 0, "(file)", text, len);
 	for (size_t k = 0; r == 0 && k < n; k++) {
 		if (!q.hit[k]) {
-			set_err(err, errlen, "no listen directive at offset %zu", starts[k]);
+			str_err(err, errlen, "no listen directive at offset %zu", starts[k]);
 			r = -EINVAL;
 		}
 	}
@@ -1434,7 +1422,7 @@ static int directive_fn(struct walk *w, size_t file, const struct lexer *lx, int
 	if (w->sp != 0 || !arg_is(lx->text, &lx->args[0], q->name))
 		return 0;
 	if (ev != ';') {
-		set_err(w->err, w->errlen, "line %u: %s is a block here", lx->args[0].line, q->name);
+		str_err(w->err, w->errlen, "line %u: %s is a block here", lx->args[0].line, q->name);
 		return -EINVAL;
 	}
 	if (q->args && !q->found) {
@@ -1460,7 +1448,7 @@ int nginx_conf_set_directive(const char *text, size_t len, const char *name, con
 	*out = NULL;
 	*outlen = 0;
 	if (!name[0] || strlen(name) + (args ? strlen(args) : 0) + 4 > NGINX_CONF_LINE_MAX) {
-		set_err(err, errlen, "directive too long");
+		str_err(err, errlen, "directive too long");
 		return -EINVAL;
 	}
 	w = calloc(1, sizeof(*w));

@@ -20,6 +20,7 @@
 #include "diagnose/doctor_conf.h"
 #include "api/events.h"
 #include "act/knob.h"
+#include "act/nginx_ctl.h"
 #include "log.h"
 #include "observe/sampler.h"
 #include "store/store.h"
@@ -914,7 +915,7 @@ static void on_dump(int rc, const char *msg, char *out, size_t len, void *ctx)
 /* nginx -T as a child, then the rest on the pool; the job is the doctor's until job_after. */
 static void launch(struct job *j, struct agent *a)
 {
-	int r = knob_nginx_dump(&a->env, on_dump, j);
+	int r = nginx_ctl_dump(&a->env, on_dump, j);
 
 	if (r < 0)
 		on_dump(r, "cannot start nginx -T", NULL, 0, j);

@@ -3,7 +3,7 @@
  *
  * Owns when the checks run (at start, when nginx reloads: a new master pid or a new generation of workers, and
  * every [doctor] interval), what they are given (nginx's configuration from `nginx -T`, run as a child through
- * knob_nginx_dump and killed past [nginx] timeout; the facts: sysctls as nginx's network namespace sees them,
+ * nginx_ctl_dump and killed past [nginx] timeout; the facts: sysctls as nginx's network namespace sees them,
  * /proc/PID/limits, /proc/meminfo, /sys/class/net, cpufreq, THP and the access log's last lines, read under the
  * configured root; and a window of the last 5 to 10 minutes of frames, kept per tick as a few sums and extremes),
  * and the advisories with their first and last sighting. A new finding goes to the log with structured fields

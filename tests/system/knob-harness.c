@@ -18,6 +18,7 @@
 
 #include "core/policy.h"
 #include "act/knob.h"
+#include "act/nginx_ctl.h"
 
 struct wait {
 	bool done;
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
 	} else {
 		return usage();
 	}
-	if (uv_loop_init(&loop) < 0)
+	if (uv_loop_init(&loop) < 0 || nginx_ctl_new(&env.nginx) < 0)
 		return 1;
 	env.loop = &loop;
 	for (i += 4; i < argc; i++) {
@@ -116,6 +117,9 @@ int main(int argc, char **argv)
 
 		if (pid_file)
 			env.nginx_pid = read_pid(pid_file);
+		/* The engine hands the drivers its time; here the harness is the clock. */
+		uv_update_time(&loop);
+		env.now_ms = (int64_t)uv_now(&loop);
 		if (strcmp(argv[i], "probe") == 0) {
 			r = k.ops->probe(&k, why, sizeof(why));
 			printf("probe rc=%d why=%s\n", r, why);
@@ -142,6 +146,7 @@ int main(int argc, char **argv)
 	k.ops->release(&k);
 	/* Background nginx -T runs started by reads finish and close their handles. */
 	uv_run(&loop, UV_RUN_DEFAULT);
+	nginx_ctl_free(env.nginx);
 	if (uv_loop_close(&loop) != 0)
 		fprintf(stderr, "knob-harness: handles left open on the loop\n");
 	return failed;

@@ -1,6 +1,6 @@
 /*
- * Test-only stand-ins for the nginx drivers (agent/knob_nginx.c), so the other drivers' tests link without nginx:
- * knob_ops_for() names these tables. Every operation says "not supported".
+ * Test-only stand-ins for the nginx drivers (act/knob_nginx.c, act/knob_listen.c), so the other drivers' tests
+ * link without nginx: knob_ops_for() names these tables. Every operation says "not supported".
  */
 #include <errno.h>
 

@@ -168,6 +168,8 @@ static int teardown(void **state)
 	}
 	if (f->netns[0])
 		sh("ip netns del %s 2>/dev/null", f->netns);
+	if (f->k.ops && f->k.ops->release)
+		f->k.ops->release(&f->k);
 	nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	free(f);
 	return 0;
@@ -177,6 +179,8 @@ static int teardown(void **state)
 static struct knob *knob_for(struct fx *f, const char *name, const char *kind, const char *target,
 			     enum knob_type type, const char *knob)
 {
+	if (f->k.ops && f->k.ops->release)
+		f->k.ops->release(&f->k);
 	memset(&f->pol, 0, sizeof(f->pol));
 	strcpy(f->pol.name, name);
 	strcpy(f->pol.kind_name, kind);
@@ -190,6 +194,19 @@ static struct knob *knob_for(struct fx *f, const char *name, const char *kind, c
 	f->k.ops = knob_ops_for(kind);
 	assert_non_null(f->k.ops);
 	f->k.env = &f->env;
+	return &f->k;
+}
+
+/* As knob_for, expanded by knob_instantiate (so behind the dry-run backend when F->env.dry_run). */
+static struct knob *knob_made(struct fx *f, const char *name, const char *kind, const char *target,
+			      enum knob_type type)
+{
+	size_t n;
+
+	knob_for(f, name, kind, target, type, "");
+	memset(&f->k, 0, sizeof(f->k));
+	assert_int_equal(knob_instantiate(&f->pol, &f->env, &f->k, 1, &n), 0);
+	assert_int_equal(n, 1);
 	return &f->k;
 }
 
@@ -1233,11 +1250,18 @@ static void test_dry_run(void **state)
 	assert_int_equal(chmod(p, 0644), 0);
 	assert_int_equal(stat(p, &before), 0);
 	f->env.dry_run = true;
-	k = knob_for(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT, "");
+	k = knob_made(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT);
+	/* the backend reports its driver's kind (the API lists it) */
+	assert_string_equal(k->ops->kind, "sysctl");
+	assert_ptr_not_equal(k->ops, &knob_sysctl_ops);
 	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
 	assert_string_equal(out, "4096");
+	put(f, "/proc/sys/net/core/somaxconn", "4000\n");
+	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
+	assert_string_equal(out, "4000");
+	put(f, "/proc/sys/net/core/somaxconn", "4096\n");
+	assert_int_equal(stat(p, &before), 0);
 	assert_int_equal(wr(k, "8192", why, sizeof(why)), 0);
-	assert_true(k->dry_written);
 	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
 	assert_string_equal(out, "8192");
 	assert_int_equal(stat(p, &after), 0);
@@ -1246,11 +1270,13 @@ static void test_dry_run(void **state)
 	assert_int_equal(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
 	assert_int_equal(knob_read(k, out, 4), -ERANGE);
 	/* a knob whose file does not even exist, and an IRQ knob: nothing is touched, nothing is created */
-	assert_int_equal(wr(knob_for(f, "net.core.nope", "sysctl", "", KNOB_T_INT, ""), "1", why, sizeof(why)), 0);
+	assert_int_equal(wr(knob_made(f, "net.core.nope", "sysctl", "", KNOB_T_INT), "1", why, sizeof(why)), 0);
 	full(f, "/proc/sys/net/core/nope", p, sizeof(p));
 	assert_int_equal(access(p, F_OK), -1);
 	irq_tree(f);
 	k = knob_for(f, "irq_affinity", "irq_affinity", "*", KNOB_T_CPUMAP, "irq_affinity.eth0");
+	assert_int_equal(knob_dry_wrap(k), 0);
+	assert_int_equal(knob_dry_wrap(k), -EINVAL); /* once */
 	assert_int_equal(wr(k, "40:1", why, sizeof(why)), 0);
 	assert_string_equal(get(f, "/proc/irq/40/smp_affinity_list"), "0-7\n");
 	assert_int_equal(knob_read(k, out, sizeof(out)), 0);
@@ -1260,7 +1286,8 @@ static void test_dry_run(void **state)
 	assert_int_equal(wr(k, big, why, sizeof(why)), -EINVAL);
 	/* not in dry run: the same call writes */
 	f->env.dry_run = false;
-	k = knob_for(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT, "");
+	k = knob_made(f, "net.core.somaxconn", "sysctl", "", KNOB_T_INT);
+	assert_ptr_equal(k->ops, &knob_sysctl_ops);
 	assert_int_equal(wr(k, "8192", why, sizeof(why)), 0);
 	assert_string_equal(get(f, "/proc/sys/net/core/somaxconn"), "8192\n");
 }
@@ -1298,34 +1325,70 @@ static void test_errclass(void **state)
 			fail_msg("%d: %d, want %d", cases[i].r, knob_errclass(cases[i].r), cases[i].c);
 }
 
-static void test_ops_for(void **state)
+/* Each kind gets its driver: a knob made of a policy of that kind reads and writes that driver's file, only. */
+static void test_kinds(void **state)
 {
+	struct fx *f = *state;
 	static const struct {
-		const char *kind;
-		const struct knob_ops *ops;
+		const char *kind, *policy, *target;
+		enum knob_type type;
+		const char *knob, *live, *value;
+		const char *file, *before, *written; /* the one file the driver of KIND writes */
 	} cases[] = {
-		{"sysctl", &knob_sysctl_ops},
-		{"irq_affinity", &knob_irq_ops},
-		{"rps", &knob_rps_ops},
-		{"rps_flows", &knob_rps_flows_ops},
-		{"sched_slice", &knob_sched_ops},
-		{"nginx_directive", &knob_nginx_ops},
-		{"listen_queue", &knob_listen_ops},
-		{"Sysctl", NULL},
-		{"sysctl ", NULL},
-		{"", NULL},
-		{"irq", NULL},
+		{"sysctl", "net.core.somaxconn", "net.core.somaxconn", KNOB_T_INT, "net.core.somaxconn", "4096", "8192",
+		 "/proc/sys/net/core/somaxconn", "4096\n", "8192\n"},
+		{"irq_affinity", "irq_affinity", "eth0", KNOB_T_CPUMAP, "irq_affinity.eth0", "40:0-7;41:0-7", "40:1",
+		 "/proc/irq/40/smp_affinity_list", "0-7\n", "1\n"},
+		{"rps", "rps", "eth0", KNOB_T_CPUMAP, "rps.eth0", "0:", "0:0-3",
+		 "/sys/class/net/eth0/queues/rx-0/rps_cpus", "00\n", "0f\n"},
+		{"rps_flows", "rfs", "eth0", KNOB_T_INT, "rfs", "0", "32768",
+		 "/proc/sys/net/core/rps_sock_flow_entries", "0\n", "32768\n"},
+		{"sched_slice", "sched.base_slice", "", KNOB_T_INT, "sched.base_slice", "3000000", "1500000", DBG_SLICE,
+		 "3000000\n", "1500000\n"},
 	};
+	char why[KNOB_WHY_MAX], out[KNOB_VALUE_MAX];
+	struct knob ks[4];
+	size_t n;
 
-	(void)state;
+	irq_tree(f);
+	put(f, "/sys/class/net/eth0/queues/rx-0/rps_flow_cnt", "0\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_ptr_equal(knob_ops_for(cases[i].kind), cases[i].ops);
+		put(f, cases[i].file, cases[i].before);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		knob_for(f, cases[i].policy, cases[i].kind, cases[i].target, cases[i].type, "");
+		memset(ks, 0, sizeof(ks));
+		assert_int_equal(knob_instantiate(&f->pol, &f->env, ks, 4, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(ks[0].name, cases[i].knob);
+		assert_string_equal(ks[0].ops->kind, cases[i].kind);
+		assert_int_equal(knob_read(&ks[0], out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i].live);
+		assert_int_equal(wr(&ks[0], cases[i].value, why, sizeof(why)), 0);
+		/* its file, and no other driver's */
+		for (size_t j = 0; j < sizeof(cases) / sizeof(cases[0]); j++)
+			assert_string_equal(get(f, cases[j].file), j <= i ? cases[j].written : cases[j].before);
+		ks[0].ops->release(&ks[0]);
+	}
+	assert_string_equal(get(f, "/sys/class/net/eth0/queues/rx-0/rps_flow_cnt"), "32768\n"); /* rps_flows' too */
+	/* the nginx kinds: this program links the stand-ins of knob_nginx_stub.c, which carry their kind */
+	static const char *const nginx_kinds[] = {"nginx_directive", "listen_queue"};
+	for (size_t i = 0; i < 2; i++) {
+		knob_for(f, "nginx", nginx_kinds[i], "worker_connections", KNOB_T_INT, "");
+		assert_int_equal(knob_instantiate(&f->pol, &f->env, ks, 4, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(ks[0].ops->kind, nginx_kinds[i]);
+		assert_ptr_equal(ks[0].ops, knob_ops_for(nginx_kinds[i]));
+	}
+	/* no driver: not a near miss either */
+	static const char *const bogus[] = {"Sysctl", "sysctl ", "", "irq", "nginx"};
+	for (size_t i = 0; i < sizeof(bogus) / sizeof(bogus[0]); i++) {
+		assert_null(knob_ops_for(bogus[i]));
+		knob_for(f, "x", "sysctl", "net.core.somaxconn", KNOB_T_INT, "");
+		strcpy(f->pol.kind_name, bogus[i]);
+		assert_int_equal(knob_instantiate(&f->pol, &f->env, ks, 4, &n), -EINVAL);
+		assert_int_equal(n, 0);
+	}
 	assert_null(knob_ops_for(NULL));
-	assert_string_equal(knob_sysctl_ops.kind, "sysctl");
-	assert_string_equal(knob_irq_ops.kind, "irq_affinity");
-	assert_string_equal(knob_rps_ops.kind, "rps");
-	assert_string_equal(knob_rps_flows_ops.kind, "rps_flows");
-	assert_string_equal(knob_sched_ops.kind, "sched_slice");
 }
 
 static void test_instantiate(void **state)
@@ -1360,8 +1423,23 @@ static void test_instantiate(void **state)
 	assert_ptr_equal(ks[0].pol, &pol);
 	assert_ptr_equal(ks[0].env, &f->env);
 	assert_null(ks[0].priv);
-	assert_false(ks[0].dry_written);
 	assert_string_equal(knob_dev(&ks[1]), "eth1");
+	/* in a dry run, each behind its own dry-run backend */
+	f->env.dry_run = true;
+	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(ks[i].ops->kind, "rps");
+		assert_ptr_not_equal(ks[i].ops, &knob_rps_ops);
+		assert_non_null(ks[i].priv);
+	}
+	assert_ptr_not_equal(ks[0].priv, ks[1].priv);
+	assert_string_equal(knob_dev(&ks[1]), "eth1");
+	for (size_t i = 0; i < n; i++) {
+		ks[i].ops->release(&ks[i]);
+		assert_null(ks[i].priv);
+	}
+	f->env.dry_run = false;
 	strcpy(pol.target, "");
 	assert_int_equal(knob_instantiate(&pol, &f->env, ks, 4, &n), 0);
 	assert_int_equal(n, 3);
@@ -1526,7 +1604,7 @@ int main(void)
 		cmocka_unit_test(test_cpumask_parse),
 		cmocka_unit_test(test_cpumap_split),
 		cmocka_unit_test(test_errclass),
-		cmocka_unit_test(test_ops_for),
+		cmocka_unit_test_setup_teardown(test_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sysctl_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sysctl_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sysctl_names, setup, teardown),

@@ -1,0 +1,1011 @@
+/*
+ * nginx_ctl: see nginx_ctl.h. Moved here from knob_nginx.c, where the dump cache and the write in flight were
+ * file-scope state; they now hang off struct nginx_ctl.
+ */
+#define _GNU_SOURCE
+
+#include "act/nginx_ctl.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "act/spawn.h"
+#include "strutil.h"
+
+#define POLL_MS 50           /* generation checks after a reload */
+#define DUMP_FRESH_MS 2000   /* probes within this share one nginx -T */
+#define DUMP_STALE_MS 30000  /* reads refresh the dump in the background past this */
+#define TEST_OUT_MAX 65536   /* bytes of nginx -t output kept */
+#define CHILDREN_MAX 4096    /* children of the master */
+
+#define WORKER_TITLE "nginx: worker process"
+#define MASTER_TITLE "nginx: master process"
+
+struct nginx_ctl {
+	/* The last `nginx -T`, shared by every nginx knob of the environment. USERS counts the knobs holding it;
+	 * the last drop forgets it. */
+	struct nginx_conf conf;
+	bool have;
+	int64_t at;                 /* ENV->now_ms when it was taken */
+	bool stale;                 /* a change has ended since */
+	bool refreshing;            /* a background nginx -T is running */
+	const struct knob_env *refresh_env;
+	unsigned users;
+	struct nginx_change *change; /* the one change in flight */
+	bool freeing;               /* nginx_ctl_free was called while a child or a change ran */
+};
+
+/* What a finished child means: RC 0 (exit 0) or -errno; MSG its complaint; OUT its standard output. */
+struct nginx_ctl_result {
+	int rc;
+	char msg[KNOB_WHY_MAX];
+	char *out;
+	size_t outlen;
+};
+
+/* ---- files ---------------------------------------------------------------------------------------------------- */
+
+bool nginx_ctl_real_root(const struct knob_env *env)
+{
+	return !env->root || env->root[0] == '\0' || strcmp(env->root, "/") == 0;
+}
+
+int nginx_ctl_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
+{
+	char rel[PATH_MAX];
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= sizeof(rel))
+		return -ENAMETOOLONG;
+	k = snprintf(out, n, "%s%s", nginx_ctl_real_root(env) ? "" : env->root, rel);
+	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
+int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, size_t n)
+{
+	const char *dir = env->include_dir && env->include_dir[0] ? env->include_dir : "/etc/nginx/ngx-autotune";
+	size_t dl = strlen(dir);
+	int k;
+
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	k = snprintf(out, n, "%.*s/%s", (int)dl, dir, name);
+	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
+}
+
+int nginx_ctl_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap + 1);
+	int fd, e;
+
+	*out = NULL;
+	*len = 0;
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		free(buf);
+		return -e;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb;
+
+			if (cap >= max) {
+				close(fd);
+				free(buf);
+				return -EFBIG;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				close(fd);
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			close(fd);
+			free(buf);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int nginx_ctl_write_fd(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		data += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, r = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int fd, r;
+
+	if (!slash)
+		return -EINVAL;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s/.ngxat-tmp.XXXXXX", (int)(slash - path), path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = nginx_ctl_write_fd(fd, data, len);
+	if (r == 0) {
+		if (stat(path, &st) == 0) {
+			if (fchown(fd, st.st_uid, st.st_gid) < 0 && errno != EPERM)
+				r = -errno;
+			if (r == 0 && fchmod(fd, st.st_mode & 07777) < 0)
+				r = -errno;
+		} else if (fchmod(fd, mode) < 0) {
+			r = -errno;
+		}
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	return sync_dir_of(path);
+}
+
+
+/* ---- child processes ------------------------------------------------------------------------------------------ */
+
+/*
+ * LINE (LEN bytes) as a person wants to read it, into OUT: without what nginx puts before the level (a timestamp
+ * or "nginx: ") and after it (the "PID#TID: " of its error log format). Returns the length written.
+ */
+static size_t clean_line(const char *line, size_t len, char *out, size_t outlen)
+{
+	const char *p = line, *e = line + len, *close, *q = NULL;
+	int k;
+
+	if (len > 20 && isdigit((unsigned char)p[0]) && p[4] == '/' && p[7] == '/' && p[10] == ' ' && p[13] == ':')
+		p += 20;
+	else if (len > 7 && memcmp(p, "nginx: ", 7) == 0)
+		p += 7;
+	if (p < e && *p == '[' && (close = memchr(p, ']', (size_t)(e - p))) && close + 2 < e && close[1] == ' ') {
+		for (q = close + 2; q < e && (isdigit((unsigned char)*q) || *q == '#'); q++)
+			;
+		if (q == close + 2 || q + 1 >= e || q[0] != ':' || q[1] != ' ')
+			q = NULL;
+	}
+	if (q)
+		k = snprintf(out, outlen, "%.*s %.*s", (int)(close + 1 - p), p, (int)(e - q - 2), q + 2);
+	else
+		k = snprintf(out, outlen, "%.*s", (int)(e - p), p);
+	return k < 0 ? 0 : (size_t)k >= outlen ? outlen - 1 : (size_t)k;
+}
+
+/* nginx's complaint, one line: its [emerg], [alert] and [crit] lines when it has some, else every line. */
+static void child_message(const struct outbuf *b, char *msg, size_t msglen)
+{
+	size_t n = 0;
+
+	msg[0] = '\0';
+	for (int pass = 0; pass < 2 && n == 0; pass++) {
+		const char *p = b->p, *end = b->p ? b->p + b->len : NULL;
+
+		while (p && p < end && n + 3 < msglen) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+			bool severe = memmem(p, len, "[emerg]", 7) || memmem(p, len, "[alert]", 7) ||
+				      memmem(p, len, "[crit]", 6);
+
+			if (len && (pass == 1 || severe)) {
+				if (n)
+					n += (size_t)snprintf(msg + n, msglen - n, "; ");
+				n += clean_line(p, len, msg + n, msglen - n);
+			}
+			p = nl ? nl + 1 : end;
+		}
+	}
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c < 0x20)
+			*c = ' ';
+}
+
+/* The result of a finished child (its stdout moves into RES). */
+static void child_result(struct spawn *sp, const char *what, int64_t timeout_ms, struct nginx_ctl_result *res)
+{
+	char text[KNOB_WHY_MAX];
+
+	memset(res, 0, sizeof(*res));
+	child_message(&sp->ebuf, text, sizeof(text));
+	if (sp->spawn_rc < 0) {
+		res->rc = sp->spawn_rc;
+		str_err(res->msg, sizeof(res->msg), "cannot run %s: %s", what, strerror(-sp->spawn_rc));
+	} else if (sp->timed_out) {
+		res->rc = -ETIMEDOUT;
+		str_err(res->msg, sizeof(res->msg), "%s did not finish within %lld ms and was killed", what,
+			(long long)timeout_ms);
+	} else if (sp->obuf.over) {
+		res->rc = -EFBIG;
+		str_err(res->msg, sizeof(res->msg), "%s printed more than %zu bytes", what, sp->obuf.max);
+	} else if (sp->term_signal || sp->status != 0) {
+		res->rc = -EIO;
+		if (text[0])
+			str_err(res->msg, sizeof(res->msg), "%s", text);
+		else
+			str_err(res->msg, sizeof(res->msg), "%s exited with %s %d", what,
+				sp->term_signal ? "signal" : "status", sp->term_signal ? sp->term_signal : (int)sp->status);
+	} else {
+		res->out = sp->obuf.p;
+		res->outlen = sp->obuf.len;
+		sp->obuf.p = NULL;
+	}
+}
+
+/* argv of `nginx -q -T` or `nginx -q -t`, with -c when the configuration is named. */
+static void argv_of(const struct knob_env *env, const char *flag, char **argv)
+{
+	size_t i = 0;
+
+	argv[i++] = (char *)(env->nginx_bin && env->nginx_bin[0] ? env->nginx_bin : "nginx");
+	argv[i++] = (char *)"-q";
+	argv[i++] = (char *)flag;
+	if (env->nginx_prefix && env->nginx_prefix[0]) {
+		argv[i++] = (char *)"-p";
+		argv[i++] = (char *)env->nginx_prefix;
+	}
+	if (env->nginx_conf && env->nginx_conf[0]) {
+		argv[i++] = (char *)"-c";
+		argv[i++] = (char *)env->nginx_conf;
+	}
+	argv[i] = NULL;
+}
+
+static int64_t timeout_of(const struct knob_env *env)
+{
+	return env->nginx_timeout_ms > 0 ? env->nginx_timeout_ms : 10000;
+}
+
+struct sync_run {
+	bool done;
+	const char *what;
+	int64_t timeout_ms;
+	struct nginx_ctl_result res;
+};
+
+static void sync_done(struct spawn *sp)
+{
+	struct sync_run *s = sp->ctx;
+
+	child_result(sp, s->what, s->timeout_ms, &s->res);
+	s->done = true;
+}
+
+/* Run `nginx FLAG` to the end on a private loop (blocking, bounded by the timeout). */
+static void run_sync(const struct knob_env *env, const char *flag, size_t max_out, struct nginx_ctl_result *res)
+{
+	struct sync_run s = { .what = strcmp(flag, "-T") == 0 ? "nginx -T" : "nginx -t" };
+	uv_loop_t loop;
+	char *argv[8];
+	int r;
+
+	s.timeout_ms = timeout_of(env);
+	memset(res, 0, sizeof(*res));
+	r = uv_loop_init(&loop);
+	if (r < 0) {
+		res->rc = r;
+		str_err(res->msg, sizeof(res->msg), "uv_loop_init: %s", uv_strerror(r));
+		return;
+	}
+	argv_of(env, flag, argv);
+	r = spawn_start(&loop, argv, max_out, TEST_OUT_MAX, s.timeout_ms, sync_done, &s, NULL);
+	if (r < 0) {
+		res->rc = r;
+		str_err(res->msg, sizeof(res->msg), "%s", strerror(-r));
+	} else {
+		while (!s.done)
+			uv_run(&loop, UV_RUN_ONCE);
+		*res = s.res;
+	}
+	uv_loop_close(&loop);
+}
+
+
+/* ---- the master and its workers ------------------------------------------------------------------------------ */
+
+/* The process title of PID (its cmdline up to the first NUL) into OUT. 0 or -errno. */
+static int title_of(const struct knob_env *env, pid_t pid, char *out, size_t n)
+{
+	char path[PATH_MAX];
+	int fd, r;
+	ssize_t k;
+
+	r = nginx_ctl_path(env, path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	k = read(fd, out, n - 1);
+	r = k < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	out[k] = '\0';
+	return 0;
+}
+
+static bool is_master(const struct knob_env *env, pid_t pid)
+{
+	char t[256];
+
+	return pid > 0 && title_of(env, pid, t, sizeof(t)) == 0 && strncmp(t, MASTER_TITLE, strlen(MASTER_TITLE)) == 0;
+}
+
+static bool is_worker(const struct knob_env *env, pid_t pid)
+{
+	char t[256];
+
+	return title_of(env, pid, t, sizeof(t)) == 0 && strcmp(t, WORKER_TITLE) == 0;
+}
+
+/* Children of PID from /proc/PID/task/PID/children, else (no CONFIG_PROC_CHILDREN) by a scan of /proc. */
+static int children_of(const struct knob_env *env, pid_t pid, pid_t *out, size_t max, size_t *n)
+{
+	char path[PATH_MAX], buf[16];
+	char *text;
+	size_t len;
+	DIR *d;
+	struct dirent *de;
+	int r;
+
+	*n = 0;
+	r = nginx_ctl_path(env, path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if (r < 0)
+		return r;
+	r = nginx_ctl_read_file(path, 1 << 20, &text, &len);
+	if (r == 0) {
+		char *p = text, *end;
+
+		for (;;) {
+			long v;
+
+			while (*p == ' ' || *p == '\n')
+				p++;
+			if (!*p)
+				break;
+			v = strtol(p, &end, 10);
+			if (end == p || v <= 0 || v > INT_MAX || *n == max) {
+				free(text);
+				return -EINVAL;
+			}
+			out[(*n)++] = (pid_t)v;
+			p = end;
+		}
+		free(text);
+		return 0;
+	}
+	if (r != -ENOENT)
+		return r;
+	r = nginx_ctl_path(env, path, sizeof(path), "/proc");
+	if (r < 0 || !(d = opendir(path)))
+		return r < 0 ? r : -errno;
+	while ((de = readdir(d))) {
+		char stat_path[PATH_MAX + 300], *close_paren;
+		long child, ppid;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		child = strtol(de->d_name, NULL, 10);
+		snprintf(stat_path, sizeof(stat_path), "%s/%s/stat", path, de->d_name);
+		if (nginx_ctl_read_file(stat_path, 4096, &text, &len) < 0)
+			continue;
+		close_paren = strrchr(text, ')');
+		if (close_paren && sscanf(close_paren + 1, " %15s %ld", buf, &ppid) == 2 && ppid == pid && *n < max)
+			out[(*n)++] = (pid_t)child;
+		free(text);
+	}
+	closedir(d);
+	return 0;
+}
+
+
+static bool has_pid(const pid_t *v, size_t n, pid_t p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == p)
+			return true;
+	return false;
+}
+
+/* A new generation: some worker that was not a child before, and no old worker still working. */
+static bool generation_up(const struct nginx_change *ch)
+{
+	pid_t now[CHILDREN_MAX];
+	size_t n;
+	bool fresh = false;
+
+	if (children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		bool old = has_pid(ch->old_children, ch->nold, now[i]);
+
+		if (!old && is_worker(ch->env, now[i]))
+			fresh = true;
+		if (old && is_worker(ch->env, now[i]))
+			return false;
+	}
+	return fresh;
+}
+
+/* ---- the controller and its dump ------------------------------------------------------------------------------ */
+
+int nginx_ctl_new(struct nginx_ctl **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+static void dump_clear(struct nginx_ctl *ctl)
+{
+	nginx_conf_free(&ctl->conf);
+	ctl->have = false;
+}
+
+/* Free CTL if nginx_ctl_free was called and nothing of it runs any more. */
+static void free_if_done(struct nginx_ctl *ctl)
+{
+	if (!ctl->freeing || ctl->refreshing || ctl->change)
+		return;
+	dump_clear(ctl);
+	free(ctl);
+}
+
+void nginx_ctl_free(struct nginx_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	ctl->freeing = true;
+	free_if_done(ctl);
+}
+
+void nginx_ctl_hold(struct nginx_ctl *ctl)
+{
+	ctl->users++;
+}
+
+void nginx_ctl_drop(struct nginx_ctl *ctl)
+{
+	if (ctl->users > 0 && --ctl->users == 0)
+		dump_clear(ctl);
+}
+
+/* Replace the cached dump with OUT (LEN bytes). 0 or -errno with WHY. */
+static int dump_store(struct nginx_ctl *ctl, const struct knob_env *env, const char *out, size_t len, char *why,
+		      size_t whylen)
+{
+	struct nginx_conf c;
+	char err[KNOB_WHY_MAX];
+	int r = nginx_conf_parse(out, len, &c, err, sizeof(err));
+
+	if (r < 0) {
+		str_err(why, whylen, "nginx -T: %s", err);
+		return r;
+	}
+	dump_clear(ctl);
+	ctl->conf = c;
+	ctl->have = true;
+	ctl->stale = false;
+	ctl->at = env->now_ms;
+	return 0;
+}
+
+static void dump_refreshed(struct spawn *sp)
+{
+	struct nginx_ctl *ctl = sp->ctx;
+	struct nginx_ctl_result res;
+
+	child_result(sp, "nginx -T", 0, &res);
+	ctl->refreshing = false;
+	/* The environment is dereferenced only while a knob holds the dump, i.e. while it exists. */
+	if (res.rc == 0 && ctl->users > 0 && !ctl->freeing)
+		dump_store(ctl, ctl->refresh_env, res.out, res.outlen, NULL, 0);
+	free(res.out);
+	free_if_done(ctl);
+}
+
+const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob_env *env, int *rc, char *why,
+					size_t whylen)
+{
+	struct nginx_ctl_result res;
+	int64_t age = env->now_ms - ctl->at;
+
+	*rc = 0;
+	if (ctl->have && !ctl->stale && age >= 0 && age <= DUMP_FRESH_MS)
+		return &ctl->conf;
+	run_sync(env, "-T", NGINX_CONF_DUMP_MAX, &res);
+	if (res.rc < 0) {
+		*rc = res.rc;
+		str_err(why, whylen, "%s", res.msg);
+		return NULL;
+	}
+	*rc = dump_store(ctl, env, res.out, res.outlen, why, whylen);
+	free(res.out);
+	return *rc < 0 ? NULL : &ctl->conf;
+}
+
+const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env)
+{
+	int64_t age = env->now_ms - ctl->at;
+
+	if (env->loop && !ctl->refreshing && (!ctl->have || ctl->stale || age < 0 || age > DUMP_STALE_MS)) {
+		char *argv[8];
+
+		argv_of(env, "-T", argv);
+		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), dump_refreshed,
+				ctl, NULL) == 0) {
+			ctl->refreshing = true;
+			ctl->refresh_env = env;
+		}
+	}
+	return ctl->have ? &ctl->conf : NULL;
+}
+
+/* ---- nginx -T for others -------------------------------------------------------------------------------------- */
+
+struct dump_req {
+	nginx_ctl_dump_fn done;
+	void *ctx;
+	int64_t timeout_ms;
+};
+
+static void dump_finished(struct spawn *sp)
+{
+	struct dump_req *q = sp->ctx;
+	struct nginx_ctl_result res;
+
+	child_result(sp, "nginx -T", q->timeout_ms, &res);
+	q->done(res.rc, res.msg, res.out, res.outlen, q->ctx);
+	free(q);
+}
+
+int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx)
+{
+	struct dump_req *q = malloc(sizeof(*q));
+	char *argv[8];
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	q->done = done;
+	q->ctx = ctx;
+	q->timeout_ms = timeout_of(env);
+	argv_of(env, "-T", argv);
+	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, q->timeout_ms, dump_finished, q, NULL);
+	if (r < 0)
+		free(q);
+	return r;
+}
+
+/* ---- a change ------------------------------------------------------------------------------------------------- */
+
+static void change_free(struct nginx_change *ch)
+{
+	for (size_t i = 0; i < ch->nfiles; i++) {
+		free(ch->files[i].path);
+		free(ch->files[i].real);
+		free(ch->files[i].old);
+		free(ch->files[i].new);
+		free(ch->files[i].nudge);
+	}
+	free(ch->files);
+	free(ch->old_children);
+	if (ch->ops->free)
+		ch->ops->free(ch->priv);
+	free(ch);
+}
+
+static void change_closed(uv_handle_t *h)
+{
+	struct nginx_change *ch = h->data;
+
+	if (--ch->handles == 0)
+		change_free(ch);
+}
+
+/* Close CH's timers; it is freed once both are closed. */
+static void change_close(struct nginx_change *ch)
+{
+	ch->handles = 2;
+	uv_close((uv_handle_t *)&ch->poll, change_closed);
+	uv_close((uv_handle_t *)&ch->deadline, change_closed);
+}
+
+void nginx_change_finish(struct nginx_change *ch, int rc, const char *msg)
+{
+	struct nginx_ctl *ctl = ch->ctl;
+	struct knob *k = ch->k;
+
+	uv_timer_stop(&ch->poll);
+	uv_timer_stop(&ch->deadline);
+	if (ctl->change == ch)
+		ctl->change = NULL;
+	ctl->stale = true;
+	if (ch->slot && *ch->slot == ch)
+		*ch->slot = NULL;
+	if (k)
+		ch->done(k, rc, msg && msg[0] ? msg : NULL, ch->ctx);
+	change_close(ch);
+	free_if_done(ctl);
+}
+
+void nginx_change_orphan(struct nginx_change *ch)
+{
+	ch->k = NULL;
+	ch->slot = NULL;
+}
+
+int nginx_change_add_file(struct nginx_change *ch, const char *path, char *old, size_t oldlen, char *new,
+			  size_t newlen)
+{
+	struct nginx_change_file *f = realloc(ch->files, (ch->nfiles + 1) * sizeof(*f));
+	char *real;
+
+	if (!f) {
+		free(old);
+		free(new);
+		return -ENOMEM;
+	}
+	ch->files = f;
+	f = &ch->files[ch->nfiles];
+	memset(f, 0, sizeof(*f));
+	real = realpath(path, NULL);
+	f->path = strdup(path);
+	f->real = real ? real : strdup(path);
+	if (!f->path || !f->real) {
+		free(f->path);
+		free(f->real);
+		free(old);
+		free(new);
+		return -ENOMEM;
+	}
+	f->old = old;
+	f->oldlen = oldlen;
+	f->new = new;
+	f->newlen = newlen;
+	ch->nfiles++;
+	return 0;
+}
+
+struct nginx_change_file *nginx_change_file(const struct nginx_change *ch, const char *path)
+{
+	for (size_t i = 0; i < ch->nfiles; i++)
+		if (strcmp(ch->files[i].path, path) == 0)
+			return &ch->files[i];
+	return NULL;
+}
+
+int nginx_change_write(struct nginx_change *ch)
+{
+	for (size_t i = 0; i < ch->nfiles; i++) {
+		struct nginx_change_file *f = &ch->files[i];
+		const char *text = ch->nudging ? f->nudge : f->new;
+		size_t len = ch->nudging ? f->nudgelen : f->newlen;
+		int r;
+
+		if (!text)
+			continue;
+		r = nginx_ctl_write_file(f->real, text, len, 0644);
+		if (r < 0) {
+			str_err(ch->msg, sizeof(ch->msg), "cannot write %s: %s", f->real, strerror(-r));
+			return r;
+		}
+		f->written = true;
+	}
+	return 0;
+}
+
+/* Put back everything this change wrote: the files, then what the driver changed beside them. */
+static void change_rollback(struct nginx_change *ch)
+{
+	for (size_t i = 0; i < ch->nfiles; i++) {
+		struct nginx_change_file *f = &ch->files[i];
+
+		if (!f->written)
+			continue;
+		if (f->old)
+			nginx_ctl_write_file(f->real, f->old, f->oldlen, 0644);
+		else
+			unlink(f->real);
+		f->written = false;
+	}
+	if (ch->ops->undo)
+		ch->ops->undo(ch);
+}
+
+void nginx_change_fail(struct nginx_change *ch, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[KNOB_WHY_MAX];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	change_rollback(ch);
+	if (ch->reloaded && is_master(ch->env, ch->pid))
+		kill(ch->pid, SIGHUP);
+	nginx_change_finish(ch, rc, msg);
+}
+
+/* Whether the reload has taken: at every poll, and once more (FINAL) when the deadline fires. */
+static void change_check(struct nginx_change *ch, bool final)
+{
+	char why[KNOB_WHY_MAX] = "";
+	bool up;
+
+	if (!ch->k) {
+		nginx_change_fail(ch, -ECANCELED, "the knob was released during the change");
+		return;
+	}
+	up = generation_up(ch);
+	if (up && ch->nudging) {
+		/* nginx listened again with the nudge text; now the files this change is for. */
+		int r;
+
+		ch->nudging = false;
+		uv_timer_stop(&ch->poll);
+		uv_timer_stop(&ch->deadline);
+		free(ch->old_children);
+		ch->old_children = NULL;
+		ch->nold = 0;
+		r = nginx_change_write(ch);
+		if (r < 0) {
+			nginx_change_fail(ch, r, "%s", ch->msg);
+			return;
+		}
+		nginx_change_test(ch);
+		return;
+	}
+	if (up && ch->ops->settled)
+		up = ch->ops->settled(ch, why, sizeof(why));
+	if (up) {
+		if (ch->ops->committed)
+			ch->ops->committed(ch);
+		nginx_change_finish(ch, 0, NULL);
+		return;
+	}
+	if (!final)
+		return;
+	if (ch->ops->settled && generation_up(ch)) {
+		if (!why[0])
+			ch->ops->settled(ch, why, sizeof(why));
+		nginx_change_fail(ch, -EIO, "%s; the previous configuration was put back", why);
+	} else {
+		nginx_change_fail(ch, -ETIMEDOUT,
+				  "nginx did not start a new generation of workers within %lld ms (see its error log); "
+				  "the previous configuration was put back",
+				  (long long)timeout_of(ch->env));
+	}
+}
+
+static void change_poll(uv_timer_t *t)
+{
+	change_check(t->data, false);
+}
+
+static void change_deadline(uv_timer_t *t)
+{
+	change_check(t->data, true);
+}
+
+/* nginx -t passed: signal the master, poll for the new generation until the deadline. */
+static void change_reload(struct nginx_change *ch)
+{
+	size_t cap = CHILDREN_MAX;
+	int r;
+
+	if (!is_master(ch->env, ch->pid)) {
+		nginx_change_fail(ch, -ESRCH, "pid %d is not an nginx master any more", (int)ch->pid);
+		return;
+	}
+	ch->old_children = calloc(cap, sizeof(pid_t));
+	if (!ch->old_children) {
+		nginx_change_fail(ch, -ENOMEM, "out of memory");
+		return;
+	}
+	r = children_of(ch->env, ch->pid, ch->old_children, cap, &ch->nold);
+	if (r < 0) {
+		nginx_change_fail(ch, r, "cannot list the children of nginx %d: %s", (int)ch->pid, strerror(-r));
+		return;
+	}
+	if (kill(ch->pid, SIGHUP) < 0) {
+		r = -errno;
+		nginx_change_fail(ch, r, "cannot signal nginx %d: %s", (int)ch->pid, strerror(-r));
+		return;
+	}
+	ch->reloaded = true;
+	uv_timer_start(&ch->deadline, change_deadline, (uint64_t)timeout_of(ch->env), 0);
+	uv_timer_start(&ch->poll, change_poll, POLL_MS, POLL_MS);
+}
+
+static void change_tested(struct spawn *sp)
+{
+	struct nginx_change *ch = sp->ctx;
+	struct nginx_ctl_result res;
+
+	child_result(sp, "nginx -t", timeout_of(ch->env), &res);
+	free(res.out);
+	if (!ch->k) {
+		nginx_change_fail(ch, -ECANCELED, "the knob was released during the change");
+		return;
+	}
+	if (res.rc == -EIO) {
+		/* nginx refused the candidate: that value cannot be used here. */
+		nginx_change_fail(ch, -EINVAL, "%s", res.msg);
+		return;
+	}
+	if (res.rc < 0) {
+		nginx_change_fail(ch, res.rc, "%s", res.msg);
+		return;
+	}
+	change_reload(ch);
+}
+
+void nginx_change_test(struct nginx_change *ch)
+{
+	char *argv[8];
+	int r;
+
+	argv_of(ch->env, "-t", argv);
+	r = spawn_start(ch->env->loop, argv, TEST_OUT_MAX, TEST_OUT_MAX, timeout_of(ch->env), change_tested, ch, NULL);
+	if (r < 0)
+		nginx_change_fail(ch, r, "cannot run nginx -t: %s", strerror(-r));
+}
+
+static void change_dumped(struct spawn *sp)
+{
+	struct nginx_change *ch = sp->ctx;
+	struct nginx_ctl_result res;
+	struct nginx_conf c;
+	char err[KNOB_WHY_MAX];
+	int r;
+
+	child_result(sp, "nginx -T", timeout_of(ch->env), &res);
+	if (!ch->k) {
+		free(res.out);
+		nginx_change_finish(ch, -ECANCELED, NULL);
+		return;
+	}
+	if (res.rc < 0) {
+		nginx_change_finish(ch, res.rc, res.msg);
+		return;
+	}
+	r = nginx_conf_parse(res.out, res.outlen, &c, err, sizeof(err));
+	free(res.out);
+	if (r < 0) {
+		nginx_change_finish(ch, r, err);
+		return;
+	}
+	ch->ops->dumped(ch, &c);
+	nginx_conf_free(&c);
+}
+
+int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void *priv, struct nginx_change **slot,
+		       char *why, size_t whylen, knob_done_fn done, void *ctx)
+{
+	struct knob_env *env = k->env;
+	struct nginx_ctl *ctl = env->nginx;
+	struct nginx_change *ch;
+	char *argv[8];
+	int r;
+
+	if (!env->loop || !ctl) {
+		ops->free(priv);
+		str_err(why, whylen, "%s", !env->loop ? "no event loop" : "no nginx control");
+		return -EINVAL;
+	}
+	if (ctl->change) {
+		ops->free(priv);
+		str_err(why, whylen, "another nginx change is in flight");
+		return -EBUSY;
+	}
+	if (!is_master(env, env->nginx_pid)) {
+		ops->free(priv);
+		str_err(why, whylen, "no nginx master running (pid %d)", (int)env->nginx_pid);
+		return -ESRCH;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		ops->free(priv);
+		return -ENOMEM;
+	}
+	ch->ops = ops;
+	ch->priv = priv;
+	ch->ctl = ctl;
+	ch->env = env;
+	ch->k = k;
+	ch->pid = env->nginx_pid;
+	ch->slot = slot;
+	ch->done = done;
+	ch->ctx = ctx;
+	uv_timer_init(env->loop, &ch->poll);
+	uv_timer_init(env->loop, &ch->deadline);
+	ch->poll.data = ch;
+	ch->deadline.data = ch;
+	argv_of(env, "-T", argv);
+	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), change_dumped, ch, NULL);
+	if (r < 0) {
+		nginx_change_orphan(ch);
+		change_close(ch);
+		return r;
+	}
+	ctl->change = ch;
+	*slot = ch;
+	return -EINPROGRESS;
+}

@@ -1,0 +1,152 @@
+/*
+ * nginx_ctl: the one module that runs nginx for the agent. It runs `nginx -t` and `nginx -T` (ENV's binary,
+ * configuration and prefix, killed past ENV->nginx_timeout_ms), caches the parsed dump for the nginx knob drivers,
+ * and carries a change of nginx's files to its end: the candidate files written atomically with the previous
+ * contents kept in memory, `nginx -t`, SIGHUP to the master, then a wait until a new generation of workers runs
+ * (new worker pids; every old worker gone or "shutting down"); a failure puts the previous files back. One change
+ * runs at a time per nginx_ctl (-EBUSY otherwise): a second reload would blur the generation check.
+ *
+ * Its state (the dump, the change in flight) lives in struct nginx_ctl, owned by whoever owns the knob
+ * environment (ENV->nginx). It reads no clock: the dump's age is measured with ENV->now_ms, the time its caller
+ * hands in, and a reload's deadline is a timer on ENV->loop. It decides nothing about values and never logs: the
+ * drivers (knob_nginx.c, knob_listen.c) plan what a change writes, the engine decides and journals.
+ */
+#ifndef NGXAT_NGINX_CTL_H
+#define NGXAT_NGINX_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "act/knob.h"
+#include "act/nginx_conf.h"
+
+#define NGINX_CTL_FILE_MAX (16u << 20) /* one configuration file */
+
+struct nginx_ctl;
+
+/* A new controller with nothing cached. 0 or -ENOMEM. */
+int nginx_ctl_new(struct nginx_ctl **out);
+/* Free CTL (NULL is fine); a dump refresh or a change still running frees it when it ends. */
+void nginx_ctl_free(struct nginx_ctl *ctl);
+
+/* Completion of nginx_ctl_dump: RC 0 and nginx's standard output (OUT, LEN bytes, malloc'd: DONE frees it), or
+ * -errno with MSG (nginx's own complaint, or a timeout) and OUT NULL. */
+typedef void (*nginx_ctl_dump_fn)(int rc, const char *msg, char *out, size_t len, void *ctx);
+/* Run `nginx -q -T` as a child on ENV->loop. DONE runs exactly once, later, from the loop. 0, or -ENOMEM (DONE
+ * will not run). Needs no nginx_ctl: the doctor calls it too. */
+int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx);
+
+/* A knob driver starts (hold) and stops (drop) using CTL's dump; the last drop forgets it. */
+void nginx_ctl_hold(struct nginx_ctl *ctl);
+void nginx_ctl_drop(struct nginx_ctl *ctl);
+/* The dump, taken now (blocking, on a private loop) unless the cached one is fresh (the engine probes every knob
+ * in one pass: they share one run). NULL with -errno in *RC and WHY. */
+const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob_env *env, int *rc, char *why,
+					size_t whylen);
+/* The cached dump of any age (NULL if none); never blocks, and refreshes it in the background when it is old. */
+const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env);
+
+/* ---- files ---------------------------------------------------------------------------------------------------- */
+
+/* Whether ENV's root is the host's "/" (then nginx's namespaces are real, not a fake tree). */
+bool nginx_ctl_real_root(const struct knob_env *env);
+/* ENV->root followed by the formatted path. 0 or -ENAMETOOLONG. */
+int nginx_ctl_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* ENV->include_dir (the agent's own nginx directory) followed by "/NAME" into OUT. 0 or -ENAMETOOLONG. */
+int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, size_t n);
+/* The whole file at PATH (at most MAX bytes) into a malloc'd, NUL-terminated *OUT. 0 or -errno (-EFBIG). */
+int nginx_ctl_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Write LEN bytes of DATA to FD, retrying short writes. 0 or -errno. */
+int nginx_ctl_write_fd(int fd, const char *data, size_t len);
+/*
+ * Replace the file at PATH (not a symlink: callers resolve) with DATA: a temporary file beside it (a dot name, so
+ * no include glob loads it), synced, given the owner and mode of the file it replaces (MODE for a new one),
+ * renamed over it, and the directory synced. 0 or -errno; PATH is unchanged on failure.
+ */
+int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t mode);
+
+/* ---- a change of nginx's files -------------------------------------------------------------------------------- */
+
+/* One file a change writes, with what to put back. */
+struct nginx_change_file {
+	char *path;      /* as nginx names it */
+	char *real;      /* where it is written (symlinks resolved) */
+	char *old;       /* its content before (NULL: it did not exist) */
+	size_t oldlen;
+	char *new;
+	size_t newlen;
+	char *nudge;     /* the text of the first of two reloads (NULL: this file keeps OLD in it then) */
+	size_t nudgelen;
+	bool written;
+};
+
+struct nginx_change;
+
+/* What the driver of a change does at each step. */
+struct nginx_change_ops {
+	/* nginx -T came back with C: plan the files (nginx_change_add_file), write them and call nginx_change_test,
+	 * or end the change (nginx_change_finish before anything is written, nginx_change_fail after). */
+	void (*dumped)(struct nginx_change *ch, const struct nginx_conf *c);
+	/* NULL, or whether the new generation shows the change (else WHY says what it shows instead). */
+	bool (*settled)(struct nginx_change *ch, char *why, size_t whylen);
+	/* NULL, or what to do once the change has settled, before it completes with 0. */
+	void (*committed)(struct nginx_change *ch);
+	/* NULL, or put back what the driver changed beside the files (after the files are put back). */
+	void (*undo)(struct nginx_change *ch);
+	/* Free PRIV. */
+	void (*free)(void *priv);
+};
+
+/* A change in flight. The fields are the driver's to read; FILES, NUDGING and MSG are also its to set. */
+struct nginx_change {
+	const struct nginx_change_ops *ops;
+	void *priv;               /* the driver's */
+	struct nginx_ctl *ctl;
+	struct knob_env *env;
+	struct knob *k;           /* NULL once the knob is released: the change runs to its end, unreported */
+	pid_t pid;                /* the master */
+	struct nginx_change_file *files;
+	size_t nfiles;
+	bool nudging;             /* the next reload is the first of two: files get their NUDGE text, then NEW */
+	char msg[KNOB_WHY_MAX];   /* why the last step failed */
+	/* private */
+	struct nginx_change **slot;
+	knob_done_fn done;
+	void *ctx;
+	pid_t *old_children;
+	size_t nold;
+	uv_timer_t poll, deadline;
+	int handles;
+	bool reloaded;
+};
+
+/*
+ * Start a change of K's configuration, driven by OPS with PRIV (freed by OPS->free whatever happens): checks that
+ * need no child (an event loop, no change in flight, ENV->nginx_pid a running master), then `nginx -T`. On
+ * -EINPROGRESS *SLOT holds the change until it ends (it is cleared then) and DONE will run once, later; any other
+ * return is -errno with WHY, and DONE will not run.
+ */
+int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void *priv, struct nginx_change **slot,
+		       char *why, size_t whylen, knob_done_fn done, void *ctx);
+/* The knob of CH is being released: CH runs to its end without reporting. */
+void nginx_change_orphan(struct nginx_change *ch);
+/* Add PATH with its OLD and NEW contents (both owned by CH from now on, also on failure). 0 or -ENOMEM. */
+int nginx_change_add_file(struct nginx_change *ch, const char *path, char *old, size_t oldlen, char *new,
+			  size_t newlen);
+/* The planned file named PATH, or NULL. */
+struct nginx_change_file *nginx_change_file(const struct nginx_change *ch, const char *path);
+/* Write every file's new content (or, while NUDGING, the nudge text of those that have one), stopping at the
+ * first failure with CH->msg. 0 or -errno. */
+int nginx_change_write(struct nginx_change *ch);
+/* The files are written: `nginx -t`, then reload and wait. */
+void nginx_change_test(struct nginx_change *ch);
+/* End CH with RC and MSG before anything was written. */
+void nginx_change_finish(struct nginx_change *ch, int rc, const char *msg);
+/* Undo (files, then OPS->undo), reload when nginx may have taken the new files, and end CH with RC. */
+void nginx_change_fail(struct nginx_change *ch, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,312 @@
+/*
+ * Tests for nginx_ctl's runner and dump cache, against a stand-in nginx: a shell script that counts its runs,
+ * prints a dump whose worker_connections is the number of the run (so each test knows which run a dump came
+ * from), and fails like nginx does while a file FAIL exists. The dump's age is measured with the now_ms the tests
+ * hand in, never a clock; a stale dump is refreshed in the background only when there is a loop to run it on.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "act/knob.h"
+#include "act/nginx_conf.h"
+#include "act/nginx_ctl.h"
+
+struct fx {
+	char dir[64];
+	char bin[128];
+	struct knob_env env;
+	struct nginx_ctl *ctl;
+	uv_loop_t loop;
+};
+
+static void path_in(const struct fx *f, const char *name, char *out, size_t n)
+{
+	assert_true((size_t)snprintf(out, n, "%s/%s", f->dir, name) < n);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	FILE *fp;
+
+	assert_non_null(f);
+	strcpy(f->dir, "/tmp/ngxat-test-nginx-ctl.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	path_in(f, "nginx", f->bin, sizeof(f->bin));
+	fp = fopen(f->bin, "w");
+	assert_non_null(fp);
+	fprintf(fp, "#!/bin/sh\n"
+		    "cd '%s' || exit 9\n"
+		    "n=$(( $(cat runs 2>/dev/null || echo 0) + 1 ))\n"
+		    "echo $n > runs\n"
+		    "echo \"$*\" >> args\n"
+		    "if [ -e FAIL ]; then\n"
+		    "  echo 'nginx: [emerg] unknown directive \"bogus\" in /x/nginx.conf:3' >&2; exit 1\n"
+		    "fi\n"
+		    "case \" $* \" in *' -T '*)\n"
+		    "  printf '# configuration file /x/nginx.conf:\\nevents { worker_connections %%s; }\\n\\n' $n;;\n"
+		    "esac\n"
+		    "exit 0\n",
+		f->dir);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(f->bin, 0755), 0);
+	f->env.root = "/";
+	f->env.nginx_bin = f->bin;
+	f->env.nginx_conf = "/x/nginx.conf";
+	f->env.nginx_timeout_ms = 10000;
+	assert_int_equal(nginx_ctl_new(&f->ctl), 0);
+	f->env.nginx = f->ctl;
+	assert_int_equal(uv_loop_init(&f->loop), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	nginx_ctl_free(f->ctl);
+	assert_int_equal(uv_loop_close(&f->loop), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+/* How many times the stand-in ran. */
+static int runs(const struct fx *f)
+{
+	char p[128];
+	FILE *fp;
+	int n = 0;
+
+	path_in(f, "runs", p, sizeof(p));
+	fp = fopen(p, "r");
+	if (!fp)
+		return 0;
+	assert_int_equal(fscanf(fp, "%d", &n), 1);
+	fclose(fp);
+	return n;
+}
+
+static void set_fail(const struct fx *f, bool on)
+{
+	char p[128];
+	FILE *fp;
+
+	path_in(f, "FAIL", p, sizeof(p));
+	if (!on) {
+		assert_int_equal(unlink(p), 0);
+		return;
+	}
+	fp = fopen(p, "w");
+	assert_non_null(fp);
+	fclose(fp);
+}
+
+/* The run a dump came from (its worker_connections). */
+static int run_of(const struct nginx_conf *c)
+{
+	struct nginx_conf_directive d;
+	char err[256];
+
+	assert_non_null(c);
+	assert_int_equal(nginx_conf_find(c, "events", "worker_connections", &d, err, sizeof(err)), 0);
+	return atoi(d.args[0]);
+}
+
+static void test_dump_age(void **state)
+{
+	struct fx *f = *state;
+	const struct nginx_conf *c;
+	char why[256];
+	int rc;
+
+	nginx_ctl_hold(f->ctl);
+	/* no dump yet, no loop: nothing to return, nothing started */
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env));
+	assert_int_equal(runs(f), 0);
+	f->env.now_ms = 1000;
+	c = nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why));
+	assert_int_equal(rc, 0);
+	assert_int_equal(run_of(c), 1);
+	/* within 2 s of it (a probe pass): shared */
+	f->env.now_ms = 3000;
+	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 1);
+	f->env.now_ms = 3001;
+	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 2);
+	/* time that went back says nothing about the dump's age */
+	f->env.now_ms = 2000;
+	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 3);
+	/* reads take any age; without a loop they never spawn */
+	f->env.now_ms = 1000000;
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 3);
+	assert_int_equal(runs(f), 3);
+	/* with a loop: refreshed in the background past 30 s, and the old one served meanwhile */
+	f->env.loop = &f->loop;
+	f->env.now_ms = 2000 + 30000;
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 3);
+	assert_false(uv_loop_alive(&f->loop));
+	f->env.now_ms = 2000 + 30001;
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 3);
+	assert_true(uv_loop_alive(&f->loop));
+	/* one refresh at a time */
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 3);
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(runs(f), 4);
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 4);
+	assert_false(uv_loop_alive(&f->loop));
+	/* the last driver gone: forgotten */
+	nginx_ctl_drop(f->ctl);
+	f->env.loop = NULL;
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env));
+}
+
+static void test_dump_fails(void **state)
+{
+	struct fx *f = *state;
+	char why[256] = "";
+	int rc;
+
+	nginx_ctl_hold(f->ctl);
+	set_fail(f, true);
+	assert_null(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why)));
+	assert_int_equal(rc, -EIO);
+	assert_string_equal(why, "[emerg] unknown directive \"bogus\" in /x/nginx.conf:3");
+	/* a failure is not cached */
+	set_fail(f, false);
+	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 2);
+	nginx_ctl_drop(f->ctl);
+}
+
+struct got {
+	int calls, rc;
+	char msg[256];
+	char *out; /* LEN bytes, not NUL-terminated */
+	size_t len;
+};
+
+static void on_dump(int rc, const char *msg, char *out, size_t len, void *ctx)
+{
+	struct got *g = ctx;
+
+	g->len = len;
+	g->calls++;
+	g->rc = rc;
+	snprintf(g->msg, sizeof(g->msg), "%s", msg ? msg : "");
+	g->out = out;
+}
+
+/* The doctor's nginx -T: the same binary and arguments, no cache. */
+static void test_dump_for_doctor(void **state)
+{
+	struct fx *f = *state;
+	static const char dump[] = "# configuration file /x/nginx.conf:\nevents { worker_connections 1; }\n\n";
+	struct got g = {0};
+	char p[128], args[256];
+	FILE *fp;
+
+	f->env.loop = &f->loop;
+	assert_int_equal(nginx_ctl_dump(&f->env, on_dump, &g), 0);
+	assert_int_equal(g.calls, 0);
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(g.calls, 1);
+	assert_int_equal(g.rc, 0);
+	assert_non_null(g.out);
+	assert_int_equal(g.len, strlen(dump));
+	assert_memory_equal(g.out, dump, g.len);
+	free(g.out);
+	set_fail(f, true);
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(nginx_ctl_dump(&f->env, on_dump, &g), 0);
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(g.calls, 1);
+	assert_int_equal(g.rc, -EIO);
+	assert_null(g.out);
+	assert_string_equal(g.msg, "[emerg] unknown directive \"bogus\" in /x/nginx.conf:3");
+	path_in(f, "args", p, sizeof(p));
+	fp = fopen(p, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(args, sizeof(args), fp));
+	fclose(fp);
+	assert_string_equal(args, "-q -T -c /x/nginx.conf\n");
+}
+
+static int freed;
+
+static void count_free(void *priv)
+{
+	freed++;
+	free(priv);
+}
+
+static void no_dump(struct nginx_change *ch, const struct nginx_conf *c)
+{
+	(void)c;
+	fail_msg("a refused change reached nginx -T");
+	nginx_change_finish(ch, -EIO, NULL);
+}
+
+static void no_done(struct knob *k, int result, const char *msg, void *ctx)
+{
+	(void)k;
+	(void)result;
+	(void)msg;
+	(void)ctx;
+	fail_msg("a refused change completed");
+}
+
+/* Refused before any child runs, the driver's state freed, and nothing left in flight. */
+static void test_change_refused(void **state)
+{
+	static const struct nginx_change_ops ops = {.dumped = no_dump, .free = count_free};
+	struct fx *f = *state;
+	struct nginx_change *slot = NULL;
+	struct knob_policy *pol = NULL;
+	struct knob k;
+	char why[256];
+
+	memset(&k, 0, sizeof(k));
+	strcpy(k.name, "nginx.worker_connections");
+	k.pol = pol;
+	k.env = &f->env;
+	freed = 0;
+	assert_int_equal(nginx_change_start(&k, &ops, malloc(8), &slot, why, sizeof(why), no_done, NULL), -EINVAL);
+	assert_string_equal(why, "no event loop");
+	f->env.loop = &f->loop;
+	f->env.nginx_pid = 0;
+	assert_int_equal(nginx_change_start(&k, &ops, malloc(8), &slot, why, sizeof(why), no_done, NULL), -ESRCH);
+	assert_string_equal(why, "no nginx master running (pid 0)");
+	f->env.nginx_pid = getpid(); /* a process, not an nginx master */
+	assert_int_equal(nginx_change_start(&k, &ops, malloc(8), &slot, why, sizeof(why), no_done, NULL), -ESRCH);
+	assert_int_equal(freed, 3);
+	assert_null(slot);
+	assert_int_equal(runs(f), 0);
+	assert_false(uv_loop_alive(&f->loop));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_dump_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dump_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dump_for_doctor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_change_refused, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
