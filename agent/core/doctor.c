@@ -1223,6 +1223,12 @@ static const char *log_format_of(const struct doctor_node *n)
 	return "combined";
 }
 
+/* The log_format the agent parses best, as a line to paste (the same as `ngx-autotune --setup` writes). */
+#define NGXAT_LOG_FORMAT_LINE                                                                                       \
+	"log_format ngxat_json escape=json '{\"time\":\"$time_iso8601\",\"status\":$status,"                          \
+	"\"request_time\":$request_time,\"upstream_response_time\":\"$upstream_response_time\","                    \
+	"\"upstream_addr\":\"$upstream_addr\",\"bytes\":$body_bytes_sent}';"
+
 static void check_access_log(struct ctx *c)
 {
 	const char *formats[32];
@@ -1275,8 +1281,10 @@ static void check_access_log(struct ctx *c)
 			    "the agent cannot see %s", file, n->file, n->line, fmt,
 			    req ? "$upstream_response_time" : "$request_time",
 			    req ? "how much of the time is spent upstream" : "latency");
-			put(f->fix, sizeof(f->fix), "log with the format ngxat_json of ngx-autotune.conf(5) (or append "
-			    "$request_time $upstream_response_time to combined)");
+			put(f->fix, sizeof(f->fix), "ngxctl setup --apply adds a log of its own in that format (the "
+			    "operator's logs keep theirs); by hand, in http {}: " NGXAT_LOG_FORMAT_LINE " then access_log "
+			    "/var/log/nginx/ngx-autotune.log ngxat_json buffer=64k flush=1s; and [nginx] access_log = "
+			    "/var/log/nginx/ngx-autotune.log in agent.conf");
 		}
 	}
 	if (nlogs == 0) {
@@ -1292,7 +1300,9 @@ static void check_access_log(struct ctx *c)
 		where(f, &c->conf->nodes[c->http]);
 		put(f->evidence, sizeof(f->evidence), "nginx's default access log uses the combined format, which has no "
 		    "$request_time: the agent cannot see latency");
-		put(f->fix, sizeof(f->fix), "log with the format ngxat_json of ngx-autotune.conf(5)");
+		put(f->fix, sizeof(f->fix), "ngxctl setup --apply; by hand, in http {}: " NGXAT_LOG_FORMAT_LINE
+		    " then access_log /var/log/nginx/ngx-autotune.log ngxat_json buffer=64k flush=1s; and [nginx] "
+		    "access_log = /var/log/nginx/ngx-autotune.log in agent.conf");
 	}
 	if (buffered_missing) {
 		const struct doctor_node *n = first_unbuffered;
@@ -1331,8 +1341,9 @@ static void check_stub_status(struct ctx *c)
 		f = add(c, "nginx.stub_status", NULL, DOCTOR_WARNING, "no stub_status", "stub_status");
 		put(f->evidence, sizeof(f->evidence), "no location has stub_status: the agent cannot count connections "
 		    "(active, accepts, handled) or requests");
-		put(f->fix, sizeof(f->fix), "location = /nginx_status { stub_status; allow 127.0.0.1; deny all; "
-		    "access_log off; } in a server on 127.0.0.1, and [nginx] stub_status_url to match");
+		put(f->fix, sizeof(f->fix), "ngxctl setup --apply; by hand, in http {}: server { listen 127.0.0.1:8190; "
+		    "access_log off; location = /nginx_status { stub_status; allow 127.0.0.1; deny all; } } and "
+		    "[nginx] stub_status_url = http://127.0.0.1:8190/nginx_status in agent.conf");
 		return;
 	}
 	if (fa->stub_known && !fa->stub_ok) {
@@ -1374,13 +1385,17 @@ static void check_agent_includes(struct ctx *c)
 		}
 		if (found)
 			continue;
-		f = add(c, "agent.include", contexts[k], DOCTOR_INFO, "the agent's include file is not included",
+		/* A warning: every nginx knob of that context is unsupported without it. */
+		f = add(c, "agent.include", contexts[k], DOCTOR_WARNING, "the agent's include file is not included",
 			"ngx-autotune.conf(5) NGINX CONFIGURATION");
 		put(f->evidence, sizeof(f->evidence), "nginx does not include %s %s%s%s%s: the agent cannot tune nginx "
 		    "directives of that context", path, k == 0 ? "at the top level" : "inside ", k == 0 ? "" : contexts[k],
 		    k == 0 ? "" : " {}", elsewhere ? " (it is included elsewhere, where its directives do not belong)" : "");
-		put(f->fix, sizeof(f->fix), "include %s; %s%s%s", path, k == 0 ? "at the top of nginx.conf" : "inside ",
-		    k == 0 ? "" : contexts[k], k == 0 ? "" : " {} of nginx.conf");
+		put(f->fix, sizeof(f->fix), "ngxctl setup --apply; by hand, create the files first (mkdir -p %.*s && "
+		    "touch %.*s/main.conf %.*s/events.conf %.*s/http.conf), then add include %s; %s%s%s, and nginx -t",
+		    (int)dl, dir, (int)dl, dir, (int)dl, dir, (int)dl, dir, path,
+		    k == 0 ? "at the top of nginx.conf" : "inside ", k == 0 ? "" : contexts[k],
+		    k == 0 ? "" : " {} of nginx.conf");
 	}
 }
 

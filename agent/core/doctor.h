@@ -25,7 +25,7 @@
 #define DOCTOR_SUBJECT_MAX 128
 #define DOCTOR_TITLE_MAX 96
 #define DOCTOR_EVIDENCE_MAX 640
-#define DOCTOR_FIX_MAX 384
+#define DOCTOR_FIX_MAX 768
 #define DOCTOR_REF_MAX 96
 #define DOCTOR_WHERE_MAX 320
 #define DOCTOR_FINDINGS_MAX 256 /* findings of one run; more are counted in doctor_report.dropped */

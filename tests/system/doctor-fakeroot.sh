@@ -84,7 +84,7 @@ for want in "kernel.tcp_tw_recycle||critical" "nginx.worker_processes||warning" 
 	"nginx.worker_rlimit_nofile||warning" "nginx.listen_backlog|127.0.0.1:8081|warning" \
 	"nginx.listen_backlog|127.0.0.1:8082|warning" "nginx.accept_mutex||warning" "kernel.thp||info" \
 	"cpu.governor||info" "net.nic_queues|eth0|info" "http.upstream_time||warning" \
-	"agent.include|main|info"; do
+	"agent.include|main|warning"; do
 	IFS='|' read -r id sub sev <<<"$want"
 	has "$adv" "$id" "$sub" "$sev" || fail "no $sev $id[$sub] in $(jq -c '[.advisories[] | [.id, .subject]]' <<<"$adv")"
 done

@@ -167,13 +167,13 @@ struct conf_case {
 
 static const struct conf_case conf_cases[] = {
 	{ "untuned.txt", busy,
+	  "W agent.include[events]\n"
+	  "W agent.include[http]\n"
+	  "W agent.include[main]\n"
 	  "W nginx.log_format_timing[combined]\n"
 	  "W nginx.stub_status\n"
 	  "W nginx.upstream_keepalive[app]\n"
 	  "W nginx.worker_connections[peak]\n"
-	  "I agent.include[events]\n"
-	  "I agent.include[http]\n"
-	  "I agent.include[main]\n"
 	  "I nginx.access_log_buffer\n"
 	  "I nginx.listen_backlog_default[*:80]\n"
 	  "I nginx.listen_backlog_default[[::]:80]\n" },
@@ -182,13 +182,13 @@ static const struct conf_case conf_cases[] = {
 	 * reuseport, backlog=65535 above somaxconn 4096; nginx writes no access log for the agent. */
 	{ "workers.txt", NULL,
 	  "W agent.access_log\n"
+	  "W agent.include[events]\n"
+	  "W agent.include[http]\n"
+	  "W agent.include[main]\n"
 	  "W nginx.accept_mutex\n"
 	  "W nginx.listen_backlog[127.0.0.1:8081]\n"
 	  "W nginx.worker_processes\n"
 	  "W nginx.worker_rlimit_nofile\n"
-	  "I agent.include[events]\n"
-	  "I agent.include[http]\n"
-	  "I agent.include[main]\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8082]\n" },
 	/* Keepalive upstreams reached with a proxy_set_header that drops the inherited Connection "", and with
 	 * HTTP/1.0; a retried POST; a proxy_pass to an address; keepalive_timeout longer than the backend's 5 s. */
@@ -214,10 +214,10 @@ static const struct conf_case conf_cases[] = {
 	/* A format without $upstream_response_time on a proxying server, an unbuffered log, http.conf included at
 	 * the top level instead of in http {}, main.conf not included, a proxy_pass to an address. */
 	{ "logs.txt", NULL,
+	  "W agent.include[http]\n"
+	  "W agent.include[main]\n"
 	  "W nginx.log_format_timing[main]\n"
 	  "W nginx.upstream_keepalive[127.0.0.1:9006]\n"
-	  "I agent.include[http]\n"
-	  "I agent.include[main]\n"
 	  "I nginx.access_log_buffer\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8084]\n" },
 	/* The parser's hard cases: the upstream three includes deep is found, worker_processes auto is read through
@@ -301,6 +301,16 @@ static void test_evidence(void **state)
 	f = find(&rep, "nginx.log_format_timing", "combined");
 	assert_non_null(strstr(f->evidence, "access_log " FX "untuned/logs/access.log at " FX "untuned/nginx.conf:40 "
 					    "uses format \"combined\", which has no $request_time"));
+	/* The fixes carry the lines to paste, and say the include files come first. */
+	assert_non_null(strstr(f->fix, "log_format ngxat_json escape=json '{\"time\":\"$time_iso8601\",\"status\":$status,"
+				       "\"request_time\":$request_time,"));
+	assert_non_null(strstr(f->fix, "access_log /var/log/nginx/ngx-autotune.log ngxat_json buffer=64k flush=1s;"));
+	f = find(&rep, "agent.include", "events");
+	assert_int_equal(f->severity, DOCTOR_WARNING);
+	assert_non_null(strstr(f->fix, "create the files first (mkdir -p "));
+	assert_non_null(strstr(f->fix, "/events.conf; inside events {} of nginx.conf"));
+	f = find(&rep, "nginx.stub_status", NULL);
+	assert_non_null(strstr(f->fix, "server { listen 127.0.0.1:8190; access_log off; location = /nginx_status {"));
 	doctor_report_free(&rep);
 	doctor_conf_free(&conf);
 }
@@ -382,16 +392,28 @@ static const struct conf_case live_cases[] = {
 	{ "tuned.txt", upstream_bound, "W http.upstream_time\n" },
 	{ "tuned.txt", upstream_and_critical, "W http.upstream_time\nC kernel.tcp_tw_recycle\n" },
 	{ "tuned.txt", few_lines, "" },
-	{ "untuned.txt", conn_errors, "C nginx.worker_connections[peak]\nW nginx.log_format_timing[combined]\nW nginx.stub_status\n"
-				       "W nginx.upstream_keepalive[app]\nI agent.include[events]\nI agent.include[http]\n"
-				       "I agent.include[main]\nI nginx.access_log_buffer\n"
-				       "I nginx.listen_backlog_default[*:80]\nI nginx.listen_backlog_default[[::]:80]\n" },
+	{ "untuned.txt", conn_errors, "C nginx.worker_connections[peak]\n"
+				       "W agent.include[events]\n"
+				       "W agent.include[http]\n"
+				       "W agent.include[main]\n"
+				       "W nginx.log_format_timing[combined]\n"
+				       "W nginx.stub_status\n"
+				       "W nginx.upstream_keepalive[app]\n"
+				       "I nginx.access_log_buffer\n"
+				       "I nginx.listen_backlog_default[*:80]\n"
+				       "I nginx.listen_backlog_default[[::]:80]\n" },
 	{ "tuned.txt", conn_errors, "C nginx.worker_connections[peak]\n" },
 	{ "tuned.txt", NULL, "" },
-	{ "workers.txt", nofile_errors, "C nginx.nofile_limit\nW agent.access_log\nW nginx.accept_mutex\n"
-					"W nginx.listen_backlog[127.0.0.1:8081]\nW nginx.worker_processes\n"
-					"W nginx.worker_rlimit_nofile\nI agent.include[events]\nI agent.include[http]\n"
-					"I agent.include[main]\nI nginx.listen_backlog_default[127.0.0.1:8082]\n" },
+	{ "workers.txt", nofile_errors, "C nginx.nofile_limit\n"
+					"W agent.access_log\n"
+					"W agent.include[events]\n"
+					"W agent.include[http]\n"
+					"W agent.include[main]\n"
+					"W nginx.accept_mutex\n"
+					"W nginx.listen_backlog[127.0.0.1:8081]\n"
+					"W nginx.worker_processes\n"
+					"W nginx.worker_rlimit_nofile\n"
+					"I nginx.listen_backlog_default[127.0.0.1:8082]\n" },
 	{ "stress.txt", nofile_low, "W nginx.upstream_keepalive[deep]\n"
 				    "I nginx.listen_backlog_default[127.0.0.1:8085]\n"
 				    "I nginx.listen_backlog_default[127.0.0.1:8086]\n" },
@@ -594,8 +616,8 @@ static void test_state(void **state)
 	}
 	doctor_state_counts(&st, counts);
 	assert_int_equal(counts[DOCTOR_CRITICAL], 0);
-	assert_int_equal(counts[DOCTOR_WARNING], 5);
-	assert_int_equal(counts[DOCTOR_INFO], 4);
+	assert_int_equal(counts[DOCTOR_WARNING], 8);
+	assert_int_equal(counts[DOCTOR_INFO], 1);
 	doctor_report_free(&rep);
 	doctor_conf_free(&conf);
 
