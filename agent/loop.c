@@ -14,6 +14,7 @@
 #include "diagnose/doctor.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
+#include "act/nginx_ctl.h"
 #include "report.h"
 #include "act/tuning.h"
 #include "log.h"
@@ -368,6 +369,9 @@ int loop_reload(struct agent *a)
 	if (a->engine) {
 		struct policy_set *set;
 
+		/* The knobs are probed again below: with nginx's files as they are now, not as a dump of a few
+		 * seconds ago saw them (ngxctl setup --apply, then systemctl reload ngx-autotune). */
+		nginx_ctl_forget(a->env.nginx);
 		/* Parse and validate whole; swap only on success. */
 		if (agent_load_policies(a, &set, err, sizeof(err)) < 0) {
 			log_err("policies not reloaded, keeping the running ones: %s", err);

@@ -600,6 +600,12 @@ const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob
 	return *rc < 0 ? NULL : &ctl->conf;
 }
 
+void nginx_ctl_forget(struct nginx_ctl *ctl)
+{
+	if (ctl)
+		ctl->stale = true;
+}
+
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env)
 {
 	int64_t age = env->now_ms - ctl->at;

@@ -46,6 +46,9 @@ void nginx_ctl_drop(struct nginx_ctl *ctl);
  * in one pass: they share one run). NULL with -errno in *RC and WHY. */
 const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob_env *env, int *rc, char *why,
 					size_t whylen);
+/* Take the cached dump as stale: the next nginx_ctl_conf runs nginx -T again, whatever its age (the agent's
+ * reload: nginx's files may have changed a moment ago, by ngx-autotune --setup or an operator). */
+void nginx_ctl_forget(struct nginx_ctl *ctl);
 /* The cached dump of any age (NULL if none); never blocks, and refreshes it in the background when it is old. */
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env);
 

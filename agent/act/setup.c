@@ -448,6 +448,23 @@ static void print_diff(FILE *out, const struct setup_edit *e)
 
 /* ---- setup ------------------------------------------------------------------------------------------------ */
 
+/* Remove a file the setup created, and its directory once empty (the include directory it made; rmdir fails
+ * while anything else is in it). */
+static int remove_created(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		rmdir(dir);
+	}
+	return 0;
+}
+
 static void restore(const struct setup_plan *plan, size_t upto)
 {
 	for (size_t i = upto; i-- > 0;) {
@@ -456,7 +473,7 @@ static void restore(const struct setup_plan *plan, size_t upto)
 		if (e->text_old)
 			replace_file(e->path, e->text_old, e->len_old);
 		else
-			unlink(e->path);
+			remove_created(e->path);
 	}
 }
 
@@ -680,18 +697,13 @@ int setup_revert(const struct setup_opts *o, char *err, size_t errlen)
 			size_t olen = 0;
 
 			if (!e[i].existed) {
-				if (unlink(e[i].path) < 0 && errno != ENOENT) {
-					str_err(err, errlen, "remove %s: %s", e[i].path, strerror(errno));
-					return -errno;
+				r = remove_created(e[i].path);
+				if (r < 0) {
+					str_err(err, errlen, "remove %s: %s", e[i].path, strerror(-r));
+					return r;
 				}
 				fprintf(o->out, "removed %s\n", e[i].path);
 				restored++;
-				/* The include directory the setup made goes too once empty (it fails while not). */
-				snprintf(path, sizeof(path), "%s", e[i].path);
-				if (strrchr(path, '/') && strrchr(path, '/') != path) {
-					*strrchr(path, '/') = '\0';
-					rmdir(path);
-				}
 				continue;
 			}
 			snprintf(path, sizeof(path), "%s/%zu.orig", dir, e[i].i);
