@@ -1000,9 +1000,9 @@ struct op;
 
 struct nginx_priv {
 	struct op *op;    /* the write in flight */
-	struct nl_probe *nl;
+	struct probe_netlink *nl;
 	pid_t nl_pid;
-	struct nl_listen_queue *lq;
+	struct probe_netlink_listen_queue *lq;
 };
 
 static struct op *in_flight; /* the process's one nginx write */
@@ -1355,8 +1355,8 @@ static bool generation_up(struct op *op)
 }
 
 static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *ports, size_t nports,
-		       struct nl_probe **nl, pid_t *nl_pid, struct nl_listen_queue **lq, int64_t *min, int64_t *max,
-		       char *why, size_t whylen);
+		       struct probe_netlink **nl, pid_t *nl_pid, struct probe_netlink_listen_queue **lq, int64_t *min,
+		       int64_t *max, char *why, size_t whylen);
 
 static int backup_path(const struct knob_env *env, const char *path, char *out, size_t n);
 
@@ -1408,13 +1408,13 @@ static void op_poll(uv_timer_t *t)
 		return;
 	}
 	if (up && op->kind == OP_LISTEN) {
-		struct nl_probe *nl = NULL;
-		struct nl_listen_queue *lq = NULL;
+		struct probe_netlink *nl = NULL;
+		struct probe_netlink_listen_queue *lq = NULL;
 		pid_t nl_pid = 0;
 		int r = listen_live(op->env, op->pid, op->ports, op->nports, &nl, &nl_pid, &lq, &min, &max, why,
 				    sizeof(why));
 
-		nl_probe_close(nl);
+		probe_netlink_close(nl);
 		free(lq);
 		/* Replaced: every socket has it. Restored: the smallest is the original (as read recorded it). */
 		up = r == 0 && (op->clear_state ? min == op->value : min == op->value && max == op->value);
@@ -1662,7 +1662,7 @@ static void release(struct knob *k)
 		return;
 	if (p->op)
 		p->op->k = NULL;
-	nl_probe_close(p->nl);
+	probe_netlink_close(p->nl);
 	free(p->lq);
 	free(p);
 	k->priv = NULL;
@@ -1685,33 +1685,33 @@ const struct knob_ops knob_nginx_ops = {
  * kept in *NL while *NL_PID is nginx's pid). 0, -ENOENT (no such socket), -errno with WHY.
  */
 static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *ports, size_t nports,
-		       struct nl_probe **nl, pid_t *nl_pid, struct nl_listen_queue **lq, int64_t *min, int64_t *max,
-		       char *why, size_t whylen)
+		       struct probe_netlink **nl, pid_t *nl_pid, struct probe_netlink_listen_queue **lq, int64_t *min,
+		       int64_t *max, char *why, size_t whylen)
 {
 	size_t n = 0, seen = 0;
 	int r;
 
 	if (*nl && *nl_pid != pid) {
-		nl_probe_close(*nl);
+		probe_netlink_close(*nl);
 		*nl = NULL;
 	}
 	if (!*nl) {
-		r = nl_probe_open(real_root(env) ? pid : 0, nl, why, whylen);
+		r = probe_netlink_open(real_root(env) ? pid : 0, nl, why, whylen);
 		if (r < 0)
 			return r;
 		*nl_pid = pid;
 	}
 	if (!*lq && !(*lq = calloc(LISTEN_SOCKETS_MAX, sizeof(**lq))))
 		return -ENOMEM;
-	r = nl_probe_tcp(*nl, *lq, LISTEN_SOCKETS_MAX, &n, NULL);
+	r = probe_netlink_tcp(*nl, *lq, LISTEN_SOCKETS_MAX, &n, NULL);
 	if (r < 0) {
 		set_why(why, whylen, "inet_diag: %s", strerror(-r));
-		nl_probe_close(*nl);
+		probe_netlink_close(*nl);
 		*nl = NULL;
 		return r;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct nl_listen_queue *q = &(*lq)[i];
+		const struct probe_netlink_listen_queue *q = &(*lq)[i];
 		bool ours = false;
 
 		for (size_t j = 0; j < nports && !ours; j++)
@@ -2205,15 +2205,15 @@ static int plan_nudge(struct op *op, const struct nginx_conf *c)
 	struct nginx_listen *cur = NULL, *fin = NULL;
 	size_t ncur = 0, nfin = 0, *starts = NULL;
 	int64_t min = 0, max = 0, nudge;
-	struct nl_probe *nl = NULL;
-	struct nl_listen_queue *lq = NULL;
+	struct probe_netlink *nl = NULL;
+	struct probe_netlink_listen_queue *lq = NULL;
 	pid_t nl_pid = 0;
 	char err[KNOB_WHY_MAX];
 	bool same = false;
 	int r;
 
 	r = listen_live(op->env, op->pid, op->ports, op->nports, &nl, &nl_pid, &lq, &min, &max, err, sizeof(err));
-	nl_probe_close(nl);
+	probe_netlink_close(nl);
 	free(lq);
 	if (r < 0 || (min == op->value && max == op->value))
 		return 0; /* nothing to move (or nothing to read: the reload's own check will say) */
@@ -2303,8 +2303,8 @@ static void listen_dumped(struct op *op, struct nginx_conf *c)
 	size_t ntargets = 0;
 	int64_t so_cur, so_target, min = 0, max = 0;
 	char why[KNOB_WHY_MAX] = "";
-	struct nl_probe *nl = NULL;
-	struct nl_listen_queue *lq = NULL;
+	struct probe_netlink *nl = NULL;
+	struct probe_netlink_listen_queue *lq = NULL;
 	pid_t nl_pid = 0;
 	int r;
 
@@ -2331,7 +2331,7 @@ static void listen_dumped(struct op *op, struct nginx_conf *c)
 		/* The first change: what it replaces is the original a revert must find again. */
 		r = listen_live(op->env, op->pid, op->ports, op->nports, &nl, &nl_pid, &lq, &min, &max, why,
 				sizeof(why));
-		nl_probe_close(nl);
+		probe_netlink_close(nl);
 		free(lq);
 		if (r < 0) {
 			op_finish(op, r, why);

@@ -118,7 +118,7 @@ struct sampler {
 	struct hist tick_hist;
 	uint64_t acc_n, acc_class[6], acc_req_ms, acc_up_ms, acc_bad, err_kind[ERRLOG_KIND_COUNT];
 
-	struct nl_probe *nl;
+	struct probe_netlink *nl;
 	pid_t nl_pid;
 	uint64_t states_tick;   /* tick of the last TCP state count */
 	uint64_t link_names_tick; /* tick links were last dumped whole */
@@ -256,7 +256,7 @@ void sampler_free(struct sampler *s)
 	if (!s)
 		return;
 	close_tailers(s);
-	nl_probe_close(s->nl);
+	probe_netlink_close(s->nl);
 	if (s->stub.curl)
 		curl_easy_cleanup(s->stub.curl);
 	stubhttp_free(s->stub.http);
@@ -290,7 +290,7 @@ void sampler_reconfigure(struct sampler *s, const struct config *cfg)
 		s->errlog = NULL;
 	}
 	if (root_changed || !cfg->probe_netlink) {
-		nl_probe_close(s->nl);
+		probe_netlink_close(s->nl);
 		s->nl = NULL;
 	}
 }
@@ -1227,7 +1227,8 @@ static const char *const link_fields[LINK_FIELDS] = {
 };
 
 /* A link's counters, by the ids cached for its position in the dump; a new name there interns them again. */
-static void put_link(struct sampler *s, struct frame *fr, struct link_ids *c, const struct nl_link_stats *l)
+static void put_link(struct sampler *s, struct frame *fr, struct link_ids *c,
+		     const struct probe_netlink_link_stats *l)
 {
 	const uint64_t v[LINK_FIELDS] = {
 		l->rx_packets, l->tx_packets, l->rx_bytes,   l->tx_bytes,  l->rx_dropped,
@@ -1251,9 +1252,9 @@ static void put_link(struct sampler *s, struct frame *fr, struct link_ids *c, co
 
 static void probe_netlink(struct sampler *s, struct frame *fr)
 {
-	struct nl_listen_queue lq[MAX_LISTEN];
-	struct nl_link_stats links[MAX_LINKS];
-	struct nl_tcp_states st;
+	struct probe_netlink_listen_queue lq[MAX_LISTEN];
+	struct probe_netlink_link_stats links[MAX_LINKS];
+	struct probe_netlink_tcp_states st;
 	/* The agent's own namespace under a fake root: the nginx pid there is not a real process. */
 	pid_t want = strcmp(s->cfg.root, "/") == 0 ? s->nginx_pid : 0;
 	size_t nlq = 0, nlinks = 0;
@@ -1262,11 +1263,11 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 	int r;
 
 	if (s->nl && s->nl_pid != want) {
-		nl_probe_close(s->nl);
+		probe_netlink_close(s->nl);
 		s->nl = NULL;
 	}
 	if (!s->nl) {
-		r = nl_probe_open(want, &s->nl, err, sizeof(err));
+		r = probe_netlink_open(want, &s->nl, err, sizeof(err));
 		if (r < 0) {
 			probe_fail(s, fr, PROBE_NETLINK, r, "%s", err);
 			return;
@@ -1274,17 +1275,17 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 		s->nl_pid = want;
 	}
 	if (!s->link_names_tick || (s->tick - s->link_names_tick) * (uint64_t)s->cfg.tick_ms >= LINK_NAMES_EVERY_MS) {
-		nl_probe_links_renamed(s->nl);
+		probe_netlink_links_renamed(s->nl);
 		s->link_names_tick = s->tick;
 	}
 	/* Listen queues alone cost 0.03 ms (the listening hash only); states see STATES_EVERY_MS. */
 	count_states = !s->states_tick || (s->tick - s->states_tick) * (uint64_t)s->cfg.tick_ms >= STATES_EVERY_MS;
-	r = nl_probe_tcp(s->nl, lq, MAX_LISTEN, &nlq, count_states ? &st : NULL);
+	r = probe_netlink_tcp(s->nl, lq, MAX_LISTEN, &nlq, count_states ? &st : NULL);
 	if (r == 0)
-		r = nl_probe_links(s->nl, links, MAX_LINKS, &nlinks);
+		r = probe_netlink_links(s->nl, links, MAX_LINKS, &nlinks);
 	if (r < 0) {
 		/* A socket error may mean the namespace is gone: reopen next tick. */
-		nl_probe_close(s->nl);
+		probe_netlink_close(s->nl);
 		s->nl = NULL;
 		probe_fail(s, fr, PROBE_NETLINK, r, "netlink dump: %s", strerror(-r));
 		return;
