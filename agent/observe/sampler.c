@@ -2,6 +2,7 @@
 
 #include "observe/sampler.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <sched.h>
@@ -165,16 +166,92 @@ static const struct tcp_key {
 	{{"TcpExt", "TCPTimeWaitOverflow"}, "tcp.timewait_overflow", false},
 };
 
-static const char *const probe_names[PROBE_COUNT] = {
-	[PROBE_NETSTAT] = "netstat",       [PROBE_SOFTNET] = "softnet", [PROBE_SOFTIRQS] = "softirqs",
-	[PROBE_STAT] = "stat",             [PROBE_INTERRUPTS] = "interrupts", [PROBE_NGINX] = "nginx",
-	[PROBE_STUB] = "stub_status",      [PROBE_WORKERS] = "workers", [PROBE_ACCESSLOG] = "access_log",
-	[PROBE_ERRORLOG] = "error_log",    [PROBE_NETLINK] = "netlink",
+static void probe_netstat(struct sampler *s, struct frame *fr);
+static void probe_softnet(struct sampler *s, struct frame *fr);
+static void probe_softirqs(struct sampler *s, struct frame *fr);
+static void probe_stat(struct sampler *s, struct frame *fr);
+static void probe_interrupts(struct sampler *s, struct frame *fr);
+static void probe_nginx(struct sampler *s, struct frame *fr);
+static void probe_workers(struct sampler *s, struct frame *fr);
+static void probe_access(struct sampler *s, struct frame *fr);
+static void probe_errorlog(struct sampler *s, struct frame *fr);
+static void probe_netlink(struct sampler *s, struct frame *fr);
+
+/* When in the tick a probe runs. */
+enum probe_stage {
+	STAGE_BEGIN,   /* sampler_begin: nginx's pid and namespace, which the stub_status fetch needs */
+	STAGE_COLLECT, /* sampler_collect */
+	STAGE_CALLER,  /* fetched off the loop by the caller, through sampler_stub_* (the one probe that can block) */
 };
+
+/* One probe. Its id is its bit in frames (stored: never renumbered); its place in the table is its turn. */
+struct probe_row {
+	enum probe_id id;
+	const char *name;                                    /* in status, logs and NGXAT_PROBE= */
+	enum probe_stage stage;
+	bool (*enabled)(const struct config *c);             /* by configuration; NULL: always on */
+	void (*sample)(struct sampler *s, struct frame *fr); /* NULL for STAGE_CALLER */
+};
+
+static bool interrupts_on(const struct config *c)
+{
+	return c->probe_interrupts;
+}
+
+static bool nginx_on(const struct config *c)
+{
+	return c->pid_file[0] != '\0';
+}
+
+static bool stub_on(const struct config *c)
+{
+	return c->stub_status_url[0] != '\0';
+}
+
+static bool workers_on(const struct config *c)
+{
+	return c->probe_workers && c->pid_file[0];
+}
+
+static bool access_on(const struct config *c)
+{
+	return c->access_log[0] != '\0';
+}
+
+static bool errorlog_on(const struct config *c)
+{
+	return c->error_log[0] != '\0';
+}
+
+static bool netlink_on(const struct config *c)
+{
+	return c->probe_netlink;
+}
+
+/* Every probe, in the order a tick runs them within its stage. Adding a probe: an id in sampler.h, a row here. */
+static const struct probe_row probes[] = {
+	{PROBE_NETSTAT, "netstat", STAGE_COLLECT, NULL, probe_netstat},
+	{PROBE_SOFTNET, "softnet", STAGE_COLLECT, NULL, probe_softnet},
+	{PROBE_SOFTIRQS, "softirqs", STAGE_COLLECT, NULL, probe_softirqs},
+	{PROBE_STAT, "stat", STAGE_COLLECT, NULL, probe_stat},
+	{PROBE_INTERRUPTS, "interrupts", STAGE_COLLECT, interrupts_on, probe_interrupts},
+	{PROBE_NGINX, "nginx", STAGE_BEGIN, nginx_on, probe_nginx},
+	{PROBE_STUB, "stub_status", STAGE_CALLER, stub_on, NULL},
+	{PROBE_WORKERS, "workers", STAGE_COLLECT, workers_on, probe_workers},
+	{PROBE_ACCESSLOG, "access_log", STAGE_COLLECT, access_on, probe_access},
+	{PROBE_ERRORLOG, "error_log", STAGE_COLLECT, errorlog_on, probe_errorlog},
+	{PROBE_NETLINK, "netlink", STAGE_COLLECT, netlink_on, probe_netlink},
+};
+
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+_Static_assert(NPROBES == PROBE_COUNT, "a row per probe id");
 
 const char *sampler_probe_name(enum probe_id id)
 {
-	return id < PROBE_COUNT ? probe_names[id] : "?";
+	for (size_t i = 0; i < NPROBES; i++)
+		if (probes[i].id == id)
+			return probes[i].name;
+	return "?";
 }
 
 const struct probe_health *sampler_health(const struct sampler *s, enum probe_id id)
@@ -199,17 +276,8 @@ size_t sampler_worker_pids(const struct sampler *s, pid_t *out, size_t max)
 
 static void set_enabled(struct sampler *s)
 {
-	const struct config *c = &s->cfg;
-
-	for (int i = 0; i < PROBE_COUNT; i++)
-		s->health[i].enabled = true;
-	s->health[PROBE_INTERRUPTS].enabled = c->probe_interrupts;
-	s->health[PROBE_WORKERS].enabled = c->probe_workers && c->pid_file[0];
-	s->health[PROBE_NGINX].enabled = c->pid_file[0] != '\0';
-	s->health[PROBE_STUB].enabled = c->stub_status_url[0] != '\0';
-	s->health[PROBE_ACCESSLOG].enabled = c->access_log[0] != '\0';
-	s->health[PROBE_ERRORLOG].enabled = c->error_log[0] != '\0';
-	s->health[PROBE_NETLINK].enabled = c->probe_netlink;
+	for (size_t i = 0; i < NPROBES; i++)
+		s->health[probes[i].id].enabled = !probes[i].enabled || probes[i].enabled(&s->cfg);
 }
 
 int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sampler **out)
@@ -218,6 +286,9 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 
 	if (!s)
 		return -ENOMEM;
+	for (size_t i = 0; i < NPROBES; i++)
+		for (size_t j = 0; j < i; j++)
+			assert(probes[i].id != probes[j].id);
 	s->cfg = *cfg;
 	s->reg = reg;
 	counters_init(&s->ctr);
@@ -305,8 +376,8 @@ static void probe_ok(struct sampler *s, struct frame *fr, enum probe_id id)
 		char field[64];
 		const char *fields[] = {field, NULL};
 
-		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", probe_names[id]);
-		log_fields(LOG_NOTICE, fields, "probe %s recovered", probe_names[id]);
+		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", sampler_probe_name(id));
+		log_fields(LOG_NOTICE, fields, "probe %s recovered", sampler_probe_name(id));
 	}
 	h->ok = true;
 	h->err = 0;
@@ -331,9 +402,9 @@ static void probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, in
 		char field[64], errno_field[32];
 		const char *fields[] = {field, errno_field, NULL};
 
-		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", probe_names[id]);
+		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", sampler_probe_name(id));
 		snprintf(errno_field, sizeof(errno_field), "ERRNO=%d", -err);
-		log_fields(LOG_WARNING, fields, "probe %s failing: %s", probe_names[id], msg);
+		log_fields(LOG_WARNING, fields, "probe %s failing: %s", sampler_probe_name(id), msg);
 	}
 	h->ok = false;
 	h->err = err;
@@ -514,6 +585,18 @@ static void putk_gauge(struct sampler *s, struct frame *fr, uint64_t key, double
 	id = format_id(s, key, fmt, ap);
 	va_end(ap);
 	put_gauge_id(fr, id, v);
+}
+
+/* ---- cadence ------------------------------------------------------------------------------------------------ */
+
+/*
+ * Whether a part of a probe that runs more seldom than every tick (a costly count, a discovery) is due: LAST is
+ * the tick it last ran, 0 for never (or to force it). Whole probes run every tick: a counter's delta is taken
+ * against the previous tick only, so a probe run every N ticks would give no deltas at all.
+ */
+static bool due(const struct sampler *s, uint64_t last, uint64_t every_ms)
+{
+	return !last || (s->tick - last) * (uint64_t)s->cfg.tick_ms >= every_ms;
 }
 
 /* ---- file access ----------------------------------------------------------------------------------------- */
@@ -871,7 +954,7 @@ static void probe_interrupts(struct sampler *s, struct frame *fr)
 	size_t n;
 	int r = 0;
 
-	if (!s->netifs_tick || (s->tick - s->netifs_tick) * (uint64_t)s->cfg.tick_ms >= NET_IRQS_EVERY_MS)
+	if (due(s, s->netifs_tick, NET_IRQS_EVERY_MS))
 		discover_net_irqs(s);
 	if (!s->net_irqs_sysfs) {
 		r = irqs_from_proc(s, fr);
@@ -1274,12 +1357,12 @@ static void probe_netlink(struct sampler *s, struct frame *fr)
 		}
 		s->nl_pid = want;
 	}
-	if (!s->link_names_tick || (s->tick - s->link_names_tick) * (uint64_t)s->cfg.tick_ms >= LINK_NAMES_EVERY_MS) {
+	if (due(s, s->link_names_tick, LINK_NAMES_EVERY_MS)) {
 		probe_netlink_links_renamed(s->nl);
 		s->link_names_tick = s->tick;
 	}
 	/* Listen queues alone cost 0.03 ms (the listening hash only); states see STATES_EVERY_MS. */
-	count_states = !s->states_tick || (s->tick - s->states_tick) * (uint64_t)s->cfg.tick_ms >= STATES_EVERY_MS;
+	count_states = due(s, s->states_tick, STATES_EVERY_MS);
 	r = probe_netlink_tcp(s->nl, lq, MAX_LISTEN, &nlq, count_states ? &st : NULL);
 	if (r == 0)
 		r = probe_netlink_links(s->nl, links, MAX_LINKS, &nlinks);
@@ -1500,27 +1583,20 @@ void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why)
 
 /* ---- the tick -------------------------------------------------------------------------------------------- */
 
+static void run_stage(struct sampler *s, struct frame *fr, enum probe_stage stage)
+{
+	for (size_t i = 0; i < NPROBES; i++)
+		if (probes[i].stage == stage && s->health[probes[i].id].enabled)
+			probes[i].sample(s, fr);
+}
+
 void sampler_begin(struct sampler *s, struct frame *fr)
 {
 	s->tick++;
-	if (s->health[PROBE_NGINX].enabled)
-		probe_nginx(s, fr);
+	run_stage(s, fr, STAGE_BEGIN);
 }
 
 void sampler_collect(struct sampler *s, struct frame *fr)
 {
-	probe_netstat(s, fr);
-	probe_softnet(s, fr);
-	probe_softirqs(s, fr);
-	probe_stat(s, fr);
-	if (s->health[PROBE_INTERRUPTS].enabled)
-		probe_interrupts(s, fr);
-	if (s->health[PROBE_WORKERS].enabled)
-		probe_workers(s, fr);
-	if (s->health[PROBE_ACCESSLOG].enabled)
-		probe_access(s, fr);
-	if (s->health[PROBE_ERRORLOG].enabled)
-		probe_errorlog(s, fr);
-	if (s->health[PROBE_NETLINK].enabled)
-		probe_netlink(s, fr);
+	run_stage(s, fr, STAGE_COLLECT);
 }
