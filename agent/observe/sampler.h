@@ -1,9 +1,11 @@
 /*
  * sampler: one frame per tick from every probe.
  *
- * Owns the probes' drivers (file reads under the configured root, kept open between ticks where the kernel
- * regenerates them, the nginx pid and workers, the log tailers, the netlink probe, the stub_status client), their
- * health, and the conversion of raw counters into per-tick deltas. Parsing is done by the pure parsers in core/.
+ * Owns the probes (file reads under the configured root, kept open between ticks where the kernel regenerates
+ * them, the nginx pid and workers, the log tailers, the netlink probe, the stub_status client), their health, and
+ * the conversion of raw counters into per-tick deltas. A table in sampler.c names every probe and its turn; each
+ * probe or tight family of probes is one probe_*.c file (see sampler_internal.h). Parsing is done by the pure
+ * parsers in core/.
  * The stub_status fetch is split out (sampler_stub_*) so that the loop can run it on the thread pool: it is the one
  * probe that can block. The sampler never writes to the host and never logs a probe failure more than once per
  * change of its error.
