@@ -1,7 +1,7 @@
 /*
  * probe_logs: what nginx's access log (requests, status classes, request and upstream time, a latency histogram)
  * and error log (errors by kind) gained since the last tick, through logtail. Rows of the sampler's probe table;
- * see sampler_internal.h for the rules.
+ * see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
@@ -12,7 +12,7 @@
 #include "core/hist.h"
 #include "core/parse.h"
 #include "observe/logtail.h"
-#include "observe/sampler_internal.h"
+#include "observe/sampler_kit.h"
 
 #define ACCESS_BYTES_PER_TICK (16u << 20)
 #define ERROR_BYTES_PER_TICK (1u << 20)

@@ -1,7 +1,7 @@
 /*
  * probe_nginx: the nginx master (its pid from the pid file, whether it runs, its network namespace, which the
  * other probes follow) and its workers' scheduling (schedstat, context switches). Rows of the sampler's probe
- * table; see sampler_internal.h for the rules.
+ * table; see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
@@ -17,7 +17,7 @@
 
 #include "core/parse.h"
 #include "log.h"
-#include "observe/sampler_internal.h"
+#include "observe/sampler_kit.h"
 #include "strutil.h"
 
 /*

@@ -1,7 +1,7 @@
 /*
  * probe_proc: the kernel's counters in /proc and /sys: TCP (netstat, snmp, sockstat) and softnet_stat in nginx's
  * network namespace, softirqs, CPU time (stat), and the NICs' IRQs (found in /sys/class/net, counted from
- * /sys/kernel/irq or /proc/interrupts). Rows of the sampler's probe table; see sampler_internal.h for the rules.
+ * /sys/kernel/irq or /proc/interrupts). Rows of the sampler's probe table; see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/parse.h"
-#include "observe/sampler_internal.h"
+#include "observe/sampler_kit.h"
 #include "strutil.h"
 
 #define NET_IRQS_EVERY_MS 60000 /* how often NICs and their IRQs are discovered again */

@@ -1,7 +1,7 @@
 /*
  * probe_sockets: listen queues, TCP states and link counters of nginx's network namespace, through the netlink
  * client (probe_netlink.h), which this probe opens, follows to a new nginx and reopens after an error. A row of
- * the sampler's probe table; see sampler_internal.h for the rules.
+ * the sampler's probe table; see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "observe/probe_netlink.h"
-#include "observe/sampler_internal.h"
+#include "observe/sampler_kit.h"
 
 #define MAX_LISTEN 256
 /*

@@ -1,9 +1,9 @@
 /*
  * probe_stub: nginx's stub_status page, the one probe that can block: the caller (agent.c, loop.c) prepares a
  * fetch on the loop, runs it on a pool thread, and applies its result on the loop again (sampler_stub_* in
- * sampler.h). Plain http:// goes through stubhttp on a kept-alive socket, anything else through libcurl; both
- * connect from inside nginx's network namespace. A row of the sampler's probe table (fetched by the caller); see
- * sampler_internal.h for the rules.
+ * sampler.h, which sampler.c hands on to here). Plain http:// goes through stubhttp on a kept-alive socket,
+ * anything else through libcurl; both connect from inside nginx's network namespace. A row of the sampler's probe
+ * table (fetched by the caller); see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/parse.h"
-#include "observe/sampler_internal.h"
+#include "observe/sampler_kit.h"
 #include "observe/stubhttp.h"
 
 struct stub_handle {
@@ -30,11 +30,6 @@ struct stub_handle {
 	long timeout_ms;
 	struct stub_result *res; /* valid during a fetch */
 };
-
-bool sampler_stub_enabled(const struct sampler *s)
-{
-	return s->health[PROBE_STUB].enabled;
-}
 
 /* curl's socket, created in nginx's namespace; setns() changes only this (pool) thread, and back at once. */
 static curl_socket_t stub_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
@@ -95,7 +90,7 @@ void probe_stub_free(struct stub_handle *h)
 	free(h);
 }
 
-void *sampler_stub_prepare(struct sampler *s)
+void *probe_stub_prepare(struct sampler *s)
 {
 	struct stub_handle *h = s->stub;
 
@@ -154,7 +149,7 @@ static void fetch_http(struct stub_handle *h, struct stub_result *res)
 	}
 }
 
-void sampler_stub_fetch(void *handle, struct stub_result *res)
+void probe_stub_fetch(void *handle, struct stub_result *res)
 {
 	struct stub_handle *h = handle;
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -188,7 +183,7 @@ out:
 	h->netns_fd = -1;
 }
 
-void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res)
+void probe_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res)
 {
 	struct stub_status st;
 	int r = res->err;
@@ -212,7 +207,7 @@ void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_r
 	sampler_probe_ok(s, fr, PROBE_STUB);
 }
 
-void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why)
+void probe_stub_skip(struct sampler *s, struct frame *fr, const char *why)
 {
 	sampler_probe_fail(s, fr, PROBE_STUB, -EBUSY, "%s", why);
 }

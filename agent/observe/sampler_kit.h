@@ -1,19 +1,21 @@
 /*
- * sampler_internal: the sampler object and what a probe file may call; for agent/observe/ only.
+ * sampler_kit: the sampler object's state and what a probe may call; for agent/observe/ only.
  *
- * sampler.c owns struct sampler (its lifecycle, the probe table, the tick), the probes' health, the metric-id
- * cache with its put_* helpers and the reads under the configured root. Each probe_*.c file holds one probe or a
- * tight family of them, and exports its sample functions (named in sampler.c's table) and nothing else that
- * the loop sees. A probe reads through sampler_read() (rooted, files kept open), puts values through
- * sampler_put_*() (deltas, metric ids), and ends every run with exactly one sampler_probe_ok() or
- * sampler_probe_fail() for its id. Its state lives in struct sampler, in the fields marked with its file; a probe
- * reads another's fields only where noted (the nginx pid and namespace, which several follow).
+ * The sampler is three floors. sampler.c, on top, has the probe table, the object's lifecycle and the calls of
+ * sampler.h. Each probe_*.c file below it holds one probe or a tight family of them and exports its sample
+ * functions, which the table names (probe_stub.c: the stub_status fetch that sampler.c hands to its caller).
+ * sampler_kit.c, at the bottom, is what the probes share: their health, the metric-id cache with its put_*
+ * helpers, the reads under the configured root, and the cadence of the slower parts. A probe reads through
+ * sampler_read() (rooted, files kept open), puts values through sampler_put_*() (deltas, metric ids), and ends
+ * every run with exactly one sampler_probe_ok() or sampler_probe_fail() for its id. Its state lives in struct
+ * sampler, in the fields marked with its file; the nginx pid and namespace (probe_nginx.c's) are read by the
+ * probes that follow nginx, and a new pid makes probe_nginx.c close the files kept open in the old namespace.
  * A probe must not write to the host, read a clock (the tick count is its time) or call another probe, and logs
  * only what changes what the sampler follows (a new nginx master); its failures are logged by sampler_probe_fail,
  * once per change of the error.
  */
-#ifndef NGXAT_SAMPLER_INTERNAL_H
-#define NGXAT_SAMPLER_INTERNAL_H
+#ifndef NGXAT_SAMPLER_KIT_H
+#define NGXAT_SAMPLER_KIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,8 +27,8 @@
 #include "core/hist.h"
 #include "core/metrics.h"
 #include "core/parse.h"
+#include "observe/probe.h"
 #include "observe/procfile.h"
-#include "observe/sampler.h"
 
 #define MAX_CPUS PARSE_MAX_CPUS /* /proc/softirqs lists possible CPUs: big VMs have many */
 #define MAX_WORKERS 256
@@ -70,7 +72,7 @@ struct probe_netlink;
 struct stub_handle;
 
 struct sampler {
-	/* sampler.c */
+	/* sampler.c (the lifecycle) and sampler_kit.c */
 	struct config cfg;
 	struct metric_registry *reg;
 	struct counters ctr;
@@ -78,8 +80,9 @@ struct sampler {
 	uint64_t *seen_tick; /* per metric id: tick of its last counter sample */
 	size_t seen_cap;
 	struct probe_health health[PROBE_COUNT];
+	const char *probe_names[PROBE_COUNT]; /* from the table, for the log lines */
 	struct procbuf pb; /* the text of the file read last */
-	struct procfile pf[PF_COUNT];
+	struct procfile pf[PF_COUNT]; /* each used by the probe that reads that file */
 	struct id_slot *ids; /* metric key -> id (see SAMPLER_KEY) */
 	size_t ids_mask, ids_n;
 
@@ -144,7 +147,7 @@ enum key_kind {
 #define SAMPLER_KEY(kind, a, b) \
 	(((uint64_t)(kind) << 56) | ((uint64_t)(uint32_t)(a) << 16) | (uint64_t)(uint16_t)(b))
 
-/* ---- what a probe may call (sampler.c) -------------------------------------------------------------------- */
+/* ---- what a probe may call (sampler_kit.c) ---------------------------------------------------------------- */
 
 /* Probe ID succeeded this tick: its bit in FR, its health cleared (a recovery is logged once). */
 void sampler_probe_ok(struct sampler *s, struct frame *fr, enum probe_id id);
@@ -198,6 +201,14 @@ void probe_logs_access(struct sampler *s, struct frame *fr);
 void probe_logs_error(struct sampler *s, struct frame *fr);
 /* probe_sockets.c: listen queues, TCP states and link counters over netlink, in nginx's namespace. */
 void probe_sockets_sample(struct sampler *s, struct frame *fr);
+/* probe_stub.c: prepare a fetch (the handle is made on first use); the handle or NULL. See sampler_stub_prepare. */
+void *probe_stub_prepare(struct sampler *s);
+/* probe_stub.c: the blocking fetch, on a pool thread: touches nothing but HANDLE and RES. */
+void probe_stub_fetch(void *handle, struct stub_result *res);
+/* probe_stub.c: parse RES into FR and account stub_status's health (on the loop thread). */
+void probe_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res);
+/* probe_stub.c: stub_status missing this tick, for WHY. */
+void probe_stub_skip(struct sampler *s, struct frame *fr, const char *why);
 /* probe_stub.c: free the stub_status handle; NULL is fine. */
 void probe_stub_free(struct stub_handle *h);
 
