@@ -66,8 +66,9 @@ static bool netlink_on(const struct config *c)
 }
 
 /*
- * Every probe, in the order a tick runs them within its stage. Adding a probe: an id in sampler.h, a row here, its
- * sample function in a probe_*.c file of its own (declared in sampler_kit.h).
+ * Every probe, in the order a tick runs them within its stage. Adding a probe: an id at the end of probe.h's enum, a
+ * row here, and its sample function in a probe_*.c file of its own (declared in sampler_kit.h, listed with the
+ * agent's sources in Makefile.am).
  */
 static const struct probe_row probes[] = {
 	{PROBE_NETSTAT, "netstat", STAGE_COLLECT, NULL, probe_proc_netstat},
