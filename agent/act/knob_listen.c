@@ -160,9 +160,9 @@ struct lq_state {
 /* The knob's own: the write in flight and the inet_diag probe its reads keep open. */
 struct listen_priv {
 	struct nginx_change *change;
-	struct nl_probe *nl;
+	struct probe_netlink *nl;
 	pid_t nl_pid;
-	struct nl_listen_queue *lq;
+	struct probe_netlink_listen_queue *lq;
 };
 
 /* One write: the backlog, and what it changes beside the files (to put back on failure). */
@@ -227,33 +227,33 @@ static void lq_state_remove(struct nginx_change *ch)
  * kept in *NL while *NL_PID is nginx's pid). 0, -ENOENT (no such socket), -errno with WHY.
  */
 static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *ports, size_t nports,
-		       struct nl_probe **nl, pid_t *nl_pid, struct nl_listen_queue **lq, int64_t *min, int64_t *max,
-		       char *why, size_t whylen)
+		       struct probe_netlink **nl, pid_t *nl_pid, struct probe_netlink_listen_queue **lq, int64_t *min,
+		       int64_t *max, char *why, size_t whylen)
 {
 	size_t n = 0, seen = 0;
 	int r;
 
 	if (*nl && *nl_pid != pid) {
-		nl_probe_close(*nl);
+		probe_netlink_close(*nl);
 		*nl = NULL;
 	}
 	if (!*nl) {
-		r = nl_probe_open(nginx_ctl_real_root(env) ? pid : 0, nl, why, whylen);
+		r = probe_netlink_open(nginx_ctl_real_root(env) ? pid : 0, nl, why, whylen);
 		if (r < 0)
 			return r;
 		*nl_pid = pid;
 	}
 	if (!*lq && !(*lq = calloc(LISTEN_SOCKETS_MAX, sizeof(**lq))))
 		return -ENOMEM;
-	r = nl_probe_tcp(*nl, *lq, LISTEN_SOCKETS_MAX, &n, NULL);
+	r = probe_netlink_tcp(*nl, *lq, LISTEN_SOCKETS_MAX, &n, NULL);
 	if (r < 0) {
 		str_err(why, whylen, "inet_diag: %s", strerror(-r));
-		nl_probe_close(*nl);
+		probe_netlink_close(*nl);
 		*nl = NULL;
 		return r;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct nl_listen_queue *q = &(*lq)[i];
+		const struct probe_netlink_listen_queue *q = &(*lq)[i];
 		bool ours = false;
 
 		for (size_t j = 0; j < nports && !ours; j++)
@@ -732,15 +732,15 @@ static int listen_plan_nudge(struct nginx_change *ch, const struct nginx_conf *c
 	struct nginx_listen *cur = NULL, *fin = NULL;
 	size_t ncur = 0, nfin = 0, *starts = NULL;
 	int64_t min = 0, max = 0, nudge;
-	struct nl_probe *nl = NULL;
-	struct nl_listen_queue *lq = NULL;
+	struct probe_netlink *nl = NULL;
+	struct probe_netlink_listen_queue *lq = NULL;
 	pid_t nl_pid = 0;
 	char err[KNOB_WHY_MAX];
 	bool same = false;
 	int r;
 
 	r = listen_live(ch->env, ch->pid, lc->ports, lc->nports, &nl, &nl_pid, &lq, &min, &max, err, sizeof(err));
-	nl_probe_close(nl);
+	probe_netlink_close(nl);
 	free(lq);
 	if (r < 0 || (min == lc->value && max == lc->value))
 		return 0; /* nothing to move (or nothing to read: the reload's own check will say) */
@@ -830,8 +830,8 @@ static void listen_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 	size_t ntargets = 0;
 	int64_t so_cur, so_target, min = 0, max = 0;
 	char why[KNOB_WHY_MAX] = "";
-	struct nl_probe *nl = NULL;
-	struct nl_listen_queue *lq = NULL;
+	struct probe_netlink *nl = NULL;
+	struct probe_netlink_listen_queue *lq = NULL;
 	pid_t nl_pid = 0;
 	int r;
 
@@ -859,7 +859,7 @@ static void listen_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 		/* The first change: what it replaces is the original a revert must find again. */
 		r = listen_live(ch->env, ch->pid, lc->ports, lc->nports, &nl, &nl_pid, &lq, &min, &max, why,
 				sizeof(why));
-		nl_probe_close(nl);
+		probe_netlink_close(nl);
 		free(lq);
 		if (r < 0) {
 			nginx_change_finish(ch, r, why);
@@ -939,15 +939,15 @@ static void listen_undo(struct nginx_change *ch)
 static bool listen_settled(struct nginx_change *ch, char *why, size_t whylen)
 {
 	struct listen_change *lc = ch->priv;
-	struct nl_probe *nl = NULL;
-	struct nl_listen_queue *lq = NULL;
+	struct probe_netlink *nl = NULL;
+	struct probe_netlink_listen_queue *lq = NULL;
 	pid_t nl_pid = 0;
 	int64_t min = 0, max = 0;
 	char err[KNOB_WHY_MAX] = "";
 	int r = listen_live(ch->env, ch->pid, lc->ports, lc->nports, &nl, &nl_pid, &lq, &min, &max, err, sizeof(err));
 	bool ok;
 
-	nl_probe_close(nl);
+	probe_netlink_close(nl);
 	free(lq);
 	ok = r == 0 && (lc->clear_state ? min == lc->value : min == lc->value && max == lc->value);
 	if (!ok)
@@ -1017,7 +1017,7 @@ static void listen_release(struct knob *k)
 		return;
 	if (p->change)
 		nginx_change_orphan(p->change);
-	nl_probe_close(p->nl);
+	probe_netlink_close(p->nl);
 	free(p->lq);
 	nginx_ctl_drop(k->env->nginx);
 	free(p);

@@ -76,7 +76,7 @@ struct link_name {
 	char name[16];
 };
 
-struct nl_probe {
+struct probe_netlink {
 	struct chan diag;
 	struct chan route;
 	unsigned char *buf;
@@ -162,7 +162,7 @@ static void chan_close(struct chan *c)
 	c->sk = NULL;
 }
 
-static int open_sockets(struct nl_probe *p, char *err, size_t errlen)
+static int open_sockets(struct probe_netlink *p, char *err, size_t errlen)
 {
 	int rc = chan_open(&p->diag, NETLINK_INET_DIAG, err, errlen);
 
@@ -172,7 +172,7 @@ static int open_sockets(struct nl_probe *p, char *err, size_t errlen)
 }
 
 /* Sockets belong to the namespace they were created in, so a short visit is enough. */
-static int open_in_ns(struct nl_probe *p, int pid, char *err, size_t errlen)
+static int open_in_ns(struct probe_netlink *p, int pid, char *err, size_t errlen)
 {
 	char path[64];
 	struct stat st_target, st_self;
@@ -222,9 +222,9 @@ out:
 	return rc;
 }
 
-int nl_probe_open(int pid, struct nl_probe **out, char *err, size_t errlen)
+int probe_netlink_open(int pid, struct probe_netlink **out, char *err, size_t errlen)
 {
-	struct nl_probe *p;
+	struct probe_netlink *p;
 	int rc;
 
 	if (err && errlen > 0)
@@ -237,27 +237,27 @@ int nl_probe_open(int pid, struct nl_probe **out, char *err, size_t errlen)
 	*out = NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		str_err(err, errlen, "%s: %s", "nl_probe", strerror(ENOMEM));
+		str_err(err, errlen, "%s: %s", "probe_netlink", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	p->buf = malloc(RECV_BUF_SIZE);
-	p->names = calloc(NL_LINKS_MAX, sizeof(*p->names));
+	p->names = calloc(PROBE_NETLINK_LINKS_MAX, sizeof(*p->names));
 	if (!p->buf || !p->names) {
 		free(p->names);
 		free(p);
-		str_err(err, errlen, "%s: %s", "nl_probe buffer", strerror(ENOMEM));
+		str_err(err, errlen, "%s: %s", "probe_netlink buffer", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	rc = pid == 0 ? open_sockets(p, err, errlen) : open_in_ns(p, pid, err, errlen);
 	if (rc < 0) {
-		nl_probe_close(p);
+		probe_netlink_close(p);
 		return rc;
 	}
 	*out = p;
 	return 0;
 }
 
-void nl_probe_close(struct nl_probe *p)
+void probe_netlink_close(struct probe_netlink *p)
 {
 	if (!p)
 		return;
@@ -274,7 +274,7 @@ void nl_probe_close(struct nl_probe *p)
  * interrupted (the set changed while it ran), or -errno. *ENDED tells whether the dump's last message was read:
  * if not, its tail is still queued and must be drained before the socket can carry another dump.
  */
-static int recv_dump(struct nl_probe *p, struct chan *c, uint32_t seq, msg_fn fn, void *ctx, bool *ended)
+static int recv_dump(struct probe_netlink *p, struct chan *c, uint32_t seq, msg_fn fn, void *ctx, bool *ended)
 {
 	int fd = nl_socket_get_fd(c->sk);
 	uint32_t port = nl_socket_get_local_port(c->sk);
@@ -333,7 +333,7 @@ static int recv_dump(struct nl_probe *p, struct chan *c, uint32_t seq, msg_fn fn
  * until the tail is read. A drain that times out gives up: the kernel has nothing more to send, and the next
  * request finds out whether the socket is usable.
  */
-static int drain(struct nl_probe *p, struct chan *c)
+static int drain(struct probe_netlink *p, struct chan *c)
 {
 	bool ended;
 	int rc;
@@ -357,7 +357,7 @@ static uint32_t sent_seq(struct nl_sock *sk)
 	return nl_socket_use_seq(sk) - 1;
 }
 
-static int dump(struct nl_probe *p, struct chan *c, uint32_t seq, msg_fn fn, void *ctx)
+static int dump(struct probe_netlink *p, struct chan *c, uint32_t seq, msg_fn fn, void *ctx)
 {
 	bool ended;
 	int rc = recv_dump(p, c, seq, fn, ctx, &ended);
@@ -368,10 +368,10 @@ static int dump(struct nl_probe *p, struct chan *c, uint32_t seq, msg_fn fn, voi
 }
 
 struct tcp_ctx {
-	struct nl_listen_queue *lq;
+	struct probe_netlink_listen_queue *lq;
 	size_t max;
 	size_t nlq;
-	struct nl_tcp_states st;
+	struct probe_netlink_tcp_states st;
 };
 
 static int on_tcp(void *ctx, const struct nlmsghdr *h)
@@ -413,7 +413,7 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 	case ST_LISTEN:
 		t->st.listen++;
 		if (t->nlq < t->max) {
-			struct nl_listen_queue *q = &t->lq[t->nlq];
+			struct probe_netlink_listen_queue *q = &t->lq[t->nlq];
 
 			memset(q, 0, sizeof(*q));
 			q->family = m->idiag_family;
@@ -435,7 +435,8 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 	return 0;
 }
 
-int nl_probe_tcp(struct nl_probe *p, struct nl_listen_queue *lq, size_t max, size_t *nlq, struct nl_tcp_states *st)
+int probe_netlink_tcp(struct probe_netlink *p, struct probe_netlink_listen_queue *lq, size_t max, size_t *nlq,
+		      struct probe_netlink_tcp_states *st)
 {
 	struct tcp_ctx t = { .lq = lq, .max = lq ? max : 0 };
 	uint16_t states;
@@ -469,15 +470,15 @@ int nl_probe_tcp(struct nl_probe *p, struct nl_listen_queue *lq, size_t max, siz
 }
 
 struct link_ctx {
-	struct nl_probe *p;
-	struct nl_link_stats *out;
+	struct probe_netlink *p;
+	struct probe_netlink_link_stats *out;
 	size_t max;
 	size_t n;
 	bool unknown; /* RTM_GETSTATS named an ifindex the names do not know */
 };
 
 /* Newer kernels append fields to the stats struct, older ones may send fewer: copy what both know. */
-static void take_stats64(struct nl_link_stats *o, const struct nlattr *a)
+static void take_stats64(struct probe_netlink_link_stats *o, const struct nlattr *a)
 {
 	struct rtnl_link_stats64 s = { 0 };
 	size_t len = (size_t)nla_len(a);
@@ -499,7 +500,7 @@ static int on_link(void *ctx, const struct nlmsghdr *h)
 	struct link_ctx *l = ctx;
 	const struct nlattr *a, *name = NULL, *s64 = NULL, *s32 = NULL;
 	const struct ifinfomsg *ifi;
-	struct nl_link_stats *o;
+	struct probe_netlink_link_stats *o;
 	int rem;
 
 	if (h->nlmsg_type != RTM_NEWLINK)
@@ -524,7 +525,7 @@ static int on_link(void *ctx, const struct nlmsghdr *h)
 		}
 	}
 	/* Every link's name is kept (for RTM_GETSTATS), the first MAX links' counters returned. */
-	if (l->p->nnames < NL_LINKS_MAX) {
+	if (l->p->nnames < PROBE_NETLINK_LINKS_MAX) {
 		struct link_name *ln = &l->p->names[l->p->nnames++];
 
 		memset(ln, 0, sizeof(*ln));
@@ -574,7 +575,7 @@ static int on_stats(void *ctx, const struct nlmsghdr *h)
 	const struct if_stats_msg *m;
 	const struct nlattr *a, *s64 = NULL;
 	const char *name = NULL;
-	struct nl_link_stats *o;
+	struct probe_netlink_link_stats *o;
 	int rem;
 
 	if (h->nlmsg_type != RTM_NEWSTATS)
@@ -608,8 +609,8 @@ static int on_stats(void *ctx, const struct nlmsghdr *h)
 }
 
 /* One dump of TYPE, read through FN, retried once when a link came or went during it. 0 or -errno. */
-static int link_dump(struct nl_probe *p, int type, const void *req, size_t reqlen, msg_fn fn, struct link_ctx *l,
-		     struct nl_link_stats *out, size_t max)
+static int link_dump(struct probe_netlink *p, int type, const void *req, size_t reqlen, msg_fn fn, struct link_ctx *l,
+		     struct probe_netlink_link_stats *out, size_t max)
 {
 	int rc = 0;
 
@@ -630,7 +631,7 @@ static int link_dump(struct nl_probe *p, int type, const void *req, size_t reqle
 	return rc > 0 ? -EAGAIN : rc;
 }
 
-int nl_probe_links(struct nl_probe *p, struct nl_link_stats *out, size_t max, size_t *n)
+int probe_netlink_links(struct probe_netlink *p, struct probe_netlink_link_stats *out, size_t max, size_t *n)
 {
 	/* No IFLA_EXT_MASK: without it the kernel leaves out per-VF data, which dwarfs the counters on SR-IOV NICs. */
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
@@ -672,7 +673,7 @@ int nl_probe_links(struct nl_probe *p, struct nl_link_stats *out, size_t max, si
 	return 0;
 }
 
-void nl_probe_links_renamed(struct nl_probe *p)
+void probe_netlink_links_renamed(struct probe_netlink *p)
 {
 	if (p)
 		p->names_ok = false;

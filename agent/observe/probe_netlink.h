@@ -21,12 +21,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct nl_probe;
+struct probe_netlink;
 
-#define NL_LINKS_MAX 4096 /* links whose names are kept */
+#define PROBE_NETLINK_LINKS_MAX 4096 /* links whose names are kept */
 
 /* One listening TCP socket: current accept queue and its configured backlog. */
-struct nl_listen_queue {
+struct probe_netlink_listen_queue {
 	int family;		/* AF_INET or AF_INET6 */
 	uint16_t port;		/* host byte order */
 	char addr[46];		/* numeric local address, as inet_ntop writes it */
@@ -35,31 +35,32 @@ struct nl_listen_queue {
 };
 
 /* Number of TCP sockets in each state, IPv4 and IPv6 together (TIME_WAIT and SYN_RECV minisockets included). */
-struct nl_tcp_states {
+struct probe_netlink_tcp_states {
 	uint32_t established, syn_sent, syn_recv, fin_wait1, fin_wait2, time_wait, close, close_wait, last_ack,
 		listen, closing;
 };
 
 /* Counters of one network interface, 64-bit as the kernel keeps them. */
-struct nl_link_stats {
+struct probe_netlink_link_stats {
 	char name[16];
 	uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, rx_missed, tx_dropped, rx_errors, tx_errors;
 };
 
 /* Open netlink sockets in the network namespace of PID (0: the caller's own); on failure a message goes to ERR. */
-int nl_probe_open(int pid, struct nl_probe **out, char *err, size_t errlen);
+int probe_netlink_open(int pid, struct probe_netlink **out, char *err, size_t errlen);
 
 /* Close the sockets and free the probe; NULL is allowed. */
-void nl_probe_close(struct nl_probe *p);
+void probe_netlink_close(struct probe_netlink *p);
 
 /* Dump TCP sockets: up to MAX listen queues into LQ (*NLQ stored); state counts into ST unless NULL (costly). */
-int nl_probe_tcp(struct nl_probe *p, struct nl_listen_queue *lq, size_t max, size_t *nlq, struct nl_tcp_states *st);
+int probe_netlink_tcp(struct probe_netlink *p, struct probe_netlink_listen_queue *lq, size_t max, size_t *nlq,
+		      struct probe_netlink_tcp_states *st);
 
 /* The first MAX interfaces in ifindex order (physical ones come first) into OUT, *N stored. Names come from the
- * last full link dump (redone when an unknown link appears, or after nl_probe_links_renamed), the counters from a
- * lighter statistics dump. */
-int nl_probe_links(struct nl_probe *p, struct nl_link_stats *out, size_t max, size_t *n);
-/* Names may have changed (a link renamed keeps its index): the next nl_probe_links dumps links whole. */
-void nl_probe_links_renamed(struct nl_probe *p);
+ * last full link dump (redone when an unknown link appears, or after probe_netlink_links_renamed), the counters
+ * from a lighter statistics dump. */
+int probe_netlink_links(struct probe_netlink *p, struct probe_netlink_link_stats *out, size_t max, size_t *n);
+/* Names may have changed (a link renamed keeps its index): the next probe_netlink_links dumps links whole. */
+void probe_netlink_links_renamed(struct probe_netlink *p);
 
 #endif

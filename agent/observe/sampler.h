@@ -1,9 +1,11 @@
 /*
  * sampler: one frame per tick from every probe.
  *
- * Owns the probes' drivers (file reads under the configured root, kept open between ticks where the kernel
- * regenerates them, the nginx pid and workers, the log tailers, the netlink probe, the stub_status client), their
- * health, and the conversion of raw counters into per-tick deltas. Parsing is done by the pure parsers in core/.
+ * Owns the probes (file reads under the configured root, kept open between ticks where the kernel regenerates
+ * them, the nginx pid and workers, the log tailers, the netlink probe, the stub_status client), their health, and
+ * the conversion of raw counters into per-tick deltas. A table in sampler.c names every probe and its turn; each
+ * probe or tight family of probes is one probe_*.c file, and what they share is sampler_kit.c (see sampler_kit.h).
+ * Parsing is done by the pure parsers in core/.
  * The stub_status fetch is split out (sampler_stub_*) so that the loop can run it on the thread pool: it is the one
  * probe that can block. The sampler never writes to the host and never logs a probe failure more than once per
  * change of its error.
@@ -17,37 +19,7 @@
 
 #include "config.h"
 #include "core/metrics.h"
-
-enum probe_id {
-	PROBE_NETSTAT,    /* /proc/PID/net/netstat + snmp */
-	PROBE_SOFTNET,    /* /proc/PID/net/softnet_stat */
-	PROBE_SOFTIRQS,   /* /proc/softirqs */
-	PROBE_STAT,       /* /proc/stat */
-	PROBE_INTERRUPTS, /* /proc/interrupts */
-	PROBE_NGINX,      /* the master pid from the pid file */
-	PROBE_STUB,       /* stub_status over HTTP */
-	PROBE_WORKERS,    /* workers' schedstat */
-	PROBE_ACCESSLOG,  /* the access log */
-	PROBE_ERRORLOG,   /* the error log */
-	PROBE_NETLINK,    /* inet_diag + link stats */
-	PROBE_COUNT
-};
-
-struct probe_health {
-	bool enabled;
-	bool ok;
-	int err;            /* -errno of the last failure */
-	char msg[192];      /* what failed, for status */
-	uint64_t failures;  /* ticks this probe failed */
-};
-
-struct stub_result {
-	int err;        /* 0 or -errno */
-	char msg[192];
-	char body[2048];
-	size_t len;
-	double cpu_ms;  /* CPU the fetch used on its thread (measured by the caller, loop.c) */
-};
+#include "observe/probe.h"
 
 struct sampler;
 

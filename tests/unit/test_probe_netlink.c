@@ -244,7 +244,8 @@ static void child_do(char c)
 	assert_int_equal(a, c);
 }
 
-static const struct nl_listen_queue *find_lq(const struct nl_listen_queue *lq, size_t n, int family, uint16_t port)
+static const struct probe_netlink_listen_queue *find_lq(const struct probe_netlink_listen_queue *lq, size_t n,
+						       int family, uint16_t port)
 {
 	size_t i;
 
@@ -254,7 +255,8 @@ static const struct nl_listen_queue *find_lq(const struct nl_listen_queue *lq, s
 	return NULL;
 }
 
-static const struct nl_link_stats *find_link(const struct nl_link_stats *ls, size_t n, const char *name)
+static const struct probe_netlink_link_stats *find_link(const struct probe_netlink_link_stats *ls, size_t n,
+						       const char *name)
 {
 	size_t i;
 
@@ -266,19 +268,19 @@ static const struct nl_link_stats *find_link(const struct nl_link_stats *ls, siz
 
 static void test_listen_queues_and_states(void **state)
 {
-	struct nl_listen_queue lq[16];
-	struct nl_tcp_states st;
-	const struct nl_listen_queue *q;
-	struct nl_probe *p;
+	struct probe_netlink_listen_queue lq[16];
+	struct probe_netlink_tcp_states st;
+	const struct probe_netlink_listen_queue *q;
+	struct probe_netlink *p;
 	char err[256];
 	size_t n = 0;
 	int i;
 
 	(void)state;
-	assert_int_equal(nl_probe_open(child_pid, &p, err, sizeof(err)), 0);
+	assert_int_equal(probe_netlink_open(child_pid, &p, err, sizeof(err)), 0);
 	/* Connection setup and the active close finish in softirq context; give them a moment if needed. */
 	for (i = 0; i < 100; i++) {
-		assert_int_equal(nl_probe_tcp(p, lq, 16, &n, &st), 0);
+		assert_int_equal(probe_netlink_tcp(p, lq, 16, &n, &st), 0);
 		q = find_lq(lq, n, AF_INET, report.port4);
 		if (q && q->queued == PENDING4 && st.time_wait == 1)
 			break;
@@ -312,37 +314,37 @@ static void test_listen_queues_and_states(void **state)
 			 0);
 
 	/* A short array keeps the first entries and still counts every listener. */
-	assert_int_equal(nl_probe_tcp(p, lq, 1, &n, &st), 0);
+	assert_int_equal(probe_netlink_tcp(p, lq, 1, &n, &st), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(st.listen, report.port6 ? 3 : 2);
-	assert_int_equal(nl_probe_tcp(p, NULL, 0, &n, &st), 0);
+	assert_int_equal(probe_netlink_tcp(p, NULL, 0, &n, &st), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(st.established, 2 * PENDING4);
 
 	/* Without ST only listeners are dumped, with the same queue figures. */
 	memset(lq, 0, sizeof(lq));
-	assert_int_equal(nl_probe_tcp(p, lq, 16, &n, NULL), 0);
+	assert_int_equal(probe_netlink_tcp(p, lq, 16, &n, NULL), 0);
 	assert_int_equal(n, report.port6 ? 3 : 2);
 	q = find_lq(lq, n, AF_INET, report.port4);
 	assert_non_null(q);
 	assert_string_equal(q->addr, "127.0.0.1");
 	assert_int_equal(q->backlog, BACKLOG4);
 	assert_int_equal(q->queued, PENDING4);
-	nl_probe_close(p);
+	probe_netlink_close(p);
 }
 
 static void test_links_in_namespace(void **state)
 {
-	struct nl_link_stats ls[64];
-	const struct nl_link_stats *lo;
+	struct probe_netlink_link_stats ls[64];
+	const struct probe_netlink_link_stats *lo;
 	uint64_t rx0, rxb0;
-	struct nl_probe *p;
+	struct probe_netlink *p;
 	char err[256];
 	size_t n = 0;
 
 	(void)state;
-	assert_int_equal(nl_probe_open(child_pid, &p, err, sizeof(err)), 0);
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	assert_int_equal(probe_netlink_open(child_pid, &p, err, sizeof(err)), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	assert_true(n >= 1);
 	lo = find_link(ls, n, "lo");
 	assert_non_null(lo);
@@ -354,7 +356,7 @@ static void test_links_in_namespace(void **state)
 	rxb0 = lo->rx_bytes;
 
 	child_do('u');
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	lo = find_link(ls, n, "lo");
 	assert_non_null(lo);
 	assert_true(lo->rx_packets >= rx0 + UDP_BURST);
@@ -362,63 +364,63 @@ static void test_links_in_namespace(void **state)
 
 	/* Too small an array keeps the first links in ifindex order: lo is always 1. */
 	memset(ls, 0, sizeof(ls));
-	assert_int_equal(nl_probe_links(p, ls, 1, &n), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 1, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(ls[0].name, "lo");
 	assert_true(ls[0].rx_packets >= rx0 + UDP_BURST);
 	assert_string_equal(ls[1].name, "");
-	assert_int_equal(nl_probe_links(p, NULL, 0, &n), 0);
+	assert_int_equal(probe_netlink_links(p, NULL, 0, &n), 0);
 	assert_int_equal(n, 0);
-	nl_probe_close(p);
+	probe_netlink_close(p);
 }
 
 /* A link added after the names were read is found (its unknown index makes the probe dump links whole again); a
- * rename keeps the index, so it shows after nl_probe_links_renamed. Needs the dummy or bridge link type. */
+ * rename keeps the index, so it shows after probe_netlink_links_renamed. Needs the dummy or bridge link type. */
 static void test_links_added_and_renamed(void **state)
 {
-	struct nl_link_stats ls[64];
-	struct nl_probe *p;
+	struct probe_netlink_link_stats ls[64];
+	struct probe_netlink *p;
 	char err[256];
 	size_t n = 0;
 
 	(void)state;
-	assert_int_equal(nl_probe_open(child_pid, &p, err, sizeof(err)), 0);
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	assert_int_equal(probe_netlink_open(child_pid, &p, err, sizeof(err)), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	assert_null(find_link(ls, n, "ngxd0"));
 	if (run("ip -n %s link add ngxd0 type dummy 2>/dev/null", ns_name) != 0 &&
 	    run("ip -n %s link add ngxd0 type bridge 2>/dev/null", ns_name) != 0) {
-		nl_probe_close(p);
+		probe_netlink_close(p);
 		skip();
 	}
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+		assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 		assert_non_null(find_link(ls, n, "lo"));
 		assert_non_null(find_link(ls, n, "ngxd0"));
 	}
 	assert_int_equal(run("ip -n %s link set ngxd0 name ngxd1", ns_name), 0);
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	assert_non_null(find_link(ls, n, "ngxd0")); /* the name the probe knew */
-	nl_probe_links_renamed(p);
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	probe_netlink_links_renamed(p);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	assert_null(find_link(ls, n, "ngxd0"));
 	assert_non_null(find_link(ls, n, "ngxd1"));
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	assert_non_null(find_link(ls, n, "ngxd1"));
 	/* Gone: simply not listed. */
 	assert_int_equal(run("ip -n %s link del ngxd1", ns_name), 0);
-	assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+	assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 	assert_null(find_link(ls, n, "ngxd1"));
 	assert_non_null(find_link(ls, n, "lo"));
-	nl_probe_links_renamed(NULL);
-	nl_probe_close(p);
+	probe_netlink_links_renamed(NULL);
+	probe_netlink_close(p);
 }
 
 static void test_own_namespace_does_not_see_it(void **state)
 {
-	struct nl_listen_queue lq[256];
-	struct nl_tcp_states st;
-	const struct nl_listen_queue *q;
-	struct nl_probe *p;
+	struct probe_netlink_listen_queue lq[256];
+	struct probe_netlink_tcp_states st;
+	const struct probe_netlink_listen_queue *q;
+	struct probe_netlink *p;
 	char err[256];
 	size_t n = 0;
 	/* 0 and our own pid both mean our namespace; the second goes through /proc and skips setns. */
@@ -427,54 +429,54 @@ static void test_own_namespace_does_not_see_it(void **state)
 
 	(void)state;
 	for (i = 0; i < 2; i++) {
-		assert_int_equal(nl_probe_open(pids[i], &p, err, sizeof(err)), 0);
-		assert_int_equal(nl_probe_tcp(p, lq, 256, &n, &st), 0);
+		assert_int_equal(probe_netlink_open(pids[i], &p, err, sizeof(err)), 0);
+		assert_int_equal(probe_netlink_tcp(p, lq, 256, &n, &st), 0);
 		q = find_lq(lq, n, AF_INET, report.port4);
 		assert_true(q == NULL || strcmp(q->addr, "127.0.0.1") != 0 || q->backlog != BACKLOG4 ||
 			    q->queued != PENDING4);
-		nl_probe_close(p);
+		probe_netlink_close(p);
 	}
 }
 
 static void test_repeated_calls_stay_in_step(void **state)
 {
-	struct nl_listen_queue lq[16];
-	struct nl_link_stats ls[64];
-	struct nl_tcp_states st;
-	struct nl_probe *p;
+	struct probe_netlink_listen_queue lq[16];
+	struct probe_netlink_link_stats ls[64];
+	struct probe_netlink_tcp_states st;
+	struct probe_netlink *p;
 	char err[256];
 	size_t n;
 	int i;
 
 	(void)state;
-	assert_int_equal(nl_probe_open(child_pid, &p, err, sizeof(err)), 0);
+	assert_int_equal(probe_netlink_open(child_pid, &p, err, sizeof(err)), 0);
 	for (i = 0; i < 200; i++) {
-		assert_int_equal(nl_probe_tcp(p, lq, 16, &n, &st), 0);
+		assert_int_equal(probe_netlink_tcp(p, lq, 16, &n, &st), 0);
 		assert_int_equal(st.established, 2 * PENDING4);
-		assert_int_equal(nl_probe_links(p, ls, 64, &n), 0);
+		assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
 		assert_non_null(find_link(ls, n, "lo"));
 	}
-	nl_probe_close(p);
+	probe_netlink_close(p);
 }
 
 static void test_errors(void **state)
 {
-	struct nl_probe *p = (struct nl_probe *)&p;
+	struct probe_netlink *p = (struct probe_netlink *)&p;
 	char err[256];
 
 	(void)state;
 	/* Above any pid_max the kernel allows (2^22), so no such process can exist. */
-	assert_int_equal(nl_probe_open(1 << 30, &p, err, sizeof(err)), -ENOENT);
+	assert_int_equal(probe_netlink_open(1 << 30, &p, err, sizeof(err)), -ENOENT);
 	assert_null(p);
 	assert_non_null(strstr(err, "/proc/1073741824/ns/net"));
 	assert_non_null(strstr(err, strerror(ENOENT)));
 
-	assert_int_equal(nl_probe_open(-1, &p, err, sizeof(err)), -EINVAL);
+	assert_int_equal(probe_netlink_open(-1, &p, err, sizeof(err)), -EINVAL);
 	assert_true(err[0] != '\0');
-	assert_int_equal(nl_probe_open(0, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(probe_netlink_open(0, NULL, err, sizeof(err)), -EINVAL);
 	/* A NULL message buffer is allowed. */
-	assert_int_equal(nl_probe_open(1 << 30, &p, NULL, 0), -ENOENT);
-	nl_probe_close(NULL);
+	assert_int_equal(probe_netlink_open(1 << 30, &p, NULL, 0), -ENOENT);
+	probe_netlink_close(NULL);
 }
 
 int main(void)

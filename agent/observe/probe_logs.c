@@ -1,0 +1,108 @@
+/*
+ * probe_logs: what nginx's access log (requests, status classes, request and upstream time, a latency histogram)
+ * and error log (errors by kind) gained since the last tick, through logtail. Rows of the sampler's probe table;
+ * see sampler_kit.h for the rules.
+ */
+#include "build-config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/hist.h"
+#include "core/parse.h"
+#include "observe/logtail.h"
+#include "observe/sampler_kit.h"
+
+#define ACCESS_BYTES_PER_TICK (16u << 20)
+#define ERROR_BYTES_PER_TICK (1u << 20)
+
+static void on_access_line(void *ctx, const char *line, size_t len)
+{
+	struct sampler *s = ctx;
+	struct access_rec rec;
+
+	if (parse_access_line(line, len, &rec) < 0) {
+		s->acc_bad++;
+		return;
+	}
+	s->acc_n++;
+	s->acc_class[rec.status / 100]++;
+	s->acc_req_ms += rec.request_ms;
+	s->acc_up_ms += rec.upstream_ms;
+	hist_add(&s->tick_hist, rec.request_ms);
+}
+
+static void on_error_line(void *ctx, const char *line, size_t len)
+{
+	struct sampler *s = ctx;
+
+	s->err_kind[parse_errorlog_line(line, len)]++;
+}
+
+static int ensure_tail(struct logtail **t, char *saved, const char *path)
+{
+	int r;
+
+	if (*t)
+		return 0;
+	r = logtail_open(path, t);
+	if (r == 0)
+		snprintf(saved, CONFIG_PATH_MAX, "%s", path);
+	return r;
+}
+
+void probe_logs_access(struct sampler *s, struct frame *fr)
+{
+	bool more = false;
+	int r;
+
+	s->acc_n = s->acc_req_ms = s->acc_up_ms = s->acc_bad = 0;
+	memset(s->acc_class, 0, sizeof(s->acc_class));
+	hist_reset(&s->tick_hist);
+	r = ensure_tail(&s->access, s->access_path, s->cfg.access_log);
+	if (r == 0)
+		r = logtail_poll(s->access, ACCESS_BYTES_PER_TICK, on_access_line, s, &more);
+	if (r < 0) {
+		sampler_probe_fail(s, fr, PROBE_ACCESSLOG, r, "%s: %s", s->cfg.access_log, strerror(-r));
+		return;
+	}
+	sampler_put_gauge(s, fr, "http.requests", (double)s->acc_n);
+	for (int c = 1; c <= 5; c++)
+		sampler_putk_gauge(s, fr, SAMPLER_KEY(K_HTTP_CLASS, c, 0), (double)s->acc_class[c], "http.%dxx", c);
+	sampler_put_gauge(s, fr, "http.unparsed", (double)s->acc_bad);
+	sampler_put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
+	sampler_put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
+	/* nginx rounds request and upstream times separately, so sub-millisecond requests can sum above 1. */
+	sampler_put_gauge(s, fr, "http.upstream_share",
+		  s->acc_req_ms ? fmin(1.0, (double)s->acc_up_ms / (double)s->acc_req_ms) : NAN);
+	sampler_put_gauge(s, fr, "http.p50_ms", hist_quantile(&s->tick_hist, 0.50));
+	sampler_put_gauge(s, fr, "http.p90_ms", hist_quantile(&s->tick_hist, 0.90));
+	sampler_put_gauge(s, fr, "http.p99_ms", hist_quantile(&s->tick_hist, 0.99));
+	sampler_put_gauge(s, fr, "http.backlog", more ? 1 : 0);
+	/* The histogram is stored sparse: a bucket absent from a frame that has http.requests is zero. */
+	for (unsigned i = 0; i < HIST_NBUCKETS; i++)
+		if (s->tick_hist.b[i])
+			sampler_putk_gauge(s, fr, SAMPLER_KEY(K_HTTP_LAT, i, 0), (double)s->tick_hist.b[i],
+					   "http.lat.b%u", i);
+	sampler_probe_ok(s, fr, PROBE_ACCESSLOG);
+}
+
+void probe_logs_error(struct sampler *s, struct frame *fr)
+{
+	bool more = false;
+	int r;
+
+	memset(s->err_kind, 0, sizeof(s->err_kind));
+	r = ensure_tail(&s->errlog, s->errlog_path, s->cfg.error_log);
+	if (r == 0)
+		r = logtail_poll(s->errlog, ERROR_BYTES_PER_TICK, on_error_line, s, &more);
+	if (r < 0) {
+		sampler_probe_fail(s, fr, PROBE_ERRORLOG, r, "%s: %s", s->cfg.error_log, strerror(-r));
+		return;
+	}
+	for (int k = 1; k < ERRLOG_KIND_COUNT; k++)
+		sampler_putk_gauge(s, fr, SAMPLER_KEY(K_ERRLOG, k, 0), (double)s->err_kind[k], "nginx.err.%s",
+			   errlog_kind_name((enum errlog_kind)k));
+	sampler_probe_ok(s, fr, PROBE_ERRORLOG);
+}
