@@ -50,6 +50,7 @@ static const char *const summed_counts[] = {
 	"tcp.abort_on_memory", "tcp.backlog_drop", "tcp.reqq_full_drop", "tcp.timewait_overflow", "sys.ctxt",
 	"nginx.accepts", "nginx.handled", "nginx.requests", "nginx.worker_vcsw", "nginx.worker_ivcsw",
 	"http.requests", "http.1xx", "http.2xx", "http.3xx", "http.4xx", "http.5xx", "http.unparsed",
+	"http.timed",
 };
 static const char *const summed_amounts[] = {
 	"nginx.worker_run_ms", "nginx.worker_wait_ms", "http.request_ms_sum", "http.upstream_ms_sum",

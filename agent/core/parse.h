@@ -104,14 +104,17 @@ struct stub_status {
 int parse_stub_status(const char *buf, size_t len, struct stub_status *st);
 
 /*
- * nginx access log, one line. Two formats are understood (docs/ngx-autotune.conf.5 gives the exact log_format):
+ * nginx access log, one line. These formats are understood (docs/ngx-autotune.conf.5 gives the exact log_format):
  *  - JSON (log_format ... escape=json) with keys "status", "request_time", "upstream_response_time";
- *  - combined with " $request_time $upstream_response_time" appended.
+ *  - nginx's predefined combined, and main-style variants of it with more quoted fields after the user agent
+ *    (such as "$http_x_forwarded_for"): status counted, no times (has_time 0);
+ *  - either of those with " $request_time $upstream_response_time" appended (has_time 1).
  * upstream_response_time may be "-", a number, or a list ("0.010, 0.020 : 0.003"); the sum is taken.
  */
 struct access_rec {
 	int status;             /* 100..599 */
-	uint32_t request_ms;    /* request_time in ms, rounded; saturates at UINT32_MAX (49.7 days) */
+	int has_time;           /* 1 when the line has $request_time (and $upstream_response_time) */
+	uint32_t request_ms;    /* request_time in ms, rounded; saturates at UINT32_MAX (49.7 days); 0 without */
 	uint32_t upstream_ms;   /* sum of upstream times in ms; 0 when none; saturates likewise */
 	int has_upstream;       /* 1 when an upstream was involved */
 };

@@ -455,6 +455,7 @@ static int parse_json(const char *line, size_t len, int plain, struct access_rec
 	skip_ws(&s);
 	if (s.p != s.end || (seen & (F_STATUS | F_REQUEST)) != (F_STATUS | F_REQUEST))
 		return -EBADMSG;
+	rec->has_time = 1;
 	return 0;
 }
 
@@ -625,7 +626,10 @@ static int parse_json_fast(const char *line, size_t len, const uint64_t *q, stru
 			return FALLBACK;
 		break;
 	}
-	return (seen & (F_STATUS | F_REQUEST)) == (F_STATUS | F_REQUEST) ? 0 : FALLBACK;
+	if ((seen & (F_STATUS | F_REQUEST)) != (F_STATUS | F_REQUEST))
+		return FALLBACK;
+	rec->has_time = 1;
+	return 0;
 }
 
 /* ---- combined ---- */
@@ -690,11 +694,23 @@ static int parse_combined(const char *line, size_t len, struct access_rec *rec)
 	for (q = t.b; q < t.e; q++)
 		if (!is_digit(*q))
 			return -EBADMSG;
-	if (blank(&p, end) < 0 || skip_quoted(&p, end) < 0 || blank(&p, end) < 0 || skip_quoted(&p, end) < 0 ||
-	    blank(&p, end) < 0)
+	if (blank(&p, end) < 0 || skip_quoted(&p, end) < 0 || blank(&p, end) < 0 || skip_quoted(&p, end) < 0)
 		return -EBADMSG;
+	/* combined ends here; main-style formats add quoted fields ("$http_x_forwarded_for"); the agent's add the
+	 * two times. Anything else after the user agent is not a line of ours. */
+	for (;;) {
+		if (p == end)
+			return 0; /* no times: has_time stays 0 */
+		if (blank(&p, end) < 0)
+			return -EBADMSG;
+		if (p == end || *p != '"')
+			break;
+		if (skip_quoted(&p, end) < 0)
+			return -EBADMSG;
+	}
 	if (parse_time(token(&p, end), &ms) < 0 || blank(&p, end) < 0)
 		return -EBADMSG;
+	rec->has_time = 1;
 	rec->request_ms = sat_u32(ms);
 	t.b = p;
 	t.e = end;

@@ -147,6 +147,7 @@ static const char *const metric_patterns[] = {
 	"nginx.err.worker_connections", "nginx.err.too_many_files", "nginx.err.upstream_premature",
 	"nginx.err.buffered_temp", "nginx.err.addr_not_avail", "nginx.err.upstream_timeout",
 	"http.requests", "http.1xx", "http.2xx", "http.3xx", "http.4xx", "http.5xx", "http.unparsed",
+	"http.timed",
 	"http.request_ms_sum", "http.upstream_ms_sum", "http.upstream_share", "http.p50_ms", "http.p90_ms",
 	"http.p99_ms", "http.backlog", "http.lat.b{n}",
 	"listen.{port}.queued", "listen.{port}.backlog", "listen.{port}.fill_pct",

@@ -292,6 +292,7 @@ enum fam {
 	F_NGINX_WORKER_CSW,
 	F_NGINX_ERRLOG,
 	F_HTTP_DURATION,
+	F_HTTP_REQUESTS,
 	F_HTTP_TICK_PCT,
 	F_HTTP_RESPONSES,
 	F_HTTP_UPSTREAM,
@@ -375,6 +376,9 @@ static const struct family {
 	[F_HTTP_DURATION] = {"ngxat_http_request_duration_seconds", PROM_HISTOGRAM,
 			     "Request time from the access log ($request_time, 1 ms resolution). Bounds sit on the "
 			     "agent's histogram edges, so bucket counts are exact."},
+	[F_HTTP_REQUESTS] = {"ngxat_http_requests_total", PROM_COUNTER,
+			     "Requests in the access log, with request times or without (nginx's combined format): the "
+			     "request-time histogram counts only those with."},
 	[F_HTTP_TICK_PCT] = {"ngxat_http_request_duration_last_tick_seconds", PROM_GAUGE,
 			     "Request time percentiles of the last tick's access log lines (NaN when it had none)."},
 	[F_HTTP_RESPONSES] = {"ngxat_http_responses_total", PROM_COUNTER,
@@ -494,7 +498,8 @@ static const struct rule {
 	{"nginx.err.*", F_NGINX_ERRLOG, SRC_KIND, 1, {"kind"}, NULL, NULL},
 
 	{"http.lat.b*", F_HTTP_DURATION, SRC_BUCKET, 1, {NULL}, NULL, NULL},
-	{"http.requests", F_HTTP_DURATION, SRC_COUNT, 1, {NULL}, NULL, NULL},
+	{"http.timed", F_HTTP_DURATION, SRC_COUNT, 1, {NULL}, NULL, NULL},
+	{"http.requests", F_HTTP_REQUESTS, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"http.request_ms_sum", F_HTTP_DURATION, SRC_HSUM, 1000, {NULL}, NULL, NULL},
 	{"http.p50_ms", F_HTTP_TICK_PCT, SRC_KIND, 1000, {NULL}, "percentile", "50"},
 	{"http.p90_ms", F_HTTP_TICK_PCT, SRC_KIND, 1000, {NULL}, "percentile", "90"},

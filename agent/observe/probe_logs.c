@@ -5,6 +5,7 @@
  */
 #include "build-config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #define ACCESS_BYTES_PER_TICK (16u << 20)
 #define ERROR_BYTES_PER_TICK (1u << 20)
+#define ACCESS_BAD_MIN 3 /* lines of a tick not understood before the share of them counts */
 
 static void on_access_line(void *ctx, const char *line, size_t len)
 {
@@ -28,6 +30,10 @@ static void on_access_line(void *ctx, const char *line, size_t len)
 	}
 	s->acc_n++;
 	s->acc_class[rec.status / 100]++;
+	/* combined and its variants count with their status, and have no time: none is taken as 0 ms. */
+	if (!rec.has_time)
+		return;
+	s->acc_timed++;
 	s->acc_req_ms += rec.request_ms;
 	s->acc_up_ms += rec.upstream_ms;
 	hist_add(&s->tick_hist, rec.request_ms);
@@ -57,7 +63,7 @@ void probe_logs_access(struct sampler *s, struct frame *fr)
 	bool more = false;
 	int r;
 
-	s->acc_n = s->acc_req_ms = s->acc_up_ms = s->acc_bad = 0;
+	s->acc_n = s->acc_timed = s->acc_req_ms = s->acc_up_ms = s->acc_bad = 0;
 	memset(s->acc_class, 0, sizeof(s->acc_class));
 	hist_reset(&s->tick_hist);
 	r = ensure_tail(&s->access, s->access_path, s->cfg.access_log);
@@ -71,20 +77,35 @@ void probe_logs_access(struct sampler *s, struct frame *fr)
 	for (int c = 1; c <= 5; c++)
 		sampler_putk_gauge(s, fr, SAMPLER_KEY(K_HTTP_CLASS, c, 0), (double)s->acc_class[c], "http.%dxx", c);
 	sampler_put_gauge(s, fr, "http.unparsed", (double)s->acc_bad);
-	sampler_put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
-	sampler_put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
-	/* nginx rounds request and upstream times separately, so sub-millisecond requests can sum above 1. */
-	sampler_put_gauge(s, fr, "http.upstream_share",
-		  s->acc_req_ms ? fmin(1.0, (double)s->acc_up_ms / (double)s->acc_req_ms) : NAN);
-	sampler_put_gauge(s, fr, "http.p50_ms", hist_quantile(&s->tick_hist, 0.50));
-	sampler_put_gauge(s, fr, "http.p90_ms", hist_quantile(&s->tick_hist, 0.90));
-	sampler_put_gauge(s, fr, "http.p99_ms", hist_quantile(&s->tick_hist, 0.99));
+	/* Times only from lines that have them: requests logged without (combined) leave latency unavailable
+	 * (absent), never 0 ms. A tick without requests keeps its zero sums, as before. */
+	if (s->acc_timed > 0 || s->acc_n == 0) {
+		sampler_put_gauge(s, fr, "http.request_ms_sum", (double)s->acc_req_ms);
+		sampler_put_gauge(s, fr, "http.upstream_ms_sum", (double)s->acc_up_ms);
+		/* nginx rounds request and upstream times separately, so sub-millisecond requests can sum above 1. */
+		sampler_put_gauge(s, fr, "http.upstream_share",
+				  s->acc_req_ms ? fmin(1.0, (double)s->acc_up_ms / (double)s->acc_req_ms) : NAN);
+		sampler_put_gauge(s, fr, "http.p50_ms", hist_quantile(&s->tick_hist, 0.50));
+		sampler_put_gauge(s, fr, "http.p90_ms", hist_quantile(&s->tick_hist, 0.90));
+		sampler_put_gauge(s, fr, "http.p99_ms", hist_quantile(&s->tick_hist, 0.99));
+	}
+	sampler_put_gauge(s, fr, "http.timed", (double)s->acc_timed);
 	sampler_put_gauge(s, fr, "http.backlog", more ? 1 : 0);
 	/* The histogram is stored sparse: a bucket absent from a frame that has http.requests is zero. */
 	for (unsigned i = 0; i < HIST_NBUCKETS; i++)
 		if (s->tick_hist.b[i])
 			sampler_putk_gauge(s, fr, SAMPLER_KEY(K_HTTP_LAT, i, 0), (double)s->tick_hist.b[i],
 					   "http.lat.b%u", i);
+	/* Under 90% of a tick's lines understood (at least ACCESS_BAD_MIN of them not, so that one line cut at a
+	 * rotation does not flap it): the probe is not ok, and says how to fix it. */
+	if (s->acc_bad >= ACCESS_BAD_MIN && s->acc_bad * 10 > s->acc_n + s->acc_bad) {
+		sampler_probe_fail(s, fr, PROBE_ACCESSLOG, -EBADMSG,
+				   "%s: %llu of %llu lines in the last tick not understood: log in the format ngxat_json "
+				   "(ngxctl setup --apply adds such a log; ngx-autotune.conf(5))",
+				   s->cfg.access_log, (unsigned long long)s->acc_bad,
+				   (unsigned long long)(s->acc_n + s->acc_bad));
+		return;
+	}
 	sampler_probe_ok(s, fr, PROBE_ACCESSLOG);
 }
 

@@ -113,7 +113,7 @@ struct sampler {
 	struct logtail *access, *errlog;
 	char access_path[CONFIG_PATH_MAX], errlog_path[CONFIG_PATH_MAX];
 	struct hist tick_hist;
-	uint64_t acc_n, acc_class[6], acc_req_ms, acc_up_ms, acc_bad, err_kind[ERRLOG_KIND_COUNT];
+	uint64_t acc_n, acc_timed, acc_class[6], acc_req_ms, acc_up_ms, acc_bad, err_kind[ERRLOG_KIND_COUNT];
 
 	/* probe_sockets.c */
 	struct probe_netlink *nl;

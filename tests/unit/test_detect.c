@@ -252,6 +252,14 @@ static const struct bcase {
 	 60, DETECT_BOTTLENECK_HERE, "upstream time 0%"},
 	{"access log only", {M("http.requests", 300), M("http.request_ms_sum", 900)}, true, 60, DETECT_BOTTLENECK_HERE,
 	 "300.0 requests/s"},
+	/* Reproduced on Debian's stock nginx: stub_status counts thousands while the log (in a format the agent did
+	 * not parse) counts none; and a log it cannot parse beside no stub_status. Neither is idle. */
+	{"stub_status busy, the log unparsed", {M("nginx.requests", 5001), M("http.requests", 0),
+	 M("http.unparsed", 5000)}, true, 60, DETECT_BOTTLENECK_HERE, "5000.0 requests/s"},
+	{"the log only, unparsed", {M("http.requests", 0), M("http.unparsed", 400)}, true, 60, DETECT_BOTTLENECK_HERE,
+	 "400.0 requests/s"},
+	{"combined: requests counted, no times", {M("http.requests", 250)}, true, 60, DETECT_BOTTLENECK_HERE,
+	 "250.0 requests/s; no request times"},
 	{"no request counts", {M("tcp.listen_overflows", 5)}, true, 60, DETECT_BOTTLENECK_UNKNOWN, "not enough data"},
 	{"too few ticks yet", {M("tcp.listen_overflows", 5)}, false, 10, DETECT_BOTTLENECK_UNKNOWN, "not enough data"},
 };

@@ -264,6 +264,49 @@ static void test_access_fixtures(void **state)
 #define CLF "10.1.2.3 - - [01/May/2024:12:00:00 +0200] \"GET /api/v1/items?id=7 HTTP/1.1\" "
 #define UA " \"https://example.com/\" \"Mozilla/5.0 (X11; Linux x86_64)\" "
 
+/* What operators have: nginx's predefined combined, and main-style formats with more quoted fields after the user
+ * agent. Counted with their status, without times (has_time 0); the same with the two times appended have them. */
+static void test_access_untimed(void **state)
+{
+	static const struct {
+		const char *line;
+		int ret, status, has_time;
+		uint32_t request_ms;
+	} cases[] = {
+		{ CLF "200 512 \"-\" \"curl/7.88.1\"", 0, 200, 0, 0 },
+		{ CLF "404 153 \"https://example.com/\" \"Mozilla/5.0 (X11; Linux x86_64)\"", 0, 404, 0, 0 },
+		/* main: "$http_x_forwarded_for" */
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" \"10.0.0.1, 10.0.0.2\"", 0, 200, 0, 0 },
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" \"-\" \"-\"", 0, 200, 0, 0 },
+		/* main with the agent's two times */
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" \"-\" 0.123 -", 0, 200, 1, 123 },
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" 0.050 0.040", 0, 200, 1, 50 },
+		/* not ours: a bare word after the user agent, a trailing blank, an unterminated field */
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" example.com", -EBADMSG, 0, 0, 0 },
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" ", -EBADMSG, 0, 0, 0 },
+		{ CLF "200 512 \"-\" \"curl/7.88.1\" \"open", -EBADMSG, 0, 0, 0 },
+		{ CLF "200 512 \"-\" \"curl/7.88.1\"  \"-\"", -EBADMSG, 0, 0, 0 },
+		/* JSON always has its request_time */
+		{ "{\"status\":200,\"request_time\":0.004}", 0, 200, 1, 4 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct access_rec rec;
+		int r;
+
+		memset(&rec, 0x5a, sizeof(rec));
+		r = parse_access_line(cases[i].line, strlen(cases[i].line), &rec);
+		if (r != cases[i].ret)
+			fail_msg("case %zu: %d, want %d: %s", i, r, cases[i].ret, cases[i].line);
+		if (r < 0)
+			continue;
+		assert_int_equal(rec.status, cases[i].status);
+		assert_int_equal(rec.has_time, cases[i].has_time);
+		assert_int_equal(rec.request_ms, cases[i].request_ms);
+	}
+}
+
 static void test_access_synthetic(void **state)
 {
 	static const struct {
@@ -881,6 +924,7 @@ int main(void)
 		cmocka_unit_test(test_stub_fixtures),	   cmocka_unit_test(test_stub_variants),
 		cmocka_unit_test(test_stub_nul),	   cmocka_unit_test(test_access_fixtures),
 		cmocka_unit_test(test_access_synthetic),   cmocka_unit_test(test_access_binary),
+		cmocka_unit_test(test_access_untimed),
 		cmocka_unit_test(test_access_long),	   cmocka_unit_test(test_access_mutations),
 		cmocka_unit_test(test_access_special_bytes),
 		cmocka_unit_test(test_access_fast_agrees),

@@ -521,6 +521,7 @@ static void test_histogram(void **state)
 		}
 		frame_at(&w, 1000 * (tick + 1), 1);
 		put(&w, "http.requests", (double)n);
+		put(&w, "http.timed", (double)n);
 		put(&w, "http.request_ms_sum", sum);
 		for (unsigned i = 0; i < HIST_NBUCKETS; i++) {
 			if (!h.b[i])
@@ -553,6 +554,18 @@ static void test_histogram(void **state)
 	prom_totals_observe(&w.t, w.reg, &w.fr);
 	text = render(&w, 30000);
 	assert_has(text, "ngxat_http_request_duration_last_tick_seconds{percentile=\"99\"} NaN\n");
+	assert_has(text, "ngxat_http_request_duration_seconds_count 9\n");
+	free(text);
+
+	/* Requests logged in nginx's combined format have no times: counted as requests, not in the histogram,
+	 * whose count stays the +Inf bucket. */
+	frame_at(&w, 4000, 1);
+	put(&w, "http.requests", 5);
+	put(&w, "http.timed", 0);
+	prom_totals_observe(&w.t, w.reg, &w.fr);
+	text = render(&w, 30000);
+	assert_has(text, "ngxat_http_requests_total 14\n");
+	assert_has(text, "ngxat_http_request_duration_seconds_bucket{le=\"+Inf\"} 9\n");
 	assert_has(text, "ngxat_http_request_duration_seconds_count 9\n");
 	free(text);
 	world_free(&w);
