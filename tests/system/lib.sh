@@ -18,7 +18,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Whether every check must run here: NGXAT_REQUIRE_ALL=1, or CI=true as root (the CI machine: Debian 12, root, the
+# packages of packaging/debian-deps.sh). Then skip is a failure; see tests/run-all.sh for how skips are counted.
+require_all() {
+	[ "${NGXAT_REQUIRE_ALL:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ]; }
+}
+
+# skip REASON: this machine cannot run the test: one line "SKIP: REASON" in its log and exit 77 (automake's SKIP).
+# The CI machine can run it, so where every check must run (require_all) it fails instead.
 skip() {
+	if require_all; then
+		echo "FAIL: skipped where every check must run (CI as root): $*"
+		exit 1
+	fi
+	echo "SKIP: $*"
+	exit 77
+}
+
+# skip_allowed REASON: a skip that is right even on the CI machine; REASON says why. Never a failure.
+skip_allowed() {
 	echo "SKIP: $*"
 	exit 77
 }
