@@ -81,6 +81,17 @@ wait_for() {
 	done
 }
 
+# wait_ticks N: until the agent has sampled N more ticks, all started after this call; so what was written before
+# it has been seen (or, for a check that the agent did not act, the agent had N ticks to act). The API answers on
+# the loop that ticks, so the count it gives is of finished ticks; the one after it may already have read its files
+# (while stub_status is fetched), hence one more than asked for.
+wait_ticks() {
+	local c0
+	c0=$(api /v1/status | jq -e '.tick.count') || return 1
+	wait_for 30 sh -c "[ \"\$(curl -sS --max-time 5 --unix-socket '$TMP/api.sock' http://localhost/v1/status |
+		jq '.tick.count')\" -gt $((c0 + $1)) ]"
+}
+
 # start_nginx_ns NS PORT: a network namespace NS (loopback up) and a real nginx in it on 127.0.0.1:PORT with
 # stub_status at /nginx_status, the JSON access log the agent understands, and its error log; all files under
 # $TMP/nginx. Sets NGINX_DIR. Both are removed by cleanup.
