@@ -47,7 +47,8 @@ struct server {
 	pthread_mutex_t mu;
 	struct script scripts[MAX_SCRIPTS];
 	size_t nscripts, next;
-	int accepts, requests;
+	int accepts, requests, closes;
+	pthread_cond_t closed; /* signalled when closes grows */
 	char last_request[1024];
 	volatile bool stop;
 };
@@ -126,8 +127,28 @@ static void *serve(void *arg)
 				break;
 		}
 		close(fd);
+		pthread_mutex_lock(&sv->mu);
+		sv->closes++;
+		pthread_cond_broadcast(&sv->closed);
+		pthread_mutex_unlock(&sv->mu);
 	}
 	return NULL;
+}
+
+/* Wait (bounded: 5 s) until the server has closed N connections. */
+static void wait_closes(struct server *sv, int n)
+{
+	struct timespec until;
+	int got;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&sv->mu);
+	while (sv->closes < n && pthread_cond_timedwait(&sv->closed, &sv->mu, &until) == 0)
+		;
+	got = sv->closes;
+	pthread_mutex_unlock(&sv->mu);
+	assert_int_equal(got, n);
 }
 
 static int start_server(struct server *sv, int family)
@@ -138,6 +159,7 @@ static int start_server(struct server *sv, int family)
 
 	memset(sv, 0, sizeof(*sv));
 	pthread_mutex_init(&sv->mu, NULL);
+	pthread_cond_init(&sv->closed, NULL);
 	sv->family = family;
 	sv->lfd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sv->lfd < 0)
@@ -171,6 +193,7 @@ static void stop_server(struct server *sv)
 	sv->stop = true;
 	pthread_join(sv->thread, NULL);
 	close(sv->lfd);
+	pthread_cond_destroy(&sv->closed);
 	pthread_mutex_destroy(&sv->mu);
 }
 
@@ -352,7 +375,7 @@ static void test_close_and_reconnect(void **state)
 	assert_true(stubhttp_connected(f->c));
 	assert_int_equal(counter(&f->sv, &f->sv.accepts), 2);
 	/* The server has closed the kept connection (keepalive_timeout): the fetch finds out and retries once. */
-	usleep(50000);
+	wait_closes(&f->sv, 2);
 	g = get(f->c, 0, 1000);
 	assert_int_equal(g.r, 0);
 	assert_string_equal(g.body, BODY);
