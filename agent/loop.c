@@ -383,7 +383,7 @@ int loop_reload(struct agent *a)
 	}
 	schedule_next(a);
 	if (a->doctor)
-		doctor_run(a->doctor, "agent configuration reloaded"); /* [nginx] paths may be new */
+		doctor_run(a->doctor, wall_ms(), "agent configuration reloaded"); /* [nginx] paths may be new */
 	log_info("configuration reloaded from %s", a->config_path);
 	if (a->ready)
 		notify_ready(a->summary);

@@ -1,16 +1,36 @@
 #!/bin/bash
 # The full test suite, as CI runs it: install packages (as root), build with -Werror, run every test
 # (unit, simulation, system), run the unit tests again under ASan+UBSan, check the distribution tarball, and end
-# with one line "N passed, N failed". Exits non-zero on any failure.
+# with one line "N passed, N failed, N skipped", every skip listed above it with its reason. Exits non-zero on any
+# failure.
 #
 #   sudo tests/run-all.sh            everything
 #   NGXAT_SKIP_DEPS=1 tests/run-all.sh   do not call apt-get
+#
+# What counts as one result:
+#   - each build step (autoreconf, configure, make, make install, make distcheck): one pass or one failure;
+#   - each test of a make check (a unit test program, a system test script): one pass, one failure or one skip, as
+#     automake decides (exit 77 is a skip);
+#   - inside a test program that ran, each cmocka test that skipped ("[  SKIPPED ] name" in its log) adds one skip;
+#     a program whose every test skipped checked nothing and is not counted as a pass.
+# A skip says why in one line of its log, "SKIP: <reason>" (tests/system/lib.sh skip, tests/unit/testskip.h); the
+# line before the final count lists each as "skipped: DIR: TEST[: CASE]: REASON".
+#
+# Where every check must run (CI=true as root, or NGXAT_REQUIRE_ALL=1; exported to every test), a test skips only
+# what even the CI machine may lack (skip_allowed, testskip_allowed: the reason says why) and fails where it would
+# have skipped anything else. A skip that gives no reason has not been judged by its test, so there it is counted
+# as a failure too.
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 passed=0 failed=0 skipped=0
 failures=()
+skips=()
+if [ "${NGXAT_REQUIRE_ALL:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ]; }; then
+	export NGXAT_REQUIRE_ALL=1
+	echo "every check must run here (CI as root, or NGXAT_REQUIRE_ALL=1): a skip without an allowed reason fails"
+fi
 
 step() { # step NAME COMMAND...: a build step counts as one test
 	local name=$1
@@ -43,6 +63,72 @@ count_log() { # add the counts of an automake test-suite.log
 	fi
 }
 
+# skip_reason TEST NAME REASON: one skip, listed above the final line; one with no reason fails where every
+# check must run (its test has not said that the CI machine may skip it).
+skip_reason() {
+	if [ -z "$3" ] && [ -n "${NGXAT_REQUIRE_ALL:-}" ]; then
+		failed=$((failed + 1))
+		failures+=("$1: $2: skipped, with no reason, where every check must run")
+		return 1
+	fi
+	skipped=$((skipped + 1))
+	skips+=("$1: $2: ${3:-(no reason given)}")
+}
+
+count_skips() { # count_skips BUILDDIR: the skips of the tests in BUILDDIR/check.out, from each test's log
+	local dir=$1 res t log line name reason ran nskip
+	while read -r res t; do
+		res=${res%:}
+		log=$dir/$t.log
+		[ -f "$log" ] || log=$dir/${t%.sh}.log
+		[ -f "$log" ] || continue
+		if [ "$res" = SKIP ]; then
+			# Counted as a skip by automake (exit 77): its reason, or no reason (a failure where all must run).
+			reason=$(sed -n 's/^SKIP: //p' "$log" | head -1)
+			skipped=$((skipped - 1))
+			skip_reason "$dir" "$t" "$reason"
+			continue
+		fi
+		# cmocka's skipped tests: "[  SKIPPED ] name" once as it runs and once in its group's summary; the reason
+		# is the "SKIP: " line printed since that test's "[ RUN      ] name".
+		ran=0 nskip=0
+		while IFS= read -r line; do
+			case $line in
+			"#ran "*) ran=$((ran + ${line#\#ran })) ;;
+			*)
+				name=${line%%	*} reason=${line#*	}
+				nskip=$((nskip + 1))
+				skip_reason "$dir" "$t: $name" "$reason"
+				;;
+			esac
+		done < <(awk '
+			/^\[==========\] Running / { delete seen }
+			/^\[ RUN      \] / { cur = substr($0, 14); why = "" }
+			/^SKIP: / { why = substr($0, 7) }
+			/^\[  SKIPPED \] / && !/ test\(s\)/ {
+				n = substr($0, 14)
+				if (!(n in seen)) { seen[n] = 1; print n "\t" (n == cur ? why : "") }
+			}
+			/^\[==========\] [0-9]+ test\(s\) run\./ { ran += $2 }
+			END { print "#ran " ran + 0 }' "$log")
+		# A program whose every test skipped checked nothing: not a pass.
+		if [ "$res" = PASS ] && [ "$ran" -gt 0 ] && [ "$nskip" -ge "$ran" ]; then
+			passed=$((passed - 1))
+		fi
+	done < <(grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL): ' "$dir/check.out")
+}
+
+summary() { # the final lines: what failed, what skipped and why, and the counts
+	echo
+	if [ ${#failures[@]} -gt 0 ]; then
+		printf 'failed: %s\n' "${failures[@]}"
+	fi
+	if [ ${#skips[@]} -gt 0 ]; then
+		printf 'skipped: %s\n' "${skips[@]}"
+	fi
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
+
 run_check() { # run_check BUILDDIR [TESTS]: make check there and count its results
 	local dir=$1 rc
 	rm -f "$dir/test-suite.log"
@@ -61,18 +147,19 @@ run_check() { # run_check BUILDDIR [TESTS]: make check there and count its resul
 		return 1
 	fi
 	count_log "$dir/test-suite.log"
+	count_skips "$dir"
 	[ $rc -eq 0 ]
 }
 
 if [ -z "${NGXAT_SKIP_DEPS:-}" ]; then
 	if [ "$(id -u)" = 0 ]; then
-		step "install packages" packaging/debian-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+		step "install packages" packaging/debian-deps.sh || { summary; exit 1; }
 	else
 		echo "not root: not installing packages (the system tests will skip)"
 	fi
 fi
 
-step "autoreconf" autoreconf -fi || { echo "$passed passed, $failed failed"; exit 1; }
+step "autoreconf" autoreconf -fi || { summary; exit 1; }
 
 # 1. The normal build, -Werror, and every test.
 rm -rf build && mkdir build
@@ -117,10 +204,5 @@ step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werr
 # 3. The release tarball builds and passes its unit tests on its own.
 step "make distcheck" sh -c 'make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'
 
-echo
-if [ ${#failures[@]} -gt 0 ]; then
-	printf 'failed: %s\n' "${failures[@]}"
-fi
-echo "skipped: $skipped"
-echo "$passed passed, $failed failed"
+summary
 [ "$failed" -eq 0 ]

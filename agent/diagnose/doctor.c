@@ -974,8 +974,12 @@ void doctor_free(struct doctor *d)
 	free(d);
 }
 
-void doctor_run(struct doctor *d, const char *why)
+void doctor_run(struct doctor *d, int64_t now_ms, const char *why)
 {
+	/* A run between two ticks is stamped with its own time: with the last tick's, checked_ms would not move when
+	 * it ends before the next tick, and the run would look lost. */
+	if (now_ms > d->now_ms)
+		d->now_ms = now_ms;
 	start(d, why);
 }
 

@@ -32,8 +32,8 @@ int doctor_new(struct agent *a, struct doctor **out);
 void doctor_free(struct doctor *d);
 /* One tick's frame FR: kept in the window; starts a run when one is due (start, nginx reload, interval). */
 void doctor_tick(struct doctor *d, const struct frame *fr);
-/* Start a run now unless one is in flight (then one follows it). WHY is logged. */
-void doctor_run(struct doctor *d, const char *why);
+/* Start a run at NOW_MS (the loop's clock) unless one is in flight (then one follows it). WHY is logged. */
+void doctor_run(struct doctor *d, int64_t now_ms, const char *why);
 /* No new runs: the agent is stopping. */
 void doctor_stop(struct doctor *d);
 /* Whether a run is in flight. */

@@ -59,17 +59,17 @@ static void scenarios(uint64_t master)
 	snprintf(msg, sizeof(msg), "gross regression (p99 x 3.3) rolled back within one pair: %u of 10", ok);
 	check(ok >= 9, msg);
 
-	/* A 5xx storm (x10) beside a real gain is aborted within one pair. */
+	/* A 5xx storm (x10) beside a real gain is aborted within one pair: a hard trip rolls back at once. */
 	ok = 0;
 	for (unsigned i = 0; i < 10; i++) {
 		sim_options_default(&o);
 		o.force_class = SIM_HARM;
 		o.force_gain = 0.2;
 		o.force_guard = SIM_GH_5XX;
-		if (sim_run(trial_seed(master ^ 0x2, i), &o, &r) == 0 && r.pairs <= 2 && r.verdict == VERDICT_ABORTED)
+		if (sim_run(trial_seed(master ^ 0x2, i), &o, &r) == 0 && r.pairs == 1 && r.verdict == VERDICT_ABORTED)
 			ok++;
 	}
-	snprintf(msg, sizeof(msg), "5xx storm aborted within two pairs: %u of 10", ok);
+	snprintf(msg, sizeof(msg), "5xx storm aborted within one pair: %u of 10", ok);
 	check(ok >= 9, msg);
 
 	/* The collector dies at pair 3: error, after at most two more pairs. */
@@ -111,7 +111,9 @@ int main(int argc, char **argv)
 	uint64_t master = 20240611, one = 0;
 	unsigned n = 300, shown = 0;
 	bool replay = false;
-	double lo, hi, alpha, delta;
+	double lo = 0, hi = 1, alpha, delta;
+	bool wilson;
+	char msg[160];
 	int opt;
 
 	while ((opt = getopt(argc, argv, "S:s:n:")) != -1) {
@@ -167,28 +169,21 @@ int main(int argc, char **argv)
 	}
 	sim_tally_print(stdout, &t);
 
-	if (t.aa_n) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "A/A false positive rate %.2f%% <= alpha %.0f%%", 100.0 * t.aa_fp[0] / t.aa_n,
-			 100 * alpha);
-		check((double)t.aa_fp[0] / t.aa_n <= alpha, msg);
-	}
-	if (t.below_delta && stats_wilson(t.false_keep[0], t.below_delta, 1.959964, &lo, &hi) == 0) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "false keep rate %.2f%% <= 1%%, upper bound %.2f%% <= 2%%",
-			 100.0 * t.false_keep[0] / t.below_delta, 100 * hi);
-		check((double)t.false_keep[0] / t.below_delta <= 0.01 && hi <= 0.02, msg);
-	}
-	if (t.big_gain) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "false revert rate for gains >= 2 delta %.2f%% <= 20%%",
-			 100.0 * t.false_revert[0] / t.big_gain);
-		check((double)t.false_revert[0] / t.big_gain <= 0.20, msg);
-	}
-	check(t.kept_harm[0] == 0, "no harmful change kept");
+	/*
+	 * Each rate is checked whatever the draw: a rate over no trials is no evidence, so an empty class fails the
+	 * check rather than dropping it (the counts are in the message).
+	 */
+	snprintf(msg, sizeof(msg), "A/A false positive rate %u/%u <= alpha %.0f%%", t.aa_fp[0], t.aa_n, 100 * alpha);
+	check(t.aa_n > 0 && (double)t.aa_fp[0] / t.aa_n <= alpha, msg);
+	wilson = t.below_delta > 0 && stats_wilson(t.false_keep[0], t.below_delta, 1.959964, &lo, &hi) == 0;
+	snprintf(msg, sizeof(msg), "false keep rate %u/%u <= 1%%, upper bound %.2f%% <= 2%%", t.false_keep[0],
+		 t.below_delta, wilson ? 100 * hi : 100.0);
+	check(wilson && (double)t.false_keep[0] / t.below_delta <= 0.01 && hi <= 0.02, msg);
+	snprintf(msg, sizeof(msg), "false revert rate for gains >= 2 delta %u/%u <= 20%%", t.false_revert[0],
+		 t.big_gain);
+	check(t.big_gain > 0 && (double)t.false_revert[0] / t.big_gain <= 0.20, msg);
+	snprintf(msg, sizeof(msg), "no harmful change kept: %u of %u", t.kept_harm[0], t.harm_n);
+	check(t.harm_n > 0 && t.kept_harm[0] == 0, msg);
 	scenarios(master);
 	printf("%s (master seed %" PRIu64 ")\n", failures ? "FAILED" : "PASSED", master);
 	return failures ? 1 : 0;

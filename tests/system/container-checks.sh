@@ -65,6 +65,11 @@ latency() {
 		jq -e '[.frames[] | select(.values["http.requests"] > 0 and .values["http.p99_ms"] != null)] | length > 0'
 }
 check "the access log gives request counts and a latency percentile" wait_for 20 latency
+curl -s --unix-socket /run/ngx-autotune/api.sock 'http://localhost/v1/frames?since=-3&metrics=http.*,nginx.requests' |
+	head -c 1500 | sed 's/^/    /'; echo
+grep -E 'access_log|stub_status_url' /etc/ngx-autotune/agent.conf | sed 's/^/    /'
+ls -la /var/log/nginx/ | sed 's/^/    /'
+journalctl -u ngx-autotune --no-pager | tail -15 | sed 's/^/    /'
 knobs_ok() {
 	for k in nginx.worker_connections nginx.keepalive_requests listen_queue; do
 		ngxctl --json knobs | jq -e --arg k "$k" '.knobs[] | select(.name == $k) | .state == "ok"' >/dev/null ||

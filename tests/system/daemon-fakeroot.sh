@@ -58,7 +58,7 @@ for i in $(seq 1 10); do
 	sleep 0.25
 done
 echo "2026/01/01 00:00:00 [alert] 4243#4243: 1024 worker_connections are not enough" >>"$TMP/error.log"
-sleep 1
+wait_ticks 2 || fail "the agent stopped ticking"
 frames=$(api "/v1/frames?since=$t0&metrics=tcp.listen_overflows,tcp.listen_drops,tcp.passive_opens,http.requests,http.5xx,http.p99_ms,nginx.workers,nginx.err.worker_connections,softnet.0.processed,cpu.0.softirq,irq.25.1,tcp.sockstat.time_wait")
 echo "$frames" >"$TMP/frames.json"
 sum=$(jq '[.frames[].values["tcp.listen_overflows"] | select(. != null)] | add' <<<"$frames")
@@ -91,9 +91,9 @@ ok "NIC IRQs found through msi_irqs, counted per CPU from /sys/kernel/irq"
 
 # A counter going backwards (nginx restart, reset): a missing value, never a negative or huge one.
 write_netns "$R/proc/$NPID/net" 5
-sleep 0.8
+wait_ticks 2 || fail "the agent stopped ticking"
 write_netns "$R/proc/$NPID/net" 12
-sleep 0.8
+wait_ticks 2 || fail "the agent stopped ticking"
 frames=$(api "/v1/frames?since=-3&metrics=tcp.listen_overflows")
 jq -e '[.frames[].values["tcp.listen_overflows"]] | any(. == null)' <<<"$frames" >/dev/null ||
 	fail "no missing value after the counter went backwards: $frames"
@@ -103,13 +103,14 @@ ok "a counter reset yields a missing value, then normal deltas"
 
 # A probe that fails is reported and retried.
 mv "$R/proc/softirqs" "$R/proc/softirqs.away"
-sleep 0.8
-api /v1/status | jq -e '.probes[] | select(.name == "softirqs") | .ok == false and (.error | test("softirqs"))' \
-	>/dev/null || fail "a missing /proc/softirqs is not reported"
+failing() {
+	api /v1/status | jq -e '.probes[] | select(.name == "softirqs") | .ok == false and (.error | test("softirqs"))'
+}
+wait_for 10 failing || fail "a missing /proc/softirqs is not reported"
 "$NGXCTL" -s "$TMP/api.sock" status | grep -q "softirqs.*FAILING" || fail "ngxctl status does not show the failing probe"
 mv "$R/proc/softirqs.away" "$R/proc/softirqs"
-sleep 0.8
-api /v1/status | jq -e '.probes[] | select(.name == "softirqs") | .ok' >/dev/null || fail "probe did not recover"
+wait_for 10 sh -c "curl -s --unix-socket '$TMP/api.sock' http://localhost/v1/status |
+	jq -e '.probes[] | select(.name == \"softirqs\") | .ok'" || fail "probe did not recover"
 ok "a failing probe is reported (API and ngxctl status) and recovers"
 
 # SIGHUP with a broken configuration keeps the running one.
@@ -136,11 +137,11 @@ rc=$?
 [ -e "$TMP/api.sock" ] && fail "socket file left behind"
 ok "SIGTERM: clean exit 0, socket removed"
 
-sleep 0.3
+# notify-listen writes what it receives in its own time: wait for the last message, the others came before it.
+wait_for 5 grep -q "STOPPING=1" "$TMP/notify.log" || fail "no STOPPING=1"
 grep -q "WATCHDOG=1" "$TMP/notify.log" || fail "no WATCHDOG=1"
 grep -q "STATUS=observing" "$TMP/notify.log" || fail "no STATUS= line"
 grep -q "RELOADING=1" "$TMP/notify.log" || fail "no RELOADING=1 on SIGHUP"
-grep -q "STOPPING=1" "$TMP/notify.log" || fail "no STOPPING=1"
 awk '/RELOADING=1/{r=1} r && /READY=1/{ok=1} END{exit !ok}' "$TMP/notify.log" || fail "no READY=1 after RELOADING=1"
 ok "sd_notify: WATCHDOG, STATUS, RELOADING then READY, STOPPING"
 echo "# $checks checks passed"

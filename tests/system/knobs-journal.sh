@@ -70,14 +70,14 @@ ok "propose: journaled, written, read back, one trial at a time, kept after sett
 echo 1024 >"$SOMAX"
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/knobs | jq -e '.knobs[] | select(.name == \"net.core.somaxconn\") | .state == \"conflict\"'" ||
 	fail "no conflict after a write behind the agent's back"
-sleep 0.6
+wait_ticks 3 || fail "the agent stopped ticking" # ticks in which it could write its value back
 [ "$(cat "$SOMAX")" = 1024 ] || fail "the agent overwrote the operator's value"
 out=$(ctl propose --now net.core.somaxconn=8192 2>&1) && fail "a conflicting knob was changed"
 api "/v1/audit?knob=net.core.somaxconn" | jq -e '.audit[] | select(.action == "conflict" and (.detail | test("reads 1024")))' \
 	>/dev/null || fail "no conflict in the audit trail"
 # A revert never writes over someone else's value either.
 curl -s -X POST --unix-socket "$TMP/api.sock" -d '{}' http://localhost/v1/revert >/dev/null
-sleep 0.5
+wait_ticks 3 || fail "the agent stopped ticking" # ticks in which the revert could run
 [ "$(cat "$SOMAX")" = 1024 ] || fail "revert-all wrote over a knob in conflict"
 out=$(ctl revert 1 2>&1) && fail "revert of a change on a conflicting knob was accepted"
 grep -q "clear the conflict first" <<<"$out" || fail "revert refusal: $out"
@@ -179,7 +179,7 @@ kill -TERM $AGENT_PID
 wait $AGENT_PID 2>/dev/null
 sed -i '/^dry_run = yes$/d' "$TMP/agent.conf"
 start_agent
-sleep 0.5
+wait_ticks 2 || fail "the agent stopped ticking" # kept values are re-applied before READY=1; and ticks after it
 [ "$(cat "$BACKLOG")" = 1000 ] || fail "a real start applied a dry-run value"
 kill -TERM $AGENT_PID
 wait $AGENT_PID 2>/dev/null

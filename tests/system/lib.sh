@@ -18,7 +18,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Whether every check must run here: NGXAT_REQUIRE_ALL=1, or CI=true as root (the CI machine: Debian 12, root, the
+# packages of packaging/debian-deps.sh). Then skip is a failure; see tests/run-all.sh for how skips are counted.
+require_all() {
+	[ "${NGXAT_REQUIRE_ALL:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ]; }
+}
+
+# skip REASON: this machine cannot run the test: one line "SKIP: REASON" in its log and exit 77 (automake's SKIP).
+# The CI machine can run it, so where every check must run (require_all) it fails instead.
 skip() {
+	if require_all; then
+		echo "FAIL: skipped where every check must run (CI as root): $*"
+		exit 1
+	fi
+	echo "SKIP: $*"
+	exit 77
+}
+
+# skip_allowed REASON: a skip that is right even on the CI machine; REASON says why. Never a failure.
+skip_allowed() {
 	echo "SKIP: $*"
 	exit 77
 }
@@ -61,6 +79,17 @@ wait_for() {
 		[ $SECONDS -lt $deadline ] || return 1
 		sleep 0.1
 	done
+}
+
+# wait_ticks N: until the agent has sampled N more ticks, all started after this call; so what was written before
+# it has been seen (or, for a check that the agent did not act, the agent had N ticks to act). The API answers on
+# the loop that ticks, so the count it gives is of finished ticks; the one after it may already have read its files
+# (while stub_status is fetched), hence one more than asked for.
+wait_ticks() {
+	local c0
+	c0=$(api /v1/status | jq -e '.tick.count') || return 1
+	wait_for 30 sh -c "[ \"\$(curl -sS --max-time 5 --unix-socket '$TMP/api.sock' http://localhost/v1/status |
+		jq '.tick.count')\" -gt $((c0 + $1)) ]"
 }
 
 # start_nginx_ns NS PORT: a network namespace NS (loopback up) and a real nginx in it on 127.0.0.1:PORT with

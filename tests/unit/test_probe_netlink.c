@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "observe/probe_netlink.h"
+#include "testskip.h"
 
 #define BACKLOG4 7
 #define PENDING4 3
@@ -390,7 +391,7 @@ static void test_links_added_and_renamed(void **state)
 	if (run("ip -n %s link add ngxd0 type dummy 2>/dev/null", ns_name) != 0 &&
 	    run("ip -n %s link add ngxd0 type bridge 2>/dev/null", ns_name) != 0) {
 		probe_netlink_close(p);
-		skip();
+		testskip("neither a dummy nor a bridge link can be added (no such link type in this kernel)");
 	}
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(probe_netlink_links(p, ls, 64, &n), 0);
@@ -491,14 +492,10 @@ int main(void)
 	};
 	int rc;
 
-	if (geteuid() != 0) {
-		printf("skip: test_probe_netlink needs root\n");
-		return 77;
-	}
-	if (ns_create() < 0) {
-		printf("skip: cannot create a network namespace here\n");
-		return 77;
-	}
+	if (geteuid() != 0)
+		return testskip_program("test_probe_netlink needs root");
+	if (ns_create() < 0)
+		return testskip_program("cannot create a network namespace here");
 	signal(SIGPIPE, SIG_IGN);
 	rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
 	run("ip netns del %s", ns_name);

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "observe/procfile.h"
+#include "testskip.h"
 
 struct fixture {
 	char dir[64];
@@ -160,7 +161,7 @@ static void test_procfs_kept_and_fresh(void **state)
 	int fd;
 
 	if (access("/proc/thread-self/schedstat", R_OK) != 0)
-		skip();
+		testskip("no /proc/thread-self/schedstat (a kernel without CONFIG_SCHED_INFO)");
 	assert_int_equal(procfile_read(&f->f, "/proc/thread-self/schedstat", true, &f->b, 4096), 0);
 	assert_true(procfile_is_kept(&f->f));
 	fd = f->f.fd;
@@ -255,7 +256,7 @@ static void test_dead_parent_children(void **state)
 	if (access(path, R_OK) != 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
-		skip(); /* CONFIG_PROC_CHILDREN off */
+		testskip("no /proc/PID/task/TID/children (a kernel without CONFIG_PROC_CHILDREN)");
 	}
 	/* Wait (bounded) for the grandchild to show. */
 	for (int i = 0; i < 200; i++) {
@@ -289,7 +290,7 @@ static void test_sysfs_kept(void **state)
 	if (d)
 		closedir(d);
 	if (!path[0] || access(path, R_OK) != 0)
-		skip();
+		testskip("no readable /sys/kernel/irq/N/per_cpu_count (a kernel without CONFIG_SPARSE_IRQ)");
 	assert_int_equal(procfile_read(&f->f, path, true, &f->b, 1 << 16), 0);
 	assert_true(procfile_is_kept(&f->f));
 	assert_true(f->b.len > 0);

@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "testskip.h"
 
 #define T0 INT64_C(1699999980000) /* a minute start */
 
@@ -830,27 +831,34 @@ static int capture_db(sqlite3 *db, const char **msg, const struct sqlite3_api_ro
 	return SQLITE_OK;
 }
 
-static void test_readonly(void **state)
+/* A store of one frame (T0, a = 1) at PATH (a new directory NAME under the test's directory). */
+static void one_frame_store(const char *name, char *dir, size_t dirlen, char *path, size_t pathlen,
+			    struct metric_registry *reg)
+{
+	struct store *st;
+
+	path_in(dir, dirlen, name);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, pathlen, "%s/store.db", dir);
+	st = open_ok(path, NULL, reg);
+	assert_int_equal(append(st, reg, T0, 1, "a", 1.0), 0);
+	store_close(st);
+}
+
+/* At open: a database the agent cannot write is refused up front. As root, permissions do not stop a write, so
+ * the database is seen through a read-only bind mount. */
+static void test_readonly_at_open(void **state)
 {
 	struct metric_registry *reg;
 	struct store *st;
-	struct store_health h;
 	char rw[200], ro[200], path[256], ropath[300], err[256] = "";
-	sqlite3 *locker;
 	int rc;
 
 	(void)state;
 	assert_int_equal(metric_registry_new(&reg), 0);
-
-	/* At open: a database the agent cannot write is refused up front. */
-	path_in(rw, sizeof(rw), "rw");
+	one_frame_store("rw", rw, sizeof(rw), path, sizeof(path), reg);
 	path_in(ro, sizeof(ro), "ro");
-	assert_int_equal(mkdir(rw, 0755), 0);
 	assert_int_equal(mkdir(ro, 0755), 0);
-	snprintf(path, sizeof(path), "%s/store.db", rw);
-	st = open_ok(path, NULL, reg);
-	assert_int_equal(append(st, reg, T0, 1, "a", 1.0), 0);
-	store_close(st);
 	if (geteuid() != 0) {
 		assert_int_equal(chmod(path, 0444), 0);
 		snprintf(ropath, sizeof(ropath), "%s", path);
@@ -860,22 +868,32 @@ static void test_readonly(void **state)
 		snprintf(ropath, sizeof(ropath), "%s/store.db", ro);
 	} else {
 		sh("umount '%s' 2>/dev/null", ro);
-		ropath[0] = '\0';
-		print_message("read-only at open: SKIPPED (root, and no read-only bind mount available)\n");
+		metric_registry_free(reg);
+		testskip("root, and no read-only bind mount (mount --bind needs CAP_SYS_ADMIN)");
 	}
-	if (ropath[0]) {
-		st = NULL;
-		rc = store_open(ropath, NULL, reg, &st, err, sizeof(err));
-		if (rc != -EROFS || !strstr(err, "read-only"))
-			fail_msg("read-only open: rc %d '%s'", rc, err);
-		assert_null(st);
-		if (mounted[0][0]) {
-			assert_int_equal(sh("umount '%s'", ro), 0);
-			mounted[0][0] = '\0';
-		} else {
-			assert_int_equal(chmod(path, 0644), 0);
-		}
+	st = NULL;
+	rc = store_open(ropath, NULL, reg, &st, err, sizeof(err));
+	if (rc != -EROFS || !strstr(err, "read-only"))
+		fail_msg("read-only open: rc %d '%s'", rc, err);
+	assert_null(st);
+	if (mounted[0][0]) {
+		assert_int_equal(sh("umount '%s'", ro), 0);
+		mounted[0][0] = '\0';
 	}
+	metric_registry_free(reg);
+}
+
+static void test_readonly(void **state)
+{
+	struct metric_registry *reg;
+	struct store *st;
+	struct store_health h;
+	char rw[200], path[256];
+	sqlite3 *locker;
+
+	(void)state;
+	assert_int_equal(metric_registry_new(&reg), 0);
+	one_frame_store("rw", rw, sizeof(rw), path, sizeof(path), reg);
 
 	/*
 	 * While running: a mount cannot turn read-only under open writers (the kernel answers EBUSY), so this part is
@@ -1147,6 +1165,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v0, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readonly_at_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "observe/stubhttp.h"
+#include "testskip.h"
 
 #define MAX_SCRIPTS 16
 #define BODY "Active connections: 1 \nserver accepts handled requests\n 7 7 9 \nReading: 0 Writing: 1 Waiting: 0 \n"
@@ -46,7 +47,8 @@ struct server {
 	pthread_mutex_t mu;
 	struct script scripts[MAX_SCRIPTS];
 	size_t nscripts, next;
-	int accepts, requests;
+	int accepts, requests, closes;
+	pthread_cond_t closed; /* signalled when closes grows */
 	char last_request[1024];
 	volatile bool stop;
 };
@@ -125,8 +127,28 @@ static void *serve(void *arg)
 				break;
 		}
 		close(fd);
+		pthread_mutex_lock(&sv->mu);
+		sv->closes++;
+		pthread_cond_broadcast(&sv->closed);
+		pthread_mutex_unlock(&sv->mu);
 	}
 	return NULL;
+}
+
+/* Wait (bounded: 5 s) until the server has closed N connections. */
+static void wait_closes(struct server *sv, int n)
+{
+	struct timespec until;
+	int got;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&sv->mu);
+	while (sv->closes < n && pthread_cond_timedwait(&sv->closed, &sv->mu, &until) == 0)
+		;
+	got = sv->closes;
+	pthread_mutex_unlock(&sv->mu);
+	assert_int_equal(got, n);
 }
 
 static int start_server(struct server *sv, int family)
@@ -137,6 +159,7 @@ static int start_server(struct server *sv, int family)
 
 	memset(sv, 0, sizeof(*sv));
 	pthread_mutex_init(&sv->mu, NULL);
+	pthread_cond_init(&sv->closed, NULL);
 	sv->family = family;
 	sv->lfd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sv->lfd < 0)
@@ -170,6 +193,7 @@ static void stop_server(struct server *sv)
 	sv->stop = true;
 	pthread_join(sv->thread, NULL);
 	close(sv->lfd);
+	pthread_cond_destroy(&sv->closed);
 	pthread_mutex_destroy(&sv->mu);
 }
 
@@ -351,7 +375,7 @@ static void test_close_and_reconnect(void **state)
 	assert_true(stubhttp_connected(f->c));
 	assert_int_equal(counter(&f->sv, &f->sv.accepts), 2);
 	/* The server has closed the kept connection (keepalive_timeout): the fetch finds out and retries once. */
-	usleep(50000);
+	wait_closes(&f->sv, 2);
 	g = get(f->c, 0, 1000);
 	assert_int_equal(g.r, 0);
 	assert_string_equal(g.body, BODY);
@@ -543,7 +567,7 @@ static void test_ipv6(void **state)
 
 	(void)state;
 	if (start_server(&sv6, AF_INET6) < 0)
-		skip(); /* no IPv6 loopback here */
+		testskip_allowed("no IPv6 loopback (::1): a VM's provider may turn IPv6 off (ipv6.disable=1)");
 	snprintf(url, sizeof(url), "http://[::1]:%u/nginx_status", sv6.port);
 	assert_int_equal(stubhttp_new(url, &c, err, sizeof(err)), 0);
 	add_script(&sv6, (struct script){.pieces = {ok_response}});
