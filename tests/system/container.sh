@@ -5,7 +5,8 @@
 # until apt purge (tests/system/container-checks.sh runs inside, as a unit, and powers off). The container's
 # base (debootstrap from the machine's own Debian mirror, with nginx, wrk and the package's dependencies) is
 # built once and cached under the build directory; each run boots a fresh copy of it with a private network,
-# so its nginx and any load stay on its own loopback. Bounded: 5 minutes for the boot and the checks.
+# so its nginx and any load stay on its own loopback. Bounded: 7 minutes for the boot and the checks (one
+# change waits out its 60 s settle time).
 TEST_NAME=container
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pkg-lib.sh"
@@ -71,7 +72,7 @@ UNIT
 ln -s /etc/systemd/system/ngxat-checks.service "$ROOT/etc/systemd/system/multi-user.target.wants/ngxat-checks.service"
 
 # -b boots its systemd; --register=no --keep-unit: no machined here; --private-network: its own loopback only.
-timeout -k 10 300 systemd-nspawn -q -b -D "$ROOT" --register=no --keep-unit --private-network --console=pipe \
+timeout -k 10 420 systemd-nspawn -q -b -D "$ROOT" --register=no --keep-unit --private-network --console=pipe \
 	--bind="$TMP/out:/root/out" >"$TMP/boot.log" 2>&1
 rc=$?
 [ -f "$TMP/out/result" ] || { tail -40 "$TMP/boot.log"; cat "$TMP/out/result.part" 2>/dev/null;
