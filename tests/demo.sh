@@ -10,12 +10,12 @@
 # (revert_on_stop), then nginx, the load and the namespace go; host-wide sysctls are checked against the values
 # saved at the start.
 #
-#   sudo tests/demo.sh [SECONDS]      default 150
+#   tests/demo.sh [SECONDS]           default 150 (as root)
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
 secs=${1:-150}
-case $secs in '' | *[!0-9]*) echo "usage: sudo tests/demo.sh [SECONDS]" >&2; exit 2 ;; esac
+case $secs in '' | *[!0-9]*) echo "usage: tests/demo.sh [SECONDS] (as root)" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "tests/demo.sh: run as root (it installs packages and creates a network namespace)" >&2; exit 1; }
 
 [ -n "${NGXAT_SKIP_DEPS:-}" ] || packaging/debian-deps.sh || exit 1
@@ -66,11 +66,11 @@ nginx runs in namespace $NS on 127.0.0.1:$PORT with net.core.somaxconn = 16 (its
 under ~400 concurrent short connections for $secs s. The agent is in propose mode (agent log: $TMP/agent.log).
 In about 30 s it proposes a change and waits for you. In another terminal:
 
-  sudo $NGXCTL -s $TMP/api.sock proposals       # what it proposes, and the evidence
-  sudo $NGXCTL -s $TMP/api.sock approve ID      # let it try: an A/B trial, kept only if the judge says it helps
-  sudo $NGXCTL -s $TMP/api.sock trial           # the trial: arm in force, pair k of K, running estimate
-  sudo $NGXCTL -s $TMP/api.sock show ID         # the verdict and its evidence
-  sudo $NGXCTL -s $TMP/api.sock top             # requests/s, p99, listen overflows, softnet, every second
+  $NGXCTL -s $TMP/api.sock proposals       # what it proposes, and the evidence
+  $NGXCTL -s $TMP/api.sock approve ID      # let it try: an A/B trial, kept only if the judge says it helps
+  $NGXCTL -s $TMP/api.sock trial           # the trial: arm in force, pair k of K, running estimate
+  $NGXCTL -s $TMP/api.sock show ID         # the verdict and its evidence
+  $NGXCTL -s $TMP/api.sock top             # requests/s, p99, listen overflows, softnet, every second
 
 Ctrl-C stops everything and puts back whatever the agent changed.
 
@@ -91,7 +91,7 @@ while [ $SECONDS -lt $end ]; do
 		if [ -n "$unattended" ]; then
 			ctl approve "$id" --comment "tests/demo.sh, unattended"
 		else
-			echo ">>> in another terminal: sudo $NGXCTL -s $TMP/api.sock approve $id   (or: reject $id)"
+			echo ">>> in another terminal: $NGXCTL -s $TMP/api.sock approve $id   (or: reject $id)"
 		fi
 		echo
 	fi

@@ -4,7 +4,7 @@
 # with one line "N passed, N failed, N skipped", every skip listed above it with its reason. Exits non-zero on any
 # failure.
 #
-#   sudo tests/run-all.sh            everything
+#   tests/run-all.sh                 everything (as root)
 #   NGXAT_SKIP_DEPS=1 tests/run-all.sh   do not call apt-get
 #
 # What counts as one result:
