@@ -3,6 +3,7 @@
 #include "api/api.h"
 #include "api/api_internal.h"
 #include "api/api_prom.h"
+#include "api/http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,85 +34,6 @@
 #include "act/tuning.h"
 
 #define FRAMES_LIMIT_MAX 3600
-
-/* The request being handled (one thread; handlers do not nest): who asked, and what they were answered. */
-static struct api_req *current;
-
-/* ---- responses ------------------------------------------------------------------------------------------- */
-
-void api_common_headers(struct MHD_Response *r)
-{
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-}
-
-static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
-				 size_t len)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	api_common_headers(r);
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ngx-autotune\"");
-	if (current)
-		current->status = status;
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-enum MHD_Result api_send_json(struct MHD_Connection *c, unsigned status, json_t *o, const char *type)
-{
-	char *s;
-	enum MHD_Result ret;
-
-	if (!o)
-		return MHD_NO;
-	s = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!s)
-		return MHD_NO;
-	ret = send_body(c, status, type, s, strlen(s));
-	free(s);
-	return ret;
-}
-
-static const char *status_title(unsigned status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 409: return "Conflict";
-	case 405: return "Method Not Allowed";
-	case 413: return "Content Too Large";
-	case 503: return "Service Unavailable";
-	default: return "Internal Server Error";
-	}
-}
-
-enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-{
-	char detail[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	if (current)
-		snprintf(current->problem, sizeof(current->problem), "%.255s", detail);
-	return api_send_json(c, status,
-			 json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE,
-				   status_title(status), API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail),
-			 "application/problem+json");
-}
 
 /* ---- GET /v1/status -------------------------------------------------------------------------------------- */
 
@@ -181,18 +103,6 @@ static json_t *status_json(struct agent *a)
 }
 
 /* ---- GET /v1/frames -------------------------------------------------------------------------------------- */
-
-/* A time in the query: ms since the epoch, or a negative number of seconds relative to now. */
-int api_parse_time(struct agent *a, const char *s, int64_t *out)
-{
-	int64_t v;
-	int r = str_to_i64(s, -(int64_t)10 * 366 * 86400, INT64_MAX / 2, &v);
-
-	if (r < 0)
-		return r;
-	*out = v <= 0 ? agent_now_ms(a) + v * 1000 : v;
-	return 0;
-}
 
 struct frames_ctx {
 	struct agent *a;
@@ -273,7 +183,7 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	{
-		enum MHD_Result ret = send_body(c, 200, "application/json", ctx.out.p, ctx.out.len);
+		enum MHD_Result ret = api_send_body(c, 200, "application/json", ctx.out.p, ctx.out.len);
 
 		sbuf_free(&ctx.out);
 		return ret;
@@ -297,12 +207,6 @@ static enum MHD_Result get_metrics(struct api *api, struct MHD_Connection *c)
 }
 
 /* ---- who may do what ------------------------------------------------------------------------------------- */
-
-void api_actor(struct MHD_Connection *c, char *out, size_t outlen)
-{
-	(void)c;
-	snprintf(out, outlen, "%s", current && current->actor[0] ? current->actor : "unknown");
-}
 
 static int conn_fd(struct MHD_Connection *c)
 {
@@ -552,16 +456,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		if (!req)
 			return MHD_NO;
 		*con_cls = req;
-		current = req;
+		api_http_begin(req);
 		ret = first_call(l, c, req, url, method, *upload_data_size);
-		current = NULL;
+		api_http_end();
 		return ret;
 	}
 	if (req->get) {
 		*upload_data_size = 0; /* none: refused on the first call */
-		current = req;
+		api_http_begin(req);
 		ret = handle_get(api, l, c, url);
-		current = NULL;
+		api_http_end();
 		return ret;
 	}
 	if (*upload_data_size) {
@@ -580,7 +484,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	current = req;
+	api_http_begin(req);
 	events_set_peer(req->peer);
 	rows = events_audit_count();
 	if (req->too_big)
@@ -590,7 +494,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (events_audit_count() == rows)
 		audit_request(api, req, url, false);
 	events_set_peer(NULL);
-	current = NULL;
+	api_http_end();
 	return ret;
 }
 
@@ -606,44 +510,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		free(req);
 		*con_cls = NULL;
 	}
-}
-
-/* ---- loop integration ------------------------------------------------------------------------------------ */
-
-static void rearm(struct api_listener *l);
-
-static void on_mhd_timer(uv_timer_t *t)
-{
-	struct api_listener *l = t->data;
-
-	MHD_run(l->mhd);
-	rearm(l);
-}
-
-static void on_mhd_poll(uv_poll_t *p, int status, int events)
-{
-	struct api_listener *l = p->data;
-
-	(void)status;
-	(void)events;
-	MHD_run(l->mhd);
-	rearm(l);
-}
-
-static void rearm(struct api_listener *l)
-{
-	MHD_UNSIGNED_LONG_LONG t;
-
-	if (MHD_get_timeout(l->mhd, &t) == MHD_YES)
-		uv_timer_start(&l->timer, on_mhd_timer, t, 0);
-	else
-		uv_timer_stop(&l->timer);
-}
-
-void api_kick(struct api_listener *l)
-{
-	if (l->mhd)
-		uv_timer_start(&l->kick, on_mhd_timer, 0, 0);
 }
 
 static int bind_socket(struct api *api, const struct config *cfg, char *err, size_t errlen)
@@ -882,8 +748,7 @@ static int start_listener(struct api *api, struct api_listener *l, const char *w
 	uv_timer_init(api->a->loop, &l->kick);
 	l->kick.data = l;
 	api->open_handles += 3;
-	uv_poll_start(&l->poll, UV_READABLE, on_mhd_poll);
-	rearm(l);
+	api_http_watch(l);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <nettle/sha2.h>
 
 #include "api/api_internal.h"
+#include "api/http.h"
 #include "api/console.h"
 
 static char csp[768];

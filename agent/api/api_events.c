@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "api/api_internal.h"
+#include "api/http.h"
 #include "api/events.h"
 #include "proto.h"
 #include "strutil.h"

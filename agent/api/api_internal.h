@@ -66,20 +66,7 @@ struct api_req {
 	char problem[256];  /* its problem detail, if any */
 };
 
-/* Send O (consumed) with STATUS and content type application/json. */
-enum MHD_Result api_send_json(struct MHD_Connection *c, unsigned status, json_t *o, const char *type);
-/* Send a problem object (RFC 9457) with STATUS and a formatted detail. */
-enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* A time in a query: ms since the epoch, or negative seconds relative to now. 0 or -EINVAL/-ERANGE. */
-int api_parse_time(struct agent *a, const char *s, int64_t *out);
-/* Who is asking: the actor of the request being handled ("root", a user name, "uid:N", "token:NAME"). */
-void api_actor(struct MHD_Connection *c, char *out, size_t outlen);
-/* Add the headers every answer carries (X-Content-Type-Options, Cache-Control) to R. */
-void api_common_headers(struct MHD_Response *r);
 
-/* Run L's MHD soon (from the loop, not from inside a handler): a stream was resumed. */
-void api_kick(struct api_listener *l);
 
 /* api_events.c: GET /v1/events on listener L. */
 enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct MHD_Connection *c);

@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "api/api_internal.h"
+#include "api/http.h"
 #include "core/policy.h"
 #include "core/controller.h"
 #include "core/judge.h"

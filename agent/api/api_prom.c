@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "api/api_internal.h"
+#include "api/http.h"
 #include "core/controller.h"
 #include "core/judge.h"
 #include "core/prom.h"

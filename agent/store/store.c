@@ -320,7 +320,10 @@ static void store_free(struct store *st)
 	free_batch(st->batch);
 	for (int i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
-	store_journal_free(st);
+	/* The journal's and the counts' statements too: the store owns every statement it holds (finalizing NULL
+	 * is a no-op), so that it calls into none of the files built on it. */
+	for (size_t i = 0; i < sizeof(st->jstmt) / sizeof(st->jstmt[0]); i++)
+		sqlite3_finalize(st->jstmt[i]);
 	for (size_t i = 0; i < sizeof(st->cstmt) / sizeof(st->cstmt[0]); i++)
 		sqlite3_finalize(st->cstmt[i]);
 	sqlite3_close_v2(st->db);

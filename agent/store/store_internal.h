@@ -51,7 +51,5 @@ int store_run(sqlite3_stmt *s);
  * and clear its bindings for the next read. R; else 0 if RC is SQLITE_DONE or SQLITE_ROW (stopped at a limit);
  * else -errno. */
 int store_read_end(struct store *st, sqlite3_stmt *s, int rc, int r);
-/* Finalize store_journal.c's statements. */
-void store_journal_free(struct store *st);
 
 #endif

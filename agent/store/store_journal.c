@@ -71,12 +71,6 @@ int change_state_parse(const char *s, enum change_state *out)
 	return -EINVAL;
 }
 
-void store_journal_free(struct store *st)
-{
-	for (int i = 0; i < J_COUNT; i++)
-		sqlite3_finalize(st->jstmt[i]);
-}
-
 static sqlite3_stmt *stmt(struct store *st, int which, int *rc)
 {
 	if (!st->jstmt[which])

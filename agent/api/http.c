@@ -1,0 +1,171 @@
+/*
+ * http: what every handler of the API shares: the answers (JSON, problem objects, the common headers), who is
+ * asking (the request being handled), times in a query, and libmicrohttpd driven from the libuv loop. See http.h.
+ */
+#include "build-config.h"
+
+#include "api/http.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "proto.h"
+#include "strutil.h"
+
+/* The request being handled (one thread; handlers do not nest): who asked, and what they were answered. */
+static struct api_req *current;
+
+void api_http_begin(struct api_req *req)
+{
+	current = req;
+}
+
+void api_http_end(void)
+{
+	current = NULL;
+}
+
+/* ---- responses ------------------------------------------------------------------------------------------- */
+
+void api_common_headers(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+}
+
+enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+			      size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	api_common_headers(r);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ngx-autotune\"");
+	if (current)
+		current->status = status;
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result api_send_json(struct MHD_Connection *c, unsigned status, json_t *o, const char *type)
+{
+	char *s;
+	enum MHD_Result ret;
+
+	if (!o)
+		return MHD_NO;
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return MHD_NO;
+	ret = api_send_body(c, status, type, s, strlen(s));
+	free(s);
+	return ret;
+}
+
+static const char *status_title(unsigned status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 409: return "Conflict";
+	case 405: return "Method Not Allowed";
+	case 413: return "Content Too Large";
+	case 503: return "Service Unavailable";
+	default: return "Internal Server Error";
+	}
+}
+
+enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+{
+	char detail[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (current)
+		snprintf(current->problem, sizeof(current->problem), "%.255s", detail);
+	return api_send_json(c, status,
+			 json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE,
+				   status_title(status), API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail),
+			 "application/problem+json");
+}
+
+/* A time in the query: ms since the epoch, or a negative number of seconds relative to now. */
+int api_parse_time(struct agent *a, const char *s, int64_t *out)
+{
+	int64_t v;
+	int r = str_to_i64(s, -(int64_t)10 * 366 * 86400, INT64_MAX / 2, &v);
+
+	if (r < 0)
+		return r;
+	*out = v <= 0 ? agent_now_ms(a) + v * 1000 : v;
+	return 0;
+}
+
+/* ---- who is asking ---------------------------------------------------------------------------------------- */
+
+void api_actor(struct MHD_Connection *c, char *out, size_t outlen)
+{
+	(void)c;
+	snprintf(out, outlen, "%s", current && current->actor[0] ? current->actor : "unknown");
+}
+
+/* ---- loop integration ------------------------------------------------------------------------------------ */
+
+static void rearm(struct api_listener *l);
+
+static void on_mhd_timer(uv_timer_t *t)
+{
+	struct api_listener *l = t->data;
+
+	MHD_run(l->mhd);
+	rearm(l);
+}
+
+static void on_mhd_poll(uv_poll_t *p, int status, int events)
+{
+	struct api_listener *l = p->data;
+
+	(void)status;
+	(void)events;
+	MHD_run(l->mhd);
+	rearm(l);
+}
+
+static void rearm(struct api_listener *l)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	if (MHD_get_timeout(l->mhd, &t) == MHD_YES)
+		uv_timer_start(&l->timer, on_mhd_timer, t, 0);
+	else
+		uv_timer_stop(&l->timer);
+}
+
+void api_kick(struct api_listener *l)
+{
+	if (l->mhd)
+		uv_timer_start(&l->kick, on_mhd_timer, 0, 0);
+}
+
+void api_http_watch(struct api_listener *l)
+{
+	uv_poll_start(&l->poll, UV_READABLE, on_mhd_poll);
+	rearm(l);
+}
