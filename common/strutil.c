@@ -231,3 +231,30 @@ void str_err(char *err, size_t errlen, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 }
+
+int str_vrooted(char *out, size_t n, const char *root, const char *fmt, va_list ap)
+{
+	size_t rl = root ? strlen(root) : 0;
+	int w, k;
+
+	while (rl > 0 && root[rl - 1] == '/')
+		rl--;
+	if (n == 0)
+		return -ENAMETOOLONG;
+	k = snprintf(out, n, "%.*s", (int)rl, rl ? root : "");
+	if (k < 0 || (size_t)k >= n)
+		return -ENAMETOOLONG;
+	w = vsnprintf(out + k, n - (size_t)k, fmt, ap);
+	return w < 0 || (size_t)w >= n - (size_t)k ? -ENAMETOOLONG : 0;
+}
+
+int str_rooted(char *out, size_t n, const char *root, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = str_vrooted(out, n, root, fmt, ap);
+	va_end(ap);
+	return r;
+}

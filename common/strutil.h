@@ -29,6 +29,12 @@ int str_to_mode(const char *s, unsigned *out);
 int str_to_listen(const char *s, struct sockaddr_storage *sa, unsigned *salen, bool *loopback);
 /* Copy SRC into DST of size N; -ENAMETOOLONG (DST untouched) when it does not fit. */
 int str_copy(char *dst, size_t n, const char *src);
+/* The path FMT names (an absolute path, formatted) under ROOT (NULL, "" or "/": the real root; trailing slashes of
+ * ROOT are dropped) into OUT of N bytes. 0, or -ENAMETOOLONG when it does not fit (OUT then holds what fits).
+ * The one way every module roots the /proc, /sys and nginx paths it reads (tests run the agent on a fake tree). */
+int str_rooted(char *out, size_t n, const char *root, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* str_rooted with a va_list. */
+int str_vrooted(char *out, size_t n, const char *root, const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 /* Format an error message into ERR of ERRLEN bytes (truncated to fit); nothing when ERR is NULL or ERRLEN 0.
  * The one helper every module uses for its "char *err, size_t errlen" out-parameter. */
 void str_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -19,6 +19,7 @@
 
 #include "core/policy.h"
 #include "act/knob_io.h"
+#include "strutil.h"
 
 /* ---- the driver table ------------------------------------------------------------------------------------ */
 
@@ -154,23 +155,13 @@ enum knob_errclass knob_errclass(int r)
 
 int knob_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
 {
-	const char *root = env && env->root ? env->root : "";
-	size_t rl = strlen(root);
-	char rel[512];
 	va_list ap;
-	int w;
+	int r;
 
 	va_start(ap, fmt);
-	w = vsnprintf(rel, sizeof(rel), fmt, ap);
+	r = str_vrooted(out, n, env ? env->root : NULL, fmt, ap);
 	va_end(ap);
-	if (w < 0 || (size_t)w >= sizeof(rel))
-		return -ENAMETOOLONG;
-	while (rl > 0 && root[rl - 1] == '/')
-		rl--;
-	w = snprintf(out, n, "%.*s%s", (int)rl, root, rel);
-	if (w < 0 || (size_t)w >= n)
-		return -ENAMETOOLONG;
-	return 0;
+	return r;
 }
 
 /* Whether PID's network namespace is another than ours. */

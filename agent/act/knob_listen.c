@@ -69,7 +69,7 @@ static int open_somaxconn(const struct knob_env *env, pid_t pid, int flags)
 	int target, self, fd, e;
 
 	if (!nginx_ctl_real_root(env)) {
-		if (nginx_ctl_path(env, path, sizeof(path), "/proc/sys/net/core/somaxconn") < 0)
+		if (str_rooted(path, sizeof(path), env->root, "/proc/sys/net/core/somaxconn") < 0)
 			return -ENAMETOOLONG;
 		fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
 		return fd < 0 ? -errno : fd;

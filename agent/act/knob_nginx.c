@@ -113,7 +113,7 @@ static int online_cpus(const struct knob_env *env, struct knobval *out)
 {
 	char path[PATH_MAX], *text;
 	size_t len;
-	int r = nginx_ctl_path(env, path, sizeof(path), "/sys/devices/system/cpu/online");
+	int r = str_rooted(path, sizeof(path), env->root, "/sys/devices/system/cpu/online");
 
 	if (r < 0)
 		return r;

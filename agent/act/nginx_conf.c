@@ -617,6 +617,20 @@ struct walk {
 	size_t errlen;
 };
 
+/* A walk calling FN with CTX, reporting into ERR (calloc'd: the stack is large). NULL on ENOMEM. */
+static struct walk *walk_new(walk_fn fn, void *ctx, char *err, size_t errlen)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+
+	if (w) {
+		w->fn = fn;
+		w->ctx = ctx;
+		w->err = err;
+		w->errlen = errlen;
+	}
+	return w;
+}
+
 /* The context path of the walk ("main", "http", "http/server", ...) into OUT. */
 static void walk_context(const struct walk *w, char *out, size_t outlen)
 {
@@ -848,15 +862,11 @@ int nginx_conf_find(const struct nginx_conf *c, const char *context, const char 
 		    struct nginx_conf_directive *out, char *err, size_t errlen)
 {
 	struct find_q q = { .context = context, .name = name, .out = out };
-	struct walk *w = calloc(1, sizeof(*w));
+	struct walk *w = walk_new(find_fn, &q, err, errlen);
 	int r;
 
 	if (!w)
 		return -ENOMEM;
-	w->fn = find_fn;
-	w->ctx = &q;
-	w->err = err;
-	w->errlen = errlen;
 	r = walk_conf(w, c);
 	free(w);
 	if (r < 0)
@@ -868,15 +878,11 @@ int nginx_conf_file_find(const char *text, size_t len, const char *name, struct 
 			 char *err, size_t errlen)
 {
 	struct find_q q = { .context = "main", .name = name, .out = out };
-	struct walk *w = calloc(1, sizeof(*w));
+	struct walk *w = walk_new(find_fn, &q, err, errlen);
 	int r;
 
 	if (!w)
 		return -ENOMEM;
-	w->fn = find_fn;
-	w->ctx = &q;
-	w->err = err;
-	w->errlen = errlen;
 	r = walk_text(w, 0, "(file)", text, len);
 	free(w);
 	if (r < 0)
@@ -1194,17 +1200,13 @@ next:;
 int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, size_t *n, char *err, size_t errlen)
 {
 	struct listens_q q = { 0 };
-	struct walk *w = calloc(1, sizeof(*w));
+	struct walk *w = walk_new(listens_fn, &q, err, errlen);
 	int r;
 
 	*out = NULL;
 	*n = 0;
 	if (!w)
 		return -ENOMEM;
-	w->fn = listens_fn;
-	w->ctx = &q;
-	w->err = err;
-	w->errlen = errlen;
 	r = walk_conf(w, c);
 	free(w);
 	if (r < 0) {

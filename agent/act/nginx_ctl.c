@@ -61,21 +61,6 @@ bool nginx_ctl_real_root(const struct knob_env *env)
 	return !env->root || env->root[0] == '\0' || strcmp(env->root, "/") == 0;
 }
 
-int nginx_ctl_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
-{
-	char rel[PATH_MAX];
-	va_list ap;
-	int k;
-
-	va_start(ap, fmt);
-	k = vsnprintf(rel, sizeof(rel), fmt, ap);
-	va_end(ap);
-	if (k < 0 || (size_t)k >= sizeof(rel))
-		return -ENAMETOOLONG;
-	k = snprintf(out, n, "%s%s", nginx_ctl_real_root(env) ? "" : env->root, rel);
-	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
-}
-
 int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, size_t n)
 {
 	const char *dir = env->include_dir && env->include_dir[0] ? env->include_dir : "/etc/nginx/ngx-autotune";
@@ -386,7 +371,7 @@ static int title_of(const struct knob_env *env, pid_t pid, char *out, size_t n)
 	int fd, r;
 	ssize_t k;
 
-	r = nginx_ctl_path(env, path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	r = str_rooted(path, sizeof(path), env->root, "/proc/%d/cmdline", (int)pid);
 	if (r < 0)
 		return r;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -426,7 +411,7 @@ static int children_of(const struct knob_env *env, pid_t pid, pid_t *out, size_t
 	int r;
 
 	*n = 0;
-	r = nginx_ctl_path(env, path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	r = str_rooted(path, sizeof(path), env->root, "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	if (r < 0)
 		return r;
 	r = nginx_ctl_read_file(path, 1 << 20, &text, &len);
@@ -453,7 +438,7 @@ static int children_of(const struct knob_env *env, pid_t pid, pid_t *out, size_t
 	}
 	if (r != -ENOENT)
 		return r;
-	r = nginx_ctl_path(env, path, sizeof(path), "/proc");
+	r = str_rooted(path, sizeof(path), env->root, "/proc");
 	if (r < 0 || !(d = opendir(path)))
 		return r < 0 ? r : -errno;
 	while ((de = readdir(d))) {

@@ -56,9 +56,6 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 
 /* Whether ENV's root is the host's "/" (then nginx's namespaces are real, not a fake tree). */
 bool nginx_ctl_real_root(const struct knob_env *env);
-/* ENV->root followed by the formatted path. 0 or -ENAMETOOLONG. */
-int nginx_ctl_path(const struct knob_env *env, char *out, size_t n, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 /* ENV->include_dir (the agent's own nginx directory) followed by "/NAME" into OUT. 0 or -ENAMETOOLONG. */
 int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, size_t n);
 /* The whole file at PATH (at most MAX bytes) into a malloc'd, NUL-terminated *OUT. 0 or -errno (-EFBIG). */

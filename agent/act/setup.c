@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "act/nginx_conf.h"
+#include "act/nginx_ctl.h"
 #include "act/setup_plan.h"
 #include "act/spawn.h"
 #include "observe/stubhttp.h"
@@ -118,69 +119,22 @@ static bool run_ok(const struct run *r)
 
 /* ---- files ----------------------------------------------------------------------------------------------- */
 
+/* The whole file at PATH (the files the setup reads are configuration and its journal: small). */
 static int read_file(const char *path, char **out, size_t *len)
 {
-	FILE *f = fopen(path, "re");
-	struct sbuf b;
-	char buf[8192];
-	size_t n;
-
-	if (!f)
-		return -errno;
-	sbuf_init(&b);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		sbuf_add(&b, buf, n);
-	fclose(f);
-	if (b.oom) {
-		sbuf_free(&b);
-		return -ENOMEM;
-	}
-	*out = b.p ? b.p : strdup("");
-	*len = b.len;
-	return *out ? 0 : -ENOMEM;
-}
-
-/* Write LEN bytes to a new file PATH with MODE, fsync'd. */
-static int write_new(const char *path, const char *text, size_t len, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	size_t off = 0;
-	int e = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			e = -(w < 0 ? errno : EIO);
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (e == 0 && fsync(fd) < 0)
-		e = -errno;
-	if (close(fd) < 0 && e == 0)
-		e = -errno;
-	return e;
+	return nginx_ctl_read_file(path, NGINX_CONF_DUMP_MAX, out, len);
 }
 
 /*
- * Replace PATH by TEXT whole: a temporary file beside it, renamed over it, so that nginx never reads half a file.
- * An existing file keeps its mode and owner, and a symbolic link (sites-enabled) keeps pointing at its target,
- * which is what gets written. A new file is 0644 in a directory created 0755 if needed.
+ * Replace PATH by TEXT whole (nginx_ctl_write_file: a temporary file renamed over it, the old mode and owner kept,
+ * so that nginx never reads half a file). A symbolic link (sites-enabled) keeps pointing at its target, which is
+ * what gets written. A new file is 0644, in a directory created 0755 if needed.
  */
 static int replace_file(const char *path, const char *text, size_t len)
 {
-	char real[PATH_MAX], tmp[PATH_MAX + 16];
-	struct stat st;
-	bool exists;
-	int r;
+	char real[PATH_MAX];
 
-	exists = realpath(path, real) != NULL;
-	if (!exists) {
+	if (!realpath(path, real)) {
 		char dir[PATH_MAX], *slash;
 
 		snprintf(real, sizeof(real), "%s", path);
@@ -192,17 +146,7 @@ static int replace_file(const char *path, const char *text, size_t len)
 				return -errno;
 		}
 	}
-	if (exists && stat(real, &st) < 0)
-		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s.ngxat-new", real);
-	r = write_new(tmp, text, len, exists ? (st.st_mode & 07777) : 0644);
-	if (r == 0 && exists && (chmod(tmp, st.st_mode & 07777) < 0 || chown(tmp, st.st_uid, st.st_gid) < 0))
-		r = -errno;
-	if (r == 0 && rename(tmp, real) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return nginx_ctl_write_file(real, text, len, 0644);
 }
 
 /* ---- the journal: STATE_DIR/setup/N/{manifest, I.orig, I.new} ------------------------------------------- */
@@ -262,10 +206,10 @@ static int journal_write(const char *state_dir, const struct setup_plan *plan, c
 
 		sbuf_printf(&m, "%zu\t%d\t%s\n", i, e->text_old ? 1 : 0, e->path);
 		snprintf(path, sizeof(path), "%s/%zu.new", dir, i);
-		r = write_new(path, e->text_new, e->len_new, 0600);
+		r = nginx_ctl_write_file(path, e->text_new, e->len_new, 0600);
 		if (r == 0 && e->text_old) {
 			snprintf(path, sizeof(path), "%s/%zu.orig", dir, i);
-			r = write_new(path, e->text_old, e->len_old, 0600);
+			r = nginx_ctl_write_file(path, e->text_old, e->len_old, 0600);
 		}
 		if (r < 0) {
 			sbuf_free(&m);
@@ -274,7 +218,7 @@ static int journal_write(const char *state_dir, const struct setup_plan *plan, c
 		}
 	}
 	snprintf(path, sizeof(path), "%s/manifest", dir);
-	r = m.oom ? -ENOMEM : write_new(path, sbuf_str(&m), m.len, 0600);
+	r = m.oom ? -ENOMEM : nginx_ctl_write_file(path, sbuf_str(&m), m.len, 0600);
 	sbuf_free(&m);
 	if (r < 0) {
 		str_err(err, errlen, "journal %s: %s", path, strerror(-r));

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "observe/sampler.h"
 #include "store/store.h"
+#include "strutil.h"
 
 #define PERIOD_MS 300000          /* the window is the last full period and the current one: 5 to 10 minutes */
 #define LINKS_MAX DOCTOR_NICS_MAX
@@ -360,63 +361,17 @@ static void window_facts(const struct window *w, struct doctor_facts *f)
 
 static void rooted(const struct job *j, char *out, size_t n, const char *rel)
 {
-	if (strcmp(j->root, "/") == 0 || !j->root[0])
-		snprintf(out, n, "%s", rel);
-	else
-		snprintf(out, n, "%s%s", j->root, rel);
+	str_rooted(out, n, j->root, "%s", rel);
 }
 
-/* The file at REL under the root, whole, NUL-terminated (malloc'd into *OUT). 0 or -errno. */
+/* The file at REL under the root, whole, NUL-terminated (malloc'd into *OUT). 0 or -errno (-EFBIG). */
 static int read_rooted(const struct job *j, const char *rel, char **out, size_t *len)
 {
 	char path[CONFIG_PATH_MAX + 256];
-	size_t cap = 8192, n = 0;
-	char *buf;
-	int fd;
 
 	*out = NULL;
 	rooted(j, path, sizeof(path), rel);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	for (;;) {
-		ssize_t r;
-
-		if (!buf) {
-			close(fd);
-			return -ENOMEM;
-		}
-		if (n == cap) {
-			char *nb = cap >= SMALL_FILE_MAX ? NULL : realloc(buf, cap * 2 + 1);
-
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return cap >= SMALL_FILE_MAX ? -EFBIG : -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-
-			free(buf);
-			close(fd);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
+	return nginx_ctl_read_file(path, SMALL_FILE_MAX, out, len);
 }
 
 /* A sysctl as nginx's network namespace sees it, through the sysctl driver: up to N integers into V. */

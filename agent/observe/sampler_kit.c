@@ -2,6 +2,7 @@
 #include "build-config.h"
 
 #include "observe/sampler_kit.h"
+#include "strutil.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -232,15 +233,10 @@ bool sampler_due(const struct sampler *s, uint64_t last, uint64_t every_ms)
 
 void sampler_rooted(const struct sampler *s, char *out, size_t n, const char *fmt, ...)
 {
-	const char *root = s->cfg.root;
-	size_t k = strcmp(root, "/") == 0 ? 0 : strlen(root);
 	va_list ap;
 
-	if (k >= n)
-		k = n - 1;
-	memcpy(out, root, k);
 	va_start(ap, fmt);
-	vsnprintf(out + k, n - k, fmt, ap);
+	str_vrooted(out, n, s->cfg.root, fmt, ap); /* a path too long to fit then fails to open, and is reported */
 	va_end(ap);
 }
 
