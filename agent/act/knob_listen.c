@@ -183,18 +183,7 @@ struct listen_change {
 
 static struct listen_priv *priv_of(struct knob *k)
 {
-	struct listen_priv *p = k->priv;
-
-	if (p)
-		return p;
-	if (!k->env->nginx)
-		return NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	k->priv = p;
-	nginx_ctl_hold(k->env->nginx);
-	return p;
+	return nginx_ctl_knob_priv(k, sizeof(struct listen_priv));
 }
 
 static int backup_path(const struct knob_env *env, const char *path, char *out, size_t n);

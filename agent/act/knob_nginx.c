@@ -281,18 +281,7 @@ struct directive_change {
 
 static struct directive_priv *priv_of(struct knob *k)
 {
-	struct directive_priv *p = k->priv;
-
-	if (p)
-		return p;
-	if (!k->env->nginx)
-		return NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	k->priv = p;
-	nginx_ctl_hold(k->env->nginx);
-	return p;
+	return nginx_ctl_knob_priv(k, sizeof(struct directive_priv));
 }
 
 /* ---- nginx_directive: probe and read ---------------------------------------------------------------------- */

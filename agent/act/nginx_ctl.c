@@ -585,6 +585,16 @@ const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob
 	return *rc < 0 ? NULL : &ctl->conf;
 }
 
+void *nginx_ctl_knob_priv(struct knob *k, size_t size)
+{
+	if (k->priv)
+		return k->priv;
+	if (!k->env->nginx || !(k->priv = calloc(1, size)))
+		return NULL;
+	nginx_ctl_hold(k->env->nginx);
+	return k->priv;
+}
+
 void nginx_ctl_forget(struct nginx_ctl *ctl)
 {
 	if (ctl)

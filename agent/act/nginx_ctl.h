@@ -39,6 +39,9 @@ typedef void (*nginx_ctl_dump_fn)(int rc, const char *msg, char *out, size_t len
  * will not run). Needs no nginx_ctl: the doctor calls it too. */
 int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx);
 
+/* K's driver state of SIZE bytes (k->priv), made zeroed on first use, when K's driver starts using the dump of
+ * k->env->nginx (held: nginx_ctl_drop when the knob is released). NULL without an nginx_ctl or on ENOMEM. */
+void *nginx_ctl_knob_priv(struct knob *k, size_t size);
 /* A knob driver starts (hold) and stops (drop) using CTL's dump; the last drop forgets it. */
 void nginx_ctl_hold(struct nginx_ctl *ctl);
 void nginx_ctl_drop(struct nginx_ctl *ctl);
