@@ -7,7 +7,7 @@
 TEST_NAME=package
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pkg-lib.sh"
-[ -z "${NGXAT_DISTCHECK:-}" ] || skip "packaging is checked in the main build (the tarball has no debian/)"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "packaging is checked in the main build (the tarball has no debian/)"
 need_cmd dpkg-buildpackage dpkg-deb lintian rpmspec pkg-config git
 
 deb=$(build_deb) || fail "dpkg-buildpackage failed (see $builddir/packages/build.log)"
