@@ -132,6 +132,8 @@ ngxctl() { "$NGXCTL" "$@"; }
 . "$srcdir/packaging/bash-completion/ngxctl"
 [ "$(comp ngxctl au)" = audit ] || fail "completion of a verb: $(comp ngxctl au)"
 comp ngxctl -s "$TMP/api.sock" revert -- | grep -qx -- --offline || fail "completion of revert's options"
+comp ngxctl -s "$TMP/api.sock" revert -- | grep -qx -- --setup || fail "completion of revert --setup"
+[ "$(comp ngxctl set)" = setup ] && [ "$(comp ngxctl setup --a)" = --apply ] || fail "completion of setup: $(comp ngxctl setup --a)"
 comp ngxctl -s "$TMP/api.sock" propose net.core.soma | grep -qx "net.core.somaxconn=" ||
 	fail "completion of knob names: $(comp ngxctl -s "$TMP/api.sock" propose net.core.soma)"
 comp ngxctl -s "$TMP/api.sock" history --k | grep -qx -- --knob || fail "completion of history's options"
