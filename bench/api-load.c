@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,9 @@ int main(int argc, char **argv)
 	double start, period, deadline, timeout_ms = 2000, *due;
 	long timeout_arg = 2000;
 	int opt;
+
+	/* A connection the agent closed is a failed request to count, not a silent death by SIGPIPE (exit 141). */
+	signal(SIGPIPE, SIG_IGN);
 
 	while ((opt = getopt_long(argc, argv, "s:r:d:c:p:t:h", opts, NULL)) != -1) {
 		switch (opt) {
