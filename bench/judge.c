@@ -2,7 +2,10 @@
  * bench/judge: the judge's quality table over many simulated trials (tests/sim), beside a naive before/after
  * judge on the same plants. Figures, not pass/fail.
  *
- *   bench/judge [-S MASTER] [-n TRIALS] [-L BLOCK_S] [-s SETTLE_S] [-K PAIRS] [-x NOISE]
+ *   bench/judge [-S MASTER] [-n TRIALS] [-L BLOCK_S] [-s SETTLE_S] [-K PAIRS] [-x NOISE] [-c CALIB_PAIRS] [-q] [-t TAU]
+ *
+ * -c: A/A calibration pairs before each trial (4, as the controller ships; 0 none); -q: the sequential rule off;
+ * -t: the sequential rule's prior sd of the effect in noise units (2).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,7 +26,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	sim_options_default(&o);
-	while ((opt = getopt(argc, argv, "S:n:L:s:K:x:")) != -1) {
+	while ((opt = getopt(argc, argv, "S:n:L:s:K:x:c:qt:")) != -1) {
 		switch (opt) {
 		case 'S':
 			master = strtoull(optarg, NULL, 0);
@@ -43,8 +46,17 @@ int main(int argc, char **argv)
 		case 'x':
 			o.noise = strtod(optarg, NULL);
 			break;
+		case 'c':
+			o.calibrate_pairs = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'q':
+			o.judge.alpha_seq = 0;
+			break;
+		case 't':
+			o.judge.seq_tau = strtod(optarg, NULL);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-S MASTER] [-n TRIALS] [-L BLOCK_S] [-s SETTLE_S] [-K PAIRS] [-x NOISE]\n",
+			fprintf(stderr, "usage: %s [-S MASTER] [-n TRIALS] [-L BLOCK_S] [-s SETTLE_S] [-K PAIRS] [-x NOISE] [-c CALIB] [-q] [-t TAU]\n",
 				argv[0]);
 			return 2;
 		}
@@ -54,8 +66,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("master seed %" PRIu64 ", %u trials, blocks %" PRId64 " s (settle %" PRId64 " s), K = %u, delta %.0f%%, "
-	       "alpha %.2f, noise x%.1f\n", master, n, o.block_ms / 1000, o.settle_ms / 1000, o.judge.pairs,
-	       100 * o.judge.delta, o.judge.alpha, o.noise);
+	       "alpha %.2f, noise x%.1f, calibration %u pairs, sequential rule %s\n", master, n, o.block_ms / 1000,
+	       o.settle_ms / 1000, o.judge.pairs, 100 * o.judge.delta, o.judge.alpha, o.noise, o.calibrate_pairs,
+	       o.judge.alpha_seq > 0 ? "on" : "off");
 	memset(&t, 0, sizeof(t));
 	for (unsigned i = 0; i < n; i++) {
 		struct stats_rng rng;

@@ -360,8 +360,10 @@ int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, cons
 	{
 		double req = acc->in[acc->i_req].v;
 
-		if (good(req))
+		if (good(req)) {
 			acc->requests += req;
+			acc->requests_ticks++;
+		}
 		add_count(&acc->overflows, acc->in[acc->i_ovf].v, req);
 		add_count(&acc->errors, acc->in[acc->i_5xx].v, req);
 		if (good(acc->in[acc->i_wrk].v) && acc->in[acc->i_wrk].v > acc->workers)
@@ -444,6 +446,7 @@ void block_acc_finish(const struct block_acc *acc, struct block_summary *out)
 		out->expected = 1;
 	out->frames = acc->frames;
 	out->requests = acc->requests;
+	out->requests_ticks = acc->requests_ticks;
 	finish_count(&acc->overflows, &out->overflows);
 	finish_count(&acc->unhandled, &out->unhandled);
 	/*
@@ -457,6 +460,7 @@ void block_acc_finish(const struct block_acc *acc, struct block_summary *out)
 		out->unhandled.events = fmax(0.0, out->unhandled.events - (acc->workers >= 1.0 ? acc->workers : 1.0));
 	finish_count(&acc->errors, &out->errors);
 	need = (1.0 - acc->spec.max_missing) * out->expected;
+	out->requests_seen = (double)out->requests_ticks >= need;
 	out->n = acc->spec.n;
 	for (size_t m = 0; m < acc->spec.n; m++) {
 		const struct block_def *d = &acc->def[m];

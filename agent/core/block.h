@@ -70,6 +70,8 @@ struct block_summary {
 	uint32_t frames;          /* frames that fell in the window (in time order) */
 	bool is_void;             /* the objective is void */
 	double requests;          /* http.requests over the ticks where it was present */
+	uint32_t requests_ticks;  /* ticks where it was present */
+	bool requests_seen;       /* present in enough of the window's ticks (as for a metric not to be void) */
 	struct block_count overflows; /* tcp.listen_overflows per http.requests */
 	struct block_count unhandled; /* nginx.accepts - nginx.handled (less what can be in flight) per nginx.accepts */
 	struct block_count errors;    /* http.5xx per http.requests */
@@ -115,6 +117,7 @@ struct block_acc {
 	struct hist lat;
 	uint32_t lat_ticks;
 	double requests;
+	uint32_t requests_ticks;
 	struct block_count overflows, unhandled, errors;
 	double workers;            /* the most nginx workers seen in the block (nginx.workers) */
 };

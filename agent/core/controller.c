@@ -442,9 +442,11 @@ static unsigned trial_pairs(const struct controller *ctl, const struct judge_cal
 	return cal->pairs > ctl->prop.trial.pairs ? cal->pairs : ctl->prop.trial.pairs;
 }
 
-static void begin_trial(struct controller *ctl, unsigned k)
+/* The trial's judge, told the objective's noise when a calibration measured it (its sequential rule then needs
+ * fewer pairs for the same evidence). */
+static void begin_trial(struct controller *ctl, unsigned k, const struct judge_calibration *cal)
 {
-	if (start_judge(ctl, k) < 0) {
+	if (start_judge(ctl, k) < 0 || (cal && cal->n >= 2 && judge_set_noise(&ctl->judge, cal->sd, cal->n) < 0)) {
 		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refuses the trial plan");
 		return;
 	}
@@ -510,7 +512,7 @@ static void start(struct controller *ctl)
 		withdraw(ctl, VERDICT_INCONCLUSIVE, PLAN_ERROR, why);
 		return;
 	}
-	begin_trial(ctl, c ? trial_pairs(ctl, &c->cal) : t->pairs);
+	begin_trial(ctl, c ? trial_pairs(ctl, &c->cal) : t->pairs, c ? &c->cal : NULL);
 }
 
 /* A/A pair done: keep its d; after enough, size K or refuse. */
@@ -542,7 +544,7 @@ static void calib_pair_done(struct controller *ctl)
 		return;
 	}
 	note(ctl, "calibrated %s: %s", ctl->prop.trial.objective.metric, cal.reason);
-	begin_trial(ctl, trial_pairs(ctl, &cal));
+	begin_trial(ctl, trial_pairs(ctl, &cal), &cal);
 }
 
 static void trial_pair_done(struct controller *ctl)

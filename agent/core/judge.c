@@ -30,6 +30,9 @@ void judge_config_default(struct judge_config *cfg)
 	cfg->max_void_pairs = 4;
 	cfg->max_void_run = 3;
 	cfg->overflow_trip_min = 1;
+	cfg->alpha_seq = 0.05;
+	cfg->seq_tau = 2.0;
+	cfg->seq_min = 2;
 }
 
 static bool level_ok(double a)
@@ -45,6 +48,9 @@ int judge_config_check(const struct judge_config *c)
 	if (!(c->guard_margin >= 0.0 && c->guard_margin <= 10.0) || !(c->gross_harm >= 0.0 && c->gross_harm <= 1000.0) ||
 	    !(c->error_ceiling > 0.0 && c->error_ceiling <= 1.0) || !(c->power >= 0.5 && c->power < 1.0) ||
 	    !(c->quantile_min_requests >= 0.0 && c->quantile_min_requests < 1e12))
+		return -EINVAL;
+	if (!(c->alpha_seq == 0.0 || level_ok(c->alpha_seq)) || !(c->seq_tau > 0.0 && c->seq_tau <= 100.0) ||
+	    c->seq_min < 2)
 		return -EINVAL;
 	if (c->pairs_min < 2 || c->pairs_max > JUDGE_PAIRS_MAX || c->pairs_min > c->pairs_max || c->pairs < 2 ||
 	    c->pairs > c->pairs_max || c->pairs + c->max_void_pairs > JUDGE_PAIRS_MAX || c->max_void_run < 1)
@@ -81,6 +87,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 	ev->planned = cfg->pairs;
 	ev->mean = ev->sd = ev->t_crit = ev->lower = ev->upper = NAN;
 	ev->effect = ev->effect_lo = ev->effect_hi = ev->sign_p = ev->half1 = ev->half2 = NAN;
+	ev->log_bf = ev->noise_sd = NAN;
 	ev->nguard = nguard;
 	for (size_t i = 0; i < nguard; i++) {
 		struct judge_guard_ev *g = &ev->guard[i];
@@ -102,6 +109,17 @@ int judge_start_policy(struct judge *j, const struct judge_config *cfg, const st
 	if (!p)
 		return -EINVAL;
 	return judge_start(j, cfg, &p->objective, p->guardrails, p->nguardrails);
+}
+
+int judge_set_noise(struct judge *j, double sd, unsigned n)
+{
+	if (!j || j->ev.npairs || !(sd >= 0.0) || !isfinite(sd) || n < 2 || n > 4096)
+		return -EINVAL;
+	j->prior_df = (double)(n - 1);
+	j->prior_ss = j->prior_df * sd * sd;
+	j->ev.noise_sd = sd;
+	j->ev.noise_n = n;
+	return 0;
 }
 
 const struct judge_evidence *judge_evidence(const struct judge *j)
@@ -237,6 +255,13 @@ static void summarize(struct judge *j)
 		ev->sign_neg += d[i] < 0;
 	}
 	ev->sign_p = n ? stats_sign_test(ev->sign_pos, ev->sign_neg) : NAN;
+	{
+		double y[JUDGE_PAIRS_MAX];
+
+		for (size_t i = 0; i < n; i++)
+			y[i] = d[i] - log1p(j->cfg.delta);
+		ev->log_bf = n ? stats_seq_t_logbf(y, n, j->prior_ss, j->prior_df, j->cfg.seq_tau) : NAN;
+	}
 	ev->half1 = ev->half2 = NAN;
 	if (h >= 1) {
 		stats_mean_sd(d, h, &ev->half1, &m2);
@@ -396,6 +421,43 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 	return false;
 }
 
+/* Which block of the pair served nothing while the other served ('a', 'b'), or 0. Both blocks' request counts
+ * must have been read: a block whose access log was not read is missing data, not an outage. */
+static char outage(const struct block_summary *a, const struct block_summary *b)
+{
+	if (!a->requests_seen || !b->requests_seen)
+		return 0;
+	if (b->requests >= JUDGE_OUTAGE_MIN_REQUESTS && a->requests * JUDGE_OUTAGE_FACTOR <= b->requests)
+		return 'a';
+	if (a->requests >= JUDGE_OUTAGE_MIN_REQUESTS && b->requests * JUDGE_OUTAGE_FACTOR <= a->requests)
+		return 'b';
+	return 0;
+}
+
+/* The sequential rule: may the trial stop now and keep? Every valid pair better, every guardrail within its margin
+ * in every pair, and the Bayes factor of the effect above ln(1 + delta) past 1 / alpha_seq. */
+static bool seq_keep(const struct judge *j)
+{
+	const struct judge_evidence *ev = &j->ev;
+	double margin = -log1p(j->cfg.guard_margin);
+
+	if (!(j->cfg.alpha_seq > 0.0) || ev->nvalid < j->cfg.seq_min || ev->sign_neg > 0 ||
+	    !(ev->mean > log1p(j->cfg.delta)) || !(ev->log_bf >= -log(j->cfg.alpha_seq)))
+		return false;
+	for (unsigned i = 0; i < ev->npairs; i++) {
+		const struct judge_pair_ev *pe = &ev->pair[i];
+
+		if (pe->is_void)
+			continue;
+		if (!(pe->d > 0.0))
+			return false;
+		for (size_t g = 0; g < ev->nguard; g++)
+			if (ev->guard[g].test == JUDGE_TEST_NONINF && isfinite(pe->g[g]) && !(pe->g[g] > margin))
+				return false;
+	}
+	return true;
+}
+
 /* The verdict after K valid pairs. */
 static void decide(struct judge *j)
 {
@@ -474,6 +536,31 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 		return 0;
 	}
 
+	pe->outage = outage(a, b);
+	if (pe->outage) {
+		/* The worst block there is: its objective may be void (nothing to divide by), the pair is not. */
+		j->void_run = 0;
+		pe->d = (pe->outage == 'a' ? 1.0 : -1.0) * log(JUDGE_OUTAGE_FACTOR);
+		ev->nvalid++;
+		summarize(j);
+		if (pe->outage == 'b') {
+			finish(j, VERDICT_REVERT, "outage in B of pair %u: %.0f requests served against %.0f in A",
+			       ev->npairs, b->requests, a->requests);
+		} else if (ev->nvalid < j->cfg.pairs && seq_keep(j)) {
+			ev->early = true;
+			finish(j, VERDICT_KEEP, "%s better after %u pairs (sequential rule), A served %.0f requests "
+			       "against %.0f in B in pair %u", ev->objective, ev->nvalid, a->requests, b->requests,
+			       ev->npairs);
+		} else if (ev->nvalid >= j->cfg.pairs) {
+			decide(j);
+		}
+		if (!j->done)
+			snprintf(ev->reason, sizeof(ev->reason), "trial running: %u of %u pairs, outage in A of pair %u",
+				 ev->nvalid, j->cfg.pairs, ev->npairs);
+		*done = j->done;
+		return 0;
+	}
+
 	/* Void blocks in the order they ran. */
 	void_a = block_void(j, a, b);
 	void_b = block_void(j, b, a);
@@ -526,6 +613,12 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 		if (hi < -log1p(j->cfg.delta))
 			finish(j, VERDICT_REVERT, "%s worse after %u pairs: effect %+.1f%%, upper bound %+.1f%%",
 			       ev->objective, ev->nvalid, 100.0 * expm1(mean), 100.0 * expm1(hi));
+	}
+	if (!j->done && ev->nvalid < j->cfg.pairs && seq_keep(j)) {
+		ev->early = true;
+		finish(j, VERDICT_KEEP, "%s better by %+.1f%% after %u of %u pairs (sequential rule: Bayes factor %.3g "
+		       "> %.0f), every pair agrees", ev->objective, 100.0 * ev->effect, ev->nvalid, j->cfg.pairs,
+		       exp(ev->log_bf), 1.0 / j->cfg.alpha_seq);
 	}
 	if (!j->done && ev->nvalid >= j->cfg.pairs)
 		decide(j);

@@ -6,7 +6,13 @@
  * when the lower one-sided t bound of mean(d) exceeds ln(1 + delta) AND the one-sided sign test agrees AND both
  * halves of the trial have a positive mean AND every guardrail held (non-inferiority shown for continuous ones);
  * revert when the upper bound is below -ln(1 + delta); otherwise inconclusive (the knob is reverted as well and
- * may be retried later). After every pair, in the harm direction only: hard trips (listen overflows or
+ * may be retried later). Before K, the trial stops early toward keep when the evidence is overwhelming: the
+ * sequential t-test's Bayes factor (stats_seq_t_logbf on d - ln(1 + delta), with the objective's A/A calibration as
+ * prior knowledge of the noise when there is one) reaches 1 / alpha_seq after at least seq_min valid pairs, every
+ * valid pair is better, and every guardrail held in every pair; it is always valid, so a large effect ends in a few
+ * pairs and a null one runs the full K. A block that served nothing (no requests while its logs were read) while
+ * the other block of its pair served is an outage: the worst block, d = -+ln(JUDGE_OUTAGE_FACTOR), not missing
+ * data (an outage in B ends the trial as harm). After every pair, in the harm direction only: hard trips (listen overflows or
  * accepts != handled in B while no A block of the trial had any; a 5xx share above the ceiling in B but not in
  * A), counter guardrails compared conditionally (given n events in a pair, B's count is Binomial(n, B's share of
  * the exposure) when there is no effect: an exact one-sided test with a margin, per pair and pooled), continuous
@@ -20,7 +26,8 @@
  * Defaults (judge_config_default), chosen with tests/sim: delta 5% (the smallest effect worth keeping), alpha
  * 0.05 (one-sided t bound), K = 8 pairs, sign test at 0.10 (7 of 8 pairs must agree), counter guardrails at
  * 0.001 with a 10% margin, continuous guardrails with a 10% non-inferiority margin, early harm at 0.01, gross
- * harm at 2x in one pair, 5xx ceiling 2%, 3 consecutive void blocks, 4 void pairs, power 0.8 at 2 x delta.
+ * harm at 2x in one pair, 5xx ceiling 2%, 3 consecutive void blocks, 4 void pairs, power 0.8 at 2 x delta; the
+ * sequential rule at alpha_seq 0.05 with tau 2 (the prior sd of the effect in noise units) from 2 valid pairs.
  *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
  * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.
@@ -37,6 +44,8 @@
 
 #define JUDGE_PAIRS_MAX 32      /* pairs of one trial, void ones included */
 #define JUDGE_REASON_MAX 256
+#define JUDGE_OUTAGE_FACTOR 1000.0     /* an outage block is this many times worse than the block that served */
+#define JUDGE_OUTAGE_MIN_REQUESTS 50.0 /* the serving block of an outage pair served at least this many */
 
 enum judge_verdict {
 	VERDICT_NONE,          /* the trial goes on */
@@ -63,6 +72,9 @@ struct judge_config {
 	unsigned max_void_pairs; /* void pairs replaced before VERDICT_ERROR */
 	unsigned max_void_run;   /* consecutive void blocks that give VERDICT_ERROR */
 	unsigned overflow_trip_min; /* listen overflows in one B block that trip when A had none */
+	double alpha_seq;        /* level of the sequential early keep (0: off) */
+	double seq_tau;          /* its prior sd of the effect, in units of the noise sd */
+	unsigned seq_min;        /* valid pairs before it may stop */
 };
 
 enum judge_guard_test {
@@ -87,6 +99,7 @@ struct judge_pair_ev {
 	bool b_first;
 	bool is_void;
 	bool p95;             /* the objective p99 was compared as p95 (a block under quantile_min_requests) */
+	char outage;          /* 'a' or 'b': that block served nothing while the other served; 0 otherwise */
 	double a, b;          /* the objective's block values */
 	double d;             /* signed log ratio; NAN for a void pair */
 	double requests_a, requests_b;
@@ -108,6 +121,10 @@ struct judge_evidence {
 	unsigned sign_pos, sign_neg;
 	double sign_p;
 	double half1, half2;
+	double log_bf;                  /* the sequential rule's log Bayes factor over the valid pairs (NAN before 1) */
+	double noise_sd;                /* the calibration's sd of d it was told (NAN: none) */
+	unsigned noise_n;               /* the calibration's pairs */
+	bool early;                     /* kept by the sequential rule before K */
 	bool trip_overflow, trip_unhandled, trip_errors;
 	size_t nguard;
 	struct judge_guard_ev guard[POLICY_GUARDRAILS_MAX];
@@ -119,6 +136,7 @@ struct judge {
 	unsigned void_run;
 	double a_overflows, a_unhandled; /* events in the trial's A blocks so far */
 	bool done;
+	double prior_ss, prior_df;      /* the calibration as prior knowledge of the noise (0, 0: none) */
 };
 
 struct judge_calibration {
@@ -140,6 +158,10 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 		const struct policy_metric *guard, size_t nguard);
 /* Start judging a trial of policy P. 0 or -EINVAL. */
 int judge_start_policy(struct judge *j, const struct judge_config *cfg, const struct knob_policy *p);
+/* Tell the judge the objective's A/A calibration (sd of d over N pairs, N >= 2) before the first pair: the
+ * sequential rule counts it as N - 1 degrees of freedom of knowledge of the noise. 0; -EINVAL (a bad sd or N, or
+ * pairs already added). */
+int judge_set_noise(struct judge *j, double sd, unsigned n);
 /* Add the pair (A, B), B measured first when B_FIRST. Sets *DONE when a verdict is reached. 0; -EINVAL (the
  * summaries do not match the judge's metrics); -EALREADY after the verdict. */
 int judge_add_pair(struct judge *j, const struct block_summary *a, const struct block_summary *b, bool b_first,

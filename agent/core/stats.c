@@ -204,6 +204,29 @@ double stats_sign_test(unsigned npos, unsigned nneg)
 	return stats_binom_tail(npos, (uint64_t)npos + nneg, 0.5);
 }
 
+double stats_seq_t_logbf(const double *y, size_t n, double prior_ss, double prior_df, double tau)
+{
+	double sum = 0.0, ss = 0.0, t2n, total, q;
+
+	if (n == 0 || !y || !(tau > 0.0) || !isfinite(tau) || !(prior_ss >= 0.0) || !isfinite(prior_ss) ||
+	    !(prior_df >= 0.0) || !isfinite(prior_df))
+		return NAN;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(y[i]))
+			return NAN;
+		sum += y[i];
+		ss += y[i] * y[i];
+	}
+	t2n = tau * tau * (double)n;
+	total = prior_ss + ss;
+	/* N^2 tau^2 mean^2 / (1 + N tau^2), with N mean = sum. */
+	q = tau * tau * sum * sum / (1.0 + t2n);
+	if (!(total > 0.0))
+		return -0.5 * log1p(t2n);
+	/* total - q = prior_ss + sum (y - mean)^2 + N mean^2 / (1 + N tau^2) > 0; rounding may make it tiny. */
+	return -0.5 * log1p(t2n) - 0.5 * (prior_df + (double)n) * log1p(-fmin(q / total, 1.0 - 1e-15));
+}
+
 int stats_wilson(uint64_t x, uint64_t n, double z, double *lo, double *hi)
 {
 	double ph, z2n, centre, half, den;

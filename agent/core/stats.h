@@ -3,6 +3,7 @@
  *
  * Owns Student's t (cdf and quantile), the normal quantile, the regularized incomplete beta function, binomial
  * tails (exact, through the incomplete beta), the sign test, Wilson's score interval, mean and standard deviation,
+ * the scale-invariant Bayes factor of the sequential t-test,
  * and xoshiro256** seeded by splitmix64 with uniform, normal, exponential, Pareto and Poisson draws. The generator's
  * state belongs to the caller (the controller, the simulator): this module keeps no state of its own.
  * Must not: read clocks, files or the environment; log; allocate. Functions that return a double return NAN for
@@ -36,6 +37,20 @@ double stats_sign_test(unsigned npos, unsigned nneg);
 /* Wilson score interval of X successes in N trials at normal quantile Z (1.96 for 95%). 0 or -EINVAL (N = 0,
  * X > N, Z not positive). */
 int stats_wilson(uint64_t x, uint64_t n, double z, double *lo, double *hi);
+
+/*
+ * The log Bayes factor of "the mean of Y is not 0" against "it is 0" for normal Y[0..N) of unknown sd sigma, with
+ * the effect mean / sigma ~ N(0, TAU^2) under the alternative and the right Haar prior 1 / sigma on sigma: PRIOR_SS
+ * is a sum of squares of PRIOR_DF degrees of freedom about a known or estimated mean (an earlier A/A calibration:
+ * (n - 1) sd^2 with n - 1 degrees of freedom), 0 and 0 when there is none. Closed form:
+ *   BF = (1 + N tau^2)^(-1/2) [T / (T - N^2 tau^2 mean^2 / (1 + N tau^2))]^((PRIOR_DF + N) / 2),  T = PRIOR_SS + sum y^2.
+ * Under the null its running value is an e-process (group invariance under scale: Perez-Ortiz, Lardy, de Heide and
+ * Grunwald, "E-statistics, group invariance and anytime valid testing", 2022), so stopping the first time it
+ * reaches 1 / alpha keeps the error at alpha whatever the stopping time. With PRIOR_DF 0 it is the normal-prior
+ * Bayes factor of the one-sample t-test. NAN for N = 0, a value that is not finite, TAU not positive, or a
+ * negative PRIOR_SS or PRIOR_DF.
+ */
+double stats_seq_t_logbf(const double *y, size_t n, double prior_ss, double prior_df, double tau);
 
 /* xoshiro256**: 256 bits of state, period 2^256 - 1. */
 struct stats_rng {

@@ -65,6 +65,7 @@ void sim_options_default(struct sim_options *o)
 	o->noise = 1.0;
 	o->force_class = -1;
 	o->force_objective = -1;
+	o->calibrate_pairs = 4;
 }
 
 const char *sim_class_name(enum sim_class c)
@@ -442,7 +443,7 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	struct policy_metric obj, guard[2];
 	struct block_summary s[2];
 	struct judge j;
-	int64_t now = 0;
+	int64_t now = 0, start;
 	double exposure = 0.0;
 	bool done = false;
 	size_t ng;
@@ -453,8 +454,35 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	stats_rng_seed(&order, seed ^ 0x6f72646572ull);
 	if ((rc = spec_for(&p, &spec, &obj, guard, &ng, o->tick_ms)) < 0 || (rc = warm_up(&p, cx, &now, o->tick_ms)) < 0)
 		return rc;
+	start = now;
 	if ((rc = judge_start(&j, &o->judge, &obj, guard, ng)) < 0)
 		return rc;
+	if (!aa_pairs && o->calibrate_pairs) {
+		/* As the controller: A/A pairs on the same plant size K, or refuse, and tell the judge the noise. */
+		struct judge_calibration cal;
+		struct judge_config jc = o->judge;
+		double d[JUDGE_PAIRS_MAX];
+		unsigned n = 0;
+
+		for (unsigned k = 0; k < o->calibrate_pairs && k < JUDGE_PAIRS_MAX; k++) {
+			for (int blk = 0; blk < 2; blk++)
+				if ((rc = run_block(&p, cx, &spec, &now, o->block_ms, o->settle_ms, o->tick_ms, 0, &exposure,
+						    &s[blk])) < 0)
+					return rc;
+			if (judge_pair_effect(&j, &s[0], &s[1], &d[n]) == 0)
+				n++;
+		}
+		if (n >= 3 && judge_calibrate(&o->judge, d, n, &cal) == 0) {
+			if (cal.refuse) {
+				r->verdict = VERDICT_INCONCLUSIVE;
+				r->decision_ms = now - start;
+				return 0;
+			}
+			jc.pairs = cal.pairs > jc.pairs ? cal.pairs : jc.pairs;
+			if ((rc = judge_start(&j, &jc, &obj, guard, ng)) < 0 || (rc = judge_set_noise(&j, cal.sd, cal.n)) < 0)
+				return rc;
+		}
+	}
 	for (unsigned k = 1; !done && k <= (aa_pairs ? aa_pairs : JUDGE_PAIRS_MAX); k++) {
 		bool b_first = stats_rng_next(&order) & 1;
 
@@ -480,6 +508,8 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	}
 	r->verdict = judge_evidence(&j)->verdict;
 	r->pairs = judge_evidence(&j)->npairs;
+	r->early = judge_evidence(&j)->early;
+	r->decision_ms = now - start;
 	r->harm_exposure = exposure;
 	if (o->verbose && !aa_pairs) {
 		const struct judge_evidence *ev = judge_evidence(&j);
@@ -614,6 +644,12 @@ void sim_tally_add(struct sim_tally *t, const struct sim_result *r, double delta
 	t->n++;
 	t->cls[r->cls]++;
 	t->pairs_sum += r->pairs;
+	t->pairs_at[r->cls][r->pairs <= JUDGE_PAIRS_MAX ? r->pairs : JUDGE_PAIRS_MAX]++;
+	{
+		int64_t bin = r->decision_ms / 10000;
+
+		t->secs_at[r->cls][bin >= 0 && bin < SIM_TIME_BINS - 1 ? bin : SIM_TIME_BINS - 1]++;
+	}
 	for (int k = 0; k < 2; k++)
 		if ((unsigned)v[k] <= VERDICT_ERROR)
 			t->verdicts[k][v[k]]++;
@@ -646,6 +682,30 @@ void sim_tally_add(struct sim_tally *t, const struct sim_result *r, double delta
 	}
 }
 
+void sim_tally_decision(const struct sim_tally *t, enum sim_class c, double q, unsigned *pairs, double *secs)
+{
+	unsigned n = t->cls[c], acc = 0, want;
+
+	*pairs = 0;
+	*secs = 0;
+	if (n == 0)
+		return;
+	want = (unsigned)ceil(q * n);
+	if (want < 1)
+		want = 1;
+	for (unsigned k = 0; k <= JUDGE_PAIRS_MAX; k++)
+		if ((acc += t->pairs_at[c][k]) >= want) {
+			*pairs = k;
+			break;
+		}
+	acc = 0;
+	for (unsigned b = 0; b < SIM_TIME_BINS; b++)
+		if ((acc += t->secs_at[c][b]) >= want) {
+			*secs = 10.0 * (b + 1); /* the bin's upper edge */
+			break;
+		}
+}
+
 static void rate(FILE *f, const char *what, unsigned x[2], unsigned n, const char *target)
 {
 	fprintf(f, "  %-34s", what);
@@ -675,6 +735,15 @@ void sim_tally_print(FILE *f, const struct sim_tally *t)
 	rate(f, "guardrail harm caught", (unsigned *)t->guard_caught, t->guard_n, "");
 	fprintf(f, "  %-34s %10.0f %%s per harmful trial %15.0f %%s\n", "harm exposure (size x time)",
 		t->harm_n ? t->exposure[0] / t->harm_n : 0.0, t->harm_n ? t->exposure[1] / t->harm_n : 0.0);
+	fprintf(f, "  to a verdict (calibration included)  pairs median  p90    seconds median  p90\n");
+	for (int c = 0; c < SIM_CLASSES; c++) {
+		unsigned p50, p90;
+		double s50, s90;
+
+		sim_tally_decision(t, (enum sim_class)c, 0.5, &p50, &s50);
+		sim_tally_decision(t, (enum sim_class)c, 0.9, &p90, &s90);
+		fprintf(f, "    %-34s %6u %5u    %11.0f %5.0f\n", sim_class_name((enum sim_class)c), p50, p90, s50, s90);
+	}
 	for (int k = 0; k < 2; k++) {
 		fprintf(f, "  verdicts %-6s", k ? "naive" : "judge");
 		for (int v = VERDICT_KEEP; v <= VERDICT_ERROR; v++) {

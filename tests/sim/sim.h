@@ -22,6 +22,8 @@
 enum sim_class { SIM_NONE, SIM_SMALL, SIM_LARGE, SIM_HARM, SIM_CLASSES };
 enum sim_guard_harm { SIM_GH_NONE, SIM_GH_5XX, SIM_GH_LATENCY, SIM_GH_CAPACITY };
 
+#define SIM_TIME_BINS 1081 /* 10 s bins: three hours, then one for beyond */
+
 struct sim_options {
 	struct judge_config judge;
 	int64_t block_ms, settle_ms, tick_ms;
@@ -34,6 +36,7 @@ struct sim_options {
 	int force_objective;      /* -1 draw, 0 http.p99_ms, 1 cpu.busy_per_kreq */
 	int dead_from_pair;       /* the collector dies from this pair on (1-based), 0 never */
 	bool aa;                  /* A/A: B is the same value as A (no effect at all) */
+	unsigned calibrate_pairs; /* A/A pairs on the same plant before the trial, as the controller does (0: none) */
 	bool verbose;             /* print each verdict with its evidence */
 };
 
@@ -45,13 +48,15 @@ struct sim_result {
 	const char *objective;
 	enum judge_verdict verdict, naive;
 	unsigned pairs;           /* pairs the judge saw */
+	int64_t decision_ms;      /* from the start (calibration included) to the verdict */
+	bool early;               /* kept by the sequential rule */
 	double harm_exposure;     /* %-seconds of harm while the trial ran (B in force x size of harm) */
 	double naive_exposure;
 	double aa_d[JUDGE_PAIRS_MAX]; /* A/A runs: the pairs' d */
 	unsigned naa;
 };
 
-/* Defaults: judge_config_default, 60 s blocks, 20 s settle, 1 s ticks, 1% missing ticks. */
+/* Defaults: judge_config_default, 60 s blocks, 20 s settle, 1 s ticks, 1% missing ticks, 4 calibration pairs. */
 void sim_options_default(struct sim_options *o);
 /* Run one trial (and the naive judge on the same plant) from SEED. 0 or -errno. */
 int sim_run(uint64_t seed, const struct sim_options *o, struct sim_result *r);
@@ -69,6 +74,9 @@ struct sim_tally {
 	double exposure[2];
 	unsigned guard_caught[2], guard_n;        /* guardrail harms ended as aborted or revert */
 	double pairs_sum;
+	/* per class: how many trials decided after N pairs, and within 10 s bins of time (the last bin: beyond) */
+	unsigned pairs_at[SIM_CLASSES][JUDGE_PAIRS_MAX + 1];
+	unsigned secs_at[SIM_CLASSES][SIM_TIME_BINS];
 	unsigned verdicts[2][VERDICT_ERROR + 1];
 };
 
@@ -107,6 +115,8 @@ double sim_host_load(const struct sim_host *h);
 
 /* Count R into T. */
 void sim_tally_add(struct sim_tally *t, const struct sim_result *r, double delta);
+/* Pairs and seconds to a verdict in class C of T at quantile Q (0.5, 0.9); 0 when the class is empty. */
+void sim_tally_decision(const struct sim_tally *t, enum sim_class c, double q, unsigned *pairs, double *secs);
 /* Print T as a table with Wilson 95% intervals. */
 void sim_tally_print(FILE *f, const struct sim_tally *t);
 /* Name of a class. */

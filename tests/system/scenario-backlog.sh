@@ -53,7 +53,7 @@ ok "drops detected: proposal $id raises netdev_max_backlog 10 -> $to with its ev
 
 ctl approve "$id" | grep -q approved || fail "ngxctl approve"
 seen_a=0 seen_b=0
-deadline=$((SECONDS + 120))
+deadline=$((SECONDS + 240))
 while [ $SECONDS -lt $deadline ]; do
 	case $($BACKLOG) in 10) seen_a=1 ;; "$to") seen_b=1 ;; esac
 	st=$(change_state "$id")

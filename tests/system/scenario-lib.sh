@@ -80,7 +80,7 @@ include_dir = $INC
 timeout = 20s
 [tuning]
 mode = $mode
-pairs = 4
+pairs = 8
 block = 4s
 calibrate_pairs = 0
 changes_per_hour = 60

@@ -46,7 +46,7 @@ ok "overflows detected: proposal $id raises listen_queue 16 -> $to with its evid
 
 ctl approve "$id" --comment "scenario" | grep -q approved || fail "ngxctl approve"
 seen_a=0 seen_b=0
-deadline=$((SECONDS + 150))
+deadline=$((SECONDS + 240))
 while [ $SECONDS -lt $deadline ]; do
 	case $(live_backlog "$NS" $PORT) in 16) seen_a=1 ;; "$to") seen_b=1 ;; esac
 	st=$(change_state "$id")

@@ -16,6 +16,7 @@
 
 #include "block.h"
 #include "judge.h"
+#include "stats.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -301,37 +302,43 @@ struct pcase {
 	enum judge_verdict want;
 	unsigned want_pairs;
 	const char *reason;  /* substring of the reason */
+	bool fixed;          /* the sequential rule off: K pairs */
 };
 
 static void test_verdicts(void **state)
 {
+	double seq;
 	static const struct pcase cases[] = {
-		{"clear gain", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0, 0, VERDICT_KEEP, 8, "better"},
+		{"clear gain: the sequential rule stops at 4 of 8", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0,
+		 0, VERDICT_KEEP, 4, "sequential rule", false},
+		{"clear gain, fixed K", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0, 0, VERDICT_KEEP, 8,
+		 "better", true},
 		{"no effect", {1.01, 0.99, 1.0, 1.02, 0.98, 1.01, 0.99, 1.0}, 1, 20, 0, 0, VERDICT_INCONCLUSIVE, 8,
-		 "not shown"},
+		 "not shown", false},
 		{"gain below delta", {0.97, 0.98, 0.97, 0.96, 0.98, 0.97, 0.97, 0.98}, 1, 20, 0, 0, VERDICT_INCONCLUSIVE, 8,
-		 "not shown"},
-		{"harm stops early", {1.3, 1.28, 1.31, 1.3, 1.29, 1.3, 1.3, 1.3}, 1, 20, 0, 0, VERDICT_REVERT, 3, "worse"},
-		{"gross harm in one pair", {2.5}, 1, 20, 0, 0, VERDICT_REVERT, 1, "worse in pair 1"},
+		 "not shown", false},
+		{"harm stops early", {1.3, 1.28, 1.31, 1.3, 1.29, 1.3, 1.3, 1.3}, 1, 20, 0, 0, VERDICT_REVERT, 3, "worse", false},
+		{"gross harm in one pair", {2.5}, 1, 20, 0, 0, VERDICT_REVERT, 1, "worse in pair 1", false},
 		{"sign test disagrees", {0.74, 0.74, 0.74, 0.74, 0.74, 0.74, 1.01, 1.01}, 1, 20, 0, 0,
-		 VERDICT_INCONCLUSIVE, 8, "sign test"},
-		{"5xx guardrail", {0.8, 0.8}, 1, 80, 0, 0, VERDICT_ABORTED, 1, "http.5xx_rate"},
-		{"5xx ceiling", {0.8}, 1, 3000, 0, 0, VERDICT_ABORTED, 1, "ceiling"},
-		{"p99 guardrail gross", {0.8}, 2.5, 20, 0, 0, VERDICT_ABORTED, 1, "http.p99_ms"},
+		 VERDICT_INCONCLUSIVE, 8, "sign test", true},
+		{"5xx guardrail", {0.8, 0.8}, 1, 80, 0, 0, VERDICT_ABORTED, 1, "http.5xx_rate", false},
+		{"5xx ceiling", {0.8}, 1, 3000, 0, 0, VERDICT_ABORTED, 1, "ceiling", false},
+		{"p99 guardrail gross", {0.8}, 2.5, 20, 0, 0, VERDICT_ABORTED, 1, "http.p99_ms", false},
 		{"p99 guardrail creeping", {0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8}, 1.25, 20, 0, 0, VERDICT_ABORTED, 3,
-		 "http.p99_ms"},
+		 "http.p99_ms", false},
 		{"p99 7% worse is within the 10% margin", {0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8}, 1.07, 20, 0, 0,
-		 VERDICT_KEEP, 8, "better"},
-		{"new listen overflows", {0.8}, 1, 20, 3, 0, VERDICT_ABORTED, 1, "overflows"},
+		 VERDICT_KEEP, 8, "better", true},
+		{"new listen overflows", {0.8}, 1, 20, 3, 0, VERDICT_ABORTED, 1, "overflows", false},
 		{"void pairs replaced", {NAN, 0.8, NAN, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0, 0, VERDICT_KEEP,
-		 10, "better"},
+		 10, "better", true},
 		{"p95 under 1000 requests", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 0, 0, 500, VERDICT_KEEP, 8,
-		 "better"},
+		 "better", true},
 	};
 	struct judge_config cfg;
 
 	(void)state;
 	judge_config_default(&cfg);
+	seq = cfg.alpha_seq;
 	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
 		const struct pcase *pc = &cases[c];
 		struct judge j;
@@ -339,6 +346,7 @@ static void test_verdicts(void **state)
 		double req = pc->req > 0 ? pc->req : 100000;
 		bool done = false;
 
+		cfg.alpha_seq = pc->fixed ? 0.0 : seq;
 		start(&j, &cfg);
 		for (unsigned k = 0; k < MAXP && pc->ratio[k] != 0 && !done; k++) {
 			double r = pc->ratio[k];
@@ -453,6 +461,7 @@ static void test_evidence(void **state)
 
 	(void)state;
 	judge_config_default(&cfg);
+	cfg.alpha_seq = 0; /* all K pairs, for every figure */
 	start(&j, &cfg);
 	for (unsigned k = 0; k < 8; k++) {
 		summ(&a, 100, 50, 20, 100000);
@@ -479,6 +488,178 @@ static void test_evidence(void **state)
 	assert_true(isfinite(ev->sign_p) && isfinite(ev->half1) && isfinite(ev->half2));
 }
 
+/* Feed pairs of objective ratios B/A (lower is better) until done; the verdict's pair count. */
+static unsigned feed(struct judge *j, const double *ratio, size_t n, bool *done)
+{
+	struct block_summary a, b;
+
+	*done = false;
+	for (size_t k = 0; k < n && !*done; k++) {
+		summ(&a, 100.0, 50.0, 20.0, 100000);
+		summ(&b, 100.0 * ratio[k], 50.0, 20.0, 100000);
+		assert_int_equal(judge_add_pair(j, &a, &b, k & 1, done), 0);
+	}
+	return judge_evidence(j)->npairs;
+}
+
+/* The sequential rule: stops early only when every pair agrees and the Bayes factor is past 1 / alpha_seq; the
+ * calibration's noise makes it decide sooner; the CI failure of scenario-backlog (four pairs of softnet drops, one
+ * of them with none in A either) runs to K and keeps there. */
+static void test_sequential(void **state)
+{
+	/* d = 5.59, 3.43, 9.39, -0.44 as measured, then more pairs like the first three. */
+	static const double backlog[] = {0.00373, 0.0323, 0.0000838, 1.557, 0.01, 0.002, 0.05, 0.004};
+	static const double gain[] = {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start(&j, &cfg);
+	assert_int_equal(feed(&j, backlog, ARRAY_LEN(backlog), &done), 8);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_false(ev->early);
+	assert_int_equal(ev->sign_pos, 7);
+
+	/* Known noise (an A/A calibration of sd 0.02 over 4 pairs): two pairs of a 25% gain suffice. */
+	start(&j, &cfg);
+	assert_int_equal(judge_set_noise(&j, 0.02, 4), 0);
+	assert_int_equal(feed(&j, gain, ARRAY_LEN(gain), &done), 2);
+	ev = judge_evidence(&j);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->early);
+	assert_true(exp(ev->log_bf) >= 20.0);
+	assert_non_null(strstr(ev->reason, "sequential rule"));
+	assert_int_equal(judge_set_noise(&j, 0.02, 4), -EINVAL); /* pairs already added */
+	start(&j, &cfg);
+	assert_int_equal(judge_set_noise(&j, 0.02, 1), -EINVAL);
+	assert_int_equal(judge_set_noise(&j, NAN, 4), -EINVAL);
+	assert_int_equal(judge_set_noise(&j, -1, 4), -EINVAL);
+
+	/* A gain just below delta never stops early, however steady. */
+	{
+		static const double small[] = {0.96, 0.96, 0.96, 0.96, 0.96, 0.96, 0.96, 0.96};
+
+		start(&j, &cfg);
+		assert_int_equal(judge_set_noise(&j, 0.001, 8), 0);
+		assert_int_equal(feed(&j, small, ARRAY_LEN(small), &done), 8);
+		assert_int_not_equal(judge_evidence(&j)->verdict, VERDICT_KEEP);
+	}
+	cfg.seq_min = 1;
+	assert_int_equal(judge_config_check(&cfg), -EINVAL);
+	cfg.seq_min = 2;
+	cfg.seq_tau = 0;
+	assert_int_equal(judge_config_check(&cfg), -EINVAL);
+	cfg.seq_tau = 2;
+	cfg.alpha_seq = 0.6;
+	assert_int_equal(judge_config_check(&cfg), -EINVAL);
+}
+
+/* The rule is always valid: at the null's boundary (a true gain of exactly delta, normal noise of any size), with
+ * or without a calibration of the same noise, it keeps early in at most alpha_seq of the trials. */
+static void test_sequential_null(void **state)
+{
+	struct judge_config cfg;
+	struct stats_rng rng;
+	unsigned early[2] = {0, 0}, n = 3000;
+
+	(void)state;
+	judge_config_default(&cfg);
+	cfg.alpha_seq = 0.05;
+	stats_rng_seed(&rng, 20261201);
+	for (unsigned t = 0; t < n; t++) {
+		for (int calibrated = 0; calibrated < 2; calibrated++) {
+			double sd = 0.01 + 0.2 * stats_rng_uniform(&rng), ratio[8], cal[4], m, s;
+			struct judge j;
+			bool done;
+
+			for (size_t k = 0; k < 8; k++)
+				ratio[k] = exp(-(log1p(cfg.delta) + sd * stats_rng_normal(&rng)));
+			start(&j, &cfg);
+			if (calibrated) {
+				for (size_t k = 0; k < 4; k++)
+					cal[k] = sd * stats_rng_normal(&rng);
+				assert_int_equal(stats_mean_sd(cal, 4, &m, &s), 0);
+				assert_int_equal(judge_set_noise(&j, s, 4), 0);
+			}
+			feed(&j, ratio, 8, &done);
+			early[calibrated] += judge_evidence(&j)->early;
+		}
+	}
+	for (int c = 0; c < 2; c++) {
+		double lo, hi;
+
+		assert_int_equal(stats_wilson(early[c], n, 1.959964, &lo, &hi), 0);
+		if (lo > cfg.alpha_seq)
+			fail_msg("%s: %u early keeps in %u null trials", c ? "calibrated" : "uncalibrated", early[c], n);
+	}
+}
+
+/* An arm that served nothing while the other served is an outage: the worst block, not missing data. */
+static void test_outage(void **state)
+{
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	const struct judge_evidence *ev;
+	bool done = false;
+	unsigned k;
+
+	(void)state;
+	judge_config_default(&cfg);
+	/* A (the old value) serves nothing, B serves: its objective is void in A, the pair is not. */
+	start(&j, &cfg);
+	for (k = 0; k < 8 && !done; k++) {
+		summ(&a, NAN, NAN, 0, 0);
+		summ(&b, 80.0, 50.0, 20.0, 178635);
+		a.requests_seen = b.requests_seen = true;
+		assert_int_equal(judge_add_pair(&j, &a, &b, k & 1, &done), 0);
+	}
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->early);
+	assert_int_equal(ev->nvoid, 0);
+	assert_int_equal(ev->pair[0].outage, 'a');
+	assert_true(ev->pair[0].d > 6.0);
+	assert_int_equal(ev->npairs, 4);
+
+	/* B serves nothing: harm at once. */
+	start(&j, &cfg);
+	summ(&a, 80.0, 50.0, 20.0, 100000);
+	summ(&b, NAN, NAN, 0, 0);
+	a.requests_seen = b.requests_seen = true;
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_REVERT);
+	assert_non_null(strstr(ev->reason, "outage in B"));
+
+	/* A block whose requests were not read is missing data: void pairs, past max_void_pairs an error. */
+	start(&j, &cfg);
+	done = false;
+	for (k = 0; k < 8 && !done; k++) {
+		summ(&a, NAN, NAN, 0, 0);
+		summ(&b, 80.0, 50.0, 20.0, 100000);
+		b.requests_seen = true;
+		assert_int_equal(judge_add_pair(&j, &a, &b, true, &done), 0);
+	}
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_ERROR);
+	assert_int_equal(judge_evidence(&j)->nvoid, cfg.max_void_pairs + 1);
+
+	/* Both blocks serve little (a quiet hour): no outage. */
+	start(&j, &cfg);
+	summ(&a, 100.0, 50.0, 0, 0);
+	summ(&b, 80.0, 50.0, 0, 20);
+	a.requests_seen = b.requests_seen = true;
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_int_equal(judge_evidence(&j)->pair[0].outage, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_block_loadgen), cmocka_unit_test(test_block_spec),
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
+		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

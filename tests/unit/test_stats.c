@@ -162,11 +162,44 @@ static void test_rng(void **state)
 	assert_int_equal(stats_rng_below(&a, 0), 0);
 }
 
+/* The sequential t-test's Bayes factor against the normal-prior Bayes factor of the one-sample t-test written in
+ * t (Gonen, Johnson, Lu and Westfall, "The Bayesian two-sample t test", Am. Stat. 2005, one-sample form):
+ * BF = (1 + n tau^2)^(-1/2) [(1 + t^2 / nu) / (1 + t^2 / (nu (1 + n tau^2)))]^((nu + 1) / 2), nu = n - 1. */
+static void test_seq_t_logbf(void **state)
+{
+	static const double y[] = {0.21, 0.15, 0.33, 0.02, 0.19, 0.27, 0.11, 0.25};
+	double tau = 2.0, big[3] = {5.0, 5.0, 5.0}, m, sd;
+
+	(void)state;
+	for (size_t n = 2; n <= 8; n++) {
+		double t, nu = (double)n - 1.0, g = 1.0 + (double)n * tau * tau, want;
+
+		assert_int_equal(stats_mean_sd(y, n, &m, &sd), 0);
+		t = m / (sd / sqrt((double)n));
+		want = -0.5 * log(g) + (nu + 1.0) / 2.0 * (log1p(t * t / nu) - log1p(t * t / (nu * g)));
+		assert_true(fabs(stats_seq_t_logbf(y, n, 0.0, 0.0, tau) - want) < 1e-9);
+	}
+	/* One value and no prior knowledge of the noise: no evidence at all. */
+	assert_true(fabs(stats_seq_t_logbf(y, 1, 0.0, 0.0, tau)) < 1e-12);
+	/* Without a calibration, identical values are capped at (1 + n tau^2)^((n - 1) / 2): 13 for n = 3, tau = 2. */
+	assert_true(fabs(stats_seq_t_logbf(big, 3, 0.0, 0.0, tau) - log(13.0)) < 1e-9);
+	/* A calibration adds its degrees of freedom: the same pairs give more evidence with a quiet one. */
+	assert_true(stats_seq_t_logbf(y, 3, 3 * 0.01 * 0.01, 3, tau) > stats_seq_t_logbf(y, 3, 0.0, 0.0, tau) + 1.0);
+	/* A noisy calibration gives less. */
+	assert_true(stats_seq_t_logbf(y, 3, 3 * 1.0, 3, tau) < stats_seq_t_logbf(y, 3, 0.0, 0.0, tau));
+	assert_true(isnan(stats_seq_t_logbf(y, 0, 0.0, 0.0, tau)));
+	assert_true(isnan(stats_seq_t_logbf(y, 3, 0.0, 0.0, 0.0)));
+	assert_true(isnan(stats_seq_t_logbf(y, 3, -1.0, 0.0, tau)));
+	big[1] = NAN;
+	assert_true(isnan(stats_seq_t_logbf(big, 3, 0.0, 0.0, tau)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_t_quantile), cmocka_unit_test(test_norm),    cmocka_unit_test(test_binom),
 		cmocka_unit_test(test_wilson),     cmocka_unit_test(test_mean_sd), cmocka_unit_test(test_rng),
+		cmocka_unit_test(test_seq_t_logbf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
