@@ -29,6 +29,7 @@ static const struct derived_def {
 	{"http.mean_ms", false, false, {"http.request_ms_sum"}, "http.requests", 1.0},
 	{"http.timeouts", true, false, {"nginx.err.upstream_timeout"}, "http.requests", 1e-3},
 	{"http.upstream_share", false, false, {"http.upstream_ms_sum"}, "http.request_ms_sum", 1.0},
+	{"client.failure_rate", true, false, {"client.failures", "client.timeouts"}, "client.requests", 1.0},
 	{"nginx.unhandled", true, false, {"nginx.accepts", "-nginx.handled"}, "nginx.accepts", 1e-3},
 	{"nginx.worker_wait_ratio", false, false, {"nginx.worker_wait_ms"}, "nginx.worker_run_ms", 1.0},
 	{"softnet.drop_rate", true, false, {"softnet.dropped"}, "softnet.processed", 1.0},
@@ -50,7 +51,7 @@ static const char *const summed_counts[] = {
 	"tcp.abort_on_memory", "tcp.backlog_drop", "tcp.reqq_full_drop", "tcp.timewait_overflow", "sys.ctxt",
 	"nginx.accepts", "nginx.handled", "nginx.requests", "nginx.worker_vcsw", "nginx.worker_ivcsw",
 	"http.requests", "http.1xx", "http.2xx", "http.3xx", "http.4xx", "http.5xx", "http.unparsed",
-	"http.timed",
+	"http.timed", "client.requests", "client.failures", "client.timeouts",
 };
 static const char *const summed_amounts[] = {
 	"nginx.worker_run_ms", "nginx.worker_wait_ms", "http.request_ms_sum", "http.upstream_ms_sum",
