@@ -8,7 +8,9 @@ SCN_POLICIES="listen softnet rps tcp nginx"
 # 127.0.0.1:PORT with stub_status at /nginx_status, the JSON access log the agent reads, and the agent's include
 # files main.conf, events.conf and http.conf (empty) in $NGINX_DIR/inc. Optional, from the environment:
 # SCN_LISTEN follows the address on the listen line (e.g. "backlog=4096 reuseport"), SCN_MAIN goes at the top
-# level, SCN_EVENTS in events, SCN_HTTP in http, SCN_SERVER in the server. Sets NGINX_DIR, NGINX_CONF, INC.
+# level, SCN_EVENTS in events, SCN_HTTP in http, SCN_SERVER in the server; SCN_WORKER_CONNECTIONS is nginx.conf's
+# worker_connections (4096; empty: none), SCN_EVENTS_INC the agent's events.conf (empty). Sets NGINX_DIR,
+# NGINX_CONF, INC.
 scn_nginx() {
 	local ns=$1 port=$2
 	NGINX_DIR=$TMP/nginx
@@ -16,7 +18,7 @@ scn_nginx() {
 	INC=$NGINX_DIR/inc
 	mkdir -p "$NGINX_DIR/logs" "$INC"
 	: >"$INC/main.conf"
-	: >"$INC/events.conf"
+	printf '%s\n' "${SCN_EVENTS_INC:-}" >"$INC/events.conf"
 	: >"$INC/http.conf"
 	cat >"$NGINX_CONF" <<EOT
 include $INC/main.conf;
@@ -26,7 +28,7 @@ error_log $NGINX_DIR/logs/error.log warn;
 ${SCN_MAIN:-}
 events {
 	include $INC/events.conf;
-	worker_connections 4096;
+	${SCN_WORKER_CONNECTIONS-worker_connections 4096;}
 	${SCN_EVENTS:-}
 }
 http {
