@@ -34,6 +34,7 @@ struct controller {
 	struct stats_rng rng;
 	enum controller_state state;
 	bool paused, approved, have_now;
+	bool prop_gross;            /* the proposal's symptom is gross (detect.h): no calibration before its trial */
 	int64_t now_ms, since_ms, until_ms;
 	uint64_t next_id;
 	struct plan_proposal prop;           /* the current or last proposal */
@@ -493,7 +494,8 @@ static void start(struct controller *ctl)
 	c = calib_find(ctl, t->objective.metric);
 	if (c && ctl->now_ms - c->at_ms > ctl->cfg.calibrate_max_age_ms)
 		c = NULL;
-	if (ctl->cfg.calibrate_pairs && !c) {
+	/* A gross symptom is not calibrated first: four A/A pairs would be four pairs more of the fault. */
+	if (ctl->cfg.calibrate_pairs && !c && !ctl->prop_gross) {
 		if (start_judge(ctl, ctl->cfg.judge.pairs) < 0) {
 			withdraw(ctl, VERDICT_ERROR, PLAN_ERROR, "the judge refuses the objective");
 			return;
@@ -662,6 +664,25 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 
 /* ---- observing -------------------------------------------------------------------------------------------- */
 
+/*
+ * Before the window is full, only gross symptoms count (detect.h: a counter in every tick of the last few, far
+ * above its threshold's rate): REP keeps those active and nothing else, and is actionable when those last ticks
+ * alone put the bottleneck here (requests every tick, most of their time not upstream's). False when none is.
+ */
+static bool gross_only(struct detect_report *rep)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		rep->r[i].active = rep->r[i].active && rep->r[i].gross;
+		any = any || rep->r[i].active;
+	}
+	if (!any || !rep->gross_here)
+		return false;
+	rep->actionable = true;
+	return true;
+}
+
 static void observe(struct controller *ctl)
 {
 	struct detect_env env;
@@ -682,7 +703,8 @@ static void observe(struct controller *ctl)
 		set_reason(ctl, "paused by an operator; %s", ctl->rep.status);
 		return;
 	}
-	if (ctl->rep.ticks < ctl->cfg.detect.window_ticks) {
+	ctl->prop_gross = false;
+	if (ctl->rep.ticks < ctl->cfg.detect.window_ticks && !gross_only(&ctl->rep)) {
 		/* A proposal rests on a full window: at min_ticks one missing access-log tick is enough for the
 		 * detectors to take request times as absent, and an upstream-bound host would look actionable. */
 		set_reason(ctl, "watching: %zu of %zu ticks in the window; %s", ctl->rep.ticks,
@@ -719,6 +741,7 @@ static void observe(struct controller *ctl)
 		return;
 	}
 	ctl->prop = out.prop;
+	ctl->prop_gross = out.prop.detector < DETECT_COUNT && ctl->rep.r[out.prop.detector].gross;
 	if (ctl->cfg.loadgen)
 		plan_loadgen_trial(&ctl->prop.trial);
 	ctl->id = ctl->next_id++;
@@ -874,6 +897,7 @@ int controller_operator_propose(struct controller *ctl, const struct plan_propos
 	/* The operator's request is its approval; the rate limit is for the agent's own proposals, but the trial
 	 * counts toward it like any other start. */
 	ctl->prop = *prop;
+	ctl->prop_gross = false;
 	ctl->prop.approval_required = true;
 	if (ctl->cfg.loadgen)
 		plan_loadgen_trial(&ctl->prop.trial);

@@ -2,6 +2,7 @@
  * detect: windows of frames and the detectors of ngx-autotune.policy(5). See detect.h.
  */
 #include "detect.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <math.h>
@@ -87,6 +88,9 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->min_conns = 100;
 	cfg->min_worker_ms = 100;
 	cfg->close_wait_min = 100;
+	cfg->gross_ticks = 8;
+	cfg->gross_p = 1e-6;
+	cfg->gross_floor_rate = 1.0;
 	/* As the shipped policies' triggers; timewait_pileup has no knob, half the port range is already a risk. */
 	cfg->threshold[DETECT_LISTEN_OVERFLOWS] = 0;
 	cfg->threshold[DETECT_SYN_QUEUE_OVERFLOW] = 0;
@@ -118,7 +122,8 @@ int detect_new(const struct detect_config *cfg, struct detect **out)
 		return -EINVAL;
 	if (bad_setting(cfg->upstream_share_max) || cfg->upstream_share_max > 1 || bad_setting(cfg->idle_rps) ||
 	    bad_setting(cfg->min_out_segs) || bad_setting(cfg->min_conns) || bad_setting(cfg->min_worker_ms) ||
-	    bad_setting(cfg->close_wait_min))
+	    bad_setting(cfg->close_wait_min) || cfg->gross_ticks > w || !(cfg->gross_p > 0 && cfg->gross_p < 1) ||
+	    !(cfg->gross_floor_rate > 0) || isinf(cfg->gross_floor_rate))
 		return -EINVAL;
 	for (size_t i = 0; i < DETECT_COUNT; i++)
 		if (isnan(cfg->threshold[i]) || isinf(cfg->threshold[i]))
@@ -310,11 +315,47 @@ static void finish(const struct detect *d, struct detect_reading *r, double valu
 	r->active = r->sustained && value > d->cfg.threshold[r->id];
 }
 
+/*
+ * Detection that scales with the evidence: a counter seen in every one of the last gross_ticks ticks, with more
+ * events than a Poisson rate at its threshold explains (at gross_p), is a gross symptom, acted on without waiting
+ * for a full window (2000 drops a second is not a blip; 3 overflows a minute still need the long window). The
+ * rate and the seconds of those ticks go to *RATE and *DT.
+ */
+static bool gross_run(const struct detect *d, enum series s, double threshold, double *rate, double *dt)
+{
+	const double *v = d->val + (size_t)s * d->cfg.window_ticks;
+	size_t g = d->cfg.gross_ticks;
+	double k = 0, t = 0, lambda = threshold > d->cfg.gross_floor_rate ? threshold : d->cfg.gross_floor_rate;
+
+	if (g == 0 || d->count < g)
+		return false;
+	for (size_t i = d->count - g; i < d->count; i++) {
+		size_t j = slot(d, i);
+
+		if (isnan(v[j]) || !(v[j] > 0) || !(d->dt[j] > 0))
+			return false;
+		k += v[j];
+		t += d->dt[j];
+	}
+	*rate = k / t;
+	*dt = t;
+	return k < 1e15 && stats_poisson_tail((uint64_t)k, lambda * t) < d->cfg.gross_p;
+}
+
 /* A per-second rate of one counter: the detectors whose unit is "METRIC per second". */
 static void rate_reading(const struct detect *d, struct detect_reading *r, enum series s)
 {
 	struct agg a = aggregate(d, s);
+	double grate, gdt;
+	bool gross = gross_run(d, s, d->cfg.threshold[r->id], &grate, &gdt);
 
+	if (gross && (a.n < d->cfg.min_ticks || a.dt <= 0)) {
+		finish(d, r, grate, gdt, true);
+		r->gross = r->active;
+		say(r->evidence, "%s: %.0f in %.0f s (%.3g/s), in each of the last %zu ticks (gross)", series_names[s],
+		    grate * gdt, gdt, grate, d->cfg.gross_ticks);
+		return;
+	}
 	if (a.n < d->cfg.min_ticks || a.dt <= 0) {
 		say(r->evidence, "%s: %zu of %zu ticks with data, %zu needed", series_names[s], a.n, d->count,
 		    d->cfg.min_ticks);
@@ -323,6 +364,7 @@ static void rate_reading(const struct detect *d, struct detect_reading *r, enum 
 		return;
 	}
 	finish(d, r, a.sum / a.dt, a.dt, a.events >= d->cfg.min_event_ticks);
+	r->gross = gross && r->active;
 	say(r->evidence, "%s: %.0f in %.0f s (%.3g/s), in %zu of %zu ticks", series_names[s], a.sum, a.dt,
 	    a.sum / a.dt, a.events, a.n);
 }
@@ -653,6 +695,33 @@ static double request_rate(const struct detect *d)
 	return rate;
 }
 
+/* Over the last gross_ticks ticks alone: requests every tick, above the idle rate, and the upstream's share of their
+ * request time (0 ms in all: none of it) under upstream_share_max. */
+static bool gross_here(const struct detect *d)
+{
+	const double *vr = d->val + (size_t)S_HTTP_REQUESTS * d->cfg.window_ticks;
+	const double *vq = d->val + (size_t)S_REQ_MS * d->cfg.window_ticks;
+	const double *vu = d->val + (size_t)S_UP_MS * d->cfg.window_ticks;
+	size_t g = d->cfg.gross_ticks;
+	double req = 0, ms = 0, up = 0, t = 0;
+
+	if (g == 0 || d->count < g)
+		return false;
+	for (size_t i = d->count - g; i < d->count; i++) {
+		size_t j = slot(d, i);
+
+		if (isnan(vr[j]) || isnan(vq[j]))
+			return false;
+		req += vr[j];
+		ms += vq[j];
+		up += isnan(vu[j]) ? 0 : vu[j];
+		t += d->dt[j];
+	}
+	if (!(t > 0) || req / t < d->cfg.idle_rps)
+		return false;
+	return ms > 0 ? up / ms < d->cfg.upstream_share_max : up == 0;
+}
+
 static void where_time_goes(const struct detect *d, struct detect_report *rep)
 {
 	struct agg req, up;
@@ -709,6 +778,7 @@ static void where_time_goes(const struct detect *d, struct detect_report *rep)
 					 "are in the path", rep->request_rate, 100 * share);
 	}
 	rep->actionable = rep->bottleneck == DETECT_BOTTLENECK_HERE;
+	rep->gross_here = rep->actionable || (rep->bottleneck == DETECT_BOTTLENECK_UNKNOWN && gross_here(d));
 }
 
 void detect_evaluate(struct detect *d, const struct detect_env *env, struct detect_report *out)

@@ -66,6 +66,10 @@ struct detect_config {
 	double min_conns;           /* connections accepted in the window before requests per connection is */
 	double min_worker_ms;       /* worker CPU ms in the window before the workers' ratios are */
 	double close_wait_min;      /* CLOSE_WAIT sockets at or above which the advisory fires (when not falling) */
+	size_t gross_ticks;         /* a counter in every one of the last gross_ticks ticks (0: off) ... */
+	double gross_p;             /* ... and more events than a Poisson rate at its threshold explains at this level
+				     * is gross: acted on before the window is full */
+	double gross_floor_rate;    /* the rate (events/s) a threshold of 0 is tested at */
 	double threshold[DETECT_COUNT]; /* the shipped policies' trigger thresholds, for status; plan uses policies */
 };
 
@@ -81,6 +85,7 @@ struct detect_reading {
 	bool valid;                 /* the window held enough data to compute VALUE */
 	bool sustained;             /* seen in enough ticks not to be a blip (counters), or valid (ratios, levels) */
 	bool active;                /* valid, sustained and VALUE > THRESHOLD */
+	bool gross;                 /* active on the last gross_ticks alone: strong enough to act on at once */
 	double value;               /* in the unit of ngx-autotune.policy(5); NAN when not valid */
 	double threshold;           /* the configured threshold (config.threshold) */
 	double window_s;            /* seconds of data VALUE was computed from */
@@ -101,6 +106,8 @@ struct detect_report {
 	double window_s;            /* seconds they cover (sum of their dt) */
 	enum detect_bottleneck bottleneck;
 	bool actionable;            /* bottleneck is HERE: the planner may act on active readings */
+	bool gross_here;            /* the last gross_ticks ticks alone put the bottleneck here (gross readings may be
+				     * acted on before the window is full) */
 	double request_rate;        /* requests per second (stub_status, less the agent's own fetch; else the log) */
 	double upstream_share;      /* upstream ms / request ms over the window; NAN without request times */
 	char status[DETECT_TEXT_MAX]; /* why the readings are or are not actionable, in one sentence */
@@ -110,7 +117,8 @@ struct detect_report {
 
 struct detect;
 
-/* CFG filled with the defaults: 60 ticks, 30 to be valid, 3 ticks with events, 256 CPUs, 90% upstream, 1 req/s. */
+/* CFG filled with the defaults: 60 ticks, 30 to be valid, 3 ticks with events, 256 CPUs, 90% upstream, 1 req/s;
+ * gross after 8 ticks in a row at p < 1e-6 against the threshold's rate (1/s for a threshold of 0). */
 void detect_config_default(struct detect_config *cfg);
 /* A detector with empty windows. 0, -EINVAL (window 0 or above DETECT_WINDOW_MAX, min_ticks above the window,
  * cpus_max 0 or above DETECT_CPUS_MAX, a share outside 0..1, a negative or NAN setting) or -ENOMEM. */

@@ -199,6 +199,39 @@ double stats_binom_tail(uint64_t k, uint64_t n, double p)
 	return stats_beta_inc((double)k, (double)(n - k) + 1.0, p);
 }
 
+double stats_poisson_tail(uint64_t k, double mean)
+{
+	double lt, sum = 0.0, lmean;
+
+	if (!(mean >= 0.0) || !isfinite(mean))
+		return NAN;
+	if (k == 0)
+		return 1.0;
+	if (mean == 0.0)
+		return 0.0;
+	/* Below the mean the tail is most of the mass: one minus the (short) lower sum. */
+	lmean = log(mean);
+	if ((double)k <= mean && k > 10000) {
+		/* X >= k is a chi-square of 2k degrees of freedom at most 2 mean: Wilson and Hilferty's cube root. */
+		double nu = 2.0 * (double)k, h = 2.0 / (9.0 * nu);
+
+		return stats_norm_cdf((cbrt(2.0 * mean / nu) - (1.0 - h)) / sqrt(h));
+	}
+	if ((double)k <= mean) {
+		for (uint64_t i = 0; i < k; i++)
+			sum += exp((double)i * lmean - mean - lgamma((double)i + 1.0));
+		return fmax(0.0, 1.0 - sum);
+	}
+	/* Above it the terms fall at least geometrically (ratio mean / (i + 1) < 1): sum until they vanish. */
+	for (uint64_t i = k; i < k + 100000; i++) {
+		lt = (double)i * lmean - mean - lgamma((double)i + 1.0);
+		sum += exp(lt);
+		if (lt < -745.0 || exp(lt) < sum * 1e-17)
+			break;
+	}
+	return fmin(1.0, sum);
+}
+
 double stats_sign_test(unsigned npos, unsigned nneg)
 {
 	return stats_binom_tail(npos, (uint64_t)npos + nneg, 0.5);

@@ -32,6 +32,9 @@ double stats_t_quantile(double p, double df);
 
 /* P(X >= K) for X ~ Binomial(N, P): 1 for K = 0, 0 for K > N. */
 double stats_binom_tail(uint64_t k, uint64_t n, double p);
+/* P(X >= K) for X ~ Poisson(MEAN): 1 for K = 0; NAN for a negative or non-finite MEAN. Exact sums, except for
+ * K above 10000 and at most MEAN (a tail near 1: Wilson and Hilferty's approximation). */
+double stats_poisson_tail(uint64_t k, double mean);
 /* One-sided sign test: P(X >= NPOS) for X ~ Binomial(NPOS + NNEG, 1/2) (ties are dropped by the caller). */
 double stats_sign_test(unsigned npos, unsigned nneg);
 /* Wilson score interval of X successes in N trials at normal quantile Z (1.96 for 95%). 0 or -EINVAL (N = 0,

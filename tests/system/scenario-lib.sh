@@ -71,7 +71,7 @@ scn_netns() {
 }
 
 # scn_agent_conf FILE PORT [MODE]: the agent for scn_nginx's nginx: 500 ms ticks (the detectors' 60-tick window is
-# then 30 s), trials of 4 pairs of 2 s settle + 4 s blocks, no A/A calibration, and the shipped policies with a
+# then 30 s), trials of 8 pairs of 2 s settle + 4 s blocks, no A/A calibration, and the shipped policies with a
 # 2 s settle time (overrides in $TMP/policies.d).
 scn_agent_conf() {
 	local f=$1 port=$2 mode=${3:-propose} p

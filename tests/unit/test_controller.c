@@ -175,6 +175,9 @@ static void host_init(struct host *h, enum controller_mode mode, const char *app
 	h->cfg.plan.pairs = 4;
 	h->cfg.plan.cooldown_ms = 60000;
 	h->cfg.detect.cpus_max = 4;
+	/* The scripted squeeze (20 a tick) is gross: the paths below wait for the full window; test_gross_symptom
+	 * turns it back on. */
+	h->cfg.detect.gross_ticks = 0;
 	h->cfg.seed = 42;
 }
 
@@ -902,6 +905,38 @@ static void test_calibration_refuses(void **state)
 
 /* A calibration is reported for the caller to keep, and one handed back (a restart) spares the A/A pairs; a
  * kept refusal withdraws at once. */
+/* A gross symptom (squeeze in every tick, far above a rate of 1/s) is proposed after gross_ticks ticks, not a
+ * full window, and its trial starts without the A/A calibration (four pairs more of the fault); with the window
+ * rule alone the same host waits 60 ticks and calibrates first. */
+static void test_gross_symptom(void **state)
+{
+	for (int gross = 0; gross < 2; gross++) {
+		struct host *h = calloc(1, sizeof(*h));
+		bool calibrated = false;
+		int64_t start;
+
+		(void)state;
+		assert_non_null(h);
+		host_init(h, CONTROLLER_MODE_AUTO, "auto");
+		h->cfg.calibrate_pairs = 4;
+		h->cfg.detect.gross_ticks = gross ? 8 : 0;
+		host_start(h);
+		start = h->now;
+		while (h->proposals == 0 && h->now - start < 120000)
+			step(h);
+		if (gross)
+			assert_true(h->now - start <= 10000);
+		else
+			assert_true(h->now - start >= 60000);
+		assert_non_null(run_to_verdict(h, 1800));
+		for (size_t i = 0; i < h->nstates; i++)
+			calibrated = calibrated || h->states[i] == CONTROLLER_CALIBRATING;
+		assert_int_equal(calibrated, !gross);
+		host_free(h);
+		free(h);
+	}
+}
+
 static void test_calibration_kept(void **state)
 {
 	struct host *h = calloc(1, sizeof(*h));
@@ -1130,7 +1165,7 @@ int main(void)
 		cmocka_unit_test(test_write_failure),
 		cmocka_unit_test(test_collector_failure),
 		cmocka_unit_test(test_calibration_refuses),
-		cmocka_unit_test(test_calibration_kept),
+		cmocka_unit_test(test_calibration_kept), cmocka_unit_test(test_gross_symptom),
 		cmocka_unit_test(test_time_backwards),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_determinism),

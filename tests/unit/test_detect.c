@@ -550,6 +550,65 @@ static void test_hostile(void **state)
 	metric_registry_free(reg);
 }
 
+/* Detection that scales with the evidence: a counter in every one of the last 8 ticks, far above its threshold's
+ * rate, is gross and valid before the window's 30 ticks; a faint one, a gap, or a rate a Poisson process at 1/s
+ * explains is not; an upstream-bound host is not "here" on those ticks either. */
+static void test_gross(void **state)
+{
+	static const struct {
+		struct dcase c;
+		bool gross, here;
+	} gcases[] = {
+		{{"2000 drops a tick, 8 ticks", {M("softnet.dropped", 2000)}, .ticks = 8, .id = DETECT_SOFTNET_DROPS},
+		 true, true},
+		{{"2000 drops a tick, 7 ticks", {M("softnet.dropped", 2000)}, .ticks = 7, .id = DETECT_SOFTNET_DROPS},
+		 false, false},
+		{{"overflows every other tick", {MP("tcp.listen_overflows", 500, 2)}, .ticks = 10,
+		  .id = DETECT_LISTEN_OVERFLOWS}, false, true},
+		{{"1 overflow a tick: what a rate of 1/s gives", {M("tcp.listen_overflows", 1)}, .ticks = 10,
+		  .id = DETECT_LISTEN_OVERFLOWS}, false, true},
+		{{"6 overflows a tick", {M("tcp.listen_overflows", 6)}, .ticks = 10, .id = DETECT_LISTEN_OVERFLOWS},
+		 true, true},
+		{{"gross, and a full window", {M("softnet.time_squeeze", 300)}, .id = DETECT_SOFTNET_SQUEEZE}, true,
+		 true},
+		{{"drops behind an upstream that takes 95% of the time",
+		  {M("softnet.dropped", 2000), M("http.upstream_ms_sum", 19000)}, .ticks = 8, .id = DETECT_SOFTNET_DROPS},
+		 true, false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(gcases) / sizeof(gcases[0]); i++) {
+		struct dcase c = gcases[i].c;
+		struct detect_config cfg;
+		struct metric_registry *reg;
+		struct detect_report rep;
+		struct detect *d;
+		const struct detect_reading *r;
+
+		detect_config_default(&cfg);
+		assert_int_equal(metric_registry_new(&reg), 0);
+		assert_int_equal(detect_new(&cfg, &d), 0);
+		if (strstr(c.what, "upstream")) {
+			/* the background's upstream sum is replaced: only the case's spec for it */
+			c.no_background = true;
+			c.s[2] = (struct spec)M("http.requests", 1000);
+			c.s[3] = (struct spec)M("http.request_ms_sum", 20000);
+		}
+		feed(d, reg, &c);
+		detect_evaluate(d, NULL, &rep);
+		r = &rep.r[c.id];
+		print_message("%s: valid=%d active=%d gross=%d here=%d: %s\n", c.what, r->valid, r->active, r->gross,
+			      rep.gross_here, r->evidence);
+		if (r->gross != gcases[i].gross || rep.gross_here != gcases[i].here)
+			fail_msg("%s: gross %d here %d, want %d %d", c.what, r->gross, rep.gross_here, gcases[i].gross,
+				 gcases[i].here);
+		if (r->gross)
+			assert_true(r->valid && r->active);
+		detect_free(d);
+		metric_registry_free(reg);
+	}
+}
+
 static void test_config_and_names(void **state)
 {
 	struct detect_config cfg, bad;
@@ -600,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_late_names),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_config_and_names),
+		cmocka_unit_test(test_gross),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

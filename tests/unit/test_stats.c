@@ -162,6 +162,36 @@ static void test_rng(void **state)
 	assert_int_equal(stats_rng_below(&a, 0), 0);
 }
 
+/* Poisson tails against the direct sum of the probability mass function (Python's math.lgamma, 2000 terms). */
+static void test_poisson_tail(void **state)
+{
+	static const struct {
+		uint64_t k;
+		double mean, want;
+	} cases[] = {
+		{0, 3.0, 1.0},
+		{1, 3.0, 0.950212931632136},
+		{5, 3.0, 0.1847367554762278},
+		{10, 3.0, 0.0011024881301154817},
+		{30, 8.0, 2.1025836307149444e-09},
+		{20, 25.0, 0.86642516591435},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double got = stats_poisson_tail(cases[i].k, cases[i].mean);
+
+		if (!(fabs(got - cases[i].want) <= 1e-9 * cases[i].want))
+			fail_msg("P(X >= %llu | %g) = %.12g, want %.12g", (unsigned long long)cases[i].k, cases[i].mean,
+				 got, cases[i].want);
+	}
+	assert_true(stats_poisson_tail(3, 0.0) == 0.0);
+	/* The approximation branch: k = 20000 at most its mean 20100 (the direct sum: 0.76062). */
+	assert_true(fabs(stats_poisson_tail(20000, 20100.0) - 0.76062) < 0.005);
+	assert_true(isnan(stats_poisson_tail(3, -1.0)));
+	assert_true(isnan(stats_poisson_tail(3, INFINITY)));
+}
+
 /* The sequential t-test's Bayes factor against the normal-prior Bayes factor of the one-sample t-test written in
  * t (Gonen, Johnson, Lu and Westfall, "The Bayesian two-sample t test", Am. Stat. 2005, one-sample form):
  * BF = (1 + n tau^2)^(-1/2) [(1 + t^2 / nu) / (1 + t^2 / (nu (1 + n tau^2)))]^((nu + 1) / 2), nu = n - 1. */
@@ -199,7 +229,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_t_quantile), cmocka_unit_test(test_norm),    cmocka_unit_test(test_binom),
 		cmocka_unit_test(test_wilson),     cmocka_unit_test(test_mean_sd), cmocka_unit_test(test_rng),
-		cmocka_unit_test(test_seq_t_logbf),
+		cmocka_unit_test(test_seq_t_logbf), cmocka_unit_test(test_poisson_tail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
