@@ -35,6 +35,8 @@ struct controller {
 	enum controller_state state;
 	bool paused, approved, have_now;
 	bool prop_gross;            /* the proposal's symptom is gross (detect.h): no calibration before its trial */
+	double prop_rate;           /* its events per second before the trial */
+	bool sized;                 /* the trial's blocks were sized by the signal (size_blocks) */
 	int64_t now_ms, since_ms, until_ms;
 	uint64_t next_id;
 	struct plan_proposal prop;           /* the current or last proposal */
@@ -81,6 +83,8 @@ void controller_config_default(struct controller_config *cfg)
 	cfg->tick_ms = 1000;
 	cfg->calibrate_pairs = 4;
 	cfg->calibrate_max_age_ms = 7 * DAY_MS;
+	cfg->signal_events = 100;
+	cfg->measure_min_ms = 8000;
 	cfg->seed = 1;
 	cfg->first_id = 1;
 	detect_config_default(&cfg->detect);
@@ -104,6 +108,8 @@ static bool config_ok(const struct controller_config *c)
 	    !ms_ok(c->tick_ms, 1) || c->tick_ms > HOUR_MS || !ms_ok(c->calibrate_max_age_ms, 0))
 		return false;
 	if (c->calibrate_pairs && (c->calibrate_pairs < CALIB_PAIRS_MIN || c->calibrate_pairs > 16))
+		return false;
+	if (!(c->signal_events >= 0 && c->signal_events <= 1e9) || !ms_ok(c->measure_min_ms, 0))
 		return false;
 	/* Every K the controller may hand the judge lies in 2..pairs_max. */
 	jc.pairs = jc.pairs_max;
@@ -457,10 +463,44 @@ static void begin_trial(struct controller *ctl, unsigned k, const struct judge_c
 	ctl->pair = 0;
 	ctl->a_blocks = 0;
 	ctl->a_overflows = ctl->a_unhandled = ctl->a_5xx_share = 0;
-	set_reason(ctl, "trial of %s %s -> %s: %u pairs of %lld s blocks", ctl->prop.knob, ctl->prop.from,
-		   ctl->prop.to, ctl->pairs, (long long)(ctl->prop.trial.block_ms / 1000));
+	if (ctl->sized)
+		set_reason(ctl, "trial of %s %s -> %s: %u pairs of %.1f s blocks (%.1f s settle; sized by the signal: "
+				"%.3g events/s before the trial)", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pairs,
+			   (double)ctl->prop.trial.block_ms / 1000.0, (double)ctl->prop.trial.settle_ms / 1000.0,
+			   ctl->prop_rate);
+	else
+		set_reason(ctl, "trial of %s %s -> %s: %u pairs of %lld s blocks", ctl->prop.knob, ctl->prop.from,
+			   ctl->prop.to, ctl->pairs, (long long)(ctl->prop.trial.block_ms / 1000));
 	note(ctl, "%s", ctl->reason);
 	begin_pair(ctl);
+}
+
+/*
+ * Blocks sized by the signal: a gross symptom's events come fast, so a block holds signal_events of them (at the
+ * rate the detector saw) long before the policy's block is over. The length is fixed for the whole trial before
+ * it starts, the same for both arms (no block stops on its own data), within measure_min_ms and the policy's
+ * measured time. The settle stays the policy's: with a 2 s settle the simulator's transients (a 4 s ramp) hid a
+ * tripled p99 from the first pair (tests/sim/test_loop_sim, regression).
+ */
+static void size_blocks(struct controller *ctl)
+{
+	struct plan_trial *t = &ctl->prop.trial;
+	int64_t settle = t->settle_ms, measure = t->block_ms - settle, want;
+
+	ctl->sized = false;
+	if (!ctl->prop_gross || !(ctl->cfg.signal_events > 0) || !(ctl->prop_rate > 0))
+		return;
+	want = (int64_t)ceil(1000.0 * ctl->cfg.signal_events / ctl->prop_rate);
+	if (want < ctl->cfg.measure_min_ms)
+		want = ctl->cfg.measure_min_ms;
+	if (want < ctl->cfg.tick_ms)
+		want = ctl->cfg.tick_ms;
+	if (want >= measure)
+		return;
+	measure = want;
+	t->block_ms = settle + measure;
+	t->duration_ms = 2 * (int64_t)t->pairs * t->block_ms;
+	ctl->sized = true;
 }
 
 /* The approved proposal starts: calibration first when its objective's noise is unknown. */
@@ -473,6 +513,7 @@ static void start(struct controller *ctl)
 	char why[CONTROLLER_TEXT_MAX];
 	size_t n = 0;
 
+	size_blocks(ctl);
 	names[n++] = t->objective.metric;
 	for (size_t i = 0; i < t->nguardrails && n < BLOCK_METRICS_MAX; i++)
 		names[n++] = t->guardrails[i].metric;
@@ -742,6 +783,7 @@ static void observe(struct controller *ctl)
 	}
 	ctl->prop = out.prop;
 	ctl->prop_gross = out.prop.detector < DETECT_COUNT && ctl->rep.r[out.prop.detector].gross;
+	ctl->prop_rate = ctl->prop_gross ? ctl->rep.r[out.prop.detector].value : NAN;
 	if (ctl->cfg.loadgen)
 		plan_loadgen_trial(&ctl->prop.trial);
 	ctl->id = ctl->next_id++;

@@ -111,6 +111,11 @@ struct controller_config {
 	uint64_t first_id;              /* id of the next proposal (the journal's next one); 0 is taken as 1 */
 	bool loadgen;                   /* measure = loadgen: trials are judged on the load generator's figures
 					   (plan_loadgen_trial) */
+	/* Blocks sized by the signal, for a gross symptom (detect.h): each block measures until it may hold
+	 * signal_events events at the rate seen before the trial, at least measure_min_ms and at most the policy's
+	 * measured time, after the policy's settle. 0 signal_events: off. */
+	double signal_events;
+	int64_t measure_min_ms;
 	struct detect_config detect;
 	struct plan_config plan;
 	struct judge_config judge;      /* its pairs are replaced by the proposal's or the calibration's K */

@@ -90,7 +90,7 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->close_wait_min = 100;
 	cfg->gross_ticks = 8;
 	cfg->gross_p = 1e-6;
-	cfg->gross_floor_rate = 1.0;
+	cfg->gross_floor_rate = 10.0;
 	/* As the shipped policies' triggers; timewait_pileup has no knob, half the port range is already a risk. */
 	cfg->threshold[DETECT_LISTEN_OVERFLOWS] = 0;
 	cfg->threshold[DETECT_SYN_QUEUE_OVERFLOW] = 0;

@@ -118,7 +118,7 @@ struct detect_report {
 struct detect;
 
 /* CFG filled with the defaults: 60 ticks, 30 to be valid, 3 ticks with events, 256 CPUs, 90% upstream, 1 req/s;
- * gross after 8 ticks in a row at p < 1e-6 against the threshold's rate (1/s for a threshold of 0). */
+ * gross after 8 ticks in a row at p < 1e-6 against the threshold's rate (at least 10/s). */
 void detect_config_default(struct detect_config *cfg);
 /* A detector with empty windows. 0, -EINVAL (window 0 or above DETECT_WINDOW_MAX, min_ticks above the window,
  * cpus_max 0 or above DETECT_CPUS_MAX, a share outside 0..1, a negative or NAN setting) or -ENOMEM. */

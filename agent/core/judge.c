@@ -88,6 +88,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 	ev->mean = ev->sd = ev->t_crit = ev->lower = ev->upper = NAN;
 	ev->effect = ev->effect_lo = ev->effect_hi = ev->sign_p = ev->half1 = ev->half2 = NAN;
 	ev->log_bf = ev->noise_sd = NAN;
+	ev->a_events = NAN;
 	ev->nguard = nguard;
 	for (size_t i = 0; i < nguard; i++) {
 		struct judge_guard_ev *g = &ev->guard[i];
@@ -529,6 +530,11 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	pe->requests_b = b->requests;
 	for (size_t g = 0; g < POLICY_GUARDRAILS_MAX; g++)
 		pe->g[g] = NAN;
+	/* What the trial cost while the old value was in force, whatever becomes of the pair. */
+	if (a->v[0].count && isfinite(a->v[0].num) && a->v[0].num >= 0)
+		ev->a_events = (isfinite(ev->a_events) ? ev->a_events : 0.0) + a->v[0].num;
+	if (a->to_ms > a->from_ms)
+		ev->a_seconds += (double)(a->to_ms - a->from_ms) / 1000.0;
 
 	if (hard_trips(j, a, b)) {
 		summarize(j);

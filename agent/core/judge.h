@@ -125,6 +125,9 @@ struct judge_evidence {
 	double noise_sd;                /* the calibration's sd of d it was told (NAN: none) */
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
+	double a_events;                /* harm while judging: the objective's events in the A blocks (a counted
+					 * objective; NAN otherwise) and the seconds A was measured */
+	double a_seconds;
 	bool trip_overflow, trip_unhandled, trip_errors;
 	size_t nguard;
 	struct judge_guard_ev guard[POLICY_GUARDRAILS_MAX];

@@ -905,14 +905,15 @@ static void test_calibration_refuses(void **state)
 
 /* A calibration is reported for the caller to keep, and one handed back (a restart) spares the A/A pairs; a
  * kept refusal withdraws at once. */
-/* A gross symptom (squeeze in every tick, far above a rate of 1/s) is proposed after gross_ticks ticks, not a
- * full window, and its trial starts without the A/A calibration (four pairs more of the fault); with the window
- * rule alone the same host waits 60 ticks and calibrates first. */
+/* A gross symptom (squeeze in every tick, far above a rate of 10/s) is proposed after gross_ticks ticks, not a
+ * full window, and its trial starts without the A/A calibration (four pairs more of the fault), with blocks sized
+ * by the signal (100 events at 20 a second: the 8 s floor, not the policy's measured time); with the window rule
+ * alone the same host waits 60 ticks, calibrates first and measures full blocks. */
 static void test_gross_symptom(void **state)
 {
 	for (int gross = 0; gross < 2; gross++) {
 		struct host *h = calloc(1, sizeof(*h));
-		bool calibrated = false;
+		bool calibrated = false, sized = false;
 		int64_t start;
 
 		(void)state;
@@ -932,6 +933,11 @@ static void test_gross_symptom(void **state)
 		for (size_t i = 0; i < h->nstates; i++)
 			calibrated = calibrated || h->states[i] == CONTROLLER_CALIBRATING;
 		assert_int_equal(calibrated, !gross);
+		for (size_t k = 0; k < h->nlog; k++)
+			if (h->log[k].kind == INTENT_NOTE && strstr(h->log[k].text, "trial of"))
+				sized = sized || strstr(h->log[k].text, "pairs of 13.0 s blocks (5.0 s settle; sized by the "
+								    "signal: 20 events/s") != NULL;
+		assert_int_equal(sized, gross);
 		host_free(h);
 		free(h);
 	}

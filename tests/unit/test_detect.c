@@ -551,7 +551,7 @@ static void test_hostile(void **state)
 }
 
 /* Detection that scales with the evidence: a counter in every one of the last 8 ticks, far above its threshold's
- * rate, is gross and valid before the window's 30 ticks; a faint one, a gap, or a rate a Poisson process at 1/s
+ * rate, is gross and valid before the window's 30 ticks; a faint one, a gap, or a rate a Poisson process at 10/s
  * explains is not; an upstream-bound host is not "here" on those ticks either. */
 static void test_gross(void **state)
 {
@@ -565,9 +565,9 @@ static void test_gross(void **state)
 		 false, false},
 		{{"overflows every other tick", {MP("tcp.listen_overflows", 500, 2)}, .ticks = 10,
 		  .id = DETECT_LISTEN_OVERFLOWS}, false, true},
-		{{"1 overflow a tick: what a rate of 1/s gives", {M("tcp.listen_overflows", 1)}, .ticks = 10,
+		{{"12 overflows a tick: what a rate of 10/s may give", {M("tcp.listen_overflows", 12)}, .ticks = 10,
 		  .id = DETECT_LISTEN_OVERFLOWS}, false, true},
-		{{"6 overflows a tick", {M("tcp.listen_overflows", 6)}, .ticks = 10, .id = DETECT_LISTEN_OVERFLOWS},
+		{{"30 overflows a tick", {M("tcp.listen_overflows", 30)}, .ticks = 10, .id = DETECT_LISTEN_OVERFLOWS},
 		 true, true},
 		{{"gross, and a full window", {M("softnet.time_squeeze", 300)}, .id = DETECT_SOFTNET_SQUEEZE}, true,
 		 true},
