@@ -707,14 +707,16 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 
 /*
  * Before the window is full, only gross symptoms count (detect.h: a counter in every tick of the last few, far
- * above its threshold's rate): REP keeps those active and nothing else, and is actionable when those last ticks
- * alone put the bottleneck here (requests every tick, most of their time not upstream's). False when none is.
+ * above its threshold's rate): REP (a copy for the planner) keeps those sustained and active and nothing else,
+ * and is actionable when those last ticks alone put the bottleneck here (requests every tick, most of their time
+ * not upstream's). False when none is.
  */
 static bool gross_only(struct detect_report *rep)
 {
 	bool any = false;
 
 	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		rep->r[i].sustained = rep->r[i].sustained && rep->r[i].gross;
 		rep->r[i].active = rep->r[i].active && rep->r[i].gross;
 		any = any || rep->r[i].active;
 	}
@@ -726,6 +728,8 @@ static bool gross_only(struct detect_report *rep)
 
 static void observe(struct controller *ctl)
 {
+	const struct detect_report *rep = &ctl->rep;
+	struct detect_report early;
 	struct detect_env env;
 	struct plan_outcome out;
 	struct controller_intent *in;
@@ -745,14 +749,18 @@ static void observe(struct controller *ctl)
 		return;
 	}
 	ctl->prop_gross = false;
-	if (ctl->rep.ticks < ctl->cfg.detect.window_ticks && !gross_only(&ctl->rep)) {
+	if (ctl->rep.ticks < ctl->cfg.detect.window_ticks) {
 		/* A proposal rests on a full window: at min_ticks one missing access-log tick is enough for the
 		 * detectors to take request times as absent, and an upstream-bound host would look actionable. */
-		set_reason(ctl, "watching: %zu of %zu ticks in the window; %s", ctl->rep.ticks,
-			   ctl->cfg.detect.window_ticks, ctl->rep.status);
-		return;
+		early = ctl->rep;
+		if (!gross_only(&early)) {
+			set_reason(ctl, "watching: %zu of %zu ticks in the window; %s", ctl->rep.ticks,
+				   ctl->cfg.detect.window_ticks, ctl->rep.status);
+			return;
+		}
+		rep = &early;
 	}
-	if (plan_next(ctl->set, &ctl->rep, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
+	if (plan_next(ctl->set, rep, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
 		      &out) < 0) {
 		set_reason(ctl, "the planner refuses its configuration");
 		return;
