@@ -479,8 +479,10 @@ static void begin_trial(struct controller *ctl, unsigned k, const struct judge_c
  * Blocks sized by the signal: a gross symptom's events come fast, so a block holds signal_events of them (at the
  * rate the detector saw) long before the policy's block is over. The length is fixed for the whole trial before
  * it starts, the same for both arms (no block stops on its own data), within measure_min_ms and the policy's
- * measured time. The settle stays the policy's: with a 2 s settle the simulator's transients (a 4 s ramp) hid a
- * tripled p99 from the first pair (tests/sim/test_loop_sim, regression).
+ * measured time. The settle becomes the policy's settle_min: how long the knob's effect takes once its write is
+ * verified live, which only the policy's author knows (a queue limit acts on the next packet; a change whose
+ * effect ramps in needs its whole settle: with a 2 s settle the simulator's 4 s ramps hid a tripled p99 from the
+ * first pair, tests/sim/test_loop_sim, regression).
  */
 static void size_blocks(struct controller *ctl)
 {
@@ -495,9 +497,13 @@ static void size_blocks(struct controller *ctl)
 		want = ctl->cfg.measure_min_ms;
 	if (want < ctl->cfg.tick_ms)
 		want = ctl->cfg.tick_ms;
-	if (want >= measure)
+	if (want >= measure && t->settle_min_ms >= settle)
 		return;
-	measure = want;
+	if (want < measure)
+		measure = want;
+	if (t->settle_min_ms > 0 && t->settle_min_ms < settle)
+		settle = t->settle_min_ms;
+	t->settle_ms = settle;
 	t->block_ms = settle + measure;
 	t->duration_ms = 2 * (int64_t)t->pairs * t->block_ms;
 	ctl->sized = true;

@@ -356,6 +356,7 @@ static void trial_of(const struct knob_policy *p, const struct plan_config *cfg,
 	memset(t, 0, sizeof(*t));
 	t->pairs = cfg->pairs;
 	t->settle_ms = p->settle_ms;
+	t->settle_min_ms = p->settle_min_ms > 0 && p->settle_min_ms < p->settle_ms ? p->settle_min_ms : p->settle_ms;
 	t->block_ms = p->settle_ms + cfg->measure_ms;
 	t->objective = p->objective;
 	t->nguardrails = p->nguardrails < POLICY_GUARDRAILS_MAX ? p->nguardrails : POLICY_GUARDRAILS_MAX;

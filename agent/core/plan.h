@@ -59,6 +59,7 @@ struct plan_trial {
 	unsigned pairs;
 	int64_t block_ms;           /* settle_ms + measure time */
 	int64_t settle_ms;          /* dropped at the start of each block */
+	int64_t settle_min_ms;      /* the policy's settle_min (its settle when unset): for blocks sized by the signal */
 	struct policy_metric objective;
 	struct policy_metric guardrails[POLICY_GUARDRAILS_MAX];
 	size_t nguardrails;

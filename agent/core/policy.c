@@ -12,7 +12,7 @@
 
 enum key_id {
 	K_KIND, K_TARGET, K_CONTEXT, K_TYPE, K_MIN, K_MAX, K_VALUES, K_STEP, K_MAX_STEP, K_TRIGGER, K_OBJECTIVE,
-	K_GUARDRAILS, K_SETTLE, K_APPROVAL, K_ENABLED, K_CONSTRAINT, K_COUNT
+	K_GUARDRAILS, K_SETTLE, K_APPROVAL, K_ENABLED, K_CONSTRAINT, K_SETTLE_MIN, K_COUNT
 };
 
 _Static_assert(K_COUNT <= POLICY_KEYS_MAX, "key_line[] of struct knob_policy is too small");
@@ -23,7 +23,7 @@ static const char *const key_names[K_COUNT] = {
 	[K_VALUES] = "values",       [K_STEP] = "step",             [K_MAX_STEP] = "max_step",
 	[K_TRIGGER] = "trigger",     [K_OBJECTIVE] = "objective",   [K_GUARDRAILS] = "guardrails",
 	[K_SETTLE] = "settle",       [K_APPROVAL] = "approval",     [K_ENABLED] = "enabled",
-	[K_CONSTRAINT] = "constraint",
+	[K_CONSTRAINT] = "constraint", [K_SETTLE_MIN] = "settle_min",
 };
 
 #define T(t) (1u << (t))
@@ -874,10 +874,12 @@ static int set_key(struct knob_policy *p, enum key_id k, const char *value, char
 		return parse_metric(value, &p->objective, msg, ml);
 	case K_GUARDRAILS:
 		return each_item(value, POLICY_METRIC_MAX + 16, add_guardrail, p, msg, ml);
-	case K_SETTLE: {
-		int r = to_duration_ms(value, &p->settle_ms);
+	case K_SETTLE:
+	case K_SETTLE_MIN: {
+		int64_t *ms = k == K_SETTLE ? &p->settle_ms : &p->settle_min_ms;
+		int r = to_duration_ms(value, ms);
 
-		if (r < 0 || p->settle_ms < POLICY_SETTLE_MIN_MS || p->settle_ms > POLICY_SETTLE_MAX_MS)
+		if (r < 0 || *ms < POLICY_SETTLE_MIN_MS || *ms > POLICY_SETTLE_MAX_MS)
 			return snprintf(msg, ml, "not a duration from 1s to 1h (500ms, 30s, 5m)"), -EINVAL;
 		return 0;
 	}
@@ -1185,6 +1187,9 @@ static int check_knob(const struct policy_set *set, struct knob_policy *p, bool 
 	if (p->type != KNOB_T_ENUM && p->key_line[K_VALUES])
 		return fail_at(err, errlen, p->path, line_of(p, K_VALUES), "knob %s: only type enum takes values",
 			       p->name);
+	if (p->key_line[K_SETTLE_MIN] && p->settle_min_ms > p->settle_ms)
+		return fail_at(err, errlen, p->path, line_of(p, K_SETTLE_MIN), "knob %s: settle_min %lld ms is above "
+			       "settle %lld ms", p->name, (long long)p->settle_min_ms, (long long)p->settle_ms);
 	r = check_target(p, err, errlen);
 	if (r == 0)
 		r = check_bounds(p, err, errlen);
