@@ -411,6 +411,20 @@ int evfmt_objective_change(enum policy_direction dir, double mean_d, double lowe
 	return evfmt_change(exp(s * mean_d), lo, hi, evfmt_sense_of(dir), buf, len);
 }
 
+int evfmt_metric_change(const char *metric, enum policy_direction dir, double mean_d, double lower_d, double upper_d,
+			char *buf, size_t len)
+{
+	char change[EVFMT_TEXT_MAX];
+	struct out o;
+	int rc = evfmt_objective_change(dir, mean_d, lower_d, upper_d, change, sizeof(change));
+
+	out_init(&o, buf, len);
+	if (rc == -EDOM || rc == -EINVAL)
+		return rc;
+	add(&o, "%s %s", evfmt_label(metric), change);
+	return rc < 0 ? rc : out_end(&o);
+}
+
 int evfmt_summary(const char *metric, enum policy_direction dir, double a, double b, double mean_d, double lower_d,
 		  double upper_d, char *buf, size_t len)
 {

@@ -73,6 +73,10 @@ int evfmt_change(double ratio, double lo, double hi, enum evfmt_sense sense, cha
  * into B/A and written by evfmt_change with DIR's sense. -EDOM when MEAN_D is not finite. */
 int evfmt_objective_change(enum policy_direction dir, double mean_d, double lower_d, double upper_d, char *buf,
 			   size_t len);
+/* METRIC's label, then its change as in evfmt_objective_change: "p99 latency rose 3% [-1%, +7%]" (a guardrail
+ * judged by its log ratios, whose arms the evidence does not keep). -EDOM when MEAN_D is not finite. */
+int evfmt_metric_change(const char *metric, enum policy_direction dir, double mean_d, double lower_d, double upper_d,
+			char *buf, size_t len);
 /* One line for a trial of METRIC: the arms A and B, then the change from the log ratios as in
  * evfmt_objective_change: "listen overflows 486/1k req -> 12/1k req, fell 97% [95%, 98%] (better)". When an arm is
  * zero or the change cannot be written (-EDOM), the arms alone with DIR's word when they differ. */

@@ -304,6 +304,13 @@ static void test_summary(void **state)
 	assert_int_equal(evfmt_summary("http.p99_ms", POLICY_LOWER_IS_BETTER, NAN, NAN, NAN, NAN, NAN, buf,
 				       sizeof(buf)), 0);
 	assert_string_equal(buf, "p99 latency n/a -> n/a");
+	/* a guardrail judged by its log ratios alone */
+	assert_int_equal(evfmt_metric_change("http.p99_ms", POLICY_LOWER_IS_BETTER, -log(1.03), -log(1.07),
+					     -log(0.99), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "p99 latency rose 3% [-1%, +7%]");
+	assert_int_equal(evfmt_metric_change("http.p99_ms", POLICY_LOWER_IS_BETTER, NAN, NAN, NAN, buf, sizeof(buf)),
+			 -EDOM);
+	assert_string_equal(buf, "");
 	/* an infinite bound: the values only */
 	assert_int_equal(evfmt_summary("cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, 40, 20, log(2), -INFINITY,
 				       INFINITY, buf, sizeof(buf)), 0);
