@@ -332,7 +332,9 @@ static void magnitude(struct out *o, double r, bool rise, bool factors)
 /* A bound of an interval across no change: signed against A, a factor beyond 11x. */
 static void signed_bound(struct out *o, double r)
 {
-	if (r >= 1.0) {
+	if (fabs(r - 1.0) < UNCHANGED) {
+		add(o, "0%%");
+	} else if (r >= 1.0) {
 		if (r > FACTOR_MAX) {
 			magnitude(o, r, true, true);
 		} else {

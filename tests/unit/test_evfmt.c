@@ -163,6 +163,8 @@ static void test_change(void **state)
 		{1.5, 0.05, 30, EVFMT_SENSE_NONE, "rose 50% [1/20, 30x]"},
 		{1.0, 0.98, 1.02, EVFMT_SENSE_NONE, "unchanged [-2%, +2%]"},
 		{1.0004, NAN, NAN, EVFMT_SENSE_NONE, "unchanged"},
+		{1.0, 1.0, 1.0, EVFMT_SENSE_LOWER_BETTER, "unchanged [0%, 0%]"},
+		{1.0, 0.9999, 1.02, EVFMT_SENSE_NONE, "unchanged [0%, +2%]"},
 		{1.0006, NAN, NAN, EVFMT_SENSE_NONE, "rose 0.1%"},
 		/* the word, only when the interval (or the change, without one) is on one side */
 		{0.22, 0.17, 0.29, EVFMT_SENSE_LOWER_BETTER, "fell 78% [71%, 83%] (better)"},
