@@ -257,36 +257,37 @@ int evfmt_arms(const char *metric, double a, double b, char *buf, size_t len)
 	return out_end(&o);
 }
 
-/* A percentage magnitude: one decimal under 10 ("4.2%", "3%"), whole above. */
-static void percent(struct out *o, double pct)
+/* X with one decimal, ".0" dropped: "4.2", "3". */
+static void one_decimal(struct out *o, double x)
 {
 	char s[32];
 	size_t n;
 
-	if (pct < 9.95) {
-		snprintf(s, sizeof(s), "%.1f", pct);
-		n = strlen(s);
-		if (n > 2 && strcmp(s + n - 2, ".0") == 0)
-			s[n - 2] = '\0';
-	} else {
-		snprintf(s, sizeof(s), "%.0f", pct);
-	}
-	add(o, "%s%%", s);
+	snprintf(s, sizeof(s), "%.1f", x);
+	n = strlen(s);
+	if (n > 2 && strcmp(s + n - 2, ".0") == 0)
+		s[n - 2] = '\0';
+	add(o, "%s", s);
+}
+
+/* A percentage magnitude: one decimal under 10 ("4.2%", "3%"), whole above. */
+static void percent(struct out *o, double pct)
+{
+	if (pct < 9.95)
+		one_decimal(o, pct);
+	else
+		add(o, "%.0f", pct);
+	add(o, "%%");
 }
 
 /* A factor F >= 1 to two significant digits: "5.2", "38", "120", "2000", "1.2e9". */
 static void factor(struct out *o, double f)
 {
-	char s[32];
-	size_t n;
 	int e;
+	double m;
 
 	if (f < 9.95) {
-		snprintf(s, sizeof(s), "%.1f", f);
-		n = strlen(s);
-		if (n > 2 && strcmp(s + n - 2, ".0") == 0)
-			s[n - 2] = '\0';
-		add(o, "%s", s);
+		one_decimal(o, f);
 		return;
 	}
 	e = (int)floor(log10(f));
@@ -296,19 +297,13 @@ static void factor(struct out *o, double f)
 		add(o, "%.0f", round(f / p) * p);
 		return;
 	}
-	{
-		double m = round(f / pow(10.0, e) * 10.0) / 10.0;
-
-		if (m >= 10.0) {
-			m = 1.0;
-			e++;
-		}
-		snprintf(s, sizeof(s), "%.1f", m);
-		n = strlen(s);
-		if (n > 2 && strcmp(s + n - 2, ".0") == 0)
-			s[n - 2] = '\0';
-		add(o, "%se%d", s, e);
+	m = round(f / pow(10.0, e) * 10.0) / 10.0;
+	if (m >= 10.0) {
+		m = 1.0;
+		e++;
 	}
+	one_decimal(o, m);
+	add(o, "e%d", e);
 }
 
 /* A rise R >= 1 or a fall R <= 1 as a magnitude in the chosen notation (no sign, no word). */
