@@ -145,17 +145,21 @@ static json_t *pair_json(const struct judge_pair_ev *pe, size_t nguard)
 	return o;
 }
 
-/* Each arm's figure over the valid pairs: the mean of the block values, a count's half event taken back. */
-static void arm_means(const struct judge_evidence *ev, double *a, double *b)
+/* Each arm's figure over the valid pairs: the mean of the block values, a count's half event taken back. An
+ * outage pair (judge.h: a block that served nothing) has no figure of its blocks; OUT_A and OUT_B count them. */
+static void arm_means(const struct judge_evidence *ev, double *a, double *b, unsigned *out_a, unsigned *out_b)
 {
 	double sa = 0, sb = 0;
 	unsigned n = 0;
 
+	*out_a = *out_b = 0;
 	for (unsigned i = 0; i < ev->npairs && i < JUDGE_PAIRS_MAX; i++) {
 		const struct judge_pair_ev *pe = &ev->pair[i];
 		double va, vb;
 
-		if (pe->is_void || !isfinite(pe->a) || !isfinite(pe->b))
+		*out_a += pe->outage == 'a';
+		*out_b += pe->outage == 'b';
+		if (pe->is_void || pe->outage || !isfinite(pe->a) || !isfinite(pe->b))
 			continue;
 		evfmt_uncorrect(ev->objective, pe->a, pe->requests_a, &va);
 		evfmt_uncorrect(ev->objective, pe->b, pe->requests_b, &vb);
@@ -167,14 +171,24 @@ static void arm_means(const struct judge_evidence *ev, double *a, double *b)
 	*b = n ? sb / n : NAN;
 }
 
+/* "outage in N pair(s)" after an arm's figure, when that arm served nothing in some pairs. */
+static void outage_note(char *buf, size_t len, unsigned n)
+{
+	size_t k = strlen(buf);
+
+	if (n && k < len)
+		snprintf(buf + k, len - k, "%soutage in %u pair%s", k ? ", " : "", n, n == 1 ? "" : "s");
+}
+
 /* The objective's readable fields; empty before the first valid pair (nothing is known of the arms yet). */
 static void evidence_text(json_t *o, const struct judge_evidence *ev)
 {
-	char a[EVFMT_TEXT_MAX] = "", b[EVFMT_TEXT_MAX] = "", change[EVFMT_TEXT_MAX] = "", line[EVFMT_TEXT_MAX] = "";
+	char a[EVFMT_TEXT_MAX] = "", b[EVFMT_TEXT_MAX] = "", change[EVFMT_TEXT_MAX] = "", line[2 * EVFMT_TEXT_MAX] = "";
 	int rc_change = -EDOM, rc_line = -EDOM;
+	unsigned out_a, out_b;
 	double ma, mb;
 
-	arm_means(ev, &ma, &mb);
+	arm_means(ev, &ma, &mb, &out_a, &out_b);
 	if (ev->objective[0] && isfinite(ma) && isfinite(mb)) {
 		evfmt_value(ev->objective, ma, a, sizeof(a));
 		evfmt_value(ev->objective, mb, b, sizeof(b));
@@ -184,7 +198,20 @@ static void evidence_text(json_t *o, const struct judge_evidence *ev)
 							   sizeof(change));
 		rc_line = evfmt_summary(ev->objective, ev->dir, ma, mb, ev->mean, ev->lower, ev->upper, line,
 					sizeof(line));
+	} else if (ev->objective[0] && (out_a || out_b)) {
+		rc_change = evfmt_objective_change(ev->dir, ev->mean, ev->lower, ev->upper, change, sizeof(change));
+		snprintf(line, sizeof(line), "%s", evfmt_label(ev->objective));
 	}
+	if (out_a || out_b) {
+		size_t k = strlen(line);
+
+		/* The judge counts an outage as the worst block: say so, the figures do not show it. */
+		snprintf(line + k, sizeof(line) - k, "%s%s%s%s", isfinite(ma) ? "; " : ": ",
+			 out_a ? "outage in A" : "", out_a && out_b ? " and " : "", out_b ? "outage in B" : "");
+		rc_line = 0;
+	}
+	outage_note(a, sizeof(a), out_a);
+	outage_note(b, sizeof(b), out_b);
 	readable(o, ev->objective, a, b, text(rc_change, change), text(rc_line, line));
 }
 

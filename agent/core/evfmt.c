@@ -19,6 +19,8 @@
 static const struct {
 	const char *metric, *label;
 } labels[] = {
+	{"client.failure_rate", "client failure share"},
+	{"client.total_p99_ms", "client p99 latency"},
 	{"cpu.busy_per_kreq", "busy CPU"},
 	{"cpu.softirq_per_kreq", "softirq CPU"},
 	{"http.4xx_rate", "4xx share"},

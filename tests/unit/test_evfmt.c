@@ -87,6 +87,8 @@ static void test_values(void **state)
 		{"nginx.worker_wait_ratio", 10, "1000%"},
 		{"nginx.worker_wait_ratio", 25, "25x"},
 		{"http.upstream_share", 0.9, "90%"},
+		{"client.failure_rate", 0.02, "2%"},
+		{"client.failures", 3, "3/1k req"},
 		/* load generator, gauges */
 		{"loadgen.rps", 12345, "12345 req/s"},
 		{"loadgen.errors", 3, "3 per run"},
@@ -116,7 +118,8 @@ static void test_labels_and_arms(void **state)
 	(void)state;
 	assert_string_equal(evfmt_label("tcp.listen_overflows"), "listen overflows");
 	assert_string_equal(evfmt_label("http.p99_ms"), "p99 latency");
-	assert_string_equal(evfmt_label("client.total_p99_ms"), "client.total_p99_ms");
+	assert_string_equal(evfmt_label("client.total_p99_ms"), "client p99 latency");
+	assert_string_equal(evfmt_label("client.ttfb_p99_ms"), "client.ttfb_p99_ms");
 	assert_string_equal(evfmt_label(NULL), "");
 	assert_int_equal(evfmt_arms("tcp.listen_overflows", 486, 0, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "listen overflows 486/1k req -> 0/1k req");

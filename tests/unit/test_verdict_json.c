@@ -373,6 +373,25 @@ static void test_readable(void **state)
 	assert_string_equal(field(o, "summary"), "p99 latency 40 ms -> 12 ms, fell 70% [65%, 75%] (better)");
 	json_decref(o);
 
+	/* an outage in B (judge.h: the block served nothing, the worst block there is): not in the arms' means, said */
+	trial(ev, "http.p99_ms", POLICY_LOWER_IS_BETTER, 3, 20, 18, 10000, -0.5, -1, 0.1);
+	ev->pair[1].outage = 'b';
+	ev->pair[1].b = NAN;
+	o = verdict_json_evidence(ev);
+	assert_string_equal(field(o, "arm_a"), "20 ms");
+	assert_string_equal(field(o, "arm_b"), "18 ms, outage in 1 pair");
+	assert_string_equal(field(o, "change_text"), "rose 65% [-9.5%, +172%]");
+	assert_string_equal(field(o, "summary"), "p99 latency 20 ms -> 18 ms, rose 65% [-9.5%, +172%]; outage in B");
+	json_decref(o);
+	trial(ev, "http.p99_ms", POLICY_LOWER_IS_BETTER, 1, 20, NAN, 10000, -log(1000.0), NAN, NAN);
+	ev->pair[0].outage = 'b';
+	o = verdict_json_evidence(ev);
+	assert_string_equal(field(o, "arm_a"), "");
+	assert_string_equal(field(o, "arm_b"), "outage in 1 pair");
+	assert_string_equal(field(o, "change_text"), "rose 1000x (worse)");
+	assert_string_equal(field(o, "summary"), "p99 latency: outage in B");
+	json_decref(o);
+
 	/* throughput of a load generator, higher is better, after one pair: no interval yet */
 	trial(ev, "loadgen.rps", POLICY_HIGHER_IS_BETTER, 1, 20000, 23000, 0, log(1.15), NAN, NAN);
 	o = verdict_json_evidence(ev);
