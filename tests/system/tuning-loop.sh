@@ -135,7 +135,7 @@ grep -q '^  verdict: ' "$TMP/show.out" &&
 	grep -qx '  objective: softnet time squeezes (softnet.time_squeeze, lower is better)' "$TMP/show.out" &&
 	grep -Eqx '  arms: +A [0-9.]+/1k req, B [0-9.]+/1k req \(mean block values\)' "$TMP/show.out" &&
 	grep -Eqx '  change: +B fell ([0-9.]+%|to 1/[0-9.e]+) \[.*\] \(better\)' "$TMP/show.out" &&
-	grep -Eqx '  pairs: +([0-9]+) valid of \1 planned, [0-9]+ void; \1 better, 0 worse' "$TMP/show.out" &&
+	grep -Eqx '  pairs: +([0-9]+) valid of [0-9]+ planned, [0-9]+ void; \1 better, 0 worse' "$TMP/show.out" &&
 	grep -Eq '^  guardrail: p99 latency \(http.p99_ms\): .*; held$' "$TMP/show.out" ||
 	fail "ngxctl show: $(cat "$TMP/show.out")"
 # No percentage above 1000% in what ngxctl wrote (the verdict's sentence is the judge's own).
