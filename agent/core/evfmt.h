@@ -32,7 +32,7 @@
 
 #include "policy.h"
 
-#define EVFMT_TEXT_MAX 160 /* enough for any one line of this module with a metric name of POLICY_METRIC_MAX */
+#define EVFMT_TEXT_MAX 160 /* a value, a change, or a line of a well-known metric; 2x for any metric name */
 
 enum evfmt_unit {
 	EVFMT_UNIT_NUMBER,       /* a gauge: the plain number */
