@@ -185,6 +185,13 @@
 #define API_TEST_NONINF "noninferiority"
 #define API_ORDER_AB "AB"
 #define API_ORDER_BA "BA"
+/* The same evidence as text people read (core/evfmt.h), beside the figures: in the evidence and in each guardrail.
+ * Added keys: older rows in the journal do not have them. */
+#define API_K_LABEL "label"             /* the metric's name for people: "listen overflows" */
+#define API_K_ARM_A "arm_a"             /* arm A's figure in the metric's unit: "486/1k req" */
+#define API_K_ARM_B "arm_b"
+#define API_K_CHANGE_TEXT "change_text" /* B against A with its interval: "fell 78% [71%, 83%] (better)" */
+/* API_K_SUMMARY ("summary"): one line, the arms and the change: "listen overflows 486/1k req -> 0/1k req (better)" */
 
 /* Keys of /v1/audit */
 #define API_K_AUDIT "audit"

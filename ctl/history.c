@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "evidence.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -21,8 +22,8 @@ static int history_exec(struct ctl *ctl, int argc, char **argv)
 					     {NULL, 0, NULL, 0}};
 	const char *knob = NULL;
 	int64_t count = 20;
-	char path[512], err[512];
-	json_t *r, *c;
+	char path[512], err[512], reason[1024];
+	json_t *r, *c, *ev;
 	size_t i;
 	int opt;
 	int rc;
@@ -64,8 +65,15 @@ static int history_exec(struct ctl *ctl, int argc, char **argv)
 		printf("%-5lld %-19s %-30s %-25.25s %-9s %-10.10s %s%s\n", (long long)json_integer_value(json_object_get(c, API_K_ID)),
 		       when, s(c, API_K_KNOB), fromto, s(c, API_K_STATE), s(c, API_K_ACTOR), s(c, API_K_WHY),
 		       strcmp(s(c, API_K_CHANGE_KIND), "revert") == 0 ? " [revert]" : "");
-		if (s(c, API_K_DETAIL)[0])
-			printf("%-5s %s\n", "", s(c, API_K_DETAIL));
+		if (ctl_evidence_split(s(c, API_K_DETAIL), reason, sizeof(reason), &ev)) {
+			/* A verdict: its sentence and its one line; the whole evidence is ngxctl show's. */
+			printf("%-5s %s\n", "", reason);
+			if (s(ev, API_K_SUMMARY)[0])
+				printf("%-5s %s\n", "", s(ev, API_K_SUMMARY));
+			json_decref(ev);
+		} else if (reason[0]) {
+			printf("%-5s %s\n", "", reason);
+		}
 	}
 	json_decref(r);
 	return 0;

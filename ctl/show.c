@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "evidence.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -23,10 +24,10 @@ static void when(json_t *o, const char *k, char *buf, size_t len)
 /* One change with everything the journal holds: the verdict's evidence is in its detail. */
 static int show_exec(struct ctl *ctl, int argc, char **argv)
 {
-	char path[128], err[512], created[24], updated[24];
-	const char *detail, *json;
+	char path[128], err[512], created[24], updated[24], reason[1024];
+	const char *detail;
 	int64_t id;
-	json_t *r;
+	json_t *r, *ev;
 	int rc;
 
 	if (argc != 2 || str_to_i64(argv[1], 1, INT64_MAX, &id) < 0) {
@@ -49,20 +50,21 @@ static int show_exec(struct ctl *ctl, int argc, char **argv)
 	       s(r, API_K_KNOB), s(r, API_K_FROM), s(r, API_K_TO), s(r, API_K_STATE), updated, s(r, API_K_ACTOR), created,
 	       s(r, API_K_WHY));
 	detail = s(r, API_K_DETAIL);
-	json = strchr(detail, '{');
-	if (json) {
-		/* "reason; {evidence}": the reason, then the evidence indented. */
-		json_t *ev = json_loads(json, 0, NULL);
-
-		printf("  verdict: %.*s\n", (int)(json - detail > 2 ? json - detail - 2 : json - detail), detail);
-		if (ev) {
+	if (ctl_evidence_split(detail, reason, sizeof(reason), &ev)) {
+		printf("  verdict: %s\n", reason);
+		if (ctl_evidence_readable(ev)) {
+			ctl_evidence_print(ev, "  ");
+			ctl_evidence_print_guardrails(ev, "  ");
+			printf("  (every figure of the evidence: ngxctl --json show %lld)\n", (long long)id);
+		} else if (ev) {
+			/* An older agent's evidence has no readable keys: its figures as they are. */
 			printf("  evidence:\n");
 			json_dumpf(ev, stdout, JSON_INDENT(4));
 			putchar('\n');
-			json_decref(ev);
 		} else {
-			printf("  evidence (cut): %s\n", json);
+			printf("  evidence (cut): %s\n", strchr(detail, '{'));
 		}
+		json_decref(ev);
 	} else if (detail[0]) {
 		printf("  detail:  %s\n", detail);
 	}

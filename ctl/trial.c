@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "evidence.h"
 #include "proto.h"
 
 static const char *s(json_t *o, const char *k)
@@ -14,7 +15,7 @@ static const char *s(json_t *o, const char *k)
 static int trial_exec(struct ctl *ctl, int argc, char **argv)
 {
 	char err[512];
-	json_t *r, *e;
+	json_t *r, *ev;
 	int rc;
 
 	(void)argv;
@@ -40,15 +41,11 @@ static int trial_exec(struct ctl *ctl, int argc, char **argv)
 			       (long long)json_integer_value(json_object_get(r, API_K_PAIRS)));
 		putchar('\n');
 	}
-	/* The estimate is a relative change already (0.1 = 10% better); its bounds come after two valid pairs. */
-	e = json_object_get(r, API_K_EFFECT);
-	if (json_is_number(e)) {
-		json_t *lo = json_object_get(r, API_K_EFFECT_LO), *hi = json_object_get(r, API_K_EFFECT_HI);
-
-		printf("estimate: %+.1f%%", 100 * json_number_value(e));
-		if (json_is_number(lo) && json_is_number(hi))
-			printf(" [%+.1f%%, %+.1f%%]", 100 * json_number_value(lo), 100 * json_number_value(hi));
-		printf(" (positive is better)\n");
+	/* The running estimate in the objective's unit, from the agent's readable evidence (after the first valid pair). */
+	ev = json_object_get(r, API_K_EVIDENCE);
+	if (s(ev, API_K_SUMMARY)[0]) {
+		printf("estimate: %s\n", s(ev, API_K_SUMMARY));
+		ctl_evidence_print_guardrails(ev, "  ");
 	}
 	json_decref(r);
 	return 0;
@@ -57,6 +54,6 @@ static int trial_exec(struct ctl *ctl, int argc, char **argv)
 const struct ctl_verb verb_trial = {
 	.name = "trial",
 	.usage = "",
-	.summary = "the tuning loop: its state, the trial's arm, pair and running estimate",
+	.summary = "the tuning loop: its state, the trial's arm, pair and running estimate in the objective's unit",
 	.exec = trial_exec,
 };

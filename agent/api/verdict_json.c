@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/evfmt.h"
 #include "proto.h"
 
 /* The journal's figures have always been "%.6g": the value is that text read back, so that the API and the
@@ -53,6 +54,49 @@ static void put(json_t *o, const char *key, json_t *v)
 	json_object_set_new(o, key, v);
 }
 
+/* Text of evfmt into a JSON string: "" where evfmt has nothing to say (-EDOM), a cut line as it was cut. */
+static json_t *text(int rc, const char *buf)
+{
+	return str(rc == -EDOM || rc == -EINVAL ? "" : buf);
+}
+
+/* The readable keys, the same for the objective and each guardrail. */
+static void readable(json_t *o, const char *metric, const char *a, const char *b, json_t *change, json_t *line)
+{
+	put(o, API_K_LABEL, str(evfmt_label(metric)));
+	put(o, API_K_ARM_A, str(a));
+	put(o, API_K_ARM_B, str(b));
+	put(o, API_K_CHANGE_TEXT, change);
+	put(o, API_K_SUMMARY, line);
+}
+
+/* The readable fields of a guardrail: a binomial one's arms are its pooled events over their exposure (the
+ * block value's own unit), a non-inferiority one has only its log ratios, so no arms. Every key is there, "" for
+ * what is not known. */
+static void guard_text(json_t *o, const struct judge_guard_ev *ge)
+{
+	char a[EVFMT_TEXT_MAX] = "", b[EVFMT_TEXT_MAX] = "", change[EVFMT_TEXT_MAX] = "", line[EVFMT_TEXT_MAX] = "";
+	int rc_change = -EDOM, rc_line = -EDOM;
+	double ra = NAN, rb = NAN;
+
+	if (ge->available && ge->test == JUDGE_TEST_BINOMIAL && ge->exposure_a > 0 && ge->exposure_b > 0) {
+		double d;
+
+		ra = ge->events_a / ge->exposure_a;
+		rb = ge->events_b / ge->exposure_b;
+		d = (ge->dir == POLICY_HIGHER_IS_BETTER ? 1.0 : -1.0) * log(rb / ra);
+		evfmt_value(ge->metric, ra, a, sizeof(a));
+		evfmt_value(ge->metric, rb, b, sizeof(b));
+		if (ra > 0 && rb > 0)
+			rc_change = evfmt_objective_change(ge->dir, d, NAN, NAN, change, sizeof(change));
+		rc_line = evfmt_summary(ge->metric, ge->dir, ra, rb, d, NAN, NAN, line, sizeof(line));
+	} else if (ge->available && ge->test == JUDGE_TEST_NONINF) {
+		rc_change = evfmt_objective_change(ge->dir, ge->mean, ge->lower, ge->upper, change, sizeof(change));
+		rc_line = evfmt_metric_change(ge->metric, ge->dir, ge->mean, ge->lower, ge->upper, line, sizeof(line));
+	}
+	readable(o, ge->metric, a, b, text(rc_change, change), text(rc_line, line));
+}
+
 static json_t *guard_json(const struct judge_guard_ev *ge)
 {
 	json_t *o = json_object();
@@ -70,8 +114,10 @@ static json_t *guard_json(const struct judge_guard_ev *ge)
 	} else {
 		put(o, API_K_MEAN, num(ge->mean));
 		put(o, API_K_LOWER, num(ge->lower));
+		put(o, API_K_UPPER, num(ge->upper));
 		put(o, API_K_SHOWN, json_boolean(ge->noninf_shown));
 	}
+	guard_text(o, ge);
 	return o;
 }
 
@@ -99,6 +145,76 @@ static json_t *pair_json(const struct judge_pair_ev *pe, size_t nguard)
 	return o;
 }
 
+/* Each arm's figure over the valid pairs: the mean of the block values, a count's half event taken back. An
+ * outage pair (judge.h: a block that served nothing) has no figure of its blocks; OUT_A and OUT_B count them. */
+static void arm_means(const struct judge_evidence *ev, double *a, double *b, unsigned *out_a, unsigned *out_b)
+{
+	double sa = 0, sb = 0;
+	unsigned n = 0;
+
+	*out_a = *out_b = 0;
+	for (unsigned i = 0; i < ev->npairs && i < JUDGE_PAIRS_MAX; i++) {
+		const struct judge_pair_ev *pe = &ev->pair[i];
+		double va, vb;
+
+		*out_a += pe->outage == 'a';
+		*out_b += pe->outage == 'b';
+		if (pe->is_void || pe->outage || !isfinite(pe->a) || !isfinite(pe->b))
+			continue;
+		evfmt_uncorrect(ev->objective, pe->a, pe->requests_a, &va);
+		evfmt_uncorrect(ev->objective, pe->b, pe->requests_b, &vb);
+		sa += va;
+		sb += vb;
+		n++;
+	}
+	*a = n ? sa / n : NAN;
+	*b = n ? sb / n : NAN;
+}
+
+/* "outage in N pair(s)" after an arm's figure, when that arm served nothing in some pairs. */
+static void outage_note(char *buf, size_t len, unsigned n)
+{
+	size_t k = strlen(buf);
+
+	if (n && k < len)
+		snprintf(buf + k, len - k, "%soutage in %u pair%s", k ? ", " : "", n, n == 1 ? "" : "s");
+}
+
+/* The objective's readable fields; empty before the first valid pair (nothing is known of the arms yet). */
+static void evidence_text(json_t *o, const struct judge_evidence *ev)
+{
+	char a[EVFMT_TEXT_MAX] = "", b[EVFMT_TEXT_MAX] = "", change[EVFMT_TEXT_MAX] = "", line[2 * EVFMT_TEXT_MAX] = "";
+	int rc_change = -EDOM, rc_line = -EDOM;
+	unsigned out_a, out_b;
+	double ma, mb;
+
+	arm_means(ev, &ma, &mb, &out_a, &out_b);
+	if (ev->objective[0] && isfinite(ma) && isfinite(mb)) {
+		evfmt_value(ev->objective, ma, a, sizeof(a));
+		evfmt_value(ev->objective, mb, b, sizeof(b));
+		/* With a zero arm the judge's ratio is its half-event correction's: the values say what happened. */
+		if (ma != 0 && mb != 0)
+			rc_change = evfmt_objective_change(ev->dir, ev->mean, ev->lower, ev->upper, change,
+							   sizeof(change));
+		rc_line = evfmt_summary(ev->objective, ev->dir, ma, mb, ev->mean, ev->lower, ev->upper, line,
+					sizeof(line));
+	} else if (ev->objective[0] && (out_a || out_b)) {
+		rc_change = evfmt_objective_change(ev->dir, ev->mean, ev->lower, ev->upper, change, sizeof(change));
+		snprintf(line, sizeof(line), "%s", evfmt_label(ev->objective));
+	}
+	if (out_a || out_b) {
+		size_t k = strlen(line);
+
+		/* The judge counts an outage as the worst block: say so, the figures do not show it. */
+		snprintf(line + k, sizeof(line) - k, "%s%s%s%s", isfinite(ma) ? "; " : ": ",
+			 out_a ? "outage in A" : "", out_a && out_b ? " and " : "", out_b ? "outage in B" : "");
+		rc_line = 0;
+	}
+	outage_note(a, sizeof(a), out_a);
+	outage_note(b, sizeof(b), out_b);
+	readable(o, ev->objective, a, b, text(rc_change, change), text(rc_line, line));
+}
+
 json_t *verdict_json_evidence(const struct judge_evidence *ev)
 {
 	json_t *o = json_object(), *sign = json_object(), *halves = json_array(), *trips = json_object();
@@ -118,6 +234,7 @@ json_t *verdict_json_evidence(const struct judge_evidence *ev)
 	put(o, API_K_REASON, str(ev->reason));
 	put(o, API_K_OBJECTIVE, str(ev->objective));
 	put(o, API_K_BETTER, json_string(ev->dir == POLICY_HIGHER_IS_BETTER ? API_BETTER_HIGHER : API_BETTER_LOWER));
+	evidence_text(o, ev);
 	put(o, API_K_DELTA, num(ev->delta));
 	put(o, API_K_ALPHA, num(ev->alpha));
 	put(o, API_K_PLANNED, json_integer(ev->planned));

@@ -4,8 +4,10 @@
  * Owns the one rendering of struct judge_evidence and struct judge_calibration, with the keys of proto.h, used by
  * GET /v1/trials/current, the verdict event and the journal (a verdict's evidence in a change's detail, a
  * calibration in an audit row, read back at start). Numbers are the figures to 6 significant digits (what the
- * journal has always held; an integral figure is a JSON integer), a figure that is not finite is null. It decides
- * nothing and reaches into no module: it renders what it is given.
+ * journal has always held; an integral figure is a JSON integer), a figure that is not finite is null. Beside the
+ * figures, the same evidence as text people read, in the metric's unit (core/evfmt.h): label, arm_a and arm_b (the
+ * mean block value of each arm over the valid pairs), change_text and summary, for the objective and each
+ * guardrail. It decides nothing and reaches into no module: it renders what it is given.
  */
 #ifndef NGXAT_VERDICT_JSON_H
 #define NGXAT_VERDICT_JSON_H

@@ -62,7 +62,8 @@ while [ $SECONDS -lt $deadline ]; do
 done
 [ "$seen_a" = 1 ] && [ "$seen_b" = 1 ] || fail "the arms did not alternate (10: $seen_a, $to: $seen_b); state $st"
 [ "$st" = kept ] || fail "change $id ended $st: $(api "/v1/changes/$id" | jq -r .detail)"
-ctl show "$id" | grep -q '"objective": "softnet.dropped"' || fail "ngxctl show: $(ctl show "$id")"
+ctl show "$id" | grep -qx '  objective: softnet drops (softnet.dropped, lower is better)' ||
+	fail "ngxctl show: $(ctl show "$id")"
 ok "the trial alternates 10 and $to; kept on softnet drops, the evidence in ngxctl show"
 
 [ "$($BACKLOG)" = "$to" ] || fail "kept, but netdev_max_backlog is $($BACKLOG)"

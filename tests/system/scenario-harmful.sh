@@ -55,9 +55,10 @@ ok "proposal $id tried A/B in the namespace (rps_cpus 3 in force in B blocks); t
 case $st in reverted | aborted) ;; *) fail "change $id ended $st: $(api "/v1/changes/$id" | jq -r .detail)" ;; esac
 [ "$(ns_rps)" = 0 ] || fail "not rolled back: rps_cpus $(ns_rps)"
 ctl show "$id" >"$TMP/show.out"
-grep -Eq '"verdict": "(revert|inconclusive|aborted)"' "$TMP/show.out" && grep -q '"reason": "[^"]' "$TMP/show.out" &&
-	grep -q '"objective": "http.p99_ms"' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
-reason=$(sed -n 's/^ *"reason": "\(.*\)",$/\1/p' "$TMP/show.out" | head -1)
+grep -Eq '^  state: +(reverted|aborted) ' "$TMP/show.out" && grep -q '^  verdict: [^ ]' "$TMP/show.out" &&
+	grep -qx '  objective: p99 latency (http.p99_ms, lower is better)' "$TMP/show.out" &&
+	grep -Eq '^  arms: +(A [0-9.<]+ .*ms, B .*ms|no valid pair yet)' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
+reason=$(sed -n 's/^  verdict: //p' "$TMP/show.out" | head -1)
 api /v1/audit | jq -e --argjson id "$id" '[.audit[] | select(.change_id == $id and .action == "verdict")] | length == 1' \
 	>/dev/null || fail "no verdict in the audit trail: $(api /v1/audit | jq -c '.audit[:5]')"
 ok "rolled back ($st), rps_cpus 0 again; ngxctl show and the audit trail say why: $reason"

@@ -57,8 +57,10 @@ done
 ok "the trial alternates the live accept queue between 16 and $to (nginx reloads with backlog=, somaxconn raised)"
 [ "$st" = kept ] || fail "change $id ended $st: $(api "/v1/changes/$id" | jq -r .detail)"
 ctl show "$id" >"$TMP/show.out"
-grep -q '"verdict": "keep"' "$TMP/show.out" && grep -q '"objective": "tcp.listen_overflows"' "$TMP/show.out" &&
-	grep -q '"metric": "http.p99_ms"' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
+grep -Eq '^  state: +kept ' "$TMP/show.out" &&
+	grep -qx '  objective: listen overflows (tcp.listen_overflows, lower is better)' "$TMP/show.out" &&
+	grep -Eq '^  arms: +A [0-9.]+/1k req, B [0-9.<]+ ?[0-9.]*/1k req' "$TMP/show.out" &&
+	grep -q '^  guardrail: p99 latency (http.p99_ms): ' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
 ok "kept by the judge on listen overflows (guardrails p99 and 5xx), the evidence in ngxctl show"
 
 [ "$(live_backlog "$NS" $PORT)" = "$to" ] || fail "kept, but the live backlog is $(live_backlog "$NS" $PORT)"

@@ -89,7 +89,11 @@ ok "approved: the trial alternates the arms (300 and 600 both in force)"
 api "/v1/changes/$id" | jq -e '.detail | test("\"verdict\"") and test("pairs")' >/dev/null ||
 	fail "no evidence in the journal: $(api "/v1/changes/$id" | jq -r .detail)"
 ok "the judge keeps it (time_squeeze per 1k requests down 10x); 600 stays; the evidence is in the journal"
-ctl trial | grep -q "^tuning:" || fail "ngxctl trial"
+ctl trial >"$TMP/trial.out"
+grep -q "^tuning:" "$TMP/trial.out" || fail "ngxctl trial: $(cat "$TMP/trial.out")"
+# The last trial's estimate stays until the next one: in the objective's unit, per 1k requests as block.c has it.
+grep -Eq '^estimate: softnet time squeezes [0-9.]+/1k req -> [0-9.]+/1k req, fell ' "$TMP/trial.out" ||
+	fail "ngxctl trial has no readable estimate: $(cat "$TMP/trial.out")"
 
 # An operator's proposal is tried against the judge too: going back to 300 brings the squeeze back, so it is
 # reverted and 600 stays. While it waits or runs, a second proposal is refused (one trial at a time).
@@ -125,13 +129,28 @@ wait_ticks 15 || fail "the agent stopped ticking" # longer than a block: an arm 
 api /v1/trials/current | jq -e '.reason | test("reverted by an operator")' >/dev/null ||
 	fail "the loop does not say why the trial ended: $(api /v1/trials/current | jq -r .reason)"
 ok "an operator's revert during a trial ends it: 600 back, no arm written after, the loop says why"
-ctl show "$id" >"$TMP/show.out"; grep -q '"verdict": "keep"' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
-ctl history >"$TMP/history.out"; [ -n "${NGXAT_VERBOSE:-}" ] && cat "$TMP/history.out" "$TMP/agent.log"
+ctl show "$id" >"$TMP/show.out"
+# The evidence as people read it: each arm in the objective's unit, B's change with its interval, the guardrails.
+grep -q '^  verdict: ' "$TMP/show.out" &&
+	grep -qx '  objective: softnet time squeezes (softnet.time_squeeze, lower is better)' "$TMP/show.out" &&
+	grep -Eqx '  arms: +A [0-9.]+/1k req, B [0-9.]+/1k req \(mean block values\)' "$TMP/show.out" &&
+	grep -Eqx '  change: +B fell ([0-9.]+%|to 1/[0-9.e]+) \[.*\] \(better\)' "$TMP/show.out" &&
+	grep -Eqx '  pairs: +([0-9]+) valid of [0-9]+ planned, [0-9]+ void; \1 better, 0 worse' "$TMP/show.out" &&
+	grep -Eq '^  guardrail: p99 latency \(http.p99_ms\): .*; held$' "$TMP/show.out" ||
+	fail "ngxctl show: $(cat "$TMP/show.out")"
+# No percentage above 1000% in what ngxctl wrote (the verdict's sentence is the judge's own).
+grep -v '^  verdict: ' "$TMP/show.out" "$TMP/trial.out" | grep -Eo '[0-9.]+%' | tr -d % |
+	awk '$1 > 1000 { bad = 1 } END { exit bad }' || fail "a percentage above 1000%: $(cat "$TMP/show.out" "$TMP/trial.out")"
+ctl --json show "$id" | jq -e '.detail | sub("^[^{]*"; "") | fromjson | .summary | test("^softnet time squeezes ")' \
+	>/dev/null || fail "ngxctl --json show: no summary in the evidence"
+ctl history >"$TMP/history.out"; [ -n "${NGXAT_VERBOSE:-}" ] && cat "$TMP/show.out" "$TMP/history.out" "$TMP/agent.log"
+grep -Eq '^ +softnet time squeezes [0-9.]+/1k req -> [0-9.]+/1k req, fell ' "$TMP/history.out" &&
+	! grep -q '"pairs_detail"' "$TMP/history.out" || fail "ngxctl history: $(cat "$TMP/history.out")"
 kill -TERM $AGENT_PID
 wait $AGENT_PID
 [ $? = 0 ] || fail "agent did not exit 0"
 [ "$(cat "$BUDGET")" = 600 ] || fail "a kept change did not survive SIGTERM"
-ok "ngxctl trial answers; SIGTERM leaves the kept change"
+ok "ngxctl trial, show and history give the evidence in the objective's unit; SIGTERM leaves the kept change"
 
 # A restart does not make the planner forget: the kept 600 and the reverted 300 come back from the journal (the
 # operator's revert of 1200 says nothing about the value and is not remembered).
