@@ -223,12 +223,38 @@ static void stub_work(uv_work_t *w)
 
 static void stub_after(uv_work_t *w, int status);
 
-/* agent_collect_frame's hand-off: the fetch goes to the pool and overlaps the other probes. */
-static int stub_start(void *ctx, void *handle)
+static void client_work(uv_work_t *w)
+{
+	struct agent *a = w->data;
+	double t0 = thread_cpu_ms();
+
+	sampler_client_run(a->client_handle, &a->client_res);
+	a->client_res.cpu_ms = thread_cpu_ms() - t0;
+}
+
+/* The client's result waits for the next frame: the tick does not wait for the client. */
+static void client_after(uv_work_t *w, int status)
+{
+	struct agent *a = w->data;
+
+	a->client_busy = false;
+	a->client_done = status != UV_ECANCELED && !a->stopping;
+}
+
+/* agent_collect_frame's hand-off: the work goes to the pool; the stub_status fetch overlaps the other probes. */
+static int pool_start(void *ctx, enum agent_pool_job job, void *handle)
 {
 	struct agent *a = ctx;
 	int r;
 
+	if (job == AGENT_POOL_CLIENT) {
+		a->client_handle = handle;
+		a->client_work.data = a;
+		r = uv_queue_work(a->loop, &a->client_work, client_work, client_after);
+		if (r == 0)
+			a->client_busy = true;
+		return r;
+	}
 	a->stub_handle = handle;
 	a->stub_work.data = a;
 	r = uv_queue_work(a->loop, &a->stub_work, stub_work, stub_after);
@@ -265,8 +291,8 @@ static void on_tick(uv_timer_t *t)
 	}
 	a->tick_busy = true;
 	was_busy = a->stub_busy;
-	agent_collect_frame(a, now, a->last_tick_ms ? (double)(now - a->last_tick_ms) / 1000.0 : 0, stub_start, a);
-	a->tick_cpu_ms = thread_cpu_ms() - c0;
+	agent_collect_frame(a, now, a->last_tick_ms ? (double)(now - a->last_tick_ms) / 1000.0 : 0, pool_start, a);
+	a->tick_cpu_ms = thread_cpu_ms() - c0 + a->client_cpu_ms;
 	/* A fetch this tick started finishes the tick from stub_after. */
 	if (was_busy || !a->stub_busy)
 		finish_tick(a, 0);
