@@ -1,7 +1,7 @@
 /*
  * client: the synthetic client's arithmetic, pure: how one request's outcome is classed, what a tick's requests
  * add up to (counts, and histograms of connect time, time to first byte and total time in microseconds), their
- * percentiles in milliseconds, and how many requests a tick's budget lets start.
+ * percentiles in milliseconds, and how a tick's budget bounds its requests.
  *
  * The requests themselves are made by observe/probe_client.c (through observe/stubhttp.c) on a pool thread. This
  * module must not do I/O, read a clock or log. Times are microseconds in core/hist's buckets (exact up to 15 us,
@@ -50,11 +50,11 @@ enum client_outcome client_tick_add(struct client_tick *t, const struct client_r
 double client_quantile_ms(const struct hist *h, double q);
 /* The time a tick's requests may take together: 80% of TICK_MS, so that a run ends before the next tick. */
 int64_t client_budget_ms(int64_t tick_ms);
-/* The timeout of each request: TIMEOUT_MS, at most BUDGET_MS. */
-int64_t client_timeout_ms(int64_t timeout_ms, int64_t budget_ms);
-/* Whether another request may start after SPENT_US of the tick's BUDGET_MS, each taking up to TIMEOUT_MS (from
- * client_timeout_ms): the first always may; the next only when a whole timeout still fits, so that no request is
- * cut short and counted as a timeout it was not. */
-bool client_may_start(int64_t budget_ms, int64_t timeout_ms, uint64_t spent_us, uint32_t started);
+/* The timeout of the next request after SPENT_US of the tick's BUDGET_MS: TIMEOUT_MS, or what is left of the
+ * budget when that is less; 0 when under 1 ms is left (no more requests this tick). */
+int64_t client_request_timeout_ms(int64_t timeout_ms, int64_t budget_ms, uint64_t spent_us);
+/* Whether a request given GIVEN_MS of a TIMEOUT_MS that ended in ERR is left out of the tick: one cut short by the
+ * budget that timed out says nothing about [client] timeout. */
+bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms);
 
 #endif

@@ -7,7 +7,8 @@
  *
  * Like stub_status it can block, so the caller runs it: prepared on the loop, run on a pool thread (which touches
  * nothing but the handle and the result), applied on the loop (sampler_client_* in sampler.h). The run is bounded
- * by 80% of a tick (core/client.c's budget) and each request by [client] timeout. A row of the sampler's probe
+ * by 80% of a tick (core/client.c's budget) and each request by [client] timeout; a request the budget cut short
+ * that timed out is left out, so that a timeout always means [client] timeout. A row of the sampler's probe
  * table (run by the caller); see sampler_kit.h for the rules.
  */
 #include "build-config.h"
@@ -100,7 +101,7 @@ void *probe_client_prepare(struct sampler *s)
 	}
 	set_url(h, &s->cfg);
 	h->budget_ms = client_budget_ms(s->cfg.tick_ms);
-	h->timeout_ms = client_timeout_ms(s->cfg.client_timeout_ms, h->budget_ms);
+	h->timeout_ms = s->cfg.client_timeout_ms;
 	h->requests = (uint32_t)s->cfg.client_requests;
 	/* The run owns a duplicate: the loop may switch namespaces (nginx restarted) while it runs. */
 	h->netns_fd = s->netns_fd >= 0 ? fcntl(s->netns_fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -121,20 +122,23 @@ void probe_client_run(void *handle, struct client_result *res)
 		struct stubhttp_timing t;
 		struct client_request rq;
 		char err[160];
+		int64_t tmo = client_request_timeout_ms(h->timeout_ms, h->budget_ms, spent_us);
 		size_t len;
 		int status;
 		bool fresh = i > 0;
 
-		if (!client_may_start(h->budget_ms, h->timeout_ms, spent_us, i))
+		if (tmo <= 0)
 			break;
-		rq.err = stubhttp_get_timed(fresh ? h->fresh : h->kept, h->netns_fd, h->netns_gen, (int)h->timeout_ms,
-					    fresh, h->body, CLIENT_BODY_MAX, &len, &status, &t, err, sizeof(err));
+		rq.err = stubhttp_get_timed(fresh ? h->fresh : h->kept, h->netns_fd, h->netns_gen, (int)tmo, fresh,
+					    h->body, CLIENT_BODY_MAX, &len, &status, &t, err, sizeof(err));
 		rq.status = status;
 		rq.connected = t.connected;
 		rq.connect_us = t.connect_us;
 		rq.ttfb_us = t.ttfb_us;
 		rq.total_us = t.total_us;
 		spent_us += t.total_us;
+		if (client_cut_short(rq.err, tmo, h->timeout_ms))
+			break;
 		if (client_tick_add(&res->tick, &rq) != CLIENT_OK && !res->msg[0]) {
 			if (rq.err < 0)
 				snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", h->url, err);

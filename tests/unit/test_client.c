@@ -94,17 +94,21 @@ static void test_budget(void **state)
 	assert_int_equal(client_budget_ms(1000), 800);
 	assert_int_equal(client_budget_ms(100), 80);
 	assert_int_equal(client_budget_ms(0), 0);
-	assert_int_equal(client_timeout_ms(500, 800), 500);
-	assert_int_equal(client_timeout_ms(4000, 800), 800);
-	/* The first request always starts; the next only when a whole timeout still fits in the budget. */
-	assert_true(client_may_start(800, 500, 0, 0));
-	assert_true(client_may_start(800, 500, 300000, 1));
-	assert_false(client_may_start(800, 500, 300001, 1));
-	assert_false(client_may_start(800, 500, 500000, 1)); /* one timeout spent: 300 ms left is not 500 */
-	assert_true(client_may_start(800, 500, 1200, 3));
-	assert_true(client_may_start(800, 800, 0, 0));
-	assert_false(client_may_start(800, 800, 1, 1));
-	assert_false(client_may_start(0, 0, 0, 0));
+	/* Each request gets the timeout, or what the budget has left (whole ms, rounded against the request). */
+	assert_int_equal(client_request_timeout_ms(500, 800, 0), 500);
+	assert_int_equal(client_request_timeout_ms(500, 800, 300000), 500);
+	assert_int_equal(client_request_timeout_ms(500, 800, 500000), 300);
+	assert_int_equal(client_request_timeout_ms(500, 800, 500001), 299);
+	assert_int_equal(client_request_timeout_ms(500, 800, 799001), 0);
+	assert_int_equal(client_request_timeout_ms(500, 800, 900000), 0);
+	assert_int_equal(client_request_timeout_ms(4000, 800, 0), 800);
+	assert_int_equal(client_request_timeout_ms(500, 0, 0), 0);
+	assert_int_equal(client_request_timeout_ms(0, 800, 0), 0);
+	/* A timeout cut short by the budget is left out; an answer or a failure within it counts. */
+	assert_true(client_cut_short(-ETIMEDOUT, 300, 500));
+	assert_false(client_cut_short(-ETIMEDOUT, 500, 500));
+	assert_false(client_cut_short(0, 300, 500));
+	assert_false(client_cut_short(-ECONNREFUSED, 300, 500));
 }
 
 int main(void)
