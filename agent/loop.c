@@ -259,21 +259,15 @@ static void client_after(uv_work_t *w, int status)
 static int pool_start(void *ctx, enum agent_pool_job job, void *handle)
 {
 	struct agent *a = ctx;
+	bool client = job == AGENT_POOL_CLIENT;
+	uv_work_t *w = client ? &a->client_work : &a->stub_work;
 	int r;
 
-	if (job == AGENT_POOL_CLIENT) {
-		a->client_handle = handle;
-		a->client_work.data = a;
-		r = uv_queue_work(a->loop, &a->client_work, client_work, client_after);
-		if (r == 0)
-			a->client_busy = true;
-		return r;
-	}
-	a->stub_handle = handle;
-	a->stub_work.data = a;
-	r = uv_queue_work(a->loop, &a->stub_work, stub_work, stub_after);
+	*(client ? &a->client_handle : &a->stub_handle) = handle;
+	w->data = a;
+	r = uv_queue_work(a->loop, w, client ? client_work : stub_work, client ? client_after : stub_after);
 	if (r == 0)
-		a->stub_busy = true;
+		*(client ? &a->client_busy : &a->stub_busy) = true;
 	return r;
 }
 

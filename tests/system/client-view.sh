@@ -4,6 +4,7 @@
 # are counted as failures (the port refuses) and the agent goes on ticking. Counts and presence, not timings.
 TEST_NAME=client-view
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/scenario-lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root
 need_cmd nginx wrk jq curl ip
@@ -16,10 +17,7 @@ cat >>"$TMP/agent.conf" <<EOT
 requests_per_tick = 3
 timeout = 200ms
 EOT
-"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
-AGENT_PID=$!
-CLEANUP+=("kill $AGENT_PID")
-wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
+scn_start_agent
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/status |
 	jq -e '.probes[] | select(.name == \"client\") | .enabled and .ok'" ||
 	fail "the client probe is not ok: $(api /v1/status | jq -c '.probes[] | select(.name == "client")')"
