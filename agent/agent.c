@@ -32,7 +32,29 @@ int64_t agent_now_ms(const struct agent *a)
 	return a->clock_ms ? a->clock_ms() : 0;
 }
 
-void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_stub_start_fn start, void *ctx)
+/* The synthetic client: the result of the run started last tick goes into this frame, then the next run starts.
+ * In line (no START) a run's result goes into the frame that started it. */
+static void collect_client(struct agent *a, agent_pool_start_fn start, void *ctx)
+{
+	void *h;
+
+	a->client_cpu_ms = 0;
+	if (a->client_done) {
+		a->client_done = false;
+		sampler_client_apply(a->sampler, &a->fr, &a->client_res);
+		a->client_cpu_ms = a->client_res.cpu_ms;
+	} else if (start && a->client_busy) {
+		sampler_client_skip(a->sampler, &a->fr, "previous run of the client still going");
+	}
+	if (a->client_busy || !(h = sampler_client_prepare(a->sampler)))
+		return;
+	if (!start || start(ctx, AGENT_POOL_CLIENT, h) < 0) {
+		sampler_client_run(h, &a->client_res);
+		sampler_client_apply(a->sampler, &a->fr, &a->client_res);
+	}
+}
+
+void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_pool_start_fn start, void *ctx)
 {
 	frame_clear(&a->fr);
 	a->fr.ts_ms = now_ms;
@@ -47,12 +69,14 @@ void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_stu
 		} else if ((h = sampler_stub_prepare(a->sampler))) {
 			/* On the pool when the caller can wait for it (the tick), so that the fetch overlaps the other
 			 * probes; in line otherwise (--once, the doctor's one-shot). */
-			if (!start || start(ctx, h) < 0) {
+			if (!start || start(ctx, AGENT_POOL_STUB, h) < 0) {
 				sampler_stub_fetch(h, &a->stub_res);
 				sampler_stub_apply(a->sampler, &a->fr, &a->stub_res);
 			}
 		}
 	}
+	if (sampler_client_enabled(a->sampler))
+		collect_client(a, start, ctx);
 	sampler_collect(a->sampler, &a->fr);
 	loadgen_collect(a->loadgen, a->reg, &a->fr);
 }

@@ -3,8 +3,8 @@
  *
  * The loop mutates it once per tick and publishes the report (struct report, report.h) that the API renders; the
  * API reads it and acts through the engine and the tuning loop, on the same thread. Nothing here is touched from
- * another thread except the stub_status result, which the pool thread fills while stub_busy is set and the loop
- * reads after the fetch.
+ * another thread except the stub_status result and the synthetic client's, which a pool thread fills while
+ * stub_busy (client_busy) is set and the loop reads after it.
  */
 #ifndef NGXAT_AGENT_H
 #define NGXAT_AGENT_H
@@ -38,6 +38,7 @@ struct agent {
 	uv_timer_t timer;
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_work_t stub_work;
+	uv_work_t client_work;
 
 	struct metric_registry *reg;
 	struct sampler *sampler;
@@ -60,6 +61,11 @@ struct agent {
 	bool stub_busy;           /* a fetch is on the pool */
 	void *stub_handle;
 	struct stub_result stub_res;
+	bool client_busy;         /* a run of the synthetic client is on the pool */
+	bool client_done;         /* its result waits for the next frame */
+	void *client_handle;
+	struct client_result client_res;
+	double client_cpu_ms;     /* pool CPU of the client's run the last frame took in */
 
 	int64_t start_ms;         /* wall clock at start */
 	uint64_t start_mono_ms;
@@ -91,11 +97,17 @@ void agent_nginx_follow(struct agent *a, pid_t pid);
 int agent_lock(struct agent *a, char *err, size_t errlen);
 /* Policies, knobs, the tuning loop, and recovery of whatever a previous run left in flight (invariant 3). */
 int agent_start_engine(struct agent *a, char *err, size_t errlen);
-/* Start the stub_status fetch of HANDLE elsewhere (the pool); 0, or <0 to have it fetched in line. */
-typedef int (*agent_stub_start_fn)(void *ctx, void *handle);
+/* What a frame hands to the thread pool. */
+enum agent_pool_job {
+	AGENT_POOL_STUB,   /* the stub_status fetch: the tick waits for it */
+	AGENT_POOL_CLIENT, /* the synthetic client's run: its result goes into the next frame */
+};
+/* Start JOB on HANDLE elsewhere (the pool); 0, or <0 to have it done in line. */
+typedef int (*agent_pool_start_fn)(void *ctx, enum agent_pool_job job, void *handle);
 /* The frame sequence, the same for the tick, --once and the doctor: a->fr is cleared and stamped NOW_MS / DT_S,
- * then every probe samples into it. stub_status is fetched in line when START is NULL; else START gets its handle
- * and the caller applies the result (sampler_stub_apply) when the fetch is done. */
-void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_stub_start_fn start, void *ctx);
+ * then every probe samples into it. stub_status and the synthetic client run in line when START is NULL; else
+ * START gets their handles: the caller applies the stub_status result (sampler_stub_apply) when the fetch is
+ * done, and the client's result, once done (client_done), goes into the next frame. */
+void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_pool_start_fn start, void *ctx);
 
 #endif

@@ -14,7 +14,7 @@
 
 enum key_type {
 	K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING, K_MEASURE, K_COMMAND,
-	K_LISTEN
+	K_LISTEN, K_HTTP_URL
 };
 
 struct key {
@@ -65,6 +65,11 @@ static const struct key keys[] = {
 	{"probes", "netlink", K_BOOL, F(probe_netlink), 0, 0},
 	{"probes", "interrupts", K_BOOL, F(probe_interrupts), 0, 0},
 	{"probes", "workers", K_BOOL, F(probe_workers), 0, 0},
+	{"client", "enabled", K_BOOL, F(client_enabled), 0, 0},
+	{"client", "url", K_HTTP_URL, F(client_url), 0, 0},
+	{"client", "requests_per_tick", K_INT, F(client_requests), 1, CONFIG_CLIENT_REQUESTS_MAX},
+	/* Client timings are kept in a microsecond histogram that ends at about 4.2 s. */
+	{"client", "timeout", K_DURATION, F(client_timeout_ms), 10, 4000},
 };
 
 void config_default(struct config *cfg)
@@ -102,6 +107,9 @@ void config_default(struct config *cfg)
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;
+	cfg->client_enabled = true;
+	cfg->client_requests = 4;
+	cfg->client_timeout_ms = 500;
 }
 
 struct load_ctx {
@@ -160,6 +168,12 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 	case K_PATH_OPT:
 		if (value[0] && value[0] != '/')
 			return snprintf(msg, msglen, "%s: must be an absolute path", k->name), -EINVAL;
+		/* fall through */
+	case K_HTTP_URL:
+		/* The synthetic client speaks plain HTTP itself (no libcurl): it times connect and first byte. */
+		if (k->type == K_HTTP_URL && value[0] && strncmp(value, "http://", 7) != 0)
+			return snprintf(msg, msglen, "%s: must be an http:// URL (or empty: stub_status's host and port, "
+					"path /)", k->name), -EINVAL;
 		/* fall through */
 	case K_URL:
 	case K_NAME:
@@ -304,4 +318,24 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 	else
 		snprintf(err, errlen, "%s:%d: syntax error (expected 'key = value' or '[section]')", path, line);
 	return -EINVAL;
+}
+
+int config_client_url(const struct config *cfg, char *out, size_t outlen)
+{
+	const char *u = cfg->client_url[0] ? cfg->client_url : cfg->stub_status_url;
+	const char *auth = strstr(u, "://");
+	size_t n;
+
+	if (!u[0] || !auth)
+		return -ENOENT;
+	if (cfg->client_url[0])
+		return str_copy(out, outlen, u) < 0 ? -ENAMETOOLONG : 0;
+	/* The host and port stub_status answers on are nginx's; "/" is what a client of that server asks first. */
+	auth += 3;
+	n = (size_t)(auth - u) + strcspn(auth, "/?#");
+	if (n + 2 > outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, u, n);
+	memcpy(out + n, "/", 2);
+	return 0;
 }

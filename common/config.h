@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define CONFIG_PATH_MAX 512
+#define CONFIG_CLIENT_REQUESTS_MAX 32 /* [client] requests_per_tick */
 
 struct config {
 	/* [agent] */
@@ -62,6 +63,11 @@ struct config {
 	bool probe_netlink;     /* inet_diag listen queues, TCP states, link counters */
 	bool probe_interrupts;  /* /proc/interrupts */
 	bool probe_workers;     /* nginx workers' schedstat */
+	/* [client] */
+	bool client_enabled;            /* the synthetic client: what a client of nginx sees */
+	char client_url[CONFIG_PATH_MAX]; /* what it asks for; "" = stub_status_url's host and port, path / */
+	int64_t client_requests;        /* requests per tick: one on a kept-alive connection, the rest fresh */
+	int64_t client_timeout_ms;      /* bound on one request, connect included */
 };
 
 /* Fill CFG with the defaults. */
@@ -71,5 +77,8 @@ void config_default(struct config *cfg);
  * stand. On error returns -EINVAL/-errno, writes "PATH:LINE: what" into ERR, and leaves CFG unspecified.
  */
 int config_load(const char *path, bool must_exist, struct config *cfg, char *err, size_t errlen);
+/* The synthetic client's URL into OUT: [client] url, else stub_status_url's scheme, host and port with path "/".
+ * 0; -ENOENT when neither is set; -ENAMETOOLONG when OUT is too small. */
+int config_client_url(const struct config *cfg, char *out, size_t outlen);
 
 #endif

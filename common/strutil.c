@@ -1,6 +1,7 @@
 #include "strutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,4 +258,14 @@ int str_rooted(char *out, size_t n, const char *root, const char *fmt, ...)
 	r = str_vrooted(out, n, root, fmt, ap);
 	va_end(ap);
 	return r;
+}
+
+void str_fmt_ms(char *out, size_t n, double ms, bool fine)
+{
+	if (!isfinite(ms))
+		snprintf(out, n, "-");
+	else if (!fine && ms < 1)
+		snprintf(out, n, "<1");
+	else
+		snprintf(out, n, fine && ms < 1 ? "%.2f" : fine && ms < 10 ? "%.1f" : "%.0f", ms);
 }

@@ -38,6 +38,10 @@ int str_vrooted(char *out, size_t n, const char *root, const char *fmt, va_list 
 /* Format an error message into ERR of ERRLEN bytes (truncated to fit); nothing when ERR is NULL or ERRLEN 0.
  * The one helper every module uses for its "char *err, size_t errlen" out-parameter. */
 void str_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Latency MS for people into OUT of N bytes: "-" when not finite. FINE (the synthetic client's microsecond
+ * timings): "0.08" below 1, "3.4" below 10, "12" above. Else (the access log's 1 ms resolution, where a static
+ * answer logs 0): "<1" below 1, never "0", "12" above. */
+void str_fmt_ms(char *out, size_t n, double ms, bool fine);
 
 /* A growable, always NUL-terminated string. A failed allocation sets OOM and later appends do nothing. */
 struct sbuf {

@@ -13,7 +13,8 @@
 #include "strutil.h"
 
 #define TOP_METRICS "nginx.requests,http.requests,http.p99_ms,tcp.listen_overflows,softnet.time_squeeze," \
-		    "softnet.dropped,nginx.active,cpu.*"
+		    "softnet.dropped,nginx.active,cpu.*,client.total_p50_ms,client.total_p99_ms,client.requests," \
+		    "client.failures,client.timeouts"
 
 static volatile sig_atomic_t quit;
 
@@ -39,12 +40,23 @@ static void fmt(char *buf, size_t n, double v, const char *f)
 		snprintf(buf, n, "-");
 }
 
+/* The synthetic client's failed and timed-out requests of the tick, as "F/T of N" ("-" without requests). */
+static void fmt_client_errors(char *buf, size_t n, json_t *values)
+{
+	double req = val(values, "client.requests");
+
+	if (isfinite(req) && req > 0)
+		snprintf(buf, n, "%.0f/%.0f of %.0f", val(values, "client.failures"), val(values, "client.timeouts"), req);
+	else
+		snprintf(buf, n, "-");
+}
+
 static void show(json_t *frame, bool tty)
 {
 	json_t *values = json_object_get(frame, API_K_VALUES), *v;
 	double dt = json_number_value(json_object_get(frame, API_K_DT));
 	double req = val(values, "nginx.requests");
-	char a[32], b[32], c[32], d[32], e[32], f[32], when[16];
+	char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[48], when[16];
 	time_t ts = (time_t)(json_integer_value(json_object_get(frame, API_K_TS)) / 1000);
 	struct sbuf cores;
 
@@ -54,7 +66,12 @@ static void show(json_t *frame, bool tty)
 		dt = NAN;
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&ts));
 	fmt(a, sizeof(a), req / dt, "%.0f");
-	fmt(b, sizeof(b), val(values, "http.p99_ms"), "%.0f");
+	/* The access log's time is the server's, after accept, at 1 ms: "<1", never 0. The client's is what a
+	 * client of nginx waits, the accept queue included, at microsecond resolution. */
+	str_fmt_ms(b, sizeof(b), val(values, "http.p99_ms"), false);
+	str_fmt_ms(g, sizeof(g), val(values, "client.total_p50_ms"), true);
+	str_fmt_ms(h, sizeof(h), val(values, "client.total_p99_ms"), true);
+	fmt_client_errors(k, sizeof(k), values);
 	fmt(c, sizeof(c), val(values, "tcp.listen_overflows") / dt, "%.0f");
 	fmt(d, sizeof(d), val(values, "softnet.time_squeeze") / dt, "%.0f");
 	fmt(e, sizeof(e), val(values, "softnet.dropped") / dt, "%.0f");
@@ -72,13 +89,16 @@ static void show(json_t *frame, bool tty)
 	if (tty) {
 		printf("\033[H\033[2J");
 		printf("ngxctl top  %s  (Ctrl-C quits)\n\n", when);
-		printf("%12s %10s %14s %14s %12s %10s\n", "requests/s", "p99 ms", "overflows/s", "squeeze/s",
+		printf("%12s %14s %14s %14s %12s %10s\n", "requests/s", "server p99 ms", "overflows/s", "squeeze/s",
 		       "drops/s", "active");
-		printf("%12s %10s %14s %14s %12s %10s\n\n", a, b, c, d, e, f);
+		printf("%12s %14s %14s %14s %12s %10s\n\n", a, b, c, d, e, f);
+		printf("%12s %14s %30s\n", "client", "p50/p99 ms", "failed/timed out of requests");
+		printf("%12s %7s/%-6s %30s\n\n", "", g, h, k);
 		printf("softirq share per core: %s\n", sbuf_str(&cores));
 	} else {
-		printf("%s req/s=%s p99_ms=%s listen_overflows/s=%s time_squeeze/s=%s softnet_drops/s=%s active=%s "
-		       "softirq=[%s]\n", when, a, b, c, d, e, f, sbuf_str(&cores));
+		printf("%s req/s=%s server_p99_ms=%s client_p50_ms=%s client_p99_ms=%s client_failed/timed_out=%s "
+		       "listen_overflows/s=%s time_squeeze/s=%s softnet_drops/s=%s active=%s softirq=[%s]\n", when, a, b,
+		       g, h, k, c, d, e, f, sbuf_str(&cores));
 	}
 	fflush(stdout);
 	sbuf_free(&cores);
@@ -148,6 +168,6 @@ static int top_exec(struct ctl *ctl, int argc, char **argv)
 const struct ctl_verb verb_top = {
 	.name = "top",
 	.usage = "[-n COUNT] [-i INTERVAL]",
-	.summary = "live per-second view: requests/s, p99, listen overflows, time_squeeze, drops, softirq per core",
+	.summary = "live per-second view: requests/s, server and client p99, client failures, listen overflows, time_squeeze, drops, softirq per core",
 	.exec = top_exec,
 };

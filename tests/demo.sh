@@ -70,14 +70,16 @@ In about 30 s it proposes a change and waits for you. In another terminal:
   $NGXCTL -s $TMP/api.sock approve ID      # let it try: an A/B trial, kept only if the judge says it helps
   $NGXCTL -s $TMP/api.sock trial           # the trial: arm in force, pair k of K, running estimate
   $NGXCTL -s $TMP/api.sock show ID         # the verdict and its evidence
-  $NGXCTL -s $TMP/api.sock top             # requests/s, p99, listen overflows, softnet, every second
+  $NGXCTL -s $TMP/api.sock top             # requests/s, server and client p99, client failures, overflows, every second
 
 Ctrl-C stops everything and puts back whatever the agent changed.
 
 EOT
 
-# Every 10 s, one line: what the agent sees and what its tuning loop does. Unattended (stdin not a terminal), the
-# demo approves the first proposal itself, as an operator would; interactive, it says which command does it.
+# Every 10 s, one line: what the agent sees (requests/s, the server's p99 from the access log, the synthetic
+# client's p50/p99 with its failures and timeouts) and what its tuning loop does. Unattended (stdin not a
+# terminal), the demo approves the first proposal itself, as an operator would; interactive, it says which command
+# does it.
 [ -t 0 ] && unattended= || unattended=1
 announced=
 end=$((SECONDS + secs))

@@ -156,6 +156,10 @@ static const char *const metric_patterns[] = {
 	"link.{if}.rx_packets", "link.{if}.tx_packets", "link.{if}.rx_bytes", "link.{if}.tx_bytes",
 	"link.{if}.rx_dropped", "link.{if}.rx_missed", "link.{if}.tx_dropped", "link.{if}.rx_errors",
 	"link.{if}.tx_errors",
+	"client.requests", "client.failures", "client.timeouts", "client.connect_p50_ms", "client.connect_p99_ms",
+	"client.ttfb_p99_ms", "client.total_p50_ms", "client.total_p99_ms", "client.connect.timed",
+	"client.ttfb.timed", "client.total.timed", "client.connect.us_sum", "client.ttfb.us_sum", "client.total.us_sum",
+	"client.connect.lat.b{n}", "client.ttfb.lat.b{n}", "client.total.lat.b{n}",
 };
 
 /* Derived metrics: computed by the judge from a block's sums (ratios of sums, never means of per-tick ratios). */

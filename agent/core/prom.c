@@ -299,6 +299,15 @@ enum fam {
 	F_HTTP_UPSTREAM_SHARE,
 	F_ACCESS_UNPARSED,
 	F_ACCESS_BEHIND,
+	F_CLIENT_REQUESTS,
+	F_CLIENT_FAILURES,
+	F_CLIENT_TIMEOUTS,
+	F_CLIENT_CONNECT,
+	F_CLIENT_TTFB,
+	F_CLIENT_DURATION,
+	F_CLIENT_CONNECT_PCT,
+	F_CLIENT_TTFB_PCT,
+	F_CLIENT_DURATION_PCT,
 	F_TCP_LISTEN_OVERFLOWS,
 	F_TCP_LISTEN_DROPS,
 	F_TCP_RETRANS,
@@ -391,6 +400,28 @@ static const struct family {
 			       "Access log lines the agent could not parse."},
 	[F_ACCESS_BEHIND] = {"ngxat_access_log_behind", PROM_GAUGE,
 			     "1 when the last tick left access log lines for the next (the per-tick read cap)."},
+	[F_CLIENT_REQUESTS] = {"ngxat_client_requests_total", PROM_COUNTER,
+			       "Requests the agent's synthetic client made to nginx, from nginx's network namespace."},
+	[F_CLIENT_FAILURES] = {"ngxat_client_failures_total", PROM_COUNTER,
+			       "Synthetic client requests that failed: refused, reset, cut short, a bad status (timeouts "
+			       "apart)."},
+	[F_CLIENT_TIMEOUTS] = {"ngxat_client_timeouts_total", PROM_COUNTER,
+			       "Synthetic client requests with no complete answer within [client] timeout."},
+	[F_CLIENT_CONNECT] = {"ngxat_client_connect_duration_seconds", PROM_HISTOGRAM,
+			      "Synthetic client: time to establish a connection, the accept queue's wait included "
+			      "(microsecond resolution)."},
+	[F_CLIENT_TTFB] = {"ngxat_client_ttfb_seconds", PROM_HISTOGRAM,
+			   "Synthetic client: time from the start of a request to the first byte of its answer, "
+			   "connect included (answered requests)."},
+	[F_CLIENT_DURATION] = {"ngxat_client_request_duration_seconds", PROM_HISTOGRAM,
+			       "Synthetic client: time from the start of a request to the end of its answer, connect "
+			       "included (answered requests): what a client sees, unlike $request_time."},
+	[F_CLIENT_CONNECT_PCT] = {"ngxat_client_connect_duration_last_tick_seconds", PROM_GAUGE,
+				  "Connect time percentiles of the last tick's client requests (NaN when none)."},
+	[F_CLIENT_TTFB_PCT] = {"ngxat_client_ttfb_last_tick_seconds", PROM_GAUGE,
+			       "Time to first byte percentiles of the last tick's client requests (NaN when none)."},
+	[F_CLIENT_DURATION_PCT] = {"ngxat_client_request_duration_last_tick_seconds", PROM_GAUGE,
+				   "Total time percentiles of the last tick's client requests (NaN when none)."},
 	[F_TCP_LISTEN_OVERFLOWS] = {"ngxat_tcp_listen_overflows_total", PROM_COUNTER,
 				    "Connections dropped because a listen queue was full (TcpExt ListenOverflows)."},
 	[F_TCP_LISTEN_DROPS] = {"ngxat_tcp_listen_drops_total", PROM_COUNTER,
@@ -513,6 +544,25 @@ static const struct rule {
 	{"http.upstream_share", F_HTTP_UPSTREAM_SHARE, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"http.unparsed", F_ACCESS_UNPARSED, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"http.backlog", F_ACCESS_BEHIND, SRC_KIND, 1, {NULL}, NULL, NULL},
+
+	/* The synthetic client's histograms are in microseconds. */
+	{"client.requests", F_CLIENT_REQUESTS, SRC_KIND, 1, {NULL}, NULL, NULL},
+	{"client.failures", F_CLIENT_FAILURES, SRC_KIND, 1, {NULL}, NULL, NULL},
+	{"client.timeouts", F_CLIENT_TIMEOUTS, SRC_KIND, 1, {NULL}, NULL, NULL},
+	{"client.connect.lat.b*", F_CLIENT_CONNECT, SRC_BUCKET, 1, {NULL}, NULL, NULL},
+	{"client.connect.timed", F_CLIENT_CONNECT, SRC_COUNT, 1, {NULL}, NULL, NULL},
+	{"client.connect.us_sum", F_CLIENT_CONNECT, SRC_HSUM, 1e6, {NULL}, NULL, NULL},
+	{"client.ttfb.lat.b*", F_CLIENT_TTFB, SRC_BUCKET, 1, {NULL}, NULL, NULL},
+	{"client.ttfb.timed", F_CLIENT_TTFB, SRC_COUNT, 1, {NULL}, NULL, NULL},
+	{"client.ttfb.us_sum", F_CLIENT_TTFB, SRC_HSUM, 1e6, {NULL}, NULL, NULL},
+	{"client.total.lat.b*", F_CLIENT_DURATION, SRC_BUCKET, 1, {NULL}, NULL, NULL},
+	{"client.total.timed", F_CLIENT_DURATION, SRC_COUNT, 1, {NULL}, NULL, NULL},
+	{"client.total.us_sum", F_CLIENT_DURATION, SRC_HSUM, 1e6, {NULL}, NULL, NULL},
+	{"client.connect_p50_ms", F_CLIENT_CONNECT_PCT, SRC_KIND, 1000, {NULL}, "percentile", "50"},
+	{"client.connect_p99_ms", F_CLIENT_CONNECT_PCT, SRC_KIND, 1000, {NULL}, "percentile", "99"},
+	{"client.ttfb_p99_ms", F_CLIENT_TTFB_PCT, SRC_KIND, 1000, {NULL}, "percentile", "99"},
+	{"client.total_p50_ms", F_CLIENT_DURATION_PCT, SRC_KIND, 1000, {NULL}, "percentile", "50"},
+	{"client.total_p99_ms", F_CLIENT_DURATION_PCT, SRC_KIND, 1000, {NULL}, "percentile", "99"},
 
 	{"tcp.listen_overflows", F_TCP_LISTEN_OVERFLOWS, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"tcp.listen_drops", F_TCP_LISTEN_DROPS, SRC_KIND, 1, {NULL}, NULL, NULL},
@@ -658,6 +708,17 @@ uint32_t prom_lat_bound_ms(unsigned i)
 	return hist_bucket_lo(hist_bucket(wanted[i] + 1)) - 1;
 }
 
+uint32_t prom_lat_bound_us(unsigned i)
+{
+	/* From 50 us (a loopback answer) to 2.5 s; the client's timeout is at most 4 s. */
+	static const uint32_t wanted[PROM_LAT_BOUNDS] = {50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000,
+							 100000, 500000, 2500000};
+
+	if (i >= PROM_LAT_BOUNDS)
+		return UINT32_MAX;
+	return hist_bucket_lo(hist_bucket(wanted[i] + 1)) - 1;
+}
+
 /* ---- the totals ------------------------------------------------------------------------------------------- */
 
 void prom_totals_init(struct prom_totals *t)
@@ -748,11 +809,33 @@ static int cmp_entry(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The request-time histogram from entries E[0..N) of its family. */
-static int write_histogram(const struct prom_totals *t, const struct metric_registry *reg, const struct entry *e,
-			   size_t n, struct prom_writer *w)
+/* The histogram families: where their buckets' names put the index, and their unit. */
+static const struct histo {
+	enum fam fam;
+	const char *bucket_prefix;
+	bool us; /* buckets of microseconds (the synthetic client), else of milliseconds */
+} histos[] = {
+	{F_HTTP_DURATION, "http.lat.b", false},
+	{F_CLIENT_CONNECT, "client.connect.lat.b", true},
+	{F_CLIENT_TTFB, "client.ttfb.lat.b", true},
+	{F_CLIENT_DURATION, "client.total.lat.b", true},
+};
+
+static const struct histo *histo_of(unsigned fam)
 {
+	for (size_t i = 0; i < sizeof(histos) / sizeof(histos[0]); i++)
+		if ((unsigned)histos[i].fam == fam)
+			return &histos[i];
+	return NULL;
+}
+
+/* Histogram family HI from entries E[0..N) of it. */
+static int write_histogram(const struct prom_totals *t, const struct metric_registry *reg, const struct histo *hi,
+			   const struct entry *e, size_t n, struct prom_writer *w)
+{
+	const struct family *f = &fams[hi->fam];
 	double b[HIST_NBUCKETS] = {0}, count = NAN, sum = 0, cum = 0;
+	size_t plen = strlen(hi->bucket_prefix);
 	char le[PROM_VALUE_MAX];
 	struct prom_label l = {"le", le};
 	unsigned next = 0;
@@ -768,8 +851,8 @@ static int write_histogram(const struct prom_totals *t, const struct metric_regi
 			count = c->v;
 		} else if (ru->src == SRC_HSUM) {
 			sum = c->v / ru->div;
-		} else if (name) {
-			idx = strtoul(name + strlen("http.lat.b"), &end, 10);
+		} else if (name && strncmp(name, hi->bucket_prefix, plen) == 0) {
+			idx = strtoul(name + plen, &end, 10);
 			if (!*end && idx < HIST_NBUCKETS)
 				b[idx] += c->v;
 		}
@@ -777,13 +860,13 @@ static int write_histogram(const struct prom_totals *t, const struct metric_regi
 	/* Buckets are stored sparse and age apart from the count: the count says whether the histogram is live. */
 	if (isnan(count))
 		return 0;
-	prom_family(w, fams[F_HTTP_DURATION].name, PROM_HISTOGRAM, fams[F_HTTP_DURATION].help);
+	prom_family(w, f->name, PROM_HISTOGRAM, f->help);
 	for (unsigned k = 0; k < PROM_LAT_BOUNDS; k++) {
-		uint32_t bound = prom_lat_bound_ms(k);
+		uint32_t bound = hi->us ? prom_lat_bound_us(k) : prom_lat_bound_ms(k);
 
 		for (; next < HIST_NBUCKETS && hist_bucket_lo(next) <= bound; next++)
 			cum += b[next];
-		prom_format_value(bound / 1000.0, le, sizeof(le));
+		prom_format_value(bound / (hi->us ? 1e6 : 1e3), le, sizeof(le));
 		prom_sample(w, "_bucket", &l, 1, cum);
 	}
 	for (; next < HIST_NBUCKETS; next++)
@@ -820,8 +903,8 @@ int prom_totals_write(const struct prom_totals *t, const struct metric_registry 
 
 		while (j < n && e[j].fam == e[i].fam)
 			j++;
-		if (e[i].fam == F_HTTP_DURATION) {
-			write_histogram(t, reg, e + i, j - i, w);
+		if (histo_of(e[i].fam)) {
+			write_histogram(t, reg, histo_of(e[i].fam), e + i, j - i, w);
 		} else {
 			prom_family(w, fams[e[i].fam].name, fams[e[i].fam].type, fams[e[i].fam].help);
 			for (size_t k = i; k < j; k++) {

@@ -7,7 +7,8 @@
  * turns frame metric names ("softnet.1.time_squeeze") into a family and labels
  * (ngxat_softnet_time_squeeze_total{cpu="1"}). The totals turn per-tick frames into what a scraper wants, which
  * sees one scrape in many ticks: running totals for what the sampler reports per tick (counter deltas, log lines,
- * CPU shares), the last value of levels, and a cumulative request-time histogram with exact bucket counts.
+ * CPU shares), the last value of levels, and cumulative histograms (request time from the access log, the synthetic
+ * client's connect, first-byte and total times) with exact bucket counts.
  *
  * It must not do I/O or read a clock: frames carry their time, and the caller decides what is too old to show.
  */
@@ -88,6 +89,8 @@ const char *prom_family_name(unsigned i);
 #define PROM_LAT_BOUNDS 13
 /* Bound I (0..PROM_LAT_BOUNDS-1) in ms. */
 uint32_t prom_lat_bound_ms(unsigned i);
+/* Bound I (0..PROM_LAT_BOUNDS-1) in us, for the synthetic client's microsecond histograms, exact the same way. */
+uint32_t prom_lat_bound_us(unsigned i);
 
 /* One metric id's running state. */
 struct prom_cell {

@@ -1,7 +1,8 @@
 /*
  * probe: the words the sampler and its callers share about probes: their ids (bits in a frame's probes_ok and
- * probes_bad, stored with every frame: append, never renumber), their health, and the result of the one fetch
- * made off the loop (stub_status). Types only: the probes are in probe_*.c, their table in sampler.c.
+ * probes_bad, stored with every frame: append, never renumber), their health, and the results of the work done
+ * off the loop (the stub_status fetch, the synthetic client's requests). Types only: the probes are in probe_*.c,
+ * their table in sampler.c.
  */
 #ifndef NGXAT_PROBE_H
 #define NGXAT_PROBE_H
@@ -9,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/client.h"
 
 enum probe_id {
 	PROBE_NETSTAT,    /* /proc/PID/net/netstat + snmp */
@@ -22,6 +25,7 @@ enum probe_id {
 	PROBE_ACCESSLOG,  /* the access log */
 	PROBE_ERRORLOG,   /* the error log */
 	PROBE_NETLINK,    /* inet_diag + link stats */
+	PROBE_CLIENT,     /* the synthetic client: requests to nginx from its namespace */
 	PROBE_COUNT
 };
 
@@ -39,6 +43,13 @@ struct stub_result {
 	char body[2048];
 	size_t len;
 	double cpu_ms;  /* CPU the fetch used on its thread (measured by the caller, loop.c) */
+};
+
+struct client_result {
+	int err;        /* 0, or -errno when no request could be made (a URL it cannot ask) */
+	char msg[192];  /* the first failure's reason */
+	struct client_tick tick;
+	double cpu_ms;  /* CPU the requests used on their thread (measured by the caller, loop.c) */
 };
 
 #endif

@@ -18,7 +18,7 @@
 enum probe_stage {
 	STAGE_BEGIN,   /* sampler_begin: nginx's pid and namespace, which the stub_status fetch needs */
 	STAGE_COLLECT, /* sampler_collect */
-	STAGE_CALLER,  /* fetched off the loop by the caller, through sampler_stub_* (the one probe that can block) */
+	STAGE_CALLER,  /* run off the loop by the caller, through sampler_stub_* and sampler_client_* (they can block) */
 };
 
 /* One probe. Its id is its bit in frames (stored: never renumbered); its place in the table is its turn. */
@@ -65,6 +65,11 @@ static bool netlink_on(const struct config *c)
 	return c->probe_netlink;
 }
 
+static bool client_on(const struct config *c)
+{
+	return c->client_enabled && (c->client_url[0] || c->stub_status_url[0]);
+}
+
 /*
  * Every probe, in the order a tick runs them within its stage. Adding a probe: an id at the end of probe.h's enum, a
  * row here, and its sample function in a probe_*.c file of its own (declared in sampler_kit.h, listed with the
@@ -82,6 +87,7 @@ static const struct probe_row probes[] = {
 	{PROBE_ACCESSLOG, "access_log", STAGE_COLLECT, access_on, probe_logs_access},
 	{PROBE_ERRORLOG, "error_log", STAGE_COLLECT, errorlog_on, probe_logs_error},
 	{PROBE_NETLINK, "netlink", STAGE_COLLECT, netlink_on, probe_sockets_sample},
+	{PROBE_CLIENT, "client", STAGE_CALLER, client_on, NULL},
 };
 
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
@@ -164,6 +170,7 @@ void sampler_free(struct sampler *s)
 	close_tailers(s);
 	probe_netlink_close(s->nl);
 	probe_stub_free(s->stub);
+	probe_client_free(s->client);
 	if (s->netns_fd >= 0)
 		close(s->netns_fd);
 	if (s->nginx_pidfd >= 0)
@@ -224,6 +231,33 @@ void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_r
 void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why)
 {
 	probe_stub_skip(s, fr, why);
+}
+
+/* ---- the synthetic client, run by the caller (probe_client.c) ------------------------------------------- */
+
+bool sampler_client_enabled(const struct sampler *s)
+{
+	return s->health[PROBE_CLIENT].enabled;
+}
+
+void *sampler_client_prepare(struct sampler *s)
+{
+	return probe_client_prepare(s);
+}
+
+void sampler_client_run(void *handle, struct client_result *res)
+{
+	probe_client_run(handle, res);
+}
+
+void sampler_client_apply(struct sampler *s, struct frame *fr, const struct client_result *res)
+{
+	probe_client_apply(s, fr, res);
+}
+
+void sampler_client_skip(struct sampler *s, struct frame *fr, const char *why)
+{
+	probe_client_skip(s, fr, why);
 }
 
 /* ---- the tick -------------------------------------------------------------------------------------------- */

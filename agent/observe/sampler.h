@@ -6,8 +6,8 @@
  * the conversion of raw counters into per-tick deltas. A table in sampler.c names every probe and its turn; each
  * probe or tight family of probes is one probe_*.c file, and what they share is sampler_kit.c (see sampler_kit.h).
  * Parsing is done by the pure parsers in core/.
- * The stub_status fetch is split out (sampler_stub_*) so that the loop can run it on the thread pool: it is the one
- * probe that can block. The sampler never writes to the host and never logs a probe failure more than once per
+ * The stub_status fetch and the synthetic client's requests are split out (sampler_stub_*, sampler_client_*) so that
+ * the loop can run them on the thread pool: they are the probes that can block. The sampler never writes to the host and never logs a probe failure more than once per
  * change of its error.
  */
 #ifndef NGXAT_SAMPLER_H
@@ -52,5 +52,15 @@ void sampler_stub_fetch(void *handle, struct stub_result *res);
 void sampler_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res);
 /* Mark stub_status missing for this tick (the previous fetch was still running). */
 void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why);
+/* Whether the synthetic client is configured. */
+bool sampler_client_enabled(const struct sampler *s);
+/* Prepare a run of the client's requests for the thread pool. Returns an opaque pointer or NULL (no memory). */
+void *sampler_client_prepare(struct sampler *s);
+/* The blocking run, bounded by 80% of a tick; on a pool thread, it touches nothing but HANDLE and RES. */
+void sampler_client_run(void *handle, struct client_result *res);
+/* Put RES into FR and account the client's health (on the loop thread). */
+void sampler_client_apply(struct sampler *s, struct frame *fr, const struct client_result *res);
+/* Mark the client missing for this tick (the previous run was still going). */
+void sampler_client_skip(struct sampler *s, struct frame *fr, const char *why);
 
 #endif

@@ -70,6 +70,7 @@ struct id_slot;
 struct logtail;
 struct probe_netlink;
 struct stub_handle;
+struct client_handle;
 
 struct sampler {
 	/* sampler.c (the lifecycle) and sampler_kit.c */
@@ -124,6 +125,9 @@ struct sampler {
 
 	/* probe_stub.c */
 	struct stub_handle *stub; /* made by the first sampler_stub_prepare */
+
+	/* probe_client.c */
+	struct client_handle *client; /* made by the first sampler_client_prepare */
 };
 
 /*
@@ -142,6 +146,7 @@ enum key_kind {
 	K_HTTP_LAT,       /* a: bucket */
 	K_ERRLOG,         /* a: kind */
 	K_LISTEN,         /* a: port, b: field */
+	K_CLIENT_LAT,     /* a: phase (probe_client.c), b: bucket */
 };
 
 #define SAMPLER_KEY(kind, a, b) \
@@ -211,5 +216,15 @@ void probe_stub_apply(struct sampler *s, struct frame *fr, const struct stub_res
 void probe_stub_skip(struct sampler *s, struct frame *fr, const char *why);
 /* probe_stub.c: free the stub_status handle; NULL is fine. */
 void probe_stub_free(struct stub_handle *h);
+/* probe_client.c: prepare a run of the synthetic client (the handle is made on first use); the handle or NULL. */
+void *probe_client_prepare(struct sampler *s);
+/* probe_client.c: the blocking run, on a pool thread: touches nothing but HANDLE and RES. */
+void probe_client_run(void *handle, struct client_result *res);
+/* probe_client.c: put RES into FR and account the client's health (on the loop thread). */
+void probe_client_apply(struct sampler *s, struct frame *fr, const struct client_result *res);
+/* probe_client.c: the client missing this tick, for WHY. */
+void probe_client_skip(struct sampler *s, struct frame *fr, const char *why);
+/* probe_client.c: free the client's handle; NULL is fine. */
+void probe_client_free(struct client_handle *h);
 
 #endif

@@ -41,6 +41,8 @@ struct stubhttp {
 	uint64_t gen;            /* the namespace generation fd was made in */
 	char *in;                /* the response being read */
 	size_t in_len;
+	struct stubhttp_timing *t; /* the timed get under way, or NULL */
+	uint64_t t_limit_ns;     /* its timeout, which the timerfd counts down from */
 };
 
 bool stubhttp_handles(const char *url)
@@ -177,6 +179,18 @@ bool stubhttp_connected(const struct stubhttp *c)
 	return c && c->fd >= 0;
 }
 
+/* Microseconds since the timed get began: its timeout less what the timerfd has left (0 left once it fired). */
+static uint64_t elapsed_us(const struct stubhttp *c)
+{
+	struct itimerspec left;
+	uint64_t ns;
+
+	if (timerfd_gettime(c->timer_fd, &left) < 0)
+		return 0;
+	ns = (uint64_t)left.it_value.tv_sec * 1000000000u + (uint64_t)left.it_value.tv_nsec;
+	return (c->t_limit_ns > ns ? c->t_limit_ns - ns : 0) / 1000u;
+}
+
 /* Wait for EVENTS on FD until the timerfd DEADLINE fires. 0, -ETIMEDOUT or -errno. */
 static int wait_fd(int fd, short events, int deadline)
 {
@@ -304,6 +318,10 @@ static int open_conn(struct stubhttp *c, int netns_fd, uint64_t gen, int deadlin
 		r = connect_one(&addrs[i], lens[i], netns_fd, deadline, &c->fd);
 		if (r == 0) {
 			c->gen = gen;
+			if (c->t) {
+				c->t->connected = true;
+				c->t->connect_us = elapsed_us(c);
+			}
 			return 0;
 		}
 		if (r == -ETIMEDOUT)
@@ -556,8 +574,8 @@ static int exchange(struct stubhttp *c, int deadline, char *body, size_t max, si
 				uint64_t need = nobody ? 0 : h.length;
 
 				if (need >= max) {
-					str_err(err, errlen, "a body of %llu bytes: not a stub_status page",
-					    (unsigned long long)need);
+					str_err(err, errlen, "a body of %llu bytes, over the %zu this client takes",
+					    (unsigned long long)need, max - 1);
 					return -EMSGSIZE;
 				}
 				if (avail >= need) {
@@ -575,12 +593,12 @@ static int exchange(struct stubhttp *c, int deadline, char *body, size_t max, si
 					return 0;
 				}
 				if (r < 0) {
-					str_err(err, errlen, r == -EMSGSIZE ? "a chunked body too large for a stub_status page"
+					str_err(err, errlen, r == -EMSGSIZE ? "a chunked body over the size this client takes"
 									: "bad chunked encoding");
 					return r;
 				}
 			} else if (avail >= max) {
-				str_err(err, errlen, "a body over %zu bytes: not a stub_status page", max - 1);
+				str_err(err, errlen, "a body over the %zu bytes this client takes", max - 1);
 				return -EMSGSIZE;
 			} else if (eof) {
 				*len = avail; /* no length: the body ends with the connection */
@@ -600,6 +618,10 @@ static int exchange(struct stubhttp *c, int deadline, char *body, size_t max, si
 		}
 		n = recv(c->fd, c->in + c->in_len, cap - c->in_len, 0);
 		if (n > 0) {
+			if (c->t && !c->t->first_byte) {
+				c->t->first_byte = true;
+				c->t->ttfb_us = elapsed_us(c);
+			}
 			c->in_len += (size_t)n;
 			continue;
 		}
@@ -631,8 +653,8 @@ static int exchange(struct stubhttp *c, int deadline, char *body, size_t max, si
 	return 0;
 }
 
-int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, char *body, size_t max,
-		 size_t *len, int *status, char *err, size_t errlen)
+static int get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, bool fresh, char *body,
+	       size_t max, size_t *len, int *status, char *err, size_t errlen)
 {
 	struct itimerspec its = {0};
 	int deadline = c ? c->timer_fd : -1;
@@ -649,6 +671,9 @@ int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeo
 		timeout_ms = 1;
 	its.it_value.tv_sec = timeout_ms / 1000;
 	its.it_value.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	c->t_limit_ns = (uint64_t)timeout_ms * 1000000u;
+	if (fresh)
+		drop(c);
 	if (timerfd_settime(deadline, 0, &its, NULL) < 0) {
 		r = -errno;
 		str_err(err, errlen, "timerfd: %s", strerror(errno));
@@ -673,5 +698,31 @@ int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeo
 		if (!reused || !retry)
 			break;
 	}
+	return r;
+}
+
+int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, char *body, size_t max,
+		 size_t *len, int *status, char *err, size_t errlen)
+{
+	return get(c, netns_fd, netns_gen, timeout_ms, false, body, max, len, status, err, errlen);
+}
+
+int stubhttp_get_timed(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, bool fresh,
+		       char *body, size_t max, size_t *len, int *status, struct stubhttp_timing *t, char *err,
+		       size_t errlen)
+{
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	if (c)
+		c->t = t;
+	r = get(c, netns_fd, netns_gen, timeout_ms, fresh, body, max, len, status, err, errlen);
+	if (!c)
+		return r;
+	/* A timeout took the whole of it, however far the timerfd was read before it fired. */
+	t->total_us = r == -ETIMEDOUT ? c->t_limit_ns / 1000u : elapsed_us(c);
+	c->t = NULL;
+	if (fresh)
+		drop(c);
 	return r;
 }

@@ -1,12 +1,14 @@
 /*
- * stubhttp: a small HTTP/1.1 client for nginx's stub_status page over a kept-alive plain TCP connection.
+ * stubhttp: a small HTTP/1.1 client for nginx's stub_status page over a kept-alive plain TCP connection, and for
+ * the synthetic client's timed requests.
  *
  * The page is about 100 bytes and fetched every tick; libcurl spent 0.15-0.2 ms of CPU a fetch on its machinery
  * (URL parsing, connection cache, header handling), three times the socket calls themselves. This client sends
  * one GET on a connection it keeps open between fetches, reads the status line, the headers it needs
  * (Content-Length, Transfer-Encoding: chunked, Connection) and a body of a bounded size, all under one deadline.
  * A kept connection that the server has closed is reopened once per fetch. Plain http:// only: the sampler keeps
- * libcurl for anything else.
+ * libcurl for anything else. A timed GET (stubhttp_get_timed, the synthetic client's) reads its phases off the
+ * deadline's timerfd: what is left of the timeout says how long each phase took, so this module reads no clock.
  *
  * It must not log, decide what a status means or parse the page; it blocks (the caller runs it on a pool thread),
  * and touches nothing but its own state and the caller's buffers.
@@ -37,6 +39,20 @@ void stubhttp_free(struct stubhttp *c);
  * receive, with ERR saying what failed. */
 int stubhttp_get(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, char *body, size_t max,
 		 size_t *len, int *status, char *err, size_t errlen);
+/* What one timed GET took, in microseconds from its start. */
+struct stubhttp_timing {
+	bool connected;      /* a new connection was made; false: a kept one was used (no connect time) */
+	bool first_byte;     /* a byte of the response came back */
+	uint64_t connect_us; /* the connection established (when connected) */
+	uint64_t ttfb_us;    /* the first byte of the response (when first_byte) */
+	uint64_t total_us;   /* the whole response, or the failure */
+};
+
+/* As stubhttp_get, with its phases into *T. FRESH: on a new connection (a kept one is closed first), closed after
+ * the response; else on the kept connection when there is one, kept open when the server allows. */
+int stubhttp_get_timed(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, bool fresh,
+		       char *body, size_t max, size_t *len, int *status, struct stubhttp_timing *t, char *err,
+		       size_t errlen);
 /* Whether a connection is kept open for the next fetch. */
 bool stubhttp_connected(const struct stubhttp *c);
 

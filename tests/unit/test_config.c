@@ -1,4 +1,4 @@
-/* Unit tests for common/config.c and common/strutil.c: defaults, every key, and errors with FILE:LINE. */
+/* Unit tests for common/config.c and common/strutil.c: defaults, every key ([client] too), errors with FILE:LINE. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -136,6 +136,16 @@ static const struct {
 	{"[api]\nlisten = 10.1.2.3:9180\nlisten_any = no\n", "set listen_any = yes", 2},
 	{"[api]\nlisten = [::]:9180\n", "not a loopback address", 2},
 	{"[api]\nlisten_any = perhaps\n", "not yes or no", 2},
+	{"[client]\nenabled = sometimes\n", "enabled: 'sometimes' is not yes or no", 2},
+	{"[client]\nurl = https://127.0.0.1/\n", "url: must be an http:// URL", 2},
+	{"[client]\n\nurl = 127.0.0.1:80\n", "url: must be an http:// URL", 3},
+	{"[client]\nrequests_per_tick = 0\n", "requests_per_tick: '0' is not a whole number from 1 to 32", 2},
+	{"[client]\nrequests_per_tick = 33\n", "from 1 to 32", 2},
+	{"[client]\nrequests_per_tick = four\n", "from 1 to 32", 2},
+	{"[client]\ntimeout = 5s\n", "timeout: '5s' is not a duration between 10ms and 4000ms", 2},
+	{"[client]\ntimeout = 1ms\n", "between 10ms and 4000ms", 2},
+	{"[client]\ntimeout = soon\n", "not a duration", 2},
+	{"[client]\nrate = 5\n", "unknown key 'rate' in section [client]", 2},
 };
 
 static void test_errors(void **state)
@@ -282,6 +292,70 @@ static void test_strutil(void **state)
 	sbuf_free(&s);
 }
 
+/* [client]: the synthetic client. */
+static void test_client_defaults(void **state)
+{
+	struct config c;
+	char err[256], url[CONFIG_PATH_MAX];
+
+	(void)state;
+	assert_int_equal(config_load("/nonexistent/agent.conf", false, &c, err, sizeof(err)), 0);
+	assert_true(c.client_enabled);
+	assert_string_equal(c.client_url, "");
+	assert_int_equal(c.client_requests, 4);
+	assert_int_equal(c.client_timeout_ms, 500);
+	/* The default stub_status_url is http://127.0.0.1/nginx_status: its host, path /. */
+	assert_int_equal(config_client_url(&c, url, sizeof(url)), 0);
+	assert_string_equal(url, "http://127.0.0.1/");
+}
+
+static void test_client_keys(void **state)
+{
+	struct config c;
+	char err[256], url[CONFIG_PATH_MAX];
+
+	(void)state;
+	write_conf("[client]\nenabled = no\nurl = http://[::1]:8080/health?x=1\nrequests_per_tick = 7\n"
+		   "timeout = 250ms\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_false(c.client_enabled);
+	assert_string_equal(c.client_url, "http://[::1]:8080/health?x=1");
+	assert_int_equal(c.client_requests, 7);
+	assert_int_equal(c.client_timeout_ms, 250);
+	assert_int_equal(config_client_url(&c, url, sizeof(url)), 0);
+	assert_string_equal(url, "http://[::1]:8080/health?x=1");
+}
+
+/* Without [client] url: stub_status_url's scheme, host and port, path "/". */
+static void test_client_derived_url(void **state)
+{
+	static const struct {
+		const char *stub, *want;
+		int r;
+	} cases[] = {
+		{"http://127.0.0.1:8080/nginx_status", "http://127.0.0.1:8080/", 0},
+		{"http://[::1]:81/st?x", "http://[::1]:81/", 0},
+		{"http://localhost", "http://localhost/", 0},
+		{"http://10.0.0.1:9000?q", "http://10.0.0.1:9000/", 0},
+		{"https://example.test/st", "https://example.test/", 0}, /* the probe says it cannot do https */
+		{"", "", -ENOENT},
+	};
+	struct config c;
+	char url[CONFIG_PATH_MAX], tiny[12];
+
+	(void)state;
+	config_default(&c);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(c.stub_status_url, sizeof(c.stub_status_url), "%s", cases[i].stub);
+		url[0] = '\0';
+		assert_int_equal(config_client_url(&c, url, sizeof(url)), cases[i].r);
+		if (cases[i].r == 0)
+			assert_string_equal(url, cases[i].want);
+	}
+	snprintf(c.stub_status_url, sizeof(c.stub_status_url), "http://127.0.0.1:8080/nginx_status");
+	assert_int_equal(config_client_url(&c, tiny, sizeof(tiny)), -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +367,9 @@ int main(void)
 		cmocka_unit_test(test_strutil),
 		cmocka_unit_test_setup_teardown(test_api_keys, setup, teardown),
 		cmocka_unit_test(test_listen_parse),
+		cmocka_unit_test(test_client_defaults),
+		cmocka_unit_test_setup_teardown(test_client_keys, setup, teardown),
+		cmocka_unit_test(test_client_derived_url),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -427,6 +427,57 @@ static void test_timeout(void **state)
 	assert_false(stubhttp_connected(f->c));
 }
 
+/* A timed get: its phases read off the deadline's timerfd, in order, and within what the test's clock saw; a fresh
+ * get makes and closes its own connection, a kept one is reused without a connect. */
+static void test_timed(void **state)
+{
+	static const char *const head = "HTTP/1.1 200 OK\r\nContent-Length: 97\r\n\r\n";
+	struct fixture *f = *state;
+	struct stubhttp_timing t;
+	struct got g;
+	double t0, wall_us;
+
+	add_script(&f->sv, (struct script){.pieces = {head, BODY}, .delay_us = 30000});
+	add_script(&f->sv, (struct script){.pieces = {ok_response}});
+	add_script(&f->sv, (struct script){.pieces = {ok_response}});
+	add_script(&f->sv, (struct script){.silent = true});
+	t0 = wall_ms();
+	g.r = stubhttp_get_timed(f->c, -1, 0, 1000, false, g.body, sizeof(g.body), &g.len, &g.status, &t, g.err,
+				 sizeof(g.err));
+	wall_us = (wall_ms() - t0) * 1000;
+	assert_int_equal(g.r, 0);
+	assert_string_equal(g.body, BODY);
+	assert_true(t.connected && t.first_byte);
+	assert_true(t.connect_us <= t.ttfb_us);
+	assert_true(t.ttfb_us < t.total_us);
+	assert_true(t.total_us >= 30000);           /* the body came 30 ms after the head */
+	assert_true(t.total_us - t.ttfb_us >= 25000);
+	assert_true((double)t.total_us <= wall_us + 1000);
+	assert_true(stubhttp_connected(f->c));
+	/* Kept: the same connection, no connect. */
+	g.r = stubhttp_get_timed(f->c, -1, 0, 1000, false, g.body, sizeof(g.body), &g.len, &g.status, &t, g.err,
+				 sizeof(g.err));
+	assert_int_equal(g.r, 0);
+	assert_false(t.connected);
+	assert_true(t.first_byte && t.ttfb_us <= t.total_us);
+	assert_int_equal(counter(&f->sv, &f->sv.accepts), 1);
+	/* Fresh: a new connection, closed after the answer. */
+	g.r = stubhttp_get_timed(f->c, -1, 0, 1000, true, g.body, sizeof(g.body), &g.len, &g.status, &t, g.err,
+				 sizeof(g.err));
+	assert_int_equal(g.r, 0);
+	assert_true(t.connected);
+	assert_false(stubhttp_connected(f->c));
+	wait_closes(&f->sv, 2);
+	assert_int_equal(counter(&f->sv, &f->sv.accepts), 2);
+	/* A timeout takes the whole of it. */
+	g.r = stubhttp_get_timed(f->c, -1, 0, 150, true, g.body, sizeof(g.body), &g.len, &g.status, &t, g.err,
+				 sizeof(g.err));
+	assert_int_equal(g.r, -ETIMEDOUT);
+	assert_true(t.connected);
+	assert_false(t.first_byte);
+	assert_int_equal(t.total_us, 150000);
+}
+
 static void test_bad_responses(void **state)
 {
 	struct fixture *f = *state;
@@ -591,6 +642,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_and_reconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http10_until_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_responses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_and_urls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_name_and_request_line, setup, teardown),

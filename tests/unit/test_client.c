@@ -1,0 +1,124 @@
+/*
+ * Unit tests for core/client.c: outcomes, a tick's counts and histograms, percentiles in milliseconds with
+ * sub-millisecond resolution (expected values from numpy.percentile, R's type 7, on exact buckets), and the budget.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "core/client.h"
+
+static void test_classify(void **state)
+{
+	(void)state;
+	assert_int_equal(client_classify(0, 200), CLIENT_OK);
+	assert_int_equal(client_classify(0, 204), CLIENT_OK);
+	assert_int_equal(client_classify(0, 301), CLIENT_OK);
+	assert_int_equal(client_classify(0, 399), CLIENT_OK);
+	assert_int_equal(client_classify(0, 404), CLIENT_FAILED);
+	assert_int_equal(client_classify(0, 503), CLIENT_FAILED);
+	assert_int_equal(client_classify(0, 199), CLIENT_FAILED);
+	assert_int_equal(client_classify(0, 0), CLIENT_FAILED);
+	assert_int_equal(client_classify(-ECONNREFUSED, 0), CLIENT_FAILED);
+	assert_int_equal(client_classify(-ECONNRESET, 0), CLIENT_FAILED);
+	assert_int_equal(client_classify(-EPROTO, 0), CLIENT_FAILED);  /* not HTTP, or closed mid-answer */
+	assert_int_equal(client_classify(-EMSGSIZE, 200), CLIENT_FAILED);
+	assert_int_equal(client_classify(-ETIMEDOUT, 0), CLIENT_TIMEOUT);
+}
+
+/* Four answered requests on exact buckets (< 16 us), one refused, one timed out after connecting. */
+static void test_tick(void **state)
+{
+	struct client_tick t;
+	static const struct client_request rq[] = {
+		{0, 200, true, 1, 3, 3},
+		{0, 200, true, 2, 4, 5},
+		{0, 200, false, 0, 6, 7}, /* the kept-alive connection: no connect */
+		{0, 200, true, 4, 8, 9},
+		{-ECONNREFUSED, 0, false, 0, 0, 40},
+		{-ETIMEDOUT, 0, true, 13, 0, 500000},
+		{0, 502, true, 3, 10, 11},
+	};
+
+	(void)state;
+	client_tick_reset(&t);
+	assert_true(isnan(client_quantile_ms(&t.total, 0.5)));
+	for (size_t i = 0; i < sizeof(rq) / sizeof(rq[0]); i++)
+		client_tick_add(&t, &rq[i]);
+	assert_int_equal(t.requests, 7);
+	assert_int_equal(t.failures, 2);
+	assert_int_equal(t.timeouts, 1);
+	/* Connect: every connection made, the timed-out and the 502 ones included: {1, 2, 4, 13, 3}. */
+	assert_int_equal(t.connect.count, 5);
+	assert_int_equal(t.connect.sum_ms, 23);
+	/* numpy.percentile([1, 2, 3, 4, 13], 50) = 3; 99 -> 12.64 (us). */
+	assert_true(fabs(client_quantile_ms(&t.connect, 0.50) - 0.003) < 1e-12);
+	assert_true(fabs(client_quantile_ms(&t.connect, 0.99) - 0.01264) < 1e-12);
+	/* Totals of the answered: {3, 5, 7, 9}: p50 6, p99 8.94 (us). */
+	assert_int_equal(t.total.count, 4);
+	assert_true(fabs(client_quantile_ms(&t.total, 0.50) - 0.006) < 1e-12);
+	assert_true(fabs(client_quantile_ms(&t.total, 0.99) - 0.00894) < 1e-12);
+	/* TTFB {3, 4, 6, 8}: p99 = 6 + 0.97 * 2 = 7.94 us. */
+	assert_true(fabs(client_quantile_ms(&t.ttfb, 0.99) - 0.00794) < 1e-12);
+}
+
+/* Loopback answers take tens of microseconds: never 0 ms. Larger values are within core/hist's 6.25%. */
+static void test_resolution(void **state)
+{
+	struct client_tick t;
+	struct client_request rq = {0, 200, true, 80, 80, 80};
+
+	(void)state;
+	client_tick_reset(&t);
+	client_tick_add(&t, &rq);
+	/* 80 us falls in [80, 88): read as its midpoint, 83.5 us. */
+	assert_true(fabs(client_quantile_ms(&t.total, 0.99) - 0.0835) < 1e-12);
+	client_tick_reset(&t);
+	rq.total_us = 1200;
+	client_tick_add(&t, &rq);
+	assert_true(fabs(client_quantile_ms(&t.total, 0.5) - 1.2) <= 1.2 * 0.0625);
+	client_tick_reset(&t);
+	rq.total_us = 480000; /* a 480 ms answer */
+	client_tick_add(&t, &rq);
+	assert_true(fabs(client_quantile_ms(&t.total, 0.5) - 480.0) <= 480.0 * 0.0625);
+}
+
+static void test_budget(void **state)
+{
+	(void)state;
+	assert_int_equal(client_budget_ms(1000), 800);
+	assert_int_equal(client_budget_ms(100), 80);
+	assert_int_equal(client_budget_ms(0), 0);
+	/* Each request gets the timeout, or what the budget has left (whole ms, rounded against the request). */
+	assert_int_equal(client_request_timeout_ms(500, 800, 0), 500);
+	assert_int_equal(client_request_timeout_ms(500, 800, 300000), 500);
+	assert_int_equal(client_request_timeout_ms(500, 800, 500000), 300);
+	assert_int_equal(client_request_timeout_ms(500, 800, 500001), 299);
+	assert_int_equal(client_request_timeout_ms(500, 800, 799001), 0);
+	assert_int_equal(client_request_timeout_ms(500, 800, 900000), 0);
+	assert_int_equal(client_request_timeout_ms(4000, 800, 0), 800);
+	assert_int_equal(client_request_timeout_ms(500, 0, 0), 0);
+	assert_int_equal(client_request_timeout_ms(0, 800, 0), 0);
+	/* A timeout cut short by the budget is left out; an answer or a failure within it counts. */
+	assert_true(client_cut_short(-ETIMEDOUT, 300, 500));
+	assert_false(client_cut_short(-ETIMEDOUT, 500, 500));
+	assert_false(client_cut_short(0, 300, 500));
+	assert_false(client_cut_short(-ECONNREFUSED, 300, 500));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_tick),
+		cmocka_unit_test(test_resolution),
+		cmocka_unit_test(test_budget),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
