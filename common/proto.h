@@ -192,6 +192,14 @@
 #define API_K_ARM_B "arm_b"
 #define API_K_CHANGE_TEXT "change_text" /* B against A with its interval: "fell 78% [71%, 83%] (better)" */
 /* API_K_SUMMARY ("summary"): one line, the arms and the change: "listen overflows 486/1k req -> 0/1k req (better)" */
+/* The sequential rule and the harm while judging (added keys). */
+#define API_K_EARLY "early"             /* kept by the sequential rule before K pairs */
+#define API_K_BAYES_FACTOR "bayes_factor" /* its Bayes factor over the valid pairs (null before one) */
+#define API_K_NOISE_SD "noise_sd"       /* the calibration's sd of d it counted (null: none) */
+#define API_K_NOISE_PAIRS "noise_pairs"
+#define API_K_A_EVENTS "a_events"       /* the objective's events in the A blocks (null: not a count) */
+#define API_K_A_SECONDS "a_seconds"     /* the seconds arm A was measured */
+#define API_K_OUTAGE "outage"           /* in a pair: "a" or "b", the block that served nothing */
 
 /* Keys of /v1/audit */
 #define API_K_AUDIT "audit"

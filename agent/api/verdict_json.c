@@ -133,6 +133,8 @@ static json_t *pair_json(const struct judge_pair_ev *pe, size_t nguard)
 	/* Only when it happened: most pairs have enough requests for p99. */
 	if (pe->p95)
 		put(o, API_K_P95, json_true());
+	if (pe->outage == 'a' || pe->outage == 'b')
+		put(o, API_K_OUTAGE, json_string(pe->outage == 'a' ? "a" : "b"));
 	put(o, API_K_REQ_A, num(pe->requests_a));
 	put(o, API_K_REQ_B, num(pe->requests_b));
 	if (nguard) {
@@ -260,6 +262,12 @@ json_t *verdict_json_evidence(const struct judge_evidence *ev)
 	put(trips, API_K_TRIP_UNHANDLED, json_boolean(ev->trip_unhandled));
 	put(trips, API_K_TRIP_ERRORS, json_boolean(ev->trip_errors));
 	put(o, API_K_TRIPS, trips);
+	put(o, API_K_EARLY, json_boolean(ev->early));
+	put(o, API_K_BAYES_FACTOR, num(exp(ev->log_bf)));
+	put(o, API_K_NOISE_SD, num(ev->noise_sd));
+	put(o, API_K_NOISE_PAIRS, json_integer(ev->noise_n));
+	put(o, API_K_A_EVENTS, num(ev->a_events));
+	put(o, API_K_A_SECONDS, num(ev->a_seconds));
 	for (size_t g = 0; g < nguard; g++)
 		json_array_append_new(guards, guard_json(&ev->guard[g]));
 	put(o, API_K_GUARDRAILS, guards);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "evfmt.h"
 #include "stats.h"
 
 void judge_config_default(struct judge_config *cfg)
@@ -137,6 +138,24 @@ __attribute__((format(printf, 3, 4))) static void finish(struct judge *j, enum j
 	va_end(ap);
 	j->ev.verdict = v;
 	j->done = true;
+}
+
+/* The objective's change from signed log ratios, in words (evfmt: "fell 78% [71%, 83%] (better)", never a
+ * percentage above 1000%); BUF, or "no estimate" when there is none. */
+static const char *change(const struct judge *j, double mean, double lo, double hi, char *buf, size_t len)
+{
+	if (evfmt_objective_change(j->ev.dir, mean, lo, hi, buf, len) < 0)
+		snprintf(buf, len, "no estimate");
+	return buf;
+}
+
+/* A guardrail's, the same way with its label ("p99 latency rose 3% [-1%, +7%]"). */
+static const char *guard_change(const struct judge_guard_ev *ge, double mean, double lo, double hi, char *buf,
+				size_t len)
+{
+	if (evfmt_metric_change(ge->metric, ge->dir, mean, lo, hi, buf, len) < 0)
+		snprintf(buf, len, "%s: no estimate", ge->metric);
+	return buf;
 }
 
 /* A block value with a zero in it cannot be divided by: half a unit on both sides keeps the ratio finite. */
@@ -400,21 +419,25 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 		if (!isfinite(pe->g[g]))
 			continue;
 		if (pe->g[g] < gross) {
+			char c[EVFMT_TEXT_MAX];
+
 			ge->failed = true;
 			ge->failed_pair = ev->npairs;
-			finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %.0f%% worse in one pair", ge->metric,
-			       ev->npairs, 100.0 * expm1(-pe->g[g]));
+			finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %s in one pair", ge->metric, ev->npairs,
+			       guard_change(ge, pe->g[g], NAN, NAN, c, sizeof(c)));
 			return true;
 		}
 		k = valid_g(j, g, x);
 		if (k >= 3) {
 			bounds(x, k, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
 			if (hi < -log1p(j->cfg.guard_margin)) {
+				char c[EVFMT_TEXT_MAX];
+
 				ge->failed = true;
 				ge->failed_pair = ev->npairs;
-				finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: worse by more than %.0f%% "
-				       "(upper bound %.1f%%)", ge->metric, ev->npairs, 100.0 * j->cfg.guard_margin,
-				       100.0 * expm1(hi));
+				finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %s, worse than its %.0f%% margin",
+				       ge->metric, ev->npairs, guard_change(ge, mean, lo, hi, c, sizeof(c)),
+				       100.0 * j->cfg.guard_margin);
 				return true;
 			}
 		}
@@ -464,14 +487,15 @@ static void decide(struct judge *j)
 {
 	struct judge_evidence *ev = &j->ev;
 	double keep = log1p(j->cfg.delta);
+	char c[EVFMT_TEXT_MAX], c2[EVFMT_TEXT_MAX];
 
 	if (!(ev->lower > keep)) {
 		if (ev->upper < -keep)
-			finish(j, VERDICT_REVERT, "%s worse: effect %+.1f%%, upper bound %+.1f%% below -%.0f%%",
-			       ev->objective, 100.0 * ev->effect, 100.0 * ev->effect_hi, 100.0 * j->cfg.delta);
+			finish(j, VERDICT_REVERT, "%s worse: %s, beyond the %.0f%% worth keeping", ev->objective,
+			       change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)), 100.0 * j->cfg.delta);
 		else
-			finish(j, VERDICT_INCONCLUSIVE, "%s effect %+.1f%% not shown above %.0f%%: lower bound %+.1f%%",
-			       ev->objective, 100.0 * ev->effect, 100.0 * j->cfg.delta, 100.0 * ev->effect_lo);
+			finish(j, VERDICT_INCONCLUSIVE, "%s: %s; a gain of %.0f%% not shown", ev->objective,
+			       change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)), 100.0 * j->cfg.delta);
 		return;
 	}
 	if (!(ev->sign_p <= j->cfg.alpha_sign)) {
@@ -480,22 +504,22 @@ static void decide(struct judge *j)
 		return;
 	}
 	if (!(ev->half1 > 0 && ev->half2 > 0)) {
-		finish(j, VERDICT_INCONCLUSIVE, "the halves of the trial disagree: %+.1f%% then %+.1f%%",
-		       100.0 * expm1(ev->half1), 100.0 * expm1(ev->half2));
+		finish(j, VERDICT_INCONCLUSIVE, "the halves of the trial disagree: %s, then %s",
+		       change(j, ev->half1, NAN, NAN, c, sizeof(c)), change(j, ev->half2, NAN, NAN, c2, sizeof(c2)));
 		return;
 	}
 	for (size_t g = 0; g < ev->nguard; g++) {
 		const struct judge_guard_ev *ge = &ev->guard[g];
 
 		if (ge->test == JUDGE_TEST_NONINF && ge->available && !ge->noninf_shown) {
-			finish(j, VERDICT_INCONCLUSIVE, "guardrail %s not shown within %.0f%%: lower bound %+.1f%%",
-			       ge->metric, 100.0 * j->cfg.guard_margin, 100.0 * expm1(ge->lower));
+			finish(j, VERDICT_INCONCLUSIVE, "guardrail %s not shown within %.0f%%: %s", ge->metric,
+			       100.0 * j->cfg.guard_margin, guard_change(ge, ge->mean, ge->lower, ge->upper, c, sizeof(c)));
 			return;
 		}
 	}
-	finish(j, VERDICT_KEEP, "%s better by %+.1f%% (lower bound %+.1f%% > %.0f%%), %u of %u pairs agree",
-	       ev->objective, 100.0 * ev->effect, 100.0 * ev->effect_lo, 100.0 * j->cfg.delta, ev->sign_pos,
-	       ev->nvalid);
+	finish(j, VERDICT_KEEP, "%s better: %s, more than the %.0f%% worth keeping; %u of %u pairs agree",
+	       ev->objective, change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)), 100.0 * j->cfg.delta,
+	       ev->sign_pos, ev->nvalid);
 }
 
 int judge_add_pair(struct judge *j, const struct block_summary *a, const struct block_summary *b, bool b_first,
@@ -504,6 +528,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	struct judge_evidence *ev;
 	struct judge_pair_ev *pe;
 	bool void_a, void_b, p95;
+	char c[EVFMT_TEXT_MAX];
 	double gross;
 
 	if (!j || !a || !b || !done)
@@ -609,28 +634,28 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	/* Early stops, toward harm only. */
 	gross = j->cfg.gross_harm > 0 ? -log1p(j->cfg.gross_harm) : -INFINITY;
 	if (pe->d < gross) {
-		finish(j, VERDICT_REVERT, "%s %.0f%% worse in pair %u", ev->objective, 100.0 * expm1(-pe->d),
-		       ev->npairs);
+		finish(j, VERDICT_REVERT, "%s worse in pair %u: %s", ev->objective, ev->npairs,
+		       change(j, pe->d, NAN, NAN, c, sizeof(c)));
 	} else if (ev->nvalid >= 3) {
 		double d[JUDGE_PAIRS_MAX], mean, sd, lo, hi;
 		size_t n = valid_d(j, d);
 
 		bounds(d, n, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
 		if (hi < -log1p(j->cfg.delta))
-			finish(j, VERDICT_REVERT, "%s worse after %u pairs: effect %+.1f%%, upper bound %+.1f%%",
-			       ev->objective, ev->nvalid, 100.0 * expm1(mean), 100.0 * expm1(hi));
+			finish(j, VERDICT_REVERT, "%s worse after %u pairs: %s", ev->objective, ev->nvalid,
+			       change(j, mean, lo, hi, c, sizeof(c)));
 	}
 	if (!j->done && ev->nvalid < j->cfg.pairs && seq_keep(j)) {
 		ev->early = true;
-		finish(j, VERDICT_KEEP, "%s better by %+.1f%% after %u of %u pairs (sequential rule: Bayes factor %.3g "
-		       "> %.0f), every pair agrees", ev->objective, 100.0 * ev->effect, ev->nvalid, j->cfg.pairs,
-		       exp(ev->log_bf), 1.0 / j->cfg.alpha_seq);
+		finish(j, VERDICT_KEEP, "%s better: %s after %u of %u pairs (sequential rule: Bayes factor %.3g > %.0f), "
+		       "every pair agrees", ev->objective, change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)),
+		       ev->nvalid, j->cfg.pairs, exp(ev->log_bf), 1.0 / j->cfg.alpha_seq);
 	}
 	if (!j->done && ev->nvalid >= j->cfg.pairs)
 		decide(j);
 	if (!j->done)
-		snprintf(ev->reason, sizeof(ev->reason), "trial running: %u of %u pairs, effect %+.1f%%", ev->nvalid,
-			 j->cfg.pairs, 100.0 * ev->effect);
+		snprintf(ev->reason, sizeof(ev->reason), "trial running: %u of %u pairs, %s", ev->nvalid, j->cfg.pairs,
+			 change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)));
 	*done = j->done;
 	return 0;
 }

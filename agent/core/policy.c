@@ -148,8 +148,6 @@ static const char *const metric_patterns[] = {
 	"nginx.err.buffered_temp", "nginx.err.addr_not_avail", "nginx.err.upstream_timeout",
 	"http.requests", "http.1xx", "http.2xx", "http.3xx", "http.4xx", "http.5xx", "http.unparsed",
 	"http.timed",
-	"client.requests", "client.failures", "client.timeouts", "client.connect_p50_ms", "client.connect_p99_ms",
-	"client.ttfb_p99_ms", "client.total_p50_ms", "client.total_p99_ms",
 	"http.request_ms_sum", "http.upstream_ms_sum", "http.upstream_share", "http.p50_ms", "http.p90_ms",
 	"http.p99_ms", "http.backlog", "http.lat.b{n}",
 	"listen.{port}.queued", "listen.{port}.backlog", "listen.{port}.fill_pct",
