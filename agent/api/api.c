@@ -32,6 +32,7 @@
 #include "log.h"
 #include "proto.h"
 #include "strutil.h"
+#include "termsafe.h"
 #include "core/controller.h"
 #include "act/tuning.h"
 
@@ -425,7 +426,7 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 	if (http_framing_check(&f, strcmp(version, MHD_HTTP_VERSION_1_0) != 0, detail, sizeof(detail)) < 0)
 		return api_send_problem(c, 400, "%s", detail);
 	/* A path is echoed in answers and audit rows: %1b and the like stay out. */
-	if (http_has_control(url, strlen(url)))
+	if (!termsafe_clean(url, strlen(url)))
 		return api_send_problem(c, 400, "malformed request: a control character in the path");
 	if (l->tcp) {
 		const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);

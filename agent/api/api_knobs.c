@@ -21,6 +21,7 @@
 #include "api/verdict_json.h"
 #include "proto.h"
 #include "strutil.h"
+#include "termsafe.h"
 
 #define LIST_LIMIT_MAX 1000
 
@@ -344,7 +345,7 @@ static unsigned status_of(int r)
 
 static bool has_control(json_t *s)
 {
-	return json_is_string(s) && http_has_control(json_string_value(s), json_string_length(s));
+	return json_is_string(s) && !termsafe_clean(json_string_value(s), json_string_length(s));
 }
 
 /* Parse BODY as a JSON object whose keys are all in ALLOWED (NULL-terminated). */

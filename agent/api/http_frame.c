@@ -189,30 +189,3 @@ int http_head_check(const char *buf, size_t len, char *detail, size_t detlen)
 	}
 	return http_framing_check(&f, http11, detail, detlen);
 }
-
-bool http_has_control(const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = p[i];
-		size_t more;
-
-		if (c < 0x20 || c == 0x7f)
-			return true;
-		if (c < 0x80)
-			continue;
-		if (c < 0xc2 || c > 0xf4)
-			return true; /* a lone continuation byte, an overlong lead, beyond U+10FFFF */
-		more = c < 0xe0 ? 1 : c < 0xf0 ? 2 : 3;
-		if (len - i <= more)
-			return true;
-		if (c == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0)
-			return true; /* C1: 0x9b is a CSI on some terminals */
-		for (size_t j = 1; j <= more; j++)
-			if ((p[i + j] & 0xc0) != 0x80)
-				return true;
-		i += more;
-	}
-	return false;
-}

@@ -30,7 +30,5 @@ int http_framing_check(const struct http_framing *f, bool http11, char *detail, 
 /* The head at the start of BUF (LEN bytes): 0 when it is complete and well formed; -EAGAIN: not complete yet;
  * -EMSGSIZE: longer than HTTP_HEAD_MAX; -EBADMSG: malformed or framed two ways, with DETAIL. */
 int http_head_check(const char *buf, size_t len, char *detail, size_t detlen);
-/* Whether S (LEN bytes) holds a control character (C0, DEL or a UTF-8 C1) or is not valid UTF-8. */
-bool http_has_control(const char *s, size_t len);
 
 #endif
