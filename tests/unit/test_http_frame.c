@@ -123,7 +123,7 @@ static void test_termsafe(void **state)
 
 	(void)state;
 	escaped("plain text, caf\xc3\xa9 \xe2\x82\xac", 21, "plain text, caf\xc3\xa9 \xe2\x82\xac");
-	escaped("\x1b]0;owned\x07\x1b[2Jx", 16, "\\x1b]0;owned\\x07\\x1b[2Jx");
+	escaped("\x1b]0;owned\x07\x1b[2Jx", 15, "\\x1b]0;owned\\x07\\x1b[2Jx");
 	escaped("a\r\nb\tc\x7f", 7, "a\\r\\nb\\tc\\x7f");
 	escaped("\xc2\x9b" "31m", 5, "\\xc2\\x9b31m");      /* C1 CSI */
 	escaped("\xff\xc3(", 3, "\\xff\\xc3(");            /* not UTF-8 */
