@@ -129,7 +129,8 @@ static void test_termsafe(void **state)
 	escaped("\xff\xc3(", 3, "\\xff\\xc3(");            /* not UTF-8 */
 	escaped("a\0b", 3, "a\\x00b");
 	/* Cut at the buffer, never inside an escape. */
-	assert_string_equal(termsafe_escape("abc\x1b" "def", 7, small, sizeof(small)), "abc");
+	assert_string_equal(termsafe_escape("abc\x1b" "def", 7, small, sizeof(small)), "abc\\x1b");
+	assert_string_equal(termsafe_escape("abc\x1b" "def", 7, small, 6), "abc");
 	assert_string_equal(termsafe_escape("abcdefghij", 10, small, sizeof(small)), "abcdefg");
 }
 
