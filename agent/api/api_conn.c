@@ -272,7 +272,7 @@ static void admit_one(struct api_listener *l, int fd, const struct sockaddr_stor
 		return;
 	}
 	if (d.verdict == ADMIT_EVICT) {
-		count_event(&api->evicted, "closed an idle", api->adm[d.victim].key.tcp ? "TCP" : "Unix-socket",
+		count_event(&api->evicted, "made room by closing", api->adm[d.victim].key.tcp ? "TCP" : "Unix-socket",
 			    "its place went to a newer connection");
 		drop(api, &api->conns[d.victim], 503, "this connection gave way to a newer one: the API's connections "
 			     "are all taken and this one had not sent a whole request");
