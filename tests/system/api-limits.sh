@@ -2,11 +2,11 @@
 # The API cannot be wedged (issue 15): the real agent (fake host of squeeze_setup) with its Unix socket and a TCP
 # listener on 127.0.0.1:18511, attacked from this machine's loopback only.
 # - 64 idle connections held past the request deadline (the wedge of libmicrohttpd's accept at its limit): each is
-#   answered 408 and closed at 10 s, and the API answers at once afterwards; 16 + 16 + 16 + 16 from four loopback
-#   addresses likewise, and a fifth address still gets in (the tokenless share gives way).
+#   answered 408 and closed at 10 s, and the API answers at once afterwards; 32 from 127.0.0.1 and 32 from
+#   127.0.0.2 fill the tokenless share, and a third address still gets in (one of theirs gives way).
 # - A flood of 2000 connections from another user on the socket and 2000 over TCP, with a slowloris of 200 over TCP
 #   (a byte a second): every `ngxctl status` run meanwhile answers within 100 ms (wall time of the whole command).
-# - An address whose share is all streaming (16 event streams) gets 503 problem+json at once for one more.
+# - 64 addresses with one connection each fill the tokenless share: a 65th gets 503 problem+json at once.
 # - Framing: two Content-Lengths, Content-Length with Transfer-Encoding (and a request smuggled behind it), no
 #   Host, two Hosts, two Origins, a request line of garbage, a malformed header: each is 400 problem+json, answered
 #   once, the connection closed; a second request on a kept-alive connection is held to the same rules.
@@ -38,7 +38,7 @@ EOT
 AGENT_PID=$!
 CLEANUP+=("kill $AGENT_PID")
 wait_for 10 curl -sf --unix-socket "$TMP/api.sock" http://localhost/v1/status || fail "the agent did not answer"
-grep -q "API limits: 512 connections, 64 per user on the socket, 16 per TCP address, 64 over TCP without a token; a whole request within 10000 ms" "$TMP/agent.log" ||
+grep -q "API limits: 512 connections, 64 per user on the socket, 32 per TCP address, 64 over TCP without a token; a whole request within 10000 ms" "$TMP/agent.log" ||
 	fail "the limits at start: $(grep 'API limits' "$TMP/agent.log")"
 
 cat >"$TMP/attack.py" <<'PYEOF'
@@ -128,40 +128,40 @@ def wedge():
         if get(unix) != 200 or get(tcp) != 200 or time.time() - t0 > 1:
             fail("%s: the API does not answer after %d idle connections timed out" % (name, n))
     print("ok: 64 idle connections on the socket answered 408 and closed at 10 s; the API answers at once after")
-    # 16 from each of four loopback addresses fill the tokenless share; a fifth address takes the place of one.
-    conns = [tcp("127.0.0.%d" % a) for a in (1, 2, 3, 4) for _ in range(16)]
+    # 32 from 127.0.0.1 and 32 from 127.0.0.2 (the report's case) fill the tokenless share; a third address takes
+    # the place of one of theirs.
+    conns = [tcp("127.0.0.%d" % a) for a in (1, 2) for _ in range(32)]
     time.sleep(0.3)
     t0 = time.time()
     if get(lambda: tcp("127.0.0.5")) != 200 or time.time() - t0 > 1:
-        fail("a fifth address does not get in beside 64 tokenless connections")
-    gone = sum(1 for c in conns if read_all(c, 0.05)[1])
-    if gone != 1:
-        fail("%d connections gave way to the fifth address, not 1" % gone)
+        fail("a third address does not get in beside 64 tokenless connections")
+    gone = [c for c in conns if read_all(c, 0.05)[1]]
+    if len(gone) != 1:
+        fail("%d connections gave way to the third address, not 1" % len(gone))
     for c in conns:
         c.close()
-    print("ok: 4 x 16 tokenless TCP connections: a fifth address is answered, one idle connection gave way")
+    for c in conns:
+        c.close()
+    print("ok: 32 + 32 tokenless TCP connections: a third address is answered, one idle connection gave way")
 
-def streams():
-    conns = []
-    for _ in range(16):
-        s = tcp("127.0.0.7")
-        s.sendall(("GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % PORT).encode())
-        d, _ = read_all(s, 1.0)
-        if status_of(d) != 200:
-            fail("event stream: %r" % d[:200])
-        conns.append(s)
+def refused_at_once():
+    # One connection from each of 64 addresses fills the tokenless share, and none holds more than a newcomer would:
+    # no place can be taken, so the 65th address is answered 503 at once.
+    conns = [tcp("127.0.2.%d" % a) for a in range(1, 65)]
+    time.sleep(0.3)
     t0 = time.time()
-    s = tcp("127.0.0.7")
-    d, closed = read_all(s, 2.0)
+    d, closed = read_all(tcp("127.0.2.65"), 2.0)
     took = time.time() - t0
     if status_of(d) != 503 or not closed or took > 0.5:
-        fail("one connection over a share of streams: %r closed=%s in %.3f s" % (d[:300], closed, took))
+        fail("one connection over the tokenless share: %r closed=%s in %.3f s" % (d[:300], closed, took))
     p = problem(d)
-    if p["status"] != 503 or "this address's share is taken" not in p["detail"]:
+    if p["status"] != 503 or "the share of connections without a token is taken" not in p["detail"]:
         fail("503 problem: %r" % p)
+    if any(read_all(c, 0.01)[1] for c in conns):
+        fail("a connection of the full share was closed")
     for c in conns:
         c.close()
-    print("ok: 16 event streams from one address; one more connection is answered 503 problem+json at once (%.0f ms)" % (took * 1000))
+    print("ok: 64 tokenless addresses with one connection each; a 65th is answered 503 problem+json at once (%.0f ms)" % (took * 1000))
 
 def flood(ngxctl):
     stop = time.time() + 14
@@ -292,8 +292,8 @@ def attacker(user, secs):
 what = sys.argv[3]
 if what == "wedge":
     wedge()
-elif what == "streams":
-    streams()
+elif what == "refused":
+    refused_at_once()
 elif what == "framing":
     framing()
 elif what == "slow":
@@ -307,7 +307,7 @@ run() { "$PY" "$TMP/attack.py" "$TMP/api.sock" "$PORT" "$@" || fail "$1"; }
 run wedge && ok "the 64-idle wedge: closed at the deadline, the API answers after (socket and TCP)"
 run framing && ok "framing: every case refused 400 problem+json, one answer, connection closed"
 run slow && ok "slowloris: a byte a second is cut at the request deadline"
-run streams && ok "a share all streaming: one more connection gets 503 problem+json at once"
+run refused && ok "no place may be taken: one more connection gets 503 problem+json at once"
 run flood "$ATT" "$NGXCTL" -s "$TMP/api.sock" && ok "ngxctl status within 100 ms under 4000 connections and a slowloris of 200"
 api /v1/status | jq -e '.tick.count > 0' >/dev/null || fail "the agent stopped answering"
 kill -0 "$AGENT_PID" || fail "the agent died"

@@ -47,12 +47,12 @@ static void test_limits(void **state)
 	admit_limits_for(1024, &l);
 	assert_int_equal(l.total, 448); /* (1024 - 128) / 2 */
 	assert_int_equal(l.per_peer, 56);
-	assert_int_equal(l.per_addr, 14);
+	assert_int_equal(l.per_addr, 28);
 	assert_int_equal(l.tokenless, 56);
 	admit_limits_for(65536, &l);
 	assert_int_equal(l.total, ADMIT_TOTAL_MAX);
 	assert_int_equal(l.per_peer, 64);
-	assert_int_equal(l.per_addr, 16);
+	assert_int_equal(l.per_addr, 32);
 	assert_int_equal(l.tokenless, 64);
 	assert_int_equal(admit_slots(&l), 1024);
 	admit_limits_for(100, &l);
