@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "proto.h"
 #include "strutil.h"
+#include "termsafe.h"
 
 #define MAX_BODY (64u << 20)
 
@@ -22,6 +23,33 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 /* One request to the agent; BODY NULL for a GET. The parsed JSON answer in *OUT on a 2xx. */
+/*
+ * Every string of V escaped for the terminal (termsafe.h), in place: each verb prints what the agent stored (an
+ * operator's why, an audit row's detail, a probe's error), and one walk here covers them all. --json prints the
+ * answer as JSON, whose own escapes are safe, and is left as it came.
+ */
+static void term_safe_json(json_t *v)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (json_is_string(v) && !termsafe_clean(json_string_value(v), json_string_length(v))) {
+		size_t n = termsafe_escaped_size(json_string_value(v), json_string_length(v));
+		char *e = malloc(n);
+
+		if (e)
+			json_string_set(v, termsafe_escape(json_string_value(v), json_string_length(v), e, n));
+		free(e);
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, key, item)
+			term_safe_json(item);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item)
+			term_safe_json(item);
+	}
+}
+
 static int request(const struct ctl *ctl, const char *path, const char *body, json_t **out, char *err, size_t errlen)
 {
 	char url[CONFIG_PATH_MAX + 1024], auth[600], cerr[CURL_ERROR_SIZE] = "";
@@ -83,7 +111,10 @@ static int request(const struct ctl *ctl, const char *path, const char *body, js
 	if (code < 200 || code > 299) {
 		json_t *d = json_object_get(j, API_K_ERR_DETAIL);
 
-		snprintf(err, errlen, "%s (HTTP %ld)", json_is_string(d) ? json_string_value(d) : "error", code);
+		char safe[512];
+
+		snprintf(err, errlen, "%s (HTTP %ld)", json_is_string(d) ? termsafe_escape(json_string_value(d),
+			 json_string_length(d), safe, sizeof(safe)) : "error", code);
 		json_decref(j);
 		switch (code) {
 		case 401:
@@ -93,6 +124,8 @@ static int request(const struct ctl *ctl, const char *path, const char *body, js
 		default: return code >= 400 && code < 500 ? -EINVAL : -EPROTO;
 		}
 	}
+	if (!ctl->json)
+		term_safe_json(j);
 	*out = j;
 	return 0;
 }
@@ -166,6 +199,7 @@ int ctl_read_token(const char *path, char *out, size_t outlen, char *err, size_t
 
 void ctl_print_json(json_t *v)
 {
-	json_dumpf(v, stdout, JSON_INDENT(2));
+	/* Non-ASCII as \\uXXXX: a C1 control (U+009B is a CSI on some terminals) reaches no terminal raw. */
+	json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	putchar('\n');
 }

@@ -4,12 +4,14 @@
 #include "api/api_internal.h"
 #include "api/api_prom.h"
 #include "api/http.h"
+#include "api/http_frame.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -30,6 +32,7 @@
 #include "log.h"
 #include "proto.h"
 #include "strutil.h"
+#include "termsafe.h"
 #include "core/controller.h"
 #include "act/tuning.h"
 
@@ -357,6 +360,7 @@ static enum MHD_Result allow_tcp(struct api *api, struct MHD_Connection *c, stru
 		return api_send_problem(c, 401, "unknown token");
 	snprintf(req->actor, sizeof(req->actor), "token:%s", name);
 	tcp_peer(c, req->peer, sizeof(req->peer), true);
+	api_conn_tokened(c);
 	*allowed = true;
 	return MHD_YES;
 }
@@ -399,14 +403,31 @@ static enum MHD_Result handle_get(struct api *api, struct api_listener *l, struc
 	return api_send_problem(c, 404, "no such endpoint: %s", url);
 }
 
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	http_framing_add(cls, key, strlen(key), value ? value : "", value ? strlen(value) : 0);
+	return MHD_YES;
+}
+
 /* The first call for a request (headers read, body not yet): answer it, refuse it, or let its body come. */
 static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection *c, struct api_req *req,
-				  const char *url, const char *method, size_t upload_size)
+				  const char *url, const char *method, const char *version, size_t upload_size)
 {
 	struct api *api = l->api;
+	struct http_framing f = {0};
+	char detail[128];
 	enum MHD_Result r;
 	bool allowed;
 
+	/* Every request, the first of a connection (already checked raw, api_conn.c) and those kept alive after it:
+	 * an answer queued now makes MHD close the connection, so no second request hides in this one's body. */
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+	if (http_framing_check(&f, strcmp(version, MHD_HTTP_VERSION_1_0) != 0, detail, sizeof(detail)) < 0)
+		return api_send_problem(c, 400, "%s", detail);
+	/* A path is echoed in answers and audit rows: %1b and the like stay out. */
+	if (!termsafe_clean(url, strlen(url)))
+		return api_send_problem(c, 400, "malformed request: a control character in the path");
 	if (l->tcp) {
 		const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 
@@ -450,19 +471,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	enum MHD_Result ret;
 	uint64_t rows;
 
-	(void)version;
 	if (!req) {
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
 		*con_cls = req;
 		api_http_begin(req);
-		ret = first_call(l, c, req, url, method, *upload_data_size);
+		ret = first_call(l, c, req, url, method, version, *upload_data_size);
 		api_http_end();
 		return ret;
 	}
 	if (req->get) {
 		*upload_data_size = 0; /* none: refused on the first call */
+		api_conn_answering(c);
 		api_http_begin(req);
 		ret = handle_get(api, l, c, url);
 		api_http_end();
@@ -484,6 +505,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	api_conn_answering(c);
 	api_http_begin(req);
 	events_set_peer(req->peer);
 	rows = events_audit_count();
@@ -503,8 +525,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	struct api_req *req = *con_cls;
 
 	(void)cls;
-	(void)c;
 	(void)why;
+	api_conn_answered(c);
 	if (req) {
 		free(req->body);
 		free(req);
@@ -548,7 +570,7 @@ static int bind_socket(struct api *api, const struct config *cfg, char *err, siz
 		snprintf(err, errlen, "socket: %s", strerror(e));
 		return -e;
 	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, API_BACKLOG) < 0) {
 		e = errno;
 		snprintf(err, errlen, "bind %s: %s", cfg->socket_path, strerror(e));
 		close(fd);
@@ -607,7 +629,7 @@ static int bind_tcp(struct api *api, const struct config *cfg, char *err, size_t
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sa.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, API_BACKLOG) < 0) {
 		e = errno;
 		snprintf(err, errlen, "[api] listen: bind %s: %s", cfg->api_listen, strerror(e));
 		close(fd);
@@ -692,15 +714,19 @@ void api_reload(struct api *api, struct config *cfg)
 static void free_api(struct api *api)
 {
 	set_tokens(api, NULL);
+	api_conns_free(api);
 	free(api);
+}
+
+void api_handle_closed(struct api *api)
+{
+	if (--api->open_handles == 0)
+		free_api(api);
 }
 
 static void on_closed(uv_handle_t *h)
 {
-	struct api *api = h->data;
-
-	if (--api->open_handles == 0)
-		free_api(api);
+	api_handle_closed(h->data);
 }
 
 /* A listener's handles point at the listener, which lives inside the api. */
@@ -708,8 +734,21 @@ static void on_listener_closed(uv_handle_t *h)
 {
 	struct api_listener *l = h->data;
 
-	if (--l->api->open_handles == 0)
-		free_api(l->api);
+	api_handle_closed(l->api);
+}
+
+/* MHD's own messages (a connection it closed on an error of the client's): for debugging only. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	if (n && msg[n - 1] == '\n')
+		msg[n - 1] = '\0';
+	log_debug("libmicrohttpd: %s", msg);
 }
 
 static void on_heartbeat(uv_timer_t *t)
@@ -725,13 +764,16 @@ static int start_listener(struct api *api, struct api_listener *l, const char *w
 	const union MHD_DaemonInfo *info;
 
 	l->api = api;
-	l->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handle, l,
-				  MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
-				  /* TCP: one address may not take every connection; a Unix peer has no address. */
-				  l->tcp ? MHD_OPTION_PER_IP_CONNECTION_LIMIT : MHD_OPTION_END, (unsigned)32,
-				  MHD_OPTION_END);
+	/* MHD never sees the listening socket (api_conn.c accepts and admits); its own limit is above the table's, so
+	 * that it refuses nothing the table admitted. */
+	l->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
+				  handle, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+				  MHD_OPTION_NOTIFY_CONNECTION, api_conn_notify, api,
+				  MHD_OPTION_URI_LOG_CALLBACK, api_conn_uri_log, api,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)api->nslots + 1,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_STALL_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
 	if (!l->mhd) {
 		snprintf(err, errlen, "libmicrohttpd failed to start on %s", what);
 		return -EIO;
@@ -749,6 +791,7 @@ static int start_listener(struct api *api, struct api_listener *l, const char *w
 	l->kick.data = l;
 	api->open_handles += 3;
 	api_http_watch(l);
+	api_conns_listen(l);
 	return 0;
 }
 
@@ -762,7 +805,12 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen)
 	api->a = a;
 	api->unix_l.fd = api->tcp_l.fd = -1;
 	api->tcp_l.tcp = true;
-	r = bind_socket(api, &a->cfg, err, errlen);
+	api->reserve_fd = -1;
+	r = api_conns_init(api);
+	if (r < 0)
+		snprintf(err, errlen, "the API's connection table: %s", strerror(-r));
+	if (r == 0)
+		r = bind_socket(api, &a->cfg, err, errlen);
 	if (r == 0 && a->cfg.api_listen[0]) {
 		r = load_tokens(api, &a->cfg, err, errlen);
 		if (r == 0)
@@ -795,14 +843,16 @@ static void stop_listener(struct api_listener *l)
 	if (l->mhd) {
 		if (l->api->open_handles)
 			uv_poll_stop(&l->poll);
-		MHD_stop_daemon(l->mhd); /* closes the listen socket it was given */
+		uv_close((uv_handle_t *)&l->accept_poll, on_listener_closed);
+		api_conns_stop(l);
+		MHD_stop_daemon(l->mhd);
 		l->mhd = NULL;
 		uv_close((uv_handle_t *)&l->poll, on_listener_closed);
 		uv_close((uv_handle_t *)&l->timer, on_listener_closed);
 		uv_close((uv_handle_t *)&l->kick, on_listener_closed);
-	} else if (l->fd >= 0) {
-		close(l->fd);
 	}
+	if (l->fd >= 0)
+		close(l->fd);
 	l->fd = -1;
 }
 
@@ -820,6 +870,10 @@ void api_stop(struct api *api)
 	if (api->heartbeat.data) {
 		uv_timer_stop(&api->heartbeat);
 		uv_close((uv_handle_t *)&api->heartbeat, on_closed);
+	}
+	if (api->deadlines.data) {
+		uv_timer_stop(&api->deadlines);
+		uv_close((uv_handle_t *)&api->deadlines, on_closed);
 	}
 	stop_listener(&api->unix_l);
 	stop_listener(&api->tcp_l);

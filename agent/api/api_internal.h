@@ -1,7 +1,8 @@
 /*
  * api_internal: what the files of the API module share (api.c: the listeners, who may do what, status, frames;
  * api_knobs.c: knobs, changes, proposals, reverts, audit; api_events.c: GET /v1/events; api_console.c: the
- * console page; api_auth.c: tokens and credentials). Only the API module includes libmicrohttpd's header.
+ * console page; api_auth.c: tokens and credentials; api_conn.c: accepting, the connection shares, deadlines).
+ * Only the API module includes libmicrohttpd's header.
  */
 #ifndef NGXAT_API_INTERNAL_H
 #define NGXAT_API_INTERNAL_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "api/admit.h"
 #include "api/api_auth.h"
 #include "config.h"
 
@@ -22,9 +24,15 @@
 #define API_SSE_SNDBUF 32768      /* a stream's socket send buffer (the kernel doubles it) */
 #define API_SSE_END_PASSES 8      /* MHD runs at stop to write the streams' last events and terminating chunks */
 #define API_HEARTBEAT_MS 15000    /* a status event this often */
+#define API_REQUEST_MS 10000      /* a whole request (line, headers, body) arrives within this of its connection's
+				   * accept or last answer, or the connection is closed (408 if a request began) */
+#define API_STALL_S 10            /* MHD closes a connection whose answer cannot be written for this long */
+#define API_BACKLOG 512           /* a burst of connects waits here for the next accept, not in the client */
+#define API_ACCEPT_BATCH 64       /* connections accepted per wake-up of a listener, so that the loop ticks on */
 
 struct agent;
 struct api;
+struct api_conn;
 struct sse_client;
 
 /* One listening socket and its MHD daemon, driven by the loop. */
@@ -33,7 +41,8 @@ struct api_listener {
 	bool tcp;                 /* the TCP listener: tokens, Host and Origin checks */
 	struct MHD_Daemon *mhd;   /* NULL: not started */
 	int fd;
-	uv_poll_t poll;
+	uv_poll_t poll;           /* MHD's epoll fd */
+	uv_poll_t accept_poll;    /* the listening socket: accepted here, never by MHD */
 	uv_timer_t timer;         /* MHD's own timeout */
 	uv_timer_t kick;          /* runs MHD soon after an event stream was resumed */
 	struct api_hosts hosts;   /* TCP: the Host values it answers to */
@@ -52,6 +61,15 @@ struct api {
 	bool streams_ending;      /* the API stops: the streams end, no new one starts */
 	uv_timer_t heartbeat;
 	int open_handles;         /* uv handles not yet closed: API is freed when this reaches 0 */
+	/* api_conn.c: every connection of both listeners, from accept to close (admit.h: its shares). */
+	struct admit_limits lim;
+	size_t nslots;
+	struct admit_entry *adm;  /* nslots, parallel to conns */
+	struct api_conn *conns;
+	struct api_conn *adding;  /* the connection being handed to MHD (its NOTIFY_STARTED) */
+	uv_timer_t deadlines;     /* the earliest deadline of a connection */
+	int reserve_fd;           /* given up to accept (and refuse) a connection when the agent is out of files */
+	uint64_t refused, evicted, expired;
 };
 
 /* A request being read: its body, who sent it, and what it was answered. */
@@ -67,6 +85,28 @@ struct api_req {
 };
 
 
+/* api.c: one of API's uv handles has closed; the last one frees API. */
+void api_handle_closed(struct api *api);
+
+/* api_conn.c: the connection table, sized from the file limit. 0 or -ENOMEM. */
+int api_conns_init(struct api *api);
+/* api_conn.c: accept on L's listening socket (admitted, or refused with 503 at once). */
+void api_conns_listen(struct api_listener *l);
+/* api_conn.c: stop accepting on L; close the connections still being read before MHD had them. */
+void api_conns_stop(struct api_listener *l);
+/* api_conn.c: free the table (all connections are closed). */
+void api_conns_free(struct api *api);
+/* api_conn.c: MHD_OPTION_NOTIFY_CONNECTION: a connection handed to MHD starts or is closed. */
+void api_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+		     enum MHD_ConnectionNotificationCode toe);
+/* api_conn.c: MHD_OPTION_URI_LOG_CALLBACK: a request line arrived on a connection kept alive. */
+void *api_conn_uri_log(void *cls, const char *uri, struct MHD_Connection *c);
+/* api_conn.c: C's request was read whole: it is being answered (no deadline, never evicted). */
+void api_conn_answering(struct MHD_Connection *c);
+/* api_conn.c: C's answer ended: the next request must arrive whole within API_REQUEST_MS. */
+void api_conn_answered(struct MHD_Connection *c);
+/* api_conn.c: a request on C showed a valid token: C leaves the tokenless share. */
+void api_conn_tokened(struct MHD_Connection *c);
 
 /* api_events.c: GET /v1/events on listener L. */
 enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct MHD_Connection *c);

@@ -12,6 +12,7 @@
 #include "agent.h"
 #include "api/api_internal.h"
 #include "api/http.h"
+#include "api/http_frame.h"
 #include "core/policy.h"
 #include "core/controller.h"
 #include "core/judge.h"
@@ -20,6 +21,7 @@
 #include "api/verdict_json.h"
 #include "proto.h"
 #include "strutil.h"
+#include "termsafe.h"
 
 #define LIST_LIMIT_MAX 1000
 
@@ -320,12 +322,12 @@ bool api_knobs_is_post(const char *url)
 	       strcmp(url + n - a, "/" API_ACTION_CLEAR_CONFLICT) == 0;
 }
 
-/* The status for an engine error. */
+/* The status for an engine error. -EIO is the store's (nothing was written: 500); a write the host refused or
+ * garbled after its row was journaled, and undone, is answered 502 by its caller. */
 static unsigned status_of(int r)
 {
 	switch (r) {
 	case -ENOENT: return 404;
-	case -EIO: return 502; /* the host refused or garbled the write; it was undone */
 	case -EBUSY:
 	case -EALREADY:
 	case -EROFS:
@@ -335,6 +337,15 @@ static unsigned status_of(int r)
 	case -EINVAL: return 400;
 	default: return 500;
 	}
+}
+
+/* Text an operator gives is shown on other operators' terminals (ngxctl history, audit, the console). */
+#define CONTROL_DETAIL "%s: control characters (newlines, tabs, escape sequences) and text that is not UTF-8 are " \
+		       "not allowed"
+
+static bool has_control(json_t *s)
+{
+	return json_is_string(s) && !termsafe_clean(json_string_value(s), json_string_length(s));
 }
 
 /* Parse BODY as a JSON object whose keys are all in ALLOWED (NULL-terminated). */
@@ -379,6 +390,9 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 	    (now && !json_is_boolean(now)))
 		return api_send_problem(c, 400, "expected {\"knob\": string, \"value\": string, \"why\": string, "
 						"\"now\": boolean}");
+	if (has_control(why) || has_control(knob) || has_control(value))
+		return api_send_problem(c, 400, CONTROL_DETAIL, has_control(why) ? API_K_WHY : has_control(knob) ?
+					API_K_KNOB : API_K_VALUE);
 	if (!api->a->engine)
 		return api_send_problem(c, 409, "no knobs: policies are not loaded");
 	if (!json_is_true(now)) {
@@ -396,7 +410,7 @@ static enum MHD_Result post_proposal(struct api *api, struct MHD_Connection *c, 
 	r = engine_apply_now(api->a->engine, json_string_value(knob), json_string_value(value), actor,
 			     why ? json_string_value(why) : "", agent_now_ms(api->a), &id, err, sizeof(err));
 	if (r < 0)
-		return api_send_problem(c, status_of(r), "%s", err);
+		return api_send_problem(c, r == -EIO && id ? 502 : status_of(r), "%s", err);
 	{
 		/* 201 once written (in trial); 202 while an asynchronous driver (nginx) is still at it. */
 		struct change_row *row = malloc(sizeof(*row));
@@ -434,6 +448,10 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 		if (comment && !json_is_string(comment)) {
 			json_decref(o);
 			return api_send_problem(c, 400, "comment: expected a string");
+		}
+		if (has_control(comment)) {
+			json_decref(o);
+			return api_send_problem(c, 400, CONTROL_DETAIL, API_K_COMMENT);
 		}
 		if (!api->a->tuning) {
 			json_decref(o);

@@ -6,6 +6,7 @@
 
 #include "api/http.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdarg.h>
@@ -54,6 +55,7 @@ enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const c
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ngx-autotune\"");
 	if (current)
 		current->status = status;
+	api_conn_answering(c);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -84,10 +86,19 @@ static const char *status_title(unsigned status)
 	case 404: return "Not Found";
 	case 409: return "Conflict";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
 	case 413: return "Content Too Large";
+	case 431: return "Request Header Fields Too Large";
 	case 503: return "Service Unavailable";
 	default: return "Internal Server Error";
 	}
+}
+
+/* The problem object (RFC 9457) for STATUS with DETAIL. */
+static json_t *problem_json(unsigned status, const char *detail)
+{
+	return json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE, status_title(status),
+			 API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail);
 }
 
 enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
@@ -100,10 +111,26 @@ enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, cons
 	va_end(ap);
 	if (current)
 		snprintf(current->problem, sizeof(current->problem), "%.255s", detail);
-	return api_send_json(c, status,
-			 json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE,
-				   status_title(status), API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail),
-			 "application/problem+json");
+	return api_send_json(c, status, problem_json(status, detail), "application/problem+json");
+}
+
+int api_problem_message(unsigned status, const char *detail, char *out, size_t outlen, size_t *len)
+{
+	json_t *o = problem_json(status, detail);
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	int n;
+
+	json_decref(o);
+	if (!body)
+		return -ENOMEM;
+	n = snprintf(out, outlen, "HTTP/1.1 %u %s\r\nContent-Type: application/problem+json\r\nContent-Length: %zu\r\n"
+		     "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n%s\r\n%s",
+		     status, status_title(status), strlen(body), status == 503 ? "Retry-After: 1\r\n" : "", body);
+	free(body);
+	if (n < 0 || (size_t)n >= outlen)
+		return -ENOBUFS;
+	*len = (size_t)n;
+	return 0;
 }
 
 /* A time in the query: ms since the epoch, or a negative number of seconds relative to now. */

@@ -30,6 +30,9 @@ enum MHD_Result api_send_json(struct MHD_Connection *c, unsigned status, json_t 
 /* Send a problem object (RFC 9457) with STATUS and a formatted detail. */
 enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* A whole HTTP/1.1 answer (Connection: close) carrying the problem object for STATUS with DETAIL, written outside
+ * libmicrohttpd (a connection refused, evicted or timed out), into OUT; its length in *LEN. 0 or -ENOBUFS/-ENOMEM. */
+int api_problem_message(unsigned status, const char *detail, char *out, size_t outlen, size_t *len);
 /* Add the headers every answer carries (X-Content-Type-Options, Cache-Control) to R. */
 void api_common_headers(struct MHD_Response *r);
 /* A time in a query: ms since the epoch, or negative seconds relative to now. 0 or -EINVAL/-ERANGE. */

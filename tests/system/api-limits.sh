@@ -1,0 +1,335 @@
+#!/bin/bash
+# The API cannot be wedged (issue 15): the real agent (fake host of squeeze_setup) with its Unix socket and a TCP
+# listener on 127.0.0.1:18511, attacked from this machine's loopback only.
+# - 64 idle connections held past the request deadline (the wedge of libmicrohttpd's accept at its limit): each is
+#   answered 408 and closed at 10 s, and the API answers at once afterwards; 32 from 127.0.0.1 and 32 from
+#   127.0.0.2 fill the tokenless share, and a third address still gets in (one of theirs gives way).
+# - A flood of 2000 connections from another user on the socket and 2000 over TCP, with a slowloris of 200 over TCP
+#   (a byte a second): every `ngxctl status` run meanwhile answers within 100 ms (wall time of the whole command).
+# - 64 addresses with one connection each fill the tokenless share: a 65th gets 503 problem+json at once.
+# - Framing: two Content-Lengths, Content-Length with Transfer-Encoding (and a request smuggled behind it), no
+#   Host, two Hosts, two Origins, a request line of garbage, a malformed header: each is 400 problem+json, answered
+#   once, the connection closed; a second request on a kept-alive connection is held to the same rules.
+# - why and comment with control characters are refused 400; a row stored with ESC, CR and LF is shown escaped by
+#   ngxctl history.
+TEST_NAME=apilimits
+. "$(dirname "$0")/lib.sh"
+need_root
+need_cmd jq curl useradd userdel setpriv
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+need_cmd "$PY"
+PORT=18511
+ATT=ngxatlim-att
+ulimit -n 16384 || fail "cannot raise the test's file limit"
+
+squeeze_setup
+chmod 755 "$TMP"
+userdel "$ATT" >/dev/null 2>&1
+useradd -M -U -s /usr/sbin/nologin "$ATT" || fail "useradd $ATT"
+CLEANUP+=("userdel $ATT; groupdel $ATT")
+cat >>"$TMP/agent.conf" <<EOT
+[agent]
+socket_mode = 0666
+[api]
+listen = 127.0.0.1:$PORT
+EOT
+"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+wait_for 10 curl -sf --unix-socket "$TMP/api.sock" http://localhost/v1/status || fail "the agent did not answer"
+grep -q "API limits: 512 connections, 64 per user on the socket, 32 per TCP address, 64 over TCP without a token; a whole request within 10000 ms" "$TMP/agent.log" ||
+	fail "the limits at start: $(grep 'API limits' "$TMP/agent.log")"
+
+cat >"$TMP/attack.py" <<'PYEOF'
+import json, os, re, socket, subprocess, sys, threading, time
+
+SOCK, PORT = sys.argv[1], int(sys.argv[2])
+
+def unix():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(SOCK)
+    return s
+
+def tcp(src="127.0.0.1"):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", PORT))
+    return s
+
+def read_all(s, timeout):
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return data, True
+            data += b
+    except (socket.timeout, BlockingIOError):
+        return data, False
+    except ConnectionResetError:
+        return data, True
+
+def status_of(data):
+    return int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.") else 0
+
+def problem(data):
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"application/problem+json" in head.lower() or b"application/problem+json" in head, head
+    return json.loads(body)
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+def hold(mk, n, secs):
+    """N idle connections made by MK, held SECS: the answers and when each was closed."""
+    conns = [mk() for _ in range(n)]
+    t0 = time.time()
+    closed = {}
+    datas = {i: b"" for i in range(n)}
+    for c in conns:
+        c.setblocking(False)
+    while time.time() - t0 < secs and len(closed) < n:
+        for i, c in enumerate(conns):
+            if i in closed:
+                continue
+            try:
+                b = c.recv(4096)
+                if not b:
+                    closed[i] = time.time() - t0
+                datas[i] += b
+            except BlockingIOError:
+                pass
+            except ConnectionResetError:
+                closed[i] = time.time() - t0
+        time.sleep(0.05)
+    for c in conns:
+        c.close()
+    return datas, closed
+
+def get(mk, path="/v1/status", timeout=2.0):
+    s = mk()
+    s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % (path, PORT)).encode())
+    d, _ = read_all(s, timeout)
+    s.close()
+    return status_of(d)
+
+def wedge():
+    for name, mk, n in (("unix", unix, 64),):
+        datas, closed = hold(mk, n, 14)
+        late = [t for t in closed.values() if not 9.5 <= t <= 12.5]
+        if len(closed) != n or late:
+            fail("%s: %d of %d idle connections closed at 10 s (times %s)" % (name, len(closed), n, sorted(closed.values())[:5]))
+        if any(status_of(d) != 408 for d in datas.values()):
+            fail("%s: an idle connection was not answered 408: %r" % (name, list(datas.values())[0][:200]))
+        t0 = time.time()
+        if get(unix) != 200 or get(tcp) != 200 or time.time() - t0 > 1:
+            fail("%s: the API does not answer after %d idle connections timed out" % (name, n))
+    print("ok: 64 idle connections on the socket answered 408 and closed at 10 s; the API answers at once after")
+    # 32 from 127.0.0.1 and 32 from 127.0.0.2 (the report's case) fill the tokenless share; a third address takes
+    # the place of one of theirs.
+    conns = [tcp("127.0.0.%d" % a) for a in (1, 2) for _ in range(32)]
+    time.sleep(0.3)
+    t0 = time.time()
+    if get(lambda: tcp("127.0.0.5")) != 200 or time.time() - t0 > 1:
+        fail("a third address does not get in beside 64 tokenless connections")
+    gone = [c for c in conns if read_all(c, 0.05)[1]]
+    if len(gone) != 1:
+        fail("%d connections gave way to the third address, not 1" % len(gone))
+    for c in conns:
+        c.close()
+    for c in conns:
+        c.close()
+    print("ok: 32 + 32 tokenless TCP connections: a third address is answered, one idle connection gave way")
+
+def refused_at_once():
+    # One connection from each of 64 addresses fills the tokenless share, and none holds more than a newcomer would:
+    # no place can be taken, so the 65th address is answered 503 at once.
+    conns = [tcp("127.0.2.%d" % a) for a in range(1, 65)]
+    time.sleep(0.3)
+    t0 = time.time()
+    d, closed = read_all(tcp("127.0.2.65"), 2.0)
+    took = time.time() - t0
+    if status_of(d) != 503 or not closed or took > 0.5:
+        fail("one connection over the tokenless share: %r closed=%s in %.3f s" % (d[:300], closed, took))
+    p = problem(d)
+    if p["status"] != 503 or "the share of connections without a token is taken" not in p["detail"]:
+        fail("503 problem: %r" % p)
+    if any(read_all(c, 0.01)[1] for c in conns):
+        fail("a connection of the full share was closed")
+    for c in conns:
+        c.close()
+    print("ok: 64 tokenless addresses with one connection each; a 65th is answered 503 problem+json at once (%.0f ms)" % (took * 1000))
+
+def flood(ngxctl):
+    stop = time.time() + 14
+    counts = {"unix": 0, "tcp": 0, "slow": 0, "errors": 0}
+    def opener(kind, mk):
+        held = []
+        while time.time() < stop and counts[kind] < 2000:
+            try:
+                held.append(mk())
+                counts[kind] += 1
+            except OSError:
+                counts["errors"] += 1
+                time.sleep(0.01)
+        while time.time() < stop:
+            time.sleep(0.1)
+        for c in held:
+            c.close()
+    def slowloris():
+        conns = []
+        for i in range(200):
+            try:
+                conns.append(tcp("127.0.1.%d" % (1 + i % 200)))
+                counts["slow"] += 1
+            except OSError:
+                counts["errors"] += 1
+        req = b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for k in range(len(req)):
+            if time.time() >= stop:
+                break
+            for c in conns:
+                try:
+                    c.send(req[k:k + 1])
+                except OSError:
+                    pass
+            time.sleep(1)
+        for c in conns:
+            c.close()
+    att = attacker(ATTACKER, 13)
+    ths = [threading.Thread(target=opener, args=("tcp", lambda: tcp("127.0.0.9"))),
+           threading.Thread(target=slowloris)]
+    for t in ths:
+        t.start()
+    time.sleep(1)
+    worst, runs = 0.0, 0
+    while time.time() < stop - 1:
+        t0 = time.time()
+        r = subprocess.run(ngxctl + ["status"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        took = time.time() - t0
+        runs += 1
+        worst = max(worst, took)
+        if r.returncode != 0 or b"ngx-autotune" not in r.stdout:
+            fail("ngxctl status under the flood: %s %s" % (r.returncode, r.stderr[:300]))
+        time.sleep(0.2)
+    for t in ths:
+        t.join()
+    counts["unix"] = int(att.communicate()[0] or 0)
+    if counts["unix"] < 2000 or counts["tcp"] < 2000 or counts["slow"] < 200:
+        fail("the flood did not open its connections: %r" % counts)
+    if worst > 0.1:
+        fail("ngxctl status took %.0f ms under the flood (%d runs)" % (worst * 1000, runs))
+    print("ok: 2000 connections on the socket (another user), 2000 over TCP, a slowloris of 200: %d ngxctl status runs, the slowest %.0f ms" % (runs, worst * 1000))
+
+def raw(mk, req, timeout=2.0):
+    s = mk()
+    s.sendall(req)
+    d, closed = read_all(s, timeout)
+    s.close()
+    return d, closed
+
+def framing():
+    H = "Host: localhost\r\n"
+    cases = [
+        ("two Content-Lengths", unix, "POST /v1/pause HTTP/1.1\r\n" + H + "Content-Length: 2\r\nContent-Length: 30\r\n\r\n{}", "more than one Content-Length"),
+        ("Content-Length and chunked", unix, "POST /v1/resume HTTP/1.1\r\n" + H + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /v1/status HTTP/1.1\r\n" + H + "\r\n", "both Content-Length and Transfer-Encoding"),
+        ("no Host", unix, "GET /v1/status HTTP/1.1\r\n\r\n", "no Host"),
+        ("two Hosts", tcp, "GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nHost: evil\r\n\r\n" % PORT, "more than one Host"),
+        ("two Origins", tcp, "POST /v1/pause HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1:%d\r\nOrigin: http://evil\r\nContent-Length: 0\r\n\r\n" % (PORT, PORT), "more than one Origin"),
+        ("garbage", unix, "\x16\x03\x01\x00\xa5\x01\x00", "the request line is not"),
+        ("a malformed header", unix, "GET /v1/status HTTP/1.1\r\n" + H + "X-No-Colon\r\n\r\n", "a header line is not NAME: VALUE"),
+        ("a second request framed two ways", unix, "GET /v1/status HTTP/1.1\r\n" + H + "\r\nPOST /v1/pause HTTP/1.1\r\n" + H + "Content-Length: 2\r\nContent-Length: 9\r\n\r\n{}", "more than one Content-Length"),
+    ]
+    for name, mk, req, want in cases:
+        d, closed = raw(mk, req.encode("latin-1"))
+        if name.startswith("a second"):
+            first, _, d = d.partition(b"HTTP/1.1 400")
+            d = b"HTTP/1.1 400" + d
+            if status_of(first) != 200:
+                fail("%s: the first request: %r" % (name, first[:200]))
+        if status_of(d) != 400 or not closed or len(re.findall(rb"HTTP/1\.1 \d\d\d ", d)) != 1:
+            fail("%s: %r (closed: %s)" % (name, d[:400], closed))
+        p = problem(d)
+        if want not in p["detail"]:
+            fail("%s: detail %r" % (name, p["detail"]))
+    print("ok: each framing case is 400 problem+json, answered once, the connection closed")
+
+def slow_one():
+    s = unix()
+    t0 = time.time()
+    s.setblocking(False)
+    req, k, d = b"GET /v1/status HTTP/1.1\r\nHost: localhost\r\n\r\n", 0, b""
+    while time.time() - t0 < 14:
+        try:
+            s.send(req[k:k + 1])
+            k += 1
+        except OSError:
+            break
+        d, closed = read_all(s, 1.0)
+        if closed:
+            break
+    took = time.time() - t0
+    if status_of(d) != 408 or not 9.5 <= took <= 12.5:
+        fail("a byte a second: %r after %.1f s" % (d[:200], took))
+    print("ok: a request at a byte a second is answered 408 and closed after %.1f s" % took)
+
+def attacker(user, secs):
+    """2000 connections to the socket from a process running as another user, held SECS; prints how many opened."""
+    code = ("import socket,sys,time\n"
+            "h=[];e=0;t=time.time()+%d\n"
+            "while len(h)<2000 and time.time()<t:\n"
+            "  try:\n"
+            "    c=socket.socket(socket.AF_UNIX);c.connect(sys.argv[1]);h.append(c)\n"
+            "  except OSError: e+=1;time.sleep(0.01)\n"
+            "time.sleep(max(0,t-time.time()));print(len(h))\n" % secs)
+    # setpriv, not runuser: no PAM session, so the test's raised file limit holds for it too.
+    return subprocess.Popen(["setpriv", "--reuid=" + user, "--regid=" + user, "--clear-groups", sys.executable, "-c",
+                             code, SOCK], stdout=subprocess.PIPE)
+
+what = sys.argv[3]
+if what == "wedge":
+    wedge()
+elif what == "refused":
+    refused_at_once()
+elif what == "framing":
+    framing()
+elif what == "slow":
+    slow_one()
+elif what == "flood":
+    ATTACKER = sys.argv[4]
+    flood(sys.argv[5:])
+PYEOF
+
+run() { "$PY" "$TMP/attack.py" "$TMP/api.sock" "$PORT" "$@" || fail "$1"; }
+run wedge && ok "the 64-idle wedge: closed at the deadline, the API answers after (socket and TCP)"
+run framing && ok "framing: every case refused 400 problem+json, one answer, connection closed"
+run slow && ok "slowloris: a byte a second is cut at the request deadline"
+run refused && ok "no place may be taken: one more connection gets 503 problem+json at once"
+run flood "$ATT" "$NGXCTL" -s "$TMP/api.sock" && ok "ngxctl status within 100 ms under 4000 connections and a slowloris of 200"
+api /v1/status | jq -e '.tick.count > 0' >/dev/null || fail "the agent stopped answering"
+kill -0 "$AGENT_PID" || fail "the agent died"
+
+# ---- control characters: refused at the API, escaped by ngxctl for rows stored before ----
+out=$(curl -s -w '\n%{http_code}' --unix-socket "$TMP/api.sock" -d '{"knob":"net.core.netdev_budget","value":"600","why":"ok\u001b[2J\r\nforged row"}' \
+	http://localhost/v1/proposals)
+[ "${out##*$'\n'}" = 400 ] || fail "why with ESC, CR, LF: ${out##*$'\n'} ${out%$'\n'*}"
+jq -e '.detail | test("^why: control characters")' <<<"${out%$'\n'*}" >/dev/null || fail "why detail: ${out%$'\n'*}"
+out=$(curl -s -w '\n%{http_code}' --unix-socket "$TMP/api.sock" -d '{"comment":"a\nb"}' http://localhost/v1/proposals/1/approve)
+[ "${out##*$'\n'}" = 400 ] || fail "comment with LF: $out"
+ok "why and comment with control characters are refused 400 with a clear detail"
+"$NGXCTL" -s "$TMP/api.sock" propose net.core.netdev_budget=600 --why "plain" >/dev/null || fail "a plain proposal"
+"$PY" - "$TMP/store/ngx-autotune.db" <<'PYEOF' || fail "cannot plant a row with control characters"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.execute("UPDATE changes SET why = 'x' || char(27) || '[2J' || char(13) || char(10) || 'forged' || char(155) || '31m'")
+db.commit()
+PYEOF
+out=$("$NGXCTL" -s "$TMP/api.sock" history) || fail "ngxctl history"
+[ "$(wc -l <<<"$out")" -ge 2 ] || fail "ngxctl history lists nothing: $out; changes: $(api /v1/changes)"
+LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out" && fail "ngxctl history printed a control character: $(od -c <<<"$out" | head)"
+grep -qF 'x\x1b[2J\r\nforged\xc2\x9b31m' <<<"$out" || fail "ngxctl history did not escape the row: $out"
+ok "ngxctl history shows a stored row with ESC, CR, LF and a C1 CSI escaped"
+echo "PASS: $checks checks"
