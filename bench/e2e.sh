@@ -3,6 +3,8 @@
 # the field's hand-tuned checklist and a well-known static profile. Prints tables, not pass/fail.
 #
 #   sudo bench/e2e.sh [BUILDDIR]        default ./build; bench/README.md explains the figures
+#   sudo bench/e2e.sh --shipped [BUILDDIR]
+#                                       time to a fix at the shipped defaults (below)
 #
 # For each scenario (listen: somaxconn 16 in nginx's namespace; backlog: netdev_max_backlog 10, host-wide), under
 # ~1000 concurrent Connection: close clients (wrk), four configurations:
@@ -16,7 +18,19 @@
 #                runs the same wrk itself for every block and judges on its figures
 # are measured side by side, BENCH_REPS rounds (configurations interleaved in each round), and the median of each
 # figure printed. Host-wide sysctls it touches are saved first and put back at exit.
+#
+# --shipped: how long a gross fault lasts when the agent runs as shipped (1 s ticks, the detection window, K pairs,
+# [tuning] block and calibration as in ngx-autotune.conf(5), the policies as installed: their settle and
+# settle_min). For each scenario, BENCH_SHIPPED_RUNS times: the misconfigured nginx, the agent started, then the
+# load (the fault starts with it); every proposal is approved at once; the time from the fault's start to the
+# proposal and to the kept change, the trial's blocks, and what clients lost in between (wrk's errors and
+# timeouts, listen overflows, softnet drops), then the median of the runs.
 set -u
+SHIPPED=
+if [ "${1:-}" = --shipped ]; then
+	SHIPPED=1
+	shift
+fi
 BUILD=${1:-${builddir:-$(pwd)/build}}
 builddir=$(cd "$BUILD" && pwd) || exit 1
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -242,6 +256,82 @@ converge() {
 	kill -TERM "$AGENT_PID"
 	wait "$AGENT_PID"
 }
+
+# ---- --shipped ------------------------------------------------------------------------------------------------
+# shipped_run SCENARIO: one run; prints "proposed_s kept_s state pairs block errors timeouts overflows drops".
+shipped_run() {
+	local s=$1 t0 prop="" id st tp tk wrk d0 o0 errs tmo pairs block
+	apply baseline || fail "nginx did not start"
+	NGINX_DIR=$TMP/run
+	NGINX_CONF=$(cfgdir baseline)/nginx.conf
+	INC=$(cfgdir baseline)/inc
+	: >"$INC/main.conf"
+	: >"$INC/events.conf"
+	: >"$INC/http.conf"
+	rm -rf "$TMP/store" "$TMP/policies.d"
+	mkdir -p "$TMP/policies.d"
+	agent_conf "$TMP/agent.conf" "$PORT" 1s
+	printf 'conf = %s
+include_dir = %s
+timeout = 20s
+[tuning]
+mode = propose
+' "$NGINX_CONF" "$INC" \
+		>>"$TMP/agent.conf"
+	scn_start_agent
+	o0=$(ns_netstat "$NS" ListenOverflows)
+	d0=$(softnet_drops)
+	t0=$SECONDS
+	ip netns exec "$NS" timeout 900 wrk -t2 -c"$CONNS" -d880s -H "Connection: close" \
+		"http://127.0.0.1:$PORT/" >"$TMP/shipped.wrk" 2>&1 &
+	wrk=$!
+	while [ $((SECONDS - t0)) -lt 600 ]; do
+		prop=$(api /v1/proposals | jq -c '.proposals[0] // empty')
+		[ -n "$prop" ] && break
+		sleep 0.2
+	done
+	tp=$((SECONDS - t0))
+	st=none tk=-
+	if [ -n "$prop" ]; then
+		id=$(jq .id <<<"$prop")
+		ctl approve "$id" >/dev/null
+		st=$(wait_end 900 "$id")
+		tk=$((SECONDS - t0))
+	fi
+	kill -INT "$wrk" 2>/dev/null
+	wait "$wrk" 2>/dev/null
+	errs=$(awk '/Socket errors/ { gsub(",", ""); print $4 + $6 + $8 }' "$TMP/shipped.wrk")
+	tmo=$(awk '/Socket errors/ { gsub(",", ""); print $10 }' "$TMP/shipped.wrk")
+	pairs=$(api "/v1/changes/${id:-0}" | jq -r '.detail | sub("^[^{]*"; "") | fromjson? | .pairs // "-"' 2>/dev/null)
+	block=$(grep -o 'pairs of [0-9.]* s blocks[^;]*' "$TMP/agent.log" | tail -1 | awk '{ print $3 }')
+	echo "$tp $tk $st ${pairs:--} ${block:--} ${errs:-0} ${tmo:-0} $(($(ns_netstat "$NS" ListenOverflows) - o0)) $(($(softnet_drops) - d0))"
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID"
+	rm -f "$TMP/agent.log"
+}
+
+if [ -n "$SHIPPED" ]; then
+	RUNS=${BENCH_SHIPPED_RUNS:-3}
+	echo "# --shipped: tick 1 s, the shipped [tuning] and policies, $RUNS runs per scenario; every proposal approved at once"
+	for s in $SCENARIOS; do
+		echo
+		echo "== scenario $s (shipped defaults)"
+		make_configs "$s"
+		printf '%-4s %11s %8s %-10s %6s %8s %9s %9s %10s %9s\n' run "proposed s" "kept s" state pairs "block s" \
+			"wrk errs" timeouts overflows "sn drops"
+		rm -f "$TMP/shipped"
+		for r in $(seq 1 "$RUNS"); do
+			shipped_run "$s" >"$TMP/shipped.line"
+			line=$(cat "$TMP/shipped.line")
+			echo "$line" >>"$TMP/shipped"
+			printf '%-4s %11s %8s %-10s %6s %8s %9s %9s %10s %9s\n' "$r" $line
+		done
+		printf '%-4s %11s %8s\n' median "$(awk '{ print $1 }' "$TMP/shipped" | median)" \
+			"$(awk '$2 != "-" { print $2 }' "$TMP/shipped" | median)"
+		stop_nginx
+	done
+	exit 0
+fi
 
 # ---- run ------------------------------------------------------------------------------------------------------
 for s in $SCENARIOS; do

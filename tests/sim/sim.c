@@ -730,12 +730,12 @@ void sim_tally_print(FILE *f, const struct sim_tally *t)
 	fprintf(f, "  %-34s %-40s %-40s  target\n", "rate (Wilson 95%)", " judge", " naive before/after");
 	rate(f, "A/A false positive", (unsigned *)t->aa_fp, t->aa_n, "<= alpha");
 	rate(f, "false keep (gain < delta)", (unsigned *)t->false_keep, t->below_delta, "<= 1%, upper <= 2%");
-	rate(f, "false revert (gain >= 2 delta)", (unsigned *)t->false_revert, t->big_gain, "<= 20%");
+	rate(f, "false revert (gain >= 2 delta)", (unsigned *)t->false_revert, t->big_gain, "<= 10%");
 	rate(f, "harm kept", (unsigned *)t->kept_harm, t->harm_n, "");
 	rate(f, "guardrail harm caught", (unsigned *)t->guard_caught, t->guard_n, "");
 	fprintf(f, "  %-34s %10.0f %%s per harmful trial %15.0f %%s\n", "harm exposure (size x time)",
 		t->harm_n ? t->exposure[0] / t->harm_n : 0.0, t->harm_n ? t->exposure[1] / t->harm_n : 0.0);
-	fprintf(f, "  to a verdict (calibration included)  pairs median  p90    seconds median  p90\n");
+	fprintf(f, "  to a verdict                        pairs median  p90    seconds median  p90 (calibration included)\n");
 	for (int c = 0; c < SIM_CLASSES; c++) {
 		unsigned p50, p90;
 		double s50, s90;
