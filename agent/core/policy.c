@@ -1189,9 +1189,6 @@ static int check_knob(const struct policy_set *set, struct knob_policy *p, bool 
 	if (p->type != KNOB_T_ENUM && p->key_line[K_VALUES])
 		return fail_at(err, errlen, p->path, line_of(p, K_VALUES), "knob %s: only type enum takes values",
 			       p->name);
-	if (p->key_line[K_SETTLE_MIN] && p->settle_min_ms > p->settle_ms)
-		return fail_at(err, errlen, p->path, line_of(p, K_SETTLE_MIN), "knob %s: settle_min %lld ms is above "
-			       "settle %lld ms", p->name, (long long)p->settle_min_ms, (long long)p->settle_ms);
 	r = check_target(p, err, errlen);
 	if (r == 0)
 		r = check_bounds(p, err, errlen);

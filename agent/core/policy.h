@@ -82,7 +82,8 @@ struct knob_policy {
 	struct policy_metric guardrails[POLICY_GUARDRAILS_MAX];
 	size_t nguardrails;
 	int64_t settle_ms;
-	int64_t settle_min_ms;             /* settle_min: the settle of blocks sized by the signal (0: settle_ms) */
+	int64_t settle_min_ms;             /* settle_min: the settle of blocks sized by the signal (0: settle_ms; above
+					    * settle_ms it counts as settle_ms, so that an override may shorten settle) */
 	bool approval_required;
 	bool enabled;
 	struct policy_constraint constraints[POLICY_CONSTRAINTS_MAX];
