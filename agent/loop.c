@@ -80,7 +80,7 @@ static bool frame_value(struct agent *a, const char *name, double *v)
 static void build_summary(struct agent *a, const struct store_health *sh)
 {
 	const struct probe_health *bad = NULL;
-	const char *bad_name = NULL;
+	const char *bad_name = NULL, *pending = NULL;
 	unsigned enabled = 0, ok = 0;
 	double req, p99, ovf, cn, cf, ct, c50, c99;
 	char rates[256] = "", why[256], m1[16], m2[16];
@@ -94,7 +94,10 @@ static void build_summary(struct agent *a, const struct store_health *sh)
 		enabled++;
 		if (h->ok)
 			ok++;
-		else if (!bad) {
+		else if (h->failures == 0 && !pending)
+			/* Not reported yet: the synthetic client's first run ends with the next tick. */
+			pending = sampler_probe_name((enum probe_id)i);
+		else if (h->failures > 0 && !bad) {
 			bad = h;
 			bad_name = sampler_probe_name((enum probe_id)i);
 		}
@@ -129,6 +132,9 @@ static void build_summary(struct agent *a, const struct store_health *sh)
 	else if (bad)
 		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s failing: %.200s", rates, ok,
 			 enabled, bad_name, bad->msg);
+	else if (pending)
+		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s: first run under way", rates,
+			 ok, enabled, pending);
 	else
 		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok", rates, ok, enabled);
 }
