@@ -278,8 +278,11 @@ static void summarize(struct judge *j)
 	{
 		double y[JUDGE_PAIRS_MAX];
 
+		/* A pair better than JUDGE_SEQ_CLIP times is as good as the question needs (is the gain above delta?):
+		 * clipped, ten gross pairs agree, where 15000 overflows against 0 or against 5 would differ by ln 10 and
+		 * the spread would hide the effect. The estimate and the fixed-K bounds keep the pairs as they are. */
 		for (size_t i = 0; i < n; i++)
-			y[i] = d[i] - log1p(j->cfg.delta);
+			y[i] = fmin(d[i], log(JUDGE_SEQ_CLIP)) - log1p(j->cfg.delta);
 		ev->log_bf = n ? stats_seq_t_logbf(y, n, j->prior_ss, j->prior_df, j->cfg.seq_tau) : NAN;
 	}
 	ev->half1 = ev->half2 = NAN;

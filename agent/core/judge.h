@@ -8,7 +8,8 @@
  * revert when the upper bound is below -ln(1 + delta); otherwise inconclusive (the knob is reverted as well and
  * may be retried later). Before K, the trial stops early toward keep when the evidence is overwhelming: the
  * sequential t-test's Bayes factor (stats_seq_t_logbf on d - ln(1 + delta), with the objective's A/A calibration as
- * prior knowledge of the noise when there is one) reaches 1 / alpha_seq after at least seq_min valid pairs, every
+ * prior knowledge of the noise when there is one; a pair better than JUDGE_SEQ_CLIP times counts as that much)
+ * reaches 1 / alpha_seq after at least seq_min valid pairs, every
  * valid pair is better, and every guardrail held in every pair; it is always valid, so a large effect ends in a few
  * pairs and a null one runs the full K. A block that served nothing (no requests while its logs were read) while
  * the other block of its pair served is an outage: the worst block, d = -+ln(JUDGE_OUTAGE_FACTOR), not missing
@@ -46,6 +47,7 @@
 #define JUDGE_REASON_MAX 256
 #define JUDGE_OUTAGE_FACTOR 1000.0     /* an outage block is this many times worse than the block that served */
 #define JUDGE_OUTAGE_MIN_REQUESTS 50.0 /* the serving block of an outage pair served at least this many */
+#define JUDGE_SEQ_CLIP 10.0            /* the sequential rule counts a pair better than 10x as 10x */
 
 enum judge_verdict {
 	VERDICT_NONE,          /* the trial goes on */

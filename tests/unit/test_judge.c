@@ -540,6 +540,18 @@ static void test_sequential(void **state)
 	assert_int_equal(judge_set_noise(&j, NAN, 4), -EINVAL);
 	assert_int_equal(judge_set_noise(&j, -1, 4), -EINVAL);
 
+	/* Gross pairs that differ wildly (15000 overflows against 1 or against 1000): all better than 10x, they count
+	 * alike and the rule stops at 4 pairs; as they are (d from 2.5 to 10.3) they would not. */
+	{
+		static const double gross[] = {1.0 / 15000, 1.0 / 20, 1.0 / 30000, 1.0 / 12, 1.0 / 40, 1.0 / 9000, 0.01, 0.02};
+
+		start(&j, &cfg);
+		assert_int_equal(feed(&j, gross, ARRAY_LEN(gross), &done), 4);
+		assert_int_equal(judge_evidence(&j)->verdict, VERDICT_KEEP);
+		assert_true(judge_evidence(&j)->early);
+		assert_true(judge_evidence(&j)->mean > 5.0); /* the estimate keeps the pairs as they are */
+	}
+
 	/* A gain just below delta never stops early, however steady. */
 	{
 		static const double small[] = {0.96, 0.96, 0.96, 0.96, 0.96, 0.96, 0.96, 0.96};
