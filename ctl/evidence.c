@@ -59,6 +59,15 @@ void ctl_evidence_print(json_t *ev, const char *indent)
 	printf("%spairs:     %lld valid of %lld planned, %lld void; %lld better, %lld worse\n", indent,
 	       i(ev, API_K_VALID), i(ev, API_K_PLANNED), i(ev, API_K_VOID), i(sign, API_K_BETTER),
 	       i(sign, API_K_WORSE));
+	if (json_is_true(json_object_get(ev, API_K_EARLY)))
+		printf("%sdecided:   early, by the sequential rule (Bayes factor %.3g)\n", indent,
+		       json_number_value(json_object_get(ev, API_K_BAYES_FACTOR)));
+	/* What judging cost: the old value's events while it was measured (a counted objective only). */
+	if (json_is_number(json_object_get(ev, API_K_A_EVENTS)) &&
+	    json_number_value(json_object_get(ev, API_K_A_SECONDS)) > 0)
+		printf("%sexposure:  %.0f %s in arm A's %.0f s measured\n", indent,
+		       json_number_value(json_object_get(ev, API_K_A_EVENTS)), s(ev, API_K_LABEL),
+		       json_number_value(json_object_get(ev, API_K_A_SECONDS)));
 }
 
 void ctl_evidence_print_guardrails(json_t *ev, const char *indent)

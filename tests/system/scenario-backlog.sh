@@ -67,6 +67,8 @@ done
 [ "$st" = kept ] || fail "change $id ended $st: $(api "/v1/changes/$id" | jq -r .detail)"
 ctl show "$id" | grep -qx '  objective: softnet drops (softnet.dropped, lower is better)' ||
 	fail "ngxctl show: $(ctl show "$id")"
+ctl show "$id" | grep -Eq '^  exposure:  [0-9]+ softnet drops in arm A.s [0-9]+ s measured$' ||
+	fail "ngxctl show has no exposure: $(ctl show "$id")"
 grep -q "trial of net.core.netdev_max_backlog 10 -> $to: [0-9]* pairs of [0-9.]* s blocks (.*sized by the signal" \
 	"$TMP/agent.log" || fail "the trial's blocks were not sized by the signal: $(grep 'trial of' "$TMP/agent.log")"
 ok "the trial alternates 10 and $to in blocks sized by the signal; kept on softnet drops, the evidence in ngxctl show"
