@@ -4,10 +4,11 @@
 #
 #   smoke.sh SRCDIR BUILDDIR fuzz_NAME...
 #
-# A target's seeds are the real fixtures it parses (listed below, shared with the unit tests, so they are not
-# copied) and the small hand-written ones of tests/fuzz/seeds/NAME/. Each run starts from a fresh working corpus
-# under BUILDDIR/tests/fuzz/work/NAME/ (what it grows stays there, with the crash artefacts and the log). One line
-# per target: executions, executions per second, coverage (libFuzzer's cov and ft) and corpus size.
+# A target's seeds are the real fixtures it parses (listed below: the unit tests' own files, not copies kept in the
+# tree) and the small hand-written ones of tests/fuzz/seeds/NAME/; the API targets also get the words of api.dict.
+# Each run starts from a fresh working corpus under BUILDDIR/tests/fuzz/work/NAME/ (what it grows stays there, with
+# the crash artefacts and the log). One line per target: runs, runs per second, coverage (libFuzzer's cov and ft)
+# and corpus size.
 set -u
 src=$1 build=$2
 shift 2
@@ -56,7 +57,9 @@ for t in "$@"; do
 		failed=$((failed + 1))
 		continue
 	fi
-	nice -n 10 "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	dict=()
+	case $name in api_*) dict=(-dict="$src/tests/fuzz/api.dict") ;; esac
+	nice -n 10 "$build/tests/fuzz/$t" "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
