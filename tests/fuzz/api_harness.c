@@ -59,7 +59,7 @@ static void remove_dir(void)
 	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* DIR/REL with its parent directories. */
+/* DIR/REL holding TEXT, with its parent directories. */
 static void put(const char *rel, const char *text)
 {
 	char path[256];
@@ -71,10 +71,7 @@ static void put(const char *rel, const char *text)
 			die(path, strerror(errno));
 		*p = '/';
 	}
-	if (text)
-		write_file(path, text, 0644);
-	else if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		die(path, strerror(errno));
+	write_file(path, text, 0644);
 }
 
 /* A small host under DIR/root: two CPUs, eth0 with two IRQs, a few sysctls, so that knobs have live values to
