@@ -150,11 +150,16 @@ void fuzz_api_start(void)
 	if (agent_lock(agent, err, sizeof(err)) < 0)
 		die("lock", err);
 	loop_init(agent);
-	/* The policies must load (they are owned by root in CI): without the engine, the routes that act would only
-	 * ever answer 409 and the fuzzer would not reach them. */
+	/*
+	 * The policies load only when root owns them (policy_load trusts no one else's files, so a checkout owned by
+	 * another user has none). Then the API is fuzzed without the engine (the routes that act answer 409) and says so;
+	 * where every check must run (CI) that is a failure.
+	 */
 	r = agent_start_engine(agent, err, sizeof(err));
+	if (r < 0 && getenv("NGXAT_REQUIRE_ALL") && strcmp(getenv("NGXAT_REQUIRE_ALL"), "1") == 0)
+		die("engine", err);
 	if (r < 0)
-		die("engine (run as root, with the tree's policies owned by root)", err);
+		fprintf(stderr, "fuzz_api: without the engine (%s): the routes that act answer 409\n", err);
 	if (doctor_new(agent, &agent->doctor) < 0)
 		die("doctor", "out of memory");
 	if (api_start(agent, &agent->api, err, sizeof(err)) < 0)
