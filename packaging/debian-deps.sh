@@ -4,6 +4,8 @@ set -eu
 BUILD="build-essential autoconf automake pkg-config libuv1-dev libmicrohttpd-dev libsqlite3-dev libnl-3-dev
 libnl-route-3-dev libnl-genl-3-dev libnl-idiag-3-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
 libinih-dev libcmocka-dev nettle-dev"
+# clang and its compiler-rt (libFuzzer, the sanitizers' runtimes): the fuzz targets (make fuzz-smoke, tests/fuzz).
+FUZZ="clang libclang-rt-14-dev"
 # chromium and python3-websocket: the console's end-to-end test (tests/system/console.sh, cdp.py); passwd and
 # util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv).
 TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium
@@ -20,5 +22,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $BUILD $TEST $PACKAGE >/dev/null
+apt-get install -y -qq --no-install-recommends $BUILD $FUZZ $TEST $PACKAGE >/dev/null
 echo "debian-deps.sh: build and test packages installed"

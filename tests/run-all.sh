@@ -1,14 +1,15 @@
 #!/bin/bash
 # The full test suite, as CI runs it: install packages (as root), build with -Werror, run every test
-# (unit, simulation, system), run the unit tests again under ASan+UBSan, check the distribution tarball, and end
-# with one line "N passed, N failed, N skipped", every skip listed above it with its reason. Exits non-zero on any
-# failure.
+# (unit, simulation, system), run the unit tests again under ASan+UBSan, run every fuzz target briefly (clang,
+# libFuzzer), check the distribution tarball, and end with one line "N passed, N failed, N skipped", every skip
+# listed above it with its reason. Exits non-zero on any failure.
 #
 #   tests/run-all.sh                 everything (as root)
 #   NGXAT_SKIP_DEPS=1 tests/run-all.sh   do not call apt-get
 #
 # What counts as one result:
-#   - each build step (autoreconf, configure, make, make install, make distcheck): one pass or one failure;
+#   - each build step (autoreconf, configure, make, make install, make fuzz-smoke, make distcheck): one pass or one
+#     failure;
 #   - each test of a make check (a unit test program, a system test script): one pass, one failure or one skip, as
 #     automake decides (exit 77 is a skip);
 #   - inside a test program that ran, each cmocka test that skipped ("[  SKIPPED ] name" in its log) adds one skip;
@@ -201,7 +202,21 @@ step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werr
 	ASAN_OPTIONS=detect_leaks=1 run_check build-asan \
 		"$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh tests/system/knobs-journal.sh tests/system/tuning-loop.sh tests/system/api-auth.sh"
 
-# 3. The release tarball builds and passes its unit tests on its own.
+# 3. Every parser's libFuzzer target (tests/fuzz/README.md), built with clang, ASan and UBSan in a build of its own,
+#    each run for a few seconds on its seeds: one result, failed by any crash, leak, undefined behaviour or hang.
+fuzz_smoke() {
+	rm -rf build-fuzz && mkdir build-fuzz &&
+		(cd build-fuzz && ../configure --enable-werror --enable-fuzz --disable-tests CC=clang >configure.out 2>&1) ||
+		{ tail -30 build-fuzz/configure.out; return 1; }
+	make -C build-fuzz -j"$jobs" fuzz-smoke >build-fuzz/fuzz-smoke.out 2>&1
+	local rc=$?
+	grep -E '^(ok|FAIL) fuzz_' build-fuzz/fuzz-smoke.out
+	[ $rc -eq 0 ] || tail -n 80 build-fuzz/fuzz-smoke.out
+	return $rc
+}
+step "make fuzz-smoke (clang, libFuzzer)" fuzz_smoke
+
+# 4. The release tarball builds and passes its unit tests on its own.
 step "make distcheck" sh -c 'make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'
 
 summary

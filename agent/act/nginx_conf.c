@@ -125,6 +125,12 @@ static int lex_next(struct lexer *lx, size_t limit, int *ev, char *err, size_t e
 		}
 		if (lx->sharp)
 			continue;
+		/* nginx keeps a NUL inside a word, but a word here becomes a C string (a context, a directive's
+		 * value): "http\0x {" would pass for "http". Only a comment may hold one. */
+		if (ch == '\0') {
+			str_err(err, errlen, "line %u: a NUL byte outside a comment", lx->line);
+			return -EINVAL;
+		}
 		if (lx->quoted) {
 			lx->quoted = false;
 			continue;

@@ -514,7 +514,8 @@ static void test_bad_dumps(void **state)
 			dump = malloc(len + 1);
 			assert_non_null(dump);
 			memset(dump, 'w', len);
-			memcpy(dump, "# configuration file /x/nginx.conf:\nx ", 39);
+			/* The header without its NUL: a NUL in the word would be refused before its length is. */
+			memcpy(dump, "# configuration file /x/nginx.conf:\nx ", 38);
 			memcpy(dump + len - 3, ";\n\n", 3);
 			dump[len] = '\0';
 		}

@@ -667,6 +667,34 @@ static void test_bad_dumps(void **state)
 	}
 }
 
+/* A NUL byte in a word (found by fuzz_nginx_conf): the word would be cut short as a C string, so that a block
+ * "http\0x" passed for "http"; it is refused wherever the text is read. One in a comment is harmless. */
+static void test_nul_byte(void **state)
+{
+	static const char dump[] = "# configuration file /a.conf:\nhttp\0x { keepalive_timeout 5; }\n\n";
+	static const char comment[] = "# configuration file /a.conf:\n# a \0 b\nhttp { keepalive_timeout 5; }\n\n";
+	static const char file[] = "worker_rlimit_nofile 1\0 2;\n";
+	struct nginx_conf c;
+	struct nginx_conf_directive d;
+	char err[256] = "", *out = NULL;
+	size_t outlen;
+
+	(void)state;
+	assert_int_equal(nginx_conf_parse(dump, sizeof(dump) - 1, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "NUL byte"));
+	assert_null(c.buf);
+	assert_int_equal(nginx_conf_parse(comment, sizeof(comment) - 1, &c, err, sizeof(err)), 0);
+	assert_int_equal(nginx_conf_find(&c, "http", "keepalive_timeout", &d, err, sizeof(err)), 0);
+	assert_string_equal(d.args[0], "5");
+	nginx_conf_free(&c);
+	assert_int_equal(nginx_conf_file_find(file, sizeof(file) - 1, "worker_rlimit_nofile", &d, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(nginx_conf_set_directive(file, sizeof(file) - 1, "worker_rlimit_nofile", "4", &out, &outlen,
+						  err, sizeof(err)),
+			 -EINVAL);
+	assert_null(out);
+}
+
 /* Blocks nested past the bound, and includes that double at every level: both end in an error, quickly. */
 static void test_bounds(void **state)
 {
@@ -829,6 +857,7 @@ int main(void)
 		cmocka_unit_test(test_file_find),
 		cmocka_unit_test(test_stream_and_mail),
 		cmocka_unit_test(test_bad_dumps),
+		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_walk),
