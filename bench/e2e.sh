@@ -63,8 +63,10 @@ for k in $HOST_KEYS; do
 	CLEANUP+=("sysctl -qw $k=${HOST_SAVED[$k]}")
 done
 echo "# host: $(nproc) CPUs, $(uname -r); saved $(for k in $HOST_KEYS; do printf '%s=%s ' "$k" "${HOST_SAVED[$k]}"; done)"
-echo "# load: wrk -t2 -c$CONNS -d${SECS}s -H 'Connection: close' inside the namespace; $REPS rounds, medians"
-echo "# agent: tick 500 ms, trials of $PAIRS pairs, blocks of $SETTLE settle + $BLOCK, no A/A calibration"
+if [ -z "$SHIPPED" ]; then
+	echo "# load: wrk -t2 -c$CONNS -d${SECS}s -H 'Connection: close' inside the namespace; $REPS rounds, medians"
+	echo "# agent: tick 500 ms, trials of $PAIRS pairs, blocks of $SETTLE settle + $BLOCK, no A/A calibration"
+fi
 
 # ---- configurations -----------------------------------------------------------------------------------------
 # A configuration is a directory: nginx.conf, inc/, ns.sysctl and host.sysctl (KEY=VALUE lines).
@@ -313,6 +315,7 @@ mode = propose
 if [ -n "$SHIPPED" ]; then
 	RUNS=${BENCH_SHIPPED_RUNS:-3}
 	echo "# --shipped: tick 1 s, the shipped [tuning] and policies, $RUNS runs per scenario; every proposal approved at once"
+	echo "# load: wrk -t2 -c$CONNS -H 'Connection: close' inside the namespace from the fault's start to the kept change"
 	for s in $SCENARIOS; do
 		echo
 		echo "== scenario $s (shipped defaults)"
