@@ -611,6 +611,53 @@ static void test_sequential_null(void **state)
 	}
 }
 
+/* One block of a counted objective: NUM events over DEN thousand requests. */
+static void count_block(struct block_summary *s, double num, double den)
+{
+	memset(s, 0, sizeof(*s));
+	s->n = 1;
+	s->requests = den * 1000;
+	s->expected = s->frames = 40;
+	strcpy(s->v[0].name, "softnet.time_squeeze");
+	s->v[0].kind = BLOCK_PER_KREQ;
+	s->v[0].count = true;
+	s->v[0].ticks = 40;
+	s->v[0].num = num;
+	s->v[0].den = den;
+	s->v[0].value = s->v[0].value_p95 = num / den;
+	s->overflows.events = s->errors.events = 0;
+	s->overflows.exposure = s->errors.exposure = s->requests;
+	s->overflows.ticks = s->errors.ticks = 40;
+	s->unhandled.events = s->unhandled.exposure = NAN;
+}
+
+/* A counted objective's few events are no gross harm: 2 squeezes against none is 5x by the ratio and chance by the
+ * counts (the demo reverted netdev_budget in pair 1 on 0 -> 0.0188/1k req); 200 against none ends it at once. */
+static void test_gross_harm_counts(void **state)
+{
+	static const struct policy_metric obj = {"softnet.time_squeeze", POLICY_LOWER_IS_BETTER};
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	bool done;
+
+	(void)state;
+	judge_config_default(&cfg);
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	count_block(&a, 0, 106);
+	count_block(&b, 2, 106);
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_false(done);
+	assert_true(judge_evidence(&j)->pair[0].d < -log1p(cfg.gross_harm)); /* "5x worse" by the ratio */
+
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	count_block(&b, 200, 106);
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_true(done);
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_REVERT);
+	assert_non_null(strstr(judge_evidence(&j)->reason, "worse in pair 1"));
+}
+
 /* An arm that served nothing while the other served is an outage: the worst block, not missing data. */
 static void test_outage(void **state)
 {
@@ -680,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
 		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
+		cmocka_unit_test(test_gross_harm_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
