@@ -705,11 +705,10 @@ static int open_db(const char *path, bool memory, const struct store_options *op
 	if (ret < 0)
 		goto fail;
 	refresh_bytes(st);
-	if (!memory) {
-		ret = store_originals_backfill(st, err, errlen);
-		if (ret < 0)
-			goto fail;
-	}
+	/* A copy: a disk too full for it now must not keep the agent from starting (and recovering); the next open
+	 * tries again. */
+	if (!memory)
+		store_originals_backfill(st, msg, sizeof(msg));
 	*out = st;
 	return 0;
 
