@@ -143,11 +143,9 @@ static int seed_original(void *ctx, const char *knob, const char *original)
 
 	memset(&row, 0, sizeof(row));
 	snprintf(row.name, sizeof(row.name), "%s", knob);
-	row.has_original = row.has_written = true;
+	row.has_original = true;
 	snprintf(row.original, sizeof(row.original), "%s", original);
-	/* What the agent last wrote is unknown: the original stands in, so a knob back at it is left alone. */
-	snprintf(row.last_written, sizeof(row.last_written), "%s", original);
-	snprintf(row.state, sizeof(row.state), "ok");
+	snprintf(row.state, sizeof(row.state), "%s", STORE_KNOB_LOST); /* the engine takes what is live as its own */
 	return store_knob_put(ctx, &row);
 }
 

@@ -301,6 +301,16 @@ static int instantiate(struct engine *e, struct policy_set *set, struct eknob **
 				snprintf(ek->why, sizeof(ek->why), "%s", why[0] ? why : strerror(-r));
 			}
 			if (store_knob_get(e->st, ek->k.name, &ek->rec) == 0) {
+				char live[KNOB_VALUE_MAX];
+
+				/* Seeded from the originals file of a lost store (the offline revert): what the agent
+				 * wrote last is not known, so what is live is taken as its own, to be put back. */
+				if (strcmp(ek->rec.state, STORE_KNOB_LOST) == 0 && ek->rec.has_original &&
+				    knob_read(&ek->k, live, sizeof(live)) == 0) {
+					ek->rec.has_written = strcmp(live, ek->rec.original) != 0;
+					snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", live);
+					snprintf(ek->rec.state, sizeof(ek->rec.state), "ok");
+				}
 				/* A conflict an operator has not cleared survives restarts. */
 				if (strcmp(ek->rec.state, "conflict") == 0 && ek->state == ENGINE_KNOB_OK) {
 					ek->state = ENGINE_KNOB_CONFLICT;

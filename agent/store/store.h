@@ -133,13 +133,16 @@ struct change_row {
 	int64_t created_ms, updated_ms;
 };
 
+/* A knob row's state when it was seeded from the originals file of a lost store: only its original is known. */
+#define STORE_KNOB_LOST "lost"
+
 struct knob_row {
 	char name[STORE_KNOB_MAX];
 	bool has_original;
 	char original[STORE_VALUE_MAX];     /* the live value before the agent's first write */
 	bool has_written;
 	char last_written[STORE_VALUE_MAX]; /* what the agent wrote last */
-	char state[16];                     /* "ok", "conflict", "unsupported" */
+	char state[16];                     /* "ok", "conflict", "unsupported", STORE_KNOB_LOST */
 	char why[256];
 	int64_t updated_ms;
 };
