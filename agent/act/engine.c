@@ -618,10 +618,13 @@ static void finish_ok(struct engine *e, struct job *j)
 		if (j->reverts) {
 			struct change_row undone;
 
-			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED && j->change_id)
-				set_state(e, j->reverts, CHANGE_REVERTED, "reverted by change %lld", (long long)j->change_id);
-			else if (j->unjournaled)
-				set_state(e, j->reverts, CHANGE_REVERTED, "put back while the store could not take a row");
+			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED) {
+				if (j->change_id)
+					set_state(e, j->reverts, CHANGE_REVERTED, "reverted by change %lld",
+						  (long long)j->change_id);
+				else
+					set_state(e, j->reverts, CHANGE_REVERTED, "put back while the store could not take a row");
+			}
 		}
 		if (j->change_id)
 			set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s", j->value);

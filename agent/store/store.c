@@ -546,14 +546,18 @@ static int check_journal_pages(struct store *st, char *err, size_t errlen)
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(s);
 		if (rc != SQLITE_ROW) {
-			int r = read_failed(st, rc, "check the journal", err, errlen);
+			char what[600];
+			int r;
+
+			snprintf(what, sizeof(what), "%s: check the journal", st->path);
+			r = read_failed(st, rc, what, err, errlen);
 
 			sqlite3_finalize(s);
 			return r;
 		}
 		t = (const char *)sqlite3_column_text(s, 0);
 		if (!t || strcmp(t, "ok") != 0) {
-			str_err(err, errlen, "table %s is damaged (%.120s)", tables[i], t ? t : "?");
+			str_err(err, errlen, "%s: table %s is damaged (%.120s)", st->path, tables[i], t ? t : "?");
 			sqlite3_finalize(s);
 			return -EIO;
 		}
