@@ -364,7 +364,6 @@ int config_check_trust(const struct config *cfg, const char *path, char *err, si
 		const char *path, *because;
 	} files[] = {
 		{path, runs},
-		{cfg->api_token_file, "its tokens decide who may change knobs"},
 		{cfg->include_dir, "nginx runs as root what the agent writes there"},
 	};
 	char word[CONFIG_PATH_MAX];

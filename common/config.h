@@ -73,11 +73,11 @@ void config_default(struct config *cfg);
 int config_load(const char *path, bool must_exist, struct config *cfg, char *err, size_t errlen);
 /*
  * Whether the agent may trust the files that decide what it runs or writes as root: PATH (the configuration
- * itself), [api] token_file and [nginx] include_dir when they exist, each owned by root (or by the user the agent
- * runs as), not writable by group or others, and not a symbolic link; and the programs it runs ([nginx] binary,
- * the first word of [loadgen] command, found on PATH without a slash), checked where their links lead. 0, or
- * -EPERM / -ELOOP / -errno with "FILE: why: refused (...)" in ERR. ngxctl, which runs nothing as root, does not
- * call it.
+ * itself) and [nginx] include_dir when it exists, each owned by root (or by the user the agent runs as), not
+ * writable by group or others, and not a symbolic link; and the programs it runs ([nginx] binary, the first word
+ * of [loadgen] command, found on PATH without a slash), checked where their links lead. [api] token_file has a
+ * stricter check of its own where it is read (api/api_auth.c: mode 0600). 0, or -EPERM / -ELOOP / -errno with
+ * "FILE: why: refused (...)" in ERR. ngxctl, which runs nothing as root, does not call it.
  */
 int config_check_trust(const struct config *cfg, const char *path, char *err, size_t errlen);
 
