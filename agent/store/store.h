@@ -70,12 +70,13 @@ void store_close(struct store *st);
 int store_opened_version(const struct store *st);
 
 /* Store one tick: the frame is held, and written with the frames held before it once the first of them is
- * batch_ms old, or at once when the store is degraded or has written nothing since open. A write is one
+ * batch_ms old since the last attempt, or at once when the store has written nothing since open. A write is one
  * transaction: new metric names, the frames in order, the roll-up of each minute they complete, and one bounded
  * retention step. A frame with the ts of a stored one replaces it. When the write fails the store is degraded
  * (see store_health), the frames are kept for the next try (the oldest dropped past 300), and
- * -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM) returned; the next
- * successful write clears it. Caller errors leave the health alone: -EINVAL (ts outside 0..2^53, ids written into
+ * -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM) returned; while
+ * degraded (by a frame or a journal write) a frame held returns the standing error; the next successful write
+ * clears it. Caller errors leave the health alone: -EINVAL (ts outside 0..2^53, ids written into
  * vals by hand outside 1..METRIC_ID_MAX), -EBUSY (called from a query callback). */
 int store_append_frame(struct store *st, const struct metric_registry *reg, struct frame *fr);
 
