@@ -76,6 +76,7 @@ struct agent {
 	size_t cpu_n;
 
 	bool ready;               /* READY=1 sent */
+	bool store_degraded;      /* the store's health as the last tick logged it */
 	bool stopping;
 	char summary[512];        /* one line for STATUS= and /v1/status */
 

@@ -181,19 +181,20 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 	bool was_degraded;
 	int r;
 
-	store_get_health(a->store, &sh);
-	was_degraded = sh.degraded;
+	/* Said when the store's health changes, whichever write changed it (a frame, or a journal write between
+	 * ticks): the log never says writable while a write is failing. */
+	was_degraded = a->store_degraded;
 	r = store_append_frame(a->store, a->reg, &a->fr);
 	store_get_health(a->store, &sh);
-	if (r == 0) {
+	a->store_degraded = sh.degraded;
+	if (r == 0)
 		a->stored++;
-		if (was_degraded)
-			log_fields(LOG_NOTICE, writable, "store writable again: observing normally");
-	} else if (sh.degraded && !was_degraded) {
+	if (sh.degraded && !was_degraded)
 		log_fields(LOG_ERR, degraded, "store write failed, agent degraded: %s", sh.reason);
-	} else if (!sh.degraded) {
+	else if (!sh.degraded && was_degraded)
+		log_fields(LOG_NOTICE, writable, "store writable again: observing normally");
+	else if (r < 0 && !sh.degraded)
 		log_err("frame not stored: %s", strerror(-r));
-	}
 	a->ticks++;
 	a->last_tick_ms = a->fr.ts_ms;
 	prom_totals_observe(&a->prom, a->reg, &a->fr); /* -ENOMEM: the totals miss this tick, nothing else does */
@@ -218,8 +219,10 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		doctor_tick(a->doctor, &a->fr);
 	build_summary(a, &sh);
 	/* Ready once a frame is stored; or, when the store cannot be written at all, once the agent knows it runs
-	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. */
-	if (!a->ready && (r == 0 || sh.degraded) && !(a->engine && engine_busy(a->engine))) {
+	 * degraded (observe-only), so that systemd does not kill an agent doing what it should. Never while recovery
+	 * has not put the host back (invariant 3): a trial value left live is not ready, whatever the store says. */
+	if (!a->ready && (r == 0 || sh.degraded) &&
+	    !(a->engine && (engine_busy(a->engine) || !engine_recovered(a->engine)))) {
 		a->ready = true;
 		notify_ready(a->summary);
 		log_info("%s: ready (%s)", r == 0 ? "first frame stored" : "store not writable", a->summary);
@@ -385,6 +388,8 @@ int loop_reload(struct agent *a)
 
 	notify_reloading(uv_hrtime() / 1000);
 	r = config_load(a->config_path, a->config_must_exist, &cfg, err, sizeof(err));
+	if (r == 0)
+		r = config_check_trust(&cfg, a->config_path, err, sizeof(err));
 	if (r < 0) {
 		log_err("reload refused, keeping the running configuration: %s", err);
 		if (a->ready)

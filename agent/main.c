@@ -137,6 +137,35 @@ static int run_offline_revert(struct agent *a, const char *arg)
 	return 0;
 }
 
+static int seed_original(void *ctx, const char *knob, const char *original)
+{
+	struct knob_row row;
+
+	memset(&row, 0, sizeof(row));
+	snprintf(row.name, sizeof(row.name), "%s", knob);
+	row.has_original = true;
+	snprintf(row.original, sizeof(row.original), "%s", original);
+	snprintf(row.state, sizeof(row.state), "%s", STORE_KNOB_LOST); /* the engine takes what is live as its own */
+	return store_knob_put(ctx, &row);
+}
+
+/* --revert all when the store is lost (empty, gone, damaged): a scratch store in memory holds the originals the
+ * originals file kept, and the same engine puts every knob back to them. Its journal dies with the process: the
+ * log has each write. */
+static int open_from_originals(struct agent *a, char *err, size_t errlen)
+{
+	int r = store_open_memory(&a->store, err, errlen);
+
+	if (r < 0)
+		return r;
+	r = store_originals_read(a->cfg.store_path, seed_original, a->store, err, errlen);
+	if (r < 0)
+		return r;
+	log_warn("the store is lost: putting every knob back to the originals kept in %s%s", a->cfg.store_path,
+		 STORE_ORIGINALS_SUFFIX);
+	return 0;
+}
+
 /* --once: two collections one interval apart, so counters have deltas; no store, no API. */
 static int run_once(struct agent *a)
 {
@@ -300,7 +329,9 @@ int main(int argc, char **argv)
 			strcpy(a->config_path, rp);
 		free(rp);
 	}
-	if (config_load(a->config_path, a->config_must_exist, &a->cfg, err, sizeof(err)) < 0) {
+	/* Every mode runs or writes something as root that the configuration names: -n too. */
+	if (config_load(a->config_path, a->config_must_exist, &a->cfg, err, sizeof(err)) < 0 ||
+	    config_check_trust(&a->cfg, a->config_path, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ngx-autotune: %s\n", err);
 		goto out_args;
 	}
@@ -357,6 +388,10 @@ int main(int argc, char **argv)
 	so.frames_retention_s = a->cfg.frames_retention_ms / 1000;
 	so.rollups_retention_s = a->cfg.rollups_retention_ms / 1000;
 	r = store_open(a->cfg.store_path, &so, a->reg, &a->store, err, sizeof(err));
+	if ((r == -ENODATA || r == -EIO) && m.revert && strcmp(m.revert, "all") == 0) {
+		log_err("cannot open the store: %s", err);
+		r = open_from_originals(a, err, sizeof(err));
+	}
 	if (r < 0) {
 		log_err("cannot open the store: %s", err);
 		goto out;

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "proto.h"
 #include "strutil.h"
+#include "trust.h"
 
 enum key_type {
 	K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING, K_MEASURE, K_COMMAND,
@@ -145,6 +147,12 @@ static char *reader(char *str, int num, void *stream)
 	if (len < 0)
 		return NULL;
 	ctx->line++;
+	/* inih would end the value at the NUL and take the rest of the line for nothing. */
+	if (memchr(ctx->buf, '\0', (size_t)len)) {
+		record_error(ctx, "a NUL byte in the line");
+		snprintf(str, (size_t)num, "\n");
+		return str;
+	}
 	if (len >= num) {
 		snprintf(msg, sizeof(msg), "line longer than %d characters", num - 2);
 		record_error(ctx, msg);
@@ -337,5 +345,74 @@ int config_client_url(const struct config *cfg, char *out, size_t outlen)
 		return -ENAMETOOLONG;
 	memcpy(out, u, n);
 	memcpy(out + n, "/", 2);
+	return 0;
+}
+
+/* ---- trust of the files the configuration names ------------------------------------------------------------ */
+
+/* Owner to ask of a file: root's are trusted by any agent; an agent run by another user trusts that user's too. */
+static uid_t expected_owner(const char *path, bool follow)
+{
+	struct stat st;
+
+	return (follow ? stat(path, &st) : lstat(path, &st)) == 0 && st.st_uid == 0 ? 0 : geteuid();
+}
+
+/* PATH's directory that holds NAME as an executable (NAME without a slash), into FOUND; false if none. */
+static bool find_on_path(const char *name, char *found, size_t len)
+{
+	const char *d = getenv("PATH");
+
+	for (d = d ? d : "/usr/bin:/bin"; *d; d += *d == ':') {
+		size_t n = strcspn(d, ":");
+
+		if (n && (size_t)snprintf(found, len, "%.*s/%s", (int)n, d, name) < len && access(found, X_OK) == 0)
+			return true;
+		d += n;
+	}
+	return false;
+}
+
+/* A program the agent runs as root: the file it resolves to. Links are followed here (the package manager's
+ * alternatives are links), so what is checked is the file that runs. A missing program is not a trust problem:
+ * running it fails, and says so. */
+static int check_program(const char *name, const char *because, char *err, size_t errlen)
+{
+	char found[CONFIG_PATH_MAX], *real;
+	struct stat st;
+	int r = 0;
+
+	if (!strchr(name, '/') && !find_on_path(name, found, sizeof(found)))
+		return 0;
+	real = realpath(strchr(name, '/') ? name : found, NULL);
+	if (real && stat(real, &st) == 0)
+		r = trust_check_stat(real, &st, expected_owner(real, true), because, err, errlen);
+	free(real);
+	return r;
+}
+
+int config_check_trust(const struct config *cfg, const char *path, char *err, size_t errlen)
+{
+	static const char runs[] = "it decides what the agent runs or writes as root";
+	const struct {
+		const char *path, *because;
+	} files[] = {
+		{path, runs},
+		{cfg->include_dir, "nginx runs as root what the agent writes there"},
+	};
+	char word[CONFIG_PATH_MAX];
+	int r;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (files[i].path[0] && (r = trust_check_path(files[i].path, expected_owner(files[i].path, false), true,
+							      files[i].because, err, errlen)) < 0)
+			return r;
+	if (cfg->nginx_bin[0] && (r = check_program(cfg->nginx_bin, runs, err, errlen)) < 0)
+		return r;
+	if (cfg->loadgen_command[0]) {
+		snprintf(word, sizeof(word), "%.*s", (int)strcspn(cfg->loadgen_command, " \t"), cfg->loadgen_command);
+		if ((r = check_program(word, runs, err, errlen)) < 0)
+			return r;
+	}
 	return 0;
 }

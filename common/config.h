@@ -80,5 +80,14 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 /* The synthetic client's URL into OUT: [client] url, else stub_status_url's scheme, host and port with path "/".
  * 0; -ENOENT when neither is set; -ENAMETOOLONG when OUT is too small. */
 int config_client_url(const struct config *cfg, char *out, size_t outlen);
+/*
+ * Whether the agent may trust the files that decide what it runs or writes as root: PATH (the configuration
+ * itself) and [nginx] include_dir when it exists, each owned by root (or by the user the agent runs as), not
+ * writable by group or others, and not a symbolic link; and the programs it runs ([nginx] binary, the first word
+ * of [loadgen] command, found on PATH without a slash), checked where their links lead. [api] token_file has a
+ * stricter check of its own where it is read (api/api_auth.c: mode 0600). 0, or -EPERM / -ELOOP / -errno with
+ * "FILE: why: refused (...)" in ERR. ngxctl, which runs nothing as root, does not call it.
+ */
+int config_check_trust(const struct config *cfg, const char *path, char *err, size_t errlen);
 
 #endif

@@ -15,6 +15,7 @@
 #define MAX_JOBS 256
 #define MAX_RETRIES 5 /* EBUSY/EAGAIN ticks before a write is given up */
 #define MAX_ORPHANS 32 /* knobs changed under a policy that is gone, kept reachable for reverts */
+#define MAX_RECOVER_TRIES 10 /* passes of recovery (one a tick) before a knob that will not go back is given up */
 
 enum job_purpose {
 	JOB_APPLY,   /* a change: success puts it in trial */
@@ -34,6 +35,8 @@ struct job {
 	enum change_state final; /* JOB_FINAL */
 	char detail[8];          /* JOB_ARM: the arm's name */
 	bool checked;            /* a change's new value: asserted within its policy just before the write */
+	bool recovery;           /* puts back what a previous run or a stopped trial left: READY waits for it */
+	bool unjournaled;        /* no row of its own (change_id 0): the store could not take one (see restore) */
 };
 
 struct eknob {
@@ -74,6 +77,10 @@ struct engine {
 	bool observe_only;
 	char observe_why[KNOB_WHY_MAX];
 	int64_t now_ms;
+
+	bool recover_failed;      /* a recovery write failed: the host is not back; the next tick tries again */
+	bool recover_unjournaled; /* a value was put back without its journal row: journaled when the store can be */
+	int recover_tries;
 };
 
 static const char *const state_names[] = {"ok", "conflict", "unsupported", "disabled"};
@@ -139,6 +146,22 @@ static void save_rec(struct engine *e, struct eknob *ek)
 	/* A dry run's values exist only in this process: persisted, the next real start would re-apply them. */
 	if (!e->env->dry_run)
 		store_knob_put(e->st, &ek->rec);
+}
+
+/* LIVE becomes EK's original: a copy goes to the store's originals file first, so that the host can be put back
+ * even if the database is lost (store.h). A dry run writes nothing, so it records nothing either. */
+static int set_original(struct engine *e, struct eknob *ek, const char *live, char *err, size_t errlen)
+{
+	int r = e->env->dry_run ? 0 : store_original_note(e->st, ek->k.name, live);
+
+	if (r < 0) {
+		snprintf(err, errlen, "cannot keep a copy of %s's original value: %s", ek->k.name, strerror(-r));
+		return r;
+	}
+	ek->rec.has_original = true;
+	snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
+	save_rec(e, ek);
+	return 0;
 }
 
 static void set_knob_state(struct engine *e, struct eknob *ek, enum engine_knob_state s, const char *why)
@@ -278,6 +301,16 @@ static int instantiate(struct engine *e, struct policy_set *set, struct eknob **
 				snprintf(ek->why, sizeof(ek->why), "%s", why[0] ? why : strerror(-r));
 			}
 			if (store_knob_get(e->st, ek->k.name, &ek->rec) == 0) {
+				char live[KNOB_VALUE_MAX];
+
+				/* Seeded from the originals file of a lost store (the offline revert): what the agent
+				 * wrote last is not known, so what is live is taken as its own, to be put back. */
+				if (strcmp(ek->rec.state, STORE_KNOB_LOST) == 0 && ek->rec.has_original &&
+				    knob_read(&ek->k, live, sizeof(live)) == 0) {
+					ek->rec.has_written = strcmp(live, ek->rec.original) != 0;
+					snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", live);
+					snprintf(ek->rec.state, sizeof(ek->rec.state), "ok");
+				}
 				/* A conflict an operator has not cleared survives restarts. */
 				if (strcmp(ek->rec.state, "conflict") == 0 && ek->state == ENGINE_KNOB_OK) {
 					ek->state = ENGINE_KNOB_CONFLICT;
@@ -373,6 +406,11 @@ static bool can_write(struct engine *e, char *err, size_t errlen)
 		snprintf(err, errlen, "observe-only: %s", e->observe_why);
 		return false;
 	}
+	if (e->recover_failed || e->recover_unjournaled) {
+		snprintf(err, errlen, "observe-only: %s", e->recover_failed ? "a knob could not be put back yet"
+										: "a rollback is not journaled yet");
+		return false;
+	}
 	store_get_health(e->st, &h);
 	if (h.degraded) {
 		snprintf(err, errlen, "observe-only: the store cannot be written (%s)", h.reason);
@@ -439,6 +477,40 @@ static int journal_and_queue(struct engine *e, enum job_purpose purpose, enum ch
 	if (id)
 		*id = row.id;
 	return queue(e, purpose, row.id, reverts, knob, to);
+}
+
+/*
+ * Put KNOB back to TARGET, the journaled old value of change REVERTS, when the journal cannot take a row of its own
+ * (the store is full, read-only or gone): the one write without a row first, because what it writes is already in
+ * the journal, and leaving the host with a value nobody measures is worse (invariant 3 at start, 6 at stop). The
+ * row that says so is written when the store can be written again (engine_tick runs recovery once more).
+ */
+static int restore_unjournaled(struct engine *e, size_t knob, const char *target, int64_t reverts)
+{
+	int r = queue(e, JOB_REVERT, 0, reverts, knob, target);
+
+	if (r < 0)
+		return r;
+	e->jobs[e->njobs - 1].unjournaled = true;
+	e->jobs[e->njobs - 1].recovery = true;
+	e->recover_unjournaled = true;
+	if (e->trial_id == reverts)
+		e->trial_id = 0;
+	return 0;
+}
+
+/* Journal and queue a recovery write of KNOB to TARGET, undoing change REVERTS; without a row when the journal
+ * cannot take one. */
+static int queue_recovery(struct engine *e, size_t knob, const char *from, const char *target, int64_t reverts,
+			  const char *why)
+{
+	int r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, knob, from, target, reverts, "agent", why, NULL);
+
+	if (r == 0) {
+		e->jobs[e->njobs - 1].recovery = true;
+		return 0;
+	}
+	return restore_unjournaled(e, knob, target, reverts);
 }
 
 /* Mark every change of KNOB that is kept or in trial as reverted (when its original is back). */
@@ -546,11 +618,18 @@ static void finish_ok(struct engine *e, struct job *j)
 		if (j->reverts) {
 			struct change_row undone;
 
-			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED)
-				set_state(e, j->reverts, CHANGE_REVERTED, "reverted by change %lld", (long long)j->change_id);
+			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED) {
+				if (j->change_id)
+					set_state(e, j->reverts, CHANGE_REVERTED, "reverted by change %lld",
+						  (long long)j->change_id);
+				else
+					set_state(e, j->reverts, CHANGE_REVERTED, "put back while the store could not take a row");
+			}
 		}
-		set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s", j->value);
-		audit(e, "agent", "revert", ek->k.name, j->change_id, "ok", "back to %s", j->value);
+		if (j->change_id)
+			set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s", j->value);
+		audit(e, "agent", "revert", ek->k.name, j->change_id ? j->change_id : j->reverts, "ok", "back to %s%s",
+		      j->value, j->unjournaled ? " (the store could not take the row: journaled when it can)" : "");
 		if (e->trial_id && e->trial_knob == j->knob)
 			e->trial_id = 0;
 		break;
@@ -568,7 +647,10 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 	    (ek->k.pol->kind == POLICY_NGINX_DIRECTIVE || ek->k.pol->kind == POLICY_LISTEN_QUEUE))
 		c = KNOB_ERR_OTHER;
 
-	set_state(e, j->change_id, CHANGE_FAILED, "%s: %s", strerror(-r), why[0] ? why : "write failed");
+	if (j->change_id)
+		set_state(e, j->change_id, CHANGE_FAILED, "%s: %s", strerror(-r), why[0] ? why : "write failed");
+	if (j->recovery)
+		e->recover_failed = true;
 	audit(e, "agent", j->purpose == JOB_REVERT ? "revert" : "apply", ek->k.name, j->change_id, "failed", "%s: %s",
 	      strerror(-r), why[0] ? why : "write failed");
 	if (c == KNOB_ERR_UNSUPPORTED)
@@ -748,11 +830,8 @@ int engine_apply_now(struct engine *e, const char *knob, const char *value, cons
 	if (r < 0)
 		return r;
 	ek = find(e, c.knob);
-	if (!ek->rec.has_original) {
-		ek->rec.has_original = true;
-		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", c.from);
-		save_rec(e, ek);
-	}
+	if (!ek->rec.has_original && (r = set_original(e, ek, c.from, err, errlen)) < 0)
+		return r;
 	r = journal_and_queue(e, JOB_APPLY, CHANGE_KIND_CHANGE, (size_t)(ek - e->knobs), c.from, c.to, 0, actor,
 			      why && why[0] ? why : "operator proposal", change_id);
 	if (r < 0) {
@@ -884,11 +963,9 @@ int engine_clear_conflict(struct engine *e, const char *knob, const char *actor,
 		snprintf(err, errlen, "%s is not in conflict", knob);
 		return -EALREADY;
 	}
-	if (knob_read(&ek->k, live, sizeof(live)) == 0) {
-		/* Whatever is live now is the operator's: it becomes the value to return to. */
-		ek->rec.has_original = true;
-		snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
-	}
+	/* Whatever is live now is the operator's: it becomes the value to return to. */
+	if (knob_read(&ek->k, live, sizeof(live)) == 0 && set_original(e, ek, live, err, errlen) < 0)
+		return -EIO;
 	ek->rec.has_written = false;
 	set_knob_state(e, ek, ENGINE_KNOB_OK, "");
 	/* The operator's value is the new baseline: the agent's earlier changes of this knob are history now, and
@@ -947,12 +1024,12 @@ static int recover_cb(void *ctx, const struct change_row *row)
 	}
 	if (row->kind == CHANGE_KIND_REVERT) {
 		/* A revert interrupted: finish it. */
-		r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, (size_t)(ek - e->knobs), row->old_value,
-				      row->new_value, row->reverts, "agent", "revert finished after restart", NULL);
+		r = queue_recovery(e, (size_t)(ek - e->knobs), row->old_value, row->new_value, row->reverts,
+				   "revert finished after restart");
 		set_state(e, row->id, CHANGE_FAILED, "interrupted by a restart; finished by a new revert");
 	} else {
-		r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, (size_t)(ek - e->knobs), row->new_value,
-				      row->old_value, row->id, "agent", "rolled back after restart", NULL);
+		r = queue_recovery(e, (size_t)(ek - e->knobs), row->new_value, row->old_value, row->id,
+				   "rolled back after restart");
 	}
 	if (r == 0)
 		c->started++;
@@ -969,6 +1046,19 @@ static int withdraw_cb(void *ctx, const struct change_row *row)
 	return 0;
 }
 
+/* Put back every change the journal has in applying or trial: what recovery at start does, and again later when
+ * a write of it failed or its rows could not be journaled. The writes started, or -errno. */
+static int recover_rows(struct engine *e)
+{
+	struct recover_ctx c = {.e = e};
+	int r;
+
+	e->recover_failed = false;
+	e->recover_unjournaled = false;
+	r = store_changes_query(e->st, "", (1u << CHANGE_APPLYING) | (1u << CHANGE_TRIAL), 0, 0, recover_cb, &c);
+	return r < 0 ? r : c.started;
+}
+
 int engine_recover(struct engine *e, int64_t now_ms)
 {
 	struct recover_ctx c = {.e = e};
@@ -977,9 +1067,10 @@ int engine_recover(struct engine *e, int64_t now_ms)
 	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	/* The controller does not outlive a restart: its proposals are closed, and it proposes again if need be. */
 	store_changes_query(e->st, "", (1u << CHANGE_PROPOSED) | (1u << CHANGE_APPROVED), 0, 0, withdraw_cb, e);
-	r = store_changes_query(e->st, "", (1u << CHANGE_APPLYING) | (1u << CHANGE_TRIAL), 0, 0, recover_cb, &c);
+	r = recover_rows(e);
 	if (r < 0)
 		return r;
+	c.started = r;
 	/* Kept values the host lost (a reboot resets sysctls): re-apply where the host still has the original. */
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
@@ -1015,11 +1106,46 @@ static void check_conflicts(struct engine *e)
 	}
 }
 
+/* The store cannot be written and a trial is in flight: nothing measures it, and its verdict could not be
+ * journaled; its old value goes back now (unjournaled: see restore_unjournaled). */
+static void stop_trial_unwritable(struct engine *e)
+{
+	struct store_health h;
+	struct change_row row;
+	char live[KNOB_VALUE_MAX];
+
+	if (!e->trial_id || e->njobs || e->env->dry_run)
+		return;
+	store_get_health(e->st, &h);
+	if (!h.degraded || store_change_get(e->st, e->trial_id, &row) < 0)
+		return;
+	if (knob_read(&e->knobs[e->trial_knob].k, live, sizeof(live)) == 0 && strcmp(live, row.old_value) == 0) {
+		e->recover_unjournaled = true; /* the arm in force is the old value: only the journal is behind */
+		e->trial_id = 0;
+		return;
+	}
+	audit(e, "agent", "abort", row.knob, row.id, "failed", "the store cannot be written (%s): back to %s", h.reason,
+	      row.old_value);
+	restore_unjournaled(e, e->trial_knob, row.old_value, row.id);
+}
+
 void engine_tick(struct engine *e, int64_t now_ms)
 {
 	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (!e->trial_id && !e->njobs)
 		e->trial_external = false; /* ended by a conflict or an operator revert */
+	stop_trial_unwritable(e);
+	if (!e->waiting && !e->njobs && e->recover_tries < MAX_RECOVER_TRIES) {
+		struct store_health h;
+
+		store_get_health(e->st, &h);
+		/* A knob that did not go back is tried again at once; rows not journaled once the store takes them. */
+		if (e->recover_failed || (e->recover_unjournaled && !h.degraded)) {
+			e->recover_tries++;
+			if (recover_rows(e) == 0 && !e->recover_failed && !e->recover_unjournaled)
+				e->recover_tries = 0;
+		}
+	}
 	if (!e->waiting)
 		run_jobs(e); /* retries */
 	check_conflicts(e);
@@ -1057,10 +1183,21 @@ void engine_stop(struct engine *e, bool revert_all, int64_t now_ms)
 	if (e->trial_id) {
 		struct change_row row;
 
-		if (store_change_get(e->st, e->trial_id, &row) == 0)
-			revert_knob(e, e->trial_knob, row.old_value, row.id, "agent", "stopped during its trial");
+		if (store_change_get(e->st, e->trial_id, &row) == 0 &&
+		    revert_knob(e, e->trial_knob, row.old_value, row.id, "agent", "stopped during its trial") < 0)
+			restore_unjournaled(e, e->trial_knob, row.old_value, row.id); /* the store is full or gone */
 		run_jobs(e);
 	}
+}
+
+bool engine_recovered(const struct engine *e)
+{
+	if (e->recover_failed)
+		return false;
+	for (size_t i = 0; i < e->njobs; i++)
+		if (e->jobs[i].recovery)
+			return false;
+	return true;
 }
 
 bool engine_busy(const struct engine *e)
@@ -1194,11 +1331,8 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 			snprintf(err, errlen, "cannot read %s: %s", row.knob, strerror(-r));
 			return r;
 		}
-		if (!ek->rec.has_original) {
-			ek->rec.has_original = true;
-			snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);
-			save_rec(e, ek);
-		}
+		if (!ek->rec.has_original && (r = set_original(e, ek, live, err, errlen)) < 0)
+			return r;
 	} else if (row.state != CHANGE_TRIAL || e->trial_id != id) {
 		snprintf(err, errlen, "change %lld is %s, not in trial", (long long)id, change_state_name(row.state));
 		return -EALREADY;
@@ -1318,5 +1452,9 @@ bool engine_observe_only(const struct engine *e, char *why, size_t whylen)
 {
 	if (e->observe_only)
 		snprintf(why, whylen, "%s", e->observe_why);
-	return e->observe_only;
+	else if (e->recover_failed)
+		snprintf(why, whylen, "recovery has not put every knob back yet");
+	else if (e->recover_unjournaled)
+		snprintf(why, whylen, "a knob was put back without its journal row; journaled once the store can be written");
+	return e->observe_only || e->recover_failed || e->recover_unjournaled;
 }

@@ -8,7 +8,11 @@
  * it enters (engine_check for an operator's; the planner, core/plan.c, for the agent's own), and is carried from
  * there as a struct engine_checked to the journal and the write; just before the write, one guard in the write
  * path asserts again that a change's new value is within its policy's bounds. Every write commits its change row
- * first (invariant 2). Driver errors are sorted by errno class: retry, unsupported (that knob), read-only (stop
+ * first (invariant 2), with one exception: when the journal cannot take a row (the store full, read-only or gone),
+ * putting back a value the journal already holds as a change's old value (recovery at start, the trial at stop, a
+ * trial the store can no longer record) is written without a row of its own, and journaled when the store can be
+ * written again; until then the engine makes no change. Before the agent's first write of a knob its original goes
+ * to the store's originals file too. Driver errors are sorted by errno class: retry, unsupported (that knob), read-only (stop
  * writing anything: observe-only). When the store cannot be written the engine does not write knobs either
  * (invariant 8). It never reads a clock: "now" is handed in. A change applied at once (engine_apply_now, an
  * operator's "now") ends as kept once the policy's settle time has passed; a trial of the tuning loop
@@ -57,7 +61,10 @@ int engine_set_policies(struct engine *e, struct policy_set *set, char *err, siz
  * conflict. Synchronous drivers only complete here; asynchronous ones (nginx) complete in later ticks. Returns
  * the number of knobs it wrote, or -errno when the journal cannot be read. */
 int engine_recover(struct engine *e, int64_t now_ms);
-/* Once per tick: conflicts, the trial's settle time, retries. */
+/* Whether recovery has put the host back: no recovery write queued, under way, or failed (READY=1 waits for it). */
+bool engine_recovered(const struct engine *e);
+/* Once per tick: conflicts, the trial's settle time, retries (recovery too: a knob that did not go back, rows not
+ * journaled once the store takes them); a trial in flight goes back when the store cannot be written. */
 void engine_tick(struct engine *e, int64_t now_ms);
 
 /* A new value of a knob, validated against its policy: the live value it goes from and the canonical value it goes

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trust.h"
+
 #define NAME_LEN 64 /* a policy file name and its NUL: struct knob_policy keeps it in file[64] */
 #define SECTION_LEN 50 /* inih cuts section names at 49 bytes; a longer one must be an error, not a cut */
 
@@ -45,17 +47,10 @@ static void fmt_err(char *err, size_t errlen, const char *fmt, ...)
 
 static int check_trust(const char *path, const struct stat *st, uid_t owner, char *err, size_t errlen)
 {
-	if (st->st_uid != owner) {
-		fmt_err(err, errlen, "%s: owned by uid %u, not %u: refused (a policy decides what is written as root)",
-			path, (unsigned)st->st_uid, (unsigned)owner);
-		return -EPERM;
-	}
-	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		fmt_err(err, errlen, "%s: writable by group or others (mode %04o): refused (a policy decides what is "
-			"written as root)", path, (unsigned)(st->st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
+	char none[1];
+
+	return trust_check_stat(path, st, owner, "a policy decides what is written as root", err ? err : none,
+				err ? errlen : sizeof(none));
 }
 
 static int cmp_name(const void *a, const void *b)

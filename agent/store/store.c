@@ -329,6 +329,7 @@ static void store_free(struct store *st)
 	sqlite3_close_v2(st->db);
 	frame_free(&st->scratch);
 	frame_free(&st->rollup);
+	free(st->audit_held);
 	free(st->acc);
 	free(st->acc_tmp);
 	free(st);
@@ -491,14 +492,90 @@ static void refresh_bytes(struct store *st)
 		sqlite3_reset(s);
 }
 
-int store_open(const char *path, const struct store_options *opt, struct metric_registry *reg,
-	       struct store **out, char *err, size_t errlen)
+/* What an operator can do about a store that existed and cannot be used: ERR gets it after the reason. */
+static void recovery_hint(const char *path, char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+
+	str_err(err + n, errlen - n,
+		". The change history and the knobs' originals are in this file: restore it from a backup; or put every "
+		"knob back from the copy of the originals with 'ngx-autotune --revert all' (it reads %.200s%s), then move "
+		"the file aside to start a new store",
+		path, STORE_ORIGINALS_SUFFIX);
+}
+
+/* A store file that is there but empty, or gone while its originals file says it existed: never a fresh start. */
+static int check_lost(const char *path, char *err, size_t errlen)
+{
+	char orig[600];
+	struct stat sb, ob;
+
+	snprintf(orig, sizeof(orig), "%s%s", path, STORE_ORIGINALS_SUFFIX);
+	if (stat(path, &sb) == 0) {
+		if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
+			/* sqlite writes the first page when it turns WAL on: an agent never leaves an empty file. */
+			str_err(err, errlen, "%s: the store is empty (0 bytes), but an empty store is never left by the agent",
+				path);
+			recovery_hint(path, err, errlen);
+			return -ENODATA;
+		}
+		return 0;
+	}
+	if (errno == ENOENT && stat(orig, &ob) == 0 && ob.st_size > 0) {
+		str_err(err, errlen, "%s: the store is gone, but %s says it existed", path, orig);
+		recovery_hint(path, err, errlen);
+		return -ENODATA;
+	}
+	return 0;
+}
+
+/* The journal's tables are read whole at start (recovery): a damaged page there is an error now, not a surprise in
+ * the middle of a revert. Frames are checked by their writes. */
+static int check_journal_pages(struct store *st, char *err, size_t errlen)
+{
+	static const char *const tables[] = {"changes", "knobs", "audit", "meta", "metrics"};
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		char sql[64];
+		sqlite3_stmt *s;
+		const char *t;
+		int rc;
+
+		snprintf(sql, sizeof(sql), "PRAGMA quick_check(%s)", tables[i]);
+		rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(s);
+		if (rc != SQLITE_ROW) {
+			char what[600];
+			int r;
+
+			snprintf(what, sizeof(what), "%s: check the journal", st->path);
+			r = read_failed(st, rc, what, err, errlen);
+
+			sqlite3_finalize(s);
+			return r;
+		}
+		t = (const char *)sqlite3_column_text(s, 0);
+		if (!t || strcmp(t, "ok") != 0) {
+			str_err(err, errlen, "%s: table %s is damaged (%.120s)", st->path, tables[i], t ? t : "?");
+			sqlite3_finalize(s);
+			return -EIO;
+		}
+		sqlite3_finalize(s);
+	}
+	return 0;
+}
+
+/* MEMORY: a scratch store in memory (PATH is ignored), for the revert of a store that is gone. */
+static int open_db(const char *path, bool memory, const struct store_options *opt, struct metric_registry *reg,
+		   struct store **out, char *err, size_t errlen)
 {
 	struct store_options def;
 	struct store *st;
 	int64_t version, app_id;
 	char msg[200];
 	const char *step;
+	bool existed;
 	int rc, ret;
 
 	*out = NULL;
@@ -517,15 +594,26 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 		str_err(err, errlen, "invalid retention options");
 		return -EINVAL;
 	}
-	ret = make_parents(path);
-	if (ret < 0) {
-		str_err(err, errlen, "create directory for %s: %s", path, strerror(-ret));
-		return ret;
+	if (strlen(path) >= sizeof(((struct store *)0)->path)) {
+		str_err(err, errlen, "database path too long");
+		return -ENAMETOOLONG;
 	}
-	ret = check_writable(path);
-	if (ret < 0) {
-		str_err(err, errlen, "%s: database is read-only (%s)", path, strerror(-ret));
-		return -EROFS;
+	existed = false;
+	if (!memory) {
+		ret = check_lost(path, err, errlen);
+		if (ret < 0)
+			return ret;
+		existed = access(path, F_OK) == 0;
+		ret = make_parents(path);
+		if (ret < 0) {
+			str_err(err, errlen, "create directory for %s: %s", path, strerror(-ret));
+			return ret;
+		}
+		ret = check_writable(path);
+		if (ret < 0) {
+			str_err(err, errlen, "%s: database is read-only (%s)", path, strerror(-ret));
+			return -EROFS;
+		}
 	}
 	st = calloc(1, sizeof(*st));
 	if (!st) {
@@ -533,6 +621,7 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 		return -ENOMEM;
 	}
 	st->opt = *opt;
+	snprintf(st->path, sizeof(st->path), "%s", memory ? "" : path);
 	st->batch = calloc(1, sizeof(*st->batch));
 	if (!st->batch) {
 		free(st);
@@ -543,8 +632,8 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 	frame_init(&st->rollup);
 
 	step = "open";
-	rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-					    SQLITE_OPEN_EXRESCODE, NULL);
+	rc = sqlite3_open_v2(memory ? ":memory:" : path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+					    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
 	if (rc != SQLITE_OK)
 		goto sqlfail;
 	/* The file is untrusted: no schema tricks, no functions with side effects from views or triggers. */
@@ -570,7 +659,7 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 	st->opened_version = (int)version;
 
 	step = "enable WAL";
-	{
+	if (!memory) {
 		sqlite3_stmt *s;
 
 		rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
@@ -597,6 +686,11 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 	if (rc != SQLITE_OK)
 		goto sqlfail;
 
+	if (version > 0) {
+		ret = check_journal_pages(st, err, errlen);
+		if (ret < 0)
+			goto fail;
+	}
 	ret = migrate(st, err, errlen);
 	if (ret < 0)
 		goto fail;
@@ -615,6 +709,10 @@ int store_open(const char *path, const struct store_options *opt, struct metric_
 	if (ret < 0)
 		goto fail;
 	refresh_bytes(st);
+	/* A copy: a disk too full for it now must not keep the agent from starting (and recovering); the next open
+	 * tries again. */
+	if (!memory)
+		store_originals_backfill(st, msg, sizeof(msg));
 	*out = st;
 	return 0;
 
@@ -628,8 +726,22 @@ sqlfail:
 	}
 	str_err(err, errlen, "%s %s: %s", step, path, msg);
 fail:
+	/* A file that was there and is not readable as ours (damaged, truncated): say what can be done. */
+	if (ret == -EIO && existed && !strstr(err, "not an ngx-autotune"))
+		recovery_hint(path, err, errlen);
 	store_free(st);
 	return ret;
+}
+
+int store_open(const char *path, const struct store_options *opt, struct metric_registry *reg,
+	       struct store **out, char *err, size_t errlen)
+{
+	return open_db(path, false, opt, reg, out, err, errlen);
+}
+
+int store_open_memory(struct store **out, char *err, size_t errlen)
+{
+	return open_db(":memory:", true, NULL, NULL, out, err, errlen);
 }
 
 static int write_held(struct store *st);
@@ -765,18 +877,27 @@ static int trim(struct store *st, int which, int64_t cutoff, int64_t limit, int6
 	return rc;
 }
 
-/* Roll back the tick, remember why, and tell the caller what kind of failure it was. */
-static int tick_failed(struct store *st, const char *op, int rc)
+int store_degrade(struct store *st, const char *op, int rc)
 {
 	char msg[200];
 	int ret = store_sqlite_errno(st->db, rc);
 
 	store_describe(st->db, rc, msg, sizeof(msg));
 	snprintf(st->h.reason, sizeof(st->h.reason), "%s: %s", op, msg);
-	if (!sqlite3_get_autocommit(st->db))
-		store_run(st->stmt[S_ROLLBACK]);
 	st->h.degraded = true;
 	st->h.write_errors++;
+	st->degraded_err = ret;
+	return ret;
+}
+
+/* Roll back the tick, remember why, and tell the caller what kind of failure it was. */
+static int tick_failed(struct store *st, const char *op, int rc)
+{
+	int ret;
+
+	if (st->db && !sqlite3_get_autocommit(st->db))
+		store_run(st->stmt[S_ROLLBACK]);
+	ret = store_degrade(st, op, rc);
 	st->batch->err = ret;
 	return ret;
 }
@@ -867,8 +988,6 @@ static int write_held(struct store *st)
 	st->h.rollups += rollups_added - del_rollups;
 	if (have_last)
 		st->h.last_write_ms = last_ts;
-	st->h.degraded = false;
-	st->h.reason[0] = '\0';
 	b->err = 0;
 	for (size_t i = 0; i < b->nnames; i++)
 		free(b->names[i].name);
@@ -876,6 +995,7 @@ static int write_held(struct store *st)
 	drop_held(b, b->n);
 	if (rollups_added || st->h.bytes == 0)
 		refresh_bytes(st);
+	store_writable(st); /* a transaction committed: whatever failed before can be tried again */
 	return 0;
 }
 
@@ -951,10 +1071,12 @@ int store_append_frame(struct store *st, const struct metric_registry *reg, stru
 	if (rc < 0)
 		return tick_failed(st, "append frame", SQLITE_NOMEM);
 	/* The first frame is written at once (it tells whether the store can be written at all); later ones once
-	 * batch_ms has passed since the last attempt, by the frames' own clock; a clock stepped back writes too. */
+	 * batch_ms has passed since the last attempt, by the frames' own clock; a clock stepped back writes too. While
+	 * degraded (by a frame or a journal write), a held frame returns the standing error: only a write that commits
+	 * says that the store is writable again. */
 	b = st->batch;
 	if (st->opt.batch_ms > 0 && b->tried && fr->ts_ms >= b->tried_ts && fr->ts_ms - b->tried_ts < st->opt.batch_ms)
-		return st->h.degraded ? b->err : 0;
+		return st->h.degraded ? st->degraded_err : 0;
 	b->tried = true;
 	b->tried_ts = fr->ts_ms;
 	return write_held(st);

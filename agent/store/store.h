@@ -7,7 +7,14 @@
  * that much; a power cut may lose more, as with synchronous=NORMAL before. The journal's writes are not batched.
  * A failed write (disk full, read-only file, corruption) never crashes the agent: the store marks itself degraded
  * with the reason, keeps the unwritten frames (a bounded number) and tries again with every later frame (a freed
- * disk recovers), and the schema is never lost. Only this module includes sqlite3.h.
+ * disk recovers), and the schema is never lost. Degraded is the truth of the last write, frame or journal: it is
+ * cleared only by a write that commits, and a degraded store tries every frame at once. Audit rows that cannot be
+ * written are held in memory (STORE_AUDIT_HELD_MAX, repeats collapsed) and written, in order, when a write commits
+ * again: the record of an act is not lost to a full disk. A store file that existed and is now empty, gone (its
+ * originals file says it existed) or damaged in its journal is an error naming the file and the ways out, never a
+ * fresh start. Beside the database, FILE.originals keeps an append-only copy of each knob's original value, written
+ * (and synced) before the agent's first write of that knob, so that the host can be put back when the database is
+ * lost. Only this module includes sqlite3.h.
  */
 #ifndef NGXAT_STORE_H
 #define NGXAT_STORE_H
@@ -43,25 +50,33 @@ struct store_health {
 
 /* Fill OPT with the defaults. */
 void store_options_default(struct store_options *opt);
+/* The originals file of the store at PATH is PATH STORE_ORIGINALS_SUFFIX. */
+#define STORE_ORIGINALS_SUFFIX ".originals"
+
 /* Open (creating the file and any missing parent directory) and migrate to STORE_SCHEMA_VERSION. Loads known
  * metric names into REG (NULL: skip), which must be empty or agree with the file. OPT NULL: defaults. On failure
  * writes a message into ERR and returns -EINVAL (options), -EROFS (not writable), -ENOTSUP (schema newer than
  * ours; the file is not touched), -EIO (not a database, not ours, damaged, or a migration failed and was rolled
- * back) or another -errno. */
+ * back), -ENODATA (a store that existed is empty, or gone while its originals file remains) or another -errno;
+ * for a store that existed, ERR says how to recover. */
 int store_open(const char *path, const struct store_options *opt, struct metric_registry *reg,
 	       struct store **out, char *err, size_t errlen);
+/* A scratch store in memory: the schema and nothing else (the revert of a lost store seeds it from the originals
+ * file). 0 or -errno with ERR. */
+int store_open_memory(struct store **out, char *err, size_t errlen);
 /* Write the frames held for the next batch, then close; NULL is fine. */
 void store_close(struct store *st);
 /* Schema version found in the file at open, before migrating (0 for a new file). */
 int store_opened_version(const struct store *st);
 
 /* Store one tick: the frame is held, and written with the frames held before it once the first of them is
- * batch_ms old, or at once when the store is degraded or has written nothing since open. A write is one
+ * batch_ms old since the last attempt, or at once when the store has written nothing since open. A write is one
  * transaction: new metric names, the frames in order, the roll-up of each minute they complete, and one bounded
  * retention step. A frame with the ts of a stored one replaces it. When the write fails the store is degraded
  * (see store_health), the frames are kept for the next try (the oldest dropped past 300), and
- * -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM) returned; the next
- * successful write clears it. Caller errors leave the health alone: -EINVAL (ts outside 0..2^53, ids written into
+ * -EIO/-ENOSPC/-EROFS (or -EBUSY: locked by another process past the busy timeout, -ENOMEM) returned; while
+ * degraded (by a frame or a journal write) a frame held returns the standing error; the next successful write
+ * clears it. Caller errors leave the health alone: -EINVAL (ts outside 0..2^53, ids written into
  * vals by hand outside 1..METRIC_ID_MAX), -EBUSY (called from a query callback). */
 int store_append_frame(struct store *st, const struct metric_registry *reg, struct frame *fr);
 
@@ -85,6 +100,7 @@ void store_get_health(struct store *st, struct store_health *h);
 
 #define STORE_KNOB_MAX 64
 #define STORE_VALUE_MAX 1024
+#define STORE_AUDIT_HELD_MAX 256 /* audit rows held while writes fail; about 1.1 MiB */
 
 enum change_state {
 	CHANGE_PROPOSED,  /* waiting for approval */
@@ -118,13 +134,16 @@ struct change_row {
 	int64_t created_ms, updated_ms;
 };
 
+/* A knob row's state when it was seeded from the originals file of a lost store: only its original is known. */
+#define STORE_KNOB_LOST "lost"
+
 struct knob_row {
 	char name[STORE_KNOB_MAX];
 	bool has_original;
 	char original[STORE_VALUE_MAX];     /* the live value before the agent's first write */
 	bool has_written;
 	char last_written[STORE_VALUE_MAX]; /* what the agent wrote last */
-	char state[16];                     /* "ok", "conflict", "unsupported" */
+	char state[16];                     /* "ok", "conflict", "unsupported", STORE_KNOB_LOST */
 	char why[256];
 	int64_t updated_ms;
 };
@@ -158,10 +177,24 @@ int store_changes_query(struct store *st, const char *knob, unsigned states, int
 int store_knob_get(struct store *st, const char *name, struct knob_row *row);
 /* Insert or replace ROW, durably. */
 int store_knob_put(struct store *st, const struct knob_row *row);
+/* Keep a copy of KNOB's ORIGINAL value in the originals file, synced, before the agent's first write of it (a
+ * line "KNOB VALUE"; a later line for the same knob replaces it: a cleared conflict moves the original). No-op
+ * for a store in memory. 0; -EINVAL (a blank in KNOB, a newline in either); -errno of the file. */
+int store_original_note(struct store *st, const char *knob, const char *original);
+typedef int (*store_original_cb)(void *ctx, const char *knob, const char *original);
+/* The originals file of the store at STORE_PATH, line by line in the order written (the last line of a knob is its
+ * original); CB's non-zero stops and is returned. 0, -ENOENT (no such file), -EBADMSG (a malformed line: ERR says
+ * which), -errno. */
+int store_originals_read(const char *store_path, store_original_cb cb, void *ctx, char *err, size_t errlen);
+
 /* Append ROW (id set), or, when the newest row is the same event (actor, peer, action, knob, change, outcome,
  * detail), count it there and move its last_ts: repeated events are collapsed, not repeated. Peers are compared
- * by who they are (a Unix peer's uid, a TCP peer's address): the row keeps the first one's pid or port. */
+ * by who they are (a Unix peer's uid, a TCP peer's address): the row keeps the first one's pid or port. When the
+ * write fails, the row is held and written when a write commits again (ROW's id is then 0) and 0 is returned: the
+ * act is recorded. -ENOSPC only when STORE_AUDIT_HELD_MAX rows are held already. */
 int store_audit_append(struct store *st, struct audit_row *row);
+/* Audit rows held in memory, not yet written. */
+size_t store_audit_held(const struct store *st);
 typedef int (*store_audit_cb)(void *ctx, const struct audit_row *row);
 /* Audit rows newest first with since_ms <= ts < until_ms (0 = no bound), of KNOB and ACTOR ("" = any), id <
  * BEFORE_ID (0 = no bound), at most LIMIT. */

@@ -38,8 +38,19 @@ struct store {
 	struct acc *acc, *acc_tmp;
 	size_t acc_n, acc_cap;
 	struct store_health h;
+	int degraded_err;          /* -errno of the write that made the store degraded (0 when it is not) */
 	struct store_batch *batch; /* frames not yet written (store.c) */
+	struct audit_row *audit_held; /* audit rows not yet written, oldest first (store_journal.c) */
+	size_t audit_nheld;
+	char path[512];            /* the database file; "" in memory */
 };
+
+/* Mark the store degraded by a failed write of OP (sqlite's RC); the -errno. */
+int store_degrade(struct store *st, const char *op, int rc);
+/* Make sure the originals file holds every original the knobs table has (a store from before the file). */
+int store_originals_backfill(struct store *st, char *err, size_t errlen);
+/* A write committed: the store is writable; the audit rows held are written now, oldest first. */
+void store_writable(struct store *st);
 
 /* -errno for a failed sqlite call (ENOSPC, EROFS, EBUSY, ENOMEM, EACCES, else EIO). */
 int store_sqlite_errno(sqlite3 *db, int rc);

@@ -7,8 +7,12 @@
 #include "store/store_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum {
 	J_CHANGE_INSERT,
@@ -100,13 +104,7 @@ static int durable(struct store *st, sqlite3_stmt *s)
 
 static int fail(struct store *st, const char *op, int rc)
 {
-	char msg[200];
-
-	store_describe(st->db, rc, msg, sizeof(msg));
-	snprintf(st->h.reason, sizeof(st->h.reason), "%s: %s", op, msg);
-	st->h.degraded = true;
-	st->h.write_errors++;
-	return store_sqlite_errno(st->db, rc);
+	return store_degrade(st, op, rc);
 }
 
 int store_change_insert(struct store *st, struct change_row *row)
@@ -298,7 +296,8 @@ static bool same_text(sqlite3_stmt *s, int col, const char *v)
 	return strcmp(t ? (const char *)t : "", v) == 0;
 }
 
-int store_audit_append(struct store *st, struct audit_row *row)
+/* Write ROW now, collapsed into the newest row when it is the same event. */
+static int audit_write(struct store *st, struct audit_row *row)
 {
 	int rc;
 	sqlite3_stmt *s = stmt(st, J_AUDIT_LAST, &rc);
@@ -341,6 +340,102 @@ int store_audit_append(struct store *st, struct audit_row *row)
 	return rc == SQLITE_OK ? 0 : fail(st, "audit", rc);
 }
 
+/* Whether held row H is the same event as ROW (the collapse of audit_write, for rows not yet written). */
+static bool same_held(const struct audit_row *h, const struct audit_row *row)
+{
+	return strcmp(h->actor, row->actor) == 0 && strcmp(h->peer, row->peer) == 0 &&
+	       strcmp(h->action, row->action) == 0 && strcmp(h->knob, row->knob) == 0 && h->change_id == row->change_id &&
+	       strcmp(h->outcome, row->outcome) == 0 && strcmp(h->detail, row->detail) == 0;
+}
+
+/* Keep ROW for a later write; -ENOSPC when STORE_AUDIT_HELD_MAX rows are held already. */
+static int audit_hold(struct store *st, const struct audit_row *row)
+{
+	struct audit_row *last = st->audit_nheld ? &st->audit_held[st->audit_nheld - 1] : NULL;
+
+	if (last && same_held(last, row)) {
+		last->count++;
+		last->last_ts = row->ts;
+		return 0;
+	}
+	if (!st->audit_held) {
+		st->audit_held = calloc(STORE_AUDIT_HELD_MAX, sizeof(*st->audit_held));
+		if (!st->audit_held)
+			return -ENOMEM;
+	}
+	if (st->audit_nheld == STORE_AUDIT_HELD_MAX)
+		return -ENOSPC;
+	st->audit_held[st->audit_nheld] = *row;
+	st->audit_held[st->audit_nheld].id = 0;
+	st->audit_held[st->audit_nheld].count = 1;
+	st->audit_held[st->audit_nheld].last_ts = row->ts;
+	st->audit_nheld++;
+	return 0;
+}
+
+/* Write the held rows, oldest first, each with its repeats; stop at the first failure (the rest stay held). */
+static int audit_flush(struct store *st)
+{
+	size_t done = 0;
+	int r = 0;
+
+	while (done < st->audit_nheld) {
+		struct audit_row *h = &st->audit_held[done];
+
+		r = audit_write(st, h);
+		if (r < 0)
+			break;
+		/* Repeats of a held row: counted where it was written, with the last one's time. */
+		while (h->count > 1) {
+			struct audit_row rep = *h;
+
+			rep.ts = h->last_ts;
+			r = audit_write(st, &rep);
+			if (r < 0)
+				break;
+			h->count--;
+		}
+		if (r < 0)
+			break;
+		done++;
+	}
+	memmove(st->audit_held, st->audit_held + done, (st->audit_nheld - done) * sizeof(*st->audit_held));
+	st->audit_nheld -= done;
+	return r;
+}
+
+size_t store_audit_held(const struct store *st)
+{
+	return st->audit_nheld;
+}
+
+void store_writable(struct store *st)
+{
+	st->h.degraded = false;
+	st->h.reason[0] = '\0';
+	st->degraded_err = 0;
+	if (st->audit_nheld)
+		audit_flush(st);
+}
+
+int store_audit_append(struct store *st, struct audit_row *row)
+{
+	int r = 0;
+
+	/* Held rows first: the trail keeps the order in which things happened. */
+	if (st->audit_nheld)
+		r = audit_flush(st);
+	if (r == 0 && !st->audit_nheld)
+		r = audit_write(st, row);
+	else
+		r = -EAGAIN;
+	if (r == 0)
+		return 0;
+	/* Never lose the record of an act: keep it until the store can be written again. */
+	row->id = 0;
+	return audit_hold(st, row);
+}
+
 int store_audit_query(struct store *st, int64_t since_ms, int64_t until_ms, const char *knob, const char *actor,
 		      int64_t before_id, size_t limit, store_audit_cb cb, void *ctx)
 {
@@ -374,4 +469,136 @@ int store_audit_query(struct store *st, int64_t since_ms, int64_t until_ms, cons
 			break;
 	}
 	return store_read_end(st, s, rc, r);
+}
+
+/* ---- the originals file ------------------------------------------------------------------------------------ */
+
+static void originals_path(const char *store_path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", store_path, STORE_ORIGINALS_SUFFIX);
+}
+
+/* Sync the directory of PATH: a file just created is there after a power cut too. */
+static void sync_dir_of(const char *path)
+{
+	char dir[600];
+	char *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+int store_original_note(struct store *st, const char *knob, const char *original)
+{
+	char path[600], line[STORE_KNOB_MAX + STORE_VALUE_MAX + 2];
+	struct stat sb;
+	bool created;
+	int fd, n, r = 0;
+
+	if (!st->path[0])
+		return 0;
+	if (!knob[0] || strpbrk(knob, " \t\r\n") || strpbrk(original, "\r\n"))
+		return -EINVAL;
+	n = snprintf(line, sizeof(line), "%s %s\n", knob, original);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -EINVAL;
+	originals_path(st->path, path, sizeof(path));
+	created = stat(path, &sb) < 0;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, (size_t)n) != n)
+		r = errno ? -errno : -EIO;
+	else if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0 && created)
+		sync_dir_of(path);
+	return r;
+}
+
+int store_originals_read(const char *store_path, store_original_cb cb, void *ctx, char *err, size_t errlen)
+{
+	char path[600], *buf = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int lineno = 0, r = 0;
+	FILE *f;
+
+	originals_path(store_path, path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	while (r == 0 && (len = getline(&buf, &cap, f)) >= 0) {
+		char *sp;
+
+		lineno++;
+		if (len == 0 || buf[len - 1] != '\n' || memchr(buf, '\0', (size_t)len)) {
+			/* A line cut by a crash mid-write was never synced: its knob was not written either. */
+			if (len > 0 && buf[len - 1] != '\n' && !memchr(buf, '\0', (size_t)len))
+				break;
+			snprintf(err, errlen, "%s:%d: malformed line", path, lineno);
+			r = -EBADMSG;
+			break;
+		}
+		buf[len - 1] = '\0';
+		sp = strchr(buf, ' ');
+		if (!sp || sp == buf || (size_t)(sp - buf) >= STORE_KNOB_MAX || strlen(sp + 1) >= STORE_VALUE_MAX) {
+			snprintf(err, errlen, "%s:%d: not 'KNOB VALUE'", path, lineno);
+			r = -EBADMSG;
+			break;
+		}
+		*sp = '\0';
+		r = cb(ctx, buf, sp + 1);
+	}
+	free(buf);
+	fclose(f);
+	return r;
+}
+
+int store_originals_backfill(struct store *st, char *err, size_t errlen)
+{
+	char path[600];
+	sqlite3_stmt *s;
+	int rc, r = 0;
+
+	originals_path(st->path, path, sizeof(path));
+	if (access(path, F_OK) == 0)
+		return 0;
+	rc = sqlite3_prepare_v2(st->db, "SELECT name, original FROM knobs WHERE original IS NOT NULL ORDER BY name", -1,
+				&s, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "read knobs: %s", sqlite3_errmsg(st->db));
+		return -EIO;
+	}
+	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		char name[STORE_KNOB_MAX], orig[STORE_VALUE_MAX];
+
+		text(name, sizeof(name), s, 0);
+		text(orig, sizeof(orig), s, 1);
+		r = store_original_note(st, name, orig);
+		if (r < 0)
+			snprintf(err, errlen, "%s: cannot keep a copy of the originals: %s", path, strerror(-r));
+	}
+	sqlite3_finalize(s);
+	if (r == 0 && rc != SQLITE_DONE) {
+		snprintf(err, errlen, "read knobs: %s", sqlite3_errmsg(st->db));
+		r = -EIO;
+	}
+	return r;
 }

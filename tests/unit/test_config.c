@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -356,6 +357,101 @@ static void test_client_derived_url(void **state)
 	assert_int_equal(config_client_url(&c, tiny, sizeof(tiny)), -ENAMETOOLONG);
 }
 
+/* A NUL inside a value would end it there and drop the rest silently: an error with FILE:LINE. */
+static void test_nul_in_value(void **state)
+{
+	static const char text[] = "[agent]\ntick_interval = 2s\n[nginx]\nbinary = /usr/sbin/nginx\0/tmp/evil\n";
+	struct config c;
+	char err[512], want[128];
+	FILE *f;
+
+	(void)state;
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, sizeof(text) - 1, f), sizeof(text) - 1);
+	fclose(f);
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s:4: a NUL byte in the line", path);
+	assert_string_equal(err, want);
+}
+
+static void put_file(const char *p, const char *text, mode_t mode)
+{
+	FILE *f = fopen(p, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(p, mode), 0);
+}
+
+/* Issue 15 item 4: the configuration and every file it names that decides what runs or is written as root are
+ * held to the policy files' rule (owner, mode, no link); the check is on the files, not on where they are. */
+static void test_trust(void **state)
+{
+	char dir[64], conf[128], tok[128], inc[128], prog[128], link[128], text[1024], err[512];
+	struct config c;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* chown to another user needs root; the system tests run as root */
+	strcpy(dir, "/tmp/ngxat-trust-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/agent.conf", dir);
+	snprintf(tok, sizeof(tok), "%s/api.tokens", dir);
+	snprintf(inc, sizeof(inc), "%s/include", dir);
+	snprintf(prog, sizeof(prog), "%s/wrk", dir);
+	snprintf(link, sizeof(link), "%s/link.conf", dir);
+	assert_int_equal(mkdir(inc, 0755), 0);
+	put_file(tok, "ops:secret\n", 0600);
+	put_file(prog, "#!/bin/sh\n", 0755);
+	snprintf(text, sizeof(text), "[nginx]\nbinary = %s\ninclude_dir = %s\n[api]\ntoken_file = %s\n[loadgen]\ncommand = %s "
+		 "-d{seconds}s http://127.0.0.1/\n", prog, inc, tok, prog);
+	put_file(conf, text, 0644);
+	assert_int_equal(config_load(conf, true, &c, err, sizeof(err)), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), 0);
+
+	/* The configuration: writable by its group, owned by someone else, a link. */
+	assert_int_equal(chmod(conf, 0664), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "agent.conf: writable by group or others (mode 0664): refused"));
+	assert_int_equal(chmod(conf, 0644), 0);
+	assert_int_equal(chown(conf, 65534, 65534), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "agent.conf: owned by uid 65534, not 0: refused"));
+	assert_int_equal(chown(conf, 0, 0), 0);
+	assert_int_equal(symlink(conf, link), 0);
+	assert_int_equal(config_check_trust(&c, link, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "link.conf: a symbolic link: refused"));
+
+	/* The include directory (the token file has its own, stricter check where the API reads it). */
+	assert_int_equal(chmod(inc, 01777), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "include: writable by group or others (mode 1777)"));
+	assert_int_equal(chmod(inc, 0755), 0);
+
+	/* A program run as root: checked where its link leads, so a link to a writable file is refused. */
+	assert_int_equal(chmod(prog, 0777), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "wrk: writable by group or others (mode 0777)"));
+	assert_int_equal(chmod(prog, 0755), 0);
+	unlink(link);
+	assert_int_equal(symlink(prog, link), 0);
+	snprintf(c.nginx_bin, sizeof(c.nginx_bin), "%s", link);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), 0);
+	assert_int_equal(chown(prog, 65534, 65534), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "wrk: owned by uid 65534"));
+	assert_int_equal(chown(prog, 0, 0), 0);
+
+	/* An include directory not there yet (before ngxctl setup) is not refused. */
+	unlink(tok);
+	rmdir(inc);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), 0);
+	snprintf(text, sizeof(text), "rm -rf %s", dir);
+	assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +466,8 @@ int main(void)
 		cmocka_unit_test(test_client_defaults),
 		cmocka_unit_test_setup_teardown(test_client_keys, setup, teardown),
 		cmocka_unit_test(test_client_derived_url),
+		cmocka_unit_test_setup_teardown(test_nul_in_value, setup, teardown),
+		cmocka_unit_test(test_trust),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "store/store.h"
 
@@ -271,6 +273,272 @@ static void test_audit_peers(void **state)
 	assert_int_equal(a.r[0].count, 2);
 }
 
+/* ---- faults: the store's health, held audit rows, a lost store, the originals file ------------------------- */
+
+static sqlite3 *captured_db;
+
+static int capture_db(sqlite3 *db, const char **msg, const struct sqlite3_api_routines *api)
+{
+	(void)msg;
+	(void)api;
+	captured_db = db;
+	return SQLITE_OK;
+}
+
+/* F's store opened again with its sqlite handle in captured_db, so that a test can make writes fail. */
+static void reopen_captured(struct fx *f)
+{
+	char err[512];
+
+	store_close(f->st);
+	captured_db = NULL;
+	assert_int_equal(sqlite3_auto_extension((void (*)(void))capture_db), SQLITE_OK);
+	assert_int_equal(store_open(f->path, NULL, f->reg, &f->st, err, sizeof(err)), 0);
+	sqlite3_cancel_auto_extension((void (*)(void))capture_db);
+	assert_non_null(captured_db);
+}
+
+static int frame_at(struct fx *f, int64_t ts)
+{
+	struct frame fr;
+	int r;
+
+	frame_init(&fr);
+	fr.ts_ms = ts;
+	fr.dt_s = 1.0;
+	assert_int_equal(frame_set(&fr, f->reg, "a", 1.0), 0);
+	r = store_append_frame(f->st, f->reg, &fr);
+	frame_free(&fr);
+	return r;
+}
+
+static void read_only(bool on)
+{
+	assert_int_equal(sqlite3_exec(captured_db, on ? "PRAGMA query_only = 1" : "PRAGMA query_only = 0", NULL, NULL,
+				      NULL), SQLITE_OK);
+}
+
+/* Issue 15 item 5: a journal write failed between two frame writes; the frame held after it must not say the store
+ * is fine (the loop logged "store writable again" from that), and only a write that commits clears it. */
+static void test_degraded_by_journal(void **state)
+{
+	struct fx *f = *state;
+	struct change_row r = mk("net.core.somaxconn", "128", "4096", CHANGE_APPLYING);
+	struct store_health h;
+
+	reopen_captured(f);
+	assert_int_equal(frame_at(f, 1700000000000), 0); /* the first frame is written at once */
+	read_only(true);
+	assert_int_equal(store_change_insert(f->st, &r), -EROFS);
+	store_get_health(f->st, &h);
+	assert_true(h.degraded);
+	assert_non_null(strstr(h.reason, "journal change"));
+	read_only(false);
+	/* Held for the batch: no write was tried, so the store is still degraded and the frame says so. */
+	assert_int_equal(frame_at(f, 1700000001000), -EROFS);
+	store_get_health(f->st, &h);
+	assert_true(h.degraded);
+	/* The batch is due: it commits, and only now is the store writable again. */
+	assert_int_equal(frame_at(f, 1700000006000), 0);
+	store_get_health(f->st, &h);
+	assert_false(h.degraded);
+	assert_string_equal(h.reason, "");
+}
+
+/* Issue 15 item 6: acts audited while the store cannot be written are held, in order, repeats collapsed, and
+ * written when a write commits again. */
+static void test_audit_held(void **state)
+{
+	struct fx *f = *state;
+	struct audit_row r;
+	struct aud a = {0};
+
+	reopen_captured(f);
+	assert_int_equal(frame_at(f, 1700000000000), 0);
+	memset(&r, 0, sizeof(r));
+	strcpy(r.actor, "alice");
+	strcpy(r.peer, "unix:pid=10,uid=1000");
+	strcpy(r.action, "propose");
+	strcpy(r.outcome, "409");
+	strcpy(r.detail, "refused: observe-only");
+	read_only(true);
+	for (int i = 0; i < 3; i++) {
+		r.ts = 1000 + i;
+		assert_int_equal(store_audit_append(f->st, &r), 0);
+		assert_int_equal(r.id, 0);
+	}
+	strcpy(r.action, "pause");
+	strcpy(r.outcome, "200");
+	r.ts = 2000;
+	assert_int_equal(store_audit_append(f->st, &r), 0);
+	assert_int_equal(store_audit_held(f->st), 2);
+	assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 0, collect_audit, &a), 0);
+	assert_int_equal(a.n, 0);
+	read_only(false);
+	/* Still held until a write commits (nothing was tried), then written in order. */
+	assert_int_equal(store_audit_held(f->st), 2);
+	assert_int_equal(frame_at(f, 1700000006000), 0);
+	assert_int_equal(store_audit_held(f->st), 0);
+	assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 0, collect_audit, &a), 0);
+	assert_int_equal(a.n, 2);
+	assert_string_equal(a.r[0].action, "pause");
+	assert_string_equal(a.r[1].action, "propose");
+	assert_int_equal(a.r[1].count, 3);
+	assert_int_equal(a.r[1].ts, 1000);
+	assert_int_equal(a.r[1].last_ts, 1002);
+	/* A held row is written before a new one: the trail keeps the order of events. */
+	read_only(true);
+	strcpy(r.action, "resume");
+	r.ts = 3000;
+	assert_int_equal(store_audit_append(f->st, &r), 0);
+	read_only(false);
+	strcpy(r.action, "approve");
+	r.ts = 4000;
+	assert_int_equal(store_audit_append(f->st, &r), 0);
+	assert_true(r.id > 0);
+	a.n = 0;
+	assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 2, collect_audit, &a), 0);
+	assert_string_equal(a.r[0].action, "approve");
+	assert_string_equal(a.r[1].action, "resume");
+	/* Bounded: past STORE_AUDIT_HELD_MAX distinct rows the store says no instead of dropping one silently. */
+	read_only(true);
+	for (int i = 0; i < STORE_AUDIT_HELD_MAX; i++) {
+		snprintf(r.detail, sizeof(r.detail), "row %d", i);
+		assert_int_equal(store_audit_append(f->st, &r), 0);
+	}
+	assert_int_equal(store_audit_append(f->st, &r), 0); /* a repeat still collapses */
+	strcpy(r.detail, "one too many");
+	assert_int_equal(store_audit_append(f->st, &r), -ENOSPC);
+	read_only(false);
+}
+
+static int64_t file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+/* Issue 15 item 7: a store that existed and is now empty, gone or truncated is an error that names the file and
+ * the ways out; never a new store over the lost history and originals. */
+static void test_lost_store(void **state)
+{
+	struct fx *f = *state;
+	struct store_options opt;
+	struct knob_row k;
+	char err[1024], orig[160];
+	struct store *st = NULL;
+
+	memset(&k, 0, sizeof(k));
+	strcpy(k.name, "net.core.somaxconn");
+	k.has_original = true;
+	strcpy(k.original, "128");
+	strcpy(k.state, "ok");
+	assert_int_equal(store_original_note(f->st, k.name, k.original), 0);
+	assert_int_equal(store_knob_put(f->st, &k), 0);
+	for (int i = 0; i < 300; i++) {
+		struct change_row r = mk("net.core.somaxconn", "128", "4096", CHANGE_KEPT);
+
+		memset(r.detail, 'x', 3000);
+		assert_int_equal(store_change_insert(f->st, &r), 0);
+	}
+	store_close(f->st);
+	f->st = NULL;
+	store_options_default(&opt);
+
+	/* Truncated: the journal's pages are gone. */
+	assert_true(file_size(f->path) > 100000);
+	assert_int_equal(truncate(f->path, 40960), 0);
+	assert_int_equal(store_open(f->path, &opt, NULL, &st, err, sizeof(err)), -EIO);
+	assert_null(st);
+	assert_non_null(strstr(err, f->path));
+	assert_non_null(strstr(err, "--revert all"));
+	assert_int_equal(file_size(f->path), 40960); /* not touched */
+
+	/* Emptied. */
+	assert_int_equal(truncate(f->path, 0), 0);
+	assert_int_equal(store_open(f->path, &opt, NULL, &st, err, sizeof(err)), -ENODATA);
+	assert_non_null(strstr(err, "empty"));
+	assert_non_null(strstr(err, f->path));
+	assert_non_null(strstr(err, "--revert all"));
+	assert_int_equal(file_size(f->path), 0);
+
+	/* Gone, while the originals file says it existed. */
+	assert_int_equal(unlink(f->path), 0);
+	assert_int_equal(store_open(f->path, &opt, NULL, &st, err, sizeof(err)), -ENODATA);
+	assert_non_null(strstr(err, "gone"));
+	assert_int_equal(file_size(f->path), -1);
+
+	/* Without the originals file, a missing store is a first start. */
+	snprintf(orig, sizeof(orig), "%s%s", f->path, STORE_ORIGINALS_SUFFIX);
+	assert_int_equal(unlink(orig), 0);
+	assert_int_equal(store_open(f->path, &opt, f->reg, &f->st, err, sizeof(err)), 0);
+}
+
+struct origs {
+	int n;
+	char knob[8][64], value[8][64];
+};
+
+static int collect_orig(void *ctx, const char *knob, const char *value)
+{
+	struct origs *o = ctx;
+
+	snprintf(o->knob[o->n], sizeof(o->knob[0]), "%s", knob);
+	snprintf(o->value[o->n], sizeof(o->value[0]), "%s", value);
+	o->n++;
+	return 0;
+}
+
+static void test_originals(void **state)
+{
+	struct fx *f = *state;
+	struct origs o = {0};
+	struct knob_row k;
+	char err[512], orig[160];
+	FILE *fp;
+
+	snprintf(orig, sizeof(orig), "%s%s", f->path, STORE_ORIGINALS_SUFFIX);
+	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), -ENOENT);
+	assert_int_equal(store_original_note(f->st, "net.core.somaxconn", "128"), 0);
+	assert_int_equal(store_original_note(f->st, "net.ipv4.tcp_rmem", "4096 131072 6291456"), 0);
+	assert_int_equal(store_original_note(f->st, "net.core.somaxconn", "1024"), 0); /* a cleared conflict */
+	assert_int_equal(store_original_note(f->st, "bad knob", "1"), -EINVAL);
+	assert_int_equal(store_original_note(f->st, "net.core.somaxconn", "1\n2"), -EINVAL);
+	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), 0);
+	assert_int_equal(o.n, 3);
+	assert_string_equal(o.knob[1], "net.ipv4.tcp_rmem");
+	assert_string_equal(o.value[1], "4096 131072 6291456");
+	assert_string_equal(o.value[2], "1024");
+	/* A line cut by a crash (no newline) was never synced: ignored; garbage is an error naming the line. */
+	fp = fopen(orig, "a");
+	fputs("net.core.netdev_budget 3", fp);
+	fclose(fp);
+	o.n = 0;
+	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), 0);
+	assert_int_equal(o.n, 3);
+	fp = fopen(orig, "w");
+	fputs("nospace\n", fp);
+	fclose(fp);
+	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, ":1:"));
+	/* A store from before the originals file gets one at open, from its knobs table. */
+	assert_int_equal(unlink(orig), 0);
+	memset(&k, 0, sizeof(k));
+	strcpy(k.name, "net.core.netdev_budget");
+	k.has_original = true;
+	strcpy(k.original, "300");
+	strcpy(k.state, "ok");
+	assert_int_equal(store_knob_put(f->st, &k), 0);
+	store_close(f->st);
+	assert_int_equal(store_open(f->path, NULL, f->reg, &f->st, err, sizeof(err)), 0);
+	o.n = 0;
+	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), 0);
+	assert_int_equal(o.n, 1);
+	assert_string_equal(o.knob[0], "net.core.netdev_budget");
+	assert_string_equal(o.value[0], "300");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +547,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_peers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_by_journal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_originals, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
