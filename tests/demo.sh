@@ -3,7 +3,7 @@
 # deliberate misconfiguration. nginx runs in its own network namespace where net.core.somaxconn is 16, so under
 # ~400 concurrent short connections its accept queue overflows hundreds of times a second (and, once the agent's
 # fix is in, not at all: 400 is below the queue it sets). The agent runs
-# beside it in propose mode: after about 30 s it proposes raising the listen queue and waits for an operator.
+# beside it in propose mode: within about 10 s it proposes raising the listen queue and waits for an operator.
 # It prints the ngxctl commands to run in another terminal (proposals, approve, trial, show, top) and, every 10 s,
 # what the agent sees and does; unattended (stdin not a terminal), it approves the proposal itself as an operator
 # would. Ctrl-C, or the end of the run, stops everything: the agent puts back every change it made
@@ -64,7 +64,7 @@ cat <<EOT
 
 nginx runs in namespace $NS on 127.0.0.1:$PORT with net.core.somaxconn = 16 (its accept queue: 16 connections),
 under ~400 concurrent short connections for $secs s. The agent is in propose mode (agent log: $TMP/agent.log).
-In about 30 s it proposes a change and waits for you. In another terminal:
+Within about 10 s it proposes a change and waits for you. In another terminal:
 
   $NGXCTL -s $TMP/api.sock proposals       # what it proposes, and the evidence
   $NGXCTL -s $TMP/api.sock approve ID      # let it try: an A/B trial, kept only if the judge says it helps
