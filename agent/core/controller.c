@@ -490,7 +490,8 @@ static void size_blocks(struct controller *ctl)
 	int64_t settle = t->settle_ms, measure = t->block_ms - settle, want;
 
 	ctl->sized = false;
-	if (!ctl->prop_gross || !(ctl->cfg.signal_events > 0) || !(ctl->prop_rate > 0))
+	/* In loadgen mode a block is one run of the load generator, whose length is the operator's. */
+	if (!ctl->prop_gross || ctl->cfg.loadgen || !(ctl->cfg.signal_events > 0) || !(ctl->prop_rate > 0))
 		return;
 	want = (int64_t)ceil(1000.0 * ctl->cfg.signal_events / ctl->prop_rate);
 	if (want < ctl->cfg.measure_min_ms)
