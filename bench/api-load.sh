@@ -11,6 +11,7 @@
 # BENCH_PORT (18310), BENCH_TICK (agent tick interval, 1s), BENCH_NICE (nice value for the agent and the client,
 # e.g. -10 on a machine busy with other work; default: unchanged).
 # shellcheck disable=SC2034 # read by lib.sh
+NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
 TEST_NAME=api-load-bench
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

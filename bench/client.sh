@@ -12,6 +12,7 @@
 # tick (one kept alive, five fresh), a 400 ms timeout; its percentiles below are over every answered request of
 # the window, from the histograms in its frames (microsecond buckets, within 6.25%).
 # shellcheck disable=SC2034 # read by lib.sh
+NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
 TEST_NAME=bench-client
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

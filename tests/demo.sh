@@ -26,6 +26,7 @@ make -s -C build -j"$(nproc)" ngx-autotune ngxctl tests/system/notify-listen || 
 
 builddir=$top/build
 srcdir=$top
+NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
 TEST_NAME=demo
 . tests/system/lib.sh
 . tests/system/scenario-lib.sh

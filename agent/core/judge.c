@@ -497,7 +497,7 @@ static void decide(struct judge *j)
 			finish(j, VERDICT_REVERT, "%s worse: %s, beyond the %.0f%% worth keeping", ev->objective,
 			       change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)), 100.0 * j->cfg.delta);
 		else
-			finish(j, VERDICT_INCONCLUSIVE, "%s: %s; a gain of %.0f%% not shown", ev->objective,
+			finish(j, VERDICT_INCONCLUSIVE, "%s: %s, a gain of %.0f%% not shown", ev->objective,
 			       change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)), 100.0 * j->cfg.delta);
 		return;
 	}
@@ -520,7 +520,7 @@ static void decide(struct judge *j)
 			return;
 		}
 	}
-	finish(j, VERDICT_KEEP, "%s better: %s, more than the %.0f%% worth keeping; %u of %u pairs agree",
+	finish(j, VERDICT_KEEP, "%s better: %s, more than the %.0f%% worth keeping, %u of %u pairs agree",
 	       ev->objective, change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)), 100.0 * j->cfg.delta,
 	       ev->sign_pos, ev->nvalid);
 }

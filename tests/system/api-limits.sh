@@ -12,6 +12,7 @@
 #   once, the connection closed; a second request on a kept-alive connection is held to the same rules.
 # - why and comment with control characters are refused 400; a row stored with ESC, CR and LF is shown escaped by
 #   ngxctl history.
+TEST_EXCLUSIVE=1
 TEST_NAME=apilimits
 . "$(dirname "$0")/lib.sh"
 need_root

@@ -4,6 +4,7 @@
 # own network namespace (stub_status on the thread pool, the access log, netlink), and --check fails on any failed
 # request (none answered within a minute, or not 200, or not the right kind of body) and on any missed or late
 # tick. Latency is printed, never asserted: bench/README.md has the figures.
+TEST_EXCLUSIVE=1
 TEST_NAME=api-load
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"

@@ -2,6 +2,7 @@
 # The synthetic client against a real nginx in its own network namespace, the agent outside it: under load its
 # figures are in the frames (/v1/frames), the status (/v1/status) and GET /metrics; once nginx stops, its requests
 # are counted as failures (the port refuses) and the agent goes on ticking. Counts and presence, not timings.
+TEST_EXCLUSIVE=1
 TEST_NAME=client-view
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

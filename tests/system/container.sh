@@ -7,6 +7,7 @@
 # built once and cached under the build directory; each run boots a fresh copy of it with a private network,
 # so its nginx and any load stay on its own loopback. Bounded: 7 minutes for the boot and the checks (one
 # change waits out its 60 s settle time).
+TEST_EXCLUSIVE=1
 TEST_NAME=container
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pkg-lib.sh"

@@ -6,6 +6,7 @@
 # as the operator wrote it (byte for byte) unless a change is rightly in force, READY=1 comes only when that holds,
 # the journal has no change left in applying, and status and the log say what failed. Set FAULTS_SEED to replay
 # the kill points.
+TEST_EXCLUSIVE=1
 TEST_NAME=faults-nginx
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

@@ -8,6 +8,7 @@
 #   - the store emptied (0 bytes), truncated, or gone mid-trial: the agent refuses to start, naming the file and
 #     the ways out, never starts afresh; --revert all puts the knobs back from the originals file.
 # The host's own sysctls are never touched: every knob is a file of the fake tree.
+TEST_EXCLUSIVE=1
 TEST_NAME=faults-store
 . "$(dirname "$0")/lib.sh"
 need_root

@@ -3,6 +3,7 @@
 # to back, and aligned to the blocks of a trial (a warm-up over the settle time, then one measured run that ends
 # inside the block); the listen queue's objective (a loss: overflows) stays, guarded by the generator's p99, and the
 # verdict's evidence holds the generator's figures.
+TEST_EXCLUSIVE=1
 TEST_NAME=loadgen
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -52,7 +53,7 @@ for _ in $(seq 1 1200); do # bounded: 120 s
 	sleep 0.1
 done
 detail=$(api "/v1/changes/$id" | jq -r .detail)
-ev=${detail#*; }
+ev=${detail#"${detail%%\{*}"} # from the first "{": the reason may hold "; " itself
 # Kept, reverted, or aborted by a guardrail (wrk's p99 on a busy machine moves 4x from one run to the next): a
 # judged end. Failed (a write or the measurement) is not.
 case $st in kept | reverted | aborted) ;; *) fail "the trial ended $st: $detail" ;; esac

@@ -2,6 +2,7 @@
 # A real nginx (Debian package) in its own network namespace, real load from wrk inside it, and the real agent
 # outside it: the agent follows nginx into its namespace (counters, stub_status, inet_diag) and its frames agree
 # with what the load generator measured.
+TEST_EXCLUSIVE=1
 TEST_NAME=nginx-live
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"

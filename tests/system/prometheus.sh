@@ -4,6 +4,7 @@
 # parser of our own (promparse.py), with the values the test drove: listen overflows, per-CPU time_squeeze and
 # NET_RX, CPU time, the request-time histogram, 5xx, a kept change, a conflict, knob values. Both checkers are
 # shown to refuse broken text. Counters never go down between scrapes; HEAD works, POST does not.
+TEST_EXCLUSIVE=1
 TEST_NAME=prometheus
 . "$(dirname "$0")/lib.sh"
 need_cmd curl python3

@@ -9,6 +9,7 @@
 # backlog=4096 so that no listen overflow (which the planner would treat first) hides the drops. Thousands of drops
 # a second are a gross symptom: proposed before a full detection window, and tried in blocks sized by the signal
 # (here 8 s of measure, the floor, out of the configured 30 s, after the policy's settle_min), which the test asserts.
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-backlog
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

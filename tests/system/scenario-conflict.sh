@@ -4,6 +4,7 @@
 # must freeze the knob as a conflict, end the trial (aborted), never write the knob again (not when the next arm
 # is due, not on revert, not on a new proposal, not after a restart), and show it in ngxctl knobs and
 # ngxctl status until an operator clears it.
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-conflict
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

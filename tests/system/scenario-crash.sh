@@ -4,6 +4,7 @@
 # in its namespace. Restarted, the agent must put the original back before it tells systemd READY=1 (live queue
 # 16, somaxconn 16, nginx.conf byte for byte, no listen-queue state left), and the journal must say the change was
 # rolled back after restart.
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-crash
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

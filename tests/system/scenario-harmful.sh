@@ -6,6 +6,7 @@
 # must not keep it: the old value is back, the change ends reverted (or aborted by a guardrail), and the journal,
 # the audit trail and `ngxctl show` say why in one sentence with the evidence. The RPS knob reaches the
 # namespace's loopback through nginx's own mount namespace (the interfaces of nginx's network namespace).
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-harm
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

@@ -8,6 +8,7 @@
 # approve`, run the A/B trial (the live limit alternates), keep the change on its objective (listen overflows,
 # with p99 and 5xx as guardrails: requests/s is not the objective, it falls under a closed-loop load after this
 # fix), show the evidence in `ngxctl show`, and leave the overflows at about nothing.
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-listen
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

@@ -3,6 +3,7 @@
 # so upstream time is nearly all of request time. somaxconn is 16 as in the listen-queue scenario, and the churn
 # overflows it, so a listen_queue proposal would follow if the agent did not first ask where time goes. It must
 # propose nothing, journal nothing, and say in its status that the bottleneck is the upstream.
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-upstream
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

@@ -5,6 +5,7 @@
 # keeps accepts == handled, so nginx.unhandled sees nothing: the agent must propose a larger worker_connections on
 # the error log's evidence, and its trial must keep it, where an arm that serves (almost) nothing is an outage,
 # the worst block, and not missing data (before, the trial failed: "3 consecutive blocks without data").
+TEST_EXCLUSIVE=1
 TEST_NAME=scn-wc
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/scenario-lib.sh"

@@ -6,6 +6,7 @@
 # (within the 2 s its nginx -T dump is shared by a probe pass), sees its nginx knobs supported and reads request
 # times from its log; a second run changes nothing; a failing nginx -t puts every file back byte for byte; and
 # --revert-setup puts back the originals exactly.
+TEST_EXCLUSIVE=1
 TEST_NAME=setup
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"

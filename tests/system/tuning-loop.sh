@@ -5,6 +5,7 @@
 # workers' scheduler figures moving. The agent must detect it, propose raising netdev_budget, wait for
 # `ngxctl approve`, run A/B blocks (the knob flips between 300 and 600), keep the change with the judge's
 # evidence in the journal, and leave 600 in force.
+TEST_EXCLUSIVE=1
 TEST_NAME=tuning
 . "$(dirname "$0")/lib.sh"
 need_cmd jq curl
