@@ -166,7 +166,10 @@ step "autoreconf" autoreconf -fi || { summary; exit 1; }
 rm -rf build && mkdir build
 step "configure (-Werror)" sh -c 'cd build && ../configure --enable-werror >configure.out 2>&1 || { tail -30 configure.out; exit 1; }' &&
 	step "make (-Werror)" make -C build -j"$jobs" &&
-	run_check build
+	lists=$(make -s -C build print-test-lists) && {
+	run_check build "$(sed -n 's/^unit: //p' <<<"$lists")"
+	run_check build "$(sed -n 's/^system: //p' <<<"$lists")"
+}
 
 # Installation into a staging root puts every file where the unit and the documentation say.
 install_check() {

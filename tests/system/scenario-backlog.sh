@@ -40,10 +40,15 @@ ok "nginx in $NS (backlog 4096), netdev_max_backlog $($BACKLOG); the agent is re
 
 scn_load "$NS" 240 -t2 -c1000 -H "Connection: close" "http://127.0.0.1:$PORT/"
 sleep 3
-d0=$(softnet_drops) o0=$(ns_netstat "$NS" ListenOverflows)
-sleep 5
-before=$((($(softnet_drops) - d0) / 5))
-echo "# softnet drops before: $before/s"
+o0=$(ns_netstat "$NS" ListenOverflows)
+# The drops depend on how the two CPUs are shared (measured: 14/s to 3359/s in 5 s windows): up to four windows.
+for _ in 1 2 3 4; do
+	d0=$(softnet_drops)
+	sleep 5
+	before=$((($(softnet_drops) - d0) / 5))
+	echo "# softnet drops before: $before/s"
+	[ "$before" -ge 100 ] && break
+done
 [ "$before" -ge 100 ] || fail "only $before softnet drops/s under the load: nothing to find"
 
 prop=$(wait_proposal 90 net.core.netdev_max_backlog) ||
