@@ -434,6 +434,14 @@ static int try_knob(const struct policy_set *set, const struct knob_policy *p, c
 	return 0;
 }
 
+/* Whether the workers ran out of connections in the window (a valid, sustained reading above zero). */
+static bool exhausted(const struct detect_report *rep)
+{
+	const struct detect_reading *r = &rep->r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
+
+	return r->valid && r->sustained && r->value > 0;
+}
+
 int plan_next(const struct policy_set *set, const struct detect_report *rep, value_fn value_of, void *ctx,
 	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
 {
@@ -467,9 +475,18 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		return 0;
 	}
 	qsort(cands, n, sizeof(cands[0]), cmp_cand);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		/* Causes, not symptoms: while nginx's workers have no free connection, the connections waiting for
+		 * them fill the accept queue; a longer queue only holds more of them waiting (found on a real nginx:
+		 * worker_connections 128 under 1000 clients got listen_queue 511 -> 1022 proposed first). */
+		if (cands[i].id == DETECT_LISTEN_OVERFLOWS && exhausted(rep)) {
+			skip(out, cands[i].p, "the workers have no free connection (worker_connections_exhausted): the "
+					      "accept queue fills behind them");
+			continue;
+		}
 		if (try_knob(set, cands[i].p, &rep->r[cands[i].id], value_of, ctx, mem, cfg, now_ms, out) == 0)
 			return 0;
+	}
 	put(out->reason, sizeof(out->reason), "no proposal: %zu knob%s triggered, none can move (%s: %s)", n,
 		 n == 1 ? "" : "s", out->skipped[0].knob, out->skipped[0].reason);
 	return 0;
