@@ -6,9 +6,9 @@
 # alternate the two values, keep the larger one on its objective (softnet drops) and leave the drops at about none.
 # netdev_max_backlog is registered for the initial network namespace only (absent from other namespaces on Linux
 # 6.x), so the agent writes the host's, and this test saves it and puts it back at exit. nginx listens with
-# backlog=4096 so that no listen overflow (which the planner would treat first) hides the drops. Thousands of drops
-# a second are a gross symptom: proposed before a full detection window, and tried in blocks sized by the signal
-# (here 8 s of measure, the floor, out of the configured 30 s, after the policy's settle_min), which the test asserts.
+# backlog=4096 so that no listen overflow (which the planner would treat first) hides the drops. (How many drops
+# the load makes depends on how busy the two CPUs are: 14 to 3359 a second were measured, so whether they are a
+# gross symptom varies; scenario-listen-queue asserts the blocks sized by the signal.)
 TEST_EXCLUSIVE=1
 TEST_NAME=scn-backlog
 . "$(dirname "$0")/lib.sh"
@@ -34,7 +34,6 @@ fi
 SCN_LISTEN="backlog=4096"
 scn_nginx "$NS" $PORT || fail "nginx did not start"
 scn_agent_conf "$TMP/agent.conf" $PORT
-sed -i 's/^block = .*/block = 30s/' "$TMP/agent.conf"
 scn_start_agent
 ok "nginx in $NS (backlog 4096), netdev_max_backlog $($BACKLOG); the agent is ready"
 
@@ -75,9 +74,7 @@ ctl show "$id" | grep -qx '  objective: softnet drops (softnet.dropped, lower is
 	fail "ngxctl show: $(ctl show "$id")"
 ctl show "$id" | grep -Eq '^  exposure:  [0-9]+ softnet drops in arm A.s [0-9]+ s measured$' ||
 	fail "ngxctl show has no exposure: $(ctl show "$id")"
-grep -q "trial of net.core.netdev_max_backlog 10 -> $to: [0-9]* pairs of [0-9.]* s blocks (.*sized by the signal" \
-	"$TMP/agent.log" || fail "the trial's blocks were not sized by the signal: $(grep 'trial of' "$TMP/agent.log")"
-ok "the trial alternates 10 and $to in blocks sized by the signal; kept on softnet drops, the evidence in ngxctl show"
+ok "the trial alternates 10 and $to; kept on softnet drops, the evidence and the exposure in ngxctl show"
 
 [ "$($BACKLOG)" = "$to" ] || fail "kept, but netdev_max_backlog is $($BACKLOG)"
 d0=$(softnet_drops)
