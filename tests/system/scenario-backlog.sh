@@ -6,9 +6,11 @@
 # alternate the two values, keep the larger one on its objective (softnet drops) and leave the drops at about none.
 # netdev_max_backlog is registered for the initial network namespace only (absent from other namespaces on Linux
 # 6.x), so the agent writes the host's, and this test saves it and puts it back at exit. nginx listens with
-# backlog=4096 so that no listen overflow (which the planner would treat first) hides the drops. (How many drops
-# the load makes depends on how busy the two CPUs are: 14 to 3359 a second were measured, so whether they are a
-# gross symptom varies; scenario-listen-queue asserts the blocks sized by the signal.)
+# backlog=4096 so that no listen overflow (which the planner would treat first) hides the drops. How many drops
+# the load makes depends on how busy the two CPUs are (measured: 14 to 3359 a second; a quiet machine makes the
+# fewest, in bursts), so the test asks for 10 a second at least and measures 10 s blocks, in which a burst-free
+# A block is rare (whether the drops are a gross symptom varies too: scenario-listen-queue asserts the blocks sized
+# by the signal).
 TEST_EXCLUSIVE=1
 TEST_NAME=scn-backlog
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +36,7 @@ fi
 SCN_LISTEN="backlog=4096"
 scn_nginx "$NS" $PORT || fail "nginx did not start"
 scn_agent_conf "$TMP/agent.conf" $PORT
+sed -i 's/^block = .*/block = 10s/' "$TMP/agent.conf"
 scn_start_agent
 ok "nginx in $NS (backlog 4096), netdev_max_backlog $($BACKLOG); the agent is ready"
 
@@ -46,9 +49,9 @@ for _ in 1 2 3 4; do
 	sleep 5
 	before=$((($(softnet_drops) - d0) / 5))
 	echo "# softnet drops before: $before/s"
-	[ "$before" -ge 100 ] && break
+	[ "$before" -ge 10 ] && break
 done
-[ "$before" -ge 100 ] || fail "only $before softnet drops/s under the load: nothing to find"
+[ "$before" -ge 10 ] || fail "only $before softnet drops/s under the load: nothing to find"
 
 prop=$(wait_proposal 90 net.core.netdev_max_backlog) ||
 	fail "no netdev_max_backlog proposal: $(ctl trial) $(ctl proposals)"
@@ -61,7 +64,7 @@ ok "drops detected: proposal $id raises netdev_max_backlog 10 -> $to with its ev
 
 ctl approve "$id" | grep -q approved || fail "ngxctl approve"
 seen_a=0 seen_b=0
-deadline=$((SECONDS + 240))
+deadline=$((SECONDS + 320))
 while [ $SECONDS -lt $deadline ]; do
 	case $($BACKLOG) in 10) seen_a=1 ;; "$to") seen_b=1 ;; esac
 	st=$(change_state "$id")
@@ -81,7 +84,7 @@ d0=$(softnet_drops)
 sleep 5
 after=$((($(softnet_drops) - d0) / 5))
 echo "# softnet drops after: $after/s (before: $before/s)"
-[ $((after * 20)) -le "$before" ] || fail "drops after the change $after/s, before $before/s"
+[ $((after * 10)) -le "$before" ] || [ "$after" -le 1 ] || fail "drops after the change $after/s, before $before/s"
 [ $(($(ns_netstat "$NS" ListenOverflows) - o0)) -lt 100 ] || fail "listen overflows hid the drops"
 ok "after: netdev_max_backlog $to, softnet drops $after/s (from $before/s)"
 kill -TERM "$AGENT_PID"
