@@ -342,6 +342,18 @@ static bool gross_run(const struct detect *d, enum series s, double threshold, d
 	return k < 1e15 && stats_poisson_tail((uint64_t)k, lambda * t) < d->cfg.gross_p;
 }
 
+/* Whether series S counted an event in one of the last gross_ticks ticks (or of the ticks held, if fewer). */
+static bool recent_event(const struct detect *d, enum series s)
+{
+	const double *v = d->val + (size_t)s * d->cfg.window_ticks;
+	size_t g = d->cfg.gross_ticks ? d->cfg.gross_ticks : 1;
+
+	for (size_t i = d->count > g ? d->count - g : 0; i < d->count; i++)
+		if (v[slot(d, i)] > 0)
+			return true;
+	return false;
+}
+
 /* A per-second rate of one counter: the detectors whose unit is "METRIC per second". */
 static void rate_reading(const struct detect *d, struct detect_reading *r, enum series s)
 {
@@ -435,6 +447,10 @@ static void read_worker_connections(const struct detect *d, struct detect_readin
 	 * than that are this race, not connections nginx could not handle. */
 	if (net <= workers)
 		unhandled = 0, unhandled_ticks = 0;
+	/* nginx stops accepting while a worker has less than an eighth of its connections free, so the error can be
+	 * rare (2/s beside 500 listen overflows/s, seen in CI): any in the last ticks is evidence enough of the cause,
+	 * long before a window is full. */
+	r->recent = recent_event(d, S_ERR_WC);
 	if (acc.n < d->cfg.min_ticks && wc.n < d->cfg.min_ticks) {
 		say(r->evidence, "nginx.accepts/handled and nginx.err.worker_connections: too few ticks with data "
 				 "(%zu, %zu of %zu needed)", acc.n, wc.n, d->cfg.min_ticks);

@@ -86,6 +86,8 @@ struct detect_reading {
 	bool sustained;             /* seen in enough ticks not to be a blip (counters), or valid (ratios, levels) */
 	bool active;                /* valid, sustained and VALUE > THRESHOLD */
 	bool gross;                 /* active on the last gross_ticks alone: strong enough to act on at once */
+	bool recent;                /* worker_connections_exhausted only: an event in one of the last gross_ticks
+				     * ticks, valid or not; never acted on, evidence that a cause is present now */
 	double value;               /* in the unit of ngx-autotune.policy(5); NAN when not valid */
 	double threshold;           /* the configured threshold (config.threshold) */
 	double window_s;            /* seconds of data VALUE was computed from */

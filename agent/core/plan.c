@@ -434,12 +434,13 @@ static int try_knob(const struct policy_set *set, const struct knob_policy *p, c
 	return 0;
 }
 
-/* Whether the workers ran out of connections in the window (a valid, sustained reading above zero). */
+/* Whether the workers ran out of connections: in the window (a valid, sustained reading above zero), or in the
+ * last few ticks (an error logged then, before the reading is valid). */
 static bool exhausted(const struct detect_report *rep)
 {
 	const struct detect_reading *r = &rep->r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
 
-	return r->valid && r->sustained && r->value > 0;
+	return r->recent || (r->valid && r->sustained && r->value > 0);
 }
 
 int plan_next(const struct policy_set *set, const struct detect_report *rep, value_fn value_of, void *ctx,

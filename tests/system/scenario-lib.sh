@@ -115,6 +115,24 @@ scn_load() {
 	CLEANUP+=("kill $LOAD_PID")
 }
 
+# scn_bursts NS PORT COPIES: every request segment to 127.0.0.1:PORT in NS (TCP with PSH, to that port) arrives
+# with COPIES companions, as a NIC's interrupt coalescing delivers packets in a burst: a tc filter on lo's ingress
+# mirrors it COPIES times to a veth pair (scn-burst0/1, up, no address, so the copies are dropped once they are
+# taken off the backlog). The original has left the per-CPU backlog by then; its copies enter it inside the same
+# NET_RX softirq, so each request overflows a backlog shorter than COPIES whatever the CPUs are doing (loopback
+# alone makes bursts only when the CPUs are busy: 0 to 3000 drops a second, 0 on a quiet machine). Needs tc's
+# clsact, u32 and mirred (CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_U32, CONFIG_NET_ACT_MIRRED).
+scn_bursts() {
+	local ns=$1 port=$2 copies=$3 acts=() i
+	ip -n "$ns" link add scn-burst0 type veth peer name scn-burst1 || return 1
+	ip -n "$ns" link set scn-burst0 up && ip -n "$ns" link set scn-burst1 up || return 1
+	for ((i = 0; i < copies; i++)); do acts+=(action mirred egress mirror dev scn-burst0); done
+	ip netns exec "$ns" tc qdisc add dev lo clsact || return 1
+	# IPv4 without options (loopback's): destination port at byte 22, the TCP flags at 33 (PSH: 0x08).
+	ip netns exec "$ns" tc filter add dev lo ingress protocol ip prio 1 u32 \
+		match ip protocol 6 0xff match ip dport "$port" 0xffff match u8 0x08 0x08 at 33 "${acts[@]}"
+}
+
 # ns_netstat NS FIELD: a TcpExt counter of /proc/net/netstat in NS (ListenOverflows, ...).
 ns_netstat() {
 	ip netns exec "$1" cat /proc/net/netstat | awk -v f="$2" '

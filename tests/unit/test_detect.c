@@ -609,6 +609,48 @@ static void test_gross(void **state)
 	}
 }
 
+/* "worker_connections are not enough" in one of the last ticks: recent, before any reading is valid; an error
+ * older than the last 8 ticks is not. */
+static void test_exhausted_recent(void **state)
+{
+	static const struct {
+		struct dcase c;
+		bool recent;
+	} rcases[] = {
+		{{"2 errors a second beside gross overflows, 12 ticks",
+		  {M("tcp.listen_overflows", 500), MP("nginx.err.worker_connections", 2, 3)}, .ticks = 12}, true},
+		{{"no error", {M("tcp.listen_overflows", 500), M("nginx.err.worker_connections", 0)}, .ticks = 12},
+		 false},
+		{{"one error, 9 ticks ago", {M("tcp.listen_overflows", 500), MP("nginx.err.worker_connections", 1, 100)},
+		  .ticks = 10}, false},
+		{{"one error at the first of 8 ticks",
+		  {M("tcp.listen_overflows", 500), MP("nginx.err.worker_connections", 1, 100)}, .ticks = 8}, true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rcases) / sizeof(rcases[0]); i++) {
+		struct detect_config cfg;
+		struct metric_registry *reg;
+		struct detect_report rep;
+		struct detect *d;
+		const struct detect_reading *r;
+
+		detect_config_default(&cfg);
+		assert_int_equal(metric_registry_new(&reg), 0);
+		assert_int_equal(detect_new(&cfg, &d), 0);
+		feed(d, reg, &rcases[i].c);
+		detect_evaluate(d, NULL, &rep);
+		r = &rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
+		print_message("%s: valid=%d recent=%d: %s\n", rcases[i].c.what, r->valid, r->recent, r->evidence);
+		assert_false(r->valid);
+		if (r->recent != rcases[i].recent)
+			fail_msg("%s: recent %d, want %d", rcases[i].c.what, r->recent, rcases[i].recent);
+		assert_true(rep.r[DETECT_LISTEN_OVERFLOWS].gross);
+		detect_free(d);
+		metric_registry_free(reg);
+	}
+}
+
 static void test_config_and_names(void **state)
 {
 	struct detect_config cfg, bad;
@@ -658,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_late_names),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_exhausted_recent),
 		cmocka_unit_test(test_config_and_names),
 		cmocka_unit_test(test_gross),
 	};

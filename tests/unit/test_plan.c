@@ -316,6 +316,44 @@ static void test_table(void **state)
 	policy_set_free(&set);
 }
 
+/* Before the window is full (CI, a real nginx with worker_connections 128 under 1000 clients): the accept queue's
+ * overflows are gross at 504/s while "worker_connections are not enough" came 2/s, too few ticks for a valid
+ * reading. An error in the last ticks is enough to hold the listen knobs back: no listen_queue 511 -> 1022. */
+static void test_exhausted_before_the_window(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"listen_overflows", 504}};
+	struct detect_reading *wc;
+	struct policy_set set;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome o;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+	rep.ticks = 12;
+	wc = &rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
+	wc->valid = wc->sustained = wc->active = false;
+	wc->value = NAN;
+	wc->recent = true;
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	print_message("%s\n", o.reason);
+	assert_false(o.proposed);
+	assert_true(o.nskipped >= 1);
+	for (size_t i = 0; i < o.nskipped; i++)
+		if (!strstr(o.skipped[i].reason, "the workers have no free connection"))
+			fail_msg("%s skipped for another reason: %s", o.skipped[i].knob, o.skipped[i].reason);
+	/* Without the error, the same overflows are the queue's. */
+	wc->recent = false;
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_true(o.proposed);
+	assert_string_equal(o.prop.knob, "listen_queue");
+	policy_set_free(&set);
+}
+
 /* What a proposal carries: the symptom with its evidence and the trial plan from the policy. */
 static void test_proposal_contents(void **state)
 {
@@ -854,6 +892,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_exhausted_before_the_window),
 		cmocka_unit_test(test_proposal_contents),
 		cmocka_unit_test(test_operator_per_interface),
 		cmocka_unit_test(test_not_actionable),
