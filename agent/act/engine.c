@@ -299,6 +299,9 @@ static int instantiate(struct engine *e, struct policy_set *set, struct eknob **
 				/* A knob another daemon manages (irqbalance) is a conflict, not something to fight. */
 				ek->state = r == -EBUSY ? ENGINE_KNOB_CONFLICT : ENGINE_KNOB_UNSUPPORTED;
 				snprintf(ek->why, sizeof(ek->why), "%s", why[0] ? why : strerror(-r));
+			} else if (ek->k.ops->probe) {
+				/* A driver may say where a supported knob is set ("set in /etc/nginx/nginx.conf:12"). */
+				snprintf(ek->why, sizeof(ek->why), "%s", why);
 			}
 			if (store_knob_get(e->st, ek->k.name, &ek->rec) == 0) {
 				char live[KNOB_VALUE_MAX];

@@ -378,21 +378,7 @@ static int listen_probe(struct knob *k, char *why, size_t whylen)
 /* The backup of PATH (as nginx names it) into OUT. */
 static int backup_path(const struct knob_env *env, const char *path, char *out, size_t n)
 {
-	char name[PATH_MAX], rel[PATH_MAX + 32];
-	size_t o = 0;
-
-	for (const char *p = path; *p; p++) {
-		if (o + 4 >= sizeof(name))
-			return -ENAMETOOLONG;
-		if (*p == '/' || *p == '%')
-			o += (size_t)snprintf(name + o, sizeof(name) - o, "%%%02X", (unsigned char)*p);
-		else
-			name[o++] = *p;
-	}
-	name[o] = '\0';
-	if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", BACKUP_DIR, name) >= sizeof(rel))
-		return -ENAMETOOLONG;
-	return nginx_ctl_own_path(env, rel, out, n);
+	return nginx_ctl_backup_path(env, BACKUP_DIR, path, out, n);
 }
 
 /* Read listen-queue.state (absent: S->have false). 0, or -EINVAL when it is not ours. */

@@ -1,18 +1,24 @@
 /*
- * knob_nginx: the nginx directive driver (knob_nginx_ops): one directive in the agent's include files.
+ * knob_nginx: the nginx directive driver (knob_nginx_ops): one directive, where the operator set it, else in the
+ * agent's include files.
  *
- * Include files. The agent owns ENV->include_dir/main.conf, events.conf and http.conf; the operator adds once, to
- * nginx.conf, `include DIR/main.conf;` at the top level, `include DIR/events.conf;` inside events {} and
- * `include DIR/http.conf;` inside http {}. A directive knob (policy target = directive, context = main, events or
- * http) is one line of CONTEXT.conf; the other lines of the file are left as they are. Reading: the line in our
- * file when nginx includes that file in that context, else the directive's effective value from `nginx -T`, else
- * nginx's documented default. probe fails (-ENOENT) when nginx does not include our file where it must, and
- * (-ENOTSUP) when the directive is also set elsewhere in that context, since our line would then be a duplicate
- * that `nginx -t` refuses, or be overridden.
+ * Where. A directive the operator's configuration sets in the knob's context (nginx.conf, conf.d, sites-enabled:
+ * any file but ours, as `nginx -T` shows it) is edited there, in place: its arguments alone, the rest of the file
+ * byte for byte (nginx_conf_set_args_at). The first edit of such a file keeps its bytes in
+ * ENV->include_dir/directive-backup/ENCODED-PATH (nginx_ctl_backup_path), written and synced before the file
+ * changes; a write that brings the file back to that backup but for this directive's value formatting (the revert
+ * to the first value) writes the backup itself, and the backup is removed once nginx runs it. A directive set
+ * nowhere is one line of the agent's CONTEXT.conf (context main, events or http), which the operator includes
+ * once in nginx.conf: `include DIR/main.conf;` at the top level, `include DIR/events.conf;` inside events {} and
+ * `include DIR/http.conf;` inside http {}; the other lines of that file are left as they are. Reading: the
+ * operator's directive as their file reads now, else the line in our file when nginx includes that file in that
+ * context, else the directive's effective value from `nginx -T`, else nginx's documented default. probe fails
+ * (-ENOENT) when the directive is set nowhere and nginx does not include our file where it must; on success it
+ * says where an operator's directive is ("set in PATH:LINE").
  *
  * A write is asynchronous (-EINPROGRESS, DONE later, on ENV->loop): it is a change of nginx_ctl (nginx -T for a
- * fresh view, our file written, nginx -t, reload, new generation; put back on failure: see nginx_ctl.h), of which
- * this driver plans the one line. probe takes the dump synchronously (shared by the knobs of one probe pass);
+ * fresh view, the file written, nginx -t, reload, new generation; put back on failure: see nginx_ctl.h), of which
+ * this driver plans the one edit. probe takes the dump synchronously (shared by the knobs of one probe pass);
  * read never spawns synchronously: it uses the last dump and has nginx_ctl refresh it in the background.
  */
 #define _GNU_SOURCE
@@ -25,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/policy.h"
 #include "act/nginx_conf.h"
@@ -228,21 +236,37 @@ static int args_to_value(const struct knob *k, const struct nginx_conf_directive
 	return knobval_format(&v, out, n) < 0 ? -ERANGE : 0;
 }
 
+/* Where a directive knob's line is: in the agent's include file for its context, or where the operator set it. */
+struct where {
+	bool operator;                 /* set in the operator's file PATH (D: as the dump shows it) */
+	const char *path;              /* points into the dump */
+	struct nginx_conf_directive d;
+};
+
 /*
- * Where nginx takes the directive from: 0 when our file is included in its context (then *SET_ELSEWHERE tells
- * whether another file of that context sets it too, with WHY saying where), -ENOENT with WHY otherwise.
+ * Where nginx takes K's directive from, per the dump C: the operator's file when a file other than ours sets it in
+ * its context (it is edited there, in place); else our file, which nginx must include in that context (-ENOENT
+ * with WHY otherwise).
  */
-static int check_included(const struct knob *k, const struct nginx_conf *c, bool *set_elsewhere, char *why,
-			  size_t whylen)
+static int locate(const struct knob *k, const struct nginx_conf *c, struct where *w, char *why, size_t whylen)
 {
 	const struct knob_policy *pol = k->pol;
 	char ours[PATH_MAX], ctx[NGINX_CONF_CONTEXT_MAX], err[KNOB_WHY_MAX];
-	struct nginx_conf_directive d;
 	int r = include_path(k->env, pol->context, ours, sizeof(ours));
 
-	*set_elsewhere = false;
+	memset(w, 0, sizeof(*w));
 	if (r < 0)
 		return r;
+	r = nginx_conf_find(c, pol->context, pol->target, &w->d, err, sizeof(err));
+	if (r < 0 && r != -ENOENT) {
+		str_err(why, whylen, "%s", err);
+		return r;
+	}
+	if (r == 0 && strcmp(c->files[w->d.file].path, ours) != 0) {
+		w->operator = true;
+		w->path = c->files[w->d.file].path;
+		return 0;
+	}
 	r = nginx_conf_included(c, ours, ctx, sizeof(ctx), err, sizeof(err));
 	if (r == -ENOENT) {
 		str_err(why, whylen, "nginx does not include %s", ours);
@@ -257,13 +281,23 @@ static int check_included(const struct knob *k, const struct nginx_conf *c, bool
 			strcmp(pol->context, "main") == 0 ? "at the top level" : pol->context);
 		return -ENOENT;
 	}
-	r = nginx_conf_find(c, pol->context, pol->target, &d, err, sizeof(err));
-	if (r == 0 && strcmp(c->files[d.file].path, ours) != 0) {
-		*set_elsewhere = true;
-		str_err(why, whylen, "%s is set in %s:%u; remove it there so that ngx-autotune can manage it in %s",
-			pol->target, c->files[d.file].path, d.line, ours);
+	return 0;
+}
+
+/* The operator's directive as their file reads now: the one at W's offset when it is still there (our own edits
+ * change only its arguments), else as the dump showed it. */
+static int operator_value(const struct knob *k, const struct where *w, char *out, size_t n)
+{
+	struct nginx_conf_directive d = w->d;
+	char why[KNOB_WHY_MAX], *text;
+	size_t len;
+
+	if (nginx_ctl_read_file(w->path, NGINX_CTL_FILE_MAX, &text, &len) == 0) {
+		if (nginx_conf_file_at(text, len, w->d.start, k->pol->target, &d, why, sizeof(why)) < 0)
+			d = w->d;
+		free(text);
 	}
-	return r < 0 && r != -ENOENT ? r : 0;
+	return args_to_value(k, &d, out, n, why, sizeof(why));
 }
 
 /* ---- the knob's private state ----------------------------------------------------------------------------- */
@@ -275,9 +309,13 @@ struct directive_priv {
 /* A write's own copies: the knob may be released before the change ends. */
 struct directive_change {
 	char target[POLICY_TARGET_MAX], context[16];
+	enum knob_type type;
 	char args[NGINX_CONF_LINE_MAX]; /* the new arguments */
 	bool remove;
+	char backup[PATH_MAX];          /* the operator's file's backup, removed once the file is back to it */
 };
+
+#define BACKUP_DIR "directive-backup"
 
 static struct directive_priv *priv_of(struct knob *k)
 {
@@ -290,7 +328,7 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 {
 	const struct nginx_conf *c;
 	char live[KNOB_VALUE_MAX];
-	bool elsewhere;
+	struct where w;
 	int r;
 
 	if (!priv_of(k))
@@ -301,15 +339,18 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 	c = nginx_ctl_conf(k->env->nginx, k->env, &r, why, whylen);
 	if (!c)
 		return r == -ENOENT ? -ENOENT : -ENOTSUP;
-	r = check_included(k, c, &elsewhere, why, whylen);
+	r = locate(k, c, &w, why, whylen);
 	if (r < 0)
 		return r;
-	if (elsewhere)
-		return -ENOTSUP;
 	r = k->ops->read(k, live, sizeof(live));
 	if (r < 0 && why && !why[0])
 		str_err(why, whylen, "cannot read %s: %s", k->pol->target, strerror(-r));
-	return r < 0 ? -ENOTSUP : 0;
+	if (r < 0)
+		return -ENOTSUP;
+	/* Where it is set, for the operator (ngxctl knobs): the engine keeps a successful probe's WHY. */
+	if (w.operator)
+		str_err(why, whylen, "set in %s:%u (edited there)", w.path, w.d.line);
+	return 0;
 }
 
 static int directive_read(struct knob *k, char *out, size_t outlen)
@@ -319,8 +360,8 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 	const struct nginx_conf *c;
 	struct nginx_conf_directive d;
 	char ours[PATH_MAX], why[KNOB_WHY_MAX], *text;
+	struct where w;
 	size_t len;
-	bool elsewhere = false;
 	int r;
 
 	if (!priv_of(k))
@@ -332,13 +373,16 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 	if (r < 0)
 		return r;
 	c = nginx_ctl_conf_peek(k->env->nginx, k->env);
+	r = c ? locate(k, c, &w, why, sizeof(why)) : 0;
+	if (c && r == 0 && w.operator)
+		return operator_value(k, &w, out, outlen);
 	/* Our file counts only where nginx reads it; without a dump yet, trust it (probe has checked). */
-	if (!c || check_included(k, c, &elsewhere, why, sizeof(why)) == 0) {
+	if (r == 0) {
 		r = nginx_ctl_read_file(ours, NGINX_CTL_FILE_MAX, &text, &len);
 		if (r == 0) {
 			r = nginx_conf_file_find(text, len, pol->target, &d, why, sizeof(why));
 			free(text);
-			if (r == 0 && !elsewhere)
+			if (r == 0)
 				return args_to_value(k, &d, out, outlen, why, sizeof(why));
 			if (r == -EINVAL)
 				return r;
@@ -367,48 +411,184 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 
 /* ---- writes ----------------------------------------------------------------------------------------------- */
 
-static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c)
+/* The knob a change's checks want: the change outlives the knob, so one made of the change's copies. */
+static void shadow_knob(const struct nginx_change *ch, struct knob *k, struct knob_policy *pol)
 {
 	const struct directive_change *dc = ch->priv;
-	struct knob shadow;
-	struct knob_policy pol;
-	char ours[PATH_MAX], err[KNOB_WHY_MAX] = "", *old = NULL, *new = NULL;
-	size_t oldlen = 0, newlen = 0;
-	bool elsewhere;
+
+	memset(k, 0, sizeof(*k));
+	memset(pol, 0, sizeof(*pol));
+	snprintf(pol->target, sizeof(pol->target), "%s", dc->target);
+	snprintf(pol->context, sizeof(pol->context), "%s", dc->context);
+	pol->type = dc->type;
+	k->pol = pol;
+	k->env = ch->env;
+}
+
+/* The value of K's directive in TEXT (a file: at START for an operator's, else its top-level line, else nginx's
+ * default) as this driver writes its arguments, into ARGS. */
+static int args_in(const struct knob *k, const char *text, size_t len, const struct where *w, char *args, size_t n)
+{
+	const struct directive_info *info = directive_lookup(k->pol->target);
+	struct nginx_conf_directive d;
+	char why[KNOB_WHY_MAX], value[KNOB_VALUE_MAX];
+	bool remove;
+	int r = w ? nginx_conf_file_at(text, len, w->d.start, k->pol->target, &d, why, sizeof(why))
+		  : nginx_conf_file_find(text, len, k->pol->target, &d, why, sizeof(why));
+
+	if (r == -ENOENT && !w && info && info->dflt) {
+		memset(&d, 0, sizeof(d));
+		if (info->dflt[0]) {
+			d.nargs = 1;
+			snprintf(d.args[0], sizeof(d.args[0]), "%s", info->dflt);
+		}
+		r = 0;
+	}
+	if (r == 0)
+		r = args_to_value(k, &d, value, sizeof(value), why, sizeof(why));
+	if (r == 0)
+		r = value_to_args(k->pol, value, args, n, &remove, why, sizeof(why));
+	return r == 0 && remove ? (args[0] = '\0', 0) : r;
+}
+
+/* TEXT with K's directive set to the change's arguments: at W's offset for an operator's file, else our line. */
+static int edit_text(const struct nginx_change *ch, const char *text, size_t len, const struct where *w, char **out,
+		     size_t *outlen, char *err, size_t errlen)
+{
+	const struct directive_change *dc = ch->priv;
+
+	if (w)
+		return nginx_conf_set_args_at(text, len, w->d.start, dc->target, dc->args, out, outlen, err, errlen);
+	return nginx_conf_set_directive(text, len, dc->target, dc->remove ? NULL : dc->args, out, outlen, err, errlen);
+}
+
+/*
+ * The backup of PATH, whose text is CUR and is to become *NEW: the first edit of a file keeps its bytes in
+ * BACKUP_DIR (written and synced before the file changes); a write that brings the file back to its backup but
+ * for the formatting of this directive (the revert to its first value: the file differs from the backup in this
+ * directive alone, and the value is the backup's) writes the backup itself, so that the file is as it was byte
+ * for byte, and the backup goes once nginx runs it (directive_committed). W: the operator's directive, or NULL
+ * for our include file.
+ */
+static int backup_or_restore(struct nginx_change *ch, const struct knob *k, const char *path, const char *cur,
+			     size_t curlen, const struct where *w, char **new, size_t *newlen)
+{
+	struct directive_change *dc = ch->priv;
+	char err[KNOB_WHY_MAX], dir[PATH_MAX], was[NGINX_CONF_LINE_MAX], *bak = NULL, *same = NULL;
+	size_t baklen = 0, samelen = 0;
+	int r = nginx_ctl_backup_path(ch->env, BACKUP_DIR, path, dc->backup, sizeof(dc->backup));
+
+	if (r == 0)
+		r = nginx_ctl_read_file(dc->backup, NGINX_CTL_FILE_MAX, &bak, &baklen);
+	if (r == 0) {
+		if (args_in(k, bak, baklen, w, was, sizeof(was)) == 0 && strcmp(was, dc->remove ? "" : dc->args) == 0 &&
+		    edit_text(ch, bak, baklen, w, &same, &samelen, err, sizeof(err)) == 0 && samelen == *newlen &&
+		    memcmp(same, *new, samelen) == 0) {
+			free(*new);
+			*new = bak;
+			*newlen = baklen;
+			bak = NULL;
+		}
+	} else if (r == -ENOENT) {
+		r = nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir));
+		if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+			r = -errno;
+		if (r == 0)
+			r = nginx_ctl_write_file(dc->backup, cur, curlen, 0600);
+	}
+	free(same);
+	free(bak);
+	if (r < 0)
+		str_err(ch->msg, sizeof(ch->msg), "cannot back up %s: %s", path, strerror(-r));
+	return r;
+}
+
+/* The edit of a directive the operator set (W, in C): its arguments in place, in their file. */
+static int plan_operator_edit(struct nginx_change *ch, const struct knob *k, const struct nginx_conf *c,
+			      const struct where *w)
+{
+	struct directive_change *dc = ch->priv;
+	const struct nginx_conf_file *f = &c->files[w->d.file];
+	char err[KNOB_WHY_MAX], *cur = NULL, *new = NULL;
+	size_t curlen, newlen;
 	int r;
 
-	/* check_included wants a knob; the change outlives it, so it gets one made of the change's copies. */
-	memset(&shadow, 0, sizeof(shadow));
-	memset(&pol, 0, sizeof(pol));
-	snprintf(pol.target, sizeof(pol.target), "%s", dc->target);
-	snprintf(pol.context, sizeof(pol.context), "%s", dc->context);
-	shadow.pol = &pol;
-	shadow.env = ch->env;
-	r = check_included(&shadow, c, &elsewhere, err, sizeof(err));
-	if (r < 0 || elsewhere) {
-		nginx_change_finish(ch, r < 0 ? r : -ENOTSUP, err);
-		return;
+	if (dc->remove) {
+		str_err(ch->msg, sizeof(ch->msg), "%s is set in %s:%u: the agent edits its arguments there, it does "
+			"not remove the operator's line", dc->target, w->path, w->d.line);
+		return -ENOTSUP;
 	}
-	r = include_path(ch->env, dc->context, ours, sizeof(ours));
+	r = nginx_ctl_read_file(f->path, NGINX_CTL_FILE_MAX, &cur, &curlen);
+	if (r < 0) {
+		str_err(ch->msg, sizeof(ch->msg), "cannot read %s: %s", f->path, strerror(-r));
+		return r;
+	}
+	if (curlen != f->len || memcmp(cur, f->text, curlen) != 0) {
+		free(cur);
+		str_err(ch->msg, sizeof(ch->msg), "%s changed while it was being read; try again", f->path);
+		return -EAGAIN;
+	}
+	r = edit_text(ch, cur, curlen, w, &new, &newlen, err, sizeof(err));
+	if (r < 0)
+		str_err(ch->msg, sizeof(ch->msg), "%s: %s", f->path, err);
+	else
+		r = backup_or_restore(ch, k, f->path, cur, curlen, w, &new, &newlen);
+	if (r < 0) {
+		free(cur);
+		free(new);
+		return r;
+	}
+	return nginx_change_add_file(ch, f->path, cur, curlen, new, newlen);
+}
+
+/* The edit of a directive in our include file for its context. */
+static int plan_own_edit(struct nginx_change *ch, const struct knob *k)
+{
+	const struct directive_change *dc = ch->priv;
+	char ours[PATH_MAX], *old = NULL, *new = NULL;
+	size_t oldlen = 0, newlen = 0;
+	int r = include_path(ch->env, dc->context, ours, sizeof(ours));
+
 	if (r == 0) {
 		r = nginx_ctl_read_file(ours, NGINX_CTL_FILE_MAX, &old, &oldlen);
 		if (r == -ENOENT)
 			r = 0;
 	}
 	if (r < 0) {
-		nginx_change_finish(ch, r, "cannot read the include file");
-		return;
+		str_err(ch->msg, sizeof(ch->msg), "cannot read the include file");
+		return r;
 	}
-	r = nginx_conf_set_directive(old ? old : "", oldlen, dc->target, dc->remove ? NULL : dc->args, &new, &newlen,
-				     err, sizeof(err));
+	r = edit_text(ch, old ? old : "", oldlen, NULL, &new, &newlen, ch->msg, sizeof(ch->msg));
+	if (r == 0 && old)
+		r = backup_or_restore(ch, k, ours, old, oldlen, NULL, &new, &newlen);
 	if (r < 0) {
 		free(old);
+		free(new);
+		return r;
+	}
+	r = nginx_change_add_file(ch, ours, old, oldlen, new, newlen);
+	if (r < 0)
+		str_err(ch->msg, sizeof(ch->msg), "out of memory");
+	return r;
+}
+
+static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c)
+{
+	struct knob shadow;
+	struct knob_policy pol;
+	char err[KNOB_WHY_MAX] = "";
+	struct where w;
+	int r;
+
+	shadow_knob(ch, &shadow, &pol);
+	r = locate(&shadow, c, &w, err, sizeof(err));
+	if (r < 0) {
 		nginx_change_finish(ch, r, err);
 		return;
 	}
-	r = nginx_change_add_file(ch, ours, old, oldlen, new, newlen);
+	r = w.operator ? plan_operator_edit(ch, &shadow, c, &w) : plan_own_edit(ch, &shadow);
 	if (r < 0) {
-		nginx_change_finish(ch, r, "out of memory");
+		nginx_change_finish(ch, r, ch->msg);
 		return;
 	}
 	r = nginx_change_write(ch);
@@ -419,8 +599,30 @@ static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c
 	nginx_change_test(ch);
 }
 
+/* nginx runs the new files: a backup the operator's file is back to has done its work. */
+static void directive_committed(struct nginx_change *ch)
+{
+	const struct directive_change *dc = ch->priv;
+	char *bak, dir[PATH_MAX];
+	size_t baklen;
+
+	if (!dc->backup[0] || nginx_ctl_read_file(dc->backup, NGINX_CTL_FILE_MAX, &bak, &baklen) < 0)
+		return;
+	for (size_t i = 0; i < ch->nfiles; i++) {
+		const struct nginx_change_file *f = &ch->files[i];
+
+		if (f->newlen == baklen && memcmp(f->new, bak, baklen) == 0) {
+			unlink(dc->backup);
+			if (nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir)) == 0)
+				rmdir(dir);
+		}
+	}
+	free(bak);
+}
+
 static const struct nginx_change_ops directive_change_ops = {
 	.dumped = directive_dumped,
+	.committed = directive_committed,
 	.free = free,
 };
 
@@ -444,6 +646,7 @@ static int directive_write(struct knob *k, const char *value, char *why, size_t 
 	}
 	snprintf(dc->target, sizeof(dc->target), "%s", k->pol->target);
 	snprintf(dc->context, sizeof(dc->context), "%s", k->pol->context);
+	dc->type = k->pol->type;
 	p = priv_of(k);
 	if (!p) {
 		free(dc);

@@ -838,6 +838,7 @@ static int fill_directive(const struct lexer *lx, size_t file, struct nginx_conf
 	memset(out, 0, sizeof(*out));
 	out->file = file;
 	out->line = lx->args[0].line;
+	out->start = lx->args[0].off;
 	out->nargs = lx->nargs - 1;
 	for (size_t i = 1; i < lx->nargs && i <= NGINX_CONF_VALUE_ARGS; i++) {
 		if (arg_value(lx->text, &lx->args[i], out->args[i - 1], NGINX_CONF_WORD_MAX) < 0) {
@@ -1476,4 +1477,86 @@ int nginx_conf_set_directive(const char *text, size_t len, const char *name, con
 	free(q.e.v);
 	free(w);
 	return r;
+}
+
+/* ---- one directive at an offset --------------------------------------------------------------------------- */
+
+struct at_q {
+	size_t start;
+	const char *name, *args;
+	struct nginx_conf_directive *out; /* nginx_conf_file_at */
+	bool found;
+	struct edits e;
+};
+
+static int at_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct at_q *q = w->ctx;
+	const struct arg *last = &lx->args[lx->nargs - 1];
+	int r;
+
+	(void)file;
+	if (lx->args[0].off != q->start || !arg_is(lx->text, &lx->args[0], q->name))
+		return 0;
+	if (ev != ';') {
+		str_err(w->err, w->errlen, "line %u: %s is a block here", lx->args[0].line, q->name);
+		return -EINVAL;
+	}
+	q->found = true;
+	if (q->out) {
+		r = fill_directive(lx, 0, q->out, w->err, w->errlen);
+	} else if (lx->nargs == 1) {
+		char ins[NGINX_CONF_LINE_MAX];
+
+		snprintf(ins, sizeof(ins), " %s", q->args);
+		r = edits_add(&q->e, last->end, 0, ins);
+	} else {
+		r = edits_add(&q->e, lx->args[1].off, last->end - lx->args[1].off, q->args);
+	}
+	return r < 0 ? r : 1;
+}
+
+static int walk_at(struct at_q *q, const char *text, size_t len, char *err, size_t errlen)
+{
+	struct walk *w = walk_new(at_fn, q, err, errlen);
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	r = walk_text(w, 0, "(file)", text, len);
+	free(w);
+	if (r < 0)
+		return r;
+	if (!q->found) {
+		str_err(err, errlen, "no %s directive at offset %zu", q->name, q->start);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int nginx_conf_set_args_at(const char *text, size_t len, size_t start, const char *name, const char *args,
+			   char **out, size_t *outlen, char *err, size_t errlen)
+{
+	struct at_q q = { .start = start, .name = name, .args = args };
+	int r;
+
+	*out = NULL;
+	*outlen = 0;
+	if (!name[0] || !args || !args[0] || strlen(args) + 2 > NGINX_CONF_LINE_MAX) {
+		str_err(err, errlen, "arguments empty or too long");
+		return -EINVAL;
+	}
+	r = walk_at(&q, text, len, err, errlen);
+	if (r == 0)
+		r = edits_apply(&q.e, text, len, out, outlen);
+	free(q.e.v);
+	return r;
+}
+
+int nginx_conf_file_at(const char *text, size_t len, size_t start, const char *name, struct nginx_conf_directive *out,
+		       char *err, size_t errlen)
+{
+	struct at_q q = { .start = start, .name = name, .out = out };
+
+	return walk_at(&q, text, len, err, errlen);
 }

@@ -6,7 +6,8 @@
  * a walk of the configuration with every `include` expanded in place, so that each directive is seen in its
  * context ("main", "events", "http", "http/server", ...) with its file and line. On top of that it answers what the
  * nginx drivers ask: where a directive is set, whether a file is included and where, which `listen` directives
- * open which sockets, and the text of a file with the `backlog=` parameter of some `listen` directives set. It
+ * open which sockets, and the text of a file with the `backlog=` parameter of some `listen` directives set, or with
+ * the arguments of one directive replaced in place. It
  * edits text only: it never reads or writes a file, spawns nginx or logs (knob_nginx.c does that).
  *
  * The dump is untrusted input: anything malformed, a file that does not tokenize, unbalanced braces, includes
@@ -56,6 +57,7 @@ struct nginx_conf {
 struct nginx_conf_directive {
 	size_t file;                                          /* index into files[] */
 	unsigned line;                                        /* of its name */
+	size_t start;                                         /* offset of its name in the file's text */
 	size_t nargs;                                         /* arguments after the name */
 	char args[NGINX_CONF_VALUE_ARGS][NGINX_CONF_WORD_MAX]; /* the first NGINX_CONF_VALUE_ARGS of them */
 };
@@ -127,6 +129,18 @@ bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size
 int nginx_conf_set_directive(const char *text, size_t len, const char *name, const char *args, char **out,
 			     size_t *outlen, char *err, size_t errlen);
 
+/*
+ * TEXT (one whole file) with the arguments of the directive NAME whose name starts at offset START replaced by
+ * ARGS (a space-separated line of words, not empty): the bytes from its first argument to its last become ARGS
+ * (with none, " ARGS" follows the name); the name, the ';' and every other byte stay. New text into *OUT and
+ * *OUTLEN as above; -ENOENT when no directive NAME starts at START, -EINVAL with ERR.
+ */
+int nginx_conf_set_args_at(const char *text, size_t len, size_t start, const char *name, const char *args,
+			   char **out, size_t *outlen, char *err, size_t errlen);
+/* The directive NAME whose name starts at offset START of TEXT (one file) into OUT (its line and start; FILE 0).
+ * 0, -ENOENT when none does, -EINVAL with ERR. */
+int nginx_conf_file_at(const char *text, size_t len, size_t start, const char *name, struct nginx_conf_directive *out,
+		       char *err, size_t errlen);
 /* The top-level directive NAME of TEXT (one file) into OUT. 0, -ENOENT, -EINVAL with ERR. */
 int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
 			 char *err, size_t errlen);

@@ -73,6 +73,25 @@ int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, 
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
 }
 
+int nginx_ctl_backup_path(const struct knob_env *env, const char *dir, const char *path, char *out, size_t n)
+{
+	char name[PATH_MAX], rel[PATH_MAX + 32];
+	size_t o = 0;
+
+	for (const char *p = path; *p; p++) {
+		if (o + 4 >= sizeof(name))
+			return -ENAMETOOLONG;
+		if (*p == '/' || *p == '%')
+			o += (size_t)snprintf(name + o, sizeof(name) - o, "%%%02X", (unsigned char)*p);
+		else
+			name[o++] = *p;
+	}
+	name[o] = '\0';
+	if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", dir, name) >= sizeof(rel))
+		return -ENAMETOOLONG;
+	return nginx_ctl_own_path(env, rel, out, n);
+}
+
 int nginx_ctl_read_file(const char *path, size_t max, char **out, size_t *len)
 {
 	size_t cap = 4096, n = 0;

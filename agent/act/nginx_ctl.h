@@ -63,6 +63,10 @@ bool nginx_ctl_real_root(const struct knob_env *env);
 int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, size_t n);
 /* The whole file at PATH (at most MAX bytes) into a malloc'd, NUL-terminated *OUT. 0 or -errno (-EFBIG). */
 int nginx_ctl_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Where the driver whose backups live in DIR (under the include directory) keeps the one of PATH: DIR/ENCODED, with
+ * '%' as %25 and '/' as %2F (in our directory, not beside PATH: a glob include of sites-enabled would load a copy
+ * beside the file). 0 or -ENAMETOOLONG. */
+int nginx_ctl_backup_path(const struct knob_env *env, const char *dir, const char *path, char *out, size_t n);
 /* Write LEN bytes of DATA to FD, retrying short writes. 0 or -errno. */
 int nginx_ctl_write_fd(int fd, const char *data, size_t len);
 /*

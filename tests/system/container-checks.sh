@@ -97,12 +97,27 @@ knobs_ok() {
 	done
 }
 check "ngxctl knobs: the nginx knobs are supported (nginx -T runs under the unit)" wait_for 20 knobs_ok
-# Debian's nginx.conf sets worker_connections itself: the knob names where (tuning it there is issue 14's).
-check "ngxctl knobs: worker_connections says where the operator set it" sh -c \
-	'ngxctl --json knobs | jq -e ".knobs[] | select(.name == \"nginx.worker_connections\") | .why | test(\"nginx.conf:[0-9]+\")"'
+# Debian's nginx.conf sets worker_connections itself (768, in events): tuned where it stands.
+check "ngxctl knobs: worker_connections is supported and says where Debian's nginx.conf sets it" sh -c \
+	'ngxctl --json knobs | jq -e ".knobs[] | select(.name == \"nginx.worker_connections\") |
+		.state == \"ok\" and (.why | test(\"set in /etc/nginx/nginx.conf:[0-9]+\"))"'
 
 ngxctl knobs | grep -E 'nginx|listen' | sed 's/^/    /'
 check "ngxctl doctor reads the live configuration" sh -c '! ngxctl doctor | grep -q "could not be read"'
+
+# A directive of Debian's nginx.conf edited in place through the real unit, and put back byte for byte.
+cp /etc/nginx/nginx.conf /root/nginx.conf.before # Debian's, with the include lines of the setup
+conf_edited() {
+	sed 's/^	worker_connections 768;$/	worker_connections 1536;/' /root/nginx.conf.before | cmp -s - /etc/nginx/nginx.conf &&
+		nginx -T 2>/dev/null | grep -q "worker_connections 1536;"
+}
+check "ngxctl propose nginx.worker_connections=1536 --now" ngxctl propose nginx.worker_connections=1536 --now \
+	--why "container test"
+check "worker_connections 1536 edited in /etc/nginx/nginx.conf where Debian sets it, and live" wait_for 30 conf_edited
+wc_id=$(ngxctl --json history | jq -r '.changes[0].id')
+check "ngxctl revert of worker_connections" ngxctl revert "$wc_id"
+check "nginx.conf is as it was, byte for byte, after the revert" wait_for 30 sh -c \
+	'cmp -s /root/nginx.conf.before /etc/nginx/nginx.conf && nginx -T 2>/dev/null | grep -q "worker_connections 768;"'
 
 # A change through the real unit: nginx -t and the reload under the sandbox.
 check "ngxctl propose nginx.keepalive_requests=2000 --now" ngxctl propose nginx.keepalive_requests=2000 --now \
@@ -121,8 +136,10 @@ check "systemctl stop leaves the kept change" sh -c 'systemctl stop ngx-autotune
 	! systemctl is-active ngx-autotune && nginx -T 2>/dev/null | grep -q "keepalive_requests 2000;"'
 systemd-analyze security ngx-autotune.service --no-pager 2>/dev/null | grep 'Overall exposure' | sed 's/^/    /'
 check "ngxctl revert --offline puts it back with the agent stopped" ngxctl revert "$id" --offline
-# The revert wrote keepalive_requests' old value into the agent's http.conf: a change since the setup, which
-# revert --setup refuses to undo silently; --force puts every original back.
+# The revert put the agent's http.conf back byte for byte (keepalive_requests was set nowhere: no line for nginx's
+# default). An operator's edit of it since the setup makes revert --setup refuse; --force puts every original back.
+check "the offline revert left http.conf as the setup made it" sh -c '! grep -q keepalive_requests /etc/nginx/ngx-autotune/http.conf'
+echo "# an operator's note" >>/etc/nginx/ngx-autotune/http.conf
 check "ngxctl revert --setup refuses: http.conf changed since the setup" sh -c \
 	'out=$(ngxctl revert --setup 2>&1); rc=$?; echo "$out"; [ $rc -ne 0 ] && echo "$out" | grep -q "http.conf changed since"'
 check "ngxctl revert --setup --force puts nginx's files back" ngxctl revert --setup --force

@@ -2,8 +2,9 @@
 # The nginx knob drivers against a real nginx (Debian package) in its own network namespace, driven through
 # tests/system/knob-harness. A directive is written, tested, reloaded and verified (new workers; nginx -T shows
 # it). Values nginx -t refuses leave no trace (same workers, our file back byte for byte, nginx's own message
-# returned); an nginx -t that hangs is killed; a reload that never happens is undone; a missing include or a
-# directive the operator sets elsewhere is reported by probe. The listen queue: with somaxconn 16 in the
+# returned); an nginx -t that hangs is killed; a reload that never happens is undone; a missing include is reported
+# by probe. A directive the operator sets in nginx.conf is edited where it stands (its argument alone), backed up
+# first, and a write of its first value puts nginx.conf back byte for byte. The listen queue: with somaxconn 16 in the
 # namespace, raising somaxconn alone leaves the live backlog at 16; the driver's write of 4096 makes it 4096 (ss
 # and inet_diag), and writing the original back restores the operator's files byte for byte and somaxconn; 511,
 # nginx's default backlog, takes two reloads each way.
@@ -34,7 +35,7 @@ events {
 http {
 	include $INC/http.conf;
 	access_log off;
-	keepalive_requests 10000;
+	keepalive_requests   10000 ; # set by hand
 	include $N/sites-enabled/*;
 	server {
 		listen 127.0.0.1:$PORT default_server;
@@ -145,12 +146,43 @@ out=$(h nginx_directive worker_connections events int probe read)
 echo "$out" | grep -qx "read rc=0 value=2048" || fail "after the undone reload: $out"
 ok "a master that does not reload (SIGSTOP): -ETIMEDOUT, events.conf back, nginx runs 2048 after SIGCONT"
 
-# ---- probe: what the driver must not manage ------------------------------------------------------------------
+# ---- our include file back byte for byte ----------------------------------------------------------------------
+out=$(h nginx_directive worker_connections events int probe write 1024 read)
+echo "$out" | grep -qx "read rc=0 value=1024" || fail "worker_connections back to 1024: $out"
+cmp -s "$TMP/orig/ngx-autotune/events.conf" "$INC/events.conf" || fail "events.conf not back byte for byte: $(cat "$INC/events.conf")"
+out=$(h nginx_directive multi_accept events onoff probe write on read)
+echo "$out" | grep -qx "read rc=0 value=on" || fail "multi_accept on: $out"
+grep -qx "multi_accept on;" "$INC/events.conf" || fail "no multi_accept line: $(cat "$INC/events.conf")"
+out=$(h nginx_directive multi_accept events onoff probe write off read)
+echo "$out" | grep -qx "read rc=0 value=off" || fail "multi_accept off: $out"
+cmp -s "$TMP/orig/ngx-autotune/events.conf" "$INC/events.conf" ||
+	fail "multi_accept's first value (nginx's default) left a line: $(cat "$INC/events.conf")"
+[ ! -e "$INC/directive-backup" ] || fail "backups left: $(ls "$INC/directive-backup")"
+ok "first values written back: events.conf byte for byte (no multi_accept off; line for nginx's default), no backup left"
+
+# ---- a directive the operator sets: edited where it stands ------------------------------------------------------
 out=$(h nginx_directive keepalive_requests http int probe read)
-want="probe rc=-95 why=keepalive_requests is set in $N/nginx.conf:11; remove it there so that ngx-autotune can"
-echo "$out" | grep -qx "$want manage it in $INC/http.conf" || fail "keepalive_requests set by the operator: $out"
+echo "$out" | grep -qx "probe rc=0 why=set in $N/nginx.conf:11 (edited there)" || fail "keepalive_requests set by the operator: $out"
 echo "$out" | grep -qx "read rc=0 value=10000" || fail "keepalive_requests does not read the operator's 10000: $out"
-ok "a directive the operator sets in nginx.conf: probe says where (-ENOTSUP), read gives its value"
+ok "a directive the operator sets in nginx.conf: probe says where, read gives its value"
+BACKUP=$INC/directive-backup/$(printf %s "$N/nginx.conf" | sed 's/%/%25/g; s|/|%2F|g')
+before=$(workers)
+out=$(h nginx_directive keepalive_requests http int probe write 20000 read)
+echo "$out" | grep -qx "read rc=0 value=20000" || fail "keepalive_requests 20000 in nginx.conf: $out"
+sed 's/^\tkeepalive_requests   10000 ;/\tkeepalive_requests   20000 ;/' "$TMP/orig/nginx.conf" | cmp -s - "$N/nginx.conf" ||
+	fail "nginx.conf is not the operator's with one argument changed: $(diff "$TMP/orig/nginx.conf" "$N/nginx.conf")"
+cmp -s "$TMP/orig/nginx.conf" "$BACKUP" || fail "no byte-exact backup of nginx.conf at $BACKUP"
+[ ! -s "$INC/http.conf" ] || fail "the agent's http.conf got a line: $(cat "$INC/http.conf")"
+after=$(workers)
+[ -n "$after" ] && [ -z "$(comm -12 <(echo "$before") <(echo "$after"))" ] || fail "no new generation after the edit"
+nginx -q -T -c "$N/nginx.conf" 2>/dev/null | grep -q "^	keepalive_requests   20000 ; # set by hand$" ||
+	fail "nginx -T does not show keepalive_requests 20000 where the operator set it"
+ok "keepalive_requests 10000 -> 20000 edited in nginx.conf:11 (the argument alone), backed up first, new workers"
+out=$(h nginx_directive keepalive_requests http int probe write 10000 read)
+echo "$out" | grep -qx "read rc=0 value=10000" || fail "keepalive_requests back to 10000: $out"
+cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf not back byte for byte: $(diff "$TMP/orig/nginx.conf" "$N/nginx.conf")"
+[ ! -e "$BACKUP" ] || fail "the backup outlived the restore"
+ok "the first value written back: nginx.conf is the operator's again byte for byte, the backup gone"
 out=$("$HARNESS" --nginx-conf "$N/nginx.conf" --include-dir "$TMP/elsewhere" --pid-file "$N/nginx.pid" \
 	nginx_directive multi_accept events onoff probe)
 echo "$out" | grep -qx "probe rc=-2 why=nginx does not include $TMP/elsewhere/events.conf" ||

@@ -523,6 +523,64 @@ static void test_set_directive(void **state)
 	}
 }
 
+/* nginx_conf_set_args_at: the directive at an offset (as nginx -T's walk gives it) gets new arguments in place. */
+static const struct at_case {
+	const char *text, *at; /* AT: the text from the directive's name on (its first occurrence in TEXT) */
+	const char *name, *args;
+	int rc;
+	const char *want;
+} at_cases[] = {
+	{ "events {\n\tworker_connections 768;\n\t# multi_accept on;\n}\n", "worker_connections 768",
+	  "worker_connections", "2048", 0, "events {\n\tworker_connections 2048;\n\t# multi_accept on;\n}\n" },
+	{ "http { keepalive_requests   100 ; # by hand\n}\n", "keepalive_requests", "keepalive_requests", "200", 0,
+	  "http { keepalive_requests   200 ; # by hand\n}\n" },
+	{ "worker_processes \"4\";\n", "worker_processes", "worker_processes", "auto", 0, "worker_processes auto;\n" },
+	{ "worker_cpu_affinity auto 0101;\nx 1;\n", "worker_cpu_affinity", "worker_cpu_affinity", "auto 11", 0,
+	  "worker_cpu_affinity auto 11;\nx 1;\n" },
+	{ "multi_accept;\n", "multi_accept", "multi_accept", "on", 0, "multi_accept on;\n" },
+	/* the second of two: only it changes */
+	{ "a { keepalive_requests 1; }\nb { keepalive_requests 1; }\n", "keepalive_requests 1; }\n",
+	  "keepalive_requests", "5", 0, "a { keepalive_requests 1; }\nb { keepalive_requests 5; }\n" },
+	{ "worker_connections 768;\n", "768", "worker_connections", "2", -ENOENT, NULL },
+	{ "worker_connections 768;\n", "worker_connections", "multi_accept", "on", -ENOENT, NULL },
+	{ "events { }\n", "events", "events", "x", -EINVAL, NULL },
+	{ "worker_connections 768;\n", "worker_connections", "worker_connections", "", -EINVAL, NULL },
+	{ "worker_connections \"768;\n", "worker_connections", "worker_connections", "2", -EINVAL, NULL },
+};
+
+static void test_set_args_at(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(at_cases) / sizeof(at_cases[0]); i++) {
+		const struct at_case *t = &at_cases[i];
+		const char *at = strstr(t->text, t->at);
+		char err[256] = "", *out = NULL;
+		size_t outlen = 0;
+		struct nginx_conf_directive d;
+		int r;
+
+		assert_non_null(at);
+		if (i == 5)
+			at = strstr(at + 1, t->at);
+		r = nginx_conf_set_args_at(t->text, strlen(t->text), (size_t)(at - t->text), t->name, t->args, &out,
+					   &outlen, err, sizeof(err));
+		if (r != t->rc)
+			fail_msg("case %zu: %d, want %d (%s)", i, r, t->rc, err);
+		if (r == 0) {
+			assert_string_equal(out, t->want);
+			assert_int_equal(outlen, strlen(t->want));
+			/* and the edited directive reads back where it was */
+			assert_int_equal(nginx_conf_file_at(out, outlen, (size_t)(at - t->text), t->name, &d, err,
+							    sizeof(err)), 0);
+			assert_int_equal(d.start, (size_t)(at - t->text));
+		} else {
+			assert_null(out);
+			assert_true(err[0] != '\0');
+		}
+		free(out);
+	}
+}
+
 static void test_file_find(void **state)
 {
 	static const char text[] = "# c\nevents { worker_connections 1; }\nworker_connections \"20\\\"48\";\n";
@@ -854,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_edit_long_line_and_debian),
 		cmocka_unit_test(test_edit_round_trip),
 		cmocka_unit_test(test_set_directive),
+		cmocka_unit_test(test_set_args_at),
 		cmocka_unit_test(test_file_find),
 		cmocka_unit_test(test_stream_and_mail),
 		cmocka_unit_test(test_bad_dumps),
