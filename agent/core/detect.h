@@ -70,6 +70,7 @@ struct detect_config {
 	double gross_p;             /* ... and more events than a Poisson rate at its threshold explains at this level
 				     * is gross: acted on before the window is full */
 	double gross_floor_rate;    /* the rate (events/s) a threshold of 0 is tested at */
+	double orphan_share_min;    /* finwait_pileup counts only with orphans at this share of tcp_max_orphans (0.25) */
 	double threshold[DETECT_COUNT]; /* the shipped policies' trigger thresholds, for status; plan uses policies */
 };
 

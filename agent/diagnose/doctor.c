@@ -54,7 +54,7 @@ static const struct {
 	{ "nginx.err.upstream_premature", R_ERR_PREMATURE },
 	{ "nginx.err.addr_not_avail", R_ERR_ADDR },
 	{ "nginx.active", R_ACTIVE },
-	{ "tcp.state.close_wait", R_CLOSE_WAIT },
+	{ "tcp.served.close_wait", R_CLOSE_WAIT },
 	{ "tcp.sockstat.time_wait", R_TIME_WAIT },
 	{ "sys.cpus", R_CPUS },
 };

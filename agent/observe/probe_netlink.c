@@ -372,16 +372,42 @@ struct tcp_ctx {
 	size_t max;
 	size_t nlq;
 	struct probe_netlink_tcp_states st;
+	uint64_t listening[65536 / 64]; /* ports with a listening socket: the kernel dumps those first */
 };
+
+static bool port_listens(const struct tcp_ctx *t, uint16_t port)
+{
+	return t->listening[port / 64] >> (port % 64) & 1;
+}
 
 static int on_tcp(void *ctx, const struct nlmsghdr *h)
 {
 	struct tcp_ctx *t = ctx;
 	const struct inet_diag_msg *m;
+	uint16_t port;
 
 	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 		return -EBADMSG;
 	m = nlmsg_data(h);
+	port = ntohs(m->id.idiag_sport);
+	if (m->idiag_state != ST_LISTEN && port_listens(t, port)) {
+		switch (m->idiag_state) {
+		case ST_ESTABLISHED:
+			t->st.served_established++;
+			break;
+		case ST_CLOSE_WAIT:
+			t->st.served_close_wait++;
+			break;
+		case ST_FIN_WAIT1:
+		case ST_FIN_WAIT2:
+		case ST_CLOSING:
+		case ST_LAST_ACK:
+			t->st.served_closed++;
+			break;
+		default:
+			break;
+		}
+	}
 	switch (m->idiag_state) {
 	case ST_ESTABLISHED:
 		t->st.established++;
@@ -412,6 +438,7 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 		break;
 	case ST_LISTEN:
 		t->st.listen++;
+		t->listening[port / 64] |= 1ull << (port % 64);
 		if (t->nlq < t->max) {
 			struct probe_netlink_listen_queue *q = &t->lq[t->nlq];
 
@@ -438,7 +465,7 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 int probe_netlink_tcp(struct probe_netlink *p, struct probe_netlink_listen_queue *lq, size_t max, size_t *nlq,
 		      struct probe_netlink_tcp_states *st)
 {
-	struct tcp_ctx t = { .lq = lq, .max = lq ? max : 0 };
+	struct tcp_ctx t = { .lq = lq, .max = lq ? max : 0 }; /* 8 KiB with its port set */
 	uint16_t states;
 	uint32_t seq;
 	int rc;

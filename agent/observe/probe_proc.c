@@ -6,8 +6,10 @@
 #include "build-config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -83,6 +85,27 @@ static int on_sockstat(void *arg, const char *prefix, const char *name, int64_t 
 	return 0;
 }
 
+/*
+ * net.ipv4.tcp_max_orphans beside sockstat's orphan count (host-wide, as the limit is): orphans are a limit only
+ * near it, where the kernel resets connections instead ("too many orphaned sockets"). Optional: a kernel or a fake
+ * root without the file gives no metric, not a failing probe.
+ */
+static void put_max_orphans(struct sampler *s, struct frame *fr)
+{
+	char text[32], *end;
+	long long v;
+
+	if (sampler_read(s, &s->pf[PF_SCRATCH], "/proc/sys/net/ipv4/tcp_max_orphans") < 0 || s->pb.len == 0 ||
+	    s->pb.len >= sizeof(text))
+		return;
+	memcpy(text, s->pb.data, s->pb.len);
+	text[s->pb.len] = '\0';
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno == 0 && end != text && (*end == '\n' || *end == '\0') && v >= 0)
+		sampler_put_gauge(s, fr, "tcp.max_orphans", (double)v);
+}
+
 void probe_proc_netstat(struct sampler *s, struct frame *fr)
 {
 	struct kv_ctx c = {.s = s, .fr = fr};
@@ -121,6 +144,7 @@ void probe_proc_netstat(struct sampler *s, struct frame *fr)
 		sampler_probe_fail(s, fr, PROBE_NETSTAT, r, "sockstat: %s", strerror(-r));
 		return;
 	}
+	put_max_orphans(s, fr);
 	sampler_probe_ok(s, fr, PROBE_NETSTAT);
 }
 

@@ -97,6 +97,9 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		sampler_put_gauge(s, fr, "tcp.state.close_wait", st.close_wait);
 		sampler_put_gauge(s, fr, "tcp.state.fin_wait", st.fin_wait1 + st.fin_wait2);
 		sampler_put_gauge(s, fr, "tcp.state.listen", st.listen);
+		sampler_put_gauge(s, fr, "tcp.served.established", st.served_established);
+		sampler_put_gauge(s, fr, "tcp.served.close_wait", st.served_close_wait);
+		sampler_put_gauge(s, fr, "tcp.served.closed", st.served_closed);
 	}
 	/* Per port, summed over addresses and reuseport sockets; fill is the fullest socket's share. */
 	for (size_t i = 0; i < nlq; i++) {

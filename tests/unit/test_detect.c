@@ -168,6 +168,20 @@ static const struct dcase cases[] = {
 	 .valid = true, .sustained = true, .active = true, .value = 60, .tol = 1e-9},
 	{"a few orphans", {M("tcp.sockstat.orphan", 6), M("tcp.curr_estab", 10000)}, .id = DETECT_FINWAIT_PILEUP,
 	 .valid = true, .sustained = true, .active = false, .value = 0.6, .tol = 1e-9},
+	/* A real nginx under wrk (issue 14): the load generator's closing sockets, far below tcp_max_orphans. */
+	{"80 orphans per 1000, 1% of tcp_max_orphans",
+	 {M("tcp.sockstat.orphan", 800), M("tcp.curr_estab", 10000), M("tcp.max_orphans", 65536)},
+	 .id = DETECT_FINWAIT_PILEUP, .valid = true, .sustained = false, .active = false, .value = 80, .tol = 1e-9,
+	 .evidence = "below 25% of tcp_max_orphans 65536: not a limit"},
+	{"nginx's own closing sockets: 5 per 1000, whatever the load generator's orphans",
+	 {M("tcp.sockstat.orphan", 3000), M("tcp.curr_estab", 10000), M("tcp.max_orphans", 4096),
+	  M("tcp.served.closed", 5), M("tcp.served.established", 1000)},
+	 .id = DETECT_FINWAIT_PILEUP, .valid = true, .sustained = true, .active = false, .value = 5, .tol = 1e-9,
+	 .evidence = "5 of nginx's sockets closed and not gone for 1000 established"},
+	{"orphans at half of tcp_max_orphans",
+	 {M("tcp.sockstat.orphan", 2000), M("tcp.curr_estab", 10000), M("tcp.max_orphans", 4096)},
+	 .id = DETECT_FINWAIT_PILEUP, .valid = true, .sustained = true, .active = true, .value = 200, .tol = 1e-9,
+	 .evidence = "near tcp_max_orphans"},
 	{"one CPU in softirq",
 	 {M("cpu.0.softirq", 90), M("cpu.1.softirq", 5), M("cpu.2.softirq", 5), M("cpu.3.softirq", 5),
 	 M("softirq.0.net_rx", 900), M("softirq.1.net_rx", 100)}, .id = DETECT_SOFTIRQ_IMBALANCE, .valid = true,
@@ -391,9 +405,9 @@ static void test_upstream_share_value(void **state)
 static void test_advisories(void **state)
 {
 	struct dcase rising = {.what = "close_wait rising",
-			       .s = {MABS("tcp.state.close_wait", 100, 10, 5), M("nginx.err.too_many_files", 1)}};
-	struct dcase falling = {.what = "close_wait draining", .s = {MABS("tcp.state.close_wait", 400, 10, -5)}};
-	struct dcase few = {.what = "a few close_wait", .s = {MABS("tcp.state.close_wait", 10, 10, 0)}};
+			       .s = {MABS("tcp.served.close_wait", 100, 10, 5), M("nginx.err.too_many_files", 1)}};
+	struct dcase falling = {.what = "close_wait draining", .s = {MABS("tcp.served.close_wait", 400, 10, -5)}};
+	struct dcase few = {.what = "a few close_wait", .s = {MABS("tcp.served.close_wait", 10, 10, 0)}};
 	struct detect_config cfg;
 	struct metric_registry *reg;
 	struct detect_report rep;

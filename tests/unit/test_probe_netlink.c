@@ -309,6 +309,9 @@ static void test_listen_queues_and_states(void **state)
 	assert_int_equal(st.listen, n);
 	/* Each pending connection is two established sockets: the client's and the queued child. */
 	assert_int_equal(st.established, 2 * PENDING4);
+	/* The server's side alone: the queued children, on the listening port; the clients' ports listen nowhere. */
+	assert_int_equal(st.served_established, PENDING4);
+	assert_int_equal(st.served_close_wait + st.served_closed, 0);
 	assert_int_equal(st.time_wait, 1);
 	assert_int_equal(st.syn_sent + st.syn_recv + st.fin_wait1 + st.fin_wait2 + st.close + st.close_wait +
 				 st.last_ack + st.closing,
@@ -321,6 +324,7 @@ static void test_listen_queues_and_states(void **state)
 	assert_int_equal(probe_netlink_tcp(p, NULL, 0, &n, &st), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(st.established, 2 * PENDING4);
+	assert_int_equal(st.served_established, PENDING4);
 
 	/* Without ST only listeners are dumped, with the same queue figures. */
 	memset(lq, 0, sizeof(lq));
