@@ -353,6 +353,33 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * worker_rlimit_nofile set nowhere: the workers keep the soft RLIMIT_NOFILE the master has (systemd's LimitNOFILE,
+ * 1024 by default), read from /proc/MASTER/limits ("Max open files  SOFT  HARD  files").
+ */
+static int inherited_nofile(const struct knob *k, char *out, size_t outlen)
+{
+	char path[PATH_MAX], *text, *line;
+	size_t len;
+	long long soft = -1;
+	int r;
+
+	if (k->env->nginx_pid <= 0)
+		return -ENOENT;
+	r = str_rooted(path, sizeof(path), k->env->root, "/proc/%d/limits", (int)k->env->nginx_pid);
+	if (r == 0)
+		r = nginx_ctl_read_file(path, 65536, &text, &len);
+	if (r < 0)
+		return r == -ENAMETOOLONG ? r : -ENOENT;
+	line = strstr(text, "\nMax open files");
+	if (line && sscanf(line + 15, " %lld", &soft) != 1)
+		soft = -1;
+	free(text);
+	if (soft <= 0)
+		return -ENOENT;
+	return (size_t)snprintf(out, outlen, "%lld", soft) >= outlen ? -ERANGE : 0;
+}
+
 static int directive_read(struct knob *k, char *out, size_t outlen)
 {
 	const struct knob_policy *pol = k->pol;
@@ -399,6 +426,8 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 	if (r < 0 && r != -ENOENT)
 		return r;
 	info = directive_lookup(pol->target);
+	if (info && strcmp(info->name, "worker_rlimit_nofile") == 0 && !info->dflt)
+		return inherited_nofile(k, out, outlen);
 	if (!info || !info->dflt)
 		return -ENOENT;
 	memset(&d, 0, sizeof(d));
@@ -599,8 +628,9 @@ static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c
 	nginx_change_test(ch);
 }
 
-/* nginx runs the new files: a backup the operator's file is back to has done its work. */
-static void directive_committed(struct nginx_change *ch)
+/* The backup of the change's file has done its work when the file is back to it (NEW: as written, else as put
+ * back): it goes, and its directory with the last of them. */
+static void drop_backup(struct nginx_change *ch, bool new)
 {
 	const struct directive_change *dc = ch->priv;
 	char *bak, dir[PATH_MAX];
@@ -610,8 +640,10 @@ static void directive_committed(struct nginx_change *ch)
 		return;
 	for (size_t i = 0; i < ch->nfiles; i++) {
 		const struct nginx_change_file *f = &ch->files[i];
+		const char *text = new ? f->new : f->old;
+		size_t len = new ? f->newlen : f->oldlen;
 
-		if (f->newlen == baklen && memcmp(f->new, bak, baklen) == 0) {
+		if (text && len == baklen && memcmp(text, bak, baklen) == 0) {
 			unlink(dc->backup);
 			if (nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir)) == 0)
 				rmdir(dir);
@@ -620,9 +652,22 @@ static void directive_committed(struct nginx_change *ch)
 	free(bak);
 }
 
+/* nginx runs the new files: a backup the file is back to has done its work. */
+static void directive_committed(struct nginx_change *ch)
+{
+	drop_backup(ch, true);
+}
+
+/* The change failed and its files were put back: a backup made for it (the file as it was) goes too. */
+static void directive_undo(struct nginx_change *ch)
+{
+	drop_backup(ch, false);
+}
+
 static const struct nginx_change_ops directive_change_ops = {
 	.dumped = directive_dumped,
 	.committed = directive_committed,
+	.undo = directive_undo,
 	.free = free,
 };
 

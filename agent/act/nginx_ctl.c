@@ -30,6 +30,8 @@
 #define CHILDREN_MAX 4096    /* children of the master */
 
 #define WORKER_TITLE "nginx: worker process"
+#define SHUTTING_TITLE "nginx: worker process is shutting down"
+#define ERROR_TAIL 4096 /* bytes of nginx's error log quoted when a reload brings no workers */
 #define MASTER_TITLE "nginx: master process"
 
 struct nginx_ctl {
@@ -44,6 +46,10 @@ struct nginx_ctl {
 	unsigned users;
 	struct nginx_change *change; /* the one change in flight */
 	bool freeing;               /* nginx_ctl_free was called while a child or a change ran */
+	/* A reload brought no new generation of workers: no change starts until nginx_ctl_forget (the agent's
+	 * reload). HALT says what happened, with the last lines of nginx's error log. */
+	bool halted;
+	char halt[1024];
 };
 
 /* What a finished child means: RC 0 (exit 0) or -errno; MSG its complaint; OUT its standard output. */
@@ -480,6 +486,21 @@ static int children_of(const struct knob_env *env, pid_t pid, pid_t *out, size_t
 }
 
 
+/* Workers of PID's earlier generations still finishing their connections. */
+static size_t shutting_down(const struct knob_env *env, pid_t pid)
+{
+	pid_t now[CHILDREN_MAX];
+	size_t n, k = 0;
+	char t[256];
+
+	if (children_of(env, pid, now, CHILDREN_MAX, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (title_of(env, now[i], t, sizeof(t)) == 0 && strcmp(t, SHUTTING_TITLE) == 0)
+			k++;
+	return k;
+}
+
 static bool has_pid(const pid_t *v, size_t n, pid_t p)
 {
 	for (size_t i = 0; i < n; i++)
@@ -506,6 +527,30 @@ static bool generation_up(const struct nginx_change *ch)
 			return false;
 	}
 	return fresh;
+}
+
+/*
+ * After the deadline, with a new generation up: old workers still working never got the master's quit (one at its
+ * file limit can lose the message on the master's channel; found on a real nginx with worker_rlimit_nofile 256
+ * under 1000 clients, whose old worker then lived on). Each gets the SIGQUIT the master meant, a graceful stop. The
+ * number of them, 0 when the new generation is not up or none is left.
+ */
+static size_t quit_stragglers(const struct nginx_change *ch)
+{
+	pid_t now[CHILDREN_MAX];
+	size_t n, k = 0;
+	bool fresh = false;
+
+	if (children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]))
+			fresh = true;
+	for (size_t i = 0; fresh && i < n; i++)
+		if (has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]) &&
+		    kill(now[i], SIGQUIT) == 0)
+			k++;
+	return k;
 }
 
 /* ---- the controller and its dump ------------------------------------------------------------------------------ */
@@ -616,8 +661,16 @@ void *nginx_ctl_knob_priv(struct knob *k, size_t size)
 
 void nginx_ctl_forget(struct nginx_ctl *ctl)
 {
-	if (ctl)
-		ctl->stale = true;
+	if (!ctl)
+		return;
+	ctl->stale = true;
+	ctl->halted = false;
+	ctl->halt[0] = '\0';
+}
+
+const char *nginx_ctl_halted(const struct nginx_ctl *ctl)
+{
+	return ctl && ctl->halted ? ctl->halt : NULL;
 }
 
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env)
@@ -823,6 +876,59 @@ void nginx_change_fail(struct nginx_change *ch, int rc, const char *fmt, ...)
 	nginx_change_finish(ch, rc, msg);
 }
 
+/*
+ * The last lines of nginx's error log (the first error_log of the main context in the last dump, when it is an
+ * absolute path) into OUT as "error log PATH: LINE | LINE | LINE", or "" when there is none to read.
+ */
+static void error_tail(const struct nginx_ctl *ctl, char *out, size_t n)
+{
+	struct nginx_conf_directive d;
+	char err[KNOB_WHY_MAX], *buf, *lines[3];
+	size_t k = 0, len, o;
+	ssize_t got;
+	off_t size;
+	int fd;
+
+	out[0] = '\0';
+	if (!ctl->have || nginx_conf_find(&ctl->conf, "main", "error_log", &d, err, sizeof(err)) < 0 || d.nargs < 1 ||
+	    d.args[0][0] != '/')
+		return;
+	fd = open(d.args[0], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	buf = malloc(ERROR_TAIL + 1);
+	if (size < 0 || !buf || lseek(fd, size > ERROR_TAIL ? size - ERROR_TAIL : 0, SEEK_SET) < 0 ||
+	    (got = read(fd, buf, ERROR_TAIL)) <= 0) {
+		free(buf);
+		close(fd);
+		return;
+	}
+	close(fd);
+	len = (size_t)got;
+	while (len > 0 && buf[len - 1] == '\n')
+		len--;
+	buf[len] = '\0';
+	/* The last three lines, newest last; control bytes become '?'. */
+	for (size_t i = len; i > 0 && k < 3; i--) {
+		if (buf[i - 1] == '\n') {
+			buf[i - 1] = '\0';
+			lines[k++] = buf + i;
+		}
+	}
+	if (k < 3 && (size <= ERROR_TAIL || k == 0))
+		lines[k++] = buf;
+	o = (size_t)snprintf(out, n, "error log %s:", d.args[0]);
+	for (size_t i = k; i > 0 && o < n; i--)
+		o += (size_t)snprintf(out + o, n - o, "%s %s", i == k ? "" : " |", lines[i - 1]);
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	free(buf);
+}
+
+static void change_deadline(uv_timer_t *t);
+
 /* Whether the reload has taken: at every poll, and once more (FINAL) when the deadline fires. */
 static void change_check(struct nginx_change *ch, bool final)
 {
@@ -835,10 +941,13 @@ static void change_check(struct nginx_change *ch, bool final)
 	}
 	up = generation_up(ch);
 	if (up && ch->nudging) {
-		/* nginx listened again with the nudge text; now the files this change is for. */
+		/* nginx listened again with the nudge text; now the files this change is for (the nudge's own old
+		 * generation may still be shutting down: this second reload is part of the change, not stacked on
+		 * someone else's). */
 		int r;
 
 		ch->nudging = false;
+		ch->drained = true;
 		uv_timer_stop(&ch->poll);
 		uv_timer_stop(&ch->deadline);
 		free(ch->old_children);
@@ -855,33 +964,73 @@ static void change_check(struct nginx_change *ch, bool final)
 	if (up && ch->ops->settled)
 		up = ch->ops->settled(ch, why, sizeof(why));
 	if (up) {
+		char note[KNOB_WHY_MAX] = "";
+
 		if (ch->ops->committed)
 			ch->ops->committed(ch);
-		nginx_change_finish(ch, 0, NULL);
+		if (ch->stragglers)
+			snprintf(note, sizeof(note), "%zu old worker%s never got nginx's quit and got SIGQUIT from the agent",
+				 ch->stragglers, ch->stragglers == 1 ? "" : "s");
+		nginx_change_finish(ch, 0, note);
 		return;
 	}
 	if (!final)
 		return;
+	if (!ch->requit && (ch->stragglers = quit_stragglers(ch)) > 0) {
+		/* One more timeout for them to go; the change completes if they do. */
+		ch->requit = true;
+		uv_timer_start(&ch->deadline, change_deadline, (uint64_t)timeout_of(ch->env), 0);
+		return;
+	}
 	if (ch->ops->settled && generation_up(ch)) {
 		if (!why[0])
 			ch->ops->settled(ch, why, sizeof(why));
 		nginx_change_fail(ch, -EIO, "%s; the previous configuration was put back", why);
 	} else {
-		nginx_change_fail(ch, -ETIMEDOUT,
-				  "nginx did not start a new generation of workers within %lld ms (see its error log); "
-				  "the previous configuration was put back",
-				  (long long)timeout_of(ch->env));
+		char tail[768];
+
+		error_tail(ch->ctl, tail, sizeof(tail));
+		ch->ctl->halted = true;
+		snprintf(ch->ctl->halt, sizeof(ch->ctl->halt),
+			 "nginx did not start a new generation of workers within %lld ms of the agent's reload; the "
+			 "previous configuration was put back%s%s", (long long)timeout_of(ch->env), tail[0] ? "; " : "",
+			 tail);
+		nginx_change_fail(ch, -ETIMEDOUT, "%s", ch->ctl->halt);
 	}
 }
 
+static void change_reload(struct nginx_change *ch);
+
 static void change_poll(uv_timer_t *t)
 {
-	change_check(t->data, false);
+	struct nginx_change *ch = t->data;
+
+	if (ch->draining) {
+		/* Waiting for an earlier generation to go before reloading: never a reload on top of it. */
+		if (shutting_down(ch->env, ch->pid) == 0) {
+			uv_timer_stop(&ch->poll);
+			uv_timer_stop(&ch->deadline);
+			ch->draining = false;
+			change_reload(ch);
+		}
+		return;
+	}
+	change_check(ch, false);
 }
 
 static void change_deadline(uv_timer_t *t)
 {
-	change_check(t->data, true);
+	struct nginx_change *ch = t->data;
+	size_t k;
+
+	if (ch->draining) {
+		k = shutting_down(ch->env, ch->pid);
+		nginx_change_fail(ch, -EAGAIN, "%zu worker%s of an earlier generation still shutting down after %lld ms: "
+				  "no reload on top of %s; try again when %s gone", k, k == 1 ? "" : "s",
+				  (long long)timeout_of(ch->env), k == 1 ? "it" : "them", k == 1 ? "it has" : "they have");
+		return;
+	}
+	change_check(ch, true);
 }
 
 /* nginx -t passed: signal the master, poll for the new generation until the deadline. */
@@ -892,6 +1041,12 @@ static void change_reload(struct nginx_change *ch)
 
 	if (!is_master(ch->env, ch->pid)) {
 		nginx_change_fail(ch, -ESRCH, "pid %d is not an nginx master any more", (int)ch->pid);
+		return;
+	}
+	if (!ch->drained && shutting_down(ch->env, ch->pid) > 0) {
+		ch->draining = ch->drained = true;
+		uv_timer_start(&ch->deadline, change_deadline, (uint64_t)timeout_of(ch->env), 0);
+		uv_timer_start(&ch->poll, change_poll, POLL_MS, POLL_MS);
 		return;
 	}
 	ch->old_children = calloc(cap, sizeof(pid_t));
@@ -994,6 +1149,12 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 		ops->free(priv);
 		str_err(why, whylen, "another nginx change is in flight");
 		return -EBUSY;
+	}
+	if (ctl->halted) {
+		ops->free(priv);
+		str_err(why, whylen, "the agent changes nothing in nginx until it is reloaded (systemctl reload "
+			"ngx-autotune): %s", ctl->halt);
+		return -EIO;
 	}
 	if (!is_master(env, env->nginx_pid)) {
 		ops->free(priv);

@@ -50,8 +50,12 @@ void nginx_ctl_drop(struct nginx_ctl *ctl);
 const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob_env *env, int *rc, char *why,
 					size_t whylen);
 /* Take the cached dump as stale: the next nginx_ctl_conf runs nginx -T again, whatever its age (the agent's
- * reload: nginx's files may have changed a moment ago, by ngx-autotune --setup or an operator). */
+ * reload: nginx's files may have changed a moment ago, by ngx-autotune --setup or an operator), and lift a halt
+ * (nginx_ctl_halted): the operator has seen to nginx. */
 void nginx_ctl_forget(struct nginx_ctl *ctl);
+/* Why CTL starts no change (a reload brought no new generation of workers: what happened, with the last lines of
+ * nginx's error log), or NULL. Cleared by nginx_ctl_forget. */
+const char *nginx_ctl_halted(const struct nginx_ctl *ctl);
 /* The cached dump of any age (NULL if none); never blocks, and refreshes it in the background when it is old. */
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env);
 
@@ -129,6 +133,9 @@ struct nginx_change {
 	uv_timer_t poll, deadline;
 	int handles;
 	bool reloaded;
+	bool draining, drained;   /* waiting (once) for an earlier generation to exit before the reload */
+	bool requit;              /* old workers that missed the master's quit got SIGQUIT from us (once) */
+	size_t stragglers;        /* how many */
 };
 
 /*

@@ -41,6 +41,7 @@ static const char *const series_names[S_COUNT] = {
 };
 
 static const char *const detector_names[DETECT_COUNT] = {
+	[DETECT_FILE_LIMIT] = "file_limit",
 	[DETECT_LISTEN_OVERFLOWS] = "listen_overflows",
 	[DETECT_SYN_QUEUE_OVERFLOW] = "syn_queue_overflow",
 	[DETECT_WORKER_CONNECTIONS_EXHAUSTED] = "worker_connections_exhausted",
@@ -95,6 +96,7 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->gross_floor_rate = 10.0;
 	cfg->orphan_share_min = 0.25;
 	/* As the shipped policies' triggers; timewait_pileup has no knob, half the port range is already a risk. */
+	cfg->threshold[DETECT_FILE_LIMIT] = 0;
 	cfg->threshold[DETECT_LISTEN_OVERFLOWS] = 0;
 	cfg->threshold[DETECT_SYN_QUEUE_OVERFLOW] = 0;
 	cfg->threshold[DETECT_WORKER_CONNECTIONS_EXHAUSTED] = 0;
@@ -713,8 +715,8 @@ static void read_advisories(const struct detect *d, struct detect_report *rep)
 	fl->value = nf.sum;
 	fl->active = nf.events >= d->cfg.min_event_ticks;
 	if (fl->active)
-		say(fl->text, "%.0f \"Too many open files\" in %.0f s: raise worker_rlimit_nofile or the unit's "
-			      "LimitNOFILE (not a knob the agent turns)", nf.sum, nf.dt);
+		say(fl->text, "%.0f \"Too many open files\" in %.0f s: raise worker_rlimit_nofile (the agent's "
+			      "nginx.worker_rlimit_nofile policy can) or the unit's LimitNOFILE", nf.sum, nf.dt);
 	else
 		say(fl->text, "%.0f \"Too many open files\" in the window", nf.sum);
 }
@@ -845,6 +847,8 @@ void detect_evaluate(struct detect *d, const struct detect_env *env, struct dete
 		out->adv[i].name = advisory_names[i];
 		out->adv[i].value = NAN;
 	}
+	rate_reading(d, &out->r[DETECT_FILE_LIMIT], S_ERR_NOFILE);
+	out->r[DETECT_FILE_LIMIT].recent = recent_event(d, S_ERR_NOFILE);
 	read_listen(d, &out->r[DETECT_LISTEN_OVERFLOWS]);
 	read_syn(d, &out->r[DETECT_SYN_QUEUE_OVERFLOW]);
 	read_worker_connections(d, &out->r[DETECT_WORKER_CONNECTIONS_EXHAUSTED]);

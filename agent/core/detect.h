@@ -25,6 +25,7 @@
 
 /* The detector vocabulary; the order is the planner's priority (documented in plan.h). */
 enum detect_id {
+	DETECT_FILE_LIMIT,          /* "Too many open files": nginx cannot accept or open; first, as it starves all */
 	DETECT_LISTEN_OVERFLOWS,
 	DETECT_SYN_QUEUE_OVERFLOW,
 	DETECT_WORKER_CONNECTIONS_EXHAUSTED,
@@ -87,8 +88,8 @@ struct detect_reading {
 	bool sustained;             /* seen in enough ticks not to be a blip (counters), or valid (ratios, levels) */
 	bool active;                /* valid, sustained and VALUE > THRESHOLD */
 	bool gross;                 /* active on the last gross_ticks alone: strong enough to act on at once */
-	bool recent;                /* worker_connections_exhausted only: an event in one of the last gross_ticks
-				     * ticks, valid or not; never acted on, evidence that a cause is present now */
+	bool recent;                /* worker_connections_exhausted and file_limit: an event in one of the last
+				     * gross_ticks ticks, valid or not; evidence that a cause is present now */
 	double value;               /* in the unit of ngx-autotune.policy(5); NAN when not valid */
 	double threshold;           /* the configured threshold (config.threshold) */
 	double window_s;            /* seconds of data VALUE was computed from */

@@ -1424,6 +1424,20 @@ static const char *window_text(const struct doctor_facts *f, char *buf, size_t n
 	return buf;
 }
 
+/* A reload of the agent's brought no new generation of workers: it changes nothing in nginx until reloaded. */
+static void check_nginx_halt(struct ctx *c)
+{
+	struct doctor_finding *f;
+
+	if (!c->f->nginx_halt[0])
+		return;
+	f = add(c, "agent.nginx_reload", NULL, DOCTOR_CRITICAL,
+		"a reload brought no new nginx workers: the agent has stopped changing nginx", "nginx -t, nginx's error log");
+	put(f->evidence, sizeof(f->evidence), "%s", c->f->nginx_halt);
+	put(f->fix, sizeof(f->fix), "find out why nginx did not start workers (its error log above; nginx -t; "
+	    "systemctl status nginx), fix it, then systemctl reload ngx-autotune to let the agent change nginx again");
+}
+
 static void check_tw_recycle(struct ctx *c)
 {
 	struct doctor_finding *f;
@@ -1717,6 +1731,7 @@ static const struct check checks[] = {
 	{ check_access_log, true },
 	{ check_stub_status, true },
 	{ check_agent_includes, true },
+	{ check_nginx_halt, false },
 	{ check_tw_recycle, false },
 	{ check_port_range, false },
 	{ check_conntrack, false },

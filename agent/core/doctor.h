@@ -103,6 +103,7 @@ struct doctor_facts {
 	/* the agent's own settings */
 	char include_dir[DOCTOR_PATH_MAX];        /* where nginx should include the agent's files ("" unknown) */
 	char access_log[DOCTOR_PATH_MAX];         /* the access log the agent reads ("" none) */
+	char nginx_halt[DOCTOR_EVIDENCE_MAX];     /* why the agent stopped changing nginx ("" it has not) */
 	int64_t backend_keepalive_ms; /* how long the backends keep idle connections ([doctor]); 0 unknown */
 	/* the host */
 	int64_t cpus;

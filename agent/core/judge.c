@@ -361,13 +361,19 @@ static bool hard_trips(struct judge *j, const struct block_summary *a, const str
 	return false;
 }
 
-/* Is the block missing data: its objective, or a guardrail that the other block of the pair or an earlier pair
- * had. A guardrail missing everywhere so far is unavailable on this host and voids nothing. */
-static bool block_void(const struct judge *j, const struct block_summary *s, const struct block_summary *other)
+/*
+ * Is the block missing data: its objective, or (B, the new value, only) a guardrail that A or an earlier pair had.
+ * A guardrail missing everywhere so far is unavailable on this host and voids nothing. A guardrail missing in A
+ * alone voids nothing either: it is not compared in that pair, since harm is B's to show, and the old value's
+ * fault may be what silenced it (found on a real nginx out of files: no synthetic request of the client finished
+ * in an A block, every pair was void and the fix ended "too much missing data").
+ */
+static bool block_void(const struct judge *j, const struct block_summary *s, const struct block_summary *other,
+		       bool is_b)
 {
 	if (s->is_void || s->v[0].is_void)
 		return true;
-	for (size_t g = 0; g < j->ev.nguard; g++)
+	for (size_t g = 0; is_b && g < j->ev.nguard; g++)
 		if (s->v[1 + g].is_void && (!other->v[1 + g].is_void || j->ev.guard[g].available))
 			return true;
 	return false;
@@ -596,8 +602,8 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	}
 
 	/* Void blocks in the order they ran. */
-	void_a = block_void(j, a, b);
-	void_b = block_void(j, b, a);
+	void_a = block_void(j, a, b, false);
+	void_b = block_void(j, b, a, true);
 	for (int k = 0; k < 2; k++) {
 		bool v = (k == 0) == b_first ? void_b : void_a;
 

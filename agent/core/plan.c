@@ -443,6 +443,14 @@ static bool exhausted(const struct detect_report *rep)
 	return r->recent || (r->valid && r->sustained && r->value > 0);
 }
 
+/* Whether nginx ran out of files: "Too many open files" in the window, or in the last few ticks. */
+static bool files_short(const struct detect_report *rep)
+{
+	const struct detect_reading *r = &rep->r[DETECT_FILE_LIMIT];
+
+	return r->recent || (r->valid && r->sustained && r->value > 0);
+}
+
 int plan_next(const struct policy_set *set, const struct detect_report *rep, value_fn value_of, void *ctx,
 	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
 {
@@ -477,6 +485,14 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 	}
 	qsort(cands, n, sizeof(cands[0]), cmp_cand);
 	for (size_t i = 0; i < n; i++) {
+		/* nginx cannot open files: accepts fail, the accept queue fills, upstream connections fail, and a
+		 * reload may not bring workers up. Only the file limit's own fix is proposed while it lasts (found on a
+		 * real nginx: worker_rlimit_nofile 256 got listen_queue and keepalive_requests proposed). */
+		if (cands[i].id != DETECT_FILE_LIMIT && files_short(rep)) {
+			skip(out, cands[i].p, "nginx cannot open files (file_limit: %s): only the file limit's fix is "
+					      "proposed while it lasts", rep->r[DETECT_FILE_LIMIT].evidence);
+			continue;
+		}
 		/* Causes, not symptoms: while nginx's workers have no free connection, the connections waiting for
 		 * them fill the accept queue; a longer queue only holds more of them waiting (found on a real nginx:
 		 * worker_connections 128 under 1000 clients got listen_queue 511 -> 1022 proposed first). */

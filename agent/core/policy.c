@@ -119,7 +119,7 @@ static const char *const detectors[] = {
 	"listen_overflows",  "syn_queue_overflow", "softnet_squeeze",   "softnet_drops",
 	"softirq_imbalance", "worker_connections_exhausted", "worker_run_delay", "worker_saturation",
 	"keepalive_short",   "retransmissions",    "timewait_pileup",   "finwait_pileup",
-	"port_exhaustion",
+	"port_exhaustion",   "file_limit",
 };
 
 /*

@@ -5,11 +5,12 @@ set -u
 # is the host's on Linux 6.x), mounts, boots a container or holds thousands of descriptors sets TEST_EXCLUSIVE=1:
 # it holds the system tests' lock alone; every other one shares it. (Found in CI: scenario-worker-connections,
 # beside scenario-backlog's netdev_max_backlog 10, met softnet drops and the agent rightly proposed those first.)
-# The script runs again under flock(1), whose descriptor is close-on-exec: an nginx or agent that outlives the test
-# cannot keep the lock. Scripts a test runs inherit NGXAT_TEST_LOCKED and do not take it again.
+# The script runs again under flock(1) with -o: the lock's descriptor is closed in the script, so an nginx or agent
+# that outlives the test cannot keep the lock (without -o one did: an old nginx worker that never exited held it,
+# and every later test waited). Scripts a test runs inherit NGXAT_TEST_LOCKED and do not take it again.
 if [ -z "${NGXAT_TEST_LOCKED:-}" ] && command -v flock >/dev/null; then
 	export NGXAT_TEST_LOCKED=1
-	exec flock "$([ -n "${TEST_EXCLUSIVE:-}" ] && echo -x || echo -s)" /tmp/ngxat-system-tests.lock "$BASH" "$0" "$@"
+	exec flock -o "$([ -n "${TEST_EXCLUSIVE:-}" ] && echo -x || echo -s)" /tmp/ngxat-system-tests.lock "$BASH" "$0" "$@"
 fi
 : "${srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${builddir:=$(pwd)}"

@@ -2,8 +2,9 @@
 # The nginx knob drivers against a real nginx (Debian package) in its own network namespace, driven through
 # tests/system/knob-harness. A directive is written, tested, reloaded and verified (new workers; nginx -T shows
 # it). Values nginx -t refuses leave no trace (same workers, our file back byte for byte, nginx's own message
-# returned); an nginx -t that hangs is killed; a reload that never happens is undone; a missing include is reported
-# by probe. A directive the operator sets in nginx.conf is edited where it stands (its argument alone), backed up
+# returned); an nginx -t that hangs is killed; a reload that never happens is undone, quotes nginx's error log and
+# stops later changes; no reload goes on top of a worker still shutting down (a slow download); a missing include
+# is reported by probe. A directive the operator sets in nginx.conf is edited where it stands (its argument alone), backed up
 # first, and a write of its first value puts nginx.conf back byte for byte. The listen queue: with somaxconn 16 in the
 # namespace, raising somaxconn alone leaves the live backlog at 16; the driver's write of 4096 makes it 4096 (ss
 # and inet_diag), and writing the original back restores the operator's files byte for byte and somaxconn; 511,
@@ -20,6 +21,7 @@ PORT=8093
 PORT2=8094
 N=$TMP/nginx
 INC=$N/ngx-autotune
+BIG=/tmp/ngxat-knobs-big.$$ # outside TMP (mode 700), which the workers cannot read
 
 # The operator's configuration: our three includes, a directive set by the operator (keepalive_requests), and a
 # second site reached, as on Debian, through a symlink in sites-enabled.
@@ -40,6 +42,7 @@ http {
 	server {
 		listen 127.0.0.1:$PORT default_server;
 		location / { return 200 "hello from nginx\n"; }
+		location = /big { alias $BIG; }
 	}
 }
 EOT
@@ -134,17 +137,47 @@ ok "a hung nginx -t is killed after 800 ms ($((t1 - t0)) ms in all), events.conf
 # ---- a reload that never happens is undone ---------------------------------------------------------------------
 kill -STOP "$MASTER"
 CLEANUP+=("kill -CONT $MASTER")
+echo "a line of nginx's error log before the reload" >>"$N/logs/error.log"
 out=$("$HARNESS" --nginx-conf "$N/nginx.conf" --include-dir "$INC" --pid-file "$N/nginx.pid" --timeout-ms 1000 \
-	nginx_directive worker_connections events int write 3000)
+	nginx_directive worker_connections events int probe write 3000 write 4000)
 kill -CONT "$MASTER"
 echo "$out" | grep -q '^write rc=-110 msg=nginx did not start a new generation of workers within 1000 ms' ||
 	fail "a stopped master: $out"
+echo "$out" | grep -q "error log $N/logs/error.log: .*a line of nginx's error log before the reload" ||
+	fail "the failure does not quote nginx's error log: $out"
+echo "$out" | grep -q '^write rc=-5 msg=the agent changes nothing in nginx until it is reloaded' ||
+	fail "a write after a reload that brought no workers was not refused: $out"
 cmp -s "$TMP/events.before" "$INC/events.conf" || fail "events.conf not restored after a reload that never came"
 wait_for 5 sh -c "[ \$(ps --ppid $MASTER -o args= | grep -cx 'nginx: worker process') -eq 2 ]" ||
 	fail "nginx did not come back with two workers"
 out=$(h nginx_directive worker_connections events int probe read)
 echo "$out" | grep -qx "read rc=0 value=2048" || fail "after the undone reload: $out"
-ok "a master that does not reload (SIGSTOP): -ETIMEDOUT, events.conf back, nginx runs 2048 after SIGCONT"
+ok "a master that does not reload (SIGSTOP): -ETIMEDOUT quoting the error log, events.conf back, no later change, 2048 after SIGCONT"
+
+# ---- no reload on top of a generation still shutting down ------------------------------------------------------
+truncate -s 256M "$BIG" && chmod 644 "$BIG" || fail "cannot make $BIG"
+CLEANUP+=("rm -f $BIG")
+ip netns exec "$NS" curl -sS -o /dev/null -w '%{http_code} %{size_download}\n' --limit-rate 100k \
+	"http://127.0.0.1:$PORT/big" >"$TMP/curl.out" 2>&1 &
+CURL=$!
+CLEANUP+=("kill $CURL")
+sleep 1
+out=$(h nginx_directive worker_connections events int probe write 3000)
+echo "$out" | grep -qx "write rc=0 msg=" || fail "worker_connections 3000: $out"
+wait_for 5 sh -c "ps --ppid $MASTER -o args= | grep -qx 'nginx: worker process is shutting down'" ||
+	fail "no worker left shutting down by the slow download: $(ps --ppid "$MASTER" -o pid=,args=) $(cat "$TMP/curl.out")"
+before=$(workers)
+out=$("$HARNESS" --nginx-conf "$N/nginx.conf" --include-dir "$INC" --pid-file "$N/nginx.pid" --timeout-ms 1500 \
+	nginx_directive worker_connections events int write 2048)
+echo "$out" | grep -q '^write rc=-11 msg=1 worker of an earlier generation still shutting down after 1500 ms' ||
+	fail "a reload on top of a generation shutting down: $out"
+[ "$(workers)" = "$before" ] || fail "nginx reloaded on top of the shutting-down worker"
+grep -qx "worker_connections 3000;" "$INC/events.conf" || fail "events.conf not put back: $(cat "$INC/events.conf")"
+kill "$CURL"
+wait_for 5 sh -c "! ps --ppid $MASTER -o args= | grep -q 'shutting down'" || fail "the old worker did not exit"
+out=$(h nginx_directive worker_connections events int probe write 2048 read)
+echo "$out" | grep -qx "read rc=0 value=2048" || fail "worker_connections 2048 once the old worker is gone: $out"
+ok "no reload on top of a worker still shutting down (-EAGAIN after 1500 ms, events.conf back); 2048 once it is gone"
 
 # ---- our include file back byte for byte ----------------------------------------------------------------------
 out=$(h nginx_directive worker_connections events int probe write 1024 read)

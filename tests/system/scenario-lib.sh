@@ -53,8 +53,22 @@ http {
 EOT
 	cp "$NGINX_CONF" "$TMP/nginx.conf.orig"
 	ip netns exec "$ns" nginx -p "$NGINX_DIR" -c "$NGINX_CONF" -e "$NGINX_DIR/logs/error.log" || return 1
-	CLEANUP+=("kill -QUIT \$(cat $NGINX_DIR/nginx.pid)")
+	CLEANUP+=("nginx_stop $NGINX_DIR/nginx.pid")
 	wait_for 5 test -s "$NGINX_DIR/nginx.pid"
+}
+
+# nginx_stop PIDFILE: a graceful stop, and SIGKILL to the master and its workers after 5 s (a worker that never
+# got the master's quit, such as one at its file limit, would otherwise outlive the test).
+nginx_stop() {
+	local m i
+	m=$(cat "$1" 2>/dev/null) || return 0
+	kill -QUIT "$m" 2>/dev/null || return 0
+	for i in $(seq 50); do
+		kill -0 "$m" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	pkill -KILL -P "$m"
+	kill -KILL "$m" 2>/dev/null
 }
 
 # scn_netns NS [SYSCTL=VALUE...]: a new namespace with loopback up and these sysctls set in it; removed at exit.

@@ -658,6 +658,44 @@ static void test_gross_harm_counts(void **state)
 	assert_non_null(strstr(judge_evidence(&j)->reason, "worse in pair 1"));
 }
 
+/* A guardrail missing in A alone (the old value's fault silenced it: nginx out of files, no synthetic request
+ * finished in an A block) voids nothing; missing in B, it voids the pair as before. */
+static void test_guard_void_in_a(void **state)
+{
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	const struct judge_evidence *ev;
+	bool done = false;
+	unsigned k;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start(&j, &cfg);
+	for (k = 0; k < 8 && !done; k++) {
+		summ(&a, 100.0, 50.0, 20.0, 100000);
+		summ(&b, 60.0, 50.0, 20.0, 100000);
+		a.v[1].is_void = true;
+		assert_int_equal(judge_add_pair(&j, &a, &b, k & 1, &done), 0);
+	}
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_int_equal(ev->nvoid, 0);
+
+	start(&j, &cfg);
+	done = false;
+	for (k = 0; k < 8 && !done; k++) {
+		summ(&a, 100.0, 50.0, 20.0, 100000);
+		summ(&b, 60.0, 50.0, 20.0, 100000);
+		b.v[1].is_void = true;
+		assert_int_equal(judge_add_pair(&j, &a, &b, k & 1, &done), 0);
+	}
+	ev = judge_evidence(&j);
+	assert_int_equal(ev->verdict, VERDICT_ERROR);
+	assert_int_equal(ev->nvalid, 0);
+}
+
 /* An arm that served nothing while the other served is an outage: the worst block, not missing data. */
 static void test_outage(void **state)
 {
@@ -727,7 +765,7 @@ int main(void)
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
 		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
-		cmocka_unit_test(test_gross_harm_counts),
+		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_guard_void_in_a),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
