@@ -827,6 +827,19 @@ int nginx_conf_included(const struct nginx_conf *c, const char *path, char *cont
 	return r == 1 ? 0 : -ENOENT;
 }
 
+/* One file's TEXT walked alone (includes not followed) with FN and CTX: walk_text's result, or -ENOMEM. */
+static int walk_one(walk_fn fn, void *ctx, const char *text, size_t len, char *err, size_t errlen)
+{
+	struct walk *w = walk_new(fn, ctx, err, errlen);
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	r = walk_text(w, 0, "(file)", text, len);
+	free(w);
+	return r;
+}
+
 struct find_q {
 	const char *context, *name;
 	struct nginx_conf_directive *out;
@@ -885,13 +898,8 @@ int nginx_conf_file_find(const char *text, size_t len, const char *name, struct 
 			 char *err, size_t errlen)
 {
 	struct find_q q = { .context = "main", .name = name, .out = out };
-	struct walk *w = walk_new(find_fn, &q, err, errlen);
-	int r;
+	int r = walk_one(find_fn, &q, text, len, err, errlen);
 
-	if (!w)
-		return -ENOMEM;
-	r = walk_text(w, 0, "(file)", text, len);
-	free(w);
 	if (r < 0)
 		return r;
 	return r == 1 ? 0 : -ENOENT;
@@ -1518,13 +1526,8 @@ static int at_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
 
 static int walk_at(struct at_q *q, const char *text, size_t len, char *err, size_t errlen)
 {
-	struct walk *w = walk_new(at_fn, q, err, errlen);
-	int r;
+	int r = walk_one(at_fn, q, text, len, err, errlen);
 
-	if (!w)
-		return -ENOMEM;
-	r = walk_text(w, 0, "(file)", text, len);
-	free(w);
 	if (r < 0)
 		return r;
 	if (!q->found) {
