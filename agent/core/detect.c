@@ -102,7 +102,7 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->threshold[DETECT_WORKER_CONNECTIONS_EXHAUSTED] = 0;
 	cfg->threshold[DETECT_PORT_EXHAUSTION] = 0;
 	cfg->threshold[DETECT_SOFTNET_DROPS] = 0;
-	cfg->threshold[DETECT_SOFTNET_SQUEEZE] = 0;
+	cfg->threshold[DETECT_SOFTNET_SQUEEZE] = 1;
 	cfg->threshold[DETECT_SOFTIRQ_IMBALANCE] = 80;
 	cfg->threshold[DETECT_WORKER_SATURATION] = 0.8;
 	cfg->threshold[DETECT_WORKER_RUN_DELAY] = 0.1;

@@ -196,7 +196,7 @@ struct pcase {
 static const struct pcase pcases[] = {
 	{"time_squeeze on a default host: the auto knob first",
 	 {{"softnet_squeeze", 3.5}}, {{NULL, NULL, 0}},
-	 "net.core.netdev_budget", "300", "600", "softnet_squeeze = 3.5 > 0", NULL, NULL},
+	 "net.core.netdev_budget", "300", "600", "softnet_squeeze = 3.5 > 1", NULL, NULL},
 	{"netdev_budget at its bound: the time budget next",
 	 {{"softnet_squeeze", 3.5}}, {{"net.core.netdev_budget", "1200", 0}, {NULL, NULL, 0}},
 	 "net.core.netdev_budget_usecs", "2000", "2500", NULL, "net.core.netdev_budget", "at its bound going up"},
@@ -260,6 +260,9 @@ static const struct pcase pcases[] = {
 	{"keepalive_requests cuts clients off",
 	 {{"keepalive_short", 0.7}}, {{"nginx.keepalive_requests", "100", 0}, {NULL, NULL, 0}},
 	 "nginx.keepalive_requests", "100", "200", NULL, NULL, NULL},
+	{"a squeeze now and then (the demo's 5 in 30 s) is no limit",
+	 {{"softnet_squeeze", 0.17}}, {{NULL, NULL, 0}},
+	 NULL, NULL, NULL, "no knob's trigger fires", NULL, NULL},
 	{"keepalive_short below its threshold",
 	 {{"keepalive_short", 0.5}}, {{NULL, NULL, 0}},
 	 NULL, NULL, NULL, "no knob's trigger fires", NULL, NULL},
@@ -386,7 +389,7 @@ static void test_proposal_contents(void **state)
 	assert_int_equal(o.prop.detector, DETECT_SOFTNET_SQUEEZE);
 	assert_true(o.prop.value == 3.5);
 	assert_int_equal(o.prop.op, POLICY_GT);
-	assert_true(o.prop.threshold == 0);
+	assert_true(o.prop.threshold == 1); /* softnet.policy: more than one a second */
 	assert_string_equal(o.prop.evidence, "softnet_squeeze at 3.5");
 	assert_int_equal(o.prop.dir, PLAN_UP);
 	assert_false(o.prop.approval_required); /* approval = auto in softnet.policy */
@@ -597,6 +600,39 @@ static void test_memory_harm(void **state)
 	assert_string_equal(o.prop.knob, "net.core.netdev_budget_usecs");
 	next(&set, &rep, &h, &mem, &cfg, t0 + cfg.memory_ms, &o);
 	assert_string_equal(o.prop.knob, "net.core.netdev_budget");
+	plan_memory_free(&mem);
+	policy_set_free(&set);
+}
+
+/* Follow through (issue 14): a kept listen_queue 511 -> 1022 with 14-19 overflows a second left is no end: the
+ * trigger still fires, so the next proposal steps on from the kept value at once, with no cooldown. */
+static void test_follow_through(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"listen_overflows", 16}};
+	static const struct kv kept[] = {{"listen_queue", "1022", 0}, {NULL, NULL, 0}};
+	struct policy_set set;
+	struct plan_config cfg;
+	struct detect_report rep;
+	struct plan_outcome first, o;
+	struct plan_memory mem;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	host_make(&h, NULL);
+	report_make(&rep, fires);
+	plan_memory_init(&mem);
+	next(&set, &rep, &h, &mem, &cfg, 0, &first);
+	assert_string_equal(first.prop.knob, "listen_queue");
+	assert_string_equal(first.prop.to, "1022");
+	assert_int_equal(plan_memory_record(&mem, &cfg, &first.prop, PLAN_KEPT, 1000), 0);
+	host_make(&h, kept);
+	next(&set, &rep, &h, &mem, &cfg, 1001, &o);
+	assert_true(o.proposed);
+	assert_string_equal(o.prop.knob, "listen_queue");
+	assert_string_equal(o.prop.from, "1022");
+	assert_string_equal(o.prop.to, "2044");
 	plan_memory_free(&mem);
 	policy_set_free(&set);
 }
@@ -911,6 +947,7 @@ int main(void)
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_memory_harm),
 		cmocka_unit_test(test_memory_results),
+		cmocka_unit_test(test_follow_through),
 		cmocka_unit_test(test_constraint),
 		cmocka_unit_test(test_detect_env),
 		cmocka_unit_test(test_planted),
