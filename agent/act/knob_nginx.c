@@ -8,7 +8,8 @@
  * ENV->include_dir/directive-backup/ENCODED-PATH (nginx_ctl_backup_path), written and synced before the file
  * changes; a write that brings the file back to that backup but for this directive's value formatting (the revert
  * to the first value) writes the backup itself, and the backup is removed once nginx runs it. A directive set
- * nowhere is one line of the agent's CONTEXT.conf (context main, events or http), which the operator includes
+ * nowhere is one line of the agent's CONTEXT.conf (context main, events or http; its backup and byte-exact
+ * revert follow the same rule, so a revert to nginx's default removes the line), which the operator includes
  * once in nginx.conf: `include DIR/main.conf;` at the top level, `include DIR/events.conf;` inside events {} and
  * `include DIR/http.conf;` inside http {}; the other lines of that file are left as they are. Reading: the
  * operator's directive as their file reads now, else the line in our file when nginx includes that file in that
@@ -472,6 +473,13 @@ static int args_in(const struct knob *k, const char *text, size_t len, const str
 			snprintf(d.args[0], sizeof(d.args[0]), "%s", info->dflt);
 		}
 		r = 0;
+	}
+	if (r == -ENOENT && !w && info && strcmp(info->name, "worker_rlimit_nofile") == 0) {
+		/* Set nowhere, it is the master's own limit: a revert to that removes the line (no pinned limit). */
+		r = inherited_nofile(k, value, sizeof(value));
+		if (r == 0)
+			r = value_to_args(k->pol, value, args, n, &remove, why, sizeof(why));
+		return r;
 	}
 	if (r == 0)
 		r = args_to_value(k, &d, value, sizeof(value), why, sizeof(why));

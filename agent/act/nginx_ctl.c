@@ -49,6 +49,7 @@ struct nginx_ctl {
 	/* A reload brought no new generation of workers: no change starts until nginx_ctl_forget (the agent's
 	 * reload). HALT says what happened, with the last lines of nginx's error log. */
 	bool halted;
+	pid_t halt_pid;             /* the master it happened to: a new master (nginx restarted) lifts it */
 	char halt[1024];
 };
 
@@ -535,17 +536,30 @@ static bool generation_up(const struct nginx_change *ch)
  * under 1000 clients, whose old worker then lived on). Each gets the SIGQUIT the master meant, a graceful stop. The
  * number of them, 0 when the new generation is not up or none is left.
  */
+/* Whether a worker that was not a child before the reload runs. */
+static bool fresh_workers(const struct nginx_change *ch)
+{
+	pid_t now[CHILDREN_MAX];
+	size_t n;
+
+	if (children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]))
+			return true;
+	return false;
+}
+
 static size_t quit_stragglers(const struct nginx_change *ch)
 {
 	pid_t now[CHILDREN_MAX];
 	size_t n, k = 0;
-	bool fresh = false;
+	bool fresh;
 
-	if (children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
+	/* Under a fake root the pids of ROOT/proc are not this host's processes. */
+	if (!nginx_ctl_real_root(ch->env) || children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]))
-			fresh = true;
+	fresh = fresh_workers(ch);
 	for (size_t i = 0; fresh && i < n; i++)
 		if (has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]) &&
 		    kill(now[i], SIGQUIT) == 0)
@@ -668,9 +682,9 @@ void nginx_ctl_forget(struct nginx_ctl *ctl)
 	ctl->halt[0] = '\0';
 }
 
-const char *nginx_ctl_halted(const struct nginx_ctl *ctl)
+const char *nginx_ctl_halted(const struct nginx_ctl *ctl, pid_t master)
 {
-	return ctl && ctl->halted ? ctl->halt : NULL;
+	return ctl && ctl->halted && master == ctl->halt_pid ? ctl->halt : NULL;
 }
 
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env)
@@ -878,7 +892,8 @@ void nginx_change_fail(struct nginx_change *ch, int rc, const char *fmt, ...)
 
 /*
  * The last lines of nginx's error log (the first error_log of the main context in the last dump, when it is an
- * absolute path) into OUT as "error log PATH: LINE | LINE | LINE", or "" when there is none to read.
+ * absolute path) into OUT as "error log PATH, newest first: LINE | LINE | LINE", or "" when there is none to read
+ * (nginx started with -e, or a relative or syslog error_log).
  */
 static void error_tail(const struct nginx_ctl *ctl, char *out, size_t n)
 {
@@ -909,7 +924,7 @@ static void error_tail(const struct nginx_ctl *ctl, char *out, size_t n)
 	while (len > 0 && buf[len - 1] == '\n')
 		len--;
 	buf[len] = '\0';
-	/* The last three lines, newest last; control bytes become '?'. */
+	/* The last three lines, lines[0] the newest; control bytes become '?'. */
 	for (size_t i = len; i > 0 && k < 3; i--) {
 		if (buf[i - 1] == '\n') {
 			buf[i - 1] = '\0';
@@ -918,9 +933,10 @@ static void error_tail(const struct nginx_ctl *ctl, char *out, size_t n)
 	}
 	if (k < 3 && (size <= ERROR_TAIL || k == 0))
 		lines[k++] = buf;
-	o = (size_t)snprintf(out, n, "error log %s:", d.args[0]);
-	for (size_t i = k; i > 0 && o < n; i--)
-		o += (size_t)snprintf(out + o, n - o, "%s %s", i == k ? "" : " |", lines[i - 1]);
+	/* Newest first: a message cut short keeps the line that matters most. */
+	o = (size_t)snprintf(out, n, "error log %s, newest first:", d.args[0]);
+	for (size_t i = 0; i < k && o < n; i++)
+		o += (size_t)snprintf(out + o, n - o, "%s %s", i == 0 ? "" : " |", lines[i]);
 	for (char *c = out; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
@@ -948,6 +964,8 @@ static void change_check(struct nginx_change *ch, bool final)
 
 		ch->nudging = false;
 		ch->drained = true;
+		ch->requit = false;
+		ch->stragglers = 0;
 		uv_timer_stop(&ch->poll);
 		uv_timer_stop(&ch->deadline);
 		free(ch->old_children);
@@ -986,15 +1004,20 @@ static void change_check(struct nginx_change *ch, bool final)
 		if (!why[0])
 			ch->ops->settled(ch, why, sizeof(why));
 		nginx_change_fail(ch, -EIO, "%s; the previous configuration was put back", why);
+	} else if (fresh_workers(ch)) {
+		/* New workers came, old ones did not go even after our SIGQUIT: not a halt, nginx can start workers. */
+		nginx_change_fail(ch, -EIO, "old workers of nginx %d still work %lld ms after the agent's reload, a "
+				  "SIGQUIT from the agent included; the previous configuration was put back",
+				  (int)ch->pid, (long long)(2 * timeout_of(ch->env)));
 	} else {
-		char tail[768];
+		char tail[480];
 
 		error_tail(ch->ctl, tail, sizeof(tail));
 		ch->ctl->halted = true;
+		ch->ctl->halt_pid = ch->pid;
 		snprintf(ch->ctl->halt, sizeof(ch->ctl->halt),
-			 "nginx did not start a new generation of workers within %lld ms of the agent's reload; the "
-			 "previous configuration was put back%s%s", (long long)timeout_of(ch->env), tail[0] ? "; " : "",
-			 tail);
+			 "nginx did not start a new generation of workers within %lld ms (put back)%s%s",
+			 (long long)timeout_of(ch->env), tail[0] ? "; " : "", tail);
 		nginx_change_fail(ch, -ETIMEDOUT, "%s", ch->ctl->halt);
 	}
 }
@@ -1007,6 +1030,10 @@ static void change_poll(uv_timer_t *t)
 
 	if (ch->draining) {
 		/* Waiting for an earlier generation to go before reloading: never a reload on top of it. */
+		if (!ch->k) {
+			nginx_change_fail(ch, -ECANCELED, "the knob was released during the change");
+			return;
+		}
 		if (shutting_down(ch->env, ch->pid) == 0) {
 			uv_timer_stop(&ch->poll);
 			uv_timer_stop(&ch->deadline);
@@ -1025,6 +1052,13 @@ static void change_deadline(uv_timer_t *t)
 
 	if (ch->draining) {
 		k = shutting_down(ch->env, ch->pid);
+		if (k == 0 && ch->k) {
+			/* They went between the last poll and now. */
+			uv_timer_stop(&ch->poll);
+			ch->draining = false;
+			change_reload(ch);
+			return;
+		}
 		nginx_change_fail(ch, -EAGAIN, "%zu worker%s of an earlier generation still shutting down after %lld ms: "
 				  "no reload on top of %s; try again when %s gone", k, k == 1 ? "" : "s",
 				  (long long)timeout_of(ch->env), k == 1 ? "it" : "them", k == 1 ? "it has" : "they have");
@@ -1150,10 +1184,12 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 		str_err(why, whylen, "another nginx change is in flight");
 		return -EBUSY;
 	}
+	if (ctl->halted && env->nginx_pid != ctl->halt_pid)
+		ctl->halted = false; /* nginx was restarted since: a new master */
 	if (ctl->halted) {
 		ops->free(priv);
 		str_err(why, whylen, "the agent changes nothing in nginx until it is reloaded (systemctl reload "
-			"ngx-autotune): %s", ctl->halt);
+			"ngx-autotune): a reload brought no new workers (ngxctl doctor: agent.nginx_reload)");
 		return -EIO;
 	}
 	if (!is_master(env, env->nginx_pid)) {

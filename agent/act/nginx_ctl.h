@@ -53,9 +53,10 @@ const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob
  * reload: nginx's files may have changed a moment ago, by ngx-autotune --setup or an operator), and lift a halt
  * (nginx_ctl_halted): the operator has seen to nginx. */
 void nginx_ctl_forget(struct nginx_ctl *ctl);
-/* Why CTL starts no change (a reload brought no new generation of workers: what happened, with the last lines of
- * nginx's error log), or NULL. Cleared by nginx_ctl_forget. */
-const char *nginx_ctl_halted(const struct nginx_ctl *ctl);
+/* Why CTL starts no change (a reload of MASTER brought no new generation of workers: what happened, with the last
+ * lines of nginx's error log), or NULL; NULL too when MASTER is another pid (nginx was restarted since). Cleared by
+ * nginx_ctl_forget. */
+const char *nginx_ctl_halted(const struct nginx_ctl *ctl, pid_t master);
 /* The cached dump of any age (NULL if none); never blocks, and refreshes it in the background when it is old. */
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env);
 

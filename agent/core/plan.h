@@ -9,11 +9,13 @@
  * inputs give the same proposal.
  *
  * Order (documented in one place, here): a knob's trigger must fire on a valid, sustained reading of an
- * actionable report. Candidates are ranked by (1) their detector, in the order of enum detect_id (lost
- * connections, then lost packets, then CPU placement and latency, then efficiency and leaks), (2) policies with
- * approval = auto first (their authors marked them safe to try alone), (3) knob name, byte order; while the
- * workers run out of connections, the listen-overflow knobs are passed over (the queue fills behind workers that
- * cannot take a connection: the cause is worker_connections, the overflows its symptom). The first
+ * actionable report. Candidates are ranked by (1) their detector, in the order of enum detect_id (files out,
+ * lost connections, then lost packets, then CPU placement and latency, then efficiency and leaks), (2) policies
+ * with approval = auto first (their authors marked them safe to try alone), (3) knob name, byte order. Two causes
+ * hold others back, also on a reading that is not valid yet but saw an event in the last ticks (recent): while
+ * nginx is out of files (file_limit) only file_limit's knobs are tried (the fix or nothing); while the workers
+ * run out of connections, the listen-overflow knobs are passed over (the queue fills behind workers that cannot
+ * take a connection: the cause is worker_connections, the overflows its symptom). The first
  * candidate that is not blocked (disabled, no step rule, unknown value, at its bound, cooling down, a remembered
  * failure, refused by policy_check, not the binding limit) is proposed.
  */

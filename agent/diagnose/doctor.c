@@ -758,7 +758,8 @@ static struct job *job_new(struct agent *a, const struct window *w, bool since_b
 	snprintf(j->facts.include_dir, sizeof(j->facts.include_dir), "%s", a->cfg.include_dir);
 	snprintf(j->facts.access_log, sizeof(j->facts.access_log), "%s", a->cfg.access_log);
 	snprintf(j->facts.nginx_halt, sizeof(j->facts.nginx_halt), "%s",
-		 nginx_ctl_halted(a->env.nginx) ? nginx_ctl_halted(a->env.nginx) : "");
+		 nginx_ctl_halted(a->env.nginx, a->env.nginx_pid) ? nginx_ctl_halted(a->env.nginx, a->env.nginx_pid)
+								     : "");
 	j->facts.backend_keepalive_ms = a->cfg.backend_keepalive_ms;
 	if (stub->enabled && (stub->ok || stub->msg[0])) {
 		j->facts.stub_known = true;

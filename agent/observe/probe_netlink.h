@@ -38,9 +38,10 @@ struct probe_netlink_listen_queue {
 struct probe_netlink_tcp_states {
 	uint32_t established, syn_sent, syn_recv, fin_wait1, fin_wait2, time_wait, close, close_wait, last_ack,
 		listen, closing;
-	/* The server's side of connections: sockets whose local port a listening socket of the namespace has (nginx's
-	 * own, not a load generator's or an upstream connection's): established, CLOSE_WAIT, and closed by their
-	 * owner but not gone (FIN_WAIT1, FIN_WAIT2, CLOSING, LAST_ACK: what sockstat counts as orphans). */
+	/* The server's side of connections: sockets whose local port a listening socket of the namespace has
+	 * (nginx's, and any other server's in nginx's namespace; not a load generator's or an upstream connection's,
+	 * whose local ports are ephemeral): established, CLOSE_WAIT, and closed by their owner but not gone
+	 * (FIN_WAIT1, FIN_WAIT2, CLOSING, LAST_ACK: what sockstat counts as orphans). */
 	uint32_t served_established, served_close_wait, served_closed;
 };
 
