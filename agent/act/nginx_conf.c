@@ -1144,6 +1144,8 @@ static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 			l.udp = true;
 		if (is_socket_option(word))
 			l.options = true;
+		if (strcmp(word, "reuseport") == 0)
+			l.reuseport = true;
 		if (has_prefix(word, "backlog=")) {
 			if (parse_backlog(word + 8, &l.backlog) < 0) {
 				str_err(w->err, w->errlen, "%s:%u: invalid %s", w->c ? w->c->files[file].path : "",
@@ -1302,20 +1304,29 @@ static int edits_apply(struct edits *e, const char *text, size_t len, char **out
 	return 0;
 }
 
-struct backlog_q {
+struct param_q {
 	const size_t *starts;
 	size_t n;
 	bool *hit;
-	int64_t value;
-	bool strip; /* remove every backlog= of every listen instead */
+	const char *name;  /* "backlog" (NAME=VALUE) or a flag word ("reuseport") */
+	bool flag;
+	const char *value; /* NAME=VALUE's VALUE, "" for a flag set; NULL: the parameter goes */
+	bool strip;        /* remove the parameter from every listen instead */
 	struct edits e;
 };
 
-static int backlog_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+static bool param_is(const struct param_q *q, const char *word)
 {
-	struct backlog_q *q = w->ctx;
-	char word[NGINX_CONF_WORD_MAX], ins[64];
-	bool replaced = false;
+	size_t k = strlen(q->name);
+
+	return q->flag ? strcmp(word, q->name) == 0 : strncmp(word, q->name, k) == 0 && word[k] == '=';
+}
+
+static int param_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct param_q *q = w->ctx;
+	char word[NGINX_CONF_WORD_MAX], ins[NGINX_CONF_WORD_MAX + 2];
+	bool found = false, remove = q->strip || !q->value;
 	size_t k;
 	int r;
 
@@ -1330,20 +1341,28 @@ static int backlog_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 			return 0;
 		q->hit[k] = true;
 	}
-	snprintf(ins, sizeof(ins), "backlog=%lld", (long long)q->value);
+	if (q->flag)
+		snprintf(ins, sizeof(ins), "%s", q->name);
+	else
+		snprintf(ins, sizeof(ins), "%s=%s", q->name, q->value ? q->value : "");
 	for (size_t i = 2; i < lx->nargs; i++) {
-		if (arg_value(lx->text, &lx->args[i], word, sizeof(word)) < 0 || !has_prefix(word, "backlog="))
+		if (arg_value(lx->text, &lx->args[i], word, sizeof(word)) < 0 || !param_is(q, word))
 			continue;
-		if (q->strip)
+		/* A parameter goes with the blank before it (a second one too); a flag already there stays as it is
+		 * written, a value is replaced. */
+		if (remove || found)
 			r = edits_add(&q->e, lx->args[i - 1].end, lx->args[i].end - lx->args[i - 1].end, "");
-		else
+		else if (!q->flag)
 			r = edits_add(&q->e, lx->args[i].off, lx->args[i].end - lx->args[i].off, ins);
+		else
+			r = 0;
 		if (r < 0)
 			return r;
-		replaced = true;
+		found = true;
 	}
-	if (!replaced && !q->strip) {
-		snprintf(ins, sizeof(ins), " backlog=%lld", (long long)q->value);
+	if (!found && !remove) {
+		memmove(ins + 1, ins, strlen(ins) + 1);
+		ins[0] = ' ';
 		r = edits_add(&q->e, lx->args[lx->nargs - 1].end, 0, ins);
 		if (r < 0)
 			return r;
@@ -1351,17 +1370,33 @@ static int backlog_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 	return 0;
 }
 
-int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, size_t n, int64_t value, char **out,
-			   size_t *outlen, char *err, size_t errlen)
+/* A listen parameter the editor may set: backlog=, rcvbuf=, sndbuf= with a value, or the flag reuseport. */
+static int param_kind(const char *name, bool *flag)
 {
-	struct backlog_q q = { .starts = starts, .n = n, .value = value };
+	static const char *const eq[] = { "backlog", "rcvbuf", "sndbuf" };
+
+	*flag = strcmp(name, "reuseport") == 0;
+	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]) && !*flag; i++)
+		if (strcmp(name, eq[i]) == 0)
+			return 0;
+	return *flag ? 0 : -EINVAL;
+}
+
+int nginx_conf_set_listen_param(const char *text, size_t len, const size_t *starts, size_t n, const char *name,
+				const char *value, char **out, size_t *outlen, char *err, size_t errlen)
+{
+	struct param_q q = { .starts = starts, .n = n, .name = name, .value = value };
 	struct walk *w;
 	int r;
 
 	*out = NULL;
 	*outlen = 0;
-	if (value <= 0 || value > INT32_MAX) {
-		str_err(err, errlen, "backlog %lld out of range", (long long)value);
+	if (!name || param_kind(name, &q.flag) < 0) {
+		str_err(err, errlen, "'%s' is not a listen parameter the agent edits", name ? name : "");
+		return -EINVAL;
+	}
+	if (value && (q.flag ? value[0] != '\0' : !value[0] || strlen(value) > 32 || strpbrk(value, " \t\r\n;{}\"'#\\"))) {
+		str_err(err, errlen, "invalid value for listen parameter %s", name);
 		return -EINVAL;
 	}
 	q.hit = calloc(n ? n : 1, sizeof(*q.hit));
@@ -1371,7 +1406,7 @@ int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, s
 		free(w);
 		return -ENOMEM;
 	}
-	w->fn = backlog_fn;
+	w->fn = param_fn;
 	w->ctx = &q;
 	w->err = err;
 	w->errlen = errlen;
@@ -1390,15 +1425,33 @@ int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, s
 	return r;
 }
 
-static int strip_backlog(const char *text, size_t len, char **out, size_t *outlen)
+int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, size_t n, int64_t value, char **out,
+			   size_t *outlen, char *err, size_t errlen)
 {
-	struct backlog_q q = { .strip = true, .value = 1 };
-	struct walk *w = calloc(1, sizeof(*w));
+	char v[24];
+
+	*out = NULL;
+	*outlen = 0;
+	if (value <= 0 || value > INT32_MAX) {
+		str_err(err, errlen, "backlog %lld out of range", (long long)value);
+		return -EINVAL;
+	}
+	snprintf(v, sizeof(v), "%lld", (long long)value);
+	return nginx_conf_set_listen_param(text, len, starts, n, "backlog", v, out, outlen, err, errlen);
+}
+
+static int strip_param(const char *text, size_t len, const char *name, char **out, size_t *outlen)
+{
+	struct param_q q = { .strip = true, .name = name };
+	struct walk *w;
 	int r;
 
+	if (param_kind(name, &q.flag) < 0)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	w->fn = backlog_fn;
+	w->fn = param_fn;
 	w->ctx = &q;
 	r = walk_text(w, 0, "(file)", text, len);
 	if (r == 0)
@@ -1408,17 +1461,22 @@ static int strip_backlog(const char *text, size_t len, char **out, size_t *outle
 	return r;
 }
 
-bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen)
+bool nginx_conf_same_but_listen_param(const char *a, size_t alen, const char *b, size_t blen, const char *name)
 {
 	char *sa = NULL, *sb = NULL;
 	size_t la = 0, lb = 0;
 	bool same = false;
 
-	if (strip_backlog(a, alen, &sa, &la) == 0 && strip_backlog(b, blen, &sb, &lb) == 0)
+	if (strip_param(a, alen, name, &sa, &la) == 0 && strip_param(b, blen, name, &sb, &lb) == 0)
 		same = la == lb && memcmp(sa, sb, la) == 0;
 	free(sa);
 	free(sb);
 	return same;
+}
+
+bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen)
+{
+	return nginx_conf_same_but_listen_param(a, alen, b, blen, "backlog");
 }
 
 struct directive_q {

@@ -78,6 +78,7 @@ struct nginx_listen {
 	bool options;                  /* bind, backlog= or another option that makes nginx bind this address alone */
 	bool has_backlog;
 	int64_t backlog;               /* when has_backlog */
+	bool reuseport;                /* the reuseport parameter: one socket per worker */
 	/*
 	 * The directive of its address:port that should carry backlog=: nginx allows socket options on only one
 	 * listen of an address:port, so this is the one that has options, else the first. False for unix sockets,
@@ -120,6 +121,20 @@ int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, s
 
 /* Whether texts A and B differ only in backlog= parameters of listen directives (both must tokenize). */
 bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen);
+
+/*
+ * TEXT (one whole file) with the listen parameter NAME set on each listen directive whose name starts at one of
+ * the N offsets STARTS, as nginx_conf_set_backlog does: NAME is backlog, rcvbuf or sndbuf (VALUE its value, which
+ * replaces an existing one, else " NAME=VALUE" follows the last parameter) or the flag reuseport (VALUE ""; added
+ * at the end when absent, left as written when present). VALUE NULL removes the parameter with the blank before
+ * it. No other byte changes. 0, -EINVAL with ERR (an unknown NAME, a bad VALUE, an offset without a listen),
+ * -ENOMEM.
+ */
+int nginx_conf_set_listen_param(const char *text, size_t len, const size_t *starts, size_t n, const char *name,
+				const char *value, char **out, size_t *outlen, char *err, size_t errlen);
+
+/* Whether texts A and B differ only in the listen parameter NAME (as above) of listen directives. */
+bool nginx_conf_same_but_listen_param(const char *a, size_t alen, const char *b, size_t blen, const char *name);
 
 /*
  * TEXT (a file holding directives of one context, such as the agent's include files) with the top-level

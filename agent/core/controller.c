@@ -58,6 +58,8 @@ struct controller {
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
 	unsigned a_blocks;
 	bool base_no_overflows, base_no_unhandled; /* the detectors' window before the trial had none */
+	bool base_overflows;        /* ... had listen overflows: in B they are not new */
+	double base_rate;           /* the objective's events/s before the trial, when a detector counts it */
 	double calib_d[JUDGE_PAIRS_MAX];
 	unsigned calib_n, calib_void;
 	struct judge_evidence ev;            /* the last trial's evidence */
@@ -457,6 +459,7 @@ static void begin_trial(struct controller *ctl, unsigned k, const struct judge_c
 		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refuses the trial plan");
 		return;
 	}
+	judge_set_baseline(&ctl->judge, ctl->base_rate, ctl->base_overflows);
 	/* The change starts here (a calibration writes nothing); a proposal was only made when this one fits. */
 	record_start(ctl);
 	enter(ctl, CONTROLLER_TRIAL, 0);
@@ -533,6 +536,15 @@ static void start(struct controller *ctl)
 	ovf = &ctl->rep.r[DETECT_LISTEN_OVERFLOWS];
 	unh = &ctl->rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
 	ctl->base_no_overflows = ovf->valid && ovf->value == 0;
+	ctl->base_overflows = ovf->valid && ovf->value > 0;
+	ctl->base_rate = NAN;
+	if (ctl->prop.detector < DETECT_COUNT) {
+		const char *m = detect_counted_metric(ctl->prop.detector);
+		const struct detect_reading *r = &ctl->rep.r[ctl->prop.detector];
+
+		if (m && strcmp(m, t->objective.metric) == 0 && r->valid)
+			ctl->base_rate = r->value;
+	}
 	ctl->base_no_unhandled = unh->valid && unh->value == 0;
 	ctl->tried = false;
 	ctl->writing = false;
@@ -638,7 +650,7 @@ static bool in_block_trip(struct controller *ctl, char *why, size_t len)
 	const struct judge_config *jc = &ctl->judge.cfg;
 	const struct block_summary *b = &ctl->partial;
 	unsigned min_ovf = jc->overflow_trip_min ? jc->overflow_trip_min : 1;
-	bool no_ovf = ctl->a_blocks ? ctl->a_overflows == 0 : ctl->base_no_overflows;
+	bool no_ovf = !ctl->base_overflows && (ctl->a_blocks ? ctl->a_overflows == 0 : ctl->base_no_overflows);
 	bool no_unh = ctl->a_blocks ? ctl->a_unhandled == 0 : ctl->base_no_unhandled;
 
 	if (!ctl->a_blocks && !no_ovf && !no_unh)

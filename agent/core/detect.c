@@ -870,6 +870,22 @@ const char *detect_name(enum detect_id id)
 	return (unsigned)id < DETECT_COUNT ? detector_names[id] : "?";
 }
 
+const char *detect_counted_metric(enum detect_id id)
+{
+	switch (id) {
+	case DETECT_FILE_LIMIT:
+		return series_names[S_ERR_NOFILE];
+	case DETECT_LISTEN_OVERFLOWS:
+		return series_names[S_LISTEN_OVERFLOWS];
+	case DETECT_SOFTNET_DROPS:
+		return series_names[S_SN_DROPPED];
+	case DETECT_SOFTNET_SQUEEZE:
+		return series_names[S_SQUEEZE];
+	default:
+		return NULL;
+	}
+}
+
 int detect_lookup(const char *name, enum detect_id *id)
 {
 	for (size_t i = 0; i < DETECT_COUNT; i++) {

@@ -141,6 +141,9 @@ void detect_evaluate(struct detect *d, const struct detect_env *env, struct dete
 const char *detect_name(enum detect_id id);
 /* ID of the detector NAME: 0 or -ENOENT. */
 int detect_lookup(const char *name, enum detect_id *id);
+/* The metric a rate detector counts (its reading is that metric's events per second): "tcp.listen_overflows" for
+ * listen_overflows; NULL for the ratios and levels. */
+const char *detect_counted_metric(enum detect_id id);
 /* "unknown", "here", "upstream", "idle". */
 const char *detect_bottleneck_name(enum detect_bottleneck b);
 

@@ -90,6 +90,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 	ev->effect = ev->effect_lo = ev->effect_hi = ev->sign_p = ev->half1 = ev->half2 = NAN;
 	ev->log_bf = ev->noise_sd = NAN;
 	ev->a_events = NAN;
+	j->base_rate = NAN;
 	ev->nguard = nguard;
 	for (size_t i = 0; i < nguard; i++) {
 		struct judge_guard_ev *g = &ev->guard[i];
@@ -303,6 +304,12 @@ static void summarize(struct judge *j)
 	}
 }
 
+void judge_set_baseline(struct judge *j, double rate, bool overflows)
+{
+	j->base_rate = isfinite(rate) && rate >= 0 ? rate : NAN;
+	j->base_overflows = overflows;
+}
+
 /* One-sided p of "the harm side has more events than its exposure share (widened by the margin) explains". */
 static double binom_p(double ea, double eb, double xa, double xb, enum policy_direction dir, double margin)
 {
@@ -323,6 +330,18 @@ static double binom_p(double ea, double eb, double xa, double xb, enum policy_di
 	return stats_binom_tail((uint64_t)harm, (uint64_t)(harm + other), p0);
 }
 
+/* Whether B's events of a counted objective come faster than the value in force made them before the trial, by
+ * the gross factor (judge_set_baseline), or nothing says otherwise. When they do not, B is no worse than the host
+ * was and a quiet A block is chance. Only lower-is-better counts have a harm side to compare. */
+static bool beyond_base(const struct judge *j, const struct block_summary *b)
+{
+	double secs = (double)(b->to_ms - b->from_ms) / 1000.0;
+
+	if (!isfinite(j->base_rate) || j->ev.dir != POLICY_LOWER_IS_BETTER || !(secs > 0) || !isfinite(b->v[0].num))
+		return true;
+	return b->v[0].num / secs > j->base_rate * (1.0 + j->cfg.gross_harm);
+}
+
 /* Hard trips; true when one fired. Checked on every pair, void or not, since they need only counts. */
 static bool hard_trips(struct judge *j, const struct block_summary *a, const struct block_summary *b)
 {
@@ -334,7 +353,7 @@ static bool hard_trips(struct judge *j, const struct block_summary *a, const str
 	if (isfinite(a->unhandled.events))
 		j->a_unhandled += a->unhandled.events;
 	if (isfinite(b->overflows.events) && b->overflows.events >= (double)j->cfg.overflow_trip_min &&
-	    b->overflows.events > 0 && j->a_overflows == 0) {
+	    b->overflows.events > 0 && j->a_overflows == 0 && !j->base_overflows) {
 		ev->trip_overflow = true;
 		finish(j, VERDICT_ABORTED, "new listen overflows: %.0f in the B block of pair %u, none in any A block",
 		       b->overflows.events, k);
@@ -646,6 +665,8 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	gross = j->cfg.gross_harm > 0 ? -log1p(j->cfg.gross_harm) : -INFINITY;
 	if (pe->d < gross && a->v[0].count &&
 	    binom_p(a->v[0].num, b->v[0].num, a->v[0].den, b->v[0].den, ev->dir, 0.0) >= j->cfg.alpha_early)
+		gross = -INFINITY;
+	if (pe->d < gross && a->v[0].count && !beyond_base(j, b))
 		gross = -INFINITY;
 	if (pe->d < gross) {
 		finish(j, VERDICT_REVERT, "%s worse in pair %u: %s", ev->objective, ev->npairs,

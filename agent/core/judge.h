@@ -140,6 +140,8 @@ struct judge {
 	struct judge_evidence ev;
 	unsigned void_run;
 	double a_overflows, a_unhandled; /* events in the trial's A blocks so far */
+	double base_rate;               /* the objective's events per second before the trial (NAN: unknown) */
+	bool base_overflows;            /* listen overflows before the trial: in B they are not new */
 	bool done;
 	double prior_ss, prior_df;      /* the calibration as prior knowledge of the noise (0, 0: none) */
 };
@@ -163,6 +165,17 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 		const struct policy_metric *guard, size_t nguard);
 /* Start judging a trial of policy P. 0 or -EINVAL. */
 int judge_start_policy(struct judge *j, const struct judge_config *cfg, const struct knob_policy *p);
+
+/*
+ * What the detectors saw before the trial (after judge_start): RATE, the objective's events per second when it is
+ * a counter a detector read (NAN: unknown), and whether listen overflows were present. Counts come in bursts (an
+ * accept queue overflows hundreds at once, then not for seconds), so an A block without any is no proof that the
+ * value in force has none: with overflows before the trial, overflows in B are not "new" (no hard trip), and a
+ * counted objective is grossly worse in one pair only when B's rate is also above RATE x (1 + gross_harm) (found
+ * on a real nginx at 2000 clients: listen_queue 511 -> 1022 aborted on "435 new overflows in B, none in A" at
+ * 109/s, where the old value had made 479/s before the trial).
+ */
+void judge_set_baseline(struct judge *j, double rate, bool overflows);
 /* Tell the judge the objective's A/A calibration (sd of d over N pairs, N >= 2) before the first pair: the
  * sequential rule counts it as N - 1 degrees of freedom of knowledge of the noise. 0; -EINVAL (a bad sd or N, or
  * pairs already added). */

@@ -658,6 +658,52 @@ static void test_gross_harm_counts(void **state)
 	assert_non_null(strstr(judge_evidence(&j)->reason, "worse in pair 1"));
 }
 
+/* Overflows come in bursts: with 479/s before the trial (a real nginx at 2000 clients, queue 511), a 4 s B block of
+ * 435 beside an A block of none is neither new (no hard trip) nor grossly worse than the host was (109/s < 479/s);
+ * without that baseline it aborts as before, and with it a B far above the old rate still reverts in pair 1. */
+static void test_bursty_baseline(void **state)
+{
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER};
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	bool done;
+
+	(void)state;
+	judge_config_default(&cfg);
+	count_block(&a, 0, 150);
+	count_block(&b, 435, 150);
+	strcpy(a.v[0].name, obj.metric);
+	strcpy(b.v[0].name, obj.metric);
+	a.from_ms = b.from_ms = 0;
+	a.to_ms = b.to_ms = 4000;
+	b.overflows.events = 435;
+
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_true(done);
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_ABORTED);
+	assert_non_null(strstr(judge_evidence(&j)->reason, "new listen overflows"));
+
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	judge_set_baseline(&j, 479, true);
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_false(done);
+	assert_true(judge_evidence(&j)->pair[0].d < -log1p(cfg.gross_harm)); /* worse by the ratio, in this pair */
+
+	/* 4000 in 4 s is twice the old rate and more: gross harm all the same */
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	judge_set_baseline(&j, 479, true);
+	count_block(&b, 4000, 150);
+	strcpy(b.v[0].name, obj.metric);
+	b.from_ms = 0;
+	b.to_ms = 4000;
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_true(done);
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_REVERT);
+	assert_non_null(strstr(judge_evidence(&j)->reason, "worse in pair 1"));
+}
+
 /* A guardrail missing in A alone (the old value's fault silenced it: nginx out of files, no synthetic request
  * finished in an A block) voids nothing; missing in B, it voids the pair as before. */
 static void test_guard_void_in_a(void **state)
@@ -765,7 +811,8 @@ int main(void)
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
 		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
-		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_guard_void_in_a),
+		cmocka_unit_test(test_gross_harm_counts),
+		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

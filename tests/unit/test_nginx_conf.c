@@ -581,6 +581,70 @@ static void test_set_args_at(void **state)
 	}
 }
 
+/* nginx_conf_set_listen_param: one parameter of the listen directive at an offset, every other byte as it was. */
+static const struct param_case {
+	const char *text, *name, *value; /* VALUE NULL: remove */
+	int rc;
+	const char *want;
+} param_cases[] = {
+	{ "server { listen 80; }\n", "reuseport", "", 0, "server { listen 80 reuseport; }\n" },
+	{ "server { listen 80 default_server  backlog=511 ; }\n", "reuseport", "", 0,
+	  "server { listen 80 default_server  backlog=511 reuseport ; }\n" },
+	/* already there: as written */
+	{ "server { listen [::]:80   reuseport\tbacklog=4096; }\n", "reuseport", "", 0,
+	  "server { listen [::]:80   reuseport\tbacklog=4096; }\n" },
+	/* removed with the blank before it; the rest stays */
+	{ "server { listen 80   reuseport\tbacklog=4096; # mine\n}\n", "reuseport", NULL, 0,
+	  "server { listen 80\tbacklog=4096; # mine\n}\n" },
+	{ "server { listen 80 reuseport reuseport; }\n", "reuseport", "", 0, "server { listen 80 reuseport; }\n" },
+	{ "server { listen 80; }\n", "reuseport", NULL, 0, "server { listen 80; }\n" },
+	/* a flag's name as part of another word is not the flag */
+	{ "server { listen 80 so_keepalive=on; }\n", "reuseport", NULL, 0, "server { listen 80 so_keepalive=on; }\n" },
+	{ "server { listen 80 rcvbuf=64k; }\n", "rcvbuf", "256k", 0, "server { listen 80 rcvbuf=256k; }\n" },
+	{ "server { listen 80 rcvbuf=64k sndbuf=1m; }\n", "sndbuf", NULL, 0, "server { listen 80 rcvbuf=64k; }\n" },
+	{ "server { listen 80\n\t\tssl; }\n", "sndbuf", "128k", 0, "server { listen 80\n\t\tssl sndbuf=128k; }\n" },
+	{ "server { listen 80; }\n", "deferred", "", -EINVAL, NULL },
+	{ "server { listen 80; }\n", "reuseport", "on", -EINVAL, NULL },
+	{ "server { listen 80; }\n", "rcvbuf", "", -EINVAL, NULL },
+	{ "server { listen 80; }\n", "rcvbuf", "1k;x", -EINVAL, NULL },
+};
+
+static void test_listen_param(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(param_cases) / sizeof(param_cases[0]); i++) {
+		const struct param_case *t = &param_cases[i];
+		size_t start = (size_t)(strstr(t->text, "listen") - t->text), outlen = 0;
+		char err[256] = "", *out = NULL;
+		int r = nginx_conf_set_listen_param(t->text, strlen(t->text), &start, 1, t->name, t->value, &out,
+						    &outlen, err, sizeof(err));
+
+		if (r != t->rc)
+			fail_msg("case %zu: %d, want %d (%s)", i, r, t->rc, err);
+		if (r != 0) {
+			assert_null(out);
+			assert_true(err[0] != '\0');
+			continue;
+		}
+		if (strcmp(out, t->want) != 0)
+			fail_msg("case %zu: got [%s], want [%s]", i, out, t->want);
+		assert_int_equal(outlen, strlen(t->want));
+		assert_true(nginx_conf_same_but_listen_param(t->text, strlen(t->text), out, outlen, t->name));
+		assert_false(strcmp(t->name, "backlog") != 0 && strcmp(out, t->text) != 0 &&
+			     nginx_conf_same_but_listen_param(t->text, strlen(t->text), out, outlen, "backlog"));
+		free(out);
+	}
+	/* no listen at the offset */
+	{
+		static const char text[] = "server { listen 80; }\n";
+		size_t start = 0, outlen;
+		char err[256], *out;
+
+		assert_int_equal(nginx_conf_set_listen_param(text, strlen(text), &start, 1, "reuseport", "", &out, &outlen,
+							     err, sizeof(err)), -EINVAL);
+	}
+}
+
 static void test_file_find(void **state)
 {
 	static const char text[] = "# c\nevents { worker_connections 1; }\nworker_connections \"20\\\"48\";\n";
@@ -920,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_listen_param),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
