@@ -36,6 +36,7 @@ static const struct {
 	{"sched_slice", &knob_sched_ops},
 	{"nginx_directive", &knob_nginx_ops},
 	{"listen_queue", &knob_listen_ops},
+	{"listen_param", &knob_listen_param_ops},
 };
 
 const struct knob_ops *knob_ops_for(const char *kind)

@@ -1474,6 +1474,25 @@ bool nginx_conf_same_but_listen_param(const char *a, size_t alen, const char *b,
 	return same;
 }
 
+int nginx_conf_listen_param_count(const char *text, size_t len, const char *name)
+{
+	struct param_q q = { .strip = true, .name = name };
+	struct walk *w;
+	int r;
+
+	if (param_kind(name, &q.flag) < 0)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fn = param_fn;
+	w->ctx = &q;
+	r = walk_text(w, 0, "(file)", text, len);
+	free(q.e.v);
+	free(w);
+	return r < 0 ? r : (int)(q.e.n > INT32_MAX ? INT32_MAX : q.e.n);
+}
+
 bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen)
 {
 	return nginx_conf_same_but_listen_param(a, alen, b, blen, "backlog");

@@ -135,6 +135,9 @@ int nginx_conf_set_listen_param(const char *text, size_t len, const size_t *star
 
 /* Whether texts A and B differ only in the listen parameter NAME (as above) of listen directives. */
 bool nginx_conf_same_but_listen_param(const char *a, size_t alen, const char *b, size_t blen, const char *name);
+/* How many times the listen parameter NAME stands on listen directives of TEXT; -EINVAL (NAME, or TEXT does not
+ * tokenize), -ENOMEM. */
+int nginx_conf_listen_param_count(const char *text, size_t len, const char *name);
 
 /*
  * TEXT (a file holding directives of one context, such as the agent's include files) with the top-level

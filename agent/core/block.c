@@ -32,6 +32,7 @@ static const struct derived_def {
 	{"client.failure_rate", true, false, {"client.failures", "client.timeouts"}, "client.requests", 1.0},
 	{"nginx.unhandled", true, false, {"nginx.accepts", "-nginx.handled"}, "nginx.accepts", 1e-3},
 	{"nginx.worker_wait_ratio", false, false, {"nginx.worker_wait_ms"}, "nginx.worker_run_ms", 1.0},
+	{"nginx.worker_imbalance", false, false, {"nginx.worker_run_max_ms"}, "nginx.worker_run_mean_ms", 1.0},
 	{"softnet.drop_rate", true, false, {"softnet.dropped"}, "softnet.processed", 1.0},
 	{"tcp.retrans_rate", true, false, {"tcp.retrans_segs"}, "tcp.out_segs", 1.0},
 };
@@ -54,7 +55,8 @@ static const char *const summed_counts[] = {
 	"http.timed", "client.requests", "client.failures", "client.timeouts",
 };
 static const char *const summed_amounts[] = {
-	"nginx.worker_run_ms", "nginx.worker_wait_ms", "http.request_ms_sum", "http.upstream_ms_sum",
+	"nginx.worker_run_ms", "nginx.worker_run_max_ms", "nginx.worker_run_mean_ms", "nginx.worker_wait_ms",
+	"http.request_ms_sum", "http.upstream_ms_sum",
 };
 
 static bool in_list(const char *name, const char *const *list, size_t n)

@@ -34,6 +34,7 @@ enum detect_id {
 	DETECT_SOFTNET_SQUEEZE,
 	DETECT_SOFTIRQ_IMBALANCE,
 	DETECT_WORKER_SATURATION,
+	DETECT_WORKER_IMBALANCE,    /* one worker does most of the work: accepts land unevenly */
 	DETECT_WORKER_RUN_DELAY,
 	DETECT_RETRANSMISSIONS,
 	DETECT_KEEPALIVE_SHORT,
@@ -66,6 +67,8 @@ struct detect_config {
 	double min_out_segs;        /* TCP segments sent in the window before a retransmission rate is trusted */
 	double min_conns;           /* connections accepted in the window before requests per connection is */
 	double min_worker_ms;       /* worker CPU ms in the window before the workers' ratios are */
+	double keepalive_enough;    /* requests per connection at which keepalive_short is no limit (500) */
+	double worker_busy_min;     /* worker_imbalance counts only while the busiest worker is this busy (0.5 CPU) */
 	double close_wait_min;      /* CLOSE_WAIT sockets at or above which the advisory fires (when not falling) */
 	size_t gross_ticks;         /* a counter in every one of the last gross_ticks ticks (0: off) ... */
 	double gross_p;             /* ... and more events than a Poisson rate at its threshold explains at this level

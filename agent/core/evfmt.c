@@ -40,6 +40,7 @@ static const struct {
 	{"nginx.err.upstream_timeout", "upstream timeout errors"},
 	{"nginx.err.worker_connections", "worker_connections errors"},
 	{"nginx.unhandled", "unhandled connections"},
+	{"nginx.worker_imbalance", "busiest worker / mean"},
 	{"nginx.worker_wait_ratio", "worker run-queue wait"},
 	{"softnet.drop_rate", "softnet drop share"},
 	{"softnet.dropped", "softnet drops"},

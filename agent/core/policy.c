@@ -40,6 +40,7 @@ static const struct kind_info {
 	[POLICY_SCHED_SLICE] = {"sched_slice", T(KNOB_T_INT)},
 	[POLICY_NGINX_DIRECTIVE] = {"nginx_directive", T(KNOB_T_INT) | T(KNOB_T_ONOFF) | T(KNOB_T_CPULIST)},
 	[POLICY_LISTEN_QUEUE] = {"listen_queue", T(KNOB_T_INT)},
+	[POLICY_LISTEN_PARAM] = {"listen_param", T(KNOB_T_ONOFF)},
 };
 
 /*
@@ -117,7 +118,7 @@ static const char *const builtin_forbidden[] = {"net.ipv4.tcp_tw_recycle"};
 /* The detectors a trigger may name; issue 4's detect module implements them (ngx-autotune.policy(5) lists units). */
 static const char *const detectors[] = {
 	"listen_overflows",  "syn_queue_overflow", "softnet_squeeze",   "softnet_drops",
-	"softirq_imbalance", "worker_connections_exhausted", "worker_run_delay", "worker_saturation",
+	"softirq_imbalance", "worker_connections_exhausted", "worker_run_delay", "worker_saturation", "worker_imbalance",
 	"keepalive_short",   "retransmissions",    "timewait_pileup",   "finwait_pileup",
 	"port_exhaustion",   "file_limit",
 };
@@ -143,8 +144,8 @@ static const char *const metric_patterns[] = {
 	"sys.ctxt", "sys.procs_running", "sys.cpus",
 	"irq.{n}.total", "irq.{n}.{n}", "irq.net_irqs",
 	"nginx.active", "nginx.reading", "nginx.writing", "nginx.waiting", "nginx.accepts", "nginx.handled",
-	"nginx.requests", "nginx.workers", "nginx.worker_run_ms", "nginx.worker_wait_ms", "nginx.worker_wait_max_ms",
-	"nginx.worker_vcsw", "nginx.worker_ivcsw",
+	"nginx.requests", "nginx.workers", "nginx.worker_run_ms", "nginx.worker_run_max_ms", "nginx.worker_run_mean_ms",
+	"nginx.worker_wait_ms", "nginx.worker_wait_max_ms", "nginx.worker_vcsw", "nginx.worker_ivcsw",
 	"nginx.err.worker_connections", "nginx.err.too_many_files", "nginx.err.upstream_premature",
 	"nginx.err.buffered_temp", "nginx.err.addr_not_avail", "nginx.err.upstream_timeout",
 	"http.requests", "http.1xx", "http.2xx", "http.3xx", "http.4xx", "http.5xx", "http.unparsed",
@@ -169,6 +170,7 @@ static const struct policy_derived derived[] = {
 	{"http.timeouts", "nginx.err.upstream_timeout per 1000 http.requests"},
 	{"nginx.unhandled", "nginx.accepts - nginx.handled (connections accepted and dropped at once)"},
 	{"nginx.worker_wait_ratio", "nginx.worker_wait_ms / nginx.worker_run_ms"},
+	{"nginx.worker_imbalance", "nginx.worker_run_max_ms / nginx.worker_run_mean_ms (1: the workers share alike)"},
 	{"tcp.retrans_rate", "tcp.retrans_segs / tcp.out_segs"},
 	{"softnet.drop_rate", "softnet.dropped / softnet.processed"},
 	{"client.failure_rate", "(client.failures + client.timeouts) / client.requests (the synthetic client)"},
@@ -830,7 +832,7 @@ static int set_key(struct knob_policy *p, enum key_id k, const char *value, char
 			}
 		}
 		return snprintf(msg, ml, "not one of sysctl, irq_affinity, rps, rps_flows, sched_slice, nginx_directive, "
-				"listen_queue"), -EINVAL;
+				"listen_queue, listen_param"), -EINVAL;
 	case K_TARGET:
 		if (!value[0] || strlen(value) >= sizeof(p->target))
 			return snprintf(msg, ml, "empty or longer than %zu characters", sizeof(p->target) - 1), -EINVAL;
@@ -1051,6 +1053,11 @@ static int check_target(const struct knob_policy *p, char *err, size_t errlen)
 			return fail_at(err, errlen, p->path, line, "knob %s: target must be * or a TCP port", p->name);
 		return 0;
 	}
+	case POLICY_LISTEN_PARAM:
+		if (strcmp(p->target, "reuseport") != 0)
+			return fail_at(err, errlen, p->path, line, "knob %s: target must be reuseport (the listen "
+				       "parameter the agent manages)", p->name);
+		return 0;
 	case POLICY_NGINX_DIRECTIVE:
 		d = find_directive(p->target);
 		if (!d)
@@ -1222,6 +1229,7 @@ static int check_unique(const struct policy_set *set, const struct knob_policy *
 				clash = true;
 				break;
 			case POLICY_NGINX_DIRECTIVE:
+			case POLICY_LISTEN_PARAM:
 				clash = strcmp(p->target, q->target) == 0;
 				break;
 			case POLICY_IRQ_AFFINITY:

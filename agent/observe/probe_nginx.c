@@ -193,7 +193,8 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	pid_t pids[MAX_WORKERS];
 	struct worker_prev now[MAX_WORKERS];
 	size_t n = 0, m = 0;
-	double run = 0, wait = 0, wait_max = 0, vcsw = 0, ivcsw = 0;
+	double run = 0, run_max = 0, wait = 0, wait_max = 0, vcsw = 0, ivcsw = 0;
+	size_t counted = 0;
 	char path[96];
 	int r;
 
@@ -228,6 +229,9 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 		if (!p || w.run_ns < p->run_ns || w.wait_ns < p->wait_ns || w.vcsw < p->vcsw || w.ivcsw < p->ivcsw)
 			continue;
 		run += (double)(w.run_ns - p->run_ns) / 1e6;
+		if ((double)(w.run_ns - p->run_ns) / 1e6 > run_max)
+			run_max = (double)(w.run_ns - p->run_ns) / 1e6;
+		counted++;
 		wait += (double)(w.wait_ns - p->wait_ns) / 1e6;
 		if ((double)(w.wait_ns - p->wait_ns) / 1e6 > wait_max)
 			wait_max = (double)(w.wait_ns - p->wait_ns) / 1e6;
@@ -243,6 +247,9 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	s->nworkers = m;
 	sampler_put_gauge(s, fr, "nginx.workers", (double)m);
 	sampler_put_gauge(s, fr, "nginx.worker_run_ms", run);
+	/* The busiest worker beside the mean of those measured this tick: how evenly the workers share the load. */
+	sampler_put_gauge(s, fr, "nginx.worker_run_max_ms", run_max);
+	sampler_put_gauge(s, fr, "nginx.worker_run_mean_ms", counted ? run / (double)counted : 0.0);
 	sampler_put_gauge(s, fr, "nginx.worker_wait_ms", wait);
 	sampler_put_gauge(s, fr, "nginx.worker_wait_max_ms", wait_max);
 	sampler_put_gauge(s, fr, "nginx.worker_vcsw", vcsw);

@@ -192,7 +192,7 @@ CH=$(jq .id "$TMP/body")
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$CH | jq -e '.state == \"kept\"'" ||
 	fail "change $CH not kept"
 [ "$(uxpost "/v1/changes/$CH/revert")" = 202 ] || fail "root revert: $(cat "$TMP/body")"
-wait_for 5 test "$(cat "$TMP/root/proc/sys/net/core/somaxconn")" = 128 || fail "not reverted"
+wait_for 5 sh -c "[ \"\$(cat '$TMP/root/proc/sys/net/core/somaxconn')\" = 128 ]" || fail "not reverted"
 ok "TCP proposal (now) by token:ci-bot written and kept; reverted by root over the socket"
 
 # The agent's own proposal: approved by a member over the socket after a non-member was refused.

@@ -105,6 +105,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(argv[i], "listen_queue") == 0) {
 		pol.kind = POLICY_LISTEN_QUEUE;
 		k.ops = &knob_listen_ops;
+	} else if (strcmp(argv[i], "listen_param") == 0) {
+		pol.kind = POLICY_LISTEN_PARAM;
+		k.ops = &knob_listen_param_ops;
 	} else {
 		return usage();
 	}

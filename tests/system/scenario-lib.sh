@@ -86,7 +86,7 @@ scn_netns() {
 
 # scn_agent_conf FILE PORT [MODE]: the agent for scn_nginx's nginx: 500 ms ticks (the detectors' 60-tick window is
 # then 30 s), trials of 8 pairs of 2 s settle + 4 s blocks, no A/A calibration, and the shipped policies with a
-# 2 s settle time (overrides in $TMP/policies.d).
+# 2 s settle time (overrides in $TMP/policies.d); SCN_ONLY=1 leaves the other policy files out.
 scn_agent_conf() {
 	local f=$1 port=$2 mode=${3:-propose} p
 	agent_conf "$f" "$port" 500ms
@@ -105,6 +105,14 @@ EOT
 	for p in $SCN_POLICIES; do
 		sed 's/^settle = .*/settle = 2s/' "$srcdir/policies/$p.policy" >"$TMP/policies.d/$p.policy"
 	done
+	# SCN_ONLY=1: the other shipped policy files are replaced by empty ones (their knobs are not managed), as an
+	# operator who tunes only these would.
+	if [ -n "${SCN_ONLY:-}" ]; then
+		for p in "$srcdir"/policies/*.policy; do
+			p=$(basename "$p" .policy)
+			case " $SCN_POLICIES " in *" $p "*) ;; *) : >"$TMP/policies.d/$p.policy" ;; esac
+		done
+	fi
 }
 
 # scn_start_agent: the agent in the background with a test-owned NOTIFY_SOCKET; waits for READY=1. AGENT_PID.

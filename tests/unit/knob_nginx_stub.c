@@ -53,3 +53,11 @@ const struct knob_ops knob_listen_ops = {
 	.write = stub_write,
 	.release = stub_release,
 };
+
+const struct knob_ops knob_listen_param_ops = {
+	.kind = "listen_param",
+	.probe = stub_probe,
+	.read = stub_read,
+	.write = stub_write,
+	.release = stub_release,
+};

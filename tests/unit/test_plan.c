@@ -97,6 +97,8 @@ static const struct kv host_defaults[] = {
 	{"nginx.worker_connections", "1024", 0},
 	{"nginx.worker_rlimit_nofile", "1024", 0},
 	{"nginx.multi_accept", "off", 0},
+	{"nginx.accept_mutex", "off", 0},
+	{"listen_reuseport", "off", 0},
 	{"nginx.keepalive_requests", "1000", 0},
 	{"nginx.worker_cpu_affinity", "", 0},
 	{"sched.base_slice", "1000000", 0},
@@ -280,6 +282,14 @@ static const struct pcase pcases[] = {
 	{"worker saturation: more workers",
 	 {{"worker_saturation", 0.95}}, {{NULL, NULL, 0}},
 	 "nginx.worker_processes", "4", "8", NULL, NULL, NULL},
+	{"one worker does most of the work (accept_mutex on, as measured): reuseport",
+	 {{"worker_imbalance", 1.4}}, {{"nginx.accept_mutex", "on", 0}, {NULL, NULL, 0}},
+	 "listen_reuseport", "off", "on", NULL, NULL, NULL},
+	{"uneven workers with reuseport on already: nothing left to move",
+	 {{"worker_imbalance", 1.4}}, {{"listen_reuseport", "on", 0}, {NULL, NULL, 0}},
+	 NULL, NULL, NULL, "none can move", "listen_reuseport", "at its bound"},
+	{"workers alike", {{"worker_imbalance", 1.1}}, {{NULL, NULL, 0}},
+	 NULL, NULL, NULL, "no knob's trigger fires", NULL, NULL},
 	{"nothing fires", {{NULL, 0}}, {{NULL, NULL, 0}}, NULL, NULL, NULL, "no knob's trigger fires", NULL, NULL},
 };
 

@@ -1,0 +1,502 @@
+/*
+ * knob_listen_param: a parameter of nginx's listen lines as a knob (knob_listen_param_ops). The one it manages is
+ * `reuseport` (an onoff knob): with it nginx opens one listening socket per worker (SO_REUSEPORT) and the kernel
+ * spreads new connections over them by hash, instead of every worker waiting on one shared socket, where one
+ * worker can take most of them (accept_mutex with multi_accept, or the epoll wake-up order).
+ *
+ * Where: the parameter goes on the listen directive of each address:port that carries socket options (nginx
+ * allows them once per address:port; nginx_conf decides which, as for backlog=), edited in place in the
+ * operator's file: " reuseport" after the last parameter, or the word and the blank before it removed, no other
+ * byte changed.
+ *
+ * Live value: read through inet_diag. With reuseport each address:port has one listening socket per worker, so
+ * the value is "on" when every address:port of those listens has more than one socket and "off" when each has
+ * one; with a single worker the sockets cannot tell, and the configuration (the last nginx -T) says. A reload
+ * that adds reuseport makes nginx set SO_REUSEPORT on the socket it has and open the workers' beside it; one that
+ * removes it closes them. A write is complete when the new generation shows the sockets it asked for.
+ *
+ * Revert, and what survives a crash: the first write that edits a file keeps its bytes in
+ * ENV->include_dir/listen-param-backup/ENCODED-PATH (written and synced before the file changes). A write whose
+ * result differs from the backup only in this parameter, with as many of them, is the way back: the backup itself
+ * is written, so the file is the operator's again byte for byte, and the backup goes once nginx runs it. A file
+ * edited by the operator since keeps their edits and gets only the parameter changed.
+ */
+#define _GNU_SOURCE
+
+#include "act/knob.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/policy.h"
+#include "act/nginx_conf.h"
+#include "act/nginx_ctl.h"
+#include "observe/probe_netlink.h"
+#include "strutil.h"
+
+#define SOCKETS_MAX 4096 /* listening sockets read from inet_diag */
+#define BACKUP_DIR "listen-param-backup"
+
+/* The knob's own: the write in flight and the inet_diag probe its reads keep open. */
+struct lp_priv {
+	struct nginx_change *change;
+	struct probe_netlink *nl;
+	pid_t nl_pid;
+	struct probe_netlink_listen_queue *lq;
+};
+
+/* One write: the parameter's new state and the backups it makes (undo) or brings back (commit). */
+struct lp_change {
+	char param[32];
+	bool on;
+	char **made, **restored;
+	size_t nmade, nrestored;
+	long workers; /* of the configuration written: 0 when it cannot say (auto) */
+};
+
+static struct lp_priv *priv_of(struct knob *k)
+{
+	return nginx_ctl_knob_priv(k, sizeof(struct lp_priv));
+}
+
+static bool tcp_target(const struct nginx_listen *l)
+{
+	return l->target && l->family != AF_UNIX && !l->udp && l->port != 0;
+}
+
+/* The smallest and largest number of listening sockets of one address of the target listens' ports in nginx's
+ * namespace (a probe kept in P). 0, -ENOENT with WHY when there is none, -errno with WHY. */
+static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct nginx_listen *l,
+			size_t nl, size_t *min, size_t *max, char *why, size_t whylen)
+{
+	size_t n = 0, groups = 0;
+	int r;
+
+	if (p->nl && p->nl_pid != pid) {
+		probe_netlink_close(p->nl);
+		p->nl = NULL;
+	}
+	if (!p->nl) {
+		r = probe_netlink_open(nginx_ctl_real_root(env) ? pid : 0, &p->nl, why, whylen);
+		if (r < 0)
+			return r;
+		p->nl_pid = pid;
+	}
+	if (!p->lq && !(p->lq = calloc(SOCKETS_MAX, sizeof(*p->lq))))
+		return -ENOMEM;
+	r = probe_netlink_tcp(p->nl, p->lq, SOCKETS_MAX, &n, NULL);
+	if (r < 0) {
+		str_err(why, whylen, "inet_diag: %s", strerror(-r));
+		probe_netlink_close(p->nl);
+		p->nl = NULL;
+		return r;
+	}
+	/* Each socket starts a group of those with its family, address and port, counted at its first member. */
+	for (size_t i = 0; i < n; i++) {
+		const struct probe_netlink_listen_queue *q = &p->lq[i];
+		bool ours = false, first = true;
+		size_t count = 0;
+
+		for (size_t j = 0; j < nl && !ours; j++)
+			ours = tcp_target(&l[j]) && l[j].port == q->port;
+		for (size_t j = 0; j < i && first && ours; j++)
+			first = !(p->lq[j].family == q->family && p->lq[j].port == q->port &&
+				  strcmp(p->lq[j].addr, q->addr) == 0);
+		if (!ours || !first)
+			continue;
+		for (size_t j = i; j < n; j++)
+			count += p->lq[j].family == q->family && p->lq[j].port == q->port &&
+				 strcmp(p->lq[j].addr, q->addr) == 0;
+		if (groups == 0 || count < *min)
+			*min = count;
+		if (groups == 0 || count > *max)
+			*max = count;
+		groups++;
+	}
+	if (groups == 0) {
+		str_err(why, whylen, "no listening socket of nginx's ports found");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Whether every target listen of L carries the flag (configured), and how many there are. */
+static bool all_flagged(const struct nginx_listen *l, size_t nl, size_t *ntargets)
+{
+	bool all = true;
+
+	*ntargets = 0;
+	for (size_t i = 0; i < nl; i++) {
+		if (!tcp_target(&l[i]))
+			continue;
+		(*ntargets)++;
+		all = all && l[i].reuseport;
+	}
+	return all && *ntargets > 0;
+}
+
+/* worker_processes of C: the number, 0 for auto or when it cannot be read, 1 when unset (nginx's default). */
+static long workers_of(const struct nginx_conf *c)
+{
+	struct nginx_conf_directive d;
+	char err[128];
+	int64_t v;
+
+	if (nginx_conf_find(c, "main", "worker_processes", &d, err, sizeof(err)) == -ENOENT)
+		return 1;
+	if (d.nargs != 1 || str_to_i64(d.args[0], 1, 65536, &v) < 0)
+		return 0;
+	return (long)v;
+}
+
+static int param_read(struct knob *k, char *out, size_t outlen)
+{
+	struct lp_priv *p = priv_of(k);
+	const struct nginx_conf *c;
+	struct nginx_listen *l;
+	size_t nl, min = 0, max = 0, ntargets;
+	char why[KNOB_WHY_MAX];
+	bool on;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	if (k->env->nginx_pid <= 0)
+		return -ESRCH;
+	c = nginx_ctl_conf_peek(k->env->nginx, k->env);
+	if (!c)
+		return -EAGAIN;
+	r = nginx_conf_listens(c, &l, &nl, why, sizeof(why));
+	if (r < 0)
+		return r;
+	on = all_flagged(l, nl, &ntargets);
+	r = ntargets ? live_sockets(k->env, k->env->nginx_pid, p, l, nl, &min, &max, why, sizeof(why)) : -ENOENT;
+	free(l);
+	if (r < 0)
+		return r;
+	/* One socket each: off, unless a single worker holds them all (then the configuration says). */
+	if (min >= 2)
+		on = true;
+	else if (max <= 1 && workers_of(c) != 1)
+		on = false;
+	return snprintf(out, outlen, "%s", on ? "on" : "off") >= (int)outlen ? -ERANGE : 0;
+}
+
+static int param_probe(struct knob *k, char *why, size_t whylen)
+{
+	const struct nginx_conf *c;
+	struct nginx_listen *l;
+	size_t nl, ntargets;
+	char dir[PATH_MAX], live[8];
+	int r;
+
+	if (!priv_of(k))
+		return -ENOMEM;
+	if (strcmp(k->pol->target, "reuseport") != 0 || k->pol->type != KNOB_T_ONOFF) {
+		str_err(why, whylen, "the listen parameter knob manages reuseport (onoff), not %s", k->pol->target);
+		return -ENOTSUP;
+	}
+	if (k->env->nginx_pid <= 0) {
+		str_err(why, whylen, "nginx is not running");
+		return -ENOENT;
+	}
+	c = nginx_ctl_conf(k->env->nginx, k->env, &r, why, whylen);
+	if (!c)
+		return r == -ENOENT ? -ENOENT : -ENOTSUP;
+	r = nginx_conf_listens(c, &l, &nl, why, whylen);
+	if (r < 0)
+		return -ENOTSUP;
+	all_flagged(l, nl, &ntargets);
+	for (size_t i = 0; i < nl; i++) {
+		if (!tcp_target(&l[i]))
+			continue;
+		/* Where the operator reads it: the first listen line it goes on, and how many more. */
+		str_err(why, whylen, "on listen %s:%u at %s:%u%s", l[i].addr, (unsigned)l[i].port,
+			c->files[l[i].file].path, l[i].line, ntargets > 1 ? " and the other address:ports" : "");
+		break;
+	}
+	free(l);
+	if (ntargets == 0) {
+		str_err(why, whylen, "no TCP listen directive in nginx's configuration");
+		return -ENOENT;
+	}
+	r = nginx_ctl_own_path(k->env, "", dir, sizeof(dir));
+	if (r == 0 && access(dir, W_OK) < 0)
+		r = -errno;
+	if (r < 0) {
+		str_err(why, whylen, "%s: %s (the listen parameters keep their backups there)", dir, strerror(-r));
+		return -ENOENT;
+	}
+	r = param_read(k, live, sizeof(live));
+	if (r < 0) {
+		str_err(why, whylen, "cannot read the listening sockets: %s", strerror(-r));
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static int remember(char ***v, size_t *n, const char *path)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(path)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* The backup of PATH, made now from CUR if there is none; or, when NEW differs from it only in this parameter
+ * and has as many, the backup itself in place of NEW (the way back, byte for byte). */
+static int backup_or_restore(struct nginx_change *ch, const char *path, const char *cur, size_t curlen, char **new,
+			     size_t *newlen)
+{
+	struct lp_change *pc = ch->priv;
+	char bpath[PATH_MAX], dir[PATH_MAX], *bak = NULL;
+	size_t baklen = 0;
+	int r = nginx_ctl_backup_path(ch->env, BACKUP_DIR, path, bpath, sizeof(bpath));
+
+	if (r == 0)
+		r = nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &bak, &baklen);
+	if (r == 0) {
+		if (nginx_conf_same_but_listen_param(bak, baklen, *new, *newlen, pc->param) &&
+		    nginx_conf_listen_param_count(bak, baklen, pc->param) ==
+			    nginx_conf_listen_param_count(*new, *newlen, pc->param)) {
+			free(*new);
+			*new = bak;
+			*newlen = baklen;
+			bak = NULL;
+			r = remember(&pc->restored, &pc->nrestored, bpath);
+		}
+	} else if (r == -ENOENT) {
+		r = nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir));
+		if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+			r = -errno;
+		if (r == 0)
+			r = nginx_ctl_write_file(bpath, cur, curlen, 0600);
+		if (r == 0)
+			r = remember(&pc->made, &pc->nmade, bpath);
+	}
+	free(bak);
+	if (r < 0)
+		str_err(ch->msg, sizeof(ch->msg), "cannot back up %s: %s", path, strerror(-r));
+	return r;
+}
+
+/* The parameter on the target listens of each file, which must read as nginx -T showed it. */
+static int plan_edits(struct nginx_change *ch, const struct nginx_conf *c, const struct nginx_listen *l, size_t nl)
+{
+	struct lp_change *pc = ch->priv;
+	size_t *starts = calloc(nl ? nl : 1, sizeof(*starts));
+	char err[KNOB_WHY_MAX];
+	int r = 0;
+
+	if (!starts)
+		return -ENOMEM;
+	for (size_t fi = 0; fi < c->nfiles && r == 0; fi++) {
+		const struct nginx_conf_file *f = &c->files[fi];
+		size_t ns = 0, curlen = 0, newlen = 0;
+		char *cur = NULL, *new = NULL;
+
+		for (size_t i = 0; i < nl; i++)
+			if (tcp_target(&l[i]) && l[i].file == fi)
+				starts[ns++] = l[i].start;
+		if (ns == 0 || nginx_change_file(ch, f->path))
+			continue;
+		r = nginx_ctl_read_file(f->path, NGINX_CTL_FILE_MAX, &cur, &curlen);
+		if (r < 0) {
+			str_err(ch->msg, sizeof(ch->msg), "cannot read %s: %s", f->path, strerror(-r));
+			break;
+		}
+		if (curlen != f->len || memcmp(cur, f->text, curlen) != 0) {
+			free(cur);
+			str_err(ch->msg, sizeof(ch->msg), "%s changed while it was being read; try again", f->path);
+			r = -EAGAIN;
+			break;
+		}
+		r = nginx_conf_set_listen_param(cur, curlen, starts, ns, pc->param, pc->on ? "" : NULL, &new, &newlen,
+						err, sizeof(err));
+		if (r < 0)
+			str_err(ch->msg, sizeof(ch->msg), "%s: %s", f->path, err);
+		else if (newlen != curlen || memcmp(new, cur, curlen) != 0)
+			r = backup_or_restore(ch, f->path, cur, curlen, &new, &newlen);
+		else {
+			free(cur);
+			free(new);
+			continue;
+		}
+		if (r < 0) {
+			free(cur);
+			free(new);
+			break;
+		}
+		r = nginx_change_add_file(ch, f->path, cur, curlen, new, newlen);
+	}
+	free(starts);
+	return r;
+}
+
+static void param_dumped(struct nginx_change *ch, const struct nginx_conf *c)
+{
+	struct lp_change *pc = ch->priv;
+	struct nginx_listen *l;
+	size_t nl, ntargets;
+	char why[KNOB_WHY_MAX] = "";
+	int r = nginx_conf_listens(c, &l, &nl, why, sizeof(why));
+
+	if (r < 0) {
+		nginx_change_finish(ch, r, why);
+		return;
+	}
+	all_flagged(l, nl, &ntargets);
+	if (ntargets == 0) {
+		free(l);
+		nginx_change_finish(ch, -ENOENT, "no TCP listen directive in nginx's configuration");
+		return;
+	}
+	pc->workers = workers_of(c);
+	r = plan_edits(ch, c, l, nl);
+	free(l);
+	if (r < 0) {
+		nginx_change_fail(ch, r, "%s", ch->msg);
+		return;
+	}
+	/* No file to edit (every listen already says so): the reload shows whether nginx runs it. */
+	r = nginx_change_write(ch);
+	if (r < 0) {
+		nginx_change_fail(ch, r, "%s", ch->msg);
+		return;
+	}
+	nginx_change_test(ch);
+}
+
+/* The new generation shows the sockets: more than one per address:port when on (but for a single worker), one
+ * when off. */
+static bool param_settled(struct nginx_change *ch, char *why, size_t whylen)
+{
+	struct lp_change *pc = ch->priv;
+	struct lp_priv p = { 0 };
+	const struct nginx_conf *c = nginx_ctl_conf_peek(ch->env->nginx, ch->env);
+	struct nginx_listen *l = NULL;
+	size_t nl = 0, min = 0, max = 0;
+	char err[KNOB_WHY_MAX] = "";
+	bool ok;
+	int r = c ? nginx_conf_listens(c, &l, &nl, err, sizeof(err)) : -EAGAIN;
+
+	if (r == 0)
+		r = live_sockets(ch->env, ch->pid, &p, l, nl, &min, &max, err, sizeof(err));
+	probe_netlink_close(p.nl);
+	free(p.lq);
+	free(l);
+	ok = r == 0 && (pc->on ? min >= 2 || pc->workers == 1 : max == 1);
+	if (!ok)
+		str_err(why, whylen, "nginx reloaded but its listening sockets are %zu..%zu per address:port, not %s%s%s",
+			min, max, pc->on ? "one per worker" : "one", err[0] ? ": " : "", err);
+	return ok;
+}
+
+static void drop_all(struct nginx_change *ch, char **paths, size_t n)
+{
+	char dir[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		unlink(paths[i]);
+	if (n && nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir)) == 0)
+		rmdir(dir); /* fails while other backups remain, as it should */
+}
+
+/* nginx runs the files: the backups this write brought back have done their work. */
+static void param_committed(struct nginx_change *ch)
+{
+	struct lp_change *pc = ch->priv;
+
+	drop_all(ch, pc->restored, pc->nrestored);
+}
+
+/* The files are back as they were: the backups made for this write go too. */
+static void param_undo(struct nginx_change *ch)
+{
+	struct lp_change *pc = ch->priv;
+
+	drop_all(ch, pc->made, pc->nmade);
+}
+
+static void param_change_free(void *priv)
+{
+	struct lp_change *pc = priv;
+
+	for (size_t i = 0; i < pc->nmade; i++)
+		free(pc->made[i]);
+	for (size_t i = 0; i < pc->nrestored; i++)
+		free(pc->restored[i]);
+	free(pc->made);
+	free(pc->restored);
+	free(pc);
+}
+
+static const struct nginx_change_ops param_change_ops = {
+	.dumped = param_dumped,
+	.settled = param_settled,
+	.committed = param_committed,
+	.undo = param_undo,
+	.free = param_change_free,
+};
+
+static int param_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx)
+{
+	struct lp_priv *p;
+	struct lp_change *pc;
+	struct knobval v;
+	char err[128];
+
+	if (k->pol->type != KNOB_T_ONOFF || knobval_parse(KNOB_T_ONOFF, value, &v, err, sizeof(err)) < 0) {
+		str_err(why, whylen, "%s '%.64s' is not on or off", k->pol->target, value);
+		return -EINVAL;
+	}
+	pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return -ENOMEM;
+	if (str_copy(pc->param, sizeof(pc->param), k->pol->target) < 0) {
+		free(pc);
+		str_err(why, whylen, "'%.64s' is not a listen parameter", k->pol->target);
+		return -EINVAL;
+	}
+	pc->on = v.v[0] != 0;
+	p = priv_of(k);
+	if (!p) {
+		free(pc);
+		return -ENOMEM;
+	}
+	return nginx_change_start(k, &param_change_ops, pc, &p->change, why, whylen, done, ctx);
+}
+
+static void param_release(struct knob *k)
+{
+	struct lp_priv *p = k->priv;
+
+	if (!p)
+		return;
+	if (p->change)
+		nginx_change_orphan(p->change);
+	probe_netlink_close(p->nl);
+	free(p->lq);
+	nginx_ctl_drop(k->env->nginx);
+	free(p);
+	k->priv = NULL;
+}
+
+const struct knob_ops knob_listen_param_ops = {
+	.kind = "listen_param",
+	.probe = param_probe,
+	.read = param_read,
+	.write = param_write,
+	.release = param_release,
+};
