@@ -69,6 +69,20 @@ static void edit_backlog(const struct nginx_conf *c, const struct nginx_listen *
 			FUZZ_CHECK(nginx_conf_same_but_backlog(c->files[f].text, c->files[f].len, out, outlen));
 		}
 		free(out);
+		/* reuseport on and off again, as knob_listen_param.c does: the same file but for the flag, and as many
+		 * flags as before after the round trip */
+		out = NULL;
+		r = nginx_conf_set_listen_param(c->files[f].text, c->files[f].len, starts, k, "reuseport", "", &out,
+						&outlen, err, sizeof(err));
+		FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
+		if (r == 0) {
+			FUZZ_CHECK(out[outlen] == '\0');
+			FUZZ_CHECK(nginx_conf_same_but_listen_param(c->files[f].text, c->files[f].len, out, outlen,
+								    "reuseport"));
+			FUZZ_CHECK(nginx_conf_listen_param_count(out, outlen, "reuseport") >= (int)k ||
+				   nginx_conf_listen_param_count(out, outlen, "reuseport") < 0);
+		}
+		free(out);
 	}
 }
 
