@@ -65,9 +65,10 @@ static struct lp_priv *priv_of(struct knob *k)
 	return nginx_ctl_knob_priv(k, sizeof(struct lp_priv));
 }
 
+/* The listens the parameter goes on: http and stream TCP (nginx's mail listen has no reuseport). */
 static bool tcp_target(const struct nginx_listen *l)
 {
-	return l->target && l->family != AF_UNIX && !l->udp && l->port != 0;
+	return l->target && l->family != AF_UNIX && !l->udp && l->port != 0 && l->module != NGINX_LISTEN_MAIL;
 }
 
 /* The smallest and largest number of listening sockets of one address of the target listens' ports in nginx's
@@ -141,16 +142,26 @@ static bool all_flagged(const struct nginx_listen *l, size_t nl, size_t *ntarget
 	return all && *ntargets > 0;
 }
 
-/* worker_processes of C: the number, 0 for auto or when it cannot be read, 1 when unset (nginx's default). */
+/* worker_processes of C: the number (auto: the CPUs online), 1 when unset (nginx's default), 0 when it cannot
+ * be read. */
 static long workers_of(const struct nginx_conf *c)
 {
 	struct nginx_conf_directive d;
 	char err[128];
 	int64_t v;
 
-	if (nginx_conf_find(c, "main", "worker_processes", &d, err, sizeof(err)) == -ENOENT)
+	long cpus;
+	int r = nginx_conf_find(c, "main", "worker_processes", &d, err, sizeof(err));
+
+	if (r == -ENOENT)
 		return 1;
-	if (d.nargs != 1 || str_to_i64(d.args[0], 1, 65536, &v) < 0)
+	if (r < 0 || d.nargs != 1)
+		return 0;
+	if (strcmp(d.args[0], "auto") == 0) {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		return cpus > 0 ? cpus : 0;
+	}
+	if (str_to_i64(d.args[0], 1, 65536, &v) < 0)
 		return 0;
 	return (long)v;
 }
@@ -254,10 +265,21 @@ static int remember(char ***v, size_t *n, const char *path)
 	return 0;
 }
 
+/* Whether a backup reads "on": every target listen of its file flagged, that is as many flags as the file with
+ * the parameter set on its targets has (ON_COUNT). An operator's partial reuseport (one address of two) reads
+ * off, and comes back as it was on the way back to off. */
+static bool backup_reads(const char *bak, size_t baklen, const char *param, int on_count)
+{
+	int n = nginx_conf_listen_param_count(bak, baklen, param);
+
+	return n >= 0 && on_count >= 0 && n >= on_count;
+}
+
 /* The backup of PATH, made now from CUR if there is none; or, when NEW differs from it only in this parameter
- * and has as many, the backup itself in place of NEW (the way back, byte for byte). */
+ * and the backup reads as the value written, the backup itself in place of NEW (the way back, byte for byte).
+ * ON_COUNT: the flags of the file with the parameter on its targets. */
 static int backup_or_restore(struct nginx_change *ch, const char *path, const char *cur, size_t curlen, char **new,
-			     size_t *newlen)
+			     size_t *newlen, int on_count)
 {
 	struct lp_change *pc = ch->priv;
 	char bpath[PATH_MAX], dir[PATH_MAX], *bak = NULL;
@@ -268,8 +290,7 @@ static int backup_or_restore(struct nginx_change *ch, const char *path, const ch
 		r = nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &bak, &baklen);
 	if (r == 0) {
 		if (nginx_conf_same_but_listen_param(bak, baklen, *new, *newlen, pc->param) &&
-		    nginx_conf_listen_param_count(bak, baklen, pc->param) ==
-			    nginx_conf_listen_param_count(*new, *newlen, pc->param)) {
+		    backup_reads(bak, baklen, pc->param, on_count) == pc->on) {
 			free(*new);
 			*new = bak;
 			*newlen = baklen;
@@ -289,6 +310,23 @@ static int backup_or_restore(struct nginx_change *ch, const char *path, const ch
 	if (r < 0)
 		str_err(ch->msg, sizeof(ch->msg), "cannot back up %s: %s", path, strerror(-r));
 	return r;
+}
+
+/* The flags of TEXT with the parameter set on its targets: NEW's count when NEW is that (ON), else computed. */
+static int on_count(const char *text, size_t len, const size_t *starts, size_t ns, const char *param,
+		    const char *new, size_t newlen, bool on)
+{
+	char err[KNOB_WHY_MAX], *out = NULL;
+	size_t outlen = 0;
+	int n;
+
+	if (on)
+		return nginx_conf_listen_param_count(new, newlen, param);
+	if (nginx_conf_set_listen_param(text, len, starts, ns, param, "", &out, &outlen, err, sizeof(err)) < 0)
+		return -EINVAL;
+	n = nginx_conf_listen_param_count(out, outlen, param);
+	free(out);
+	return n;
 }
 
 /* The parameter on the target listens of each file, which must read as nginx -T showed it. */
@@ -327,7 +365,8 @@ static int plan_edits(struct nginx_change *ch, const struct nginx_conf *c, const
 		if (r < 0)
 			str_err(ch->msg, sizeof(ch->msg), "%s: %s", f->path, err);
 		else if (newlen != curlen || memcmp(new, cur, curlen) != 0)
-			r = backup_or_restore(ch, f->path, cur, curlen, &new, &newlen);
+			r = backup_or_restore(ch, f->path, cur, curlen, &new, &newlen,
+					      on_count(cur, curlen, starts, ns, pc->param, new, newlen, pc->on));
 		else {
 			free(cur);
 			free(new);
@@ -363,6 +402,12 @@ static void param_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 		return;
 	}
 	pc->workers = workers_of(c);
+	if (pc->on && pc->workers == 1) {
+		free(l);
+		/* One socket either way, and nothing the live sockets could verify. */
+		nginx_change_finish(ch, -ENOTSUP, "nginx runs one worker: reuseport would give it one socket, as now");
+		return;
+	}
 	r = plan_edits(ch, c, l, nl);
 	free(l);
 	if (r < 0) {
@@ -396,7 +441,7 @@ static bool param_settled(struct nginx_change *ch, char *why, size_t whylen)
 	probe_netlink_close(p.nl);
 	free(p.lq);
 	free(l);
-	ok = r == 0 && (pc->on ? min >= 2 || pc->workers == 1 : max == 1);
+	ok = r == 0 && (pc->on ? min >= 2 : max == 1);
 	if (!ok)
 		str_err(why, whylen, "nginx reloaded but its listening sockets are %zu..%zu per address:port, not %s%s%s",
 			min, max, pc->on ? "one per worker" : "one", err[0] ? ": " : "", err);

@@ -1140,7 +1140,8 @@ static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 	for (size_t i = 2; i < lx->nargs; i++) {
 		if (arg_value(lx->text, &lx->args[i], word, sizeof(word)) < 0)
 			continue;
-		if (strcmp(word, "udp") == 0)
+		/* quic listens are UDP sockets too (HTTP/3): no accept queue, no TCP socket options */
+		if (strcmp(word, "udp") == 0 || strcmp(word, "quic") == 0)
 			l.udp = true;
 		if (is_socket_option(word))
 			l.options = true;

@@ -58,7 +58,7 @@ struct controller {
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
 	unsigned a_blocks;
 	bool base_no_overflows, base_no_unhandled; /* the detectors' window before the trial had none */
-	bool base_overflows;        /* ... had listen overflows: in B they are not new */
+	double base_overflow_rate;  /* ... listen overflows/s (0: none or unknown): B's trip only above it */
 	double base_rate;           /* the objective's events/s before the trial, when a detector counts it */
 	double calib_d[JUDGE_PAIRS_MAX];
 	unsigned calib_n, calib_void;
@@ -459,7 +459,7 @@ static void begin_trial(struct controller *ctl, unsigned k, const struct judge_c
 		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refuses the trial plan");
 		return;
 	}
-	judge_set_baseline(&ctl->judge, ctl->base_rate, ctl->base_overflows);
+	judge_set_baseline(&ctl->judge, ctl->base_rate, ctl->base_overflow_rate);
 	/* The change starts here (a calibration writes nothing); a proposal was only made when this one fits. */
 	record_start(ctl);
 	enter(ctl, CONTROLLER_TRIAL, 0);
@@ -536,7 +536,7 @@ static void start(struct controller *ctl)
 	ovf = &ctl->rep.r[DETECT_LISTEN_OVERFLOWS];
 	unh = &ctl->rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
 	ctl->base_no_overflows = ovf->valid && ovf->value == 0;
-	ctl->base_overflows = ovf->valid && ovf->value > 0;
+	ctl->base_overflow_rate = ovf->valid && ovf->value > 0 ? ovf->value : 0;
 	ctl->base_rate = NAN;
 	if (ctl->prop.detector < DETECT_COUNT) {
 		const char *m = detect_counted_metric(ctl->prop.detector);
@@ -650,13 +650,14 @@ static bool in_block_trip(struct controller *ctl, char *why, size_t len)
 	const struct judge_config *jc = &ctl->judge.cfg;
 	const struct block_summary *b = &ctl->partial;
 	unsigned min_ovf = jc->overflow_trip_min ? jc->overflow_trip_min : 1;
-	bool no_ovf = !ctl->base_overflows && (ctl->a_blocks ? ctl->a_overflows == 0 : ctl->base_no_overflows);
+	bool no_ovf = ctl->a_blocks ? ctl->a_overflows == 0 : ctl->base_no_overflows;
 	bool no_unh = ctl->a_blocks ? ctl->a_unhandled == 0 : ctl->base_no_unhandled;
 
 	if (!ctl->a_blocks && !no_ovf && !no_unh)
 		return false;
 	block_acc_finish(&ctl->acc, &ctl->partial);
-	if (no_ovf && isfinite(b->overflows.events) && b->overflows.events >= min_ovf) {
+	if (no_ovf && isfinite(b->overflows.events) && b->overflows.events >= min_ovf &&
+	    judge_overflows_beyond_base(&ctl->judge, b->overflows.events, (double)(b->to_ms - b->from_ms) / 1000.0)) {
 		put(why, len, "new listen overflows: %.0f in the B block of pair %u, none in A (stopped inside the "
 			      "block)", b->overflows.events, ctl->pair);
 		return true;

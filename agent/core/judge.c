@@ -304,10 +304,17 @@ static void summarize(struct judge *j)
 	}
 }
 
-void judge_set_baseline(struct judge *j, double rate, bool overflows)
+void judge_set_baseline(struct judge *j, double rate, double overflows)
 {
 	j->base_rate = isfinite(rate) && rate >= 0 ? rate : NAN;
-	j->base_overflows = overflows;
+	j->base_overflow_rate = isfinite(overflows) && overflows > 0 ? overflows : 0;
+}
+
+bool judge_overflows_beyond_base(const struct judge *j, double events, double seconds)
+{
+	if (!(j->base_overflow_rate > 0))
+		return true;
+	return seconds > 0 && events / seconds > j->base_overflow_rate * (1.0 + j->cfg.gross_harm);
 }
 
 /* One-sided p of "the harm side has more events than its exposure share (widened by the margin) explains". */
@@ -353,7 +360,8 @@ static bool hard_trips(struct judge *j, const struct block_summary *a, const str
 	if (isfinite(a->unhandled.events))
 		j->a_unhandled += a->unhandled.events;
 	if (isfinite(b->overflows.events) && b->overflows.events >= (double)j->cfg.overflow_trip_min &&
-	    b->overflows.events > 0 && j->a_overflows == 0 && !j->base_overflows) {
+	    b->overflows.events > 0 && j->a_overflows == 0 &&
+	    judge_overflows_beyond_base(j, b->overflows.events, (double)(b->to_ms - b->from_ms) / 1000.0)) {
 		ev->trip_overflow = true;
 		finish(j, VERDICT_ABORTED, "new listen overflows: %.0f in the B block of pair %u, none in any A block",
 		       b->overflows.events, k);

@@ -141,7 +141,7 @@ struct judge {
 	unsigned void_run;
 	double a_overflows, a_unhandled; /* events in the trial's A blocks so far */
 	double base_rate;               /* the objective's events per second before the trial (NAN: unknown) */
-	bool base_overflows;            /* listen overflows before the trial: in B they are not new */
+	double base_overflow_rate;      /* listen overflows/s before the trial (0: none or unknown) */
 	bool done;
 	double prior_ss, prior_df;      /* the calibration as prior knowledge of the noise (0, 0: none) */
 };
@@ -168,14 +168,18 @@ int judge_start_policy(struct judge *j, const struct judge_config *cfg, const st
 
 /*
  * What the detectors saw before the trial (after judge_start): RATE, the objective's events per second when it is
- * a counter a detector read (NAN: unknown), and whether listen overflows were present. Counts come in bursts (an
- * accept queue overflows hundreds at once, then not for seconds), so an A block without any is no proof that the
- * value in force has none: with overflows before the trial, overflows in B are not "new" (no hard trip), and a
- * counted objective is grossly worse in one pair only when B's rate is also above RATE x (1 + gross_harm) (found
+ * a counter a detector read (NAN: unknown), and OVERFLOWS, listen overflows per second (0: none). Counts come in
+ * bursts (an accept queue overflows hundreds at once, then not for seconds), so an A block without any is no proof
+ * that the value in force has none: with overflows before the trial, those in B trip only above OVERFLOWS x
+ * (1 + gross_harm), and a counted objective is grossly worse in one pair only when B's rate is also above RATE x
+ * (1 + gross_harm) (found
  * on a real nginx at 2000 clients: listen_queue 511 -> 1022 aborted on "435 new overflows in B, none in A" at
  * 109/s, where the old value had made 479/s before the trial).
  */
-void judge_set_baseline(struct judge *j, double rate, bool overflows);
+void judge_set_baseline(struct judge *j, double rate, double overflows);
+/* Whether EVENTS listen overflows in SECONDS of a B block are beyond the rate before the trial (any are, when
+ * there was none): the hard trip's test, shared with the controller's trip inside a block. */
+bool judge_overflows_beyond_base(const struct judge *j, double events, double seconds);
 /* Tell the judge the objective's A/A calibration (sd of d over N pairs, N >= 2) before the first pair: the
  * sequential rule counts it as N - 1 degrees of freedom of knowledge of the noise. 0; -EINVAL (a bad sd or N, or
  * pairs already added). */

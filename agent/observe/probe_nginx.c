@@ -193,7 +193,7 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	pid_t pids[MAX_WORKERS];
 	struct worker_prev now[MAX_WORKERS];
 	size_t n = 0, m = 0;
-	double run = 0, run_max = 0, wait = 0, wait_max = 0, vcsw = 0, ivcsw = 0;
+	double run = 0, run_max = 0, run_serving = 0, wait = 0, wait_max = 0, vcsw = 0, ivcsw = 0;
 	size_t counted = 0;
 	char path[96];
 	int r;
@@ -211,6 +211,14 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 		struct worker_prev w = {.pid = pids[i]};
 		const struct worker_prev *p;
 		uint64_t slices;
+		bool serving = true;
+
+		/* The busiest and the mean worker count workers that serve: not the cache manager or loader, nor an old
+		 * worker shutting down after a reload (each near 0 ms would make two evenly busy workers look 1.5x
+		 * apart). A cmdline that cannot be read counts as serving. */
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)w.pid);
+		if (sampler_read(s, &s->pf[PF_SCRATCH], path) == 0 && s->pb.len > 0)
+			serving = strcmp(s->pb.data, "nginx: worker process") == 0;
 		struct procfile *sched = i < KEEP_MAX ? &s->pf_sched[i] : &s->pf[PF_SCRATCH];
 		struct procfile *status = i < KEEP_MAX ? &s->pf_status[i] : &s->pf[PF_SCRATCH];
 
@@ -229,9 +237,13 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 		if (!p || w.run_ns < p->run_ns || w.wait_ns < p->wait_ns || w.vcsw < p->vcsw || w.ivcsw < p->ivcsw)
 			continue;
 		run += (double)(w.run_ns - p->run_ns) / 1e6;
-		if ((double)(w.run_ns - p->run_ns) / 1e6 > run_max)
-			run_max = (double)(w.run_ns - p->run_ns) / 1e6;
-		counted++;
+		if (serving) {
+			double ms = (double)(w.run_ns - p->run_ns) / 1e6;
+
+			run_max = ms > run_max ? ms : run_max;
+			run_serving += ms;
+			counted++;
+		}
 		wait += (double)(w.wait_ns - p->wait_ns) / 1e6;
 		if ((double)(w.wait_ns - p->wait_ns) / 1e6 > wait_max)
 			wait_max = (double)(w.wait_ns - p->wait_ns) / 1e6;
@@ -249,7 +261,7 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	sampler_put_gauge(s, fr, "nginx.worker_run_ms", run);
 	/* The busiest worker beside the mean of those measured this tick: how evenly the workers share the load. */
 	sampler_put_gauge(s, fr, "nginx.worker_run_max_ms", run_max);
-	sampler_put_gauge(s, fr, "nginx.worker_run_mean_ms", counted ? run / (double)counted : 0.0);
+	sampler_put_gauge(s, fr, "nginx.worker_run_mean_ms", counted ? run_serving / (double)counted : 0.0);
 	sampler_put_gauge(s, fr, "nginx.worker_wait_ms", wait);
 	sampler_put_gauge(s, fr, "nginx.worker_wait_max_ms", wait_max);
 	sampler_put_gauge(s, fr, "nginx.worker_vcsw", vcsw);

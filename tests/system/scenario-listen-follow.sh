@@ -50,6 +50,7 @@ while [ $n -lt 4 ]; do
 	other=$(api /v1/proposals | jq -r '[.proposals[] | select(.knob != "listen_queue") | .knob] | join(" ")')
 	[ -z "$other" ] || fail "after keeping $to, with $left overflows/s left, the agent proposed $other"
 done
+kill -0 "$LOAD_PID" 2>/dev/null || fail "the load ended before the after-state was measured"
 [ "$last" -gt 1022 ] || fail "the listen queue did not follow through past 1022 (at $last)"
 after=$(overflow_rate "$NS" 5)
 echo "# listen overflows after: $after/s (before: $before/s), listen queue $last"

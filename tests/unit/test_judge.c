@@ -686,14 +686,14 @@ static void test_bursty_baseline(void **state)
 	assert_non_null(strstr(judge_evidence(&j)->reason, "new listen overflows"));
 
 	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
-	judge_set_baseline(&j, 479, true);
+	judge_set_baseline(&j, 479, 479);
 	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
 	assert_false(done);
 	assert_true(judge_evidence(&j)->pair[0].d < -log1p(cfg.gross_harm)); /* worse by the ratio, in this pair */
 
 	/* 4000 in 4 s is twice the old rate and more: gross harm all the same */
 	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
-	judge_set_baseline(&j, 479, true);
+	judge_set_baseline(&j, 479, 479);
 	count_block(&b, 4000, 150);
 	strcpy(b.v[0].name, obj.metric);
 	b.from_ms = 0;
@@ -702,6 +702,18 @@ static void test_bursty_baseline(void **state)
 	assert_true(done);
 	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_REVERT);
 	assert_non_null(strstr(judge_evidence(&j)->reason, "worse in pair 1"));
+
+	/* a p99 objective with a few overflows before the trial: B's thousands a second are still new harm */
+	{
+		static const struct policy_metric p99 = {"http.p99_ms", POLICY_LOWER_IS_BETTER};
+
+		assert_int_equal(judge_start(&j, &cfg, &p99, NULL, 0), 0);
+		judge_set_baseline(&j, NAN, 0.1);
+		assert_false(judge_overflows_beyond_base(&j, 0.7, 4.0));
+		assert_true(judge_overflows_beyond_base(&j, 8000, 4.0));
+		judge_set_baseline(&j, NAN, 0);
+		assert_true(judge_overflows_beyond_base(&j, 1, 4.0));
+	}
 }
 
 /* A guardrail missing in A alone (the old value's fault silenced it: nginx out of files, no synthetic request
