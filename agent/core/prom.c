@@ -530,6 +530,10 @@ static const struct rule {
 	{"nginx.worker_run_ms", F_NGINX_WORKER_CPU, SRC_KIND, 1000, {NULL}, NULL, NULL},
 	{"nginx.worker_wait_ms", F_NGINX_WORKER_WAIT, SRC_KIND, 1000, {NULL}, NULL, NULL},
 	{"nginx.worker_wait_max_ms", F_NGINX_WORKER_WAIT_MAX, SRC_KIND, 1000, {NULL}, NULL, NULL},
+	/* The busiest and the mean worker's CPU of one tick: the judge's worker_imbalance; a scrape between ticks
+	 * would sample them, not add them up, and ngxat_nginx_worker_cpu_seconds_total already counts the workers' CPU. */
+	{"nginx.worker_run_max_ms", F_NONE, SRC_KIND, 1, {NULL}, NULL, NULL},
+	{"nginx.worker_run_mean_ms", F_NONE, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"nginx.worker_vcsw", F_NGINX_WORKER_CSW, SRC_KIND, 1, {NULL}, "kind", "voluntary"},
 	{"nginx.worker_ivcsw", F_NGINX_WORKER_CSW, SRC_KIND, 1, {NULL}, "kind", "involuntary"},
 	{"nginx.err.*", F_NGINX_ERRLOG, SRC_KIND, 1, {"kind"}, NULL, NULL},
