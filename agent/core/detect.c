@@ -16,9 +16,9 @@
 /* The scalar metrics the detectors read; one ring of doubles each. */
 enum series {
 	S_LISTEN_OVERFLOWS, S_LISTEN_DROPS, S_SYNCOOKIES, S_REQQ_FULL, S_SQUEEZE, S_SN_DROPPED, S_SN_PROCESSED,
-	S_ACCEPTS, S_HANDLED, S_NGX_REQUESTS, S_WORKERS, S_RUN_MS, S_RUN_MAX, S_RUN_MEAN, S_WAIT_MS, S_ERR_WC, S_ERR_NOFILE, S_ERR_ADDR,
-	S_RETRANS, S_OUT_SEGS, S_TIME_WAIT, S_ORPHAN, S_MAX_ORPHANS, S_SERVED_CLOSED, S_SERVED_ESTAB, S_CURR_ESTAB, S_CLOSE_WAIT, S_HTTP_REQUESTS, S_HTTP_UNPARSED,
-	S_REQ_MS, S_UP_MS, S_COUNT
+	S_ACCEPTS, S_HANDLED, S_NGX_REQUESTS, S_WORKERS, S_RUN_MS, S_RUN_MAX, S_RUN_MEAN, S_WAIT_MS, S_ERR_WC,
+	S_ERR_NOFILE, S_ERR_ADDR, S_RETRANS, S_OUT_SEGS, S_TIME_WAIT, S_ORPHAN, S_MAX_ORPHANS, S_SERVED_CLOSED,
+	S_SERVED_ESTAB, S_CURR_ESTAB, S_CLOSE_WAIT, S_HTTP_REQUESTS, S_HTTP_UNPARSED, S_REQ_MS, S_UP_MS, S_COUNT
 };
 
 static const char *const series_names[S_COUNT] = {
@@ -133,7 +133,8 @@ int detect_new(const struct detect_config *cfg, struct detect **out)
 	if (bad_setting(cfg->upstream_share_max) || cfg->upstream_share_max > 1 || bad_setting(cfg->idle_rps) ||
 	    bad_setting(cfg->min_out_segs) || bad_setting(cfg->min_conns) || bad_setting(cfg->min_worker_ms) ||
 	    bad_setting(cfg->worker_busy_min) || cfg->worker_busy_min > 1 || bad_setting(cfg->keepalive_enough) ||
-	    bad_setting(cfg->close_wait_min) || bad_setting(cfg->orphan_share_min) || cfg->orphan_share_min > 1 || cfg->gross_ticks > w || !(cfg->gross_p > 0 && cfg->gross_p < 1) ||
+	    bad_setting(cfg->close_wait_min) || bad_setting(cfg->orphan_share_min) || cfg->orphan_share_min > 1 ||
+	    cfg->gross_ticks > w || !(cfg->gross_p > 0 && cfg->gross_p < 1) ||
 	    !(cfg->gross_floor_rate > 0) || isinf(cfg->gross_floor_rate))
 		return -EINVAL;
 	for (size_t i = 0; i < DETECT_COUNT; i++)
