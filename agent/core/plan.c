@@ -451,6 +451,25 @@ static bool files_short(const struct detect_report *rep)
 	return r->recent || (r->valid && r->sustained && r->value > 0);
 }
 
+/* Whether nginx closes kept-alive connections after a few requests (keepalive_requests' trigger fires): each
+ * request then costs a handshake and a close. */
+static bool churns(const struct policy_set *set, const struct detect_report *rep)
+{
+	const struct knob_policy *ka = find_kind(set, POLICY_NGINX_DIRECTIVE, "keepalive_requests");
+	const struct detect_reading *r = &rep->r[DETECT_KEEPALIVE_SHORT];
+
+	return ka && ka->trigger[0] && r->valid && r->sustained && !isnan(r->value) &&
+	       fires(ka->trigger_op, r->value, ka->trigger_threshold);
+}
+
+/* The symptoms of connection churn: more packets per request (the softirq budget runs out), more handshakes (the
+ * SYN queue), more closes on nginx's side (TIME_WAIT, orphans in FIN_WAIT). */
+static bool churn_symptom(enum detect_id id)
+{
+	return id == DETECT_SOFTNET_SQUEEZE || id == DETECT_SYN_QUEUE_OVERFLOW || id == DETECT_TIMEWAIT_PILEUP ||
+	       id == DETECT_FINWAIT_PILEUP;
+}
+
 int plan_next(const struct policy_set *set, const struct detect_report *rep, value_fn value_of, void *ctx,
 	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
 {
@@ -499,6 +518,14 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		if (cands[i].id == DETECT_LISTEN_OVERFLOWS && exhausted(rep)) {
 			skip(out, cands[i].p, "the workers have no free connection (worker_connections_exhausted): the "
 					      "accept queue fills behind them");
+			continue;
+		}
+		/* Causes, not symptoms: while nginx closes connections after each few requests, the handshakes and
+		 * closes are the cost (found in CI: keepalive_requests 1 in nginx.conf got netdev_budget proposed on
+		 * the squeezes of 28k handshakes a second). */
+		if (churn_symptom(cands[i].id) && churns(set, rep)) {
+			skip(out, cands[i].p, "nginx closes connections after a few requests (keepalive_short: %s): "
+					      "each request costs a handshake", rep->r[DETECT_KEEPALIVE_SHORT].evidence);
 			continue;
 		}
 		if (try_knob(set, cands[i].p, &rep->r[cands[i].id], value_of, ctx, mem, cfg, now_ms, out) == 0)
