@@ -325,6 +325,29 @@ static struct directive_priv *priv_of(struct knob *k)
 
 /* ---- nginx_directive: probe and read ---------------------------------------------------------------------- */
 
+/*
+ * Blocks inside the knob's context that set its directive again keep their own value whatever the knob writes
+ * (keepalive_requests 1 in one server block beside the http block's): appended to WHY, for the operator.
+ */
+static void nested_note(const struct knob *k, const struct nginx_conf *c, char *why, size_t whylen)
+{
+	char ctx[NGINX_CONF_CONTEXT_MAX], err[KNOB_WHY_MAX];
+	struct nginx_conf_directive *d = malloc(sizeof(*d));
+	size_t n = 0, len;
+
+	if (!d || !why || whylen == 0)
+		goto out;
+	if (nginx_conf_nested(c, k->pol->context, k->pol->target, d, ctx, sizeof(ctx), &n, err, sizeof(err)) < 0 ||
+	    n == 0)
+		goto out;
+	len = strnlen(why, whylen);
+	snprintf(why + len, whylen - len, "%salso set in %zu nested block%s, which %s (%s:%u in %s%s)",
+		 len ? "; " : "", n, n == 1 ? "" : "s", n == 1 ? "keeps its own value" : "keep their own values",
+		 c->files[d->file].path, d->line, ctx, n > 1 ? ", the first" : "");
+out:
+	free(d);
+}
+
 static int directive_probe(struct knob *k, char *why, size_t whylen)
 {
 	const struct nginx_conf *c;
@@ -351,6 +374,7 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 	/* Where it is set, for the operator (ngxctl knobs): the engine keeps a successful probe's WHY. */
 	if (w.operator)
 		str_err(why, whylen, "set in %s:%u (edited there)", w.path, w.d.line);
+	nested_note(k, c, why, whylen);
 	return 0;
 }
 

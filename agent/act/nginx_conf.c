@@ -894,6 +894,67 @@ int nginx_conf_find(const struct nginx_conf *c, const char *context, const char 
 	return r == 1 ? 0 : -ENOENT;
 }
 
+struct nested_q {
+	const char *context, *name;
+	struct nginx_conf_directive *first;
+	char *first_context;
+	size_t first_contextlen, count;
+};
+
+/* Whether context path CTX has the block NAME as one of its components ("http/upstream" has "upstream"). */
+static bool has_component(const char *ctx, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = ctx; p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == '/' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static int nested_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct nested_q *q = w->ctx;
+	char ctx[NGINX_CONF_CONTEXT_MAX];
+	size_t n = strlen(q->context);
+	int r;
+
+	if (ev != ';' || !arg_is(lx->text, &lx->args[0], q->name))
+		return 0;
+	walk_context(w, ctx, sizeof(ctx));
+	/* Inside CONTEXT's blocks; an upstream block's directive of the same name is another directive
+	 * (keepalive_requests there counts the requests of an upstream connection). */
+	if (strncmp(ctx, q->context, n) != 0 || ctx[n] != '/' || has_component(ctx + n + 1, "upstream"))
+		return 0;
+	if (q->count++ == 0) {
+		r = fill_directive(lx, file, q->first, w->err, w->errlen);
+		if (r < 0)
+			return r;
+		snprintf(q->first_context, q->first_contextlen, "%s", ctx);
+	}
+	return 0;
+}
+
+int nginx_conf_nested(const struct nginx_conf *c, const char *context, const char *name,
+		      struct nginx_conf_directive *first, char *first_context, size_t first_contextlen, size_t *count,
+		      char *err, size_t errlen)
+{
+	struct nested_q q = { .context = context, .name = name, .first = first, .first_context = first_context,
+			      .first_contextlen = first_contextlen };
+	struct walk *w = walk_new(nested_fn, &q, err, errlen);
+	int r;
+
+	*count = 0;
+	if (!w)
+		return -ENOMEM;
+	r = walk_conf(w, c);
+	free(w);
+	if (r < 0)
+		return r;
+	*count = q.count;
+	return 0;
+}
+
 int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
 			 char *err, size_t errlen)
 {

@@ -108,6 +108,15 @@ int nginx_conf_included(const struct nginx_conf *c, const char *path, char *cont
 int nginx_conf_find(const struct nginx_conf *c, const char *context, const char *name,
 		    struct nginx_conf_directive *out, char *err, size_t errlen);
 
+/*
+ * The directives NAME in blocks nested inside CONTEXT ("http/server", "http/server/location", ... for "http"),
+ * which override CONTEXT's value there; those in upstream blocks are another directive and not counted. *COUNT of
+ * them, the first into FIRST and its context into FIRST_CONTEXT. 0, -EINVAL with ERR, -ENOMEM.
+ */
+int nginx_conf_nested(const struct nginx_conf *c, const char *context, const char *name,
+		      struct nginx_conf_directive *first, char *first_context, size_t first_contextlen, size_t *count,
+		      char *err, size_t errlen);
+
 /* Every listen directive of http, stream and mail servers, in the order nginx reads them (malloc'd into *OUT). */
 int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, size_t *n, char *err, size_t errlen);
 

@@ -49,6 +49,7 @@ EOT
 cat >"$N/sites-available/default" <<EOT
 server {
 	listen $PORT2; # the default site
+	keepalive_requests 5; # its own, which the http block's does not change
 	return 200 "site\n";
 }
 EOT
@@ -195,7 +196,8 @@ ok "first values written back: events.conf byte for byte (no multi_accept off; l
 
 # ---- a directive the operator sets: edited where it stands ------------------------------------------------------
 out=$(h nginx_directive keepalive_requests http int probe read)
-echo "$out" | grep -qx "probe rc=0 why=set in $N/nginx.conf:11 (edited there)" || fail "keepalive_requests set by the operator: $out"
+echo "$out" | grep -qxF "probe rc=0 why=set in $N/nginx.conf:11 (edited there); also set in 1 nested block, which keeps its own value ($N/sites-enabled/default:3 in http/server)" ||
+	fail "keepalive_requests set by the operator, and again in a server: $out"
 echo "$out" | grep -qx "read rc=0 value=10000" || fail "keepalive_requests does not read the operator's 10000: $out"
 ok "a directive the operator sets in nginx.conf: probe says where, read gives its value"
 BACKUP=$INC/directive-backup/$(printf %s "$N/nginx.conf" | sed 's/%/%25/g; s|/|%2F|g')

@@ -758,6 +758,52 @@ static const struct bad_case bad_cases[] = {
 	{ "# configuration file /a.conf:\nhttp { server { listen 80 backlog=x; } }\n\n", 0, 1, "backlog" },
 };
 
+/* A directive of the http block set again inside servers and locations keeps its own value there; the upstream
+ * block's keepalive_requests is the upstream module's, another directive. */
+static void test_nested(void **state)
+{
+	static const char dump[] =
+		"# configuration file /n/nginx.conf:\n"
+		"events { }\n"
+		"http {\n"
+		"\tkeepalive_requests 1;\n"
+		"\tupstream app { server 127.0.0.1:9; keepalive_requests 50; }\n"
+		"\tinclude /n/site;\n"
+		"}\n"
+		"\n"
+		"# configuration file /n/site:\n"
+		"server {\n"
+		"\tlisten 80;\n"
+		"\tlocation / { keepalive_requests 7; }\n"
+		"}\n"
+		"server { keepalive_requests 9; }\n";
+	struct nginx_conf_directive d;
+	char err[256] = "", ctx[NGINX_CONF_CONTEXT_MAX] = "";
+	struct nginx_conf c;
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(parse_str(dump, &c, err, sizeof(err)), 0);
+	assert_int_equal(nginx_conf_nested(&c, "http", "keepalive_requests", &d, ctx, sizeof(ctx), &n, err,
+					   sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(c.files[d.file].path, "/n/site");
+	assert_int_equal(d.line, 3);
+	assert_string_equal(d.args[0], "7");
+	assert_string_equal(ctx, "http/server/location");
+	/* Nothing nests in main or events; a directive set nowhere else. */
+	assert_int_equal(nginx_conf_nested(&c, "events", "worker_connections", &d, ctx, sizeof(ctx), &n, err,
+					   sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(nginx_conf_nested(&c, "http", "sendfile", &d, ctx, sizeof(ctx), &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	/* "http/server" itself: only the location's. */
+	assert_int_equal(nginx_conf_nested(&c, "http/server", "keepalive_requests", &d, ctx, sizeof(ctx), &n, err,
+					   sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	nginx_conf_free(&c);
+}
+
 static void test_bad_dumps(void **state)
 {
 	(void)state;
@@ -984,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_listen_param),
 	};
 
