@@ -11,6 +11,7 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define BUCKET_SLOT 0x8000u
+#define CBUCKET_SLOT 0xa000u
 #define VALUE_MAX 1e18 /* a per-tick value beyond this is garbage, not a measurement */
 
 /* Derived metrics (policy.c's table says what they mean): numerator inputs ('-' subtracts) over a denominator. */
@@ -40,7 +41,9 @@ static const struct derived_def {
 static const struct {
 	const char *name;
 	double q;
-} quantiles[] = {{"http.p50_ms", 0.50}, {"http.p90_ms", 0.90}, {"http.p99_ms", 0.99}};
+	bool client;
+} quantiles[] = {{"http.p50_ms", 0.50, false}, {"http.p90_ms", 0.90, false}, {"http.p99_ms", 0.99, false},
+		 {"client.p50_ms", 0.50, true}, {"client.p99_ms", 0.99, true}};
 
 /* Sampled metrics that are sums over a tick (kernel counters' deltas, log lines of the tick): prefix match. */
 static const char *const summed_prefixes[] = {
@@ -191,7 +194,7 @@ static int define(struct block_acc *acc, const char *name, struct block_def *d)
 	case BLOCK_QUANTILE:
 		for (size_t i = 0; i < COUNT(quantiles); i++)
 			if (strcmp(name, quantiles[i].name) == 0)
-				d->q = quantiles[i].q;
+				d->q = quantiles[i].q, d->client = quantiles[i].client;
 		return 0;
 	case BLOCK_RATIO:
 		for (size_t i = 0; i < COUNT(derived); i++) {
@@ -254,6 +257,7 @@ int block_acc_start(struct block_acc *acc, const struct block_spec *spec, int64_
 	acc->i_hnd = input_index(acc, "nginx.handled");
 	acc->i_cpus = input_index(acc, "sys.cpus");
 	acc->i_wrk = input_index(acc, "nginx.workers");
+	acc->i_creq = input_index(acc, "client.requests");
 	for (size_t i = 0; i < spec->n; i++) {
 		if (strnlen(spec->names[i], POLICY_METRIC_MAX) >= POLICY_METRIC_MAX)
 			return -EINVAL;
@@ -263,6 +267,7 @@ int block_acc_start(struct block_acc *acc, const struct block_spec *spec, int64_
 	}
 	acc->reg_max = UINT32_MAX; /* resolve on the first frame */
 	hist_reset(&acc->lat);
+	hist_reset(&acc->clat);
 	return 0;
 }
 
@@ -282,11 +287,16 @@ static void resolve(struct block_acc *acc, const struct metric_registry *reg)
 		if (acc->in[i].id == 0 && metric_lookup(reg, acc->in[i].name, &acc->in[i].id) < 0)
 			acc->in[i].id = 0;
 	for (unsigned b = 0; b < HIST_NBUCKETS; b++) {
-		if (acc->bucket_id[b])
-			continue;
-		snprintf(name, sizeof(name), "http.lat.b%u", b);
-		if (metric_lookup(reg, name, &acc->bucket_id[b]) < 0)
-			acc->bucket_id[b] = 0;
+		if (!acc->bucket_id[b]) {
+			snprintf(name, sizeof(name), "http.lat.b%u", b);
+			if (metric_lookup(reg, name, &acc->bucket_id[b]) < 0)
+				acc->bucket_id[b] = 0;
+		}
+		if (!acc->cbucket_id[b]) {
+			snprintf(name, sizeof(name), "client.total.lat.b%u", b);
+			if (metric_lookup(reg, name, &acc->cbucket_id[b]) < 0)
+				acc->cbucket_id[b] = 0;
+		}
 	}
 	acc->nmap = 0;
 	for (size_t i = 0; i < acc->nin; i++)
@@ -294,11 +304,16 @@ static void resolve(struct block_acc *acc, const struct metric_registry *reg)
 			acc->map[acc->nmap].id = acc->in[i].id;
 			acc->map[acc->nmap++].slot = (uint16_t)i;
 		}
-	for (unsigned b = 0; b < HIST_NBUCKETS; b++)
+	for (unsigned b = 0; b < HIST_NBUCKETS; b++) {
 		if (acc->bucket_id[b]) {
 			acc->map[acc->nmap].id = acc->bucket_id[b];
 			acc->map[acc->nmap++].slot = (uint16_t)(BUCKET_SLOT + b);
 		}
+		if (acc->cbucket_id[b]) {
+			acc->map[acc->nmap].id = acc->cbucket_id[b];
+			acc->map[acc->nmap++].slot = (uint16_t)(CBUCKET_SLOT + b);
+		}
+	}
 	qsort(acc->map, acc->nmap, sizeof(acc->map[0]), cmp_map);
 	acc->reg_max = metric_max_id(reg);
 }
@@ -317,10 +332,17 @@ static void add_count(struct block_count *c, double events, double exposure)
 	c->ticks++;
 }
 
+static void add_buckets(struct hist *h, const double *bucket)
+{
+	for (unsigned b = 0; b < HIST_NBUCKETS; b++)
+		if (bucket[b] > 0)
+			hist_add_bucket(h, b, bucket[b] >= UINT32_MAX ? UINT32_MAX : (uint32_t)llround(bucket[b]));
+}
+
 int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, const struct frame *fr)
 {
-	double bucket[HIST_NBUCKETS] = {0}, dt_ms;
-	bool buckets_ok = true;
+	double bucket[HIST_NBUCKETS] = {0}, cbucket[HIST_NBUCKETS] = {0}, dt_ms;
+	bool buckets_ok = true, cbuckets_ok = true;
 	size_t i, j;
 
 	if (!acc || !reg || !fr || (fr->n && !fr->vals))
@@ -344,7 +366,12 @@ int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, cons
 			unsigned slot = acc->map[j].slot;
 			double v = fr->vals[i].v;
 
-			if (slot >= BUCKET_SLOT) {
+			if (slot >= CBUCKET_SLOT) {
+				if (good(v))
+					cbucket[slot - CBUCKET_SLOT] = v;
+				else
+					cbuckets_ok = false;
+			} else if (slot >= BUCKET_SLOT) {
 				if (good(v))
 					bucket[slot - BUCKET_SLOT] = v;
 				else
@@ -377,11 +404,14 @@ int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, cons
 			acc->unhandled.ticks++;
 		}
 		if (good(req) && buckets_ok) {
-			for (unsigned b = 0; b < HIST_NBUCKETS; b++)
-				if (bucket[b] > 0)
-					hist_add_bucket(&acc->lat, b, bucket[b] >= UINT32_MAX ? UINT32_MAX
-											  : (uint32_t)llround(bucket[b]));
+			add_buckets(&acc->lat, bucket);
 			acc->lat_ticks++;
+		}
+		/* The client's buckets are sparse too: a tick in which it ran (client.requests) and answered none
+		 * adds nothing, and still counts as a tick with data (its failures are client.failure_rate's). */
+		if (good(acc->in[acc->i_creq].v) && cbuckets_ok) {
+			add_buckets(&acc->clat, cbucket);
+			acc->clat_ticks++;
 		}
 	}
 
@@ -475,11 +505,14 @@ void block_acc_finish(const struct block_acc *acc, struct block_summary *out)
 		v->count = d->count;
 		v->value = v->value_p95 = NAN;
 		if (d->kind == BLOCK_QUANTILE) {
-			v->ticks = acc->lat_ticks;
-			v->nobs = (double)acc->lat.count;
-			if (acc->lat.count > 0) {
-				v->value = hist_quantile(&acc->lat, d->q);
-				v->value_p95 = d->q > 0.95 ? hist_quantile(&acc->lat, 0.95) : v->value;
+			const struct hist *h = d->client ? &acc->clat : &acc->lat;
+			double unit = d->client ? 1e-3 : 1.0; /* the client's histogram is in microseconds */
+
+			v->ticks = d->client ? acc->clat_ticks : acc->lat_ticks;
+			v->nobs = (double)h->count;
+			if (h->count > 0) {
+				v->value = hist_quantile(h, d->q) * unit;
+				v->value_p95 = d->q > 0.95 ? hist_quantile(h, 0.95) * unit : v->value;
 			}
 			v->num = v->value;
 			v->den = 1.0;

@@ -4,8 +4,8 @@
  * Owns how a metric named by a policy becomes a block value: counters and per-tick amounts are summed and divided
  * by the block's requests (per 1000 http.requests, so that load drift between blocks cancels); derived metrics
  * (policy_derived_at) are ratios of sums, never means of per-tick ratios; http.pNN_ms comes from the summed
- * latency histogram (http.lat.bN), with p95 kept beside p99 for blocks under BLOCK_QUANTILE_MIN_REQUESTS
- * requests; gauges are means over the ticks; a load generator's figures (loadgen.*, one value in the frame where
+ * latency histogram (http.lat.bN), client.pNN_ms from the synthetic client's (client.total.lat.bN), with p95 kept
+ * beside p99 for blocks under BLOCK_QUANTILE_MIN_REQUESTS observations; gauges are means over the ticks; a load generator's figures (loadgen.*, one value in the frame where
  * a run ended) are means over the runs that ended in the window, void when none did. It also sums the counts behind the judge's hard guardrails (listen
  * overflows, accepts - handled, 5xx) with their exposures. The first settle milliseconds of a block are dropped.
  * A tick counts for a metric only when every input of that metric is present and finite in its frame, so a
@@ -91,6 +91,7 @@ struct block_def {
 	bool count;
 	bool cpu;                     /* inputs are CPU percent: converted to ms with sys.cpus and the tick length */
 	double q;                     /* quantiles */
+	bool client;                  /* a quantile of the synthetic client's histogram (client.total.lat.bN, us) */
 	size_t nnum;
 	int num[BLOCK_INPUTS_MAX];    /* input indexes; a negative sign is kept in num_sign */
 	int num_sign[BLOCK_INPUTS_MAX];
@@ -102,11 +103,11 @@ struct block_def {
 struct block_acc {
 	struct block_spec spec;
 	struct block_def def[BLOCK_METRICS_MAX];
-	struct block_input in[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 7];
+	struct block_input in[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 8];
 	size_t nin;
-	int i_req, i_5xx, i_ovf, i_acc, i_hnd, i_cpus, i_wrk;
-	uint32_t bucket_id[HIST_NBUCKETS];
-	struct { uint32_t id; uint16_t slot; } map[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 7 + HIST_NBUCKETS];
+	int i_req, i_5xx, i_ovf, i_acc, i_hnd, i_cpus, i_wrk, i_creq;
+	uint32_t bucket_id[HIST_NBUCKETS], cbucket_id[HIST_NBUCKETS];
+	struct { uint32_t id; uint16_t slot; } map[BLOCK_METRICS_MAX * BLOCK_INPUTS_MAX + 8 + 2 * HIST_NBUCKETS];
 	size_t nmap;
 	uint32_t reg_max;          /* metric_max_id when ids were last resolved */
 	int64_t from_ms, to_ms, last_ts;
@@ -114,8 +115,8 @@ struct block_acc {
 	uint32_t frames;
 	double num[BLOCK_METRICS_MAX], den[BLOCK_METRICS_MAX];
 	uint32_t ticks[BLOCK_METRICS_MAX];
-	struct hist lat;
-	uint32_t lat_ticks;
+	struct hist lat, clat;     /* nginx's request times (ms); the synthetic client's (us) */
+	uint32_t lat_ticks, clat_ticks;
 	double requests;
 	uint32_t requests_ticks;
 	struct block_count overflows, unhandled, errors;

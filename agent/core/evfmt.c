@@ -20,6 +20,8 @@ static const struct {
 	const char *metric, *label;
 } labels[] = {
 	{"client.failure_rate", "client failure share"},
+	{"client.p50_ms", "client p50 latency"},
+	{"client.p99_ms", "client p99 latency"},
 	{"client.total_p99_ms", "client p99 latency"},
 	{"cpu.busy_per_kreq", "busy CPU"},
 	{"cpu.softirq_per_kreq", "softirq CPU"},

@@ -174,6 +174,8 @@ static const struct policy_derived derived[] = {
 	{"tcp.retrans_rate", "tcp.retrans_segs / tcp.out_segs"},
 	{"softnet.drop_rate", "softnet.dropped / softnet.processed"},
 	{"client.failure_rate", "(client.failures + client.timeouts) / client.requests (the synthetic client)"},
+	{"client.p50_ms", "the synthetic client's median request time, from its histogram summed over the block"},
+	{"client.p99_ms", "the synthetic client's p99 request time, from its histogram summed over the block"},
 	{"cpu.softirq_per_kreq", "softirq CPU ms per 1000 http.requests (cpu.all.softirq x sys.cpus x tick)"},
 	{"cpu.busy_per_kreq", "user+system+irq+softirq CPU ms per 1000 http.requests"},
 };

@@ -106,6 +106,65 @@ static void test_block_reduce(void **state)
 	free(acc);
 }
 
+/* The synthetic client's p99 over a block: its histogram (client.total.lat.bN, microseconds) summed over the
+ * ticks in which it ran, sparse like the access log's; its ticks without an answer add nothing. */
+static void test_block_client_quantile(void **state)
+{
+	static const char *const names[] = {"client.p99_ms", "client.p50_ms", "http.p99_ms"};
+	struct metric_registry *reg;
+	struct block_spec spec;
+	struct block_acc *acc = malloc(sizeof(*acc));
+	struct block_summary s;
+	struct frame fr[40];
+	char slow[32];
+
+	(void)state;
+	assert_non_null(acc);
+	snprintf(slow, sizeof(slow), "client.total.lat.b%u", hist_bucket(8000));
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(block_spec_init(&spec, names, ARRAY_LEN(names), 1000), 0);
+	for (int i = 0; i < 40; i++) {
+		frame_init(&fr[i]);
+		fr[i].ts_ms = i * 1000;
+		fr[i].dt_s = 1.0;
+		put(&fr[i], reg, "http.requests", 1000);
+		put(&fr[i], reg, "http.lat.b1", 1000); /* nginx: 1 ms for everything */
+		put(&fr[i], reg, "client.requests", 10);
+		if (i % 5 == 4) {
+			/* 1 tick in 5: one answer of 8 ms (its bucket holds 7680..8191 us) */
+			put(&fr[i], reg, slow, 1);
+			put(&fr[i], reg, "client.total.lat.b15", 9);
+		} else {
+			put(&fr[i], reg, "client.total.lat.b15", 10); /* 15 us */
+		}
+	}
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 40, 0, 40000, 0, &s), 0);
+	assert_false(s.is_void);
+	assert_int_equal(s.v[0].kind, BLOCK_QUANTILE);
+	assert_close(s.v[0].nobs, 400, 0);
+	assert_int_equal(s.v[0].ticks, 40);
+	/* 8 of 400 answers took ~8 ms: the p99 is at their bucket, in ms; p95 and p50 are the 15 us of the rest. */
+	assert_true(s.v[0].value > 7.0 && s.v[0].value < 8.3);
+	assert_close(s.v[0].value_p95, 0.015, 0.0011);
+	assert_close(s.v[1].value, 0.015, 0.0011);
+	assert_close(s.v[2].value, 1.0, 0.2);
+	/* A client that never ran: void, not 0. */
+	for (int i = 0; i < 40; i++) {
+		frame_free(&fr[i]);
+		frame_init(&fr[i]);
+		fr[i].ts_ms = i * 1000;
+		fr[i].dt_s = 1.0;
+		put(&fr[i], reg, "http.requests", 1000);
+	}
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 40, 0, 40000, 0, &s), 0);
+	assert_true(s.is_void);
+	assert_true(isnan(s.v[0].value));
+	for (int i = 0; i < 40; i++)
+		frame_free(&fr[i]);
+	metric_registry_free(reg);
+	free(acc);
+}
+
 /* accepts - handled: a stub_status read between nginx's two increments shows a connection per worker that nginx
  * handles a moment later; those are no drops. Real drops beyond that count. */
 static void test_block_unhandled(void **state)
@@ -210,6 +269,7 @@ static void test_block_spec(void **state)
 		bool count;
 	} cases[] = {
 		{"http.p99_ms", 0, BLOCK_QUANTILE, false},
+		{"client.p99_ms", 0, BLOCK_QUANTILE, false},
 		{"http.5xx_rate", 0, BLOCK_RATIO, true},
 		{"nginx.worker_wait_ratio", 0, BLOCK_RATIO, false},
 		{"softnet.time_squeeze", 0, BLOCK_PER_KREQ, true},
@@ -818,7 +878,8 @@ static void test_outage(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_block_reduce), cmocka_unit_test(test_block_unhandled),
+		cmocka_unit_test(test_block_reduce),   cmocka_unit_test(test_block_client_quantile),
+		cmocka_unit_test(test_block_unhandled),
 		cmocka_unit_test(test_block_loadgen), cmocka_unit_test(test_block_spec),
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
