@@ -1502,7 +1502,8 @@ int nginx_conf_set_backlog(const char *text, size_t len, const size_t *starts, s
 	return nginx_conf_set_listen_param(text, len, starts, n, "backlog", v, out, outlen, err, errlen);
 }
 
-static int strip_param(const char *text, size_t len, const char *name, char **out, size_t *outlen)
+/* TEXT without parameter NAME on any listen (into *OUT when OUT is not NULL), and how many it had (*COUNT). */
+static int strip_param(const char *text, size_t len, const char *name, char **out, size_t *outlen, size_t *count)
 {
 	struct param_q q = { .strip = true, .name = name };
 	struct walk *w;
@@ -1516,8 +1517,9 @@ static int strip_param(const char *text, size_t len, const char *name, char **ou
 	w->fn = param_fn;
 	w->ctx = &q;
 	r = walk_text(w, 0, "(file)", text, len);
-	if (r == 0)
+	if (r == 0 && out)
 		r = edits_apply(&q.e, text, len, out, outlen);
+	*count = q.e.n;
 	free(q.e.v);
 	free(w);
 	return r;
@@ -1526,10 +1528,10 @@ static int strip_param(const char *text, size_t len, const char *name, char **ou
 bool nginx_conf_same_but_listen_param(const char *a, size_t alen, const char *b, size_t blen, const char *name)
 {
 	char *sa = NULL, *sb = NULL;
-	size_t la = 0, lb = 0;
+	size_t la = 0, lb = 0, na, nb;
 	bool same = false;
 
-	if (strip_param(a, alen, name, &sa, &la) == 0 && strip_param(b, blen, name, &sb, &lb) == 0)
+	if (strip_param(a, alen, name, &sa, &la, &na) == 0 && strip_param(b, blen, name, &sb, &lb, &nb) == 0)
 		same = la == lb && memcmp(sa, sb, la) == 0;
 	free(sa);
 	free(sb);
@@ -1538,21 +1540,10 @@ bool nginx_conf_same_but_listen_param(const char *a, size_t alen, const char *b,
 
 int nginx_conf_listen_param_count(const char *text, size_t len, const char *name)
 {
-	struct param_q q = { .strip = true, .name = name };
-	struct walk *w;
-	int r;
+	size_t n = 0;
+	int r = strip_param(text, len, name, NULL, NULL, &n);
 
-	if (param_kind(name, &q.flag) < 0)
-		return -EINVAL;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->fn = param_fn;
-	w->ctx = &q;
-	r = walk_text(w, 0, "(file)", text, len);
-	free(q.e.v);
-	free(w);
-	return r < 0 ? r : (int)(q.e.n > INT32_MAX ? INT32_MAX : q.e.n);
+	return r < 0 ? r : (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 
 bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size_t blen)
