@@ -840,6 +840,19 @@ static int walk_one(walk_fn fn, void *ctx, const char *text, size_t len, char *e
 	return r;
 }
 
+/* The whole configuration C walked with FN and CTX: walk_conf's result, or -ENOMEM. */
+static int walk_all(const struct nginx_conf *c, walk_fn fn, void *ctx, char *err, size_t errlen)
+{
+	struct walk *w = walk_new(fn, ctx, err, errlen);
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	r = walk_conf(w, c);
+	free(w);
+	return r;
+}
+
 struct find_q {
 	const char *context, *name;
 	struct nginx_conf_directive *out;
@@ -882,13 +895,8 @@ int nginx_conf_find(const struct nginx_conf *c, const char *context, const char 
 		    struct nginx_conf_directive *out, char *err, size_t errlen)
 {
 	struct find_q q = { .context = context, .name = name, .out = out };
-	struct walk *w = walk_new(find_fn, &q, err, errlen);
-	int r;
+	int r = walk_all(c, find_fn, &q, err, errlen);
 
-	if (!w)
-		return -ENOMEM;
-	r = walk_conf(w, c);
-	free(w);
 	if (r < 0)
 		return r;
 	return r == 1 ? 0 : -ENOENT;
@@ -941,18 +949,10 @@ int nginx_conf_nested(const struct nginx_conf *c, const char *context, const cha
 {
 	struct nested_q q = { .context = context, .name = name, .first = first, .first_context = first_context,
 			      .first_contextlen = first_contextlen };
-	struct walk *w = walk_new(nested_fn, &q, err, errlen);
-	int r;
+	int r = walk_all(c, nested_fn, &q, err, errlen);
 
-	*count = 0;
-	if (!w)
-		return -ENOMEM;
-	r = walk_conf(w, c);
-	free(w);
-	if (r < 0)
-		return r;
-	*count = q.count;
-	return 0;
+	*count = r < 0 ? 0 : q.count;
+	return r < 0 ? r : 0;
 }
 
 int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
@@ -1279,15 +1279,11 @@ next:;
 int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, size_t *n, char *err, size_t errlen)
 {
 	struct listens_q q = { 0 };
-	struct walk *w = walk_new(listens_fn, &q, err, errlen);
 	int r;
 
 	*out = NULL;
 	*n = 0;
-	if (!w)
-		return -ENOMEM;
-	r = walk_conf(w, c);
-	free(w);
+	r = walk_all(c, listens_fn, &q, err, errlen);
 	if (r < 0) {
 		free(q.v);
 		return r;
