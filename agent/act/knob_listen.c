@@ -177,7 +177,7 @@ struct listen_change {
 	size_t nbackups_made;
 	bool clear_state;        /* on success: remove the state and the backups */
 	struct lq_state st;
-	uint16_t *ports;
+	struct nginx_endpoint *ports; /* the target listens' addresses and ports */
 	size_t nports;
 };
 
@@ -212,10 +212,10 @@ static void lq_state_remove(struct nginx_change *ch)
 }
 
 /*
- * The smallest and largest live backlog over the listening TCP sockets of PORTS in nginx's namespace (a probe
- * kept in *NL while *NL_PID is nginx's pid). 0, -ENOENT (no such socket), -errno with WHY.
+ * The smallest and largest live backlog over the listening TCP sockets of PORTS (addresses and ports) in nginx's
+ * namespace (a probe kept in *NL while *NL_PID is nginx's pid). 0, -ENOENT (no such socket), -errno with WHY.
  */
-static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *ports, size_t nports,
+static int listen_live(const struct knob_env *env, pid_t pid, const struct nginx_endpoint *ports, size_t nports,
 		       struct probe_netlink **nl, pid_t *nl_pid, struct probe_netlink_listen_queue **lq, int64_t *min,
 		       int64_t *max, char *why, size_t whylen)
 {
@@ -243,11 +243,8 @@ static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *po
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct probe_netlink_listen_queue *q = &(*lq)[i];
-		bool ours = false;
 
-		for (size_t j = 0; j < nports && !ours; j++)
-			ours = q->port == ports[j];
-		if (!ours)
+		if (!nginx_endpoint_has(ports, nports, q->family, q->addr, q->port))
 			continue;
 		if (seen == 0 || q->backlog < *min)
 			*min = q->backlog;
@@ -262,9 +259,20 @@ static int listen_live(const struct knob_env *env, pid_t pid, const uint16_t *po
 	return 0;
 }
 
-/* The TCP ports of C's listen directives (TARGETS_ONLY: of those that carry backlog=) into a malloc'd *OUT. */
-static int listen_ports(const struct nginx_conf *c, bool targets_only, uint16_t **out, size_t *n, size_t *ntargets,
-			char *why, size_t whylen)
+static bool tcp_listen(const struct nginx_listen *l)
+{
+	return l->family != AF_UNIX && !l->udp && l->port != 0;
+}
+
+static bool tcp_target(const struct nginx_listen *l)
+{
+	return tcp_listen(l) && l->target;
+}
+
+/* The addresses and ports of C's TCP listen directives (TARGETS_ONLY: of those that carry backlog=) into a
+ * malloc'd *OUT; *NTARGETS: how many target listens there are. */
+static int listen_ports(const struct nginx_conf *c, bool targets_only, struct nginx_endpoint **out, size_t *n,
+			size_t *ntargets, char *why, size_t whylen)
 {
 	struct nginx_listen *l;
 	size_t nl;
@@ -276,32 +284,18 @@ static int listen_ports(const struct nginx_conf *c, bool targets_only, uint16_t 
 		*ntargets = 0;
 	if (r < 0)
 		return r;
-	*out = calloc(nl ? nl : 1, sizeof(**out));
-	if (!*out) {
-		free(l);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < nl; i++) {
-		if (l[i].family == AF_UNIX || l[i].udp || l[i].port == 0 || (targets_only && !l[i].target))
-			continue;
-		if (l[i].target && ntargets)
-			(*ntargets)++;
-		bool dup = false;
-
-		for (size_t j = 0; j < *n; j++)
-			dup = dup || (*out)[j] == l[i].port;
-		if (!dup)
-			(*out)[(*n)++] = l[i].port;
-	}
+	for (size_t i = 0; i < nl && ntargets; i++)
+		*ntargets += tcp_target(&l[i]);
+	r = nginx_endpoints(l, nl, targets_only ? tcp_target : tcp_listen, out, n);
 	free(l);
-	return 0;
+	return r;
 }
 
 static int listen_read(struct knob *k, char *out, size_t outlen)
 {
 	struct listen_priv *p = priv_of(k);
 	const struct nginx_conf *c;
-	uint16_t *ports;
+	struct nginx_endpoint *ports;
 	size_t n;
 	int64_t min = 0, max = 0;
 	char why[KNOB_WHY_MAX];
@@ -328,7 +322,7 @@ static int listen_read(struct knob *k, char *out, size_t outlen)
 static int listen_probe(struct knob *k, char *why, size_t whylen)
 {
 	const struct nginx_conf *c;
-	uint16_t *ports;
+	struct nginx_endpoint *ports;
 	size_t n, ntargets;
 	char dir[PATH_MAX], live[32];
 	int64_t so;

@@ -9,9 +9,10 @@
  * operator's file: " reuseport" after the last parameter, or the word and the blank before it removed, no other
  * byte changed.
  *
- * Live value: read through inet_diag. With reuseport each address:port has one listening socket per worker, so
- * the value is "on" when every address:port of those listens has more than one socket and "off" when each has
- * one; with a single worker the sockets cannot tell, and the configuration (the last nginx -T) says. A reload
+ * Live value: read through inet_diag, the sockets of the target listens' addresses and ports (another daemon's
+ * on nginx's port at another address is not nginx's). With reuseport each address:port has one listening socket
+ * per worker, so the value is "on" when every address:port of those listens has more than one socket and "off"
+ * when each has one; with a single worker the sockets cannot tell, and the configuration (the last nginx -T) says. A reload
  * that adds reuseport makes nginx set SO_REUSEPORT on the socket it has and open the workers' beside it; one that
  * removes it closes them. A write is complete when the new generation shows the sockets it asked for.
  *
@@ -76,7 +77,8 @@ static bool tcp_target(const struct nginx_listen *l)
 static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct nginx_listen *l,
 			size_t nl, size_t *min, size_t *max, char *why, size_t whylen)
 {
-	size_t n = 0, groups = 0;
+	struct nginx_endpoint *ep = NULL;
+	size_t n = 0, groups = 0, nep = 0;
 	int r;
 
 	if (p->nl && p->nl_pid != pid) {
@@ -98,14 +100,16 @@ static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p
 		p->nl = NULL;
 		return r;
 	}
-	/* Each socket starts a group of those with its family, address and port, counted at its first member. */
+	r = nginx_endpoints(l, nl, tcp_target, &ep, &nep);
+	if (r < 0)
+		return r;
+	/* Each socket of a target listen's address and port starts a group of those with its family, address and
+	 * port, counted at its first member (another daemon's socket on the port at another address is not one). */
 	for (size_t i = 0; i < n; i++) {
 		const struct probe_netlink_listen_queue *q = &p->lq[i];
-		bool ours = false, first = true;
+		bool ours = nginx_endpoint_has(ep, nep, q->family, q->addr, q->port), first = true;
 		size_t count = 0;
 
-		for (size_t j = 0; j < nl && !ours; j++)
-			ours = tcp_target(&l[j]) && l[j].port == q->port;
 		for (size_t j = 0; j < i && first && ours; j++)
 			first = !(p->lq[j].family == q->family && p->lq[j].port == q->port &&
 				  strcmp(p->lq[j].addr, q->addr) == 0);
@@ -120,6 +124,7 @@ static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p
 			*max = count;
 		groups++;
 	}
+	free(ep);
 	if (groups == 0) {
 		str_err(why, whylen, "no listening socket of nginx's ports found");
 		return -ENOENT;

@@ -6,6 +6,7 @@
 
 #include "act/nginx_ctl.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -66,6 +68,56 @@ struct nginx_ctl_result {
 bool nginx_ctl_real_root(const struct knob_env *env)
 {
 	return !env->root || env->root[0] == '\0' || strcmp(env->root, "/") == 0;
+}
+
+/* ---- endpoints ---------------------------------------------------------------------------------------------- */
+
+/* E from listen L: its numeric address (a host name, or an address that does not parse, is any address). */
+static void endpoint_of(const struct nginx_listen *l, struct nginx_endpoint *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->family = l->family;
+	e->port = l->port;
+	if ((l->family != AF_INET && l->family != AF_INET6) || inet_pton(l->family, l->addr, e->addr) != 1)
+		e->family = AF_UNSPEC;
+}
+
+int nginx_endpoints(const struct nginx_listen *l, size_t nl, bool (*keep)(const struct nginx_listen *),
+		    struct nginx_endpoint **out, size_t *n)
+{
+	*n = 0;
+	*out = calloc(nl ? nl : 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < nl; i++) {
+		struct nginx_endpoint e;
+		bool dup = false;
+
+		if (!keep(&l[i]))
+			continue;
+		endpoint_of(&l[i], &e);
+		for (size_t j = 0; j < *n && !dup; j++)
+			dup = memcmp(&(*out)[j], &e, sizeof(e)) == 0;
+		if (!dup)
+			(*out)[(*n)++] = e;
+	}
+	return 0;
+}
+
+bool nginx_endpoint_has(const struct nginx_endpoint *e, size_t n, int family, const char *addr, uint16_t port)
+{
+	unsigned char a[16] = { 0 };
+	bool parsed = (family == AF_INET || family == AF_INET6) && inet_pton(family, addr, a) == 1;
+
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].port != port)
+			continue;
+		if (e[i].family == AF_UNSPEC || !parsed)
+			return true;
+		if (e[i].family == family && memcmp(e[i].addr, a, family == AF_INET ? 4 : 16) == 0)
+			return true;
+	}
+	return false;
 }
 
 int nginx_ctl_own_path(const struct knob_env *env, const char *name, char *out, size_t n)

@@ -84,6 +84,21 @@ int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t 
 /* ---- a change of nginx's files -------------------------------------------------------------------------------- */
 
 /* One file a change writes, with what to put back. */
+/* An address:port nginx listens on over TCP, to find its sockets among those inet_diag shows. */
+struct nginx_endpoint {
+	int family;              /* AF_INET or AF_INET6; AF_UNSPEC for a host name: any address of the port */
+	unsigned char addr[16];  /* network byte order; the wildcard is all zeros */
+	uint16_t port;
+};
+
+/* The distinct endpoints of the listens of L (NL of them) that KEEP accepts, into a malloc'd *OUT (*N of them).
+ * 0 or -ENOMEM. */
+int nginx_endpoints(const struct nginx_listen *l, size_t nl, bool (*keep)(const struct nginx_listen *),
+		    struct nginx_endpoint **out, size_t *n);
+/* Whether a socket bound to ADDR (numeric, as inet_ntop writes it) of FAMILY and PORT is one of E's N endpoints:
+ * another daemon's socket on nginx's port at another address is not. */
+bool nginx_endpoint_has(const struct nginx_endpoint *e, size_t n, int family, const char *addr, uint16_t port);
+
 struct nginx_change_file {
 	char *path;      /* as nginx names it */
 	char *real;      /* where it is written (symlinks resolved) */

@@ -291,4 +291,39 @@ cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf differs after 
 [ "$(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)" = "16 16 16" ] ||
 	fail "after the revert from 511: $(live_backlog $PORT) $(live_backlog $PORT2) $(somaxconn)"
 ok "listen queue 16 -> 511 (nginx's default backlog) -> 16: live 511, then 16 again (two reloads each way)"
+
+# ---- another daemon on nginx's port, at another address ---------------------------------------------------------
+# Its socket is not nginx's: before, both listen knobs matched sockets by port alone, so the listen queue read its
+# backlog of 7 and reuseport "on" never settled (its one socket looked like an address nginx had not spread).
+ip netns exec "$NS" python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.2", int(sys.argv[1])))
+s.listen(7)
+time.sleep(300)' "$PORT" &
+CLEANUP+=("kill $!")
+foreign() { ip netns exec "$NS" ss -Hltn "src 127.0.0.2:$PORT" | grep -q .; }
+wait_for 5 foreign || fail "the other daemon does not listen on 127.0.0.2:$PORT"
+# Sockets per address of a port: "ADDR:PORT COUNT" lines, sorted.
+sockets() {
+	ip netns exec "$NS" ss -Hltn "sport = :$1" | awk '{ print $4 }' | sort | uniq -c | awk '{ print $2, $1 }' |
+		tr '\n' ' ' | sed 's/ $//'
+}
+out=$(h listen_queue listen_queue main int probe read) || fail "listen queue beside another daemon: $out"
+echo "$out" | grep -qx "read rc=0 value=16" || fail "the listen queue reads the other daemon's backlog: $out"
+ok "listen queue beside another daemon's socket on 127.0.0.2:$PORT (backlog 7): reads nginx's 16"
+out=$(h listen_param reuseport main onoff probe read write on read) || fail "reuseport on: $out"
+echo "$out" | grep -qx "read rc=0 value=off" || fail "reuseport did not read off first: $out"
+echo "$out" | grep -qx "read rc=0 value=on" || fail "reuseport does not read on: $out"
+[ "$(sockets $PORT)" = "127.0.0.1:$PORT 2 127.0.0.2:$PORT 1" ] && [ "$(sockets $PORT2)" = "0.0.0.0:$PORT2 2" ] ||
+	fail "sockets after reuseport on: $(sockets $PORT); $(sockets $PORT2)"
+grep -q "listen 127.0.0.1:$PORT default_server reuseport;" "$N/nginx.conf" || fail "nginx.conf not edited"
+out=$(h listen_param reuseport main onoff probe write off read) || fail "reuseport off: $out"
+echo "$out" | grep -qx "read rc=0 value=off" || fail "reuseport does not read off again: $out"
+[ "$(sockets $PORT)" = "127.0.0.1:$PORT 1 127.0.0.2:$PORT 1" ] && [ "$(sockets $PORT2)" = "0.0.0.0:$PORT2 1" ] ||
+	fail "sockets after reuseport off: $(sockets $PORT); $(sockets $PORT2)"
+cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf differs after reuseport off"
+[ ! -e "$INC/listen-param-backup" ] || fail "backups left: $(ls "$INC/listen-param-backup")"
+ok "reuseport on and off beside the other daemon: one socket per worker on nginx's addresses, theirs untouched"
 echo "# $checks checks passed"

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -299,6 +300,49 @@ static void test_change_refused(void **state)
 	assert_false(uv_loop_alive(&f->loop));
 }
 
+/* Which live sockets are nginx's: by address and port, a host name by port alone. */
+static bool any_tcp(const struct nginx_listen *l)
+{
+	return l->family != AF_UNIX;
+}
+
+static void test_endpoints(void **state)
+{
+	static const struct nginx_listen l[] = {
+		{ .family = AF_INET, .addr = "127.0.0.1", .port = 80 },
+		{ .family = AF_INET, .addr = "127.0.0.1", .port = 80 }, /* a second server on it: one endpoint */
+		{ .family = AF_INET6, .addr = "::", .port = 443 },
+		{ .family = AF_UNSPEC, .addr = "web.example", .port = 8080 },
+		{ .family = AF_UNIX, .addr = "/run/x.sock" },
+	};
+	static const struct {
+		int family;
+		const char *addr;
+		uint16_t port;
+		bool has;
+	} cases[] = {
+		{ AF_INET, "127.0.0.1", 80, true },
+		{ AF_INET, "127.0.0.2", 80, false }, /* another daemon on nginx's port */
+		{ AF_INET, "0.0.0.0", 80, false },
+		{ AF_INET6, "::", 443, true },
+		{ AF_INET6, "0:0::0", 443, true },   /* the same address written otherwise */
+		{ AF_INET6, "::1", 443, false },
+		{ AF_INET, "0.0.0.0", 443, false },  /* the family too */
+		{ AF_INET, "10.1.2.3", 8080, true }, /* a host name: any address of its port */
+		{ AF_INET, "127.0.0.1", 81, false },
+	};
+	struct nginx_endpoint *e = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(nginx_endpoints(l, sizeof(l) / sizeof(l[0]), any_tcp, &e, &n), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (nginx_endpoint_has(e, n, cases[i].family, cases[i].addr, cases[i].port) != cases[i].has)
+			fail_msg("case %zu: %s port %u: want %d", i, cases[i].addr, cases[i].port, cases[i].has);
+	free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +350,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dump_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_for_doctor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_refused, setup, teardown),
+		cmocka_unit_test(test_endpoints),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
