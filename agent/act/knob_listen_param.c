@@ -293,15 +293,18 @@ static int backup_or_restore(struct nginx_change *ch, const char *path, const ch
 
 	if (r == 0)
 		r = nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &bak, &baklen);
-	if (r == 0) {
-		if (nginx_conf_same_but_listen_param(bak, baklen, *new, *newlen, pc->param) &&
-		    backup_reads(bak, baklen, pc->param, on_count) == pc->on) {
+	if (r == 0 && backup_reads(bak, baklen, pc->param, on_count) == pc->on) {
+		/* The parameter goes back to what the backup has: the file becomes the backup when nothing else
+		 * differs; else (the operator's edits, another knob's) no byte-for-byte way back is left, and the
+		 * backup, which only a way back would use, goes too once nginx runs the file (found: listen_queue and
+		 * listen_reuseport reverted in the other order left it behind for good). */
+		if (nginx_conf_same_but_listen_param(bak, baklen, *new, *newlen, pc->param)) {
 			free(*new);
 			*new = bak;
 			*newlen = baklen;
 			bak = NULL;
-			r = remember(&pc->restored, &pc->nrestored, bpath);
 		}
+		r = remember(&pc->restored, &pc->nrestored, bpath);
 	} else if (r == -ENOENT) {
 		r = nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir));
 		if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)

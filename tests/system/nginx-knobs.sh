@@ -326,4 +326,15 @@ echo "$out" | grep -qx "read rc=0 value=off" || fail "reuseport does not read of
 cmp -s "$TMP/orig/nginx.conf" "$N/nginx.conf" || fail "nginx.conf differs after reuseport off"
 [ ! -e "$INC/listen-param-backup" ] || fail "backups left: $(ls "$INC/listen-param-backup")"
 ok "reuseport on and off beside the other daemon: one socket per worker on nginx's addresses, theirs untouched"
+# An operator's edit between on and off: the file keeps it, reuseport goes, and so does the backup, which no
+# byte-for-byte way back can use any more (before, it stayed behind for good).
+out=$(h listen_param reuseport main onoff probe write on) || fail "reuseport on again: $out"
+sed -i 's|return 200 "hello from nginx\\n";|return 200 "hello again\\n";|' "$N/nginx.conf"
+grep -q "hello again" "$N/nginx.conf" || fail "could not edit nginx.conf"
+out=$(h listen_param reuseport main onoff probe write off read) || fail "reuseport off after an edit: $out"
+echo "$out" | grep -qx "read rc=0 value=off" || fail "reuseport does not read off after the edit: $out"
+sed 's|"hello from nginx|"hello again|' "$TMP/orig/nginx.conf" | cmp -s - "$N/nginx.conf" ||
+	fail "nginx.conf after an edit and reuseport off: $(diff "$TMP/orig/nginx.conf" "$N/nginx.conf")"
+[ ! -e "$INC/listen-param-backup" ] || fail "a backup left after the edit: $(ls "$INC/listen-param-backup")"
+ok "reuseport off after an operator's edit: their edit kept, reuseport gone, no backup left behind"
 echo "# $checks checks passed"
