@@ -53,6 +53,11 @@
 #define API_K_TICK_CPU_MED "cpu_ms_median"
 #define API_K_TICK_LATE "late"
 #define API_K_PROBES "probes"
+#define API_K_CONNS "api"               /* the API's own connections */
+#define API_K_CONNS_OPEN "open"
+#define API_K_CONNS_REFUSED "refused"
+#define API_K_CONNS_EVICTED "evicted"
+#define API_K_CONNS_EXPIRED "expired"
 #define API_K_PROBE_NAME "name"
 #define API_K_PROBE_OK "ok"
 #define API_K_PROBE_ERROR "error"

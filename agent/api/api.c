@@ -67,8 +67,21 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 	}
 }
 
-static json_t *status_json(struct agent *a)
+/* The API's own connections: open now, and since the start refused (no place), closed to make room, timed out. */
+static json_t *conns_json(const struct api *api)
 {
+	size_t open = 0;
+
+	for (size_t i = 0; i < api->nslots; i++)
+		open += api->adm[i].used && !api->adm[i].closing;
+	return json_pack("{s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open, API_K_CONNS_REFUSED,
+			 (json_int_t)api->refused, API_K_CONNS_EVICTED, (json_int_t)api->evicted, API_K_CONNS_EXPIRED,
+			 (json_int_t)api->expired);
+}
+
+static json_t *status_json(struct api *api)
+{
+	struct agent *a = api->a;
 	const struct report *rp = &a->report;
 	char summary[1536];
 	json_t *probes = json_array();
@@ -102,6 +115,8 @@ static json_t *status_json(struct agent *a)
 			 (int)rp->nginx_pid, API_K_NGINX_WORKERS, (int)rp->nginx_workers);
 	if (o && a->doctor)
 		json_object_set_new(o, API_K_ADVISORIES, doctor_counts_json(doctor_advisories(a->doctor)));
+	if (o)
+		json_object_set_new(o, API_K_CONNS, conns_json(api));
 	return o;
 }
 
@@ -383,7 +398,7 @@ static enum MHD_Result handle_get(struct api *api, struct api_listener *l, struc
 	bool handled = false;
 
 	if (strcmp(url, API_PATH_STATUS) == 0)
-		return api_send_json(c, 200, status_json(api->a), "application/json");
+		return api_send_json(c, 200, status_json(api), "application/json");
 	if (strcmp(url, API_PATH_FRAMES) == 0)
 		return get_frames(api, c);
 	if (strcmp(url, API_PATH_METRICS) == 0)
@@ -755,7 +770,7 @@ static void on_heartbeat(uv_timer_t *t)
 {
 	struct api *api = t->data;
 
-	events_publish(API_EV_STATUS, status_json(api->a));
+	events_publish(API_EV_STATUS, status_json(api));
 }
 
 /* Start MHD on L's socket and hook it to the loop. */

@@ -312,6 +312,10 @@ run refused && ok "no place may be taken: one more connection gets 503 problem+j
 run flood "$ATT" "$NGXCTL" -s "$TMP/api.sock" && ok "ngxctl status within 100 ms under 4000 connections and a slowloris of 200"
 api /v1/status | jq -e '.tick.count > 0' >/dev/null || fail "the agent stopped answering"
 kill -0 "$AGENT_PID" || fail "the agent died"
+conns=$(api /v1/status | jq -c .api)
+jq -e '.refused >= 1 and .expired >= 1 and .evicted >= 0 and .open >= 1' <<<"$conns" >/dev/null ||
+	fail "/v1/status does not count what the API refused and timed out: $conns"
+ok "/v1/status counts the API's connections: $conns"
 
 # ---- control characters: refused at the API, escaped by ngxctl for rows stored before ----
 out=$(curl -s -w '\n%{http_code}' --unix-socket "$TMP/api.sock" -d '{"knob":"net.core.netdev_budget","value":"600","why":"ok\u001b[2J\r\nforged row"}' \
