@@ -81,9 +81,8 @@ int nginx_ctl_write_fd(int fd, const char *data, size_t len);
  */
 int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t mode);
 
-/* ---- a change of nginx's files -------------------------------------------------------------------------------- */
+/* ---- nginx's listening sockets ------------------------------------------------------------------------------- */
 
-/* One file a change writes, with what to put back. */
 /* An address:port nginx listens on over TCP, to find its sockets among those inet_diag shows. */
 struct nginx_endpoint {
 	int family;              /* AF_INET or AF_INET6; AF_UNSPEC for a host name: any address of the port */
@@ -98,6 +97,10 @@ int nginx_endpoints(const struct nginx_listen *l, size_t nl, bool (*keep)(const 
 /* Whether a socket bound to ADDR (numeric, as inet_ntop writes it) of FAMILY and PORT is one of E's N endpoints:
  * another daemon's socket on nginx's port at another address is not. */
 bool nginx_endpoint_has(const struct nginx_endpoint *e, size_t n, int family, const char *addr, uint16_t port);
+
+/* ---- a change of nginx's files -------------------------------------------------------------------------------- */
+
+/* One file a change writes, with what to put back. */
 
 struct nginx_change_file {
 	char *path;      /* as nginx names it */

@@ -451,15 +451,19 @@ static bool files_short(const struct detect_report *rep)
 	return r->recent || (r->valid && r->sustained && r->value > 0);
 }
 
-/* Whether nginx closes kept-alive connections after a few requests (keepalive_requests' trigger fires): each
- * request then costs a handshake and a close. */
-static bool churns(const struct policy_set *set, const struct detect_report *rep)
+/* The keepalive_requests policy when nginx closes kept-alive connections after a few requests (its trigger,
+ * keepalive_short, fires): each request then costs a handshake and a close. NULL otherwise. */
+static const struct knob_policy *churns(const struct policy_set *set, const struct detect_report *rep)
 {
 	const struct knob_policy *ka = find_kind(set, POLICY_NGINX_DIRECTIVE, "keepalive_requests");
 	const struct detect_reading *r = &rep->r[DETECT_KEEPALIVE_SHORT];
+	enum detect_id id;
 
-	return ka && ka->trigger[0] && r->valid && r->sustained && !isnan(r->value) &&
-	       fires(ka->trigger_op, r->value, ka->trigger_threshold);
+	if (!ka || !ka->trigger[0] || detect_lookup(ka->trigger, &id) < 0 || id != DETECT_KEEPALIVE_SHORT)
+		return NULL;
+	return r->valid && r->sustained && !isnan(r->value) && fires(ka->trigger_op, r->value, ka->trigger_threshold)
+		       ? ka
+		       : NULL;
 }
 
 /* The symptoms of connection churn: more packets per request (the softirq budget runs out), more handshakes (the
@@ -474,6 +478,8 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
 {
 	struct cand cands[POLICY_KNOBS_MAX];
+	const struct knob_policy *ka;
+	bool ka_tried = false;
 	size_t n = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -521,12 +527,15 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 			continue;
 		}
 		/* Causes, not symptoms: while nginx closes connections after each few requests, the handshakes and
-		 * closes are the cost (found in CI: keepalive_requests 1 in nginx.conf got netdev_budget proposed on
-		 * the squeezes of 28k handshakes a second). */
-		if (churn_symptom(cands[i].id) && churns(set, rep)) {
-			skip(out, cands[i].p, "nginx closes connections after a few requests (keepalive_short: %s): "
-					      "each request costs a handshake", rep->r[DETECT_KEEPALIVE_SHORT].evidence);
-			continue;
+		 * closes are the cost, and keepalive_requests is tried first (found in CI: keepalive_requests 1 in
+		 * nginx.conf got netdev_budget proposed on the squeezes of 28k handshakes a second); the symptom's
+		 * own knob only when it cannot move. */
+		ka = churn_symptom(cands[i].id) && !ka_tried ? churns(set, rep) : NULL;
+		if (ka) {
+			ka_tried = true;
+			if (try_knob(set, ka, &rep->r[DETECT_KEEPALIVE_SHORT], value_of, ctx, mem, cfg, now_ms,
+				     out) == 0)
+				return 0;
 		}
 		if (try_knob(set, cands[i].p, &rep->r[cands[i].id], value_of, ctx, mem, cfg, now_ms, out) == 0)
 			return 0;
