@@ -71,13 +71,20 @@ struct detect {
 	uint32_t ids[S_COUNT];      /* 0: not interned yet */
 	uint32_t *cpu_ids;          /* [cpus_max]: cpu.N.softirq */
 	uint32_t *rx_ids;           /* [cpus_max]: softirq.N.net_rx */
+	uint32_t *idle_ids;         /* [cpus_max]: cpu.N.idle */
+	uint32_t link_ids[DETECT_LINKS_MAX]; /* link.DEV.rx_packets, in the order they were interned */
+	char link_dev[DETECT_LINKS_MAX][DETECT_DEV_MAX];
+	size_t nlinks;
 	size_t head, count;         /* ring position of the next tick, ticks held */
 	double *dt;                 /* [window]: seconds of each tick, 0 when it keeps no rate */
 	int64_t *ts;                /* [window] */
 	double *val;                /* [S_COUNT][window] */
 	float *cpu_soft;            /* [cpus_max][window]: softirq share in percent */
 	float *cpu_rx;              /* [cpus_max][window]: NET_RX softirqs */
+	float *cpu_idle;            /* [cpus_max][window]: idle share in percent */
+	float *link_rx;             /* [DETECT_LINKS_MAX][window]: packets received */
 	double *scratch;            /* [cpus_max]: the median's sort */
+	double *mean_soft, *mean_idle; /* [cpus_max]: each CPU's means over the window (NAN: too few ticks) */
 };
 
 void detect_config_default(struct detect_config *cfg)
@@ -148,13 +155,19 @@ int detect_new(const struct detect_config *cfg, struct detect **out)
 		d->cfg.min_ticks = 1;
 	d->cpu_ids = calloc(nc, sizeof(*d->cpu_ids));
 	d->rx_ids = calloc(nc, sizeof(*d->rx_ids));
+	d->idle_ids = calloc(nc, sizeof(*d->idle_ids));
 	d->dt = calloc(w, sizeof(*d->dt));
 	d->ts = calloc(w, sizeof(*d->ts));
 	d->val = calloc((size_t)S_COUNT * w, sizeof(*d->val));
 	d->cpu_soft = calloc(nc * w, sizeof(*d->cpu_soft));
 	d->cpu_rx = calloc(nc * w, sizeof(*d->cpu_rx));
+	d->cpu_idle = calloc(nc * w, sizeof(*d->cpu_idle));
+	d->link_rx = calloc((size_t)DETECT_LINKS_MAX * w, sizeof(*d->link_rx));
 	d->scratch = calloc(nc, sizeof(*d->scratch));
-	if (!d->cpu_ids || !d->rx_ids || !d->dt || !d->ts || !d->val || !d->cpu_soft || !d->cpu_rx || !d->scratch) {
+	d->mean_soft = calloc(nc, sizeof(*d->mean_soft));
+	d->mean_idle = calloc(nc, sizeof(*d->mean_idle));
+	if (!d->cpu_ids || !d->rx_ids || !d->idle_ids || !d->dt || !d->ts || !d->val || !d->cpu_soft || !d->cpu_rx ||
+	    !d->cpu_idle || !d->link_rx || !d->scratch || !d->mean_soft || !d->mean_idle) {
 		detect_free(d);
 		return -ENOMEM;
 	}
@@ -168,12 +181,17 @@ void detect_free(struct detect *d)
 		return;
 	free(d->cpu_ids);
 	free(d->rx_ids);
+	free(d->idle_ids);
 	free(d->dt);
 	free(d->ts);
 	free(d->val);
 	free(d->cpu_soft);
 	free(d->cpu_rx);
+	free(d->cpu_idle);
+	free(d->link_rx);
 	free(d->scratch);
+	free(d->mean_soft);
+	free(d->mean_idle);
 	free(d);
 }
 
@@ -187,11 +205,27 @@ void detect_reset(struct detect *d)
 static void resolve(struct detect *d)
 {
 	char name[METRIC_NAME_MAX];
-	uint32_t max = metric_max_id(d->reg);
+	uint32_t max = metric_max_id(d->reg), from = d->seen_max_id;
 
 	if (max == d->seen_max_id)
 		return;
 	d->seen_max_id = max;
+	/* Interfaces come and go by name: every new link.DEV.rx_packets is followed, up to DETECT_LINKS_MAX. */
+	for (uint32_t id = from + 1; id <= max && d->nlinks < DETECT_LINKS_MAX; id++) {
+		const char *nm = metric_name(d->reg, id), *dev, *end;
+		size_t len;
+
+		if (!nm || strncmp(nm, "link.", 5) != 0)
+			continue;
+		dev = nm + 5;
+		end = strrchr(dev, '.');
+		len = end ? (size_t)(end - dev) : 0;
+		if (!end || strcmp(end, ".rx_packets") != 0 || len == 0 || len >= DETECT_DEV_MAX)
+			continue;
+		memcpy(d->link_dev[d->nlinks], dev, len);
+		d->link_dev[d->nlinks][len] = '\0';
+		d->link_ids[d->nlinks++] = id;
+	}
 	for (size_t i = 0; i < S_COUNT; i++)
 		if (!d->ids[i])
 			(void)metric_lookup(d->reg, series_names[i], &d->ids[i]);
@@ -203,6 +237,10 @@ static void resolve(struct detect *d)
 		if (!d->rx_ids[c]) {
 			snprintf(name, sizeof(name), "softirq.%zu.net_rx", c);
 			(void)metric_lookup(d->reg, name, &d->rx_ids[c]);
+		}
+		if (!d->idle_ids[c]) {
+			snprintf(name, sizeof(name), "cpu.%zu.idle", c);
+			(void)metric_lookup(d->reg, name, &d->idle_ids[c]);
 		}
 	}
 }
@@ -231,12 +269,15 @@ int detect_push(struct detect *d, const struct metric_registry *reg, const struc
 	for (size_t i = 0; i < S_COUNT; i++)
 		d->val[i * w + h] = get(fr, d->ids[i]);
 	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
-		double s = get(fr, d->cpu_ids[c]), r = get(fr, d->rx_ids[c]);
+		double s = get(fr, d->cpu_ids[c]), r = get(fr, d->rx_ids[c]), idle = get(fr, d->idle_ids[c]);
 
 		/* A share is a percentage; anything above is garbage, not a busier CPU. */
 		d->cpu_soft[c * w + h] = (float)(s > 100 ? NAN : s);
 		d->cpu_rx[c * w + h] = (float)r;
+		d->cpu_idle[c * w + h] = (float)(idle > 100 ? NAN : idle);
 	}
+	for (size_t l = 0; l < d->nlinks; l++)
+		d->link_rx[l * w + h] = (float)get(fr, d->link_ids[l]);
 	d->head = (h + 1) % w;
 	if (d->count < w)
 		d->count++;
@@ -503,18 +544,58 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void read_softirq(struct detect *d, struct detect_reading *r)
+/* Whether CPU A (idle IA, softirq SA) is a better place for moved work than B: more idle, then less softirq, then
+ * the lower number (so the same CPU is named every time). An unknown idle share ranks last. */
+static bool idler(double ia, double sa, unsigned a, double ib, double sb, unsigned b)
 {
-	size_t w = d->cfg.window_ticks, ncpu = 0, busiest = 0;
-	double top = -1, median, rx_top = 0, rx_all = 0, dt = 0;
+	if (isnan(ia) != isnan(ib))
+		return !isnan(ia);
+	if (!isnan(ia) && ia != ib)
+		return ia > ib;
+	if (sa != sb)
+		return sa < sb;
+	return a < b;
+}
 
+/* The interface that received the most packets in the window into C. */
+static void busiest_link(const struct detect *d, double dt, struct detect_cpus *c)
+{
+	size_t w = d->cfg.window_ticks;
+	double top = 0;
+
+	for (size_t l = 0; l < d->nlinks; l++) {
+		const float *x = d->link_rx + l * w;
+		double sum = 0;
+
+		for (size_t i = 0; i < d->count; i++)
+			if (!isnan(x[slot(d, i)]))
+				sum += x[slot(d, i)];
+		if (sum > top) {
+			top = sum;
+			snprintf(c->rx_dev, sizeof(c->rx_dev), "%s", d->link_dev[l]);
+			c->rx_pps = dt > 0 ? sum / dt : NAN;
+		}
+	}
+}
+
+static void read_softirq(struct detect *d, struct detect_reading *r, struct detect_cpus *cpus)
+{
+	size_t w = d->cfg.window_ticks, ncpu = 0, busiest = 0, nother = 0;
+	double top = -1, median, rx_top = 0, rx_all = 0, dt = 0;
+	double *soft = d->mean_soft, *idle = d->mean_idle;
+
+	memset(cpus, 0, sizeof(*cpus));
+	cpus->hot = -1;
+	cpus->rx_pps = NAN;
 	for (size_t i = 0; i < d->count; i++)
 		dt += d->dt[slot(d, i)];
+	busiest_link(d, dt, cpus);
 	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
-		const float *s = d->cpu_soft + c * w, *x = d->cpu_rx + c * w;
-		double sum = 0, rx = 0;
-		size_t n = 0;
+		const float *s = d->cpu_soft + c * w, *x = d->cpu_rx + c * w, *id = d->cpu_idle + c * w;
+		double sum = 0, rx = 0, isum = 0;
+		size_t n = 0, ni = 0;
 
+		soft[c] = idle[c] = NAN;
 		if (!d->cpu_ids[c])
 			continue;
 		for (size_t i = 0; i < d->count; i++) {
@@ -524,14 +605,18 @@ static void read_softirq(struct detect *d, struct detect_reading *r)
 				sum += s[k], n++;
 			if (!isnan(x[k]))
 				rx += x[k];
+			if (!isnan(id[k]))
+				isum += id[k], ni++;
 		}
 		rx_all += rx;
 		if (n < d->cfg.min_ticks)
 			continue;
-		d->scratch[ncpu++] = sum / (double)n;
+		soft[c] = sum / (double)n;
+		idle[c] = ni >= d->cfg.min_ticks ? isum / (double)ni : NAN;
+		ncpu++;
 		/* Ties go to the lowest CPU number, so the evidence names one CPU the same way every time. */
-		if (sum / (double)n > top)
-			top = sum / (double)n, busiest = c, rx_top = rx;
+		if (soft[c] > top)
+			top = soft[c], busiest = c, rx_top = rx;
 	}
 	if (ncpu < 2) {
 		say(r->evidence, "cpu.N.softirq: %zu CPUs with %zu ticks of data, 2 needed", ncpu, d->cfg.min_ticks);
@@ -539,16 +624,42 @@ static void read_softirq(struct detect *d, struct detect_reading *r)
 		r->value = NAN;
 		return;
 	}
-	qsort(d->scratch, ncpu, sizeof(*d->scratch), cmp_double);
-	median = ncpu % 2 ? d->scratch[ncpu / 2] : (d->scratch[ncpu / 2 - 1] + d->scratch[ncpu / 2]) / 2;
-	/* Counted only while the median CPU is below half of the busiest: otherwise every CPU is busy alike. */
+	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
+		size_t j;
+
+		if (isnan(soft[c]) || c == busiest)
+			continue;
+		d->scratch[nother++] = soft[c];
+		/* The DETECT_IDLEST_MAX idlest of the others, in order (an insertion into a short sorted list). */
+		j = cpus->n < DETECT_IDLEST_MAX ? cpus->n++ : DETECT_IDLEST_MAX;
+		while (j > 0 && idler(idle[c], soft[c], (unsigned)c, cpus->idle[j - 1], cpus->softirq[j - 1],
+				      cpus->idlest[j - 1])) {
+			if (j < DETECT_IDLEST_MAX) {
+				cpus->idlest[j] = cpus->idlest[j - 1];
+				cpus->idle[j] = cpus->idle[j - 1];
+				cpus->softirq[j] = cpus->softirq[j - 1];
+			}
+			j--;
+		}
+		if (j < DETECT_IDLEST_MAX) {
+			cpus->idlest[j] = (uint16_t)c;
+			cpus->idle[j] = idle[c];
+			cpus->softirq[j] = soft[c];
+		}
+	}
+	cpus->hot = (int)busiest;
+	cpus->hot_softirq = top;
+	qsort(d->scratch, nother, sizeof(*d->scratch), cmp_double);
+	median = nother % 2 ? d->scratch[nother / 2] : (d->scratch[nother / 2 - 1] + d->scratch[nother / 2]) / 2;
+	/* Counted only while the median of the other CPUs is below half of the busiest: otherwise every CPU is busy
+	 * alike. The others, not all CPUs: on two CPUs the median of both is never below half of the busier one. */
 	finish(d, r, median < top / 2 ? top : 0, dt, true);
 	if (rx_all > 0)
-		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of %zu CPUs %.1f%%; it ran %.0f%% of "
-				 "NET_RX softirqs", busiest, top, ncpu, median, 100 * rx_top / rx_all);
+		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of the other %zu %.1f%%; it ran %.0f%% of "
+				 "NET_RX softirqs", busiest, top, nother, median, 100 * rx_top / rx_all);
 	else
-		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of %zu CPUs %.1f%%", busiest, top, ncpu,
-		    median);
+		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of the other %zu %.1f%%", busiest, top,
+		    nother, median);
 }
 
 static void read_workers(const struct detect *d, struct detect_reading *sat, struct detect_reading *delay)
@@ -914,7 +1025,7 @@ void detect_evaluate(struct detect *d, const struct detect_env *env, struct dete
 	rate_reading(d, &out->r[DETECT_PORT_EXHAUSTION], S_ERR_ADDR);
 	read_softnet_drops(d, &out->r[DETECT_SOFTNET_DROPS]);
 	rate_reading(d, &out->r[DETECT_SOFTNET_SQUEEZE], S_SQUEEZE);
-	read_softirq(d, &out->r[DETECT_SOFTIRQ_IMBALANCE]);
+	read_softirq(d, &out->r[DETECT_SOFTIRQ_IMBALANCE], &out->cpus);
 	read_workers(d, &out->r[DETECT_WORKER_SATURATION], &out->r[DETECT_WORKER_RUN_DELAY]);
 	read_imbalance(d, &out->r[DETECT_WORKER_IMBALANCE]);
 	read_retrans(d, &out->r[DETECT_RETRANSMISSIONS]);

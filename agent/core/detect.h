@@ -107,6 +107,23 @@ struct detect_advisory {
 	char text[DETECT_TEXT_MAX];
 };
 
+#define DETECT_IDLEST_MAX 32       /* CPUs listed in struct detect_cpus, most idle first */
+#define DETECT_LINKS_MAX 32        /* interfaces followed for the busiest receiver */
+#define DETECT_DEV_MAX 16          /* an interface name and its NUL (IFNAMSIZ) */
+
+/* Where the NET_RX load sits, for the CPU placement knobs (RPS, IRQ affinity): the softirq_imbalance reading's
+ * CPUs, filled whenever that reading is valid (HOT is -1 otherwise), and the interface that received most. */
+struct detect_cpus {
+	int hot;                    /* the busiest CPU in softirq, -1 unknown */
+	double hot_softirq;         /* its mean softirq share over the window, percent */
+	size_t n;                   /* the other CPUs followed, in IDLEST (at most DETECT_IDLEST_MAX) */
+	uint16_t idlest[DETECT_IDLEST_MAX]; /* most idle first (cpu.N.idle; ties: less softirq, then lower number) */
+	double idle[DETECT_IDLEST_MAX];     /* their mean idle share, percent; NAN when cpu.N.idle is not sampled */
+	double softirq[DETECT_IDLEST_MAX];  /* their mean softirq share, percent */
+	char rx_dev[DETECT_DEV_MAX];        /* most packets received in the window (link.DEV.rx_packets); "" unknown */
+	double rx_pps;                      /* its packets per second */
+};
+
 struct detect_report {
 	int64_t ts_ms;              /* time of the newest frame in the window */
 	size_t ticks;               /* frames in the window */
@@ -120,6 +137,7 @@ struct detect_report {
 	char status[DETECT_TEXT_MAX]; /* why the readings are or are not actionable, in one sentence */
 	struct detect_reading r[DETECT_COUNT];
 	struct detect_advisory adv[DETECT_ADV_COUNT];
+	struct detect_cpus cpus;
 };
 
 struct detect;
