@@ -227,8 +227,8 @@ static const char *op_text(enum policy_cmp op)
 	return (unsigned)op < COUNT(t) ? t[op] : "?";
 }
 
-__attribute__((format(printf, 3, 4))) static void skip(struct plan_outcome *out, const struct knob_policy *p,
-							const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void skip(struct plan_outcome *out, const char *knob, const char *fmt,
+							...)
 {
 	struct plan_skip *s;
 	va_list ap;
@@ -236,7 +236,7 @@ __attribute__((format(printf, 3, 4))) static void skip(struct plan_outcome *out,
 	if (out->nskipped >= PLAN_SKIPPED_MAX)
 		return;
 	s = &out->skipped[out->nskipped++];
-	snprintf(s->knob, sizeof(s->knob), "%s", p->name);
+	snprintf(s->knob, sizeof(s->knob), "%s", knob);
 	va_start(ap, fmt);
 	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
 	va_end(ap);
@@ -292,6 +292,94 @@ static int next_value(const struct knob_policy *p, const char *cur, enum plan_di
 	if (knobval_format(&v, out, outlen) < 0)
 		return -ENOSPC;
 	return knobval_text_equal(p->type, cur, out) ? -ERANGE : 0;
+}
+
+/* CPU placement knobs: per-interface CPU maps (POLICY.DEV) that move NET_RX work between CPUs. */
+static bool placement(const struct knob_policy *p)
+{
+	return p->type == KNOB_T_CPUMAP && (p->kind == POLICY_RPS || p->kind == POLICY_IRQ_AFFINITY);
+}
+
+/* Whether the I-th of C's other CPUs may take moved work: it spends less than half of the hot CPU's softirq share
+ * (as the detector counts an imbalance) and is within P's bounds. */
+static bool may_take(const struct knob_policy *p, const struct detect_cpus *c, size_t i)
+{
+	return c->softirq[i] < c->hot_softirq / 2 && (int64_t)c->idlest[i] >= p->min[0] &&
+	       (int64_t)c->idlest[i] <= p->max[0];
+}
+
+/* In how many of V's sets CPU is. */
+static size_t sets_with(const struct knobval *v, unsigned cpu)
+{
+	size_t n = 0;
+
+	for (size_t e = 0; e < v->n; e++)
+		n += knobval_cpuset_has(&v->map[e].cpus, cpu);
+	return n;
+}
+
+/*
+ * The next CPU map of placement knob P from CUR, one step, from where the load is (C), into OUT with its direction
+ * (down: a CPU taken out of the sets; up: a CPU added or an IRQ moved): 0, -ERANGE with WHY (no step helps),
+ * -EINVAL (CUR is no map). C's other CPUs are listed most idle first; the first that may take work is the target.
+ * RPS (queue -> CPUs that do its protocol work):
+ *   - a set that holds the hot CPU steers packets onto it: the hot CPU comes out of every set (a set of the hot CPU
+ *     alone becomes empty: RPS off for that queue, the protocol work stays where the packets arrive);
+ *   - else the idlest CPU that is not in every set is added to the sets that lack it (off -> that CPU).
+ * IRQ affinity (IRQ -> CPUs that take it): of the device's IRQs on the hot CPU, the highest-numbered moves to the
+ * idlest CPU that takes none of its IRQs (the idlest at all when each takes one); a device with one IRQ is left
+ * to RPS, since moving its IRQ moves the hot spot along.
+ */
+static int place_step(const struct knob_policy *p, const char *cur, const struct detect_cpus *c, enum plan_dir *dir,
+		      char *out, size_t outlen, char *why, size_t wl)
+{
+	struct knobval v;
+	unsigned hot;
+	size_t on_hot = 0, last = 0;
+	int cpu = -1;
+
+	if (knobval_parse(KNOB_T_CPUMAP, cur, &v, NULL, 0) < 0 || v.n == 0)
+		return -EINVAL;
+	if (c->hot < 0)
+		return put(why, wl, "no CPU is known to be hot"), -ERANGE;
+	hot = (unsigned)c->hot;
+	for (size_t e = 0; e < v.n; e++)
+		if (knobval_cpuset_has(&v.map[e].cpus, hot))
+			on_hot++, last = e;
+	*dir = PLAN_UP;
+	if (p->kind == POLICY_RPS && on_hot > 0) {
+		*dir = PLAN_DOWN;
+		for (size_t e = 0; e < v.n; e++)
+			v.map[e].cpus.bits[hot / 64] &= ~((uint64_t)1 << (hot % 64));
+	} else if (p->kind == POLICY_RPS) {
+		for (size_t i = 0; i < c->n && cpu < 0; i++)
+			if (may_take(p, c, i) && sets_with(&v, c->idlest[i]) < v.n)
+				cpu = c->idlest[i];
+		if (cpu < 0)
+			return put(why, wl, "every CPU spending less than half of CPU %u's %.0f%% in softirq is in its "
+					    "sets already", hot, c->hot_softirq), -ERANGE;
+		for (size_t e = 0; e < v.n; e++)
+			(void)knobval_cpuset_add(&v.map[e].cpus, (unsigned)cpu);
+	} else {
+		if (on_hot == 0)
+			return put(why, wl, "none of its IRQs is on CPU %u, the hot one", hot), -ERANGE;
+		if (v.n == 1)
+			return put(why, wl, "its one IRQ would take the hot spot along (RPS spreads one queue)"), -ERANGE;
+		for (size_t i = 0; i < c->n && cpu < 0; i++)
+			if (may_take(p, c, i) && sets_with(&v, c->idlest[i]) == 0)
+				cpu = c->idlest[i];
+		for (size_t i = 0; i < c->n && cpu < 0; i++)
+			if (may_take(p, c, i))
+				cpu = c->idlest[i];
+		if (cpu < 0)
+			return put(why, wl, "no CPU spends less than half of CPU %u's %.0f%% in softirq", hot,
+				   c->hot_softirq), -ERANGE;
+		memset(&v.map[last].cpus, 0, sizeof(v.map[last].cpus));
+		(void)knobval_cpuset_add(&v.map[last].cpus, (unsigned)cpu);
+	}
+	if (knobval_format(&v, out, outlen) < 0)
+		return -ENOSPC;
+	return knobval_text_equal(KNOB_T_CPUMAP, cur, out) ? (put(why, wl, "no step changes it"), -ERANGE) : 0;
 }
 
 /* The first policy of KIND in SET that is enabled, or NULL. */
@@ -364,60 +452,76 @@ static void trial_of(const struct knob_policy *p, const struct plan_config *cfg,
 	t->duration_ms = (int64_t)cfg->pairs * 2 * t->block_ms;
 }
 
-/* Try P for reading R: 0 and the proposal in OUT, or 1 with a skip recorded. */
+/* Try P for reading R of REP: 0 and the proposal in OUT, or 1 with a skip recorded. */
 static int try_knob(const struct policy_set *set, const struct knob_policy *p, const struct detect_reading *r,
-		    value_fn value_of, void *ctx, const struct plan_memory *mem, const struct plan_config *cfg,
-		    int64_t now_ms, struct plan_outcome *out)
+		    const struct detect_report *rep, value_fn value_of, void *ctx, const struct plan_memory *mem,
+		    const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
 {
-	const struct plan_knob_memory *k = memory_find(mem, p->name);
+	const struct plan_knob_memory *k;
 	struct plan_proposal *pr = &out->prop;
-	char cur[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX], why[PLAN_REASON_MAX], bounds[128];
+	char cur[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX], why[PLAN_REASON_MAX], bounds[128], kn[POLICY_NAME_MAX];
 	enum plan_dir dir = plan_direction(p);
-	int rc;
+	bool place = placement(p);
+	int rc, step_rc = 0;
 
+	snprintf(kn, sizeof(kn), "%s", p->name);
 	if (!p->enabled)
-		return skip(out, p, "switched off by its policy"), 1;
-	if (p->type != KNOB_T_INT && p->type != KNOB_T_INTVEC && p->type != KNOB_T_ONOFF)
-		return skip(out, p, "a %s value has no step rule: an operator proposes its values",
+		return skip(out, kn, "switched off by its policy"), 1;
+	if (place) {
+		/* Per interface (POLICY.DEV): the one that received the most packets is the one whose work moves. */
+		if (!rep->cpus.rx_dev[0])
+			return skip(out, kn, "no interface's received packets are known: which one's work to move is "
+					     "not"), 1;
+		if ((size_t)snprintf(kn, sizeof(kn), "%s.%s", p->name, rep->cpus.rx_dev) >= sizeof(kn))
+			return skip(out, p->name, "the name %s.%s is too long", p->name, rep->cpus.rx_dev), 1;
+	} else if (p->type != KNOB_T_INT && p->type != KNOB_T_INTVEC && p->type != KNOB_T_ONOFF) {
+		return skip(out, kn, "a %s value has no step rule: an operator proposes its values",
 			    knobval_type_name(p->type)), 1;
+	}
 	if ((p->type == KNOB_T_INT || p->type == KNOB_T_INTVEC) && p->step <= 0)
-		return skip(out, p, "no step in its policy"), 1;
+		return skip(out, kn, "no step in its policy"), 1;
+	k = memory_find(mem, kn);
 	cur[0] = '\0';
-	rc = value_of(p->name, cur, sizeof(cur), ctx);
+	rc = value_of(kn, cur, sizeof(cur), ctx);
 	cur[sizeof(cur) - 1] = '\0';
 	if (rc == -EBUSY)
-		return skip(out, p, "frozen: its live value differs from what the agent wrote (a conflict)"), 1;
+		return skip(out, kn, "frozen: its live value differs from what the agent wrote (a conflict)"), 1;
 	if (rc == -ENOENT)
-		return skip(out, p, "absent on this host"), 1;
+		return skip(out, kn, "absent on this host"), 1;
 	if (rc < 0)
-		return skip(out, p, "its current value cannot be read (%s)", strerror(-rc > 0 ? -rc : EIO)), 1;
+		return skip(out, kn, "its current value cannot be read (%s)", strerror(-rc > 0 ? -rc : EIO)), 1;
 	if (k && now_ms < k->cooldown_until_ms)
-		return skip(out, p, "cooling down for %lld s more after its last trial",
+		return skip(out, kn, "cooling down for %lld s more after its last trial",
 			    secs(k->cooldown_until_ms - now_ms + 999)), 1;
+	/* A CPU map's step, and its direction, depend on where the load is now. */
+	if (place)
+		step_rc = place_step(p, cur, &rep->cpus, &dir, to, sizeof(to), why, sizeof(why));
 	if (k && k->failed[dir] && !conditions_changed(mem, cfg, p, &k->failed_when[dir], cur, r->value, now_ms))
-		return skip(out, p, "going %s from %s failed %lld s ago and conditions have not changed",
+		return skip(out, kn, "going %s from %s failed %lld s ago and conditions have not changed",
 			    dir_names[dir], k->failed_when[dir].from, secs(now_ms - k->failed_when[dir].at_ms)), 1;
-	rc = next_value(p, cur, dir, to, sizeof(to));
+	rc = place ? step_rc : next_value(p, cur, dir, to, sizeof(to));
+	if (rc == -ERANGE && place)
+		return skip(out, kn, "%s: no step from %s: %s", rep->cpus.rx_dev, cur, why), 1;
 	if (rc == -ERANGE) {
 		if (policy_bounds_text(p, bounds, sizeof(bounds)) < 0)
 			bounds[0] = '\0';
-		return skip(out, p, "%s is at its bound going %s (%s)", cur, dir_names[dir], bounds), 1;
+		return skip(out, kn, "%s is at its bound going %s (%s)", cur, dir_names[dir], bounds), 1;
 	}
 	if (rc < 0)
-		return skip(out, p, "no next value from %s (%s)", cur, strerror(-rc)), 1;
+		return skip(out, kn, "no next value from %s (%s)", cur, strerror(-rc)), 1;
 	if (not_binding(set, p, cur, value_of, ctx, why, sizeof(why)))
-		return skip(out, p, "%s", why), 1;
+		return skip(out, kn, "%s", why), 1;
 	for (size_t i = 0; k && i < k->nreverted; i++) {
 		if (knobval_text_equal(p->type, to, k->reverted[i]) &&
 		    !conditions_changed(mem, cfg, p, &k->reverted_when[i], cur, r->value, now_ms))
-			return skip(out, p, "%s was reverted %lld s ago and conditions have not changed", to,
+			return skip(out, kn, "%s was reverted %lld s ago and conditions have not changed", to,
 				    secs(now_ms - k->reverted_when[i].at_ms)), 1;
 	}
 	if (policy_check(set, p, cur, to, value_of, ctx, why, sizeof(why)) < 0)
-		return skip(out, p, "refused by its policy: %s", why), 1;
+		return skip(out, kn, "refused by its policy: %s", why), 1;
 
 	memset(pr, 0, sizeof(*pr));
-	snprintf(pr->knob, sizeof(pr->knob), "%s", p->name);
+	snprintf(pr->knob, sizeof(pr->knob), "%s", kn);
 	snprintf(pr->from, sizeof(pr->from), "%s", cur);
 	snprintf(pr->to, sizeof(pr->to), "%s", to);
 	pr->dir = dir;
@@ -514,7 +618,7 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		 * reload may not bring workers up. Only the file limit's own fix is proposed while it lasts (found on a
 		 * real nginx: worker_rlimit_nofile 256 got listen_queue and keepalive_requests proposed). */
 		if (cands[i].id != DETECT_FILE_LIMIT && files_short(rep)) {
-			skip(out, cands[i].p, "nginx cannot open files (file_limit: %s): only the file limit's fix is "
+			skip(out, cands[i].p->name, "nginx cannot open files (file_limit: %s): only the file limit's fix is "
 					      "proposed while it lasts", rep->r[DETECT_FILE_LIMIT].evidence);
 			continue;
 		}
@@ -522,7 +626,7 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		 * them fill the accept queue; a longer queue only holds more of them waiting (found on a real nginx:
 		 * worker_connections 128 under 1000 clients got listen_queue 511 -> 1022 proposed first). */
 		if (cands[i].id == DETECT_LISTEN_OVERFLOWS && exhausted(rep)) {
-			skip(out, cands[i].p, "the workers have no free connection (worker_connections_exhausted): the "
+			skip(out, cands[i].p->name, "the workers have no free connection (worker_connections_exhausted): the "
 					      "accept queue fills behind them");
 			continue;
 		}
@@ -533,11 +637,11 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		ka = churn_symptom(cands[i].id) && !ka_tried ? churns(set, rep) : NULL;
 		if (ka) {
 			ka_tried = true;
-			if (try_knob(set, ka, &rep->r[DETECT_KEEPALIVE_SHORT], value_of, ctx, mem, cfg, now_ms,
+			if (try_knob(set, ka, &rep->r[DETECT_KEEPALIVE_SHORT], rep, value_of, ctx, mem, cfg, now_ms,
 				     out) == 0)
 				return 0;
 		}
-		if (try_knob(set, cands[i].p, &rep->r[cands[i].id], value_of, ctx, mem, cfg, now_ms, out) == 0)
+		if (try_knob(set, cands[i].p, &rep->r[cands[i].id], rep, value_of, ctx, mem, cfg, now_ms, out) == 0)
 			return 0;
 	}
 	put(out->reason, sizeof(out->reason), "no proposal: %zu knob%s triggered, none can move (%s: %s)", n,

@@ -15,7 +15,10 @@
  * hold others back, also on a reading that is not valid yet but saw an event in the last ticks (recent): while
  * nginx is out of files (file_limit) only file_limit's knobs are tried (the fix or nothing); while the workers
  * run out of connections, the listen-overflow knobs are passed over (the queue fills behind workers that cannot
- * take a connection: the cause is worker_connections, the overflows its symptom). The first
+ * take a connection: the cause is worker_connections, the overflows its symptom). The CPU maps of RPS and IRQ
+ * affinity step from where the NET_RX load is (the report's cpus): the knob POLICY.DEV of the busiest receiver,
+ * the hot CPU taken out of RPS sets that hold it or the idlest CPU added, an IRQ on the hot CPU moved to the
+ * idlest CPU (ngx-autotune.policy(5) has the rules). The first
  * candidate that is not blocked (disabled, no step rule, unknown value, at its bound, cooling down, a remembered
  * failure, refused by policy_check, not the binding limit) is proposed.
  */

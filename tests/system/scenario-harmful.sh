@@ -2,7 +2,7 @@
 # A harmful change is rolled back. An operator proposes RPS on the loopback of nginx's namespace (rps_cpus 0 -> 3:
 # every packet nginx and its clients exchange is handed to a CPU chosen by flow hash, costing inter-processor
 # interrupts on a host where both ends already run on every CPU). `ngxctl propose` makes it an A/B trial judged
-# like the agent's own (the rps policy's objective, p99, and its guardrails, CPU per request and drops); the judge
+# like the agent's own (the rps policy's objective, CPU per request, and its guardrails, drops and failures); the judge
 # must not keep it: the old value is back, the change ends reverted (or aborted by a guardrail), and the journal,
 # the audit trail and `ngxctl show` say why in one sentence with the evidence. The RPS knob reaches the
 # namespace's loopback through nginx's own mount namespace (the interfaces of nginx's network namespace).
@@ -57,8 +57,8 @@ case $st in reverted | aborted) ;; *) fail "change $id ended $st: $(api "/v1/cha
 [ "$(ns_rps)" = 0 ] || fail "not rolled back: rps_cpus $(ns_rps)"
 ctl show "$id" >"$TMP/show.out"
 grep -Eq '^  state: +(reverted|aborted) ' "$TMP/show.out" && grep -q '^  verdict: [^ ]' "$TMP/show.out" &&
-	grep -qx '  objective: p99 latency (http.p99_ms, lower is better)' "$TMP/show.out" &&
-	grep -Eq '^  arms: +(A [0-9.<]+ .*ms, B .*ms|no valid pair yet)' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
+	grep -qx '  objective: busy CPU (cpu.busy_per_kreq, lower is better)' "$TMP/show.out" &&
+	grep -Eq '^  arms: +(A [0-9.<]+ .*, B [0-9.<]+ |no valid pair yet)' "$TMP/show.out" || fail "ngxctl show: $(cat "$TMP/show.out")"
 reason=$(sed -n 's/^  verdict: //p' "$TMP/show.out" | head -1)
 api /v1/audit | jq -e --argjson id "$id" '[.audit[] | select(.change_id == $id and .action == "verdict")] | length == 1' \
 	>/dev/null || fail "no verdict in the audit trail: $(api /v1/audit | jq -c '.audit[:5]')"
