@@ -632,6 +632,11 @@ int sim_host_tick(struct sim_host *h, int64_t ts_ms, const struct frame **fr)
 	return rc;
 }
 
+int sim_host_put(struct sim_host *h, const char *name, double v)
+{
+	return frame_set(&h->cx.fr, h->cx.reg, name, v);
+}
+
 double sim_host_load(const struct sim_host *h)
 {
 	return h->p.lam0;

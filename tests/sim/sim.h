@@ -110,6 +110,8 @@ void sim_host_set_effect(struct sim_host *h, const struct sim_effect *e);
 void sim_host_set_dead(struct sim_host *h, bool dead);
 /* Advance one tick to TS_MS; *FR is the tick's frame (valid until the next call). 0 or -errno. */
 int sim_host_tick(struct sim_host *h, int64_t ts_ms, const struct frame **fr);
+/* Add NAME = V to the frame of the last sim_host_tick (metrics the plant does not model: per-CPU shares, links). */
+int sim_host_put(struct sim_host *h, const char *name, double v);
 /* Requests per second offered at the start (for messages). */
 double sim_host_load(const struct sim_host *h);
 
