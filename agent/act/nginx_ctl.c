@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "act/spawn.h"
+#include "netns.h"
 #include "strutil.h"
 
 #define POLL_MS 50           /* generation checks after a reload */
@@ -395,6 +396,30 @@ static int64_t timeout_of(const struct knob_env *env)
 	return env->nginx_timeout_ms > 0 ? env->nginx_timeout_ms : 10000;
 }
 
+/*
+ * spawn_start for nginx -t and -T, forked in nginx's network namespace: nginx -t binds every listen address, and one
+ * that exists only in nginx's namespace (a container's or a namespace's own address) fails in any other (found on a
+ * real nginx in a namespace: "bind() to 10.78.0.1:18490 failed (99: Cannot assign requested address)", and every
+ * nginx knob refused). Under a fake root the pid is no real process: the agent's own namespace, as when the
+ * namespace cannot be entered.
+ */
+static int nginx_spawn(const struct knob_env *env, uv_loop_t *loop, char **argv, size_t max_out, int64_t timeout_ms,
+		       spawn_fn cb, void *ctx)
+{
+	int ns = -1, saved = -1, r;
+
+	if (env->nginx_pid > 0 && (!env->root || strcmp(env->root, "/") == 0))
+		ns = netns_open_pid(env->nginx_pid);
+	if (ns >= 0 && netns_enter(ns, &saved) < 0)
+		saved = -1;
+	r = spawn_start(loop, argv, max_out, TEST_OUT_MAX, timeout_ms, cb, ctx, NULL);
+	if (netns_leave(saved) < 0)
+		abort(); /* the loop thread left in nginx's namespace would be wrong for everything it does next */
+	if (ns >= 0)
+		close(ns);
+	return r;
+}
+
 struct sync_run {
 	bool done;
 	const char *what;
@@ -427,7 +452,7 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 		return;
 	}
 	argv_of(env, flag, argv);
-	r = spawn_start(&loop, argv, max_out, TEST_OUT_MAX, s.timeout_ms, sync_done, &s, NULL);
+	r = nginx_spawn(env, &loop, argv, max_out, s.timeout_ms, sync_done, &s);
 	if (r < 0) {
 		res->rc = r;
 		str_err(res->msg, sizeof(res->msg), "%s", strerror(-r));
@@ -747,8 +772,7 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 		char *argv[8];
 
 		argv_of(env, "-T", argv);
-		if (spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), dump_refreshed,
-				ctl, NULL) == 0) {
+		if (nginx_spawn(env, env->loop, argv, NGINX_CONF_DUMP_MAX, timeout_of(env), dump_refreshed, ctl) == 0) {
 			ctl->refreshing = true;
 			ctl->refresh_env = env;
 		}
@@ -786,7 +810,7 @@ int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx
 	q->ctx = ctx;
 	q->timeout_ms = timeout_of(env);
 	argv_of(env, "-T", argv);
-	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, q->timeout_ms, dump_finished, q, NULL);
+	r = nginx_spawn(env, env->loop, argv, NGINX_CONF_DUMP_MAX, q->timeout_ms, dump_finished, q);
 	if (r < 0)
 		free(q);
 	return r;
@@ -1184,7 +1208,7 @@ void nginx_change_test(struct nginx_change *ch)
 	int r;
 
 	argv_of(ch->env, "-t", argv);
-	r = spawn_start(ch->env->loop, argv, TEST_OUT_MAX, TEST_OUT_MAX, timeout_of(ch->env), change_tested, ch, NULL);
+	r = nginx_spawn(ch->env, ch->env->loop, argv, TEST_OUT_MAX, timeout_of(ch->env), change_tested, ch);
 	if (r < 0)
 		nginx_change_fail(ch, r, "cannot run nginx -t: %s", strerror(-r));
 }
@@ -1268,7 +1292,7 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 	ch->poll.data = ch;
 	ch->deadline.data = ch;
 	argv_of(env, "-T", argv);
-	r = spawn_start(env->loop, argv, NGINX_CONF_DUMP_MAX, TEST_OUT_MAX, timeout_of(env), change_dumped, ch, NULL);
+	r = nginx_spawn(env, env->loop, argv, NGINX_CONF_DUMP_MAX, timeout_of(env), change_dumped, ch);
 	if (r < 0) {
 		nginx_change_orphan(ch);
 		change_close(ch);

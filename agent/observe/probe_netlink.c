@@ -11,18 +11,17 @@
 #define _GNU_SOURCE
 
 #include "observe/probe_netlink.h"
+#include "netns.h"
 #include "strutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -174,50 +173,27 @@ static int open_sockets(struct probe_netlink *p, char *err, size_t errlen)
 /* Sockets belong to the namespace they were created in, so a short visit is enough. */
 static int open_in_ns(struct probe_netlink *p, int pid, char *err, size_t errlen)
 {
-	char path[64];
-	struct stat st_target, st_self;
 	int target, self, rc, e;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	target = open(path, O_RDONLY | O_CLOEXEC);
+	target = netns_open_pid(pid);
 	if (target < 0) {
-		e = errno;
-		str_err(err, errlen, "open %s: %s", path, strerror(e));
-		return -e;
+		str_err(err, errlen, "open /proc/%d/ns/net: %s", pid, strerror(-target));
+		return target;
 	}
-	/* thread-self, not self: setns() moves only the calling thread, and that is the one we must bring back. */
-	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (self < 0) {
-		e = errno;
+	rc = netns_enter(target, &self);
+	if (rc < 0) {
+		str_err(err, errlen, "into the network namespace of pid %d: %s", pid, strerror(-rc));
 		close(target);
-		str_err(err, errlen, "open %s: %s", "/proc/thread-self/ns/net", strerror(e));
-		return -e;
-	}
-	if (fstat(target, &st_target) < 0 || fstat(self, &st_self) < 0) {
-		e = errno;
-		str_err(err, errlen, "fstat %s: %s", path, strerror(e));
-		rc = -e;
-		goto out;
-	}
-	if (st_target.st_dev == st_self.st_dev && st_target.st_ino == st_self.st_ino) {
-		rc = open_sockets(p, err, errlen);
-		goto out;
-	}
-	if (setns(target, CLONE_NEWNET) < 0) {
-		e = errno;
-		str_err(err, errlen, "setns into %s: %s", path, strerror(e));
-		rc = -e;
-		goto out;
+		return rc;
 	}
 	rc = open_sockets(p, err, errlen);
-	if (setns(self, CLONE_NEWNET) < 0) {
-		e = errno;
+	e = netns_leave(self);
+	if (e < 0) {
 		/* Nothing else the thread does would be right after this; the message must say so. */
-		str_err(err, errlen, "setns back from %s failed, thread left in that namespace: %s", path, strerror(e));
-		rc = -e;
+		str_err(err, errlen, "setns back from pid %d's namespace failed, thread left in it: %s", pid,
+			strerror(-e));
+		rc = e;
 	}
-out:
-	close(self);
 	close(target);
 	return rc;
 }

@@ -10,7 +10,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "core/parse.h"
 #include "observe/sampler_kit.h"
 #include "observe/stubhttp.h"
+#include "netns.h"
 
 struct stub_handle {
 	struct stubhttp *http;   /* plain http:// URLs: a kept-alive connection, no libcurl */
@@ -41,18 +41,13 @@ static curl_socket_t stub_socket(void *arg, curlsocktype purpose, struct curl_so
 	(void)purpose;
 	if (h->netns_fd < 0)
 		return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (self < 0 || setns(h->netns_fd, CLONE_NEWNET) < 0) {
-		if (self >= 0)
-			close(self);
+	if (netns_enter(h->netns_fd, &self) < 0)
 		return CURL_SOCKET_BAD;
-	}
 	fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-	if (setns(self, CLONE_NEWNET) < 0) {
+	if (netns_leave(self) < 0) {
 		/* Cannot happen short of a kernel bug; a pool thread left in nginx's namespace would be wrong. */
 		abort();
 	}
-	close(self);
 	return fd;
 }
 

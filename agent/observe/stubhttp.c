@@ -12,7 +12,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
+#include "netns.h"
 #include "strutil.h"
 
 #define HOST_MAX 256
@@ -207,27 +207,22 @@ static int wait_fd(int fd, short events, int deadline)
 	}
 }
 
-/* A socket in namespace NETNS_FD: setns() changes only the calling thread, and it is brought back at once. */
+/* A socket in namespace NETNS_FD: the calling thread visits it (netns.h) and is back at once. */
 static int ns_socket(int family, int netns_fd)
 {
-	int fd, self, e;
+	int fd, self, e, r;
 
 	if (netns_fd < 0)
 		return socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (self < 0)
-		return -1;
-	if (setns(netns_fd, CLONE_NEWNET) < 0) {
-		e = errno;
-		close(self);
-		errno = e;
+	r = netns_enter(netns_fd, &self);
+	if (r < 0) {
+		errno = -r;
 		return -1;
 	}
 	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	e = errno;
-	if (setns(self, CLONE_NEWNET) < 0)
+	if (netns_leave(self) < 0)
 		abort(); /* a pool thread left in nginx's namespace would be wrong for everything it does next */
-	close(self);
 	errno = e;
 	return fd;
 }

@@ -45,6 +45,12 @@ sed "/^\[knob rps\]/,/^\[/ { s/^target = .*/target = $DEV/; s/^trigger = .*/trig
 scn_start_agent
 ctl knobs | grep -E "^rps.$DEV +ok +0:0 " >/dev/null || fail "no rps.$DEV knob at 0:0: $(ctl knobs | grep rps)"
 ok "nginx in $NS, wrk in $NSC over a veth pair; the operator's rps_cpus 1 on $DEV; the agent is ready"
+# nginx -t and -T bind every listen address: 10.78.0.1 exists only in nginx's namespace, where they must run.
+wait_for 10 sh -c "'$NGXCTL' -s '$TMP/api.sock' doctor 2>&1 | grep -q 'nginx.worker_processes'" ||
+	fail "the doctor read no nginx configuration: $(ctl doctor 2>&1 | head -5)"
+! grep -q "Cannot assign requested address" "$TMP/agent.log" ||
+	fail "nginx -t or -T ran outside nginx's namespace: $(grep -m1 "Cannot assign" "$TMP/agent.log")"
+ok "nginx -T ran in nginx's namespace: the doctor read its configuration (listen 10.78.0.1 binds there only)"
 
 scn_load "$NSC" 600 -t2 -c100 "http://10.78.0.1:$PORT/"
 prop=$(wait_proposal 150 "rps.$DEV") || fail "no rps.$DEV proposal: $(ctl trial) $(ctl proposals); softirq: $(api \
