@@ -182,6 +182,10 @@ install_check() {
 		usr/local/share/man/man8/ngxctl.8 usr/local/share/man/man5/ngx-autotune.conf.5; do
 		[ -e "$d/$f" ] || { echo "make install did not install $f"; rm -rf "$d"; return 1; }
 	done
+	# A control byte in a man page (a form feed where \f was meant, from a script that wrote it) renders as text.
+	if grep -lP '[\x00-\x08\x0b-\x1f\x7f]' "$d"/usr/local/share/man/man*/*; then
+		echo "control bytes in the man pages above"; rm -rf "$d"; return 1
+	fi
 	grep -q "ExecStart=/usr/local/sbin/ngx-autotune" "$d/usr/local/lib/systemd/system/ngx-autotune.service" ||
 		{ echo "unit ExecStart does not point at the installed binary"; rm -rf "$d"; return 1; }
 	[ -f "$d/usr/local/share/ngx-autotune/policies/listen.policy" ] &&
