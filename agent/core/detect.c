@@ -210,7 +210,7 @@ static void resolve(struct detect *d)
 	if (max == d->seen_max_id)
 		return;
 	d->seen_max_id = max;
-	/* Interfaces come and go by name: every new link.DEV.rx_packets is followed, up to DETECT_LINKS_MAX. */
+	/* Every new link.DEV.rx_packets is followed, the first DETECT_LINKS_MAX names (a store's old names count). */
 	for (uint32_t id = from + 1; id <= max && d->nlinks < DETECT_LINKS_MAX; id++) {
 		const char *nm = metric_name(d->reg, id), *dev, *end;
 		size_t len;
@@ -557,23 +557,37 @@ static bool idler(double ia, double sa, unsigned a, double ib, double sb, unsign
 	return a < b;
 }
 
-/* The interface that received the most packets in the window into C. */
-static void busiest_link(const struct detect *d, double dt, struct detect_cpus *c)
+/* The interfaces that received the most packets in the window into C, most first (ties: the first named). */
+static void busiest_links(const struct detect *d, struct detect_cpus *c)
 {
 	size_t w = d->cfg.window_ticks;
-	double top = 0;
+	double sums[DETECT_RX_DEVS];
 
 	for (size_t l = 0; l < d->nlinks; l++) {
 		const float *x = d->link_rx + l * w;
-		double sum = 0;
+		double sum = 0, dt = 0;
+		size_t j;
 
-		for (size_t i = 0; i < d->count; i++)
-			if (!isnan(x[slot(d, i)]))
-				sum += x[slot(d, i)];
-		if (sum > top) {
-			top = sum;
-			snprintf(c->rx_dev, sizeof(c->rx_dev), "%s", d->link_dev[l]);
-			c->rx_pps = dt > 0 ? sum / dt : NAN;
+		for (size_t i = 0; i < d->count; i++) {
+			size_t k = slot(d, i);
+
+			if (!isnan(x[k]))
+				sum += x[k], dt += d->dt[k];
+		}
+		if (!(sum > 0) || dt <= 0)
+			continue;
+		j = c->nrx < DETECT_RX_DEVS ? c->nrx++ : DETECT_RX_DEVS;
+		for (; j > 0 && sum > sums[j - 1]; j--) {
+			if (j < DETECT_RX_DEVS) {
+				sums[j] = sums[j - 1];
+				c->rx_pps[j] = c->rx_pps[j - 1];
+				memcpy(c->rx_dev[j], c->rx_dev[j - 1], DETECT_DEV_MAX);
+			}
+		}
+		if (j < DETECT_RX_DEVS) {
+			sums[j] = sum;
+			c->rx_pps[j] = sum / dt;
+			snprintf(c->rx_dev[j], DETECT_DEV_MAX, "%s", d->link_dev[l]);
 		}
 	}
 }
@@ -586,10 +600,9 @@ static void read_softirq(struct detect *d, struct detect_reading *r, struct dete
 
 	memset(cpus, 0, sizeof(*cpus));
 	cpus->hot = -1;
-	cpus->rx_pps = NAN;
 	for (size_t i = 0; i < d->count; i++)
 		dt += d->dt[slot(d, i)];
-	busiest_link(d, dt, cpus);
+	busiest_links(d, cpus);
 	for (size_t c = 0; c < d->cfg.cpus_max; c++) {
 		const float *s = d->cpu_soft + c * w, *x = d->cpu_rx + c * w, *id = d->cpu_idle + c * w;
 		double sum = 0, rx = 0, isum = 0;

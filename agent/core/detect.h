@@ -108,11 +108,13 @@ struct detect_advisory {
 };
 
 #define DETECT_IDLEST_MAX 32       /* CPUs listed in struct detect_cpus, most idle first */
-#define DETECT_LINKS_MAX 32        /* interfaces followed for the busiest receiver */
+#define DETECT_LINKS_MAX 128       /* interfaces followed for the busiest receivers (the first so many named) */
+#define DETECT_RX_DEVS 8           /* the busiest receivers listed in struct detect_cpus */
 #define DETECT_DEV_MAX 16          /* an interface name and its NUL (IFNAMSIZ) */
 
 /* Where the NET_RX load sits, for the CPU placement knobs (RPS, IRQ affinity): the softirq_imbalance reading's
- * CPUs, filled whenever that reading is valid (HOT is -1 otherwise), and the interface that received most. */
+ * CPUs, filled whenever that reading is valid (HOT is -1 otherwise), and the interfaces that received most (lo
+ * and virtual ones among them: which of them have knobs is the planner's business). */
 struct detect_cpus {
 	int hot;                    /* the busiest CPU in softirq, -1 unknown */
 	double hot_softirq;         /* its mean softirq share over the window, percent */
@@ -120,8 +122,9 @@ struct detect_cpus {
 	uint16_t idlest[DETECT_IDLEST_MAX]; /* most idle first (cpu.N.idle; ties: less softirq, then lower number) */
 	double idle[DETECT_IDLEST_MAX];     /* their mean idle share, percent; NAN when cpu.N.idle is not sampled */
 	double softirq[DETECT_IDLEST_MAX];  /* their mean softirq share, percent */
-	char rx_dev[DETECT_DEV_MAX];        /* most packets received in the window (link.DEV.rx_packets); "" unknown */
-	double rx_pps;                      /* its packets per second */
+	size_t nrx;                         /* interfaces in RX_DEV (those that received packets in the window) */
+	char rx_dev[DETECT_RX_DEVS][DETECT_DEV_MAX]; /* most packets received first (link.DEV.rx_packets) */
+	double rx_pps[DETECT_RX_DEVS];      /* their packets per second over the ticks that had the counter */
 };
 
 struct detect_report {

@@ -202,6 +202,10 @@ static int cmp_cand(const void *a, const void *b)
 		return x->id < y->id ? -1 : 1;
 	if (x->p->approval_required != y->p->approval_required)
 		return x->p->approval_required ? 1 : -1;
+	/* Hardware queues spread work better than software steering: IRQ affinity before RPS, whatever the names. */
+	if ((x->p->kind == POLICY_IRQ_AFFINITY && y->p->kind == POLICY_RPS) ||
+	    (x->p->kind == POLICY_RPS && y->p->kind == POLICY_IRQ_AFFINITY))
+		return x->p->kind == POLICY_IRQ_AFFINITY ? -1 : 1;
 	return strcmp(x->p->name, y->p->name);
 }
 
@@ -462,18 +466,35 @@ static int try_knob(const struct policy_set *set, const struct knob_policy *p, c
 	char cur[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX], why[PLAN_REASON_MAX], bounds[128], kn[POLICY_NAME_MAX];
 	enum plan_dir dir = plan_direction(p);
 	bool place = placement(p);
+	const char *dev = NULL;
 	int rc, step_rc = 0;
 
 	snprintf(kn, sizeof(kn), "%s", p->name);
 	if (!p->enabled)
 		return skip(out, kn, "switched off by its policy"), 1;
 	if (place) {
-		/* Per interface (POLICY.DEV): the one that received the most packets is the one whose work moves. */
-		if (!rep->cpus.rx_dev[0])
+		/* Per interface (POLICY.DEV): of the busiest receivers, the first with a knob is the one whose work
+		 * moves (lo and virtual ones have none unless an operator named them: a proxy's lo may receive
+		 * more than its NIC). */
+		if (rep->cpus.nrx == 0)
 			return skip(out, kn, "no interface's received packets are known: which one's work to move is "
 					     "not"), 1;
-		if ((size_t)snprintf(kn, sizeof(kn), "%s.%s", p->name, rep->cpus.rx_dev) >= sizeof(kn))
-			return skip(out, p->name, "the name %s.%s is too long", p->name, rep->cpus.rx_dev), 1;
+		for (size_t i = 0; i < rep->cpus.nrx && !dev; i++) {
+			char name[POLICY_NAME_MAX];
+
+			if ((size_t)snprintf(name, sizeof(name), "%s.%s", p->name, rep->cpus.rx_dev[i]) < sizeof(name) &&
+			    value_of(name, cur, sizeof(cur), ctx) != -ENOENT) {
+				snprintf(kn, sizeof(kn), "%s", name);
+				dev = rep->cpus.rx_dev[i];
+			}
+		}
+		if (!dev) {
+			put(kn, sizeof(kn), "%s.%s", p->name, rep->cpus.rx_dev[0]);
+			if (rep->cpus.nrx == 1)
+				return skip(out, kn, "absent on this host"), 1;
+			return skip(out, kn, "absent on this host, as on the other %zu busiest receivers", rep->cpus.nrx - 1),
+			       1;
+		}
 	} else if (p->type != KNOB_T_INT && p->type != KNOB_T_INTVEC && p->type != KNOB_T_ONOFF) {
 		return skip(out, kn, "a %s value has no step rule: an operator proposes its values",
 			    knobval_type_name(p->type)), 1;
@@ -501,7 +522,7 @@ static int try_knob(const struct policy_set *set, const struct knob_policy *p, c
 			    dir_names[dir], k->failed_when[dir].from, secs(now_ms - k->failed_when[dir].at_ms)), 1;
 	rc = place ? step_rc : next_value(p, cur, dir, to, sizeof(to));
 	if (rc == -ERANGE && place)
-		return skip(out, kn, "%s: no step from %s: %s", rep->cpus.rx_dev, cur, why), 1;
+		return skip(out, kn, "%s: no step from %s: %s", dev, cur, why), 1;
 	if (rc == -ERANGE) {
 		if (policy_bounds_text(p, bounds, sizeof(bounds)) < 0)
 			bounds[0] = '\0';

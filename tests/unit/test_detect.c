@@ -708,6 +708,9 @@ static void test_softirq_cpus(void **state)
 	static const struct dcase flat = {"no idle shares: by softirq, then number",
 					  {M("cpu.0.softirq", 10), M("cpu.1.softirq", 90), M("cpu.2.softirq", 10)},
 					  .no_background = false};
+	/* eth1's counter in every other tick only (absent in the others): 4000 a tick, 4000/s over its ticks. */
+	static const struct dcase one = {"one CPU", {M("cpu.0.softirq", 95), MABS("link.eth1.rx_packets", 4000, 2, 0)},
+					 .no_background = false};
 	struct detect_config cfg;
 	struct metric_registry *reg;
 	struct detect_report rep;
@@ -727,8 +730,11 @@ static void test_softirq_cpus(void **state)
 	assert_int_equal(rep.cpus.idlest[1], 1);
 	assert_int_equal(rep.cpus.idlest[2], 0);
 	assert_true(fabs(rep.cpus.idle[0] - 70) < 1e-4 && fabs(rep.cpus.softirq[2] - 10) < 1e-4);
-	assert_string_equal(rep.cpus.rx_dev, "eth0");
-	assert_true(fabs(rep.cpus.rx_pps - 90000) < 1);
+	assert_int_equal(rep.cpus.nrx, 3);
+	assert_string_equal(rep.cpus.rx_dev[0], "eth0");
+	assert_string_equal(rep.cpus.rx_dev[1], "veth-b");
+	assert_string_equal(rep.cpus.rx_dev[2], "lo");
+	assert_true(fabs(rep.cpus.rx_pps[0] - 90000) < 1 && fabs(rep.cpus.rx_pps[2] - 500) < 1e-6);
 	detect_free(d);
 	metric_registry_free(reg);
 
@@ -741,15 +747,21 @@ static void test_softirq_cpus(void **state)
 	assert_int_equal(rep.cpus.idlest[0], 0);
 	assert_int_equal(rep.cpus.idlest[1], 2);
 	assert_true(isnan(rep.cpus.idle[0]));
-	assert_string_equal(rep.cpus.rx_dev, "");
-	assert_true(isnan(rep.cpus.rx_pps));
+	assert_int_equal(rep.cpus.nrx, 0);
 	detect_free(d);
+	metric_registry_free(reg);
 
-	/* Not valid (one CPU): no hot CPU. */
+	/* Not valid (one CPU): no hot CPU; a link's rate is over the ticks that had its counter. */
+	assert_int_equal(metric_registry_new(&reg), 0);
 	assert_int_equal(detect_new(&cfg, &d), 0);
+	feed(d, reg, &one);
 	detect_evaluate(d, NULL, &rep);
+	assert_false(rep.r[DETECT_SOFTIRQ_IMBALANCE].valid);
 	assert_int_equal(rep.cpus.hot, -1);
 	assert_int_equal(rep.cpus.n, 0);
+	assert_int_equal(rep.cpus.nrx, 1);
+	assert_string_equal(rep.cpus.rx_dev[0], "eth1");
+	assert_true(fabs(rep.cpus.rx_pps[0] - 4000) < 1e-6);
 	detect_free(d);
 	metric_registry_free(reg);
 }

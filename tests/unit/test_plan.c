@@ -397,8 +397,9 @@ static void place_report(struct detect_report *rep, int hot)
 	struct detect_cpus *c = &rep->cpus;
 
 	report_make(rep, fires);
-	snprintf(c->rx_dev, sizeof(c->rx_dev), "eth0");
-	c->rx_pps = 250000;
+	c->nrx = 1;
+	snprintf(c->rx_dev[0], sizeof(c->rx_dev[0]), "eth0");
+	c->rx_pps[0] = 250000;
 	if (hot < 0) {
 		c->hot = 0, c->hot_softirq = 92, c->n = 3;
 		c->idlest[0] = 3, c->idlest[1] = 2, c->idlest[2] = 1;
@@ -436,13 +437,34 @@ static void test_placement(void **state)
 			assert_int_equal(o.prop.detector, DETECT_SOFTIRQ_IMBALANCE);
 	}
 
-	/* The direction is remembered per interface: after 0: -> 0:3 did harm, adding a CPU to eth0 waits for
-	 * changed conditions, and taking the hot CPU out (a step down) is still open. */
-	plan_memory_init(&mem);
+	/* A proxy's lo receives more than its NIC, and has no RPS knob (the shipped target matches NICs): the
+	 * busiest receiver with a knob is the one. */
 	host_make(&h, (const struct kv[]){{"rps.eth0", "0:", 0}, {NULL, NULL, 0}});
+	place_report(&rep, -1);
+	rep.cpus.nrx = 3;
+	snprintf(rep.cpus.rx_dev[0], sizeof(rep.cpus.rx_dev[0]), "lo");
+	snprintf(rep.cpus.rx_dev[1], sizeof(rep.cpus.rx_dev[1]), "eth0");
+	snprintf(rep.cpus.rx_dev[2], sizeof(rep.cpus.rx_dev[2]), "veth1");
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	print_message("lo busiest: %s\n", o.reason);
+	assert_true(o.proposed);
+	assert_string_equal(o.prop.knob, "rps.eth0");
+	assert_string_equal(o.prop.to, "0:3");
+	/* None with a knob: said against the busiest. */
+	host_make(&h, NULL);
+	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_false(o.proposed);
+	assert_string_equal(o.skipped[o.nskipped - 1].knob, "rps.lo");
+	assert_non_null(strstr(o.skipped[o.nskipped - 1].reason, "absent on this host, as on the other 2"));
+
+	/* What failed is remembered per interface: after rps.eth0 0: -> 0:3 did harm, eth0 waits for changed
+	 * conditions, while eth1 (the busiest receiver now, at 0: too) is proposed the same step. */
+	plan_memory_init(&mem);
+	host_make(&h, (const struct kv[]){{"rps.eth0", "0:", 0}, {"rps.eth1", "0:", 0}, {NULL, NULL, 0}});
 	place_report(&rep, -1);
 	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_true(o.proposed);
+	assert_string_equal(o.prop.knob, "rps.eth0");
 	assert_int_equal(o.prop.dir, PLAN_UP);
 	assert_int_equal(plan_memory_record(&mem, &cfg, &o.prop, PLAN_HARM, 1000), 0);
 	assert_int_equal(plan_next(&set, &rep, value_of, &h, &mem, &cfg, 1000 + cfg.cooldown_ms + 1, &o), 0);
@@ -450,10 +472,11 @@ static void test_placement(void **state)
 	assert_false(o.proposed);
 	assert_string_equal(o.skipped[o.nskipped - 1].knob, "rps.eth0");
 	assert_non_null(strstr(o.skipped[o.nskipped - 1].reason, "going up from 0: failed"));
-	host_make(&h, (const struct kv[]){{"rps.eth0", "0:0", 0}, {NULL, NULL, 0}});
+	snprintf(rep.cpus.rx_dev[0], sizeof(rep.cpus.rx_dev[0]), "eth1");
 	assert_int_equal(plan_next(&set, &rep, value_of, &h, &mem, &cfg, 1000 + cfg.cooldown_ms + 1, &o), 0);
 	assert_true(o.proposed);
-	assert_string_equal(o.prop.to, "0:");
+	assert_string_equal(o.prop.knob, "rps.eth1");
+	assert_string_equal(o.prop.to, "0:3");
 	plan_memory_free(&mem);
 	policy_set_free(&set);
 }
