@@ -9,8 +9,9 @@
 # Scenarios (BENCH_SCENARIOS, scenario_def below): listen (somaxconn 16 in nginx's namespace), backlog
 # (netdev_max_backlog 10, host-wide), wc128 (worker_connections 128 in nginx.conf), ka1 (keepalive_requests 1 in
 # nginx.conf), nofile256 (worker_rlimit_nofile 256 in nginx.conf), lqdefault (nginx's default backlog at 2000
-# closing clients with stalling workers), reuseport (accept_mutex on, 4000 kept-alive clients). For each, under its
-# own load (wrk inside nginx's namespace), these configurations:
+# closing clients with stalling workers), reuseport (accept_mutex on, 4000 kept-alive clients), veth (softirq
+# imbalance: nginx and wrk in two namespaces joined by a veth pair, the operator's rps_cpus 1 on nginx's side). For
+# each, under its own load (wrk inside nginx's namespace, or across the veth pair), these configurations:
 #   1 baseline   the misconfigured host as the scenario sets it up
 #   2 agent      what the agent leaves after it converges from the baseline: it runs in propose mode under the
 #                load, every proposal is approved (ngxctl approve), until none comes for 45 s
@@ -58,9 +59,11 @@ LG_BLOCK=${BENCH_LG_BLOCK:-14s}   # loadgen mode: a measured run is the block le
 LOADGEN=                         # BENCH_LOADGEN=yes: the agent in loadgen mode too (agent-lg)
 [ "${BENCH_LOADGEN:-no}" = yes ] && LOADGEN=loadgen
 # --shipped runs the two gross faults under closing clients (shipped_run's load), the table all of them.
-SCENARIOS=${BENCH_SCENARIOS:-$([ -n "$SHIPPED" ] && echo "listen backlog" || echo "listen backlog wc128 ka1 nofile256 lqdefault reuseport")}
+SCENARIOS=${BENCH_SCENARIOS:-$([ -n "$SHIPPED" ] && echo "listen backlog" || echo "listen backlog wc128 ka1 nofile256 lqdefault reuseport veth")}
 PORT=${BENCH_PORT:-18470}
 NS=ngxat-e2e-$$
+NSC=ngxat-e2c-$$                  # the veth scenario's client namespace
+VETH=ngxat-e2ea                   # nginx's side of its pair (10.78.1.1); the client's is ngxat-e2eb (10.78.1.2)
 HOST_KEYS="net.core.netdev_max_backlog vm.dirty_ratio vm.dirty_background_ratio vm.swappiness"
 NS_KEYS="net.core.somaxconn net.ipv4.tcp_max_syn_backlog"
 
@@ -82,10 +85,10 @@ fi
 #   reads, as in tests/system/scenario-lib.sh scn_stall; 0 none)
 #   B_* (baseline) and E_* (expert): LISTEN (listen parameters), MAIN, EVENTS, HTTP (directives in nginx.conf),
 #   WC (worker_connections), SOMAXCONN (in nginx's namespace), NMB (netdev_max_backlog, host-wide).
-ALL_SCENARIOS="listen backlog wc128 ka1 nofile256 lqdefault reuseport"
+ALL_SCENARIOS="listen backlog wc128 ka1 nofile256 lqdefault reuseport veth"
 scenario_def() {
 	LOAD_CONNS=$CONNS LOAD_CLOSE=1 STALL_MS=0
-	B_LISTEN="" B_MAIN="" B_EVENTS="" B_HTTP="" B_WC=8192 B_SOMAXCONN=4096
+	B_LISTEN="" B_MAIN="" B_EVENTS="" B_HTTP="" B_WC=8192 B_SOMAXCONN=4096 B_RPS=""
 	B_NMB=${HOST_SAVED[net.core.netdev_max_backlog]}
 	case $1 in
 	listen) # the accept queue cut to 16 by the namespace's somaxconn
@@ -102,9 +105,12 @@ scenario_def() {
 		LOAD_CONNS=2000 STALL_MS=300 ;;
 	reuseport) # accept_mutex on (and multi_accept on) in nginx.conf, 2 workers, 4000 kept-alive clients
 		B_EVENTS="accept_mutex on; multi_accept on;" LOAD_CONNS=4000 LOAD_CLOSE=0 ;;
+	veth) # wrk across a veth pair; RPS on nginx's side steers every packet's protocol work to CPU 0
+		B_RPS=1 LOAD_CONNS=100 LOAD_CLOSE=0 ;;
 	*) echo "unknown scenario $1 (known: $ALL_SCENARIOS)" >&2; return 1 ;;
 	esac
 	E_LISTEN=$B_LISTEN E_MAIN=$B_MAIN E_EVENTS=$B_EVENTS E_HTTP=$B_HTTP E_WC=$B_WC E_SOMAXCONN=$B_SOMAXCONN E_NMB=$B_NMB
+	E_RPS=$B_RPS
 	case $1 in
 	listen) E_SOMAXCONN=65535 E_LISTEN="backlog=65535" ;;
 	backlog) E_NMB=65535 ;;
@@ -113,12 +119,18 @@ scenario_def() {
 	nofile256) E_MAIN="worker_rlimit_nofile 65536;" ;;
 	lqdefault) E_LISTEN="backlog=4096" ;;
 	reuseport) E_LISTEN="reuseport" ;;
+	veth) E_RPS=0 ;;
 	esac
 	EXPERT=$(case $1 in
 		listen) echo "somaxconn 65535, backlog=65535" ;; backlog) echo "netdev_max_backlog 65535" ;;
 		wc128) echo "worker_connections 8192" ;; ka1) echo "keepalive_requests 1000" ;;
 		nofile256) echo "worker_rlimit_nofile 65536" ;; lqdefault) echo "backlog=4096" ;;
-		reuseport) echo "listen ... reuseport" ;; esac)
+		reuseport) echo "listen ... reuseport" ;; veth) echo "rps_cpus 0 (RPS off)" ;; esac)
+	# Where wrk runs and what it asks: across the veth pair, or inside nginx's namespace.
+	LOAD_NS=$NS LOAD_HOST=127.0.0.1 EXTRA_LISTEN=""
+	if [ -n "$B_RPS" ]; then
+		LOAD_NS=$NSC LOAD_HOST=10.78.1.1 EXTRA_LISTEN="listen 10.78.1.1:$PORT;"
+	fi
 }
 
 # ---- configurations -----------------------------------------------------------------------------------------
@@ -154,6 +166,7 @@ http {
 	scgi_temp_path $TMP/run/tmp_scgi;
 	server {
 		listen 127.0.0.1:$PORT $2;
+		$EXTRA_LISTEN
 		location = /nginx_status { stub_status; access_log off; }
 		location / { return 200 "hello from nginx\n"; }
 	}
@@ -171,6 +184,7 @@ make_configs() {
 	printf 'net.core.somaxconn=%s\nnet.ipv4.tcp_max_syn_backlog=%s\n' "$B_SOMAXCONN" \
 		"$(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)" >"$d/ns.sysctl"
 	printf 'net.core.netdev_max_backlog=%s\n' "$B_NMB" >"$d/host.sysctl"
+	echo "$B_RPS" >"$d/rps"
 	printf 'vm.dirty_ratio=%s\nvm.dirty_background_ratio=%s\nvm.swappiness=%s\n' "${HOST_SAVED[vm.dirty_ratio]}" \
 		"${HOST_SAVED[vm.dirty_background_ratio]}" "${HOST_SAVED[vm.swappiness]}" >>"$d/host.sysctl"
 	d=$(cfgdir expert)
@@ -179,11 +193,12 @@ make_configs() {
 		"$(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)" >"$d/ns.sysctl"
 	grep -v netdev_max_backlog "$(cfgdir baseline)/host.sysctl" >"$d/host.sysctl"
 	echo "net.core.netdev_max_backlog=$E_NMB" >>"$d/host.sysctl"
+	echo "$E_RPS" >"$d/rps"
 	# tuned's throughput-performance [sysctl]: vm.dirty_ratio 40, vm.dirty_background_ratio 10, vm.swappiness 10;
 	# kernel.sched_min_granularity_ns and sched_wakeup_granularity_ns do not exist on EEVDF kernels (6.6+).
 	d=$(cfgdir tuned-tp)
 	mkdir -p "$d"
-	cp -r "$(cfgdir baseline)/nginx.conf" "$(cfgdir baseline)/inc" "$(cfgdir baseline)/ns.sysctl" "$d/"
+	cp -r "$(cfgdir baseline)/nginx.conf" "$(cfgdir baseline)/inc" "$(cfgdir baseline)/ns.sysctl" "$(cfgdir baseline)/rps" "$d/"
 	sed -i "s|$(cfgdir baseline)/inc|$d/inc|" "$d/nginx.conf"
 	grep -v '^vm\.' "$(cfgdir baseline)/host.sysctl" >"$d/host.sysctl"
 	printf 'vm.dirty_ratio=40\nvm.dirty_background_ratio=10\nvm.swappiness=10\n' >>"$d/host.sysctl"
@@ -221,6 +236,14 @@ apply() {
 	stop_nginx
 	ip netns del "$NS" 2>/dev/null
 	ip netns add "$NS" && ip -n "$NS" link set lo up || return 1
+	if [ -s "$d/rps" ] && [ -n "$(cat "$d/rps")" ]; then
+		ip netns del "$NSC" 2>/dev/null
+		ip netns add "$NSC" && ip -n "$NSC" link set lo up || return 1
+		ip link add $VETH netns "$NS" type veth peer name ngxat-e2eb netns "$NSC" || return 1
+		ip -n "$NS" addr add 10.78.1.1/24 dev $VETH && ip -n "$NSC" addr add 10.78.1.2/24 dev ngxat-e2eb || return 1
+		ip -n "$NS" link set $VETH up && ip -n "$NSC" link set ngxat-e2eb up || return 1
+		ip netns exec "$NS" sh -c "echo $(cat "$d/rps") >/sys/class/net/$VETH/queues/rx-0/rps_cpus" || return 1
+	fi
 	while read -r kv; do [ -n "$kv" ] && ip netns exec "$NS" sysctl -qw "$kv"; done <"$d/ns.sysctl"
 	while read -r kv; do [ -n "$kv" ] && sysctl -qw "$kv"; done <"$d/host.sysctl"
 	mkdir -p "$TMP/run/logs"
@@ -228,7 +251,7 @@ apply() {
 	ip netns exec "$NS" nginx -p "$TMP/run" -c "$d/nginx.conf" -e "$TMP/run/logs/error.log" || return 1
 	wait_for 5 test -s "$TMP/run/nginx.pid"
 }
-CLEANUP+=("stop_nginx" "ip netns del $NS")
+CLEANUP+=("stop_nginx" "ip netns del $NS" "ip netns del $NSC")
 
 # measure: one wrk run; prints "rps p50_ms p99_ms errors overflows drops".
 measure() {
@@ -237,11 +260,11 @@ measure() {
 	d0=$(softnet_drops)
 	stall_start
 	if [ "$LOAD_CLOSE" = 1 ]; then
-		out=$(ip netns exec "$NS" timeout $((SECS + 15)) wrk $(wrk_args "$SECS") --latency \
-			-H "Connection: close" "http://127.0.0.1:$PORT/" 2>&1)
+		out=$(ip netns exec "$LOAD_NS" timeout $((SECS + 15)) wrk $(wrk_args "$SECS") --latency \
+			-H "Connection: close" "http://$LOAD_HOST:$PORT/" 2>&1)
 	else
-		out=$(ip netns exec "$NS" timeout $((SECS + 15)) wrk $(wrk_args "$SECS") --latency \
-			"http://127.0.0.1:$PORT/" 2>&1)
+		out=$(ip netns exec "$LOAD_NS" timeout $((SECS + 15)) wrk $(wrk_args "$SECS") --latency \
+			"http://$LOAD_HOST:$PORT/" 2>&1)
 	fi
 	stall_stop
 	echo "$out" | awk -v ovf=$(($(ns_netstat "$NS" ListenOverflows) - o0)) -v drops=$(($(softnet_drops) - d0)) '
@@ -266,7 +289,7 @@ converge() {
 	mkdir -p "$d"
 	cp -r "$(cfgdir baseline)/inc" "$d/"
 	sed "s|$(cfgdir baseline)/inc|$d/inc|" "$(cfgdir baseline)/nginx.conf" >"$d/nginx.conf"
-	cp "$(cfgdir baseline)/ns.sysctl" "$(cfgdir baseline)/host.sysctl" "$d/"
+	cp "$(cfgdir baseline)/ns.sysctl" "$(cfgdir baseline)/host.sysctl" "$(cfgdir baseline)/rps" "$d/"
 	apply "$name" || fail "nginx did not start for the agent"
 	NGINX_DIR=$TMP/run
 	NGINX_CONF=$d/nginx.conf
@@ -277,8 +300,9 @@ converge() {
 	if [ "$mode" = loadgen ]; then
 		# A measured run lasts the block less 2 s and needs 10 s or more; no quoting in the command: Connection:close.
 		sed -i "s/^block = .*/block = $LG_BLOCK/; s/^\[tuning\]$/[tuning]\nmeasure = loadgen/" "$TMP/agent.conf"
-		printf '[loadgen]\ncommand = ip netns exec %s wrk -t2 -c%s -d{seconds}s --latency %s http://127.0.0.1:%s/\nrun = 10s\n' \
-			"$NS" "$LOAD_CONNS" "$([ "$LOAD_CLOSE" = 1 ] && echo -H Connection:close)" "$PORT" >>"$TMP/agent.conf"
+		printf '[loadgen]\ncommand = ip netns exec %s wrk -t2 -c%s -d{seconds}s --latency %s http://%s:%s/\nrun = 10s\n' \
+			"$LOAD_NS" "$LOAD_CONNS" "$([ "$LOAD_CLOSE" = 1 ] && echo -H Connection:close)" "$LOAD_HOST" "$PORT" \
+			>>"$TMP/agent.conf"
 	fi
 	for p in $SCN_POLICIES; do
 		if [ "$SETTLE" = policy ]; then
@@ -287,14 +311,21 @@ converge() {
 			sed "s/^settle = .*/settle = $SETTLE/" "$srcdir/policies/$p.policy" >"$TMP/policies.d/$p.policy"
 		fi
 	done
+	# The veth: named by the operator (the shipped rps policy matches NICs), with a trigger two CPUs shared with
+	# wrk can reach (as tests/system/scenario-rps.sh).
+	if [ -n "$(cat "$d/rps")" ]; then
+		sed "/^\[knob rps\]/,/^\[/ { s/^target = .*/target = $VETH/; s/^trigger = .*/trigger = softirq_imbalance > 30/ }" \
+			"$srcdir/policies/rps.policy" >"$TMP/policies.d/rps.policy"
+		[ "$SETTLE" = policy ] || sed -i "s/^settle = .*/settle = $SETTLE/" "$TMP/policies.d/rps.policy"
+	fi
 	scn_start_agent
 	t0=$SECONDS
 	if [ "$mode" = passive ]; then
 		if [ "$LOAD_CLOSE" = 1 ]; then
-			ip netns exec "$NS" timeout 1200 wrk $(wrk_args 1180) -H "Connection: close" \
-				"http://127.0.0.1:$PORT/" >/dev/null 2>&1 &
+			ip netns exec "$LOAD_NS" timeout 1200 wrk $(wrk_args 1180) -H "Connection: close" \
+				"http://$LOAD_HOST:$PORT/" >/dev/null 2>&1 &
 		else
-			ip netns exec "$NS" timeout 1200 wrk $(wrk_args 1180) "http://127.0.0.1:$PORT/" >/dev/null 2>&1 &
+			ip netns exec "$LOAD_NS" timeout 1200 wrk $(wrk_args 1180) "http://$LOAD_HOST:$PORT/" >/dev/null 2>&1 &
 		fi
 		load=$!
 	fi
@@ -335,6 +366,9 @@ converge() {
 		v=$(sysctl -n "$k")
 		echo "$k=$v"
 	done >"$d/host.sysctl"
+	if [ -n "$(cat "$d/rps")" ]; then
+		ip netns exec "$NS" cat "/sys/class/net/$VETH/queues/rx-0/rps_cpus" >"$d/rps"
+	fi
 	for k in $(api /v1/changes | jq -r '.changes[] | select(.state == "kept" and .kind == "change") | .knob' | sort -u); do
 		case $k in net.core.netdev_budget | net.core.netdev_budget_usecs) echo "$k=$(sysctl -n "$k")" >>"$d/host.sysctl" ;; esac
 	done
@@ -435,7 +469,7 @@ for s in $SCENARIOS; do
 		[ "$m" = loadgen ] && c=agent-lg configs="$configs agent-lg"
 		converge $c $m
 		echo "# $c ($m): $AGENT_TRIALS trial(s), $AGENT_KEPT kept, last keep $AGENT_SECS s after start: $AGENT_VERDICTS"
-		echo "# $c's result: $(diff <(sed "s|$(cfgdir baseline)|X|" "$(cfgdir baseline)/nginx.conf") <(sed "s|$(cfgdir $c)|X|" "$(cfgdir $c)/nginx.conf") | sed -n 's/^> *//p' | tr '\n' ' ')ns: $(tr '\n' ' ' <"$(cfgdir $c)/ns.sysctl")host: $(grep netdev "$(cfgdir $c)/host.sysctl" | tr '\n' ' ')"
+		echo "# $c's result: $(diff <(sed "s|$(cfgdir baseline)|X|" "$(cfgdir baseline)/nginx.conf") <(sed "s|$(cfgdir $c)|X|" "$(cfgdir $c)/nginx.conf") | sed -n 's/^> *//p' | tr '\n' ' ')ns: $(tr '\n' ' ' <"$(cfgdir $c)/ns.sysctl")host: $(grep netdev "$(cfgdir $c)/host.sysctl" | tr '\n' ' ')$([ -n "$(cat "$(cfgdir $c)/rps")" ] && echo "rps_cpus: $(cat "$(cfgdir $c)/rps")")"
 		[ "$c" = agent ] && conv=$AGENT_SECS kept=$AGENT_KEPT
 	done
 	rm -f "$TMP/results" "$TMP/medians"
