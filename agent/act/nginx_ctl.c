@@ -607,26 +607,30 @@ static bool generation_up(const struct nginx_change *ch)
 	return fresh;
 }
 
-/*
- * After the deadline, with a new generation up: old workers still working never got the master's quit (one at its
- * file limit can lose the message on the master's channel; found on a real nginx with worker_rlimit_nofile 256
- * under 1000 clients, whose old worker then lived on). Each gets the SIGQUIT the master meant, a graceful stop. The
- * number of them, 0 when the new generation is not up or none is left.
- */
-/* Whether a worker that was not a child before the reload runs. */
-static bool fresh_workers(const struct nginx_change *ch)
+/* Whether a worker that was not a child before the reload is among the master's children NOW[0..N). */
+static bool fresh_among(const struct nginx_change *ch, const pid_t *now, size_t n)
 {
-	pid_t now[CHILDREN_MAX];
-	size_t n;
-
-	if (children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
-		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]))
 			return true;
 	return false;
 }
 
+/* Whether a worker that was not a child before the reload runs. */
+static bool fresh_workers(const struct nginx_change *ch)
+{
+	pid_t now[CHILDREN_MAX];
+	size_t n;
+
+	return children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) == 0 && fresh_among(ch, now, n);
+}
+
+/*
+ * After the deadline, with a new generation up: old workers still working never got the master's quit (one at its
+ * file limit can lose the message on the master's channel; found on a real nginx with worker_rlimit_nofile 256
+ * under 1000 clients, whose old worker then lived on). Each gets the SIGQUIT the master meant, a graceful stop. The
+ * number of them, 0 when the new generation is not up or none is left. One read of the children serves both.
+ */
 static size_t quit_stragglers(const struct nginx_change *ch)
 {
 	pid_t now[CHILDREN_MAX];
@@ -636,7 +640,7 @@ static size_t quit_stragglers(const struct nginx_change *ch)
 	/* Under a fake root the pids of ROOT/proc are not this host's processes. */
 	if (!nginx_ctl_real_root(ch->env) || children_of(ch->env, ch->pid, now, CHILDREN_MAX, &n) < 0)
 		return 0;
-	fresh = fresh_workers(ch);
+	fresh = fresh_among(ch, now, n);
 	for (size_t i = 0; fresh && i < n; i++)
 		if (has_pid(ch->old_children, ch->nold, now[i]) && is_worker(ch->env, now[i]) &&
 		    kill(now[i], SIGQUIT) == 0)
