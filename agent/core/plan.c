@@ -655,6 +655,9 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		 * closes are the cost, and keepalive_requests is tried first (found in CI: keepalive_requests 1 in
 		 * nginx.conf got netdev_budget proposed on the squeezes of 28k handshakes a second); the symptom's
 		 * own knob only when it cannot move. */
+		/* keepalive_requests tried for a churn symptom already: its own candidate would only say it again. */
+		if (ka_tried && cands[i].p == churns(set, rep))
+			continue;
 		ka = churn_symptom(cands[i].id) && !ka_tried ? churns(set, rep) : NULL;
 		if (ka) {
 			ka_tried = true;
