@@ -314,7 +314,7 @@ converge() {
 	# The veth: named by the operator (the shipped rps policy matches NICs), with a trigger two CPUs shared with
 	# wrk can reach (as tests/system/scenario-rps.sh).
 	if [ -n "$(cat "$d/rps")" ]; then
-		sed "/^\[knob rps\]/,/^\[/ { s/^target = .*/target = $VETH/; s/^trigger = .*/trigger = softirq_imbalance > 30/ }" \
+		sed "/^\[knob rps\]/,/^\[/ { s/^target = .*/target = $VETH/; s/^trigger = .*/trigger = softirq_imbalance > 15/ }" \
 			"$srcdir/policies/rps.policy" >"$TMP/policies.d/rps.policy"
 		[ "$SETTLE" = policy ] || sed -i "s/^settle = .*/settle = $SETTLE/" "$TMP/policies.d/rps.policy"
 	fi

@@ -40,7 +40,7 @@ set_rps 1
 SCN_SERVER="listen 10.78.0.1:$PORT backlog=4096;" scn_nginx "$NS" $PORT || fail "nginx did not start"
 SCN_POLICIES="rps" SCN_ONLY=1
 scn_agent_conf "$TMP/agent.conf" $PORT
-sed "/^\[knob rps\]/,/^\[/ { s/^target = .*/target = $DEV/; s/^trigger = .*/trigger = softirq_imbalance > 30/ }; \
+sed "/^\[knob rps\]/,/^\[/ { s/^target = .*/target = $DEV/; s/^trigger = .*/trigger = softirq_imbalance > 15/ }; \
 	s/^settle = .*/settle = 2s/" "$srcdir/policies/rps.policy" >"$TMP/policies.d/rps.policy"
 scn_start_agent
 ctl knobs | grep -E "^rps.$DEV +ok +0:0 " >/dev/null || fail "no rps.$DEV knob at 0:0: $(ctl knobs | grep rps)"
@@ -54,7 +54,7 @@ ok "nginx -T ran in nginx's namespace: the doctor read its configuration (listen
 
 scn_load "$NSC" 600 -t2 -c100 "http://10.78.0.1:$PORT/"
 prop=$(wait_proposal 150 "rps.$DEV") || fail "no rps.$DEV proposal: $(ctl trial) $(ctl proposals); softirq: $(api \
-	'/v1/frames?since=-3&metrics=cpu.*.softirq' | jq -c '[.frames[] | del(.ts)]')"
+	'/v1/frames?since=-3&metrics=cpu.*' | jq -c '[.frames[].values | with_entries(select(.key | endswith(".softirq")))]')"
 id=$(jq .id <<<"$prop")
 [ "$(jq -r .from <<<"$prop")" = 0:0 ] && [ "$(jq -r .to <<<"$prop")" = 0: ] || fail "proposal: $prop"
 jq -e '.why | test("CPU 0 spends")' <<<"$prop" >/dev/null || fail "proposal without its evidence: $prop"
