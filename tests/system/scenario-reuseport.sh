@@ -8,8 +8,10 @@
 # takes most of them when they arrive together and keeps them (measured: 3913 against 1437 ms of CPU in 6 s; with
 # nginx's keepalive_requests 1000 the clients reconnect every few seconds and the share evens out in a minute).
 # The agent proposes reuseport on the listen line (accept_mutex off alone evened the workers less: 1.11 against
-# 1.36, inconclusive); the live sockets show one per worker; kept on the workers' share, and ngxctl revert brings
-# one socket and the operator's nginx.conf back byte for byte.
+# 1.36, inconclusive); the trial must show the workers' share evener. Kept: the live sockets show one per worker,
+# and ngxctl revert brings one socket and the operator's nginx.conf back byte for byte. On 2 CPUs shared with wrk
+# an even share may cost CPU per request, and a guardrail may revert it: then the rollback must be as whole, and
+# wrk, measuring both with the agent stopped, must not serve 10% more with reuseport.
 TEST_EXCLUSIVE=1
 TEST_NAME=scn-rp
 . "$(dirname "$0")/lib.sh"
@@ -68,31 +70,73 @@ ok "one worker does most of the work: proposal $id $KNOB $FROM -> $TO with its e
 ctl approve "$id" | grep -q approved || fail "ngxctl approve"
 st=$(wait_end 300 "$id") || fail "change $id still $st: $(ctl trial)"
 detail=$(api "/v1/changes/$id" | jq -r .detail)
-[ "$st" = kept ] || fail "change $id ended $st: $detail"
 ev=$(api "/v1/changes/$id" | jq -r '.detail | sub("^[^{]*"; "") | fromjson? // empty')
-[ "$(jq -r .objective <<<"$ev")" = nginx.worker_imbalance ] || fail "objective: $ev"
+[ "$(jq -r .objective <<<"$ev")" = nginx.worker_imbalance ] || fail "change $id ended $st; objective: $detail"
 echo "# pairs (A/B busiest over mean): $(jq -r '[.pairs_detail[] | "\(.a * 100 | floor)/\(.b * 100 | floor)"] | join(" ")' <<<"$ev")"
-ok "kept on the workers' share: $(jq -r .reason <<<"$ev")"
-
-kill -0 "$LOAD_PID" 2>/dev/null || fail "the load ended before the after-state was measured"
-after=$(worker_share 4)
-echo "# busiest worker / mean after: $after/100 (before: $before/100); listening sockets: $(sockets)"
-[ "$after" -gt 0 ] && [ "$after" -lt 115 ] || fail "the workers still share unevenly: $after/100"
-sed "s/^		listen 127.0.0.1:$PORT ;$/		listen 127.0.0.1:$PORT reuseport ;/" "$TMP/nginx.conf.orig" | cmp -s - "$NGINX_CONF" ||
-	fail "nginx.conf is not the operator's with reuseport added: $(diff "$TMP/nginx.conf.orig" "$NGINX_CONF")"
-[ "$(sockets)" = 2 ] || fail "$(sockets) listening sockets with reuseport, not one per worker"
-ok "after: reuseport on the operator's listen line, 2 listening sockets, workers at $after/100"
-
-kill "$LOAD_PID" 2>/dev/null
-ctl revert "$id" >/dev/null || fail "ngxctl revert $id"
-wait_for 30 cmp -s "$TMP/nginx.conf.orig" "$NGINX_CONF" ||
-	fail "nginx.conf not back byte for byte: $(diff "$TMP/nginx.conf.orig" "$NGINX_CONF")"
-wait_for 15 one_socket || fail "$(sockets) listening sockets after the revert, not 1"
-# the backup goes once the new generation runs the restored file (the agent's next poll of the reload)
+# Whatever the verdict, the share must have evened out: the objective's interval lies on the better side.
+jq -e '.lower > 0' <<<"$ev" >/dev/null || fail "change $id ended $st, the workers' share not shown evener: $detail"
 no_backups() { [ -z "$(ls -A "$INC"/listen-param-backup "$INC"/directive-backup 2>/dev/null)" ]; }
-wait_for 10 no_backups ||
-	fail "backups left: $(ls -R "$INC")"
-ok "ngxctl revert: nginx.conf is the operator's again, byte for byte, with one listening socket"
-kill -TERM "$AGENT_PID"
-wait "$AGENT_PID" || fail "the agent did not exit 0"
+restored() { # the operator's nginx.conf byte for byte, one listening socket, no backup left
+	wait_for 30 cmp -s "$TMP/nginx.conf.orig" "$NGINX_CONF" ||
+		fail "nginx.conf not back byte for byte: $(diff "$TMP/nginx.conf.orig" "$NGINX_CONF")"
+	wait_for 15 one_socket || fail "$(sockets) listening sockets after the revert, not 1"
+	# the backup goes once the new generation runs the restored file (the agent's next poll of the reload)
+	wait_for 10 no_backups || fail "backups left: $(ls -R "$INC")"
+}
+case $st in
+kept)
+	ok "kept on the workers' share: $(jq -r .reason <<<"$ev")"
+	kill -0 "$LOAD_PID" 2>/dev/null || fail "the load ended before the after-state was measured"
+	after=$(worker_share 4)
+	echo "# busiest worker / mean after: $after/100 (before: $before/100); listening sockets: $(sockets)"
+	[ "$after" -gt 0 ] && [ "$after" -lt 115 ] || fail "the workers still share unevenly: $after/100"
+	sed "s/^		listen 127.0.0.1:$PORT ;$/		listen 127.0.0.1:$PORT reuseport ;/" "$TMP/nginx.conf.orig" |
+		cmp -s - "$NGINX_CONF" ||
+		fail "nginx.conf is not the operator's with reuseport added: $(diff "$TMP/nginx.conf.orig" "$NGINX_CONF")"
+	[ "$(sockets)" = 2 ] || fail "$(sockets) listening sockets with reuseport, not one per worker"
+	ok "after: reuseport on the operator's listen line, 2 listening sockets, workers at $after/100"
+	kill "$LOAD_PID" 2>/dev/null
+	ctl revert "$id" >/dev/null || fail "ngxctl revert $id"
+	restored
+	ok "ngxctl revert: nginx.conf is the operator's again, byte for byte, with one listening socket"
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID" || fail "the agent did not exit 0"
+	;;
+reverted | aborted)
+	# On 2 CPUs shared with wrk an even share gains little and may cost CPU per request (a CI run: busy CPU per
+	# request rose 9.3% [-0.5%, +20%], not shown within the 10% margin: reverted; one shown worse aborts): a
+	# guardrail may undo it. Then the rollback must be whole, and wrk must not serve clearly more with reuseport.
+	jq -e '.reason | startswith("guardrail ")' <<<"$ev" >/dev/null ||
+		fail "change $id $st, not by a guardrail: $detail"
+	kill "$LOAD_PID" 2>/dev/null
+	restored
+	ok "$st by a guardrail ($(jq -r .reason <<<"$ev")): nginx.conf is the operator's again, one socket"
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID" || fail "the agent did not exit 0"
+	# wrk_rps SOCKETS: requests/s of 5 s of wrk, after nginx reloaded into SOCKETS listening sockets
+	wrk_rps() {
+		kill -HUP "$(cat "$NGINX_DIR/nginx.pid")"
+		wait_for 15 sh -c "[ \$(ip netns exec '$NS' ss -Hltn 'sport = :$PORT' | wc -l) = $1 ]" ||
+			fail "$(sockets) listening sockets after the reload, not $1"
+		sleep 1
+		ip netns exec "$NS" timeout 20 wrk -t2 -c400 -d5s "http://127.0.0.1:$PORT/" |
+			awk '/^Requests\/sec:/ { printf "%d\n", $2 }'
+	}
+	declare -a on off
+	for i in 1 2 3; do
+		sed "s/^		listen 127.0.0.1:$PORT ;$/		listen 127.0.0.1:$PORT reuseport ;/" "$TMP/nginx.conf.orig" \
+			>"$NGINX_CONF"
+		on+=("$(wrk_rps 2)")
+		cp "$TMP/nginx.conf.orig" "$NGINX_CONF"
+		off+=("$(wrk_rps 1)")
+	done
+	med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+	m_on=$(med "${on[@]}") m_off=$(med "${off[@]}")
+	echo "# wrk: reuseport: ${on[*]} (median $m_on); without: ${off[*]} (median $m_off)"
+	[ -n "$m_on" ] && [ -n "$m_off" ] && [ "$m_off" -gt 0 ] || fail "wrk measured nothing: ${on[*]} / ${off[*]}"
+	[ "$m_on" -lt $((m_off * 11 / 10)) ] || fail "$st, but wrk serves $m_on with reuseport against $m_off"
+	ok "the rollback matches wrk: $m_on requests/s with reuseport against $m_off without"
+	;;
+*) fail "change $id ended $st: $detail" ;;
+esac
 echo "# $checks checks passed"
