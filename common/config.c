@@ -53,6 +53,7 @@ static const struct key keys[] = {
 	{"nginx", "timeout", K_DURATION, F(nginx_timeout_ms), 100, 120000},
 	{"tuning", "mode", K_TUNING, F(mode), 0, 0},
 	{"tuning", "changes_per_hour", K_INT, F(changes_per_hour), 1, 60},
+	{"tuning", "cooldown", K_DURATION, F(cooldown_ms), 0, 86400000},
 	{"tuning", "pairs", K_INT, F(pairs), 4, 16},
 	{"tuning", "block", K_DURATION, F(block_ms), 1000, 3600000},
 	{"tuning", "calibrate_pairs", K_INT, F(calibrate_pairs), 0, 16},
@@ -98,6 +99,7 @@ void config_default(struct config *cfg)
 	strcpy(cfg->policy_override_dir, "/etc/ngx-autotune/policies.d");
 	strcpy(cfg->mode, "propose");
 	cfg->changes_per_hour = 2;
+	cfg->cooldown_ms = 60000;
 	cfg->pairs = 8;
 	cfg->block_ms = 90000;
 	cfg->calibrate_pairs = 4;

@@ -45,6 +45,7 @@ struct config {
 	/* [tuning] */
 	char mode[16];            /* observe | propose | auto */
 	int64_t changes_per_hour; /* trials that may start in an hour */
+	int64_t cooldown_ms;      /* after a verdict, before the next proposal */
 	int64_t pairs;            /* K: A/B pairs of a trial */
 	int64_t block_ms;         /* measured part of a block, after the policy's settle time */
 	int64_t calibrate_pairs;  /* A/A pairs before an objective's first trial; 0: none */

@@ -194,6 +194,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 		return -EINVAL;
 	}
 	cc.changes_per_hour = (unsigned)cfg->changes_per_hour;
+	cc.cooldown_ms = cfg->cooldown_ms;
 	cc.plan.pairs = (unsigned)cfg->pairs;
 	cc.plan.measure_ms = cfg->block_ms;
 	cc.calibrate_pairs = (unsigned)cfg->calibrate_pairs;

@@ -85,8 +85,8 @@ scn_netns() {
 }
 
 # scn_agent_conf FILE PORT [MODE]: the agent for scn_nginx's nginx: 500 ms ticks (the detectors' 60-tick window is
-# then 30 s), trials of 8 pairs of 2 s settle + 4 s blocks, no A/A calibration, and the shipped policies with a
-# 2 s settle time (overrides in $TMP/policies.d); SCN_ONLY=1 leaves the other policy files out.
+# then 30 s), trials of 8 pairs of 2 s settle + 4 s blocks, no A/A calibration, a 5 s cooldown, and the shipped
+# policies with a 2 s settle time (overrides in $TMP/policies.d); SCN_ONLY=1 leaves the other policy files out.
 scn_agent_conf() {
 	local f=$1 port=$2 mode=${3:-propose} p
 	agent_conf "$f" "$port" 500ms
@@ -100,6 +100,8 @@ pairs = 8
 block = 4s
 calibrate_pairs = 0
 changes_per_hour = 60
+# the detectors refill their window after a verdict anyway; the default 60 s only made the tests wait
+cooldown = 5s
 EOT
 	mkdir -p "$TMP/policies.d"
 	for p in $SCN_POLICIES; do

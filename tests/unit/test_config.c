@@ -63,6 +63,7 @@ static void test_defaults_when_missing(void **state)
 	assert_true(c.probe_netlink);
 	assert_int_equal(c.doctor_interval_ms, 300000);
 	assert_int_equal(c.backend_keepalive_ms, 0);
+	assert_int_equal(c.cooldown_ms, 60000);
 	assert_int_equal(config_load("/nonexistent/agent.conf", true, &c, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/agent.conf"));
 }
@@ -79,8 +80,10 @@ static void test_every_key(void **state)
 		   "[nginx]\npid_file = /tmp/nginx.pid\nstub_status_url = http://127.0.0.1:8080/st\n"
 		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\n"
 		   "[doctor]\ninterval = 90s\nbackend_keepalive_timeout = 5s\n"
+		   "[tuning]\ncooldown = 5s\n"
 		   "[probes]\nnetlink = no\ninterrupts = off\nworkers = false\n");
 	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.cooldown_ms, 5000);
 	assert_int_equal(c.tick_ms, 250);
 	assert_string_equal(c.root, "/tmp/fake");
 	assert_string_equal(c.socket_path, "/tmp/s.sock");
@@ -117,6 +120,8 @@ static const struct {
 	{"[tuning]\ncalibrate_pairs = 2\n", "0 (none) or 3 to 16", 2},
 	{"[tuning]\nmode = yolo\n", "not observe, propose or auto", 2},
 	{"[tuning]\npairs = 3\n", "from 4 to 16", 2},
+	{"[tuning]\ncooldown = 2d\n", "cooldown: '2d' is not a duration between", 2},
+	{"[tuning]\ncooldown = later\n", "not a duration", 2},
 	{"[agent]\nroot =\n", "root: must not be empty", 2},
 	{"[agent]\nlog_level = loud\n", "not one of error", 2},
 	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
