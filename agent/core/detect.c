@@ -665,8 +665,8 @@ static void read_softirq(struct detect *d, struct detect_reading *r, struct dete
 	qsort(d->scratch, nother, sizeof(*d->scratch), cmp_double);
 	median = nother % 2 ? d->scratch[nother / 2] : (d->scratch[nother / 2 - 1] + d->scratch[nother / 2]) / 2;
 	/* The points of CPU the busiest spends in softirq beyond the median of the other CPUs: near 0 when every CPU
-	 * is busy alike, and no cliff where a ratio would have one (a rule "the others below half of the busiest" read
-	 * 50.0% against 23.5% as 50 and 48% against 25% as 0, on the same veth in two runs). */
+	 * is busy alike, and no cliff where a ratio would have one (a rule "the others below half of the busiest"
+	 * read a veth's 50.0% against 23.5% as 50, and would read 48% against 25% as 0). */
 	finish(d, r, top - median, dt, true);
 	if (rx_all > 0)
 		say(r->evidence, "CPU %zu spends %.1f%% in softirq, the median of the other %zu %.1f%%; it ran %.0f%% of "
