@@ -169,6 +169,11 @@ step "configure (-Werror)" sh -c 'cd build && ../configure --enable-werror >conf
 	unit=$(make -s -C build print-unit-tests) && system=$(make -s -C build print-system-tests) && {
 	run_check build "$unit"
 	run_check build "$system"
+	# where the time went: the slowest system tests, from the line each one's cleanup prints
+	echo "=== slowest system tests (seconds, once each held its lock)"
+	for log in build/tests/system/*.log; do
+		sed -n "s|^# time: \([0-9]*\) s$|\1 ${log#build/}|p" "$log" | tail -1
+	done | sort -rn | head -12
 }
 
 # Installation into a staging root puts every file where the unit and the documentation say.

@@ -23,6 +23,8 @@ checks=0
 
 cleanup() {
 	local i
+	# how long the test ran, once it held its lock (tests/run-all.sh lists the slowest)
+	echo "# time: $SECONDS s"
 	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
 		eval "${CLEANUP[$i]}" >/dev/null 2>&1 || true
 	done
