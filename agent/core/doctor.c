@@ -608,6 +608,8 @@ struct listen_sock {
 	const struct doctor_node *n;  /* the directive with backlog=, else the first */
 	int64_t backlog;              /* DOCTOR_UNKNOWN: not set */
 	bool reuseport;
+	const struct doctor_node *buf_n; /* the directive with rcvbuf= or sndbuf=, NULL when none has */
+	char bufs[64];                /* those parameters as written */
 };
 
 /* "80" -> "*:80", "localhost" -> "localhost:80"; as nginx would bind it, roughly: enough to group duplicates. */
@@ -639,6 +641,7 @@ static size_t listen_socks(const struct ctx *c, struct listen_sock **out)
 		char key[DOCTOR_SUBJECT_MAX];
 		int64_t backlog = DOCTOR_UNKNOWN;
 		bool udp = false, reuseport = false;
+		char bufs[64] = "";
 		size_t k;
 
 		if (n->kind != DOCTOR_DIRECTIVE || strcmp(n->name, "listen") != 0 || n->nargs < 1 ||
@@ -654,6 +657,8 @@ static size_t listen_socks(const struct ctx *c, struct listen_sock **out)
 				reuseport = true;
 			else if (has_prefix(n->args[a], "backlog=") && to_i64(n->args[a] + 8, &backlog) < 0)
 				backlog = DOCTOR_UNKNOWN;
+			else if (has_prefix(n->args[a], "rcvbuf=") || has_prefix(n->args[a], "sndbuf="))
+				append(bufs, sizeof(bufs), "%s%s", bufs[0] ? " " : "", n->args[a]);
 		}
 		if (udp)
 			continue;
@@ -683,6 +688,10 @@ static size_t listen_socks(const struct ctx *c, struct listen_sock **out)
 			v[k].n = n;
 		}
 		v[k].reuseport |= reuseport;
+		if (bufs[0] && !v[k].buf_n) {
+			v[k].buf_n = n;
+			put(v[k].bufs, sizeof(v[k].bufs), "%s", bufs);
+		}
 	}
 	*out = v;
 	return nv;
@@ -730,6 +739,35 @@ static void check_listen_backlog(struct ctx *c)
 			    "carries options (the agent's listen-queue policy can try it)", l->key,
 			    (long long)fa->somaxconn);
 		}
+	}
+	free(v);
+}
+
+/*
+ * rcvbuf= or sndbuf= on a listen (tuning guides give them): the kernel fixes that buffer for every connection
+ * the socket accepts, where it would otherwise grow each one with the connection's bandwidth and delay
+ * (net.ipv4.tcp_rmem, tcp_wmem). And a reload cannot take it back: measured, a socket set to rcvbuf=16k kept
+ * 32768 bytes after the parameter went and nginx reloaded; only a restart gives a socket without it.
+ */
+static void check_listen_buffers(struct ctx *c)
+{
+	struct listen_sock *v;
+	size_t nv = listen_socks(c, &v);
+
+	for (size_t i = 0; i < nv; i++) {
+		const struct listen_sock *l = &v[i];
+		struct doctor_finding *f;
+
+		if (!l->buf_n)
+			continue;
+		f = add(c, "nginx.listen_buffers", l->key, DOCTOR_INFO,
+			"listen fixes the socket buffers of every connection it accepts", "listen rcvbuf= sndbuf=");
+		where(f, l->buf_n);
+		put(f->evidence, sizeof(f->evidence), "listen %s %s at %s:%u: the kernel's buffer autotuning "
+		    "(net.ipv4.tcp_rmem, tcp_wmem) is off for each of its connections", l->key, l->bufs, l->buf_n->file,
+		    l->buf_n->line);
+		put(f->fix, sizeof(f->fix), "remove %s unless a measurement asked for it, then restart nginx (a reload "
+		    "keeps the socket's buffer as it was set)", l->bufs);
 	}
 	free(v);
 }
@@ -1723,6 +1761,7 @@ static const struct check checks[] = {
 	{ check_nofile_limit, true },
 	{ check_worker_connections, true },
 	{ check_listen_backlog, true },
+	{ check_listen_buffers, true },
 	{ check_accept_mutex, true },
 	{ check_upstreams, true },
 	{ check_next_upstream, true },

@@ -179,7 +179,8 @@ static const struct conf_case conf_cases[] = {
 	  "I nginx.listen_backlog_default[[::]:80]\n" },
 	{ "tuned.txt", NULL, "" },
 	/* worker_processes 1 on 4 CPUs, worker_rlimit_nofile below worker_connections, accept_mutex on without
-	 * reuseport, backlog=65535 above somaxconn 4096; nginx writes no access log for the agent. */
+	 * reuseport, backlog=65535 above somaxconn 4096, rcvbuf= and sndbuf= on a listen; nginx writes no access
+	 * log for the agent. */
 	{ "workers.txt", NULL,
 	  "W agent.access_log\n"
 	  "W agent.include[events]\n"
@@ -189,7 +190,8 @@ static const struct conf_case conf_cases[] = {
 	  "W nginx.listen_backlog[127.0.0.1:8081]\n"
 	  "W nginx.worker_processes\n"
 	  "W nginx.worker_rlimit_nofile\n"
-	  "I nginx.listen_backlog_default[127.0.0.1:8082]\n" },
+	  "I nginx.listen_backlog_default[127.0.0.1:8082]\n"
+	  "I nginx.listen_buffers[127.0.0.1:8082]\n" },
 	/* Keepalive upstreams reached with a proxy_set_header that drops the inherited Connection "", and with
 	 * HTTP/1.0; a retried POST; a proxy_pass to an address; keepalive_timeout longer than the backend's 5 s. */
 	{ "proxy.txt", backend_5s,
@@ -274,6 +276,10 @@ static void test_evidence(void **state)
 	f = find(&rep, "nginx.worker_rlimit_nofile", NULL);
 	assert_non_null(strstr(f->evidence, "worker_rlimit_nofile 1024 at " FX "workers/nginx.conf:2, "
 					    "worker_connections 4096"));
+	f = find(&rep, "nginx.listen_buffers", "127.0.0.1:8082");
+	assert_string_equal(f->where, FX "workers/nginx.conf:13");
+	assert_non_null(strstr(f->evidence, "listen 127.0.0.1:8082 rcvbuf=64k sndbuf=1m at " FX "workers/nginx.conf:13"));
+	assert_non_null(strstr(f->fix, "remove rcvbuf=64k sndbuf=1m unless a measurement asked for it, then restart"));
 	doctor_report_free(&rep);
 	doctor_conf_free(&conf);
 
@@ -413,7 +419,8 @@ static const struct conf_case live_cases[] = {
 					"W nginx.listen_backlog[127.0.0.1:8081]\n"
 					"W nginx.worker_processes\n"
 					"W nginx.worker_rlimit_nofile\n"
-					"I nginx.listen_backlog_default[127.0.0.1:8082]\n" },
+					"I nginx.listen_backlog_default[127.0.0.1:8082]\n"
+					"I nginx.listen_buffers[127.0.0.1:8082]\n" },
 	{ "stress.txt", nofile_low, "W nginx.upstream_keepalive[deep]\n"
 				    "I nginx.listen_backlog_default[127.0.0.1:8085]\n"
 				    "I nginx.listen_backlog_default[127.0.0.1:8086]\n" },
@@ -618,7 +625,7 @@ static void test_state(void **state)
 	doctor_state_counts(&st, counts);
 	assert_int_equal(counts[DOCTOR_CRITICAL], 0);
 	assert_int_equal(counts[DOCTOR_WARNING], 8);
-	assert_int_equal(counts[DOCTOR_INFO], 1);
+	assert_int_equal(counts[DOCTOR_INFO], 2);
 	doctor_report_free(&rep);
 	doctor_conf_free(&conf);
 
@@ -641,7 +648,7 @@ static void test_state(void **state)
 	run_fixture("tuned.txt", NULL, &rep, &conf);
 	assert_int_equal(doctor_state_merge(&st, &rep, 3000), 0);
 	assert_int_equal(st.n, 0);
-	assert_int_equal(st.ngone, 10);
+	assert_int_equal(st.ngone, 11);
 	doctor_state_counts(&st, counts);
 	assert_int_equal(counts[0] + counts[1] + counts[2], 0);
 	doctor_report_free(&rep);
