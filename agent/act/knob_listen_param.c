@@ -1,38 +1,54 @@
 /*
- * knob_listen_param: a parameter of nginx's listen lines as a knob (knob_listen_param_ops). The one it manages is
- * `reuseport` (an onoff knob): with it nginx opens one listening socket per worker (SO_REUSEPORT) and the kernel
- * spreads new connections over them by hash, instead of every worker waiting on one shared socket, where one
- * worker can take most of them (accept_mutex with multi_accept, or the epoll wake-up order).
+ * knob_listen_param: a flag of nginx's listen lines as a knob (knob_listen_param_ops), onoff. Two are managed:
+ *   - `reuseport`: nginx opens one listening socket per worker (SO_REUSEPORT) and the kernel spreads new
+ *     connections over them by hash, instead of every worker waiting on one shared socket, where one worker can
+ *     take most of them (accept_mutex with multi_accept, or the epoll wake-up order);
+ *   - `deferred` (http listens; stream has none): nginx sets TCP_DEFER_ACCEPT on the socket, so the kernel hands
+ *     a connection to accept() only once its first bytes arrived, and a client that connects and pauses costs
+ *     nginx no accept, no wake-up, no connection slot meanwhile. On Linux nginx sets 1 s (read back: 1): a
+ *     connection still silent then is established by the client's answer to the SYN-ACK sent again (measured:
+ *     20 of 20 idle connections accepted by 1.5 s), so only pauses shorter than a second are kept out.
+ * rcvbuf= and sndbuf= are not knobs: a reload that removes them leaves the socket's buffer as it was set and
+ * locked against autotuning (measured: rb32768 stayed after rcvbuf=16k went and nginx reloaded), so only a
+ * restart of nginx could undo them.
  *
  * Where: the parameter goes on the listen directive of each address:port that carries socket options (nginx
  * allows them once per address:port; nginx_conf decides which, as for backlog=), edited in place in the
- * operator's file: " reuseport" after the last parameter, or the word and the blank before it removed, no other
- * byte changed.
+ * operator's file: " reuseport" (" deferred") after the last parameter, or the word and the blank before it
+ * removed, no other byte changed.
  *
- * Live value: read through inet_diag, the sockets of the target listens' addresses and ports (another daemon's
- * on nginx's port at another address is not nginx's). With reuseport each address:port has one listening socket
- * per worker, so the value is "on" when every address:port of those listens has more than one socket and "off"
- * when each has one; with a single worker the sockets cannot tell, and the configuration (the last nginx -T) says. A reload
- * that adds reuseport makes nginx set SO_REUSEPORT on the socket it has and open the workers' beside it; one that
- * removes it closes them. A write is complete when the new generation shows the sockets it asked for.
+ * Live value: the listening sockets of the target listens' addresses and ports, found through inet_diag
+ * (another daemon's on nginx's port at another address is not nginx's). With reuseport each address:port has one
+ * listening socket per worker, so the value is "on" when every address:port of those listens has more than one
+ * socket and "off" when each has one; with a single worker the sockets cannot tell, and the configuration (the
+ * last nginx -T) says. A reload that adds reuseport makes nginx set SO_REUSEPORT on the socket it has and open the
+ * workers' beside it; one that removes it closes them. deferred is read from the sockets themselves: each is
+ * found by its inode among the master's descriptors (/proc/PID/fd), copied with pidfd_getfd(2) and asked for
+ * TCP_DEFER_ACCEPT ("on" when every one has it, "off" when none has); a reload sets or clears it on the socket
+ * nginx keeps. A write is complete when the new generation shows what it asked for.
  *
  * Revert, and what survives a crash: the first write that edits a file keeps its bytes in
- * ENV->include_dir/listen-param-backup/ENCODED-PATH (written and synced before the file changes). A write whose
- * result differs from the backup only in this parameter, with as many of them, is the way back: the backup itself
- * is written, so the file is the operator's again byte for byte, and the backup goes once nginx runs it. A file
- * edited by the operator since keeps their edits and gets only the parameter changed.
+ * ENV->include_dir/listen-param-backup/ENCODED-PATH for reuseport, listen-deferred-backup/ for deferred (each
+ * parameter's own: one's way back must not be taken for the other's), written and synced before the file
+ * changes. A write whose result differs from the backup only in this parameter, with as many of them, is the way
+ * back: the backup itself is written, so the file is the operator's again byte for byte, and the backup goes once
+ * nginx runs it. A file edited by the operator since keeps their edits and gets only the parameter changed.
  */
 #define _GNU_SOURCE
 
 #include "act/knob.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/policy.h"
@@ -42,7 +58,6 @@
 #include "strutil.h"
 
 #define SOCKETS_MAX 4096 /* listening sockets read from inet_diag */
-#define BACKUP_DIR "listen-param-backup"
 
 /* The knob's own: the write in flight and the inet_diag probe its reads keep open. */
 struct lp_priv {
@@ -54,7 +69,7 @@ struct lp_priv {
 
 /* One write: the parameter's new state and the backups it makes (undo) or brings back (commit). */
 struct lp_change {
-	char param[32];
+	const struct lp_spec *spec;
 	bool on;
 	char **made, **restored;
 	size_t nmade, nrestored;
@@ -66,19 +81,58 @@ static struct lp_priv *priv_of(struct knob *k)
 	return nginx_ctl_knob_priv(k, sizeof(struct lp_priv));
 }
 
-/* The listens the parameter goes on: http and stream TCP (nginx's mail listen has no reuseport). */
+/* The listens reuseport goes on: http and stream TCP (nginx's mail listen has no reuseport). */
 static bool tcp_target(const struct nginx_listen *l)
 {
 	return l->target && l->family != AF_UNIX && !l->udp && l->port != 0 && l->module != NGINX_LISTEN_MAIL;
 }
 
-/* The smallest and largest number of listening sockets of one address of the target listens' ports in nginx's
- * namespace (a probe kept in P). 0, -ENOENT with WHY when there is none, -errno with WHY. */
-static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct nginx_listen *l,
-			size_t nl, size_t *min, size_t *max, char *why, size_t whylen)
+/* The listens deferred goes on: http TCP (stream's listen has no deferred; nginx -t refuses it). */
+static bool http_target(const struct nginx_listen *l)
+{
+	return tcp_target(l) && l->module == NGINX_LISTEN_HTTP;
+}
+
+static bool has_reuseport(const struct nginx_listen *l)
+{
+	return l->reuseport;
+}
+
+static bool has_deferred(const struct nginx_listen *l)
+{
+	return l->deferred;
+}
+
+/* A parameter the knob manages: its word, the listens it goes on, whether a listen has it, and where the live
+ * sockets show it: their number (reuseport) or their TCP_DEFER_ACCEPT (deferred). */
+struct lp_spec {
+	const char *name;
+	bool (*target)(const struct nginx_listen *l);
+	bool (*flagged)(const struct nginx_listen *l);
+	bool defer;
+	const char *backup_dir; /* under include_dir: one of its own, as each knob's way back is its own */
+};
+
+static const struct lp_spec specs[] = {
+	{ "reuseport", tcp_target, has_reuseport, false, "listen-param-backup" },
+	{ "deferred", http_target, has_deferred, true, "listen-deferred-backup" },
+};
+
+static const struct lp_spec *spec_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		if (strcmp(specs[i].name, name) == 0)
+			return &specs[i];
+	return NULL;
+}
+
+/* nginx's listening sockets of the addresses and ports of the listens S targets, in nginx's namespace (a probe
+ * kept in P): p->lq[0 .. *N). 0, -errno with WHY. */
+static int our_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct lp_spec *s,
+		       const struct nginx_listen *l, size_t nl, size_t *n, char *why, size_t whylen)
 {
 	struct nginx_endpoint *ep = NULL;
-	size_t n = 0, groups = 0, nep = 0;
+	size_t all = 0, nep = 0;
 	int r;
 
 	if (p->nl && p->nl_pid != pid) {
@@ -93,27 +147,44 @@ static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p
 	}
 	if (!p->lq && !(p->lq = calloc(SOCKETS_MAX, sizeof(*p->lq))))
 		return -ENOMEM;
-	r = probe_netlink_tcp(p->nl, p->lq, SOCKETS_MAX, &n, NULL);
+	r = probe_netlink_tcp(p->nl, p->lq, SOCKETS_MAX, &all, NULL);
 	if (r < 0) {
 		str_err(why, whylen, "inet_diag: %s", strerror(-r));
 		probe_netlink_close(p->nl);
 		p->nl = NULL;
 		return r;
 	}
-	r = nginx_endpoints(l, nl, tcp_target, &ep, &nep);
+	r = nginx_endpoints(l, nl, s->target, &ep, &nep);
 	if (r < 0)
 		return r;
-	/* Each socket of a target listen's address and port starts a group of those with its family, address and
-	 * port, counted at its first member (another daemon's socket on the port at another address is not one). */
+	*n = 0;
+	for (size_t i = 0; i < all; i++)
+		if (nginx_endpoint_has(ep, nep, p->lq[i].family, p->lq[i].addr, p->lq[i].port))
+			p->lq[(*n)++] = p->lq[i];
+	free(ep);
+	return 0;
+}
+
+/* The smallest and largest number of listening sockets of one address of the target listens' ports (P's probe).
+ * 0, -ENOENT with WHY when there is none, -errno with WHY. */
+static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct lp_spec *s,
+			const struct nginx_listen *l, size_t nl, size_t *min, size_t *max, char *why, size_t whylen)
+{
+	size_t n = 0, groups = 0;
+	int r = our_sockets(env, pid, p, s, l, nl, &n, why, whylen);
+
+	if (r < 0)
+		return r;
+	/* Each socket starts a group of those with its family, address and port, counted at its first member. */
 	for (size_t i = 0; i < n; i++) {
 		const struct probe_netlink_listen_queue *q = &p->lq[i];
-		bool ours = nginx_endpoint_has(ep, nep, q->family, q->addr, q->port), first = true;
+		bool first = true;
 		size_t count = 0;
 
-		for (size_t j = 0; j < i && first && ours; j++)
+		for (size_t j = 0; j < i && first; j++)
 			first = !(p->lq[j].family == q->family && p->lq[j].port == q->port &&
 				  strcmp(p->lq[j].addr, q->addr) == 0);
-		if (!ours || !first)
+		if (!first)
 			continue;
 		for (size_t j = i; j < n; j++)
 			count += p->lq[j].family == q->family && p->lq[j].port == q->port &&
@@ -124,7 +195,6 @@ static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p
 			*max = count;
 		groups++;
 	}
-	free(ep);
 	if (groups == 0) {
 		str_err(why, whylen, "no listening socket of nginx's ports found");
 		return -ENOENT;
@@ -132,17 +202,99 @@ static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p
 	return 0;
 }
 
-/* Whether every target listen of L carries the flag (configured), and how many there are. */
-static bool all_flagged(const struct nginx_listen *l, size_t nl, size_t *ntargets)
+/* Which of nginx's (PID's) descriptors is the socket INODE: its number, -ENOENT, -errno. */
+static int fd_of_inode(pid_t pid, uint32_t inode)
+{
+	char dir[64], path[PATH_MAX], link[64], want[32];
+	struct dirent *e;
+	DIR *d;
+	int r = -ENOENT;
+
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)inode);
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while (r == -ENOENT && (e = readdir(d))) {
+		ssize_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (strcmp(link, want) == 0)
+			r = atoi(e->d_name);
+	}
+	closedir(d);
+	return r;
+}
+
+/* How many of the target listens' sockets have TCP_DEFER_ACCEPT (*NSET) of how many (*NSOCK): each found among
+ * the descriptors of nginx's master PID, copied with pidfd_getfd(2) and asked. 0, -errno with WHY. */
+static int live_deferred(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct lp_spec *s,
+			 const struct nginx_listen *l, size_t nl, size_t *nset, size_t *nsock, char *why, size_t whylen)
+{
+	size_t n = 0;
+	int pidfd, r;
+
+	*nset = *nsock = 0;
+	if (!nginx_ctl_real_root(env)) {
+		/* Under a fake root, ROOT/proc is not this host's processes. */
+		str_err(why, whylen, "the sockets' TCP_DEFER_ACCEPT cannot be read under a fake root");
+		return -ENOTSUP;
+	}
+	r = our_sockets(env, pid, p, s, l, nl, &n, why, whylen);
+	if (r < 0)
+		return r;
+	if (n == 0) {
+		str_err(why, whylen, "no listening socket of nginx's http ports found");
+		return -ENOENT;
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		r = -errno;
+		str_err(why, whylen, "pidfd_open %ld: %s", (long)pid, strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		int fd = fd_of_inode(pid, p->lq[i].inode), sfd = -1, v = 0;
+		socklen_t len = sizeof(v);
+
+		if (fd < 0) {
+			r = fd;
+			str_err(why, whylen, "the socket of %s:%u is not among nginx's (pid %ld) descriptors: %s",
+				p->lq[i].addr, (unsigned)p->lq[i].port, (long)pid, strerror(-r));
+			break;
+		}
+		sfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+		if (sfd < 0 || getsockopt(sfd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &v, &len) < 0) {
+			r = -errno;
+			str_err(why, whylen, "%s of nginx's socket %s:%u: %s", sfd < 0 ? "pidfd_getfd" : "TCP_DEFER_ACCEPT",
+				p->lq[i].addr, (unsigned)p->lq[i].port, strerror(-r));
+		}
+		if (sfd >= 0)
+			close(sfd);
+		*nset += r == 0 && v > 0;
+		(*nsock)++;
+	}
+	close(pidfd);
+	return r;
+}
+
+/* Whether every target listen of L carries the flag S (configured), and how many there are. */
+static bool all_flagged(const struct lp_spec *s, const struct nginx_listen *l, size_t nl, size_t *ntargets)
 {
 	bool all = true;
 
 	*ntargets = 0;
 	for (size_t i = 0; i < nl; i++) {
-		if (!tcp_target(&l[i]))
+		if (!s->target(&l[i]))
 			continue;
 		(*ntargets)++;
-		all = all && l[i].reuseport;
+		all = all && s->flagged(&l[i]);
 	}
 	return all && *ntargets > 0;
 }
@@ -171,13 +323,13 @@ static long workers_of(const struct nginx_conf *c)
 	return (long)v;
 }
 
-static int param_read(struct knob *k, char *out, size_t outlen)
+/* The live value of S: "on" or "off" into OUT. 0, -errno with WHY. */
+static int read_live(struct knob *k, const struct lp_spec *s, char *out, size_t outlen, char *why, size_t whylen)
 {
 	struct lp_priv *p = priv_of(k);
 	const struct nginx_conf *c;
 	struct nginx_listen *l;
-	size_t nl, min = 0, max = 0, ntargets;
-	char why[KNOB_WHY_MAX];
+	size_t nl, min = 0, max = 0, nset = 0, nsock = 0, ntargets;
 	bool on;
 	int r;
 
@@ -188,34 +340,52 @@ static int param_read(struct knob *k, char *out, size_t outlen)
 	c = nginx_ctl_conf_peek(k->env->nginx, k->env);
 	if (!c)
 		return -EAGAIN;
-	r = nginx_conf_listens(c, &l, &nl, why, sizeof(why));
+	r = nginx_conf_listens(c, &l, &nl, why, whylen);
 	if (r < 0)
 		return r;
-	on = all_flagged(l, nl, &ntargets);
-	r = ntargets ? live_sockets(k->env, k->env->nginx_pid, p, l, nl, &min, &max, why, sizeof(why)) : -ENOENT;
+	on = all_flagged(s, l, nl, &ntargets);
+	if (ntargets == 0)
+		r = -ENOENT;
+	else if (s->defer)
+		r = live_deferred(k->env, k->env->nginx_pid, p, s, l, nl, &nset, &nsock, why, whylen);
+	else
+		r = live_sockets(k->env, k->env->nginx_pid, p, s, l, nl, &min, &max, why, whylen);
 	free(l);
 	if (r < 0)
 		return r;
-	/* One socket each: off, unless a single worker holds them all (then the configuration says). */
-	if (min >= 2)
+	/* deferred: on when every socket has it (an operator's partial deferred reads off). */
+	if (s->defer)
+		on = nset == nsock;
+	/* reuseport: one socket each is off, unless a single worker holds them all (then the configuration says). */
+	else if (min >= 2)
 		on = true;
 	else if (max <= 1 && workers_of(c) != 1)
 		on = false;
 	return snprintf(out, outlen, "%s", on ? "on" : "off") >= (int)outlen ? -ERANGE : 0;
 }
 
+static int param_read(struct knob *k, char *out, size_t outlen)
+{
+	const struct lp_spec *s = spec_of(k->pol->target);
+	char why[KNOB_WHY_MAX];
+
+	return s ? read_live(k, s, out, outlen, why, sizeof(why)) : -ENOTSUP;
+}
+
 static int param_probe(struct knob *k, char *why, size_t whylen)
 {
+	const struct lp_spec *s = spec_of(k->pol->target);
 	const struct nginx_conf *c;
 	struct nginx_listen *l;
 	size_t nl, ntargets;
-	char dir[PATH_MAX], live[8];
+	char dir[PATH_MAX], live[8], err[KNOB_WHY_MAX] = "";
 	int r;
 
 	if (!priv_of(k))
 		return -ENOMEM;
-	if (strcmp(k->pol->target, "reuseport") != 0 || k->pol->type != KNOB_T_ONOFF) {
-		str_err(why, whylen, "the listen parameter knob manages reuseport (onoff), not %s", k->pol->target);
+	if (!s || k->pol->type != KNOB_T_ONOFF) {
+		str_err(why, whylen, "the listen parameter knob manages reuseport and deferred (onoff), not %s",
+			k->pol->target);
 		return -ENOTSUP;
 	}
 	if (k->env->nginx_pid <= 0) {
@@ -228,9 +398,9 @@ static int param_probe(struct knob *k, char *why, size_t whylen)
 	r = nginx_conf_listens(c, &l, &nl, why, whylen);
 	if (r < 0)
 		return -ENOTSUP;
-	all_flagged(l, nl, &ntargets);
+	all_flagged(s, l, nl, &ntargets);
 	for (size_t i = 0; i < nl; i++) {
-		if (!tcp_target(&l[i]))
+		if (!s->target(&l[i]))
 			continue;
 		/* Where the operator reads it: the first listen line it goes on, and how many more. */
 		str_err(why, whylen, "on listen %s:%u at %s:%u%s", l[i].addr, (unsigned)l[i].port,
@@ -239,7 +409,7 @@ static int param_probe(struct knob *k, char *why, size_t whylen)
 	}
 	free(l);
 	if (ntargets == 0) {
-		str_err(why, whylen, "no TCP listen directive in nginx's configuration");
+		str_err(why, whylen, "no %s listen directive in nginx's configuration", s->defer ? "http TCP" : "TCP");
 		return -ENOENT;
 	}
 	r = nginx_ctl_own_path(k->env, "", dir, sizeof(dir));
@@ -249,9 +419,9 @@ static int param_probe(struct knob *k, char *why, size_t whylen)
 		str_err(why, whylen, "%s: %s (the listen parameters keep their backups there)", dir, strerror(-r));
 		return -ENOENT;
 	}
-	r = param_read(k, live, sizeof(live));
+	r = read_live(k, s, live, sizeof(live), err, sizeof(err));
 	if (r < 0) {
-		str_err(why, whylen, "cannot read the listening sockets: %s", strerror(-r));
+		str_err(why, whylen, "cannot read the listening sockets: %s", err[0] ? err : strerror(-r));
 		return -ENOTSUP;
 	}
 	return 0;
@@ -289,16 +459,16 @@ static int backup_or_restore(struct nginx_change *ch, const char *path, const ch
 	struct lp_change *pc = ch->priv;
 	char bpath[PATH_MAX], dir[PATH_MAX], *bak = NULL;
 	size_t baklen = 0;
-	int r = nginx_ctl_backup_path(ch->env, BACKUP_DIR, path, bpath, sizeof(bpath));
+	int r = nginx_ctl_backup_path(ch->env, pc->spec->backup_dir, path, bpath, sizeof(bpath));
 
 	if (r == 0)
 		r = nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &bak, &baklen);
-	if (r == 0 && backup_reads(bak, baklen, pc->param, on_count) == pc->on) {
+	if (r == 0 && backup_reads(bak, baklen, pc->spec->name, on_count) == pc->on) {
 		/* The parameter goes back to what the backup has: the file becomes the backup when nothing else
 		 * differs; else (the operator's edits, another knob's) no byte-for-byte way back is left, and the
 		 * backup, which only a way back would use, goes too once nginx runs the file (found: listen_queue and
 		 * listen_reuseport reverted in the other order left it behind for good). */
-		if (nginx_conf_same_but_listen_param(bak, baklen, *new, *newlen, pc->param)) {
+		if (nginx_conf_same_but_listen_param(bak, baklen, *new, *newlen, pc->spec->name)) {
 			free(*new);
 			*new = bak;
 			*newlen = baklen;
@@ -306,7 +476,7 @@ static int backup_or_restore(struct nginx_change *ch, const char *path, const ch
 		}
 		r = remember(&pc->restored, &pc->nrestored, bpath);
 	} else if (r == -ENOENT) {
-		r = nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir));
+		r = nginx_ctl_own_path(ch->env, pc->spec->backup_dir, dir, sizeof(dir));
 		if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
 			r = -errno;
 		if (r == 0)
@@ -353,7 +523,7 @@ static int plan_edits(struct nginx_change *ch, const struct nginx_conf *c, const
 		char *cur = NULL, *new = NULL;
 
 		for (size_t i = 0; i < nl; i++)
-			if (tcp_target(&l[i]) && l[i].file == fi)
+			if (pc->spec->target(&l[i]) && l[i].file == fi)
 				starts[ns++] = l[i].start;
 		if (ns == 0 || nginx_change_file(ch, f->path))
 			continue;
@@ -368,13 +538,13 @@ static int plan_edits(struct nginx_change *ch, const struct nginx_conf *c, const
 			r = -EAGAIN;
 			break;
 		}
-		r = nginx_conf_set_listen_param(cur, curlen, starts, ns, pc->param, pc->on ? "" : NULL, &new, &newlen,
+		r = nginx_conf_set_listen_param(cur, curlen, starts, ns, pc->spec->name, pc->on ? "" : NULL, &new, &newlen,
 						err, sizeof(err));
 		if (r < 0)
 			str_err(ch->msg, sizeof(ch->msg), "%s: %s", f->path, err);
 		else if (newlen != curlen || memcmp(new, cur, curlen) != 0)
 			r = backup_or_restore(ch, f->path, cur, curlen, &new, &newlen,
-					      on_count(cur, curlen, starts, ns, pc->param, new, newlen, pc->on));
+					      on_count(cur, curlen, starts, ns, pc->spec->name, new, newlen, pc->on));
 		else {
 			free(cur);
 			free(new);
@@ -403,14 +573,15 @@ static void param_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 		nginx_change_finish(ch, r, why);
 		return;
 	}
-	all_flagged(l, nl, &ntargets);
+	all_flagged(pc->spec, l, nl, &ntargets);
 	if (ntargets == 0) {
 		free(l);
-		nginx_change_finish(ch, -ENOENT, "no TCP listen directive in nginx's configuration");
+		nginx_change_finish(ch, -ENOENT, pc->spec->defer ? "no http TCP listen directive in nginx's configuration"
+							    : "no TCP listen directive in nginx's configuration");
 		return;
 	}
 	pc->workers = workers_of(c);
-	if (pc->on && pc->workers == 1) {
+	if (!pc->spec->defer && pc->on && pc->workers == 1) {
 		free(l);
 		/* One socket either way, and nothing the live sockets could verify. */
 		nginx_change_finish(ch, -ENOTSUP, "nginx runs one worker: reuseport would give it one socket, as now");
@@ -431,8 +602,8 @@ static void param_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 	nginx_change_test(ch);
 }
 
-/* The new generation shows the sockets: more than one per address:port when on (but for a single worker), one
- * when off. */
+/* The new generation shows the sockets: reuseport, more than one per address:port when on (but for a single
+ * worker), one when off; deferred, TCP_DEFER_ACCEPT on every one when on, on none when off. */
 static bool param_settled(struct nginx_change *ch, char *why, size_t whylen)
 {
 	struct lp_change *pc = ch->priv;
@@ -444,11 +615,21 @@ static bool param_settled(struct nginx_change *ch, char *why, size_t whylen)
 	bool ok;
 	int r = c ? nginx_conf_listens(c, &l, &nl, err, sizeof(err)) : -EAGAIN;
 
-	if (r == 0)
-		r = live_sockets(ch->env, ch->pid, &p, l, nl, &min, &max, err, sizeof(err));
+	if (r == 0 && pc->spec->defer)
+		r = live_deferred(ch->env, ch->pid, &p, pc->spec, l, nl, &min, &max, err, sizeof(err));
+	else if (r == 0)
+		r = live_sockets(ch->env, ch->pid, &p, pc->spec, l, nl, &min, &max, err, sizeof(err));
 	probe_netlink_close(p.nl);
 	free(p.lq);
 	free(l);
+	if (pc->spec->defer) {
+		/* min: the sockets with TCP_DEFER_ACCEPT, max: all of them */
+		ok = r == 0 && (pc->on ? min == max : min == 0);
+		if (!ok)
+			str_err(why, whylen, "nginx reloaded but %zu of its %zu listening sockets have TCP_DEFER_ACCEPT, "
+				"not %s%s%s", min, max, pc->on ? "every one" : "none", err[0] ? ": " : "", err);
+		return ok;
+	}
 	ok = r == 0 && (pc->on ? min >= 2 : max == 1);
 	if (!ok)
 		str_err(why, whylen, "nginx reloaded but its listening sockets are %zu..%zu per address:port, not %s%s%s",
@@ -458,11 +639,12 @@ static bool param_settled(struct nginx_change *ch, char *why, size_t whylen)
 
 static void drop_all(struct nginx_change *ch, char **paths, size_t n)
 {
+	const struct lp_change *pc = ch->priv;
 	char dir[PATH_MAX];
 
 	for (size_t i = 0; i < n; i++)
 		unlink(paths[i]);
-	if (n && nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir)) == 0)
+	if (n && nginx_ctl_own_path(ch->env, pc->spec->backup_dir, dir, sizeof(dir)) == 0)
 		rmdir(dir); /* fails while other backups remain, as it should */
 }
 
@@ -514,14 +696,14 @@ static int param_write(struct knob *k, const char *value, char *why, size_t whyl
 		str_err(why, whylen, "%s '%.64s' is not on or off", k->pol->target, value);
 		return -EINVAL;
 	}
+	if (!spec_of(k->pol->target)) {
+		str_err(why, whylen, "'%.64s' is not a listen parameter the agent manages", k->pol->target);
+		return -EINVAL;
+	}
 	pc = calloc(1, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
-	if (str_copy(pc->param, sizeof(pc->param), k->pol->target) < 0) {
-		free(pc);
-		str_err(why, whylen, "'%.64s' is not a listen parameter", k->pol->target);
-		return -EINVAL;
-	}
+	pc->spec = spec_of(k->pol->target);
 	pc->on = v.v[0] != 0;
 	p = priv_of(k);
 	if (!p) {

@@ -1208,6 +1208,8 @@ static int listens_fn(struct walk *w, size_t file, const struct lexer *lx, int e
 			l.options = true;
 		if (strcmp(word, "reuseport") == 0)
 			l.reuseport = true;
+		if (strcmp(word, "deferred") == 0)
+			l.deferred = true;
 		if (has_prefix(word, "backlog=")) {
 			if (parse_backlog(word + 8, &l.backlog) < 0) {
 				str_err(w->err, w->errlen, "%s:%u: invalid %s", w->c ? w->c->files[file].path : "",
@@ -1366,7 +1368,7 @@ struct param_q {
 	const size_t *starts;
 	size_t n;
 	bool *hit;
-	const char *name;  /* "backlog" (NAME=VALUE) or a flag word ("reuseport") */
+	const char *name;  /* "backlog" (NAME=VALUE) or a flag word ("reuseport", "deferred") */
 	bool flag;
 	const char *value; /* NAME=VALUE's VALUE, "" for a flag set; NULL: the parameter goes */
 	bool strip;        /* remove the parameter from every listen instead */
@@ -1428,12 +1430,13 @@ static int param_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
 	return 0;
 }
 
-/* A listen parameter the editor may set: backlog=, rcvbuf=, sndbuf= with a value, or the flag reuseport. */
+/* A listen parameter the editor may set: backlog=, rcvbuf=, sndbuf= with a value, or the flag reuseport or
+ * deferred. */
 static int param_kind(const char *name, bool *flag)
 {
 	static const char *const eq[] = { "backlog", "rcvbuf", "sndbuf" };
 
-	*flag = strcmp(name, "reuseport") == 0;
+	*flag = strcmp(name, "reuseport") == 0 || strcmp(name, "deferred") == 0;
 	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]) && !*flag; i++)
 		if (strcmp(name, eq[i]) == 0)
 			return 0;

@@ -79,6 +79,7 @@ struct nginx_listen {
 	bool has_backlog;
 	int64_t backlog;               /* when has_backlog */
 	bool reuseport;                /* the reuseport parameter: one socket per worker */
+	bool deferred;                 /* the deferred parameter (http): TCP_DEFER_ACCEPT on its socket */
 	/*
 	 * The directive of its address:port that should carry backlog=: nginx allows socket options on only one
 	 * listen of an address:port, so this is the one that has options, else the first. False for unix sockets,
@@ -134,8 +135,8 @@ bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size
 /*
  * TEXT (one whole file) with the listen parameter NAME set on each listen directive whose name starts at one of
  * the N offsets STARTS, as nginx_conf_set_backlog does: NAME is backlog, rcvbuf or sndbuf (VALUE its value, which
- * replaces an existing one, else " NAME=VALUE" follows the last parameter) or the flag reuseport (VALUE ""; added
- * at the end when absent, left as written when present). VALUE NULL removes the parameter with the blank before
+ * replaces an existing one, else " NAME=VALUE" follows the last parameter) or the flag reuseport or deferred
+ * (VALUE ""; added at the end when absent, left as written when present). VALUE NULL removes the parameter with the blank before
  * it. No other byte changes. 0, -EINVAL with ERR (an unknown NAME, a bad VALUE, an offset without a listen),
  * -ENOMEM.
  */

@@ -18,7 +18,8 @@ enum series {
 	S_LISTEN_OVERFLOWS, S_LISTEN_DROPS, S_SYNCOOKIES, S_REQQ_FULL, S_SQUEEZE, S_SN_DROPPED, S_SN_PROCESSED,
 	S_ACCEPTS, S_HANDLED, S_NGX_REQUESTS, S_WORKERS, S_RUN_MS, S_RUN_MAX, S_RUN_MEAN, S_WAIT_MS, S_ERR_WC,
 	S_ERR_NOFILE, S_ERR_ADDR, S_RETRANS, S_OUT_SEGS, S_TIME_WAIT, S_ORPHAN, S_MAX_ORPHANS, S_SERVED_CLOSED,
-	S_SERVED_ESTAB, S_CURR_ESTAB, S_CLOSE_WAIT, S_HTTP_REQUESTS, S_HTTP_UNPARSED, S_REQ_MS, S_UP_MS, S_COUNT
+	S_SERVED_ESTAB, S_CURR_ESTAB, S_CLOSE_WAIT, S_HTTP_REQUESTS, S_HTTP_UNPARSED, S_REQ_MS, S_UP_MS, S_SILENT,
+	S_COUNT
 };
 
 static const char *const series_names[S_COUNT] = {
@@ -39,6 +40,7 @@ static const char *const series_names[S_COUNT] = {
 	[S_HTTP_REQUESTS] = "http.requests",           [S_HTTP_UNPARSED] = "http.unparsed",
 	[S_REQ_MS] = "http.request_ms_sum",
 	[S_UP_MS] = "http.upstream_ms_sum",
+	[S_SILENT] = "tcp.served.silent",
 };
 
 static const char *const detector_names[DETECT_COUNT] = {
@@ -57,6 +59,7 @@ static const char *const detector_names[DETECT_COUNT] = {
 	[DETECT_KEEPALIVE_SHORT] = "keepalive_short",
 	[DETECT_TIMEWAIT_PILEUP] = "timewait_pileup",
 	[DETECT_FINWAIT_PILEUP] = "finwait_pileup",
+	[DETECT_SILENT_CONNECTIONS] = "silent_connections",
 };
 
 static const char *const advisory_names[DETECT_ADV_COUNT] = {
@@ -122,6 +125,7 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->threshold[DETECT_KEEPALIVE_SHORT] = 0.5;
 	cfg->threshold[DETECT_TIMEWAIT_PILEUP] = 0.5;
 	cfg->threshold[DETECT_FINWAIT_PILEUP] = 50;
+	cfg->threshold[DETECT_SILENT_CONNECTIONS] = 100;
 }
 
 static bool bad_setting(double v)
@@ -836,6 +840,41 @@ static void read_timewait(const struct detect *d, const struct detect_env *env, 
 	    range, tw / range);
 }
 
+/*
+ * Connections to nginx's ports whose client has sent nothing since the handshake (tcp.served.silent: established,
+ * no byte received, in the accept queue or accepted; counted with the states every 10 s): clients that connect
+ * and pause before they speak. Each accepted one holds a worker connection (stub_status counts it as Waiting) and
+ * woke a worker for nothing; with the listen's deferred the kernel hands them over only once their first bytes
+ * arrived (within nginx's 1 s TCP_DEFER_ACCEPT: longer pauses are accepted anyway, which the trial shows). The
+ * reading is the fewest of the window's counts, so that a burst of reconnects (every client at once after a
+ * reload) is not a pile; two counts at least.
+ */
+static void read_silent(const struct detect *d, struct detect_reading *r)
+{
+	const double *v = d->val + (size_t)S_SILENT * d->cfg.window_ticks;
+	double low = NAN, dt = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		dt += d->dt[k];
+		if (isnan(v[k]))
+			continue;
+		low = n == 0 || v[k] < low ? v[k] : low;
+		n++;
+	}
+	if (n < 2) {
+		say(r->evidence, "tcp.served.silent: %zu counts in the window, 2 needed", n);
+		r->valid = false;
+		r->value = NAN;
+		return;
+	}
+	finish(d, r, low, dt, true);
+	say(r->evidence, "at least %.0f connections to nginx's ports silent since their handshake in each of %zu "
+	    "counts in %.0f s", low, n, dt);
+}
+
 static void read_finwait(const struct detect *d, struct detect_reading *r)
 {
 	struct agg o, e, m, so, se;
@@ -1046,6 +1085,7 @@ void detect_evaluate(struct detect *d, const struct detect_env *env, struct dete
 	read_keepalive(d, env, &out->r[DETECT_KEEPALIVE_SHORT]);
 	read_timewait(d, env, &out->r[DETECT_TIMEWAIT_PILEUP]);
 	read_finwait(d, &out->r[DETECT_FINWAIT_PILEUP]);
+	read_silent(d, &out->r[DETECT_SILENT_CONNECTIONS]);
 	read_advisories(d, out);
 	where_time_goes(d, out);
 }

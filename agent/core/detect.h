@@ -40,6 +40,7 @@ enum detect_id {
 	DETECT_KEEPALIVE_SHORT,
 	DETECT_TIMEWAIT_PILEUP,
 	DETECT_FINWAIT_PILEUP,
+	DETECT_SILENT_CONNECTIONS,       /* connections accepted that have not spoken: the listen's deferred keeps them */
 	DETECT_COUNT
 };
 

@@ -37,6 +37,7 @@ static const struct {
 	{"loadgen.p90_ms", "load generator p90"},
 	{"loadgen.p99_ms", "load generator p99"},
 	{"loadgen.rps", "load generator throughput"},
+	{"nginx.active", "connections in nginx"},
 	{"nginx.err.addr_not_avail", "address-not-available errors"},
 	{"nginx.err.too_many_files", "too-many-open-files errors"},
 	{"nginx.err.upstream_timeout", "upstream timeout errors"},

@@ -120,7 +120,7 @@ static const char *const detectors[] = {
 	"listen_overflows",  "syn_queue_overflow", "softnet_squeeze",   "softnet_drops",
 	"softirq_imbalance", "worker_connections_exhausted", "worker_run_delay", "worker_saturation", "worker_imbalance",
 	"keepalive_short",   "retransmissions",    "timewait_pileup",   "finwait_pileup",
-	"port_exhaustion",   "file_limit",
+	"port_exhaustion",   "file_limit",         "silent_connections",
 };
 
 /*
@@ -135,6 +135,7 @@ static const char *const metric_patterns[] = {
 	"tcp.sockstat.inuse", "tcp.sockstat.orphan", "tcp.sockstat.time_wait", "tcp.sockstat.mem_pages",
 	"tcp.state.established", "tcp.state.syn_recv", "tcp.state.time_wait", "tcp.state.close_wait",
 	"tcp.state.fin_wait", "tcp.state.listen", "tcp.served.established", "tcp.served.close_wait", "tcp.served.closed",
+	"tcp.served.silent",
 	"tcp.max_orphans",
 	"softnet.processed", "softnet.dropped", "softnet.time_squeeze",
 	"softnet.{n}.processed", "softnet.{n}.dropped", "softnet.{n}.time_squeeze",
@@ -1056,9 +1057,9 @@ static int check_target(const struct knob_policy *p, char *err, size_t errlen)
 		return 0;
 	}
 	case POLICY_LISTEN_PARAM:
-		if (strcmp(p->target, "reuseport") != 0)
-			return fail_at(err, errlen, p->path, line, "knob %s: target must be reuseport (the listen "
-				       "parameter the agent manages)", p->name);
+		if (strcmp(p->target, "reuseport") != 0 && strcmp(p->target, "deferred") != 0)
+			return fail_at(err, errlen, p->path, line, "knob %s: target must be reuseport or deferred (the "
+				       "listen parameters the agent manages)", p->name);
 		return 0;
 	case POLICY_NGINX_DIRECTIVE:
 		d = find_directive(p->target);

@@ -356,6 +356,31 @@ static bool port_listens(const struct tcp_ctx *t, uint16_t port)
 	return t->listening[port / 64] >> (port % 64) & 1;
 }
 
+/*
+ * tcpi_bytes_received of the kernel's struct tcp_info (linux/tcp.h, Linux 4.1+): after the 104 bytes glibc's
+ * <netinet/tcp.h> knows, tcpi_pacing_rate, tcpi_max_pacing_rate and tcpi_bytes_acked (u64 each). glibc's struct
+ * lacks it and the two headers cannot both be included, so its offset is written here (the ABI only appends).
+ */
+#define TCPI_BYTES_RECEIVED_OFF 128
+
+/* Whether the tcp_info of socket message H (INET_DIAG_INFO, when asked for) says no byte came from the peer. */
+static bool silent(const struct nlmsghdr *h)
+{
+	const struct nlattr *a;
+	int rem;
+
+	nla_for_each_attr(a, nlmsg_attrdata(h, sizeof(struct inet_diag_msg)),
+			  nlmsg_attrlen(h, sizeof(struct inet_diag_msg)), rem) {
+		uint64_t received;
+
+		if (nla_type(a) != INET_DIAG_INFO || (size_t)nla_len(a) < TCPI_BYTES_RECEIVED_OFF + sizeof(received))
+			continue;
+		memcpy(&received, (const char *)nla_data(a) + TCPI_BYTES_RECEIVED_OFF, sizeof(received));
+		return received == 0;
+	}
+	return false;
+}
+
 static int on_tcp(void *ctx, const struct nlmsghdr *h)
 {
 	struct tcp_ctx *t = ctx;
@@ -370,6 +395,7 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 		switch (m->idiag_state) {
 		case ST_ESTABLISHED:
 			t->st.served_established++;
+			t->st.served_silent += silent(h);
 			break;
 		case ST_CLOSE_WAIT:
 			t->st.served_close_wait++;
@@ -423,6 +449,7 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 			q->port = ntohs(m->id.idiag_sport);
 			q->queued = m->idiag_rqueue;
 			q->backlog = m->idiag_wqueue;
+			q->inode = m->idiag_inode;
 			if (!inet_ntop(m->idiag_family, m->id.idiag_src, q->addr, sizeof(q->addr)))
 				q->addr[0] = '\0';
 			t->nlq++;
@@ -459,7 +486,9 @@ int probe_netlink_tcp(struct probe_netlink *p, struct probe_netlink_listen_queue
 	 * the caller's choice of cadence.
 	 */
 	states = st ? (1u << ST_MAX_DUMPED) - 1 : 1u << ST_LISTEN;
-	rc = idiagnl_send_simple(p->diag.sk, NLM_F_DUMP, AF_UNSPEC, states, 0);
+	/* With the states, each socket's tcp_info too: tcpi_bytes_received tells the silent ones (4.1+; older
+	 * kernels send a shorter struct, and none counts as silent). */
+	rc = idiagnl_send_simple(p->diag.sk, NLM_F_DUMP, AF_UNSPEC, states, st ? 1u << (INET_DIAG_INFO - 1) : 0);
 	if (rc < 0)
 		return -nle_errno(rc);
 	seq = sent_seq(p->diag.sk);

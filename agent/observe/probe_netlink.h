@@ -32,6 +32,7 @@ struct probe_netlink_listen_queue {
 	char addr[46];		/* numeric local address, as inet_ntop writes it */
 	uint32_t queued;	/* connections waiting for accept() (inet_diag idiag_rqueue) */
 	uint32_t backlog;	/* listen() backlog after the kernel's somaxconn cap (idiag_wqueue) */
+	uint32_t inode;		/* the socket's inode: socket:[INODE] in /proc/PID/fd of its owners */
 };
 
 /* Number of TCP sockets in each state, IPv4 and IPv6 together (TIME_WAIT and SYN_RECV minisockets included). */
@@ -43,6 +44,9 @@ struct probe_netlink_tcp_states {
 	 * whose local ports are ephemeral): established, CLOSE_WAIT, and closed by their owner but not gone
 	 * (FIN_WAIT1, FIN_WAIT2, CLOSING, LAST_ACK: what sockstat counts as orphans). */
 	uint32_t served_established, served_close_wait, served_closed;
+	/* Of served_established, those that have received no byte yet (tcp_info): accepted or waiting in the accept
+	 * queue, their client silent since the handshake. */
+	uint32_t served_silent;
 };
 
 /* Counters of one network interface, 64-bit as the kernel keeps them. */

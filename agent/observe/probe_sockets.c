@@ -100,6 +100,7 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		sampler_put_gauge(s, fr, "tcp.served.established", st.served_established);
 		sampler_put_gauge(s, fr, "tcp.served.close_wait", st.served_close_wait);
 		sampler_put_gauge(s, fr, "tcp.served.closed", st.served_closed);
+		sampler_put_gauge(s, fr, "tcp.served.silent", st.served_silent);
 	}
 	/* Per port, summed over addresses and reuseport sockets; fill is the fullest socket's share. */
 	for (size_t i = 0; i < nlq; i++) {

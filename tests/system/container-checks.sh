@@ -90,8 +90,10 @@ agrees() {
 	awk -v n="$n" -v g="$got" -v s="$stub" 'BEGIN { exit !(n > 1000 && g >= n * 0.98 && g <= n * 1.02 && s >= n * 0.98 && s <= n * 1.02) }'
 }
 check "requests/s: the agent's figures within 2% of wrk's (access log and stub_status)" agrees
+# listen_deferred reads TCP_DEFER_ACCEPT from a copy of nginx's socket (pidfd_getfd): under the unit's system call
+# filter and capabilities too.
 knobs_ok() {
-	for k in nginx.keepalive_requests nginx.multi_accept listen_queue; do
+	for k in nginx.keepalive_requests nginx.multi_accept listen_queue listen_reuseport listen_deferred; do
 		ngxctl --json knobs | jq -e --arg k "$k" '.knobs[] | select(.name == $k) | .state == "ok"' >/dev/null ||
 			return 1
 	done

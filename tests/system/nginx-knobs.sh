@@ -337,4 +337,46 @@ sed 's|"hello from nginx|"hello again|' "$TMP/orig/nginx.conf" | cmp -s - "$N/ng
 	fail "nginx.conf after an edit and reuseport off: $(diff "$TMP/orig/nginx.conf" "$N/nginx.conf")"
 [ ! -e "$INC/listen-param-backup" ] || fail "a backup left after the edit: $(ls "$INC/listen-param-backup")"
 ok "reuseport off after an operator's edit: their edit kept, reuseport gone, no backup left behind"
+
+# ---- deferred: TCP_DEFER_ACCEPT on nginx's http sockets ---------------------------------------------------------
+# Seen from outside the agent: a client that connects and says nothing (idle_state). Without deferred nginx's side
+# of it is established (handed to accept()); with it, the kernel keeps it in SYN-RECV until the first bytes come.
+cp "$N/nginx.conf" "$TMP/conf.before-deferred"
+cp "$N/sites-available/default" "$TMP/site.before-deferred"
+idle="$(idle_state "$NS" $PORT) $(idle_state "$NS" $PORT2)"
+[ "$idle" = "ESTAB ESTAB" ] || fail "an idle connection before deferred: $idle, not ESTAB ESTAB"
+out=$(h listen_param deferred main onoff probe read write on read) || fail "deferred on: $out"
+echo "$out" | grep -qx "read rc=0 value=off" || fail "deferred did not read off first: $out"
+echo "$out" | grep -qx "read rc=0 value=on" || fail "deferred does not read on: $out"
+echo "$out" | grep -q "^probe rc=0 why=on listen .*:[0-9]* and the other address:ports$" || fail "probe: $out"
+idle="$(idle_state "$NS" $PORT) $(idle_state "$NS" $PORT2)"
+[ "$idle" = "SYN-RECV SYN-RECV" ] || fail "an idle connection with deferred: $idle, not SYN-RECV SYN-RECV"
+sed "s|^		listen 127.0.0.1:$PORT default_server;|		listen 127.0.0.1:$PORT default_server deferred;|" \
+	"$TMP/conf.before-deferred" | cmp -s - "$N/nginx.conf" ||
+	fail "nginx.conf is not the operator's with deferred added: $(diff "$TMP/conf.before-deferred" "$N/nginx.conf")"
+sed "s|^\(	listen $PORT2[^;]*\);|\1 deferred;|" "$TMP/site.before-deferred" | cmp -s - "$N/sites-available/default" ||
+	fail "the site is not the operator's with deferred added: $(diff "$TMP/site.before-deferred" \
+		"$N/sites-available/default")"
+[ "$(sockets $PORT)" = "127.0.0.1:$PORT 1 127.0.0.2:$PORT 1" ] || fail "sockets with deferred: $(sockets $PORT)"
+ok "deferred on: idle connections wait in SYN-RECV on both ports, deferred on each listen line, nothing else"
+# Beside reuseport, each with its own way back: reuseport on, reuseport off, deferred off leaves both files as
+# the operator had them, and no backup of either (they once shared a directory: one's restore dropped the other's).
+out=$(h listen_param reuseport main onoff probe write on read) || fail "reuseport on beside deferred: $out"
+echo "$out" | grep -qx "read rc=0 value=on" || fail "reuseport does not read on beside deferred: $out"
+out=$(h listen_param deferred main onoff probe read) || fail "deferred read beside reuseport: $out"
+echo "$out" | grep -qx "read rc=0 value=on" || fail "deferred does not read on beside reuseport: $out"
+idle=$(idle_state "$NS" $PORT)
+[ "$idle" = SYN-RECV ] || fail "an idle connection with deferred and reuseport: $idle"
+out=$(h listen_param reuseport main onoff probe write off read) || fail "reuseport off beside deferred: $out"
+echo "$out" | grep -qx "read rc=0 value=off" || fail "reuseport does not read off beside deferred: $out"
+out=$(h listen_param deferred main onoff probe write off read) || fail "deferred off: $out"
+echo "$out" | grep -qx "read rc=0 value=off" || fail "deferred does not read off again: $out"
+cmp -s "$TMP/conf.before-deferred" "$N/nginx.conf" && cmp -s "$TMP/site.before-deferred" "$N/sites-available/default" ||
+	fail "not back byte for byte: $(diff "$TMP/conf.before-deferred" "$N/nginx.conf"; diff "$TMP/site.before-deferred" \
+		"$N/sites-available/default")"
+idle="$(idle_state "$NS" $PORT) $(idle_state "$NS" $PORT2)"
+[ "$idle" = "ESTAB ESTAB" ] || fail "an idle connection after deferred off: $idle, not ESTAB ESTAB"
+[ ! -e "$INC/listen-param-backup" ] && [ ! -e "$INC/listen-deferred-backup" ] ||
+	fail "backups left: $(ls -R "$INC")"
+ok "deferred and reuseport on, then off: nginx.conf and the site byte for byte, accepted at once again, no backup"
 echo "# $checks checks passed"

@@ -249,6 +249,29 @@ wait_end() {
 	return 1
 }
 
+# scn_proposal SECONDS KNOB FROM TO WHY METRICS: waits for the loop's proposal of KNOB from FROM to TO whose why
+# matches the jq regex WHY, with no other knob proposed beside it: its JSON in PROP, its id in PROP_ID. Fails the
+# test otherwise, showing the last frames of METRICS (an API metrics= list).
+scn_proposal() {
+	local others
+	PROP=$(wait_proposal "$1" "$2") || fail "no $2 proposal: $(ctl trial) $(ctl proposals); last frames: $(api \
+		"/v1/frames?since=-3&metrics=$6" | jq -c '[.frames[] | del(.ts)]')"
+	PROP_ID=$(jq .id <<<"$PROP")
+	[ "$(jq -r .from <<<"$PROP")" = "$3" ] && [ "$(jq -r .to <<<"$PROP")" = "$4" ] || fail "proposal: $PROP"
+	jq -e --arg re "$5" '.why | test($re)' <<<"$PROP" >/dev/null || fail "proposal without its evidence: $PROP"
+	others=$(api /v1/proposals | jq -r --arg k "$2" '[.proposals[] | select(.knob != $k) | .knob] | join(" ")')
+	[ -z "$others" ] || fail "proposed beside $2: $others"
+}
+
+# scn_trial_end SECONDS ID: approves change ID and waits for its trial's end: its state in ST, the journal's detail
+# in DETAIL, the verdict's evidence (JSON) in EV.
+scn_trial_end() {
+	ctl approve "$2" | grep -q approved || fail "ngxctl approve $2"
+	ST=$(wait_end "$1" "$2") || fail "change $2 still $ST: $(ctl trial)"
+	DETAIL=$(api "/v1/changes/$2" | jq -r .detail)
+	EV=$(api "/v1/changes/$2" | jq -r '.detail | sub("^[^{]*"; "") | fromjson? // empty')
+}
+
 # scn_backend NS PORT DELAY: a second nginx in NS on 127.0.0.1:PORT that answers every request after DELAY seconds
 # (echo_sleep of libnginx-mod-http-echo: the worker is not blocked), without logs. Its files are in $TMP/backend.
 scn_backend() {

@@ -58,19 +58,12 @@ before=$(worker_share 4)
 echo "# busiest worker / mean before: $before/100"
 [ "$before" -ge 125 ] || fail "the workers share the load alike ($before/100): nothing to find"
 
-prop=$(wait_proposal 120 "$KNOB") || fail "no $KNOB proposal: $(ctl trial) $(ctl proposals); last frames: $(api \
-	"/v1/frames?since=-3&metrics=nginx.worker*" | jq -c '[.frames[] | del(.ts)]')"
-id=$(jq .id <<<"$prop")
-[ "$(jq -r .from <<<"$prop")" = "$FROM" ] && [ "$(jq -r .to <<<"$prop")" = "$TO" ] || fail "proposal: $prop"
-jq -e '.why | test("busiest of 2 workers")' <<<"$prop" >/dev/null || fail "proposal without its evidence: $prop"
-others=$(api /v1/proposals | jq -r --arg k "$KNOB" '[.proposals[] | select(.knob != $k) | .knob] | join(" ")')
-[ -z "$others" ] || fail "proposed beside $KNOB: $others"
+scn_proposal 120 "$KNOB" "$FROM" "$TO" "busiest of 2 workers" "nginx.worker*"
+id=$PROP_ID
 ok "one worker does most of the work: proposal $id $KNOB $FROM -> $TO with its evidence"
 
-ctl approve "$id" | grep -q approved || fail "ngxctl approve"
-st=$(wait_end 300 "$id") || fail "change $id still $st: $(ctl trial)"
-detail=$(api "/v1/changes/$id" | jq -r .detail)
-ev=$(api "/v1/changes/$id" | jq -r '.detail | sub("^[^{]*"; "") | fromjson? // empty')
+scn_trial_end 300 "$id"
+st=$ST detail=$DETAIL ev=$EV
 [ "$(jq -r .objective <<<"$ev")" = nginx.worker_imbalance ] || fail "change $id ended $st; objective: $detail"
 echo "# pairs (A/B busiest over mean): $(jq -r '[.pairs_detail[] | "\(.a * 100 | floor)/\(.b * 100 | floor)"] | join(" ")' <<<"$ev")"
 # Whatever the verdict, reuseport must not have made the share less even: the objective's mean lies on the

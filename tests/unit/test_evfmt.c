@@ -126,7 +126,10 @@ static void test_labels_and_arms(void **state)
 	assert_int_equal(evfmt_arms("http.p99_ms", 40, 0.3, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "p99 latency 40 ms -> < 1 ms");
 	assert_int_equal(evfmt_arms("nginx.active", 12, 13, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "nginx.active 12 -> 13");
+	assert_string_equal(buf, "connections in nginx 12 -> 13");
+	/* a metric without a label keeps its name */
+	assert_int_equal(evfmt_arms("nginx.writing", 12, 13, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "nginx.writing 12 -> 13");
 	/* too small a buffer: cut, terminated, said so */
 	assert_int_equal(evfmt_arms("tcp.listen_overflows", 486, 0, buf, 10), -ENOSPC);
 	assert_int_equal(strlen(buf), 9);

@@ -603,7 +603,12 @@ static const struct param_case {
 	{ "server { listen 80 rcvbuf=64k; }\n", "rcvbuf", "256k", 0, "server { listen 80 rcvbuf=256k; }\n" },
 	{ "server { listen 80 rcvbuf=64k sndbuf=1m; }\n", "sndbuf", NULL, 0, "server { listen 80 rcvbuf=64k; }\n" },
 	{ "server { listen 80\n\t\tssl; }\n", "sndbuf", "128k", 0, "server { listen 80\n\t\tssl sndbuf=128k; }\n" },
-	{ "server { listen 80; }\n", "deferred", "", -EINVAL, NULL },
+	/* deferred: a flag like reuseport, beside it and the other parameters */
+	{ "server { listen 80 reuseport; }\n", "deferred", "", 0, "server { listen 80 reuseport deferred; }\n" },
+	{ "server { listen 80 deferred backlog=4096 deferred; }\n", "deferred", NULL, 0,
+	  "server { listen 80 backlog=4096; }\n" },
+	{ "server { listen 80; }\n", "deferred", "60", -EINVAL, NULL },
+	{ "server { listen 80; }\n", "fastopen", "", -EINVAL, NULL },
 	{ "server { listen 80; }\n", "reuseport", "on", -EINVAL, NULL },
 	{ "server { listen 80; }\n", "rcvbuf", "", -EINVAL, NULL },
 	{ "server { listen 80; }\n", "rcvbuf", "1k;x", -EINVAL, NULL },
@@ -691,7 +696,8 @@ static void test_stream_and_mail(void **state)
 		"stream { server { listen 12345 backlog=100; proxy_pass 127.0.0.1:1; }\n"
 		"  server { listen 127.0.0.1:53 udp; proxy_pass 127.0.0.1:2; }\n"
 		"  server { listen \"127.0.0.1:8080\" \"backlog=5\"; proxy_pass 127.0.0.1:3; } }\n"
-		"mail { server { listen localhost:25; protocol smtp; } }\n\n";
+		"mail { server { listen localhost:25; protocol smtp; } }\n"
+		"http { server { listen 8081 deferred reuseport; } }\n\n";
 	struct nginx_conf c;
 	struct nginx_listen *l;
 	size_t n, len;
@@ -701,8 +707,11 @@ static void test_stream_and_mail(void **state)
 	(void)state;
 	assert_int_equal(parse_str(dump, &c, err, sizeof(err)), 0);
 	assert_int_equal(nginx_conf_listens(&c, &l, &n, err, sizeof(err)), 0);
-	assert_int_equal(n, 4);
+	assert_int_equal(n, 5);
 	assert_int_equal(l[0].module, NGINX_LISTEN_STREAM);
+	assert_false(l[0].deferred || l[0].reuseport);
+	assert_int_equal(l[4].module, NGINX_LISTEN_HTTP);
+	assert_true(l[4].deferred && l[4].reuseport && l[4].options && l[4].target);
 	assert_int_equal(l[0].port, 12345);
 	assert_true(l[0].wildcard && l[0].target && l[0].has_backlog);
 	assert_int_equal(l[0].backlog, 100);

@@ -272,6 +272,9 @@ static const struct bad_case bad[] = {
 	 "objective = http.p99_ms lower\n", "t.policy:3: knob a: target must be * or a TCP port"},
 	{"[knob a]\nkind = listen_queue\ntarget = 70000\ntype = int\nmin = 511\nmax = 600\nstep = +1\n"
 	 "objective = http.p99_ms lower\n", "t.policy:3: knob a: target must be * or a TCP port"},
+	/* rcvbuf= is not a knob: a reload cannot undo it (the socket keeps the buffer, locked) */
+	{"[knob a]\nkind = listen_param\ntarget = rcvbuf\ntype = onoff\nobjective = http.p99_ms lower\n",
+	 "t.policy:3: knob a: target must be reuseport or deferred"},
 	{"[knob a]\nkind = nginx_directive\ntarget = load_module\ncontext = main\ntype = onoff\n"
 	 "objective = http.p99_ms lower\n", "t.policy:3: knob a: 'load_module' is not an nginx directive"},
 	{"[knob a]\nkind = nginx_directive\ntarget = multi_accept\ntype = onoff\nobjective = http.p99_ms lower\n",

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ struct child_report {
 	uint16_t port4;		/* listener with PENDING4 unaccepted connections */
 	uint16_t port_tw;	/* listener whose only connection is now in TIME_WAIT on the client side */
 	uint16_t port6;		/* 0 when the namespace has no IPv6 */
+	uint32_t inode4;	/* port4's listening socket's inode (fstat) */
 	char why[128];
 };
 
@@ -132,8 +134,9 @@ static void child_fail(int out, struct child_report *r, const char *what)
 static void child_main(int cmd, int out)
 {
 	struct child_report r;
+	struct stat sb;
 	char path[128], c;
-	int ns, lfd4, lfd_tw, lfd6, cfd, sfd, i;
+	int ns, lfd4, lfd_tw, lfd6, cfd, sfd, i, spoke_l = -1, spoke_c = -1;
 
 	memset(&r, 0, sizeof(r));
 	snprintf(path, sizeof(path), "/run/netns/%s", ns_name);
@@ -141,6 +144,8 @@ static void child_main(int cmd, int out)
 	if (ns < 0 || setns(ns, CLONE_NEWNET) < 0)
 		child_fail(out, &r, "enter namespace");
 	lfd4 = listen_on(AF_INET, BACKLOG4, &r.port4);
+	if (lfd4 >= 0 && fstat(lfd4, &sb) == 0)
+		r.inode4 = (uint32_t)sb.st_ino;
 	if (lfd4 < 0)
 		child_fail(out, &r, "listen 127.0.0.1");
 	for (i = 0; i < PENDING4; i++)
@@ -168,6 +173,21 @@ static void child_main(int cmd, int out)
 	while (read(cmd, &c, 1) == 1) {
 		if (c == 'u')
 			udp_burst();
+		/* 'd': a connection to a listener of its own whose client has spoken (one byte, unread); 'D': gone */
+		if (c == 'd') {
+			uint16_t port;
+
+			spoke_l = listen_on(AF_INET, 4, &port);
+			spoke_c = spoke_l < 0 ? -1 : connect_to(port);
+			if (spoke_c < 0 || write(spoke_c, "x", 1) != 1)
+				_exit(1);
+			sleep_ms(20);
+		}
+		if (c == 'D') {
+			close(spoke_c);
+			close(spoke_l);
+			sleep_ms(20);
+		}
 		if (write(out, &c, 1) != 1)
 			_exit(1);
 	}
@@ -292,6 +312,9 @@ static void test_listen_queues_and_states(void **state)
 	assert_string_equal(q->addr, "127.0.0.1");
 	assert_int_equal(q->backlog, BACKLOG4);
 	assert_int_equal(q->queued, PENDING4);
+	/* the inode that names it in /proc/PID/fd (socket:[INODE]) */
+	assert_int_equal(q->inode, report.inode4);
+	assert_true(q->inode != 0);
 
 	q = find_lq(lq, n, AF_INET, report.port_tw);
 	assert_non_null(q);
@@ -311,6 +334,8 @@ static void test_listen_queues_and_states(void **state)
 	assert_int_equal(st.established, 2 * PENDING4);
 	/* The server's side alone: the queued children, on the listening port; the clients' ports listen nowhere. */
 	assert_int_equal(st.served_established, PENDING4);
+	/* their clients sent nothing: silent, by tcp_info's bytes received */
+	assert_int_equal(st.served_silent, PENDING4);
 	assert_int_equal(st.served_close_wait + st.served_closed, 0);
 	assert_int_equal(st.time_wait, 1);
 	assert_int_equal(st.syn_sent + st.syn_recv + st.fin_wait1 + st.fin_wait2 + st.close + st.close_wait +
@@ -335,6 +360,13 @@ static void test_listen_queues_and_states(void **state)
 	assert_string_equal(q->addr, "127.0.0.1");
 	assert_int_equal(q->backlog, BACKLOG4);
 	assert_int_equal(q->queued, PENDING4);
+
+	/* A connection whose client has sent a byte is served but not silent. */
+	child_do('d');
+	assert_int_equal(probe_netlink_tcp(p, lq, 16, &n, &st), 0);
+	assert_int_equal(st.served_established, PENDING4 + 1);
+	assert_int_equal(st.served_silent, PENDING4);
+	child_do('D');
 	probe_netlink_close(p);
 }
 
