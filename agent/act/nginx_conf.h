@@ -136,9 +136,9 @@ bool nginx_conf_same_but_backlog(const char *a, size_t alen, const char *b, size
  * TEXT (one whole file) with the listen parameter NAME set on each listen directive whose name starts at one of
  * the N offsets STARTS, as nginx_conf_set_backlog does: NAME is backlog, rcvbuf or sndbuf (VALUE its value, which
  * replaces an existing one, else " NAME=VALUE" follows the last parameter) or the flag reuseport or deferred
- * (VALUE ""; added at the end when absent, left as written when present). VALUE NULL removes the parameter with the blank before
- * it. No other byte changes. 0, -EINVAL with ERR (an unknown NAME, a bad VALUE, an offset without a listen),
- * -ENOMEM.
+ * (VALUE ""; added at the end when absent, left as written when present). VALUE NULL removes the parameter with
+ * the blank before it. No other byte changes. 0, -EINVAL with ERR (an unknown NAME, a bad VALUE, an offset
+ * without a listen), -ENOMEM.
  */
 int nginx_conf_set_listen_param(const char *text, size_t len, const size_t *starts, size_t n, const char *name,
 				const char *value, char **out, size_t *outlen, char *err, size_t errlen);
