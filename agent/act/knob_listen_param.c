@@ -202,42 +202,35 @@ static int live_sockets(const struct knob_env *env, pid_t pid, struct lp_priv *p
 	return 0;
 }
 
-/* Which of nginx's (PID's) descriptors is the socket INODE: its number, -ENOENT, -errno. */
-static int fd_of_inode(pid_t pid, uint32_t inode)
+/* TCP_DEFER_ACCEPT of nginx's socket FD, copied through PIDFD: 0 with *V, -errno with WHY. */
+static int defer_of(int pidfd, int fd, const struct probe_netlink_listen_queue *q, int *v, char *why, size_t whylen)
 {
-	char dir[64], path[PATH_MAX], link[64], want[32];
-	struct dirent *e;
-	DIR *d;
-	int r = -ENOENT;
+	socklen_t len = sizeof(*v);
+	int sfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0), r = 0;
 
-	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
-	snprintf(want, sizeof(want), "socket:[%lu]", (unsigned long)inode);
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	while (r == -ENOENT && (e = readdir(d))) {
-		ssize_t len;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (strcmp(link, want) == 0)
-			r = atoi(e->d_name);
+	if (sfd < 0 || getsockopt(sfd, IPPROTO_TCP, TCP_DEFER_ACCEPT, v, &len) < 0) {
+		r = -errno;
+		str_err(why, whylen, "%s of nginx's socket %s:%u: %s", sfd < 0 ? "pidfd_getfd" : "TCP_DEFER_ACCEPT",
+			q->addr, (unsigned)q->port, strerror(-r));
 	}
-	closedir(d);
+	if (sfd >= 0)
+		close(sfd);
 	return r;
 }
 
-/* How many of the target listens' sockets have TCP_DEFER_ACCEPT (*NSET) of how many (*NSOCK): each found among
- * the descriptors of nginx's master PID, copied with pidfd_getfd(2) and asked. 0, -errno with WHY. */
+/*
+ * How many of the target listens' sockets have TCP_DEFER_ACCEPT (*NSET) of how many (*NSOCK): one pass over the
+ * descriptors of nginx's master PID finds each by its inode, copies it with pidfd_getfd(2) and asks (a reuseport
+ * host has a socket per worker and port: one readdir, not one per socket). 0, -errno with WHY.
+ */
 static int live_deferred(const struct knob_env *env, pid_t pid, struct lp_priv *p, const struct lp_spec *s,
 			 const struct nginx_listen *l, size_t nl, size_t *nset, size_t *nsock, char *why, size_t whylen)
 {
+	char dir[64], path[PATH_MAX], link[64];
+	struct dirent *e;
 	size_t n = 0;
+	bool *seen;
+	DIR *d;
 	int pidfd, r;
 
 	*nset = *nsock = 0;
@@ -253,34 +246,51 @@ static int live_deferred(const struct knob_env *env, pid_t pid, struct lp_priv *
 		str_err(why, whylen, "no listening socket of nginx's http ports found");
 		return -ENOENT;
 	}
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	if (!(seen = calloc(n, sizeof(*seen))))
+		return -ENOMEM;
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0) {
+	d = pidfd < 0 ? NULL : opendir(dir);
+	if (!d) {
 		r = -errno;
-		str_err(why, whylen, "pidfd_open %ld: %s", (long)pid, strerror(-r));
-		return r;
+		str_err(why, whylen, "%s %ld: %s", pidfd < 0 ? "pidfd_open" : "opendir /proc/PID/fd", (long)pid,
+			strerror(-r));
 	}
-	for (size_t i = 0; i < n && r == 0; i++) {
-		int fd = fd_of_inode(pid, p->lq[i].inode), sfd = -1, v = 0;
-		socklen_t len = sizeof(v);
+	while (r == 0 && d && (e = readdir(d))) {
+		unsigned long inode;
+		ssize_t len;
 
-		if (fd < 0) {
-			r = fd;
-			str_err(why, whylen, "the socket of %s:%u is not among nginx's (pid %ld) descriptors: %s",
-				p->lq[i].addr, (unsigned)p->lq[i].port, (long)pid, strerror(-r));
-			break;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (sscanf(link, "socket:[%lu]", &inode) != 1)
+			continue;
+		for (size_t i = 0; i < n && r == 0; i++) {
+			int v = 0;
+
+			if (seen[i] || p->lq[i].inode != inode)
+				continue;
+			seen[i] = true;
+			r = defer_of(pidfd, atoi(e->d_name), &p->lq[i], &v, why, whylen);
+			*nset += r == 0 && v > 0;
+			(*nsock)++;
 		}
-		sfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-		if (sfd < 0 || getsockopt(sfd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &v, &len) < 0) {
-			r = -errno;
-			str_err(why, whylen, "%s of nginx's socket %s:%u: %s", sfd < 0 ? "pidfd_getfd" : "TCP_DEFER_ACCEPT",
-				p->lq[i].addr, (unsigned)p->lq[i].port, strerror(-r));
-		}
-		if (sfd >= 0)
-			close(sfd);
-		*nset += r == 0 && v > 0;
-		(*nsock)++;
 	}
-	close(pidfd);
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (!seen[i]) {
+			r = -ENOENT;
+			str_err(why, whylen, "the socket of %s:%u is not among nginx's (pid %ld) descriptors",
+				p->lq[i].addr, (unsigned)p->lq[i].port, (long)pid);
+		}
+	if (d)
+		closedir(d);
+	if (pidfd >= 0)
+		close(pidfd);
+	free(seen);
 	return r;
 }
 
