@@ -173,6 +173,9 @@
 #define API_K_EVENTS_A "events_a"
 #define API_K_EVENTS_B "events_b"
 #define API_K_SHOWN "shown"
+#define API_K_IMPLIED "implied"         /* a guardrail of what clients get, watched in every trial */
+#define API_K_INTERNAL "internal"       /* a figure internal to the host, not what clients get */
+#define API_K_OUTWEIGHED "outweighed"   /* its harm was outweighed by more good responses */
 #define API_K_PAIRS_DETAIL "pairs_detail"
 #define API_K_P95 "p95"
 #define API_K_REQ_A "req_a"
@@ -199,6 +202,7 @@
 /* API_K_SUMMARY ("summary"): one line, the arms and the change: "listen overflows 486/1k req -> 0/1k req (better)" */
 /* The sequential rule and the harm while judging (added keys). */
 #define API_K_EARLY "early"             /* kept by the sequential rule before K pairs */
+#define API_K_OUTCOME_KEEP "outcome_keep" /* kept on good responses, its internal objective not deciding */
 #define API_K_BAYES_FACTOR "bayes_factor" /* its Bayes factor over the valid pairs (null before one) */
 #define API_K_NOISE_SD "noise_sd"       /* the calibration's sd of d it counted (null: none) */
 #define API_K_NOISE_PAIRS "noise_pairs"

@@ -310,8 +310,11 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 			int n = snprintf(ev, EVIDENCE_MAX, "%s; ", in->text);
 			json_t *evj = in->ev ? verdict_json_evidence(in->ev) : NULL;
 
-			/* The verdict's sentence, then its evidence when it fits in the row. */
-			if (!evj || verdict_json_text(evj, ev + n, EVIDENCE_MAX - (size_t)n) < 0)
+			/* The verdict's sentence, then its evidence when it fits in the row: without the figures of
+			 * each pair when the whole does not (a trial of many pairs and guardrails). */
+			if (evj && verdict_json_text(evj, ev + n, EVIDENCE_MAX - (size_t)n) == -ENOSPC)
+				json_object_del(evj, API_K_PAIRS_DETAIL);
+			if (!evj || (!ev[n] && verdict_json_text(evj, ev + n, EVIDENCE_MAX - (size_t)n) < 0))
 				ev[n > 2 ? n - 2 : 0] = '\0';
 			json_decref(evj);
 		}

@@ -107,6 +107,9 @@ static json_t *guard_json(const struct judge_guard_ev *ge)
 	put(o, API_K_AVAILABLE, json_boolean(ge->available));
 	put(o, API_K_FAILED, json_boolean(ge->failed));
 	put(o, API_K_FAILED_PAIR, json_integer(ge->failed_pair));
+	put(o, API_K_IMPLIED, json_boolean(ge->implied));
+	put(o, API_K_INTERNAL, json_boolean(ge->internal));
+	put(o, API_K_OUTWEIGHED, json_boolean(ge->outweighed));
 	if (binomial) {
 		put(o, API_K_EVENTS_A, num(ge->events_a));
 		put(o, API_K_EVENTS_B, num(ge->events_b));
@@ -263,6 +266,7 @@ json_t *verdict_json_evidence(const struct judge_evidence *ev)
 	put(trips, API_K_TRIP_ERRORS, json_boolean(ev->trip_errors));
 	put(o, API_K_TRIPS, trips);
 	put(o, API_K_EARLY, json_boolean(ev->early));
+	put(o, API_K_OUTCOME_KEEP, json_boolean(ev->outcome_keep));
 	put(o, API_K_BAYES_FACTOR, num(exp(ev->log_bf)));
 	put(o, API_K_NOISE_SD, num(ev->noise_sd));
 	put(o, API_K_NOISE_PAIRS, json_integer(ev->noise_n));

@@ -19,9 +19,12 @@ static const struct derived_def {
 	const char *name;
 	bool count, cpu;
 	const char *num[4];
-	const char *den;
+	const char *den;   /* NULL: per second of the ticks that had the numerator */
 	double den_scale;
 } derived[] = {
+	/* Good responses per second: what clients got. Not a count for the binomial test: a rate set by the load,
+	 * compared by its log ratio like a latency. */
+	{"http.good_rate", false, false, {"http.2xx", "http.3xx"}, NULL, 1.0},
 	{"cpu.busy_per_kreq", false, true, {"cpu.all.user", "cpu.all.system", "cpu.all.irq", "cpu.all.softirq"},
 	 "http.requests", 1e-3},
 	{"cpu.softirq_per_kreq", false, true, {"cpu.all.softirq"}, "http.requests", 1e-3},
@@ -134,6 +137,29 @@ int block_metric_kind(const char *name, enum block_kind *kind, bool *count)
 	return 0;
 }
 
+/* What clients get, by name or prefix (nginx.err.*: requests or connections nginx logged as failed): every other
+ * metric is internal to the host. */
+static const char *const outcome_names[] = {
+	"http.good_rate", "http.2xx", "http.3xx", "http.5xx", "http.5xx_rate", "http.502", "http.504", "http.p50_ms",
+	"http.p90_ms", "http.p99_ms", "http.mean_ms", "http.timeouts", "tcp.listen_overflows", "tcp.listen_drops",
+	"tcp.reqq_full_drop", "softnet.dropped", "softnet.drop_rate", "nginx.unhandled",
+};
+static const char *const outcome_prefixes[] = { "client.", "loadgen.", "nginx.err." };
+
+bool block_metric_outcome(const char *name)
+{
+	/* A response buffered to disk is served all the same. */
+	if (!name || strcmp(name, "nginx.err.buffered_temp") == 0)
+		return false;
+	for (size_t i = 0; i < COUNT(outcome_names); i++)
+		if (strcmp(name, outcome_names[i]) == 0)
+			return true;
+	for (size_t i = 0; i < COUNT(outcome_prefixes); i++)
+		if (strncmp(name, outcome_prefixes[i], strlen(outcome_prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
 int block_spec_init(struct block_spec *spec, const char *const *names, size_t n, int64_t tick_ms)
 {
 	memset(spec, 0, sizeof(*spec));
@@ -211,6 +237,10 @@ static int define(struct block_acc *acc, const char *name, struct block_def *d)
 					return k;
 				d->num[d->nnum] = k;
 				d->num_sign[d->nnum++] = neg ? -1 : 1;
+			}
+			if (!dd->den) {
+				d->den = BLOCK_DEN_SECONDS;
+				return 0;
 			}
 			d->den = input_index(acc, dd->den);
 			d->den_scale = dd->den_scale;
@@ -445,6 +475,8 @@ int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, cons
 			if (!good(den))
 				continue;
 			den *= d->den_scale;
+		} else if (d->den == BLOCK_DEN_SECONDS) {
+			den = dt_ms / 1000.0;
 		} else {
 			den = 1.0;
 		}

@@ -29,10 +29,11 @@
 #define BLOCK_INPUTS_MAX 6                            /* frame metrics one block metric reads */
 #define BLOCK_MAX_MISSING_DEFAULT 0.25                /* share of a window's ticks that may be missing */
 #define BLOCK_QUANTILE_MIN_REQUESTS 1000              /* below this, p99 is compared as p95 */
+#define BLOCK_DEN_SECONDS (-2)                        /* block_def.den of a rate: per second */
 
 enum block_kind {
 	BLOCK_PER_KREQ,  /* a counter or per-tick amount: its sum per 1000 http.requests */
-	BLOCK_RATIO,     /* a derived metric: ratio of two sums */
+	BLOCK_RATIO,     /* a derived metric: ratio of two sums (or a sum per second: http.good_rate) */
 	BLOCK_MEAN,      /* a gauge: mean over the ticks */
 	BLOCK_QUANTILE,  /* a latency percentile of the summed histogram */
 	BLOCK_RUN,       /* a load generator's figure (loadgen.*): the mean over the runs that ended in the window */
@@ -95,7 +96,8 @@ struct block_def {
 	size_t nnum;
 	int num[BLOCK_INPUTS_MAX];    /* input indexes; a negative sign is kept in num_sign */
 	int num_sign[BLOCK_INPUTS_MAX];
-	int den;                      /* input index, -1 for the tick count (means) */
+	int den;                      /* input index, -1 for the tick count (means), BLOCK_DEN_SECONDS for the
+				       * ticks' seconds (rates) */
 	double den_scale;
 };
 
@@ -123,6 +125,12 @@ struct block_acc {
 	double workers;            /* the most nginx workers seen in the block (nginx.workers) */
 };
 
+/* Whether metric NAME is an outcome: what clients get (good responses served, error responses, failed and
+ * timed-out connections: the synthetic client's, the kernel's overflows and drops, nginx's logged failures; and
+ * latency where it is measured). Every other metric is internal to the host (CPU per request, run-queue wait,
+ * softirq share, sockets held): it explains a verdict and guards against cost, and a shown gain of outcomes
+ * outweighs it (judge.h). */
+bool block_metric_outcome(const char *name);
 /* Fill SPEC with NAMES[0..N) (the objective first) and TICK_MS. 0; -EINVAL (N is 0 or above BLOCK_METRICS_MAX, a
  * name empty or too long, TICK_MS not positive); -EOPNOTSUPP for a wildcard name. */
 int block_spec_init(struct block_spec *spec, const char *const *names, size_t n, int64_t tick_ms);

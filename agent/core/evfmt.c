@@ -27,6 +27,7 @@ static const struct {
 	{"cpu.softirq_per_kreq", "softirq CPU"},
 	{"http.4xx_rate", "4xx share"},
 	{"http.5xx_rate", "5xx share"},
+	{"http.good_rate", "good responses"},
 	{"http.mean_ms", "mean latency"},
 	{"http.p50_ms", "p50 latency"},
 	{"http.p90_ms", "p90 latency"},
@@ -137,6 +138,8 @@ enum evfmt_unit evfmt_unit_of(const char *metric)
 			return EVFMT_UNIT_PER_KCONN;
 		if (strcmp(metric, "http.timeouts") == 0)
 			return EVFMT_UNIT_PER_KREQ;
+		if (strcmp(metric, "http.good_rate") == 0)
+			return EVFMT_UNIT_REQ_PER_S;
 		return EVFMT_UNIT_SHARE;
 	case BLOCK_PER_KREQ:
 		return strstr(metric, "_ms") ? EVFMT_UNIT_MS_PER_KREQ : EVFMT_UNIT_PER_KREQ;

@@ -83,6 +83,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 	if (copy_metric(ev->objective, objective->metric) < 0)
 		return -EINVAL;
 	ev->dir = objective->dir;
+	ev->objective_internal = !block_metric_outcome(ev->objective);
 	ev->delta = cfg->delta;
 	ev->alpha = cfg->alpha;
 	ev->planned = cfg->pairs;
@@ -101,6 +102,8 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 			return -EINVAL;
 		g->dir = guard[i].dir;
 		g->test = count ? JUDGE_TEST_BINOMIAL : JUDGE_TEST_NONINF;
+		g->implied = guard[i].implied;
+		g->internal = !block_metric_outcome(g->metric);
 		g->p = g->mean = g->lower = g->upper = NAN;
 	}
 	snprintf(ev->reason, sizeof(ev->reason), "trial running: 0 of %u pairs", cfg->pairs);
@@ -400,83 +403,168 @@ static bool block_void(const struct judge *j, const struct block_summary *s, con
 {
 	if (s->is_void || s->v[0].is_void)
 		return true;
+	/* An implied guardrail missing is not compared in that pair: it voids nothing. */
 	for (size_t g = 0; is_b && g < j->ev.nguard; g++)
-		if (s->v[1 + g].is_void && (!other->v[1 + g].is_void || j->ev.guard[g].available))
+		if (!j->ev.guard[g].implied && s->v[1 + g].is_void &&
+		    (!other->v[1 + g].is_void || j->ev.guard[g].available))
 			return true;
 	return false;
 }
 
-/* Guardrails of a valid pair; true when one failed (the trial is over). */
+/* ---- what clients got ------------------------------------------------------------------------------------ */
+
+#define GOOD_RATE "http.good_rate"
+
+/* Good responses' signed log ratio in pair PE: the objective's d when the objective counts them, else the
+ * guardrail's that does; NAN when neither is measured in it. */
+static double good_d(const struct judge *j, const struct judge_pair_ev *pe)
+{
+	if (strcmp(j->ev.objective, GOOD_RATE) == 0)
+		return pe->d;
+	for (size_t g = 0; g < j->ev.nguard; g++)
+		if (strcmp(j->ev.guard[g].metric, GOOD_RATE) == 0 && j->ev.guard[g].test == JUDGE_TEST_NONINF)
+			return pe->g[g];
+	return NAN;
+}
+
+/* Good responses' d over the valid pairs that measured them, in order. */
+static size_t good_ds(const struct judge *j, double *out)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < j->ev.npairs; i++)
+		if (!j->ev.pair[i].is_void && isfinite(good_d(j, &j->ev.pair[i])))
+			out[n++] = good_d(j, &j->ev.pair[i]);
+	return n;
+}
+
+/* Whether every outcome metric compared by its log ratio (latency among them) is no worse than the margin over the
+ * valid pairs so far: "at no worse client latency". */
+static bool outcomes_not_worse(const struct judge *j)
+{
+	double margin = -log1p(j->cfg.guard_margin);
+
+	for (size_t g = 0; g < j->ev.nguard; g++) {
+		const struct judge_guard_ev *ge = &j->ev.guard[g];
+		double x[JUDGE_PAIRS_MAX], mean, sd;
+		size_t k;
+
+		if (ge->internal || ge->test != JUDGE_TEST_NONINF || strcmp(ge->metric, GOOD_RATE) == 0)
+			continue;
+		k = valid_g(j, g, x);
+		if (k > 0 && stats_mean_sd(x, k, &mean, &sd) == 0 && mean < margin)
+			return false;
+	}
+	return true;
+}
+
+/* Whether clients got more in pair PE, so far: good responses better by more than delta in it and on average over
+ * the pairs so far, at no worse latency. An internal figure's harm is then outweighed and the trial goes on. */
+static bool outcome_better(const struct judge *j, const struct judge_pair_ev *pe)
+{
+	double keep = log1p(j->cfg.delta), x[JUDGE_PAIRS_MAX], mean, sd;
+	size_t n;
+
+	if (!(good_d(j, pe) > keep))
+		return false;
+	n = good_ds(j, x);
+	return n > 0 && stats_mean_sd(x, n, &mean, &sd) == 0 && mean > keep && outcomes_not_worse(j);
+}
+
+/* Whether the gain of good responses is shown as a keep is (one-sided t bound above ln(1 + delta), the sign test,
+ * both halves), with no outcome worse; its change in words into BUF. */
+static bool outcome_gain_shown(const struct judge *j, char *buf, size_t len)
+{
+	double x[JUDGE_PAIRS_MAX], mean, sd, lo, hi, h1, h2, m2;
+	size_t n = good_ds(j, x), h = n / 2;
+	unsigned pos = 0, neg = 0;
+
+	if (n < 2)
+		return false;
+	bounds(x, n, j->cfg.alpha, &mean, &sd, &lo, &hi, NULL);
+	for (size_t i = 0; i < n; i++)
+		pos += x[i] > 0, neg += x[i] < 0;
+	if (!(lo > log1p(j->cfg.delta)) || !(stats_sign_test(pos, neg) <= j->cfg.alpha_sign) ||
+	    stats_mean_sd(x, h, &h1, &m2) < 0 || stats_mean_sd(x + h, n - h, &h2, &m2) < 0 || !(h1 > 0 && h2 > 0) ||
+	    !outcomes_not_worse(j))
+		return false;
+	if (evfmt_metric_change(GOOD_RATE, POLICY_HIGHER_IS_BETTER, mean, lo, hi, buf, len) < 0)
+		snprintf(buf, len, "good responses rose");
+	return true;
+}
+
+/* Guardrails of a valid pair; true when one failed (the trial is over). Every guardrail's figure of the pair is
+ * taken first, then the failures are weighed: an internal figure's harm against what clients got in that pair. */
 static bool guardrails(struct judge *j, const struct block_summary *a, const struct block_summary *b,
 		       struct judge_pair_ev *pe)
 {
 	struct judge_evidence *ev = &j->ev;
 	double gross = j->cfg.gross_harm > 0 ? -log1p(j->cfg.gross_harm) : -INFINITY;
+	double pair_p[POLICY_GUARDRAILS_MAX];
 
 	for (size_t g = 0; g < ev->nguard; g++) {
 		struct judge_guard_ev *ge = &ev->guard[g];
 		const struct block_value *va = &a->v[1 + g], *vb = &b->v[1 + g];
-		double x[JUDGE_PAIRS_MAX], mean, sd, lo, hi;
-		size_t k;
+		double ga, gb;
+		bool p95;
 
-		pe->g[g] = NAN;
+		pe->g[g] = pair_p[g] = NAN;
 		if (va->is_void || vb->is_void)
 			continue;
 		ge->available = true;
 		if (ge->test == JUDGE_TEST_BINOMIAL) {
-			double p = binom_p(va->num, vb->num, va->den, vb->den, ge->dir, j->cfg.guard_margin), pool;
-
-			pe->g[g] = p;
+			pair_p[g] = pe->g[g] = binom_p(va->num, vb->num, va->den, vb->den, ge->dir, j->cfg.guard_margin);
 			ge->events_a += va->num;
 			ge->events_b += vb->num;
 			ge->exposure_a += va->den;
 			ge->exposure_b += vb->den;
-			pool = binom_p(ge->events_a, ge->events_b, ge->exposure_a, ge->exposure_b, ge->dir,
-				       j->cfg.guard_margin);
-			ge->p = pool;
-			if (p < j->cfg.alpha_guard || pool < j->cfg.alpha_guard) {
-				ge->failed = true;
-				ge->failed_pair = ev->npairs;
-				finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %.0f events in B against %.0f in A "
-				       "(p = %.2g)", ge->metric, ev->npairs, p < j->cfg.alpha_guard ? vb->num : ge->events_b,
-				       p < j->cfg.alpha_guard ? va->num : ge->events_a, fmin(p, pool));
-				return true;
-			}
-			continue;
-		}
-		{
-			double ga, gb;
-			bool p95;
-
-			if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) < 0)
-				continue;
+			ge->p = binom_p(ge->events_a, ge->events_b, ge->exposure_a, ge->exposure_b, ge->dir,
+					j->cfg.guard_margin);
+		} else if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) == 0) {
 			pe->g[g] = log_ratio(ga, gb, ge->dir);
 		}
-		if (!isfinite(pe->g[g]))
+	}
+	for (size_t g = 0; g < ev->nguard; g++) {
+		struct judge_guard_ev *ge = &ev->guard[g];
+		const struct block_value *va = &a->v[1 + g], *vb = &b->v[1 + g];
+		double x[JUDGE_PAIRS_MAX], mean = NAN, sd, lo = NAN, hi = NAN;
+		char c[EVFMT_TEXT_MAX], why[JUDGE_REASON_MAX];
+		size_t k;
+
+		if (ge->test == JUDGE_TEST_BINOMIAL) {
+			if (isnan(pair_p[g]) || !(pair_p[g] < j->cfg.alpha_guard || ge->p < j->cfg.alpha_guard))
+				continue;
+			snprintf(why, sizeof(why), "guardrail %s failed at pair %u: %.0f events in B against %.0f in A "
+				 "(p = %.2g)", ge->metric, ev->npairs, pair_p[g] < j->cfg.alpha_guard ? vb->num : ge->events_b,
+				 pair_p[g] < j->cfg.alpha_guard ? va->num : ge->events_a, fmin(pair_p[g], ge->p));
+		} else {
+			if (!isfinite(pe->g[g]))
+				continue;
+			k = valid_g(j, g, x);
+			if (k >= 3)
+				bounds(x, k, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
+			/* One pair alone is no clear harm for an implied one: the synthetic client's median of a block
+			 * is a few dozen requests. */
+			if (!ge->implied && pe->g[g] < gross)
+				snprintf(why, sizeof(why), "guardrail %s failed at pair %u: %s in one pair", ge->metric,
+					 ev->npairs, guard_change(ge, pe->g[g], NAN, NAN, c, sizeof(c)));
+			else if (k >= 3 && hi < -log1p(j->cfg.guard_margin))
+				snprintf(why, sizeof(why), "guardrail %s failed at pair %u: %s, worse than its %.0f%% margin",
+					 ge->metric, ev->npairs, guard_change(ge, mean, lo, hi, c, sizeof(c)),
+					 100.0 * j->cfg.guard_margin);
+			else
+				continue;
+		}
+		/* Internal figures explain and guard against cost; they do not end a change that serves clients
+		 * better. */
+		if (ge->internal && outcome_better(j, pe)) {
+			ge->outweighed = true;
 			continue;
-		if (pe->g[g] < gross) {
-			char c[EVFMT_TEXT_MAX];
-
-			ge->failed = true;
-			ge->failed_pair = ev->npairs;
-			finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %s in one pair", ge->metric, ev->npairs,
-			       guard_change(ge, pe->g[g], NAN, NAN, c, sizeof(c)));
-			return true;
 		}
-		k = valid_g(j, g, x);
-		if (k >= 3) {
-			bounds(x, k, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
-			if (hi < -log1p(j->cfg.guard_margin)) {
-				char c[EVFMT_TEXT_MAX];
-
-				ge->failed = true;
-				ge->failed_pair = ev->npairs;
-				finish(j, VERDICT_ABORTED, "guardrail %s failed at pair %u: %s, worse than its %.0f%% margin",
-				       ge->metric, ev->npairs, guard_change(ge, mean, lo, hi, c, sizeof(c)),
-				       100.0 * j->cfg.guard_margin);
-				return true;
-			}
-		}
+		ge->failed = true;
+		ge->failed_pair = ev->npairs;
+		finish(j, VERDICT_ABORTED, "%s", why);
+		return true;
 	}
 	return false;
 }
@@ -512,9 +600,24 @@ static bool seq_keep(const struct judge *j)
 		if (!(pe->d > 0.0))
 			return false;
 		for (size_t g = 0; g < ev->nguard; g++)
-			if (ev->guard[g].test == JUDGE_TEST_NONINF && isfinite(pe->g[g]) && !(pe->g[g] > margin))
+			if (ev->guard[g].test == JUDGE_TEST_NONINF && !ev->guard[g].implied && !ev->guard[g].outweighed &&
+			    isfinite(pe->g[g]) && !(pe->g[g] > margin))
 				return false;
 	}
+	return true;
+}
+
+/* Kept on what clients got, when the objective is an internal figure that did not show the gain (or showed harm)
+ * and good responses rose as a keep must show; true when the trial ended so. */
+static bool outcome_keep(struct judge *j, const char *objective_said)
+{
+	char c[EVFMT_TEXT_MAX];
+
+	if (!j->ev.objective_internal || !outcome_gain_shown(j, c, sizeof(c)))
+		return false;
+	j->ev.outcome_keep = true;
+	finish(j, VERDICT_KEEP, "clients got more: %s over %u pairs; %s (an internal figure) %s", c, j->ev.nvalid,
+	       j->ev.objective, objective_said);
 	return true;
 }
 
@@ -523,8 +626,13 @@ static void decide(struct judge *j)
 {
 	struct judge_evidence *ev = &j->ev;
 	double keep = log1p(j->cfg.delta);
-	char c[EVFMT_TEXT_MAX], c2[EVFMT_TEXT_MAX];
+	char c[EVFMT_TEXT_MAX], c2[EVFMT_TEXT_MAX], gain[EVFMT_TEXT_MAX];
 
+	if (!(ev->lower > keep) || !(ev->sign_p <= j->cfg.alpha_sign) || !(ev->half1 > 0 && ev->half2 > 0)) {
+		change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c));
+		if (outcome_keep(j, c))
+			return;
+	}
 	if (!(ev->lower > keep)) {
 		if (ev->upper < -keep)
 			finish(j, VERDICT_REVERT, "%s worse: %s, beyond the %.0f%% worth keeping", ev->objective,
@@ -545,9 +653,13 @@ static void decide(struct judge *j)
 		return;
 	}
 	for (size_t g = 0; g < ev->nguard; g++) {
-		const struct judge_guard_ev *ge = &ev->guard[g];
+		struct judge_guard_ev *ge = &ev->guard[g];
 
-		if (ge->test == JUDGE_TEST_NONINF && ge->available && !ge->noninf_shown) {
+		if (ge->test == JUDGE_TEST_NONINF && ge->available && !ge->noninf_shown && !ge->implied) {
+			if (ge->internal && outcome_gain_shown(j, gain, sizeof(gain))) {
+				ge->outweighed = true;
+				continue;
+			}
 			finish(j, VERDICT_INCONCLUSIVE, "guardrail %s not shown within %.0f%%: %s", ge->metric,
 			       100.0 * j->cfg.guard_margin, guard_change(ge, ge->mean, ge->lower, ge->upper, c, sizeof(c)));
 			return;
@@ -676,6 +788,9 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 		gross = -INFINITY;
 	if (pe->d < gross && a->v[0].count && !beyond_base(j, b))
 		gross = -INFINITY;
+	/* An internal objective's harm does not end a change that serves clients better. */
+	if (ev->objective_internal && outcome_better(j, pe))
+		gross = -INFINITY;
 	if (pe->d < gross) {
 		finish(j, VERDICT_REVERT, "%s worse in pair %u: %s", ev->objective, ev->npairs,
 		       change(j, pe->d, NAN, NAN, c, sizeof(c)));
@@ -684,7 +799,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 		size_t n = valid_d(j, d);
 
 		bounds(d, n, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
-		if (hi < -log1p(j->cfg.delta))
+		if (hi < -log1p(j->cfg.delta) && !(ev->objective_internal && outcome_better(j, pe)))
 			finish(j, VERDICT_REVERT, "%s worse after %u pairs: %s", ev->objective, ev->nvalid,
 			       change(j, mean, lo, hi, c, sizeof(c)));
 	}

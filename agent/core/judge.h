@@ -30,6 +30,16 @@
  * harm at 2x in one pair, 5xx ceiling 2%, 3 consecutive void blocks, 4 void pairs, power 0.8 at 2 x delta; the
  * sequential rule at alpha_seq 0.05 with tau 2 (the prior sd of the effect in noise units) from 2 valid pairs.
  *
+ * Outcomes decide (DESIGN.md): every trial also watches what clients get (plan_trial_outcomes: good responses per
+ * second, the synthetic client's failures and median, the 5xx share), as implied guardrails that end a trial only
+ * on clear harm (a counted one by its conditional test, a continuous one by the early harm bound over three pairs
+ * or more; never one pair alone, and they need not show non-inferiority to keep). An internal figure
+ * (block_metric_outcome: CPU per request, run-queue wait, softirq share...) cannot end or refuse a change that serves
+ * clients better: its harm, as a guardrail or as the objective, is outweighed while good responses are better by
+ * more than delta in the pair (and over the pairs so far) at no worse client latency, and the trial goes on; at
+ * the verdict a gain of good responses shown as a keep is (t bound, sign test, halves) keeps the change whatever the
+ * internal objective says ("outcome keep"). With no good responses measured, internal figures guard as before.
+ *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
  * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.
  */
@@ -88,6 +98,9 @@ struct judge_guard_ev {
 	char metric[POLICY_METRIC_MAX];
 	enum policy_direction dir;
 	enum judge_guard_test test;
+	bool implied;         /* added for what clients get (plan_trial_outcomes): ends the trial on clear harm only */
+	bool internal;        /* an internal figure (block_metric_outcome): a shown gain of outcomes outweighs it */
+	bool outweighed;      /* it showed harm that a gain of good responses outweighed (the trial went on) */
 	bool available;       /* present in at least one valid pair */
 	bool failed;
 	unsigned failed_pair; /* 1-based pair that failed it, 0 when it held */
@@ -127,6 +140,9 @@ struct judge_evidence {
 	double noise_sd;                /* the calibration's sd of d it was told (NAN: none) */
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
+	bool objective_internal;        /* the objective is an internal figure (block_metric_outcome) */
+	bool outcome_keep;              /* kept on what clients got (good responses) although the internal objective
+					 * did not show the gain */
 	double a_events;                /* harm while judging: the objective's events in the A blocks (a counted
 					 * objective; NAN otherwise) and the seconds A was measured */
 	double a_seconds;

@@ -441,8 +441,29 @@ static bool not_binding(const struct policy_set *set, const struct knob_policy *
 	return true;
 }
 
+/* What clients get, watched in every trial beside the policy's own metrics (implied guardrails, in this order as
+ * room allows): good responses served, the synthetic client's failures, error responses, its median latency. */
+static const struct policy_metric outcomes[] = {
+	{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
+	{"client.failure_rate", POLICY_LOWER_IS_BETTER, true},
+	{"http.5xx_rate", POLICY_LOWER_IS_BETTER, true},
+	{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+};
+
+void plan_trial_outcomes(struct plan_trial *t)
+{
+	for (size_t i = 0; i < COUNT(outcomes) && t->nguardrails < POLICY_GUARDRAILS_MAX; i++) {
+		bool named = strcmp(t->objective.metric, outcomes[i].metric) == 0;
+
+		for (size_t g = 0; g < t->nguardrails && !named; g++)
+			named = strcmp(t->guardrails[g].metric, outcomes[i].metric) == 0;
+		if (!named)
+			t->guardrails[t->nguardrails++] = outcomes[i];
+	}
+}
+
 /* The trial plan of P's knob: K pairs of blocks of its settle time plus the measured time, its objective and
- * guardrails. */
+ * guardrails, and what clients get. */
 static void trial_of(const struct knob_policy *p, const struct plan_config *cfg, struct plan_trial *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -453,6 +474,7 @@ static void trial_of(const struct knob_policy *p, const struct plan_config *cfg,
 	t->objective = p->objective;
 	t->nguardrails = p->nguardrails < POLICY_GUARDRAILS_MAX ? p->nguardrails : POLICY_GUARDRAILS_MAX;
 	memcpy(t->guardrails, p->guardrails, t->nguardrails * sizeof(t->guardrails[0]));
+	plan_trial_outcomes(t);
 	t->duration_ms = (int64_t)cfg->pairs * 2 * t->block_ms;
 }
 

@@ -158,6 +158,11 @@ int plan_operator(const struct policy_set *set, const char *knob, const char *fr
 #define PLAN_LOADGEN_RPS "loadgen.rps"    /* saturated requests/s of the load generator's run */
 #define PLAN_LOADGEN_P99 "loadgen.p99_ms" /* its p99 latency */
 
+/* T's guardrails completed with what clients get (good responses per second, the synthetic client's failures and
+ * median, the 5xx share), each one not named already and as room allows, marked implied: they end a trial on
+ * clear harm only, and a shown gain of good responses outweighs the internal figures (judge.h). */
+void plan_trial_outcomes(struct plan_trial *t);
+
 /* T for loadgen mode: a cost-per-request objective becomes the load generator's saturated requests/s (higher), a
  * latency objective its p99 (lower); a loss objective (overflows, drops) stays. The generator's p99 guards what it
  * does not judge, and the policy's objective and guardrails stay as guardrails, as many as fit. */

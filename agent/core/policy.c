@@ -165,6 +165,7 @@ static const char *const metric_patterns[] = {
 
 /* Derived metrics: computed by the judge from a block's sums (ratios of sums, never means of per-tick ratios). */
 static const struct policy_derived derived[] = {
+	{"http.good_rate", "(http.2xx + http.3xx) per second: good responses served"},
 	{"http.5xx_rate", "http.5xx / http.requests"},
 	{"http.4xx_rate", "http.4xx / http.requests"},
 	{"http.mean_ms", "http.request_ms_sum / http.requests"},
@@ -733,6 +734,7 @@ static int parse_metric(const char *item, struct policy_metric *m, char *msg, si
 		return snprintf(msg, ml, "'%s' is not 'METRIC lower' or 'METRIC higher'", item), -EINVAL;
 	if (copy_trimmed(m->metric, sizeof(m->metric), item, sp) < 0)
 		return snprintf(msg, ml, "metric name longer than %d characters", POLICY_METRIC_MAX - 1), -EINVAL;
+	m->implied = false;
 	if (strcmp(dir, "lower") == 0)
 		m->dir = POLICY_LOWER_IS_BETTER;
 	else if (strcmp(dir, "higher") == 0)

@@ -52,7 +52,10 @@ enum policy_cmp { POLICY_LE, POLICY_LT, POLICY_GE, POLICY_GT };
 struct policy_metric {
 	char metric[POLICY_METRIC_MAX];
 	enum policy_direction dir;
+	bool implied;                      /* not the policy's: one of what clients get, watched in every trial
+					    * (plan.c); it ends a trial on clear harm only */
 };
+
 
 struct policy_constraint {
 	int elem;                          /* element of this knob's vector, -1 for the scalar */

@@ -260,6 +260,46 @@ static void test_block_loadgen(void **state)
 	free(acc);
 }
 
+/* Good responses per second: 2xx and 3xx summed over the ticks that had both, over those ticks' seconds (500 ms
+ * ticks here); a tick without the access log's counts is left out of both, not counted as nothing served. */
+static void test_block_good_rate(void **state)
+{
+	static const char *const names[] = {"http.good_rate"};
+	struct metric_registry *reg;
+	struct block_spec spec;
+	struct block_acc *acc = malloc(sizeof(*acc));
+	struct block_summary s;
+	struct frame fr[20];
+
+	(void)state;
+	assert_non_null(acc);
+	assert_true(block_metric_outcome("http.good_rate"));
+	assert_true(block_metric_outcome("client.p50_ms"));
+	assert_true(block_metric_outcome("nginx.err.worker_connections"));
+	assert_false(block_metric_outcome("nginx.err.buffered_temp"));
+	assert_false(block_metric_outcome("nginx.worker_wait_ratio"));
+	assert_false(block_metric_outcome("cpu.busy_per_kreq"));
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(block_spec_init(&spec, names, ARRAY_LEN(names), 500), 0);
+	for (int i = 0; i < 20; i++) {
+		frame_init(&fr[i]);
+		fr[i].ts_ms = i * 500;
+		fr[i].dt_s = 0.5;
+		put(&fr[i], reg, "http.2xx", 90);
+		put(&fr[i], reg, "http.3xx", i == 7 ? NAN : 5);
+		put(&fr[i], reg, "http.5xx", 50); /* not good */
+	}
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 20, 0, 10000, 0, &s), 0);
+	assert_false(s.is_void);
+	assert_int_equal(s.v[0].ticks, 19);
+	assert_close(s.v[0].value, 190.0, 1e-9);
+	assert_close(s.v[0].den, 9.5, 1e-9);
+	for (int i = 0; i < 20; i++)
+		frame_free(&fr[i]);
+	metric_registry_free(reg);
+	free(acc);
+}
+
 static void test_block_spec(void **state)
 {
 	static const struct {
@@ -271,6 +311,7 @@ static void test_block_spec(void **state)
 		{"http.p99_ms", 0, BLOCK_QUANTILE, false},
 		{"client.p99_ms", 0, BLOCK_QUANTILE, false},
 		{"http.5xx_rate", 0, BLOCK_RATIO, true},
+		{"http.good_rate", 0, BLOCK_RATIO, false},
 		{"nginx.worker_wait_ratio", 0, BLOCK_RATIO, false},
 		{"softnet.time_squeeze", 0, BLOCK_PER_KREQ, true},
 		{"tcp.listen_overflows", 0, BLOCK_PER_KREQ, true},
@@ -342,9 +383,9 @@ static void summ(struct block_summary *s, double cpu, double p99, double e5xx, d
 
 static void start(struct judge *j, const struct judge_config *cfg)
 {
-	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER};
-	static const struct policy_metric guard[] = {{"http.p99_ms", POLICY_LOWER_IS_BETTER},
-						     {"http.5xx_rate", POLICY_LOWER_IS_BETTER}};
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {{"http.p99_ms", POLICY_LOWER_IS_BETTER, false},
+						     {"http.5xx_rate", POLICY_LOWER_IS_BETTER, false}};
 
 	assert_int_equal(judge_start(j, cfg, &obj, guard, 2), 0);
 }
@@ -428,7 +469,7 @@ static void test_verdicts(void **state)
 /* Under 1000 requests p99 is compared as p95: a p99 doubled by a few slow requests is no gross harm. */
 static void test_p95_fallback(void **state)
 {
-	static const struct policy_metric obj = {"http.p99_ms", POLICY_LOWER_IS_BETTER};
+	static const struct policy_metric obj = {"http.p99_ms", POLICY_LOWER_IS_BETTER, false};
 	static const char *const names[] = {"http.p99_ms"};
 	struct judge_config cfg;
 	struct judge j;
@@ -695,7 +736,7 @@ static void count_block(struct block_summary *s, double num, double den)
  * counts (the demo reverted netdev_budget in pair 1 on 0 -> 0.0188/1k req); 200 against none ends it at once. */
 static void test_gross_harm_counts(void **state)
 {
-	static const struct policy_metric obj = {"softnet.time_squeeze", POLICY_LOWER_IS_BETTER};
+	static const struct policy_metric obj = {"softnet.time_squeeze", POLICY_LOWER_IS_BETTER, false};
 	struct judge_config cfg;
 	struct judge j;
 	struct block_summary a, b;
@@ -723,7 +764,7 @@ static void test_gross_harm_counts(void **state)
  * without that baseline it aborts as before, and with it a B far above the old rate still reverts in pair 1. */
 static void test_bursty_baseline(void **state)
 {
-	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER};
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
 	struct judge_config cfg;
 	struct judge j;
 	struct block_summary a, b;
@@ -765,7 +806,7 @@ static void test_bursty_baseline(void **state)
 
 	/* a p99 objective with a few overflows before the trial: B's thousands a second are still new harm */
 	{
-		static const struct policy_metric p99 = {"http.p99_ms", POLICY_LOWER_IS_BETTER};
+		static const struct policy_metric p99 = {"http.p99_ms", POLICY_LOWER_IS_BETTER, false};
 
 		assert_int_equal(judge_start(&j, &cfg, &p99, NULL, 0), 0);
 		judge_set_baseline(&j, NAN, 0.1);
@@ -812,6 +853,209 @@ static void test_guard_void_in_a(void **state)
 	ev = judge_evidence(&j);
 	assert_int_equal(ev->verdict, VERDICT_ERROR);
 	assert_int_equal(ev->nvalid, 0);
+}
+
+/* ---- outcomes decide ---------------------------------------------------------------------------------------- */
+
+/* One metric of an outcome-test summary: a continuous value, or a count NUM over DEN (a binomial one). */
+struct om {
+	const char *name;
+	double value; /* continuous: the block value */
+	double num, den; /* count: events over exposure (den 0: continuous) */
+};
+
+static void summ_om(struct block_summary *s, const struct om *m, size_t n, double req)
+{
+	memset(s, 0, sizeof(*s));
+	s->n = n;
+	s->requests = req;
+	s->requests_seen = true;
+	s->expected = s->frames = 40;
+	for (size_t i = 0; i < n; i++) {
+		struct block_value *v = &s->v[i];
+
+		strcpy(v->name, m[i].name);
+		v->ticks = 40;
+		assert_int_equal(block_metric_kind(v->name, &v->kind, &v->count), 0);
+		if (m[i].den > 0) {
+			v->num = m[i].num;
+			v->den = m[i].den;
+			v->value = v->value_p95 = m[i].num / m[i].den;
+		} else {
+			v->value = v->value_p95 = m[i].value;
+			v->num = m[i].value;
+			v->den = 1;
+			v->nobs = 5000;
+		}
+	}
+}
+
+/* The judge of OBJECTIVE and GUARD (the last NIMPLIED of them implied, as plan_trial_outcomes adds them). */
+static void start_om(struct judge *j, const struct judge_config *cfg, const struct policy_metric *objective,
+		     const struct policy_metric *guard, size_t nguard)
+{
+	assert_int_equal(judge_start(j, cfg, objective, guard, nguard), 0);
+}
+
+/* One pair, with a relative wobble W (0.98..1.02) of B so that the pairs are not identical. */
+static void pair_om(struct judge *j, const struct om *a, const struct om *b, size_t n, int k, bool *done)
+{
+	struct block_summary sa, sb;
+	struct om bb[BLOCK_METRICS_MAX];
+	double w = 1.0 + 0.02 * ((k % 3) - 1);
+
+	memcpy(bb, b, n * sizeof(*b));
+	for (size_t i = 0; i < n; i++)
+		if (bb[i].den == 0)
+			bb[i].value *= w;
+	summ_om(&sa, a, n, 10000);
+	summ_om(&sb, bb, n, 10000);
+	assert_int_equal(judge_add_pair(j, &sa, &sb, k & 1, done), 0);
+}
+
+/* worker_processes 1 -> 2 under a CPU-bound load (issue 21): the workers wait longer in the run queue (an internal
+ * figure, six times worse in every pair), clients get twice the good responses at a lower latency: kept, the
+ * guardrail outweighed, not failed. Without the gain of good responses the same guardrail still ends the trial. */
+static void test_outcome_outweighs_internal(void **state)
+{
+	static const struct policy_metric obj = {"http.good_rate", POLICY_HIGHER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {
+		{"nginx.worker_wait_ratio", POLICY_LOWER_IS_BETTER, false},
+		{"client.failure_rate", POLICY_LOWER_IS_BETTER, true},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+	};
+	const struct om a[] = {{"http.good_rate", 100, 0, 0}, {"nginx.worker_wait_ratio", 0.02, 0, 0},
+			       {"client.failure_rate", 0, 30, 300}, {"client.p50_ms", 80, 0, 0}};
+	const struct om b[] = {{"http.good_rate", 195, 0, 0}, {"nginx.worker_wait_ratio", 0.12, 0, 0},
+			       {"client.failure_rate", 0, 2, 300}, {"client.p50_ms", 41, 0, 0}};
+	const struct om b_flat[] = {{"http.good_rate", 101, 0, 0}, {"nginx.worker_wait_ratio", 0.12, 0, 0},
+				    {"client.failure_rate", 0, 30, 300}, {"client.p50_ms", 80, 0, 0}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->guard[0].internal);
+	assert_true(ev->guard[0].outweighed);
+	assert_false(ev->guard[0].failed);
+	assert_true(ev->guard[1].implied);
+	assert_false(ev->guard[1].internal);
+	assert_false(ev->outcome_keep); /* the objective itself decided */
+
+	/* The same harm of the internal figure with no more good responses: aborted at the first pair. */
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	done = false;
+	pair_om(&j, a, b_flat, ARRAY_LEN(a), 0, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_ABORTED);
+	assert_true(ev->guard[0].failed);
+	assert_false(ev->guard[0].outweighed);
+}
+
+/* The opposite: an internal objective better (half the CPU per request) while clients get fewer good responses
+ * (40% fewer in every pair): the implied guardrail ends it on clear harm after three pairs, never kept. */
+static void test_outcome_harm_beats_internal_gain(void **state)
+{
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+	};
+	const struct om a[] = {{"cpu.busy_per_kreq", 100, 0, 0}, {"http.good_rate", 100, 0, 0}, {"client.p50_ms", 20, 0, 0}};
+	const struct om b[] = {{"cpu.busy_per_kreq", 50, 0, 0}, {"http.good_rate", 60, 0, 0}, {"client.p50_ms", 20, 0, 0}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done = false;
+	int k;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(k, 3); /* not in one pair: an implied guardrail needs the early bound's three */
+	assert_int_equal(ev->verdict, VERDICT_ABORTED);
+	assert_true(ev->guard[0].failed);
+	assert_string_equal(ev->guard[0].metric, "http.good_rate");
+}
+
+/* An internal objective that got worse (CPU per request up 30%: more workers, more contention) while good responses
+ * doubled: kept on what clients got, and the reason says so. */
+static void test_outcome_keep(void **state)
+{
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+	};
+	const struct om a[] = {{"cpu.busy_per_kreq", 100, 0, 0}, {"http.good_rate", 100, 0, 0}, {"client.p50_ms", 40, 0, 0}};
+	const struct om b[] = {{"cpu.busy_per_kreq", 130, 0, 0}, {"http.good_rate", 200, 0, 0}, {"client.p50_ms", 21, 0, 0}};
+	const struct om b_same[] = {{"cpu.busy_per_kreq", 130, 0, 0}, {"http.good_rate", 100, 0, 0},
+				    {"client.p50_ms", 40, 0, 0}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->nvalid, 8); /* the objective's harm did not end it early */
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->outcome_keep);
+	assert_true(ev->objective_internal);
+	assert_non_null(strstr(ev->reason, "clients got more: good responses"));
+
+	/* CPU per request 30% worse and clients got nothing more: reverted as before. */
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	done = false;
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b_same, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_int_equal(ev->verdict, VERDICT_REVERT);
+	assert_false(ev->outcome_keep);
+}
+
+/* An implied guardrail is no one-pair trip: the synthetic client's median four times worse in one pair of eight
+ * (a few dozen requests) does not stop a clear gain; nor does it block the keep. */
+static void test_implied_one_pair(void **state)
+{
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {{"client.p50_ms", POLICY_LOWER_IS_BETTER, true}};
+	const struct om a[] = {{"tcp.listen_overflows", 0, 500, 10}, {"client.p50_ms", 10, 0, 0}};
+	const struct om b[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 10, 0, 0}};
+	const struct om b_slow[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 40, 0, 0}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	cfg.alpha_seq = 0; /* the fixed-K rule */
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, k == 1 ? b_slow : b, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_false(ev->guard[0].failed);
 }
 
 /* An arm that served nothing while the other served is an outage: the worst block, not missing data. */
@@ -884,7 +1128,9 @@ int main(void)
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
 		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
-		cmocka_unit_test(test_gross_harm_counts),
+		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_outcome_outweighs_internal), cmocka_unit_test(test_block_good_rate),
+		cmocka_unit_test(test_outcome_harm_beats_internal_gain), cmocka_unit_test(test_outcome_keep),
+		cmocka_unit_test(test_implied_one_pair),
 		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
 	};
 

@@ -569,9 +569,19 @@ static void test_proposal_contents(void **state)
 	assert_int_equal(o.prop.trial.duration_ms, 8 * 2 * 120000);
 	assert_string_equal(o.prop.trial.objective.metric, "softnet.time_squeeze");
 	assert_int_equal(o.prop.trial.objective.dir, POLICY_LOWER_IS_BETTER);
-	assert_int_equal(o.prop.trial.nguardrails, 2);
+	/* The policy's guardrails, then what clients get (implied), in plan_trial_outcomes' order. */
+	assert_int_equal(o.prop.trial.nguardrails, 6);
 	assert_string_equal(o.prop.trial.guardrails[0].metric, "http.p99_ms");
+	assert_false(o.prop.trial.guardrails[0].implied);
 	assert_string_equal(o.prop.trial.guardrails[1].metric, "nginx.worker_wait_ratio");
+	assert_false(o.prop.trial.guardrails[1].implied);
+	assert_string_equal(o.prop.trial.guardrails[2].metric, "http.good_rate");
+	assert_int_equal(o.prop.trial.guardrails[2].dir, POLICY_HIGHER_IS_BETTER);
+	assert_true(o.prop.trial.guardrails[2].implied);
+	assert_string_equal(o.prop.trial.guardrails[3].metric, "client.failure_rate");
+	assert_string_equal(o.prop.trial.guardrails[4].metric, "http.5xx_rate");
+	assert_string_equal(o.prop.trial.guardrails[5].metric, "client.p50_ms");
+	assert_true(o.prop.trial.guardrails[5].implied);
 
 	/* listen_queue needs approval and settles for a minute (a reload). */
 	{
