@@ -72,6 +72,10 @@ struct controller {
 	struct detect_env env;               /* the detectors' thresholds from knob values, and when they were read */
 	int64_t env_at_ms;
 	bool have_env;
+	struct plan_cause causes[PLAN_CAUSES_MAX]; /* the caller's causes (the doctor's findings with a fix) */
+	size_t ncauses;
+	int64_t causes_checked_ms;           /* when they were checked; 0: never */
+	bool wants_causes;                   /* the last plan held a symptom back for a check of its causes */
 };
 
 void controller_config_default(struct controller_config *cfg)
@@ -111,7 +115,8 @@ static bool config_ok(const struct controller_config *c)
 		return false;
 	if (c->calibrate_pairs && (c->calibrate_pairs < CALIB_PAIRS_MIN || c->calibrate_pairs > 16))
 		return false;
-	if (!(c->signal_events >= 0 && c->signal_events <= 1e9) || !ms_ok(c->measure_min_ms, 0))
+	if (!(c->signal_events >= 0 && c->signal_events <= 1e9) || !ms_ok(c->measure_min_ms, 0) ||
+	    !ms_ok(c->causes_max_age_ms, 0))
 		return false;
 	/* Every K the controller may hand the judge lies in 2..pairs_max. */
 	jc.pairs = jc.pairs_max;
@@ -749,6 +754,7 @@ static bool gross_only(struct detect_report *rep)
 static void observe(struct controller *ctl)
 {
 	const struct detect_report *rep = &ctl->rep;
+	struct plan_causes causes;
 	struct detect_report early;
 	struct detect_env env;
 	struct plan_outcome out;
@@ -780,14 +786,20 @@ static void observe(struct controller *ctl)
 		}
 		rep = &early;
 	}
-	if (plan_next(ctl->set, rep, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
-		      &out) < 0) {
+	causes.v = ctl->causes;
+	causes.n = ctl->ncauses;
+	causes.fresh = ctl->causes_checked_ms > 0 && ctl->now_ms >= ctl->causes_checked_ms &&
+		       ctl->now_ms - ctl->causes_checked_ms <= ctl->cfg.causes_max_age_ms;
+	ctl->wants_causes = false;
+	if (plan_next(ctl->set, rep, ctl->cfg.causes_max_age_ms ? &causes : NULL, ctl->value_of, ctl->value_ctx,
+		      &ctl->mem, &ctl->cfg.plan, ctl->now_ms, &out) < 0) {
 		set_reason(ctl, "the planner refuses its configuration");
 		return;
 	}
 	if (!out.proposed) {
 		set_reason(ctl, "%s", out.reason);
 		ctl->advice[0] = '\0';
+		ctl->wants_causes = out.wants_causes;
 		return;
 	}
 	if (ctl->cfg.mode == CONTROLLER_MODE_OBSERVE) {
@@ -1077,6 +1089,14 @@ static void stop_acting(struct controller *ctl, const char *why)
 		withdraw(ctl, VERDICT_ABORTED, PLAN_ERROR, why);
 }
 
+void controller_set_causes(struct controller *ctl, const struct plan_cause *causes, size_t n, int64_t checked_ms)
+{
+	ctl->ncauses = n < PLAN_CAUSES_MAX ? n : PLAN_CAUSES_MAX;
+	if (ctl->ncauses)
+		memcpy(ctl->causes, causes, ctl->ncauses * sizeof(ctl->causes[0]));
+	ctl->causes_checked_ms = checked_ms;
+}
+
 void controller_pause(struct controller *ctl)
 {
 	if (ctl->paused)
@@ -1150,6 +1170,9 @@ void controller_report(const struct controller *ctl, struct controller_report *o
 	out->changes_last_hour = starts_last_hour(ctl);
 	out->changes_per_hour = ctl->cfg.changes_per_hour;
 	snprintf(out->reason, sizeof(out->reason), "%s", ctl->reason);
+	out->wants_causes = ctl->wants_causes && ctl->state == CONTROLLER_OBSERVE;
+	out->causes_checked_ms = ctl->causes_checked_ms;
+	out->ncauses = ctl->ncauses;
 }
 
 const struct plan_proposal *controller_proposal(const struct controller *ctl)

@@ -27,6 +27,8 @@
  *   that objective are withdrawn at once until the calibration ages out. A calibration raises K above the plan's
  *   for a noisy objective, never below it (the guardrails were not calibrated and need their pairs).
  * - A proposal rests on a full detector window (window_ticks), never on the first min_ticks.
+ * - Causes before symptoms (plan.h): the caller's causes are tried first, and a symptom's knob waits until they were
+ *   checked within causes_max_age_ms (the report's wants_causes asks the caller for a check).
  * - After a verdict the detectors' windows are reset (they describe the host before or during the trial).
  * - Time must not go backwards during a calibration or trial: that ends it as error.
  */
@@ -116,6 +118,10 @@ struct controller_config {
 	 * measured time, after the policy's settle. 0 signal_events: off. */
 	double signal_events;
 	int64_t measure_min_ms;
+	/* Causes (controller_set_causes): a symptom's knob is proposed only when they were checked within this long
+	 * (else the report asks for a check: wants_causes). 0: the caller has no causes to check, symptoms go at
+	 * once. */
+	int64_t causes_max_age_ms;
 	struct detect_config detect;
 	struct plan_config plan;
 	struct judge_config judge;      /* its pairs are replaced by the proposal's or the calibration's K */
@@ -143,6 +149,9 @@ struct controller_report {
 	enum judge_verdict verdict;     /* of the last trial; VERDICT_NONE before the first */
 	unsigned changes_last_hour, changes_per_hour;
 	char reason[CONTROLLER_TEXT_MAX]; /* why the state is what it is, in one sentence */
+	bool wants_causes;              /* a symptom waits for a check of its causes: the caller should run one */
+	int64_t causes_checked_ms;      /* when the causes were last checked (controller_set_causes); 0: never */
+	size_t ncauses;
 };
 
 struct controller;
@@ -196,6 +205,9 @@ int controller_write_done(struct controller *ctl, bool ok);
 int controller_conflict(struct controller *ctl, const char *knob);
 /* An operator reverted KNOB. Ends the trial or proposal on KNOB; 0 either way. */
 int controller_operator_revert(struct controller *ctl, const char *knob);
+/* The causes checked at CHECKED_MS (the doctor's findings whose fix is a knob: plan.h), replacing those before;
+ * tried before any symptom's knob. More than PLAN_CAUSES_MAX are cut. */
+void controller_set_causes(struct controller *ctl, const struct plan_cause *causes, size_t n, int64_t checked_ms);
 /* Pause: no proposal and no start until controller_resume; a calibration or trial is rolled back. */
 void controller_pause(struct controller *ctl);
 /* Resume after controller_pause. */

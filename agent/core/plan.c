@@ -581,6 +581,155 @@ static int try_knob(const struct policy_set *set, const struct knob_policy *p, c
 	return 0;
 }
 
+/* ---- causes ------------------------------------------------------------------------------------------------ */
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * The value of integer knob P one change from CUR toward TARGET into OUT, with its direction: TARGET itself when
+ * P's bounds and largest step allow it, else as far as they do (measured from CUR clamped into the bounds, as
+ * policy_check measures it). Other types go to TARGET as it is. 0; -ERANGE when CUR is TARGET already or no step
+ * moves toward it; -EINVAL when a value does not parse.
+ */
+static int toward(const struct knob_policy *p, const char *cur, const char *target, enum plan_dir *dir, char *out,
+		  size_t outlen)
+{
+	struct knobval c, t;
+	int64_t a, b;
+
+	if (knobval_parse(p->type, target, &t, NULL, 0) < 0 || knobval_parse(p->type, cur, &c, NULL, 0) < 0)
+		return -EINVAL;
+	if (knobval_text_equal(p->type, cur, target))
+		return -ERANGE;
+	if (p->type != KNOB_T_INT) {
+		*dir = p->type == KNOB_T_ONOFF ? (t.v[0] ? PLAN_UP : PLAN_DOWN) : plan_direction(p);
+		return knobval_format(&t, out, outlen) < 0 ? -ENOSPC : 0;
+	}
+	a = clamp64(c.v[0], p->min[0], p->max[0]);
+	b = clamp64(t.v[0], p->min[0], p->max[0]);
+	*dir = b < c.v[0] ? PLAN_DOWN : PLAN_UP;
+	if (p->max_step > 0 && p->step_mul) {
+		double from = a < 1 ? 1 : (double)a;
+
+		if (b > a && (double)b > from * p->max_step)
+			b = (int64_t)floor(from * p->max_step);
+		else if (b < a && (double)b < from / p->max_step)
+			b = (int64_t)ceil(from / p->max_step);
+	} else if (p->max_step > 0) {
+		if (b > a && (double)(b - a) > p->max_step)
+			b = a + (int64_t)p->max_step;
+		else if (b < a && (double)(a - b) > p->max_step)
+			b = a - (int64_t)p->max_step;
+	}
+	if (b == c.v[0])
+		return -ERANGE;
+	c.v[0] = b;
+	return knobval_format(&c, out, outlen) < 0 ? -ENOSPC : 0;
+}
+
+static int cmp_cause(const void *x, const void *y)
+{
+	const struct plan_cause *const *a = x, *const *b = y;
+
+	if ((*a)->kind != (*b)->kind)
+		return (*a)->kind < (*b)->kind ? -1 : 1;
+	if ((*a)->severity != (*b)->severity)
+		return (*a)->severity > (*b)->severity ? -1 : 1;
+	return *a < *b ? -1 : *a > *b; /* their given order */
+}
+
+/* Try cause C: 0 and the proposal in OUT, or 1 with a skip recorded. As try_knob, with the cause's value. */
+static int try_cause(const struct policy_set *set, const struct plan_cause *c, value_fn value_of, void *ctx,
+		     const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms,
+		     struct plan_outcome *out)
+{
+	const struct knob_policy *p = policy_find(set, c->knob);
+	const struct plan_knob_memory *k = memory_find(mem, c->knob);
+	struct plan_proposal *pr = &out->prop;
+	char cur[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX], why[PLAN_REASON_MAX], bounds[128];
+	enum plan_dir dir = PLAN_UP;
+	int rc;
+
+	if (!p)
+		return skip(out, c->knob, "the fix of %s: no policy manages it", c->id), 1;
+	if (!p->enabled)
+		return skip(out, c->knob, "the fix of %s: switched off by its policy", c->id), 1;
+	cur[0] = '\0';
+	rc = value_of(c->knob, cur, sizeof(cur), ctx);
+	cur[sizeof(cur) - 1] = '\0';
+	if (rc == -EBUSY)
+		return skip(out, c->knob, "the fix of %s: frozen, its live value differs from what the agent wrote (a "
+				       "conflict)", c->id), 1;
+	if (rc == -ENOENT)
+		return skip(out, c->knob, "the fix of %s: absent on this host", c->id), 1;
+	if (rc < 0)
+		return skip(out, c->knob, "the fix of %s: its current value cannot be read (%s)", c->id,
+			    strerror(-rc > 0 ? -rc : EIO)), 1;
+	if (k && now_ms < k->cooldown_until_ms)
+		return skip(out, c->knob, "the fix of %s: cooling down for %lld s more after its last trial", c->id,
+			    secs(k->cooldown_until_ms - now_ms + 999)), 1;
+	if (c->to[0]) {
+		rc = toward(p, cur, c->to, &dir, to, sizeof(to));
+	} else {
+		dir = plan_direction(p);
+		rc = (p->type == KNOB_T_INT || p->type == KNOB_T_INTVEC) && p->step <= 0 ? -EINVAL
+											  : next_value(p, cur, dir, to,
+												       sizeof(to));
+	}
+	if (rc == -ERANGE) {
+		if (policy_bounds_text(p, bounds, sizeof(bounds)) < 0)
+			bounds[0] = '\0';
+		return skip(out, c->knob, "the fix of %s: %s is as far toward %s as its policy goes (%s)", c->id, cur,
+			    c->to[0] ? c->to : "its fix", bounds), 1;
+	}
+	if (rc < 0)
+		return skip(out, c->knob, "the fix of %s: no value from %s toward %s (%s)", c->id, cur,
+			    c->to[0] ? c->to : "its fix", strerror(-rc)), 1;
+	if (k && k->failed[dir] && !conditions_changed(mem, cfg, p, &k->failed_when[dir], cur, NAN, now_ms))
+		return skip(out, c->knob, "the fix of %s: going %s from %s failed %lld s ago and conditions have not "
+				       "changed", c->id, dir_names[dir], k->failed_when[dir].from,
+			    secs(now_ms - k->failed_when[dir].at_ms)), 1;
+	for (size_t i = 0; k && i < k->nreverted; i++)
+		if (knobval_text_equal(p->type, to, k->reverted[i]) &&
+		    !conditions_changed(mem, cfg, p, &k->reverted_when[i], cur, NAN, now_ms))
+			return skip(out, c->knob, "the fix of %s: %s was reverted %lld s ago and conditions have not "
+					       "changed", c->id, to, secs(now_ms - k->reverted_when[i].at_ms)), 1;
+	if (policy_check(set, p, cur, to, value_of, ctx, why, sizeof(why)) < 0)
+		return skip(out, c->knob, "the fix of %s: refused by its policy: %s", c->id, why), 1;
+
+	memset(pr, 0, sizeof(*pr));
+	snprintf(pr->knob, sizeof(pr->knob), "%s", c->knob);
+	snprintf(pr->from, sizeof(pr->from), "%s", cur);
+	snprintf(pr->to, sizeof(pr->to), "%s", to);
+	snprintf(pr->cause, sizeof(pr->cause), "%s", c->id);
+	pr->dir = dir;
+	pr->detector = DETECT_COUNT;
+	pr->value = NAN;
+	pr->op = p->trigger_op;
+	pr->threshold = p->trigger_threshold;
+	put(pr->evidence, sizeof(pr->evidence), "%s: %s", c->id, c->evidence);
+	pr->approval_required = p->approval_required;
+	trial_of(p, cfg, &pr->trial);
+	put(out->reason, sizeof(out->reason), "%s %s -> %s: the cause %s", pr->knob, pr->from, pr->to, c->id);
+	out->proposed = true;
+	return 0;
+}
+
+/* The causes of CAUSES in the order they are tried (demand before limits, then by severity) into ORDER. */
+static size_t order_causes(const struct plan_causes *causes, const struct plan_cause **order)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; causes && i < causes->n && n < PLAN_CAUSES_MAX; i++)
+		if (causes->v[i].knob[0])
+			order[n++] = &causes->v[i];
+	qsort(order, n, sizeof(order[0]), cmp_cause);
+	return n;
+}
+
 /* Whether the workers ran out of connections: in the window (a valid, sustained reading above zero), or in the
  * last few ticks (an error logged then, before the reading is valid). */
 static bool exhausted(const struct detect_report *rep)
@@ -621,13 +770,15 @@ static bool churn_symptom(enum detect_id id)
 	       id == DETECT_FINWAIT_PILEUP;
 }
 
-int plan_next(const struct policy_set *set, const struct detect_report *rep, value_fn value_of, void *ctx,
-	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out)
+int plan_next(const struct policy_set *set, const struct detect_report *rep, const struct plan_causes *causes,
+	      value_fn value_of, void *ctx, const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms,
+	      struct plan_outcome *out)
 {
 	struct cand cands[POLICY_KNOBS_MAX];
+	const struct plan_cause *order[PLAN_CAUSES_MAX];
 	const struct knob_policy *ka;
 	bool ka_tried = false;
-	size_t n = 0;
+	size_t n = 0, nc;
 
 	memset(out, 0, sizeof(*out));
 	if (!config_ok(cfg) || !value_of)
@@ -636,6 +787,11 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		put(out->reason, sizeof(out->reason), "no proposal: %s", rep->status);
 		return 0;
 	}
+	/* Causes before symptoms: the doctor's findings whose fix the agent can make. */
+	nc = order_causes(causes, order);
+	for (size_t i = 0; i < nc; i++)
+		if (try_cause(set, order[i], value_of, ctx, mem, cfg, now_ms, out) == 0)
+			return 0;
 	for (size_t i = 0; i < set->n && n < POLICY_KNOBS_MAX; i++) {
 		const struct knob_policy *p = &set->knobs[i];
 		const struct detect_reading *r;
@@ -652,10 +808,22 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, val
 		n++;
 	}
 	if (n == 0) {
-		snprintf(out->reason, sizeof(out->reason), "no proposal: no knob's trigger fires");
+		if (nc)
+			put(out->reason, sizeof(out->reason), "no proposal: no knob's trigger fires, and %zu cause%s cannot "
+			    "move (%s: %s)", nc, nc == 1 ? "" : "s", out->skipped[0].knob, out->skipped[0].reason);
+		else
+			snprintf(out->reason, sizeof(out->reason), "no proposal: no knob's trigger fires");
 		return 0;
 	}
+	/* A symptom's knob waits for a check of its causes: found on a real nginx (issue 21), the listen queue was
+	 * raised while the workers' connections, the cause, were never looked at. */
 	qsort(cands, n, sizeof(cands[0]), cmp_cand);
+	if (causes && !causes->fresh) {
+		out->wants_causes = true;
+		put(out->reason, sizeof(out->reason), "no proposal yet: %s fires; its causes are being checked first",
+		    rep->r[cands[0].id].name);
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		/* nginx cannot open files: accepts fail, the accept queue fills, upstream connections fail, and a
 		 * reload may not bring workers up. Only the file limit's own fix is proposed while it lasts (found on a

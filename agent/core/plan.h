@@ -8,8 +8,10 @@
  * controller and the judge do), and must not read files. Pure: no I/O, no clock (NOW is an argument), and the same
  * inputs give the same proposal.
  *
- * Order (documented in one place, here): a knob's trigger must fire on a valid, sustained reading of an
- * actionable report. Candidates are ranked by (1) their detector, in the order of enum detect_id (files out,
+ * Order (documented in one place, here): causes first (struct plan_cause: the doctor's findings whose fix the agent
+ * can make, demand before limits), then the symptoms' knobs. A knob's trigger must fire on a valid, sustained
+ * reading of an actionable report, and while causes are in play (plan_next's CAUSES) they must have been checked
+ * since the symptom began. Candidates are ranked by (1) their detector, in the order of enum detect_id (files out,
  * lost connections, then lost packets, then CPU placement and latency, then efficiency and leaks), (2) policies
  * with approval = auto first (their authors marked them safe to try alone), (3) knob name, byte order. Two causes
  * hold others back, also on a reading that is not valid yet but saw an event in the last ticks (recent): while
@@ -36,6 +38,9 @@
 #define PLAN_REVERTED_MAX 4   /* reverted values remembered per knob (the oldest is forgotten first) */
 #define PLAN_SKIPPED_MAX 16   /* candidates whose reason for being passed over is reported */
 #define PLAN_REASON_MAX 320
+#define PLAN_EVIDENCE_MAX 320 /* a proposal's evidence: a detector's reading or a cause's finding */
+#define PLAN_CAUSES_MAX 32    /* causes one plan_next weighs */
+#define PLAN_CAUSE_ID_MAX 48
 
 /* Which way a knob moves to fix its trigger's symptom. */
 enum plan_dir {
@@ -73,16 +78,45 @@ struct plan_trial {
 	int64_t duration_ms;        /* expected: pairs x 2 blocks */
 };
 
+/*
+ * A cause: a finding of the doctor whose fix is a change the agent can make (core/doctor.h: the finding's
+ * remedy), handed to the planner by the caller. Causes are tried before every symptom's knob: a symptom knob only
+ * moves the failure elsewhere while its cause is open.
+ */
+enum plan_cause_kind {
+	PLAN_CAUSE_DEMAND, /* the fix removes work or connections (upstream keepalive, a cheaper gzip level, the CPUs
+			    * nginx uses): tried first */
+	PLAN_CAUSE_LIMIT,  /* the fix raises a limit the load meets (worker_connections, the file limit, local ports) */
+};
+
+struct plan_cause {
+	char id[PLAN_CAUSE_ID_MAX];           /* the finding ("nginx.worker_connections") */
+	char knob[POLICY_NAME_MAX];           /* the knob that fixes it */
+	char to[KNOBVAL_TEXT_MAX];            /* the value that fixes it; "" for one step of the knob's own rule */
+	enum plan_cause_kind kind;
+	int severity;                         /* the finding's: 0 info, 1 warning, 2 critical */
+	char evidence[PLAN_EVIDENCE_MAX];     /* the finding's evidence, with its figures */
+};
+
+/* The causes of one plan_next. FRESH: they were checked since the symptoms that fire now began, so a symptom's knob
+ * may be proposed when no cause can move; while not fresh, symptoms wait (plan_outcome.wants_causes). */
+struct plan_causes {
+	const struct plan_cause *v;
+	size_t n;
+	bool fresh;
+};
+
 struct plan_proposal {
 	char knob[POLICY_NAME_MAX];
 	char from[KNOBVAL_TEXT_MAX];
 	char to[KNOBVAL_TEXT_MAX];
 	enum plan_dir dir;
-	enum detect_id detector;    /* the symptom */
+	enum detect_id detector;    /* the symptom; DETECT_COUNT for a cause or an operator's proposal */
+	char cause[PLAN_CAUSE_ID_MAX]; /* the cause's finding, "" for a symptom */
 	double value;               /* the detector's value */
 	enum policy_cmp op;         /* the policy's trigger: value OP threshold */
 	double threshold;
-	char evidence[DETECT_TEXT_MAX];
+	char evidence[PLAN_EVIDENCE_MAX];
 	bool approval_required;     /* by the policy; the controller's mode may still ask */
 	struct plan_trial trial;
 };
@@ -94,6 +128,8 @@ struct plan_skip {
 
 struct plan_outcome {
 	bool proposed;
+	bool wants_causes;          /* a symptom's knob would be proposed, but its causes have not been checked since
+				     * it began: the caller should have them checked (the doctor) */
 	struct plan_proposal prop;
 	char reason[PLAN_REASON_MAX];           /* why nothing is proposed, or what is: one sentence */
 	struct plan_skip skipped[PLAN_SKIPPED_MAX]; /* triggered knobs passed over, in rank order */
@@ -140,12 +176,16 @@ int plan_memory_record(struct plan_memory *mem, const struct plan_config *cfg, c
 		       enum plan_result result, int64_t now_ms);
 
 /*
- * The next proposal for REP under SET at NOW_MS, or none, into OUT (fully overwritten). VALUE_OF gives a knob's
- * current (or planned) value as text, as policy_check's: 0, -ENOENT (absent or disabled on this host), -EBUSY
- * (frozen by a conflict) or another -errno; it is also handed to policy_check for constraints. MEM may be NULL
- * (nothing remembered). Returns 0 (OUT->proposed says whether there is a proposal), or -EINVAL for a bad CFG.
+ * The next proposal for REP under SET at NOW_MS, or none, into OUT (fully overwritten). CAUSES (NULL: none, and
+ * symptoms need no check of them) are tried first: demand before limits, then by severity, then in their order;
+ * each moves its knob to the cause's value, or as far toward it as the policy's largest step allows, under the
+ * same rules as a symptom's knob (enabled, readable, not frozen, cooling down, remembered failures, policy_check).
+ * VALUE_OF gives a knob's current (or planned) value as text, as policy_check's: 0, -ENOENT (absent or disabled
+ * on this host), -EBUSY (frozen by a conflict) or another -errno; it is also handed to policy_check for
+ * constraints. MEM may be NULL (nothing remembered). Returns 0 (OUT->proposed says whether there is a proposal), or
+ * -EINVAL for a bad CFG.
  */
-int plan_next(const struct policy_set *set, const struct detect_report *rep,
+int plan_next(const struct policy_set *set, const struct detect_report *rep, const struct plan_causes *causes,
 	      int (*value_of)(const char *knob, char *out, size_t outlen, void *ctx), void *ctx,
 	      const struct plan_memory *mem, const struct plan_config *cfg, int64_t now_ms, struct plan_outcome *out);
 

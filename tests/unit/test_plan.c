@@ -366,7 +366,7 @@ static void test_table(void **state)
 
 		host_make(&h, c->over);
 		report_make(&rep, c->fires);
-		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+		assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 		check_outcome(c, &o);
 	}
 	policy_set_free(&set);
@@ -451,7 +451,7 @@ static void test_placement(void **state)
 
 		host_make(&h, c->over);
 		place_report(&rep, c->hot);
-		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+		assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 		check_outcome(&pc, &o);
 		if (c->knob)
 			assert_int_equal(o.prop.detector, DETECT_SOFTIRQ_IMBALANCE);
@@ -465,14 +465,14 @@ static void test_placement(void **state)
 	snprintf(rep.cpus.rx_dev[0], sizeof(rep.cpus.rx_dev[0]), "lo");
 	snprintf(rep.cpus.rx_dev[1], sizeof(rep.cpus.rx_dev[1]), "eth0");
 	snprintf(rep.cpus.rx_dev[2], sizeof(rep.cpus.rx_dev[2]), "veth1");
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	print_message("lo busiest: %s\n", o.reason);
 	assert_true(o.proposed);
 	assert_string_equal(o.prop.knob, "rps.eth0");
 	assert_string_equal(o.prop.to, "0:3");
 	/* None with a knob: said against the busiest. */
 	host_make(&h, NULL);
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_false(o.proposed);
 	assert_string_equal(o.skipped[o.nskipped - 1].knob, "rps.lo");
 	assert_non_null(strstr(o.skipped[o.nskipped - 1].reason, "absent on this host, as on the other 2"));
@@ -482,18 +482,18 @@ static void test_placement(void **state)
 	plan_memory_init(&mem);
 	host_make(&h, (const struct kv[]){{"rps.eth0", "0:", 0}, {"rps.eth1", "0:", 0}, {NULL, NULL, 0}});
 	place_report(&rep, -1);
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_true(o.proposed);
 	assert_string_equal(o.prop.knob, "rps.eth0");
 	assert_int_equal(o.prop.dir, PLAN_UP);
 	assert_int_equal(plan_memory_record(&mem, &cfg, &o.prop, PLAN_HARM, 1000), 0);
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, &mem, &cfg, 1000 + cfg.cooldown_ms + 1, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, &mem, &cfg, 1000 + cfg.cooldown_ms + 1, &o), 0);
 	print_message("after harm: %s\n", o.reason);
 	assert_false(o.proposed);
 	assert_string_equal(o.skipped[o.nskipped - 1].knob, "rps.eth0");
 	assert_non_null(strstr(o.skipped[o.nskipped - 1].reason, "going up from 0: failed"));
 	snprintf(rep.cpus.rx_dev[0], sizeof(rep.cpus.rx_dev[0]), "eth1");
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, &mem, &cfg, 1000 + cfg.cooldown_ms + 1, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, &mem, &cfg, 1000 + cfg.cooldown_ms + 1, &o), 0);
 	assert_true(o.proposed);
 	assert_string_equal(o.prop.knob, "rps.eth1");
 	assert_string_equal(o.prop.to, "0:3");
@@ -524,7 +524,7 @@ static void test_exhausted_before_the_window(void **state)
 	wc->valid = wc->sustained = wc->active = false;
 	wc->value = NAN;
 	wc->recent = true;
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	print_message("%s\n", o.reason);
 	assert_false(o.proposed);
 	assert_true(o.nskipped >= 1);
@@ -533,7 +533,7 @@ static void test_exhausted_before_the_window(void **state)
 			fail_msg("%s skipped for another reason: %s", o.skipped[i].knob, o.skipped[i].reason);
 	/* Without the error, the same overflows are the queue's. */
 	wc->recent = false;
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_true(o.proposed);
 	assert_string_equal(o.prop.knob, "listen_queue");
 	policy_set_free(&set);
@@ -554,7 +554,7 @@ static void test_proposal_contents(void **state)
 	plan_config_default(&cfg);
 	host_make(&h, NULL);
 	report_make(&rep, fires);
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_true(o.proposed);
 	assert_int_equal(o.prop.detector, DETECT_SOFTNET_SQUEEZE);
 	assert_true(o.prop.value == 3.5);
@@ -590,7 +590,7 @@ static void test_proposal_contents(void **state)
 		report_make(&rep, lf);
 		cfg.pairs = 4;
 		cfg.measure_ms = 60000;
-		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+		assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 		assert_string_equal(o.prop.knob, "listen_queue");
 		assert_true(o.prop.approval_required);
 		assert_int_equal(o.prop.trial.block_ms, 120000);
@@ -642,7 +642,7 @@ static void test_not_actionable(void **state)
 	rep.actionable = false;
 	rep.bottleneck = DETECT_BOTTLENECK_UPSTREAM;
 	snprintf(rep.status, sizeof(rep.status), "upstream time is 95%% of request time");
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_false(o.proposed);
 	assert_string_equal(o.reason, "no proposal: upstream time is 95% of request time");
 
@@ -650,14 +650,14 @@ static void test_not_actionable(void **state)
 	rep.r[DETECT_SOFTNET_SQUEEZE].sustained = false;
 	rep.r[DETECT_LISTEN_OVERFLOWS].valid = false;
 	rep.r[DETECT_LISTEN_OVERFLOWS].value = NAN;
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), 0);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), 0);
 	assert_false(o.proposed);
 
 	cfg.pairs = 0;
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), -EINVAL);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), -EINVAL);
 	plan_config_default(&cfg);
 	cfg.worse_factor = NAN;
-	assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, 1000, &o), -EINVAL);
+	assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, 1000, &o), -EINVAL);
 	policy_set_free(&set);
 }
 
@@ -678,9 +678,9 @@ static void test_deterministic(void **state)
 	plan_config_default(&cfg);
 	host_make(&h, NULL);
 	report_make(&rep, fires);
-	assert_int_equal(plan_next(&a, &rep, value_of, &h, NULL, &cfg, 5000, &oa), 0);
-	assert_int_equal(plan_next(&b, &rep, value_of, &h, NULL, &cfg, 5000, &ob), 0);
-	assert_int_equal(plan_next(&a, &rep, value_of, &h, NULL, &cfg, 5000, &oc), 0);
+	assert_int_equal(plan_next(&a, &rep, NULL, value_of, &h, NULL, &cfg, 5000, &oa), 0);
+	assert_int_equal(plan_next(&b, &rep, NULL, value_of, &h, NULL, &cfg, 5000, &ob), 0);
+	assert_int_equal(plan_next(&a, &rep, NULL, value_of, &h, NULL, &cfg, 5000, &oc), 0);
 	assert_true(oa.proposed && ob.proposed);
 	/* softnet_drops ranks before softnet_squeeze; netdev_max_backlog is its only knob. */
 	assert_string_equal(oa.prop.knob, "net.core.netdev_max_backlog");
@@ -697,7 +697,7 @@ static void test_deterministic(void **state)
 static void next(const struct policy_set *set, const struct detect_report *rep, struct host *h,
 		 const struct plan_memory *mem, const struct plan_config *cfg, int64_t now, struct plan_outcome *o)
 {
-	assert_int_equal(plan_next(set, rep, value_of, h, mem, cfg, now, o), 0);
+	assert_int_equal(plan_next(set, rep, NULL, value_of, h, mem, cfg, now, o), 0);
 	print_message("t=%lld: %s%s%s\n", (long long)now, o->reason, o->nskipped ? "; skipped: " : "",
 		      o->nskipped ? o->skipped[0].reason : "");
 }
@@ -1051,7 +1051,7 @@ static void test_planted(void **state)
 		assert_int_equal(detect_new(&dcfg, &d), 0);
 		plan_detect_env(&set, value_of, &h, &env);
 		run_plant(&rows[i].plant, reg, d, &env, &rep);
-		assert_int_equal(plan_next(&set, &rep, value_of, &h, NULL, &cfg, rep.ts_ms, &o), 0);
+		assert_int_equal(plan_next(&set, &rep, NULL, value_of, &h, NULL, &cfg, rep.ts_ms, &o), 0);
 		print_message("%s: %s | %s\n", rows[i].what, rep.status, o.reason);
 		if (rows[i].knob) {
 			if (!o.proposed)
@@ -1074,6 +1074,141 @@ static void test_planted(void **state)
 
 /* Loadgen mode: a cost objective becomes saturated requests/s (p99 guards it), anything else the generator's p99;
  * the policy's objective and guardrails stay as guardrails. */
+/* ---- causes before symptoms --------------------------------------------------------------------------------- */
+
+struct ccase {
+	const char *what;
+	struct fire fires[FIRES_MAX];
+	struct kv over[6];
+	struct plan_cause causes[3]; /* up to the first with an empty id */
+	bool fresh;
+	bool actionable;
+	const char *knob, *from, *to; /* knob NULL: no proposal */
+	const char *cause;            /* the proposal's cause, "" for a symptom's */
+	const char *reason;           /* a substring of the outcome's reason (NULL: not checked) */
+	bool wants;                   /* outcome.wants_causes */
+};
+
+#define WP_CAUSE {"nginx.worker_processes", "nginx.worker_processes", "2", PLAN_CAUSE_DEMAND, 1, \
+		  "worker_processes 1 at nginx.conf:2; 2 CPUs online: nginx uses 1 of 2 cores"}
+#define WC_CAUSE(to) {"nginx.worker_connections", "nginx.worker_connections", to, PLAN_CAUSE_LIMIT, 1, \
+		      "worker_connections 768 at nginx.conf:7 x 2 workers = 1536 connections; up to 1406 active"}
+
+static const struct ccase ccases[] = {
+	{"a cause with nothing firing: proposed on its finding (worker_processes 1 on 2 CPUs)",
+	 {{NULL, 0}}, {{"nginx.worker_processes", "1", 0}, {NULL, NULL, 0}}, {WP_CAUSE}, true, true,
+	 "nginx.worker_processes", "1", "2", "nginx.worker_processes", "the cause nginx.worker_processes", false},
+	{"the cause before the symptom (Debian's worker_connections 768 under 2000 clients): not the listen queue",
+	 {{"listen_overflows", 170}}, {{"nginx.worker_connections", "768", 0}, {NULL, NULL, 0}}, {WC_CAUSE("1536")},
+	 true, true, "nginx.worker_connections", "768", "1536", "nginx.worker_connections", NULL, false},
+	{"a cause's value beyond the largest step goes as far as the step allows (x2 from the bound 1024)",
+	 {{NULL, 0}}, {{"nginx.worker_connections", "768", 0}, {NULL, NULL, 0}}, {WC_CAUSE("8192")}, true, true,
+	 "nginx.worker_connections", "768", "2048", "nginx.worker_connections", NULL, false},
+	{"demand before limits, whatever the order given",
+	 {{NULL, 0}}, {{"nginx.worker_connections", "768", 0}, {"nginx.worker_processes", "1", 0}, {NULL, NULL, 0}},
+	 {WC_CAUSE("1536"), WP_CAUSE}, true, true, "nginx.worker_processes", "1", "2", "nginx.worker_processes", NULL,
+	 false},
+	{"a cause whose knob has no policy is passed over; a one-step cause (\"\") moves by the knob's rule",
+	 {{"port_exhaustion", 20}}, {{NULL, NULL, 0}},
+	 {{"nginx.upstream_keepalive", "nginx.no_such_knob", "64", PLAN_CAUSE_DEMAND, 1, "proxied without keepalive"},
+	  {"kernel.ip_local_port_range", "net.ipv4.ip_local_port_range", "", PLAN_CAUSE_LIMIT, 2, "ports run out"}},
+	 true, true, "net.ipv4.ip_local_port_range", "32768 60999", "28672 65095", "kernel.ip_local_port_range", NULL,
+	 false},
+	{"a cause already fixed: the symptom's knob",
+	 {{"listen_overflows", 5}}, {{"nginx.worker_processes", "2", 0}, {NULL, NULL, 0}}, {WP_CAUSE}, true, true,
+	 "listen_queue", "511", "1022", "", NULL, false},
+	{"a symptom waits while its causes have not been checked since it began",
+	 {{"listen_overflows", 170}}, {{NULL, NULL, 0}}, {{"", "", "", PLAN_CAUSE_DEMAND, 0, ""}}, false, true, NULL, NULL, NULL, NULL,
+	 "its causes are being checked first", true},
+	{"a cause is proposed without waiting for the check",
+	 {{"listen_overflows", 170}}, {{"nginx.worker_processes", "1", 0}, {NULL, NULL, 0}}, {WP_CAUSE}, false, true,
+	 "nginx.worker_processes", "1", "2", "nginx.worker_processes", NULL, false},
+	{"nothing when the report is not actionable (nginx idle): no change would be measured",
+	 {{NULL, 0}}, {{"nginx.worker_processes", "1", 0}, {NULL, NULL, 0}}, {WP_CAUSE}, true, false, NULL, NULL, NULL,
+	 NULL, "no proposal: busy", false},
+};
+
+static void test_causes(void **state)
+{
+	struct policy_set set;
+	struct detect_report rep;
+	struct plan_config cfg;
+	struct plan_outcome o;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	for (size_t i = 0; i < sizeof(ccases) / sizeof(ccases[0]); i++) {
+		const struct ccase *c = &ccases[i];
+		struct plan_causes causes = {c->causes, 0, c->fresh};
+
+		while (causes.n < 3 && c->causes[causes.n].id[0])
+			causes.n++;
+		report_make(&rep, c->fires);
+		rep.actionable = c->actionable;
+		host_make(&h, c->over);
+		assert_int_equal(plan_next(&set, &rep, &causes, value_of, &h, NULL, &cfg, 1000, &o), 0);
+		print_message("%s: %s\n", c->what, o.reason);
+		assert_int_equal(o.wants_causes, c->wants);
+		if (!c->knob) {
+			assert_false(o.proposed);
+		} else {
+			assert_true(o.proposed);
+			assert_string_equal(o.prop.knob, c->knob);
+			assert_string_equal(o.prop.from, c->from);
+			assert_string_equal(o.prop.to, c->to);
+			assert_string_equal(o.prop.cause, c->cause);
+			if (c->cause[0]) {
+				/* the finding's evidence, with its figures */
+				assert_int_equal(o.prop.detector, DETECT_COUNT);
+				for (size_t k = 0; k < causes.n; k++)
+					if (strcmp(c->causes[k].id, c->cause) == 0)
+						assert_non_null(strstr(o.prop.evidence, c->causes[k].evidence));
+				assert_int_equal(strncmp(o.prop.evidence, c->cause, strlen(c->cause)), 0);
+				assert_true(o.prop.trial.nguardrails > 0);
+			}
+		}
+		if (c->reason)
+			assert_non_null(strstr(o.reason, c->reason));
+	}
+	policy_set_free(&set);
+}
+
+/* A cause reverted is not proposed again while conditions stay: the symptom's knob gets its turn. */
+static void test_cause_memory(void **state)
+{
+	static const struct fire fires[FIRES_MAX] = {{"listen_overflows", 170}};
+	static const struct kv over[] = {{"nginx.worker_connections", "768", 0}, {NULL, NULL, 0}};
+	static const struct plan_cause wc[] = {WC_CAUSE("1536")};
+	struct plan_causes causes = {wc, 1, true};
+	struct policy_set set;
+	struct detect_report rep;
+	struct plan_config cfg;
+	struct plan_memory mem;
+	struct plan_outcome o;
+	struct host h;
+
+	(void)state;
+	load_shipped(&set, false);
+	plan_config_default(&cfg);
+	plan_memory_init(&mem);
+	report_make(&rep, fires);
+	host_make(&h, over);
+	assert_int_equal(plan_next(&set, &rep, &causes, value_of, &h, &mem, &cfg, 1000, &o), 0);
+	assert_string_equal(o.prop.knob, "nginx.worker_connections");
+	assert_int_equal(plan_memory_record(&mem, &cfg, &o.prop, PLAN_INCONCLUSIVE, 100000), 0);
+	/* After its cooldown, still reverted and nothing changed: the listen queue. */
+	assert_int_equal(plan_next(&set, &rep, &causes, value_of, &h, &mem, &cfg, 100000 + cfg.cooldown_ms + 1, &o), 0);
+	assert_true(o.proposed);
+	assert_string_equal(o.prop.knob, "listen_queue");
+	assert_string_equal(o.prop.cause, "");
+	assert_string_equal(o.skipped[0].knob, "nginx.worker_connections");
+	assert_non_null(strstr(o.skipped[0].reason, "was reverted"));
+	plan_memory_free(&mem);
+	policy_set_free(&set);
+}
+
 static void test_loadgen_trial(void **state)
 {
 	struct plan_trial t;
@@ -1133,6 +1268,8 @@ int main(void)
 		cmocka_unit_test(test_detect_env),
 		cmocka_unit_test(test_planted),
 		cmocka_unit_test(test_loadgen_trial),
+		cmocka_unit_test(test_causes),
+		cmocka_unit_test(test_cause_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
