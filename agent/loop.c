@@ -206,8 +206,15 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 		if (pid)
 			agent_nginx_follow(a, pid);
 		engine_tick(a->engine, a->fr.ts_ms);
-		if (a->tuning)
+		if (a->tuning) {
+			/* Causes before symptoms: the doctor's findings are the planner's causes, and a symptom that
+			 * waits for them has the doctor run now rather than at its next interval. */
+			if (a->doctor)
+				tuning_causes(a->tuning, doctor_advisories(a->doctor));
 			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);
+			if (a->doctor && tuning_wants_causes(a->tuning) && !doctor_busy(a->doctor))
+				doctor_run(a->doctor, a->fr.ts_ms, "a symptom fires: its causes are checked first");
+		}
 	}
 	if (a->loadgen) {
 		struct loadgen_block blk = {0};

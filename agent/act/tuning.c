@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/controller.h"
+#include "core/doctor.h"
 #include "core/judge.h"
 #include "core/plan.h"
 #include "act/engine.h"
@@ -31,7 +32,11 @@ struct tuning {
 	struct store *st;
 	int64_t calib_max_age_ms;     /* the controller's: older calibrations are not read back */
 	uint64_t calib_gen;           /* calibrations already kept in the audit trail */
+	int64_t causes_checked_ms;    /* the doctor's check the controller was last given */
 };
+
+/* A symptom's knob waits for a check of its causes no older than this (the doctor runs when asked). */
+#define CAUSES_MAX_AGE_MS 60000
 
 static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
 {
@@ -198,6 +203,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 	cc.plan.pairs = (unsigned)cfg->pairs;
 	cc.plan.measure_ms = cfg->block_ms;
 	cc.calibrate_pairs = (unsigned)cfg->calibrate_pairs;
+	cc.causes_max_age_ms = CAUSES_MAX_AGE_MS;
 	cc.tick_ms = cfg->tick_ms;
 	cc.loadgen = strcmp(cfg->measure, "loadgen") == 0;
 	/* A new order of blocks each run: a fixed seed gave every run the same order (at 500 ms ticks, AB eight times
@@ -445,6 +451,42 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 	snprintf(t->knob, sizeof(t->knob), "%s", knob);
 	*change_id = id;
 	return 0;
+}
+
+void tuning_causes(struct tuning *t, const struct doctor_state *st)
+{
+	struct plan_cause *c;
+	size_t n = 0;
+
+	if (!st || st->checked_ms == t->causes_checked_ms)
+		return;
+	c = calloc(PLAN_CAUSES_MAX, sizeof(*c));
+	if (!c)
+		return; /* the causes stay as they were checked last */
+	for (size_t i = 0; i < st->n && n < PLAN_CAUSES_MAX; i++) {
+		const struct doctor_finding *f = &st->v[i].f;
+
+		if (!f->remedy.knob[0] || f->severity == DOCTOR_INFO)
+			continue;
+		snprintf(c[n].id, sizeof(c[n].id), "%s", f->id);
+		snprintf(c[n].knob, sizeof(c[n].knob), "%s", f->remedy.knob);
+		snprintf(c[n].to, sizeof(c[n].to), "%s", f->remedy.value);
+		c[n].kind = f->remedy.limit ? PLAN_CAUSE_LIMIT : PLAN_CAUSE_DEMAND;
+		c[n].severity = (int)f->severity;
+		snprintf(c[n].evidence, sizeof(c[n].evidence), "%.*s", (int)sizeof(c[n].evidence) - 1, f->evidence);
+		n++;
+	}
+	controller_set_causes(t->ctl, c, n, st->checked_ms);
+	t->causes_checked_ms = st->checked_ms;
+	free(c);
+}
+
+bool tuning_wants_causes(const struct tuning *t)
+{
+	struct controller_report rep;
+
+	controller_report(t->ctl, &rep);
+	return rep.wants_causes;
 }
 
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms)

@@ -21,6 +21,7 @@ struct store;
 struct tuning;
 struct controller_report;
 struct judge_evidence;
+struct doctor_state;
 
 /* A tuning loop over E's knobs with the [tuning] settings of CFG; its planner remembers the trials ST's journal
  * holds from the planner's memory span before NOW_MS. 0 or -errno with ERR. */
@@ -38,6 +39,11 @@ int tuning_decide(struct tuning *t, int64_t change_id, bool approve, const char 
  * proposal or trial exists), -ENOTSUP (observe mode), or the engine's errors; ERR says why. */
 int tuning_operator_propose(struct tuning *t, const char *knob, const char *value, const char *actor, const char *why,
 			    int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
+/* The doctor's findings ST (checked at ST->checked_ms): those whose fix is one of the agent's knobs become the
+ * planner's causes, tried before any symptom's knob. Cheap when nothing was checked since the last call. */
+void tuning_causes(struct tuning *t, const struct doctor_state *st);
+/* Whether a symptom waits for a check of its causes: the caller should run the doctor. */
+bool tuning_wants_causes(const struct tuning *t);
 /* Pause or resume proposing and trying. */
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
 /* The controller's report and the journal id of its proposal or trial (0 when none). */

@@ -9,7 +9,9 @@
  * file:line for configuration), the fix in a line or two, and a reference (the directive or sysctl to read about).
  *
  * Pure, like the rest of core: no I/O, no clock, no logging. A fact the caller could not gather is unknown
- * (DOCTOR_UNKNOWN, or an empty string) and the checks that need it stay silent rather than guess. nginx's own
+ * (DOCTOR_UNKNOWN, or an empty string) and the checks that need it stay silent rather than guess. A finding whose fix
+ * is a change of one of the agent's knobs carries it (struct doctor_remedy): the planner tries those causes before
+ * the symptoms' knobs. nginx's own
  * defaults (worker_processes 1, worker_connections 512, backlog 511, proxy_http_version 1.0, ...) stand in for
  * directives the configuration does not set, and the evidence says so.
  */
@@ -135,6 +137,8 @@ struct doctor_facts {
 	size_t nnics;
 	/* nginx over the window */
 	int64_t peak_active;          /* stub_status Active connections, the most seen */
+	int64_t peak_established;     /* connections established to nginx's ports (accepted or in the accept
+				       * queue: inet_diag), the most seen */
 	int64_t err_worker_connections, err_too_many_files, err_upstream_premature, err_addr_not_avail;
 	bool stub_known;              /* the agent fetched stub_status: STUB_OK says how it went */
 	bool stub_ok;
@@ -157,6 +161,16 @@ void doctor_facts_add_upstream(struct doctor_facts *f, const char *addr, size_t 
 
 enum doctor_severity { DOCTOR_INFO, DOCTOR_WARNING, DOCTOR_CRITICAL };
 
+#define DOCTOR_KNOB_MAX 64
+
+/* The fix of a finding as a change the agent can make: its knob (the policy vocabulary's name) and the value that
+ * fixes it. The planner proposes it before any symptom's knob (plan.h, causes). */
+struct doctor_remedy {
+	char knob[DOCTOR_KNOB_MAX];   /* "" when the fix is not the agent's to make */
+	char value[DOCTOR_KNOB_MAX];  /* the value that fixes it; "" for one step of the knob's own rule */
+	bool limit;                   /* the fix raises a limit the load meets; else it removes work or connections */
+};
+
 struct doctor_finding {
 	char id[DOCTOR_ID_MAX];
 	char subject[DOCTOR_SUBJECT_MAX]; /* "" when there is one instance at most */
@@ -166,6 +180,7 @@ struct doctor_finding {
 	char fix[DOCTOR_FIX_MAX];
 	char ref[DOCTOR_REF_MAX];
 	char where[DOCTOR_WHERE_MAX];     /* "file:line" of the configuration it is about, "" for live findings */
+	struct doctor_remedy remedy;      /* the agent's own fix, when it has one */
 };
 
 struct doctor_report {

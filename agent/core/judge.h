@@ -37,8 +37,9 @@
  * (block_metric_outcome: CPU per request, run-queue wait, softirq share...) cannot end or refuse a change that serves
  * clients better: its harm, as a guardrail or as the objective, is outweighed while good responses are better by
  * more than delta in the pair (and over the pairs so far) at no worse client latency, and the trial goes on; at
- * the verdict a gain of good responses shown as a keep is (t bound, sign test, halves) keeps the change whatever the
- * internal objective says ("outcome keep"). With no good responses measured, internal figures guard as before.
+ * the verdict a gain of good responses shown as a keep is (t bound, sign test, halves) keeps the change whatever an
+ * internal objective says, and where an outcome objective did not show harm ("outcome keep": the symptom a policy
+ * judges on may not show in a trial, as nginx 1.22 out of connections logs no error while its clients time out). With no good responses measured, internal figures guard as before.
  *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
  * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.
@@ -141,8 +142,8 @@ struct judge_evidence {
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
 	bool objective_internal;        /* the objective is an internal figure (block_metric_outcome) */
-	bool outcome_keep;              /* kept on what clients got (good responses) although the internal objective
-					 * did not show the gain */
+	bool outcome_keep;              /* kept on what clients got (good responses) although the objective did not
+					 * show the gain */
 	double a_events;                /* harm while judging: the objective's events in the A blocks (a counted
 					 * objective; NAN otherwise) and the seconds A was measured */
 	double a_seconds;

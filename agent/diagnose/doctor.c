@@ -38,7 +38,7 @@
 enum role {
 	R_RETRANS, R_OUT_SEGS, R_OVERFLOWS, R_ACTIVE_OPENS, R_ERR_CONN, R_ERR_FILES, R_ERR_PREMATURE, R_ERR_ADDR,
 	R_SUMS, /* the number of summed roles */
-	R_NONE = R_SUMS, R_ACTIVE, R_CLOSE_WAIT, R_TIME_WAIT, R_CPUS, R_NET_RX, R_LINK_DROPS
+	R_NONE = R_SUMS, R_ACTIVE, R_ESTAB, R_CLOSE_WAIT, R_TIME_WAIT, R_CPUS, R_NET_RX, R_LINK_DROPS
 };
 
 static const struct {
@@ -54,6 +54,7 @@ static const struct {
 	{ "nginx.err.upstream_premature", R_ERR_PREMATURE },
 	{ "nginx.err.addr_not_avail", R_ERR_ADDR },
 	{ "nginx.active", R_ACTIVE },
+	{ "tcp.served.established", R_ESTAB },
 	{ "tcp.served.close_wait", R_CLOSE_WAIT },
 	{ "tcp.sockstat.time_wait", R_TIME_WAIT },
 	{ "sys.cpus", R_CPUS },
@@ -66,6 +67,8 @@ struct period {
 	bool has[R_SUMS];
 	double peak_active;
 	bool has_active;
+	double peak_estab;  /* connections established to nginx's ports, the accept queue's included */
+	bool has_estab;
 	double close_wait_min;
 	bool has_close_wait;
 	double *net_rx; /* per CPU */
@@ -265,6 +268,11 @@ static void window_tick(struct window *w, const struct metric_registry *reg, con
 				p->peak_active = v;
 			p->has_active = true;
 			break;
+		case R_ESTAB:
+			if (!p->has_estab || v > p->peak_estab)
+				p->peak_estab = v;
+			p->has_estab = true;
+			break;
 		case R_CLOSE_WAIT:
 			if (!p->has_close_wait || v < p->close_wait_min)
 				p->close_wait_min = v;
@@ -333,6 +341,8 @@ static void window_facts(const struct window *w, struct doctor_facts *f)
 	f->err_addr_not_avail = sum_of(w, R_ERR_ADDR);
 	if (a->has_active || b->has_active)
 		f->peak_active = (int64_t)fmax(a->has_active ? a->peak_active : 0, b->has_active ? b->peak_active : 0);
+	if (a->has_estab || b->has_estab)
+		f->peak_established = (int64_t)fmax(a->has_estab ? a->peak_estab : 0, b->has_estab ? b->peak_estab : 0);
 	if (a->has_close_wait || b->has_close_wait)
 		f->close_wait_min = (int64_t)fmin(a->has_close_wait ? a->close_wait_min : INFINITY,
 						  b->has_close_wait ? b->close_wait_min : INFINITY);

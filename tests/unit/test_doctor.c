@@ -95,7 +95,8 @@ static void healthy(struct doctor_facts *f, const char *fixture)
 	f->log_upstream_ms = 2000;
 }
 
-/* The report as lines "S id[subject]" (S: I, W, C), in order. */
+/* The report as lines "S id[subject]" (S: I, W, C), in order, with the agent's own fix when the finding has one:
+ * " => knob value" (a value "" is one step of the knob's rule: " => knob +"), "!" when it raises a limit. */
 static void render(const struct doctor_report *rep, char *out, size_t n)
 {
 	size_t o = 0;
@@ -103,8 +104,11 @@ static void render(const struct doctor_report *rep, char *out, size_t n)
 	out[0] = '\0';
 	for (size_t i = 0; i < rep->n && o < n; i++) {
 		const struct doctor_finding *f = &rep->v[i];
-		int k = snprintf(out + o, n - o, "%c %s%s%s%s\n", "IWC"[f->severity], f->id, f->subject[0] ? "[" : "",
-				 f->subject, f->subject[0] ? "]" : "");
+		const struct doctor_remedy *r = &f->remedy;
+		int k = snprintf(out + o, n - o, "%c %s%s%s%s%s%s%s%s%s\n", "IWC"[f->severity], f->id,
+				 f->subject[0] ? "[" : "", f->subject, f->subject[0] ? "]" : "", r->knob[0] ? " => " : "",
+				 r->knob, r->knob[0] ? " " : "", r->knob[0] ? (r->value[0] ? r->value : "+") : "",
+				 r->knob[0] && r->limit ? "!" : "");
 
 		o += k > 0 ? (size_t)k : 0;
 		/* Every finding says what it saw, what to do, and where to read about it. */
@@ -141,6 +145,14 @@ static void busy(struct doctor_facts *f)
 	f->worker_nofile = 1024;
 }
 
+/* nginx 1.22 out of connections: it stops accepting below the limit and logs nothing; the clients wait in the
+ * accept queue (established, counted by inet_diag). */
+static void queued_demand(struct doctor_facts *f)
+{
+	f->peak_active = 2400;
+	f->peak_established = 5000;
+}
+
 static void no_agent(struct doctor_facts *f)
 {
 	f->include_dir[0] = '\0';
@@ -172,8 +184,8 @@ static const struct conf_case conf_cases[] = {
 	  "W agent.include[main]\n"
 	  "W nginx.log_format_timing[combined]\n"
 	  "W nginx.stub_status\n"
-	  "W nginx.upstream_keepalive[app]\n"
-	  "W nginx.worker_connections[peak]\n"
+	  "W nginx.upstream_keepalive[app] => nginx.upstream_keepalive 64\n"
+	  "W nginx.worker_connections[peak] => nginx.worker_connections 1536!\n"
 	  "I nginx.access_log_buffer\n"
 	  "I nginx.listen_backlog_default[*:80]\n"
 	  "I nginx.listen_backlog_default[[::]:80]\n" },
@@ -188,24 +200,24 @@ static const struct conf_case conf_cases[] = {
 	  "W agent.include[main]\n"
 	  "W nginx.accept_mutex\n"
 	  "W nginx.listen_backlog[127.0.0.1:8081]\n"
-	  "W nginx.worker_processes\n"
-	  "W nginx.worker_rlimit_nofile\n"
+	  "W nginx.worker_processes => nginx.worker_processes 4\n"
+	  "W nginx.worker_rlimit_nofile => nginx.worker_rlimit_nofile 8192!\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8082]\n"
 	  "I nginx.listen_buffers[127.0.0.1:8082]\n" },
 	/* Keepalive upstreams reached with a proxy_set_header that drops the inherited Connection "", and with
 	 * HTTP/1.0; a retried POST; a proxy_pass to an address; keepalive_timeout longer than the backend's 5 s. */
 	{ "proxy.txt", backend_5s,
 	  "W nginx.next_upstream_non_idempotent[" FX "proxy/nginx.conf:25]\n"
-	  "W nginx.proxy_connection_header[api]\n"
-	  "W nginx.proxy_http_version[api]\n"
-	  "W nginx.upstream_keepalive[127.0.0.1:9004]\n"
+	  "W nginx.proxy_connection_header[api] => nginx.upstream_keepalive 64\n"
+	  "W nginx.proxy_http_version[api] => nginx.upstream_keepalive 64\n"
+	  "W nginx.upstream_keepalive[127.0.0.1:9004] => nginx.upstream_keepalive 64\n"
 	  "W nginx.upstream_keepalive_timeout[api]\n"
 	  "W nginx.upstream_keepalive_timeout[static]\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8083]\n" },
 	/* gzip level 9, gzip of PNG, ZIP, WOFF2 and of everything; TLS without a shared session cache, once at
 	 * http level (nothing set) and once in a server (builtin). */
 	{ "tls_gzip.txt", no_agent,
-	  "W nginx.gzip_comp_level[" FX "tls_gzip/nginx.conf:8]\n"
+	  "W nginx.gzip_comp_level[" FX "tls_gzip/nginx.conf:8] => nginx.gzip_comp_level 5\n"
 	  "W nginx.gzip_types[" FX "tls_gzip/nginx.conf:21]\n"
 	  "W nginx.gzip_types[" FX "tls_gzip/nginx.conf:9]\n"
 	  "W nginx.ssl_session_cache[" FX "tls_gzip/nginx.conf:20]\n"
@@ -219,13 +231,13 @@ static const struct conf_case conf_cases[] = {
 	  "W agent.include[http]\n"
 	  "W agent.include[main]\n"
 	  "W nginx.log_format_timing[main]\n"
-	  "W nginx.upstream_keepalive[127.0.0.1:9006]\n"
+	  "W nginx.upstream_keepalive[127.0.0.1:9006] => nginx.upstream_keepalive 64\n"
 	  "I nginx.access_log_buffer\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8084]\n" },
 	/* The parser's hard cases: the upstream three includes deep is found, worker_processes auto is read through
 	 * a comment, the quoted braces do not open blocks. */
 	{ "stress.txt", no_agent_log,
-	  "W nginx.upstream_keepalive[deep]\n"
+	  "W nginx.upstream_keepalive[deep] => nginx.upstream_keepalive 64\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8085]\n"
 	  "I nginx.listen_backlog_default[127.0.0.1:8086]\n" },
 };
@@ -304,6 +316,17 @@ static void test_evidence(void **state)
 	f = find(&rep, "nginx.worker_connections", "peak");
 	assert_non_null(strstr(f->evidence, "worker_connections 768 at " FX "untuned/nginx.conf:8 x 4 workers = 3072"));
 	assert_non_null(strstr(f->evidence, "up to 3000 active"));
+	assert_null(strstr(f->evidence, "established"));
+	doctor_report_free(&rep);
+	doctor_conf_free(&conf);
+	run_fixture("untuned.txt", queued_demand, &rep, &conf);
+	f = find(&rep, "nginx.worker_connections", "peak");
+	assert_non_null(strstr(f->evidence, "up to 2400 active client connections"));
+	assert_non_null(strstr(f->evidence, "; up to 5000 connections established to nginx's ports, the accept "
+					    "queue's included"));
+	doctor_report_free(&rep);
+	doctor_conf_free(&conf);
+	run_fixture("untuned.txt", busy, &rep, &conf);
 	f = find(&rep, "nginx.log_format_timing", "combined");
 	assert_non_null(strstr(f->evidence, "access_log " FX "untuned/logs/access.log at " FX "untuned/nginx.conf:40 "
 					    "uses format \"combined\", which has no $request_time"));
@@ -376,9 +399,9 @@ static void unknown_all(struct doctor_facts *f) { doctor_facts_init(f); }
 
 static const struct conf_case live_cases[] = {
 	{ "tuned.txt", tw_recycle, "C kernel.tcp_tw_recycle\n" },
-	{ "tuned.txt", ports_warn, "W kernel.ip_local_port_range\n" },
-	{ "tuned.txt", ports_crit, "C kernel.ip_local_port_range\n" },
-	{ "tuned.txt", ports_errs, "C kernel.ip_local_port_range\n" },
+	{ "tuned.txt", ports_warn, "W kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
+	{ "tuned.txt", ports_crit, "C kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
+	{ "tuned.txt", ports_errs, "C kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
 	{ "tuned.txt", ports_quiet, "" }, /* TIME_WAIT from clients, no connect churn */
 	{ "tuned.txt", conntrack_warn, "W kernel.conntrack\n" },
 	{ "tuned.txt", conntrack_crit, "C kernel.conntrack\n" },
@@ -398,30 +421,41 @@ static const struct conf_case live_cases[] = {
 	{ "tuned.txt", upstream_bound, "W http.upstream_time\n" },
 	{ "tuned.txt", upstream_and_critical, "W http.upstream_time\nC kernel.tcp_tw_recycle\n" },
 	{ "tuned.txt", few_lines, "" },
-	{ "untuned.txt", conn_errors, "C nginx.worker_connections[peak]\n"
+	{ "untuned.txt", conn_errors, "C nginx.worker_connections[peak] => nginx.worker_connections 1536!\n"
 				       "W agent.include[events]\n"
 				       "W agent.include[http]\n"
 				       "W agent.include[main]\n"
 				       "W nginx.log_format_timing[combined]\n"
 				       "W nginx.stub_status\n"
-				       "W nginx.upstream_keepalive[app]\n"
+				       "W nginx.upstream_keepalive[app] => nginx.upstream_keepalive 64\n"
 				       "I nginx.access_log_buffer\n"
 				       "I nginx.listen_backlog_default[*:80]\n"
 				       "I nginx.listen_backlog_default[[::]:80]\n" },
-	{ "tuned.txt", conn_errors, "C nginx.worker_connections[peak]\n" },
+	{ "tuned.txt", conn_errors, "C nginx.worker_connections[peak] => nginx.worker_connections 32768!\n" },
+	/* 5000 wanted at 80% of 4 workers' share: 1563 each, the next power of two above twice 768. */
+	{ "untuned.txt", queued_demand, "W agent.include[events]\n"
+					"W agent.include[http]\n"
+					"W agent.include[main]\n"
+					"W nginx.log_format_timing[combined]\n"
+					"W nginx.stub_status\n"
+					"W nginx.upstream_keepalive[app] => nginx.upstream_keepalive 64\n"
+					"W nginx.worker_connections[peak] => nginx.worker_connections 3072!\n"
+					"I nginx.access_log_buffer\n"
+					"I nginx.listen_backlog_default[*:80]\n"
+					"I nginx.listen_backlog_default[[::]:80]\n" },
 	{ "tuned.txt", NULL, "" },
-	{ "workers.txt", nofile_errors, "C nginx.nofile_limit\n"
+	{ "workers.txt", nofile_errors, "C nginx.nofile_limit => nginx.worker_rlimit_nofile 8192!\n"
 					"W agent.access_log\n"
 					"W agent.include[events]\n"
 					"W agent.include[http]\n"
 					"W agent.include[main]\n"
 					"W nginx.accept_mutex\n"
 					"W nginx.listen_backlog[127.0.0.1:8081]\n"
-					"W nginx.worker_processes\n"
-					"W nginx.worker_rlimit_nofile\n"
+					"W nginx.worker_processes => nginx.worker_processes 4\n"
+					"W nginx.worker_rlimit_nofile => nginx.worker_rlimit_nofile 8192!\n"
 					"I nginx.listen_backlog_default[127.0.0.1:8082]\n"
 					"I nginx.listen_buffers[127.0.0.1:8082]\n" },
-	{ "stress.txt", nofile_low, "W nginx.upstream_keepalive[deep]\n"
+	{ "stress.txt", nofile_low, "W nginx.upstream_keepalive[deep] => nginx.upstream_keepalive 64\n"
 				    "I nginx.listen_backlog_default[127.0.0.1:8085]\n"
 				    "I nginx.listen_backlog_default[127.0.0.1:8086]\n" },
 	{ "tuned.txt", small_host, "W nginx.worker_connections[memory]\n" },
