@@ -788,11 +788,13 @@ static void observe(struct controller *ctl)
 	}
 	causes.v = ctl->causes;
 	causes.n = ctl->ncauses;
-	causes.fresh = ctl->causes_checked_ms > 0 && ctl->now_ms >= ctl->causes_checked_ms &&
-		       ctl->now_ms - ctl->causes_checked_ms <= ctl->cfg.causes_max_age_ms;
+	/* Without a maximum age the caller does not check causes on demand: symptoms never wait for them. */
+	causes.fresh = !ctl->cfg.causes_max_age_ms ||
+		       (ctl->causes_checked_ms > 0 && ctl->now_ms >= ctl->causes_checked_ms &&
+			ctl->now_ms - ctl->causes_checked_ms <= ctl->cfg.causes_max_age_ms);
 	ctl->wants_causes = false;
-	if (plan_next(ctl->set, rep, ctl->cfg.causes_max_age_ms ? &causes : NULL, ctl->value_of, ctl->value_ctx,
-		      &ctl->mem, &ctl->cfg.plan, ctl->now_ms, &out) < 0) {
+	if (plan_next(ctl->set, rep, &causes, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
+		      &out) < 0) {
 		set_reason(ctl, "the planner refuses its configuration");
 		return;
 	}

@@ -119,8 +119,8 @@ struct controller_config {
 	double signal_events;
 	int64_t measure_min_ms;
 	/* Causes (controller_set_causes): a symptom's knob is proposed only when they were checked within this long
-	 * (else the report asks for a check: wants_causes). 0: the caller has no causes to check, symptoms go at
-	 * once. */
+	 * (else the report asks for a check: wants_causes). 0: the caller does not check them on demand, symptoms go
+	 * at once (the causes it sets are still tried first). */
 	int64_t causes_max_age_ms;
 	struct detect_config detect;
 	struct plan_config plan;

@@ -40,11 +40,13 @@ struct plant {
 	bool host;
 	struct sim_effect eff, eff_target;
 	double squeeze_per_kreq, upstream_share;
+	double overload; /* saturated: offered load over the capacity as drawn (0: off) */
 };
 
 struct ids {
 	uint32_t req, e5xx, ovf, acc, hnd, cpus, user, sys, irq, sirq, b[HIST_NBUCKETS];
 	uint32_t squeeze, ngx_req, req_ms, up_ms; /* sim_host only */
+	uint32_t good2, good3, creq, cfail, run_ms, wait_ms; /* sim_host, saturated */
 };
 
 struct ctx {
@@ -181,7 +183,7 @@ static int put(struct frame *fr, uint32_t id, double v)
 static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 {
 	struct frame *fr = &cx->fr;
-	double lam, cap, u, med, mu, gmult, lat_mult = 1.0, cost_mult = 1.0, e5 = 1.0, req = 0.0, busy, pct;
+	double lam, cap, u, med, mu, gmult, lat_mult = 1.0, cost_mult = 1.0, e5 = 1.0, req = 0.0, busy, pct, n5xx;
 	double lo_ms, hi_ms, prev_cdf;
 	uint64_t counts[HIST_NBUCKETS] = {0};
 	bool miss;
@@ -216,6 +218,7 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 		p->eff.e5xx += (p->eff_target.e5xx - p->eff.e5xx) * k;
 		p->eff.cap += (p->eff_target.cap - p->eff.cap) * k;
 		p->eff.squeeze += (p->eff_target.squeeze - p->eff.squeeze) * k;
+		p->eff.wait += (p->eff_target.wait - p->eff.wait) * k;
 	}
 	gmult = exp(-log1p(p->gain) * p->r);
 	if (p->obj_lat)
@@ -246,6 +249,9 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 	lam = p->lam0 * (1.0 + p->amp * sin(2.0 * M_PI * (p->t + p->phase) / p->period)) *
 	      (p->burst ? p->burst_mult : 1.0) * exp(p->ar);
 	u = fmin(lam / cap, 0.95);
+	/* Saturated: what is served is what the capacity allows; the rest of the offered load times out. */
+	if (p->overload > 0)
+		lam = fmin(lam, cap);
 	med = p->lat_ms / (1.0 - u) * (p->spike_left > 0 ? p->spike_mult : 1.0) * lat_mult;
 	mu = log(med);
 
@@ -278,7 +284,8 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 		return rc;
 	}
 	rc |= put(fr, cx->id.req, miss ? NAN : req);
-	rc |= put(fr, cx->id.e5xx, miss ? NAN : (double)stats_rng_poisson(&p->meas, req * p->p5xx * e5));
+	n5xx = (double)stats_rng_poisson(&p->meas, req * p->p5xx * e5);
+	rc |= put(fr, cx->id.e5xx, miss ? NAN : n5xx);
 	rc |= put(fr, cx->id.ovf, lam > cap ? (double)stats_rng_poisson(&p->meas, 0.2 * (lam - cap)) : 0.0);
 	{
 		double acc = (double)stats_rng_poisson(&p->meas, lam / 10.0);
@@ -304,6 +311,21 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 		rc |= put(fr, cx->id.ngx_req, req + 1.0);
 		rc |= put(fr, cx->id.req_ms, miss ? NAN : req_ms);
 		rc |= put(fr, cx->id.up_ms, miss ? NAN : req_ms * p->upstream_share);
+	}
+	if (p->host && p->overload > 0) {
+		double offered = p->lam0 * (1.0 + p->amp * sin(2.0 * M_PI * (p->t + p->phase) / p->period)) *
+				 (p->burst ? p->burst_mult : 1.0) * exp(p->ar);
+		double lost = offered > lam ? 1.0 - lam / offered : 0.0, run = busy * 0.8;
+		unsigned fails = 0;
+
+		for (int k = 0; k < 4; k++)
+			fails += stats_rng_uniform(&p->meas) < lost;
+		rc |= put(fr, cx->id.good2, miss ? NAN : fmax(0.0, req - n5xx));
+		rc |= put(fr, cx->id.good3, miss ? NAN : 0.0);
+		rc |= put(fr, cx->id.creq, 4.0);
+		rc |= put(fr, cx->id.cfail, (double)fails);
+		rc |= put(fr, cx->id.run_ms, run);
+		rc |= put(fr, cx->id.wait_ms, run * 0.02 * p->eff.wait * exp(0.1 * stats_rng_normal(&p->meas)));
 	}
 	return rc;
 }
@@ -563,14 +585,15 @@ struct sim_host {
 int sim_host_new(uint64_t seed, const struct sim_options *o, const struct sim_host_options *ho,
 		 struct sim_host **out)
 {
-	static const struct sim_effect none = {1.0, 1.0, 1.0, 1.0, 1.0};
+	static const struct sim_effect none = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
 	struct sim_options opt = *o;
 	struct stats_rng rng;
 	struct sim_host *h;
 	int rc;
 
 	*out = NULL;
-	if (!ho || !(ho->squeeze_per_kreq >= 0) || !(ho->upstream_share >= 0 && ho->upstream_share <= 1))
+	if (!ho || !(ho->squeeze_per_kreq >= 0) || !(ho->upstream_share >= 0 && ho->upstream_share <= 1) ||
+	    !(ho->overload >= 0 && ho->overload <= 100))
 		return -EINVAL;
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -584,6 +607,15 @@ int sim_host_new(uint64_t seed, const struct sim_options *o, const struct sim_ho
 		rc = metric_intern(h->cx.reg, "http.request_ms_sum", &h->cx.id.req_ms);
 	if (rc == 0)
 		rc = metric_intern(h->cx.reg, "http.upstream_ms_sum", &h->cx.id.up_ms);
+	if (rc == 0 && ho->overload > 0) {
+		static const char *const names[] = {"http.2xx", "http.3xx", "client.requests", "client.failures",
+						    "nginx.worker_run_ms", "nginx.worker_wait_ms"};
+		uint32_t *dst[] = {&h->cx.id.good2, &h->cx.id.good3, &h->cx.id.creq, &h->cx.id.cfail, &h->cx.id.run_ms,
+				   &h->cx.id.wait_ms};
+
+		for (size_t i = 0; rc == 0 && i < sizeof(names) / sizeof(names[0]); i++)
+			rc = metric_intern(h->cx.reg, names[i], dst[i]);
+	}
 	if (rc < 0) {
 		sim_host_free(h);
 		return rc;
@@ -597,6 +629,12 @@ int sim_host_new(uint64_t seed, const struct sim_options *o, const struct sim_ho
 	h->p.eff = h->p.eff_target = none;
 	h->p.squeeze_per_kreq = ho->squeeze_per_kreq;
 	h->p.upstream_share = ho->upstream_share;
+	h->p.overload = ho->overload;
+	/* Saturated all day: the diurnal swing must not take the offered load below the capacity. */
+	if (ho->overload > 0) {
+		h->p.lam0 = h->p.cap * ho->overload;
+		h->p.amp = fmin(h->p.amp, 0.5 * (1.0 - 1.0 / ho->overload));
+	}
 	*out = h;
 	return 0;
 }

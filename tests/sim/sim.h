@@ -83,16 +83,22 @@ struct sim_tally {
 /*
  * A host for closed-loop runs (tests/sim/test_loop_sim.c): the same plant, driven tick by tick, whose knob effects
  * the caller sets (they ramp in as in sim_run) and which also emits softnet.time_squeeze, nginx.requests and the
- * request and upstream time sums that the detectors read. Its load, latency and noise are drawn from SEED as in
+ * request and upstream time sums that the detectors read; a saturated one (sim_host_options.overload) also what
+ * clients got (good responses, the synthetic client's failures) and the workers' CPU and wait. Its load, latency and noise are drawn from SEED as in
  * sim_run; there is no drawn effect (the caller's effects are the truth).
  */
 struct sim_effect {
 	double lat, cost, e5xx, cap, squeeze; /* multipliers in force: 1 is the plant as drawn */
+	double wait;                          /* the workers' run-queue wait per CPU ms (saturated hosts) */
 };
 
 struct sim_host_options {
 	double squeeze_per_kreq;  /* softnet time_squeeze events per 1000 requests at squeeze 1 */
 	double upstream_share;    /* share of request time spent upstream (0: static content) */
+	/* A saturated host (0: off, the plant as drawn, open loop below capacity): clients offer OVERLOAD times the
+	 * capacity; nginx serves what its capacity allows (http.2xx, http.3xx) and the rest time out (the synthetic
+	 * client's failures); the workers report their CPU and run-queue wait (nginx.worker_run_ms, _wait_ms). */
+	double overload;
 };
 
 struct sim_host;

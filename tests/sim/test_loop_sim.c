@@ -19,6 +19,13 @@
  *               CPU, as without irqbalance), with the shipped irq policy: IRQ 41 to the idlest CPU
  *               (40:0-3;41:0-3 -> 40:0-3;41:3) costs 20% less CPU per request; kept in the first trial (a few
  *               seeds measure too little and revert it as inconclusive: one in ten allowed, as for rps).
+ *   outcome     outcomes decide, an internal figure worse: a saturated host (clients offer 1.6x what it serves) with
+ *               worker_processes 1, the doctor's cause "2" handed in, the shipped nginx policies: the second worker
+ *               serves 1.9x the good responses while the workers wait six times longer in the run queue (a
+ *               guardrail). It must be kept in the first trial, nothing else proposed.
+ *   internal    the opposite: a change whose internal objective improves (keepalive_requests 1000 -> 2000 as the
+ *               cause, CPU per request 40% lower) while clients get 40% fewer good responses (capacity x0.6, 1.3x
+ *               offered): never kept, the old value in force after the trial.
  *
  *   test_loop_sim [-S MASTER] [-n SEEDS]   run every scenario over SEEDS seeds from MASTER (printed)
  *   test_loop_sim -s SEED [-c SCENARIO]    replay one seed (every scenario, or one), printing every intent
@@ -39,10 +46,28 @@
 
 #define BUDGET "net.core.netdev_budget"
 
-enum scenario { SC_MISCONFIG, SC_REGRESSION, SC_UPSTREAM, SC_COLLECTOR, SC_RPS, SC_RPS_HARM, SC_IRQ, SC_COUNT };
+enum scenario {
+	SC_MISCONFIG, SC_REGRESSION, SC_UPSTREAM, SC_COLLECTOR, SC_RPS, SC_RPS_HARM, SC_IRQ, SC_OUTCOME, SC_INTERNAL,
+	SC_COUNT
+};
 
 static const char *const sc_names[SC_COUNT] = {"misconfig", "regression", "upstream", "collector", "rps",
-					       "rps-harm", "irq"};
+					       "rps-harm", "irq", "outcome", "internal"};
+
+/* The cause scenarios (outcomes decide): a saturated host, the doctor's cause handed to the controller, the knob
+ * and its value before the change. */
+static bool cause_sc(enum scenario sc)
+{
+	return sc == SC_OUTCOME || sc == SC_INTERNAL;
+}
+
+static const struct {
+	const char *knob, *from, *to, *finding;
+	double overload;
+} cause_def[SC_COUNT] = {
+	[SC_OUTCOME] = {"nginx.worker_processes", "1", "2", "nginx.worker_processes", 1.6},
+	[SC_INTERNAL] = {"nginx.keepalive_requests", "1000", "2000", "sim.cheaper", 1.3},
+};
 
 #define RPS "rps.eth0"
 #define IRQ "irq_affinity.eth0"
@@ -82,6 +107,7 @@ struct world {
 	enum scenario sc;
 	char budget[32];
 	char rps[32];
+	char val[32];             /* the cause scenarios' knob */
 	const char *knob;         /* the knob the scenario is about */
 	struct stats_rng rng;     /* the per-CPU shares' noise */
 	bool verbose;
@@ -95,7 +121,9 @@ static int value_of(const char *knob, char *out, size_t len, void *ctx)
 	struct world *w = ctx;
 	const char *v = NULL;
 
-	if (strcmp(knob, BUDGET) == 0)
+	if (cause_sc(w->sc) && strcmp(knob, w->knob) == 0)
+		v = w->val;
+	else if (strcmp(knob, BUDGET) == 0)
 		v = w->budget;
 	else if (strcmp(knob, w->knob) == 0 && rps_sc(w->sc))
 		v = w->rps;
@@ -113,7 +141,16 @@ static void truth(const struct world *w, struct sim_effect *e)
 {
 	long b = strtol(w->budget, NULL, 10);
 
-	*e = (struct sim_effect){1.0, 1.0, 1.0, 1.0, 1.0};
+	*e = (struct sim_effect){1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+	if (cause_sc(w->sc)) {
+		if (strcmp(w->val, cause_def[w->sc].from) == 0)
+			return;
+		if (w->sc == SC_OUTCOME)
+			e->cap = 1.9, e->wait = 6.0;
+		else
+			e->cost = 0.6, e->cap = 0.6;
+		return;
+	}
 	if (rps_sc(w->sc)) {
 		if (strcmp(w->rps, placed_from(w->sc)) == 0)
 			return;
@@ -164,6 +201,18 @@ static void write_knob(struct world *w, const char *v)
 {
 	struct sim_effect e;
 
+	if (cause_sc(w->sc)) {
+		bool was = strcmp(w->val, cause_def[w->sc].from) != 0, is = strcmp(v, cause_def[w->sc].from) != 0;
+
+		if (!was && is)
+			w->b_since = w->now;
+		if (was && !is && w->now - w->b_since > w->out.b_longest_ms)
+			w->out.b_longest_ms = w->now - w->b_since;
+		snprintf(w->val, sizeof(w->val), "%s", v);
+		truth(w, &e);
+		sim_host_set_effect(w->host, &e);
+		return;
+	}
 	if (rps_sc(w->sc)) {
 		bool was = strcmp(w->rps, placed_from(w->sc)) != 0, is = strcmp(v, placed_from(w->sc)) != 0;
 
@@ -296,22 +345,35 @@ static int run_one(enum scenario sc, uint64_t seed, bool verbose, struct outcome
 	struct controller_report rep;
 	struct policy_set set;
 	struct world w;
+	struct plan_cause cause;
 	int64_t end = 4 * 3600000LL;
 	bool died = false;
 	int rc;
 
 	memset(&w, 0, sizeof(w));
+	memset(&cause, 0, sizeof(cause));
 	w.sc = sc;
 	w.verbose = verbose;
 	snprintf(w.budget, sizeof(w.budget), "300");
 	snprintf(w.rps, sizeof(w.rps), "%s", placed_from(sc));
 	w.knob = sc == SC_IRQ ? IRQ : rps_sc(sc) ? RPS : BUDGET;
+	if (cause_sc(sc)) {
+		w.knob = cause_def[sc].knob;
+		snprintf(w.val, sizeof(w.val), "%s", cause_def[sc].from);
+		ho.overload = cause_def[sc].overload;
+		cause.kind = PLAN_CAUSE_DEMAND;
+		cause.severity = 1;
+		snprintf(cause.id, sizeof(cause.id), "%s", cause_def[sc].finding);
+		snprintf(cause.knob, sizeof(cause.knob), "%s", cause_def[sc].knob);
+		snprintf(cause.to, sizeof(cause.to), "%s", cause_def[sc].to);
+		snprintf(cause.evidence, sizeof(cause.evidence), "the simulated doctor's finding");
+	}
 	stats_rng_seed(&w.rng, seed ^ 0x5eed);
 	if (sc == SC_UPSTREAM) {
 		ho.upstream_share = 0.95;
 		end = 2 * 3600000LL; /* the misconfiguration is found within the hour when the upstream share is 30% */
 	}
-	if (load_policies(&set, sc == SC_IRQ ? "irq" : rps_sc(sc) ? "rps" : "softnet") < 0)
+	if (load_policies(&set, cause_sc(sc) ? "nginx" : sc == SC_IRQ ? "irq" : rps_sc(sc) ? "rps" : "softnet") < 0)
 		return -EINVAL;
 	sim_options_default(&so);
 	rc = sim_host_new(seed, &so, &ho, &w.host);
@@ -334,6 +396,10 @@ static int run_one(enum scenario sc, uint64_t seed, bool verbose, struct outcome
 	for (w.now = 1000; w.now <= end; w.now += 1000) {
 		const struct frame *fr;
 
+		/* The doctor's check, every tick: a cause that its fix removes goes (the knob is back at its old
+		 * value after a revert, so the finding stands; the planner's memory holds it back). */
+		if (cause_sc(sc))
+			controller_set_causes(w.ctl, &cause, strcmp(w.val, cause_def[sc].to) != 0, w.now);
 		if ((rc = sim_host_tick(w.host, w.now, &fr)) < 0 || (rps_sc(sc) && (rc = put_cpus(&w, 1.0)) < 0) ||
 		    (rc = controller_tick(w.ctl, w.now, sim_host_registry(w.host), fr, &in)) < 0)
 			goto out;
@@ -348,7 +414,7 @@ static int run_one(enum scenario sc, uint64_t seed, bool verbose, struct outcome
 		if (sc == SC_COLLECTOR && died && w.out.trials >= 1)
 			sim_host_set_dead(w.host, false);
 		/* Each scenario is decided by then: stop early to keep make check fast. */
-		if ((sc == SC_REGRESSION || sc == SC_COLLECTOR) && w.out.trials >= 1 &&
+		if ((sc == SC_REGRESSION || sc == SC_COLLECTOR || cause_sc(sc)) && w.out.trials >= 1 &&
 		    rep.state == CONTROLLER_COOLDOWN)
 			break;
 		if (sc == SC_MISCONFIG && strcmp(w.budget, "1200") == 0 && rep.state == CONTROLLER_COOLDOWN)
@@ -362,7 +428,7 @@ static int run_one(enum scenario sc, uint64_t seed, bool verbose, struct outcome
 	    rep.state == CONTROLLER_TRIAL)
 		w.out.b_longest_ms = w.now - w.b_since;
 	w.out.budget = strtol(w.budget, NULL, 10);
-	snprintf(w.out.rps, sizeof(w.out.rps), "%s", w.rps);
+	snprintf(w.out.rps, sizeof(w.out.rps), "%s", cause_sc(sc) ? w.val : w.rps);
 	w.out.hours = (double)w.now / 3600000.0;
 	snprintf(w.out.reason, sizeof(w.out.reason), "%s", rep.reason);
 	*out = w.out;
@@ -420,6 +486,17 @@ static bool judge_outcome(enum scenario sc, const struct outcome *o, int64_t blo
 		if (o->trials < 1 || o->first == VERDICT_KEEP || o->trials_to_keep || strcmp(o->rps, "0:") != 0)
 			snprintf(why, len, "rps-harm: first %s after %u pairs, rps %s", judge_verdict_name(o->first),
 				 o->first_pairs, o->rps);
+		break;
+	case SC_OUTCOME:
+		if (o->trials_to_keep != 1 || strcmp(o->rps, "2") != 0 || o->proposals != 1 || o->other_proposals)
+			snprintf(why, len, "outcome: %u proposals (%u of others), first %s after %u pairs, worker_processes "
+				 "%s (%s)", o->proposals, o->other_proposals, judge_verdict_name(o->first), o->first_pairs,
+				 o->rps, o->reason);
+		break;
+	case SC_INTERNAL:
+		if (o->trials < 1 || o->trials_to_keep || strcmp(o->rps, "1000") != 0)
+			snprintf(why, len, "internal: first %s after %u pairs, keepalive_requests %s (%s)",
+				 judge_verdict_name(o->first), o->first_pairs, o->rps, o->reason);
 		break;
 	case SC_COLLECTOR:
 		if (o->first != VERDICT_ERROR || o->budget != 300)
