@@ -232,6 +232,8 @@
 #define API_K_TITLE "title"
 #define API_K_FIX "fix"
 #define API_K_REF "ref"                   /* the directive or sysctl to read about */
+#define API_K_REMEDY "remedy"             /* the agent's own fix: {knob, value, limit} */
+#define API_K_LIMIT "limit"               /* the fix raises a limit (else it removes work) */
 #define API_K_WHERE "where"               /* "file:line" of the configuration; null for live findings */
 #define API_K_FIRST_SEEN "first_seen_ms"
 #define API_K_LAST_SEEN "last_seen_ms"
