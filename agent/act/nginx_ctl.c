@@ -432,13 +432,24 @@ static void sync_done(struct spawn *sp)
 	struct sync_run *s = sp->ctx;
 
 	child_result(sp, s->what, s->timeout_ms, &s->res);
+	/* nginx -V prints on its standard error. */
+	if (s->res.rc == 0 && strcmp(s->what, "nginx -V") == 0) {
+		free(s->res.out);
+		s->res.out = strndup(sp->ebuf.p ? sp->ebuf.p : "", sp->ebuf.len);
+		s->res.outlen = s->res.out ? strlen(s->res.out) : 0;
+		if (!s->res.out) {
+			s->res.rc = -ENOMEM;
+			str_err(s->res.msg, sizeof(s->res.msg), "out of memory");
+		}
+	}
 	s->done = true;
 }
 
 /* Run `nginx FLAG` to the end on a private loop (blocking, bounded by the timeout). */
 static void run_sync(const struct knob_env *env, const char *flag, size_t max_out, struct nginx_ctl_result *res)
 {
-	struct sync_run s = { .what = strcmp(flag, "-T") == 0 ? "nginx -T" : "nginx -t" };
+	struct sync_run s = { .what = strcmp(flag, "-T") == 0 ? "nginx -T" : strcmp(flag, "-V") == 0 ? "nginx -V" :
+				      "nginx -t" };
 	uv_loop_t loop;
 	char *argv[8];
 	int r;
@@ -464,6 +475,31 @@ static void run_sync(const struct knob_env *env, const char *flag, size_t max_ou
 	uv_loop_close(&loop);
 }
 
+int nginx_ctl_run(const struct knob_env *env, const char *flag, char **out, size_t *len, char *msg, size_t msglen)
+{
+	struct nginx_ctl_result res;
+
+	*out = NULL;
+	*len = 0;
+	if (strcmp(flag, "-t") != 0 && strcmp(flag, "-T") != 0 && strcmp(flag, "-V") != 0)
+		return -EINVAL;
+	run_sync(env, flag, NGINX_CONF_DUMP_MAX, &res);
+	if (res.rc < 0) {
+		str_err(msg, msglen, "%s", res.msg);
+		free(res.out);
+		return res.rc;
+	}
+	/* NUL-terminated, for the callers that read it as a string. */
+	*out = realloc(res.out, res.outlen + 1);
+	if (!*out) {
+		free(res.out);
+		str_err(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	(*out)[res.outlen] = '\0';
+	*len = res.outlen;
+	return 0;
+}
 
 /* ---- the master and its workers ------------------------------------------------------------------------------ */
 

@@ -59,6 +59,12 @@ void nginx_ctl_forget(struct nginx_ctl *ctl);
 const char *nginx_ctl_halted(const struct nginx_ctl *ctl, pid_t master);
 /* The cached dump of any age (NULL if none); never blocks, and refreshes it in the background when it is old. */
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env);
+/* Run `nginx FLAG` (-t, -T or -V) as every run here is made (ENV's binary, -p and -c; in nginx's network namespace
+ * when ENV->nginx_pid is a real master), to its end on a private loop: blocking, bounded by ENV->nginx_timeout_ms.
+ * For the command line (ngx-autotune --setup), never on the agent's loop. 0 with what nginx printed (its standard
+ * output; for -V its standard error, where nginx prints it) in a malloc'd *OUT of *LEN bytes and a NUL, or -errno
+ * with nginx's complaint (or the timeout) in MSG and *OUT NULL. */
+int nginx_ctl_run(const struct knob_env *env, const char *flag, char **out, size_t *len, char *msg, size_t msglen);
 
 /* ---- files ---------------------------------------------------------------------------------------------------- */
 

@@ -19,102 +19,168 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include "act/nginx_conf.h"
 #include "act/nginx_ctl.h"
 #include "act/setup_plan.h"
-#include "act/spawn.h"
+#include "netns.h"
 #include "observe/stubhttp.h"
 #include "strutil.h"
 
-#define DUMP_MAX NGINX_CONF_DUMP_MAX
-#define MSG_MAX 65536
 #define PORT_FIRST 8190          /* the stub_status server's port: the first of these nginx does not use */
 #define PORT_LAST 8199
 #define STATUS_TRIES 50          /* fetches of the new stub_status, 100 ms apart */
 
-/* ---- running nginx --------------------------------------------------------------------------------------- */
+/* ---- the nginx the setup works on ------------------------------------------------------------------------- */
 
-struct run {
-	bool done;
-	int rc;            /* 0, or -errno when it could not run */
-	int64_t status;
-	int term_signal;
-	bool timed_out;
-	char *out;
-	size_t out_len;
-	char *err;
+/*
+ * The running master the agent follows (the pid of [nginx] pid_file, when that process is an nginx master), the
+ * file it was started with, and the environment every nginx -t, -T and -V runs in (nginx_ctl_run: that file and
+ * prefix, in the master's network namespace). Without a master, [nginx] conf (or nginx's default) in the agent's
+ * own namespace, as before.
+ */
+struct target {
+	struct knob_env env;
+	pid_t pid;                  /* the master; 0: none runs */
+	int netns;                  /* its network namespace, for the setup's own checks (-1: the setup's) */
+	struct setup_running run;   /* the file it works on ("" = nginx's default, only without a master) and -p */
 };
 
-static void on_done(struct spawn *sp)
+/* What nginx printed when FLAG failed, as the error: "nginx -t failed: [emerg] ...". */
+static int nginx_run(const struct target *t, const char *flag, char **out, size_t *len, char *err, size_t errlen)
 {
-	struct run *r = sp->ctx;
+	char msg[KNOB_WHY_MAX] = "";
+	int r = nginx_ctl_run(&t->env, flag, out, len, msg, sizeof(msg));
 
-	r->done = true;
-	r->rc = sp->spawn_rc;
-	r->status = sp->status;
-	r->term_signal = sp->term_signal;
-	r->timed_out = sp->timed_out;
-	r->out = sp->obuf.p;
-	r->out_len = sp->obuf.len;
-	sp->obuf.p = NULL;
-	r->err = sp->ebuf.p ? strndup(sp->ebuf.p, sp->ebuf.len) : NULL;
+	if (r < 0)
+		str_err(err, errlen, "nginx %s failed: %s", flag, msg[0] ? msg : strerror(-r));
+	return r;
 }
 
-/* nginx FLAG (-t or -T) as the agent runs it ([nginx] binary and conf), to completion on a loop of its own. */
-static int run_nginx(const struct config *cfg, const char *flag, struct run *r)
+/* The pid in [nginx] pid_file (not under --root: the pid file is nginx's, as the agent reads it), 0 if none. */
+static pid_t pid_file_pid(const struct config *cfg)
 {
-	uv_loop_t loop;
-	char *argv[6];
-	size_t n = 0;
-	int rc;
+	char *text = NULL;
+	size_t len;
+	int64_t pid = 0;
 
-	memset(r, 0, sizeof(*r));
-	argv[n++] = (char *)(cfg->nginx_bin[0] ? cfg->nginx_bin : "nginx");
-	argv[n++] = (char *)"-q";
-	argv[n++] = (char *)flag;
-	if (cfg->nginx_conf[0]) {
-		argv[n++] = (char *)"-c";
-		argv[n++] = (char *)cfg->nginx_conf;
+	if (nginx_ctl_read_file(cfg->pid_file, 4096, &text, &len) < 0)
+		return 0;
+	while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		text[--len] = '\0';
+	if (str_to_i64(text, 2, INT32_MAX, &pid) < 0)
+		pid = 0;
+	free(text);
+	return (pid_t)pid;
+}
+
+/* /proc/PID/cmdline (up to its first NUL: a master's title) and the target of /proc/PID/cwd, under ROOT. */
+static int read_master(const struct config *cfg, pid_t pid, char *title, size_t tlen, char *cwd, size_t cwdlen)
+{
+	char path[CONFIG_PATH_MAX + 64];
+	char *text = NULL;
+	size_t len;
+	ssize_t n;
+	int r;
+
+	r = str_rooted(path, sizeof(path), cfg->root, "/proc/%d/cmdline", (int)pid);
+	if (r == 0)
+		r = nginx_ctl_read_file(path, 1 << 16, &text, &len);
+	if (r < 0)
+		return r;
+	snprintf(title, tlen, "%s", text);
+	free(text);
+	cwd[0] = '\0';
+	if (str_rooted(path, sizeof(path), cfg->root, "/proc/%d/cwd", (int)pid) == 0 &&
+	    (n = readlink(path, cwd, cwdlen - 1)) > 0)
+		cwd[n] = '\0';
+	return 0;
+}
+
+/* Whether A and B name one file: the same inode when both exist, else the same path. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return strcmp(a, b) == 0;
+}
+
+/*
+ * Find what the setup works on into T, and say on OUT which file it is and why, then DOING with it. With
+ * CHECK_CONF, [nginx] conf naming another file than the running master's is refused (-EINVAL with both paths in
+ * ERR): the setup would edit a file that nginx does not run.
+ */
+static int target_find(const struct setup_opts *o, bool check_conf, const char *doing, struct target *t, char *err,
+		       size_t errlen)
+{
+	const struct config *cfg = o->cfg;
+	char title[4096], cwd[PATH_MAX], why[512], *version = NULL;
+	size_t vlen;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->netns = -1;
+	t->env.root = cfg->root;
+	t->env.nginx_bin = cfg->nginx_bin;
+	t->env.include_dir = cfg->include_dir;
+	t->env.nginx_timeout_ms = cfg->nginx_timeout_ms;
+	t->env.nginx_conf = t->run.conf;
+	t->env.nginx_prefix = t->run.prefix;
+	t->pid = pid_file_pid(cfg);
+	/* Under --root the pid is the fake tree's: its /proc says whether it runs, and it is never signalled. */
+	if (t->pid > 0 && nginx_ctl_real_root(&t->env) && kill(t->pid, 0) < 0 && errno != EPERM)
+		t->pid = 0;
+	if (t->pid > 0 && read_master(cfg, t->pid, title, sizeof(title), cwd, sizeof(cwd)) < 0)
+		t->pid = 0;
+	if (t->pid > 0 && strncmp(title, "nginx: master process ", 22) != 0) {
+		fprintf(o->out, "pid %d in %s is not an nginx master (\"%.80s\"): taken as no nginx running\n",
+			(int)t->pid, cfg->pid_file, title);
+		t->pid = 0;
 	}
-	argv[n] = NULL;
-	if (uv_loop_init(&loop) < 0)
-		return -ENOMEM;
-	rc = spawn_start(&loop, argv, DUMP_MAX, MSG_MAX, cfg->nginx_timeout_ms, on_done, r, NULL);
-	while (rc == 0 && !r->done)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_loop_close(&loop);
-	return rc;
+	if (t->pid <= 0) {
+		/* Without a master there is no running file to follow: [nginx] conf, else nginx's default. */
+		t->pid = 0;
+		snprintf(t->run.conf, sizeof(t->run.conf), "%s", cfg->nginx_conf);
+		fprintf(o->out, "no nginx master runs (%s): %s (%s): %s\n", cfg->pid_file,
+			t->run.conf[0] ? t->run.conf : "nginx's default configuration",
+			t->run.conf[0] ? "from [nginx] conf" : "as [nginx] conf names none", doing);
+		return 0;
+	}
+	t->env.nginx_pid = t->pid;
+	/* nginx -V only for the compiled-in paths (no -c, or a relative one without -p); its failure is said then. */
+	if (nginx_ctl_run(&t->env, "-V", &version, &vlen, why, sizeof(why)) < 0)
+		version = NULL;
+	r = setup_running_conf(title, cwd[0] ? cwd : NULL, version, &t->run, why, sizeof(why));
+	free(version);
+	if (r < 0) {
+		str_err(err, errlen, "nginx master %d: %s", (int)t->pid, why);
+		return r;
+	}
+	/* A -c with blanks shows as several words in the title, and only the first was read: [nginx] conf, when the
+	 * title has it whole as -c's value, is the file. */
+	if (cfg->nginx_conf[0] && !t->run.builtin && !same_file(cfg->nginx_conf, t->run.conf) &&
+	    setup_title_names(title, cfg->nginx_conf))
+		snprintf(t->run.conf, sizeof(t->run.conf), "%s", cfg->nginx_conf);
+	if (check_conf && cfg->nginx_conf[0] && !same_file(cfg->nginx_conf, t->run.conf)) {
+		str_err(err, errlen, "[nginx] conf in %s names %s, but the running nginx (master %d) was started with "
+			"%s (set conf = %s there, or remove the line: the agent follows the running master)",
+			o->config_path, cfg->nginx_conf, (int)t->pid, t->run.conf, t->run.conf);
+		return -EINVAL;
+	}
+	fprintf(o->out, "nginx master %d runs %s (%s): %s\n", (int)t->pid, t->run.conf,
+		t->run.builtin ? "nginx's compiled-in default, from nginx -V" : "its -c", doing);
+	if (nginx_ctl_real_root(&t->env))
+		t->netns = netns_open_pid(t->pid);
+	return 0;
 }
 
-static void run_free(struct run *r)
+static void target_free(struct target *t)
 {
-	free(r->out);
-	free(r->err);
-}
-
-/* nginx's own message for a failed run, one line. */
-static void run_why(const struct run *r, const char *what, char *err, size_t errlen)
-{
-	char msg[1024] = "";
-
-	if (r->err)
-		snprintf(msg, sizeof(msg), "%s", r->err);
-	for (char *p = msg; *p; p++)
-		if (*p == '\n')
-			*p = (p[1] ? ' ' : '\0');
-	if (r->rc < 0)
-		str_err(err, errlen, "%s: cannot run: %s", what, strerror(-r->rc));
-	else if (r->timed_out)
-		str_err(err, errlen, "%s: no answer in time", what);
-	else
-		str_err(err, errlen, "%s failed: %s", what, msg[0] ? msg : "no message");
-}
-
-static bool run_ok(const struct run *r)
-{
-	return r->rc == 0 && !r->timed_out && r->status == 0 && r->term_signal == 0;
+	if (t->netns >= 0)
+		close(t->netns);
+	t->netns = -1;
 }
 
 /* ---- files ----------------------------------------------------------------------------------------------- */
@@ -251,40 +317,26 @@ static void journal_remove(const char *dir)
 
 /* ---- nginx after the files changed ------------------------------------------------------------------------ */
 
-static pid_t master_pid(const struct config *cfg)
-{
-	char *text = NULL;
-	size_t len;
-	int64_t pid = 0;
-
-	if (read_file(cfg->pid_file, &text, &len) < 0)
-		return 0;
-	while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
-		text[--len] = '\0';
-	if (str_to_i64(text, 2, INT32_MAX, &pid) < 0)
-		pid = 0;
-	free(text);
-	return (pid_t)pid;
-}
-
 /* SIGHUP to the running master; 1 when none runs (the files take effect when it starts). */
-static int reload_nginx(const struct config *cfg, FILE *out)
+static int reload_nginx(const struct target *t, const struct config *cfg, FILE *out)
 {
-	pid_t pid = master_pid(cfg);
-
-	if (pid <= 0 || kill(pid, 0) < 0) {
+	if (t->pid <= 0) {
 		fprintf(out, "nginx is not running (no live master in %s): the new configuration takes effect when it "
 			     "starts\n", cfg->pid_file);
 		return 1;
 	}
-	if (kill(pid, SIGHUP) < 0)
+	if (!nginx_ctl_real_root(&t->env)) {
+		fprintf(out, "nginx master %d is under --root %s: not signalled\n", (int)t->pid, cfg->root);
+		return 1;
+	}
+	if (kill(t->pid, SIGHUP) < 0)
 		return -errno;
-	fprintf(out, "nginx reloaded (SIGHUP to master %d)\n", (int)pid);
+	fprintf(out, "nginx reloaded (SIGHUP to master %d)\n", (int)t->pid);
 	return 0;
 }
 
-/* Fetch URL until it answers 200: the reload took and stub_status is served. */
-static int wait_status(const char *url, char *err, size_t errlen)
+/* Fetch URL, from nginx's network namespace, until it answers 200: the reload took and stub_status is served. */
+static int wait_status(const struct target *t, const char *url, char *err, size_t errlen)
 {
 	struct stubhttp *h;
 	char body[2048], why[256] = "";
@@ -296,7 +348,7 @@ static int wait_status(const char *url, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	for (int i = 0; i < STATUS_TRIES; i++) {
-		r = stubhttp_get(h, -1, 0, 500, body, sizeof(body), &len, &status, why, sizeof(why));
+		r = stubhttp_get(h, t->netns, 0, 500, body, sizeof(body), &len, &status, why, sizeof(why));
 		if (r == 0 && status == 200)
 			break;
 		nanosleep(&pause, NULL);
@@ -304,15 +356,36 @@ static int wait_status(const char *url, char *err, size_t errlen)
 	stubhttp_free(h);
 	if (r == 0 && status == 200)
 		return 0;
-	str_err(err, errlen, "%s does not answer after the reload (%s)", url,
-		r < 0 ? why : status ? "not HTTP 200" : "no answer");
+	str_err(err, errlen, "%s does not answer after the reload (%s%s)", url,
+		r < 0 ? why : status ? "not HTTP 200" : "no answer",
+		t->netns >= 0 ? ", asked in nginx's namespace" : "");
 	return r < 0 ? r : -EPROTO;
 }
 
 /* ---- the plan's inputs ----------------------------------------------------------------------------------- */
 
+/* Whether 127.0.0.1:PORT can be bound in nginx's network namespace (T's; the setup's own without a master). */
+static bool port_free(const struct target *t, uint16_t port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int fd, saved = -1;
+	bool ok = false;
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (t->netns >= 0 && netns_enter(t->netns, &saved) < 0)
+		return false;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (netns_leave(saved) < 0)
+		abort(); /* the setup left in nginx's namespace would check and write the wrong things from here on */
+	if (fd >= 0) {
+		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+	}
+	return ok;
+}
+
 /* The stub_status port: the one agent.conf already names on 127.0.0.1 (a second run), else a free one. */
-static uint16_t status_port(const struct config *cfg, const struct nginx_conf *c)
+static uint16_t status_port(const struct target *t, const struct config *cfg, const struct nginx_conf *c)
 {
 	struct nginx_listen *ls = NULL;
 	size_t n = 0;
@@ -325,23 +398,13 @@ static uint16_t status_port(const struct config *cfg, const struct nginx_conf *c
 		return (uint16_t)port;
 	nginx_conf_listens(c, &ls, &n, err, sizeof(err));
 	for (port = PORT_FIRST; port <= PORT_LAST; port++) {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 		bool used = false;
-		int fd;
 
 		for (size_t i = 0; i < n && !used; i++)
 			used = ls[i].port == port;
-		if (used)
-			continue;
 		/* Something other than nginx may hold it: try. */
-		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			close(fd);
+		if (!used && port_free(t, (uint16_t)port))
 			break;
-		}
-		if (fd >= 0)
-			close(fd);
 	}
 	free(ls);
 	return port <= PORT_LAST ? (uint16_t)port : 0;
@@ -427,25 +490,34 @@ int setup_run(const struct setup_opts *o, char *err, size_t errlen)
 	struct setup_plan *plan = calloc(1, sizeof(*plan));
 	struct setup_params p = {.include_dir = cfg->include_dir};
 	struct nginx_conf c = {0};
-	struct run dump, test;
-	char log[CONFIG_PATH_MAX], url[128], dir[PATH_MAX], *conf_text = NULL, *text;
-	size_t conf_len = 0, len, written = 0;
+	struct target t;
+	char log[CONFIG_PATH_MAX], url[128], dir[PATH_MAX], *conf_text = NULL, *text, *dump = NULL, *out;
+	size_t conf_len = 0, len, dump_len, written = 0;
 	int r;
 
 	if (!plan)
 		return -ENOMEM;
-	r = run_nginx(cfg, "-T", &dump);
-	if (r < 0 || !run_ok(&dump)) {
-		run_why(&dump, "nginx -T", err, errlen);
-		r = r < 0 ? r : -EIO;
+	r = target_find(o, true, "the setup works on it and the files it includes", &t, err, errlen);
+	if (r < 0) {
+		str_err(err + strlen(err), errlen - strlen(err), ": nothing changed");
 		goto out_dump;
 	}
-	r = nginx_conf_parse(dump.out, dump.out_len, &c, err, errlen);
+	r = nginx_run(&t, "-T", &dump, &dump_len, err, errlen);
 	if (r < 0)
 		goto out_dump;
+	r = nginx_conf_parse(dump, dump_len, &c, err, errlen);
+	if (r < 0)
+		goto out_dump;
+	/* The binary of [nginx] binary could read another file than the master's: never edit that one. */
+	if (t.pid > 0 && !same_file(c.files[0].path, t.run.conf)) {
+		str_err(err, errlen, "nginx -T (%s) read %s, not %s that master %d runs: nothing changed",
+			t.env.nginx_bin, c.files[0].path, t.run.conf, (int)t.pid);
+		r = -EINVAL;
+		goto out_conf;
+	}
 	agent_log(cfg, log, sizeof(log));
 	p.agent_log = log;
-	p.status_port = status_port(cfg, &c);
+	p.status_port = status_port(&t, cfg, &c);
 	if (!p.status_port) {
 		str_err(err, errlen, "no free loopback port in %d..%d for the stub_status server", PORT_FIRST, PORT_LAST);
 		r = -EADDRINUSE;
@@ -517,13 +589,10 @@ int setup_run(const struct setup_opts *o, char *err, size_t errlen)
 		}
 	}
 	if (r == 0) {
-		r = run_nginx(cfg, "-t", &test);
-		if (r < 0 || !run_ok(&test)) {
-			run_why(&test, "nginx -t", err, errlen);
+		r = nginx_run(&t, "-t", &out, &len, err, errlen);
+		if (r < 0)
 			str_err(err + strlen(err), errlen - strlen(err), " (every file put back)");
-			r = r < 0 ? r : -EINVAL;
-		}
-		run_free(&test);
+		free(out);
 	}
 	if (r < 0) {
 		restore(plan, written < plan->n ? written + 1 : plan->n);
@@ -531,13 +600,13 @@ int setup_run(const struct setup_opts *o, char *err, size_t errlen)
 		goto out_conf;
 	}
 	fprintf(o->out, "%zu file(s) written, the originals journaled in %s; nginx -t passed\n", plan->n, dir);
-	r = reload_nginx(cfg, o->out);
+	r = reload_nginx(&t, cfg, o->out);
 	if (r < 0) {
 		str_err(err, errlen, "reload: %s", strerror(-r));
 		goto out_conf;
 	}
 	if (r == 0 && plan->adds_status) {
-		r = wait_status(url, err, errlen);
+		r = wait_status(&t, url, err, errlen);
 		if (r < 0)
 			goto out_conf;
 		fprintf(o->out, "stub_status answers at %s\n", url);
@@ -549,7 +618,8 @@ int setup_run(const struct setup_opts *o, char *err, size_t errlen)
 out_conf:
 	nginx_conf_free(&c);
 out_dump:
-	run_free(&dump);
+	free(dump);
+	target_free(&t);
 	free(conf_text);
 	setup_plan_free(plan);
 	free(plan);
@@ -595,8 +665,9 @@ int setup_revert(const struct setup_opts *o, char *err, size_t errlen)
 	char base[PATH_MAX], dir[PATH_MAX + 32], path[PATH_MAX + 64];
 	struct entry e[SETUP_EDITS_MAX];
 	long ids[64];
-	size_t nids, n, restored = 0;
-	struct run test;
+	size_t nids, n, restored = 0, len;
+	struct target t;
+	char *out = NULL;
 	int r;
 
 	snprintf(base, sizeof(base), "%s/setup", o->state_dir);
@@ -664,14 +735,20 @@ int setup_revert(const struct setup_opts *o, char *err, size_t errlen)
 		}
 		journal_remove(dir);
 	}
-	r = run_nginx(o->cfg, "-t", &test);
-	if (r < 0 || !run_ok(&test)) {
-		run_why(&test, "nginx -t after the revert", err, errlen);
-		run_free(&test);
-		return r < 0 ? r : -EINVAL;
+	/* Whatever agent.conf says now, nginx -t tests what the running master would reload. */
+	r = target_find(o, false, "nginx -t tests it", &t, err, errlen);
+	if (r == 0) {
+		r = nginx_run(&t, "-t", &out, &len, err, errlen);
+		free(out);
 	}
-	run_free(&test);
+	if (r < 0) {
+		str_err(err + strlen(err), errlen - strlen(err), " (after %zu file(s) were put back as they were)",
+			restored);
+		target_free(&t);
+		return r;
+	}
 	fprintf(o->out, "%zu file(s) put back as they were; nginx -t passed\n", restored);
-	r = reload_nginx(o->cfg, o->out);
+	r = reload_nginx(&t, o->cfg, o->out);
+	target_free(&t);
 	return r < 0 ? r : 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parse.h"
 #include "strutil.h"
 
 #define INSERTS_MAX 256
@@ -547,4 +548,198 @@ done:
 	*outlen = b.len;
 	*out = b.p ? b.p : strdup("");
 	return *out ? 0 : -ENOMEM;
+}
+
+/* ---- the configuration the running master was started with ------------------------------------------------- */
+
+#define BUILTIN_PREFIX "/usr/local/nginx/" /* nginx's configure without --prefix */
+#define BUILTIN_CONF "conf/nginx.conf"     /* and without --conf-path: under the prefix */
+
+/* The value of OPT ("--prefix=") among the words of configure's arguments ARGS (up to the line's end), its single
+ * quotes taken off (configure quotes a value with blanks: --with-cc-opt='-g -O2'), into OUT. 1 found, 0 not,
+ * -ENAMETOOLONG. */
+static int configure_arg(const char *args, const char *opt, char *out, size_t outlen)
+{
+	size_t olen = strlen(opt);
+	const char *p = args;
+
+	while (*p && *p != '\n') {
+		const char *word;
+		bool quoted = false;
+		size_t n = 0;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		word = p;
+		while (*p && *p != '\n' && (quoted || (*p != ' ' && *p != '\t'))) {
+			if (*p == '\'')
+				quoted = !quoted;
+			p++;
+		}
+		if ((size_t)(p - word) < olen || memcmp(word, opt, olen) != 0)
+			continue;
+		for (const char *v = word + olen; v < p; v++) {
+			if (*v == '\'')
+				continue;
+			if (n + 1 >= outlen)
+				return -ENAMETOOLONG;
+			out[n++] = *v;
+		}
+		out[n] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+int setup_nginx_builtin(const char *version, char *prefix, size_t prefixlen, char *conf, size_t conflen, char *err,
+			size_t errlen)
+{
+	static const char head[] = "configure arguments:";
+	const char *args = NULL;
+	int r;
+
+	if (!version || !strstr(version, "nginx version: ")) {
+		str_err(err, errlen, "not what nginx -V prints (no \"nginx version:\" line)");
+		return -EBADMSG;
+	}
+	if (str_copy(prefix, prefixlen, BUILTIN_PREFIX) < 0 || str_copy(conf, conflen, BUILTIN_CONF) < 0)
+		goto too_long;
+	for (const char *l = version; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, head, sizeof(head) - 1) == 0)
+			args = l + sizeof(head) - 1;
+	if (!args)
+		return 0;
+	r = configure_arg(args, "--prefix=", prefix, prefixlen);
+	if (r >= 0)
+		r = configure_arg(args, "--conf-path=", conf, conflen);
+	if (r < 0)
+		goto too_long;
+	return 0;
+too_long:
+	str_err(err, errlen, "nginx -V: a path too long");
+	return -ENAMETOOLONG;
+}
+
+/* NAME under DIR, as nginx's ngx_get_full_name joins them (NAME as it is when absolute), with "//" and "/./" made
+ * single slashes (".." is left: a symbolic link decides what it means), into OUT. 0 or -ENAMETOOLONG. */
+static int full_name(const char *dir, const char *name, char *out, size_t outlen)
+{
+	char joined[8192];
+	size_t n = 0, dl = strlen(dir);
+	int k;
+
+	if (name[0] == '/' || !dir[0])
+		k = snprintf(joined, sizeof(joined), "%s", name);
+	else
+		k = snprintf(joined, sizeof(joined), "%s%s%s", dir, dir[dl - 1] == '/' ? "" : "/", name);
+	if (k < 0 || (size_t)k >= sizeof(joined))
+		return -ENAMETOOLONG;
+	for (const char *p = joined; *p;) {
+		size_t seg;
+
+		if (*p == '/') {
+			p++;
+			continue;
+		}
+		seg = strcspn(p, "/");
+		if (!(seg == 1 && p[0] == '.')) {
+			/* A relative path keeps no leading slash. */
+			if (n || joined[0] == '/') {
+				if (n + 1 >= outlen)
+					return -ENAMETOOLONG;
+				out[n++] = '/';
+			}
+			if (n + seg >= outlen)
+				return -ENAMETOOLONG;
+			memcpy(out + n, p, seg);
+			n += seg;
+		}
+		p += seg;
+	}
+	if (n == 0) {
+		if (outlen < 2)
+			return -ENAMETOOLONG;
+		out[n++] = joined[0] == '/' ? '/' : '.';
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+int setup_running_conf(const char *title, const char *cwd, const char *version, struct setup_running *out,
+		       char *err, size_t errlen)
+{
+	char c[4096], p[4096], bprefix[4096] = "", bconf[4096] = "", verr[256], path[8192];
+	int r;
+
+	r = parse_nginx_master_title(title, c, sizeof(c), p, sizeof(p));
+	if (r == -EINVAL) {
+		str_err(err, errlen, "not an nginx master's command line: \"%.120s\"", title ? title : "");
+		return r;
+	}
+	if (r == -EBADMSG) {
+		str_err(err, errlen, "a -c or -p without its value in the master's command line \"%.120s\"", title);
+		return r;
+	}
+	if (r < 0)
+		goto too_long;
+	/* nginx's ngx_process_options: the prefix is -p, else the compiled-in one; the file is -c, else the
+	 * compiled-in --conf-path; a relative file is under the prefix, and a relative prefix under the working
+	 * directory the master was started in (nginx never changes it). */
+	if ((!c[0] || (c[0] != '/' && !p[0])) &&
+	    setup_nginx_builtin(version, bprefix, sizeof(bprefix), bconf, sizeof(bconf), verr, sizeof(verr)) < 0) {
+		str_err(err, errlen, "the master runs %s%s%s, and nginx's compiled-in %s is unknown: %s",
+			c[0] ? "-c " : "no -c", c, c[0] ? " without -p" : "", c[0] ? "prefix" : "configuration path",
+			version ? verr : "nginx -V did not run");
+		return -EINVAL;
+	}
+	if (p[0] && p[0] != '/' && (!cwd || cwd[0] != '/')) {
+		str_err(err, errlen, "the master runs -p %s, relative to a working directory that is unknown", p);
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	out->builtin = !c[0];
+	if (p[0] && full_name(p[0] == '/' ? "" : cwd, p, out->prefix, sizeof(out->prefix)) < 0)
+		goto too_long;
+	if (full_name(p[0] ? out->prefix : bprefix, c[0] ? c : bconf, path, sizeof(path)) < 0)
+		goto too_long;
+	if (path[0] != '/' && (!cwd || cwd[0] != '/')) {
+		str_err(err, errlen, "the master's configuration %s is relative to a working directory that is unknown",
+			path);
+		return -EINVAL;
+	}
+	if (full_name(path[0] == '/' ? "" : cwd, path, out->conf, sizeof(out->conf)) < 0)
+		goto too_long;
+	return 0;
+too_long:
+	str_err(err, errlen, "a path too long in the master's command line or nginx -V");
+	return -ENAMETOOLONG;
+}
+
+/* Whether [W, END) is a word of nginx flags ending in -c ("-c", "-qc"), whose value follows it. */
+static bool c_flag(const char *w, const char *end)
+{
+	if (end - w < 2 || w[0] != '-' || end[-1] != 'c')
+		return false;
+	for (const char *f = w + 1; f < end - 1; f++)
+		if (!strchr("?hvVtTq", *f))
+			return false;
+	return true;
+}
+
+bool setup_title_names(const char *title, const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (!title || n == 0)
+		return false;
+	for (const char *p = strstr(title, path); p; p = strstr(p + 1, path)) {
+		const char *end = p > title && p[-1] == ' ' ? p - 1 : p, *w = end;
+
+		/* The flag's word is the one before ("-c PATH") or PATH's own ("-cPATH"); PATH ends its word. */
+		while (w > title && w[-1] != ' ')
+			w--;
+		if (c_flag(w, end) && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+	}
+	return false;
 }

@@ -9,7 +9,9 @@
  * loopback-only server of its own port; and the agent.conf lines that point the agent at them. Every edit is the
  * whole text of one file before and after, so that the caller can print a diff, back the file up byte for byte
  * and put it back exactly. Nothing already in place is changed again: a second plan over the result is empty.
- * It reads no file, runs nothing and logs nothing (setup.c does).
+ * It also works out which main file nginx runs: the one the running master was started with (its -c and -p, else
+ * nginx's compiled-in defaults), from the texts setup.c reads. It reads no file, runs nothing and logs nothing
+ * (setup.c does).
  */
 #ifndef NGXAT_SETUP_PLAN_H
 #define NGXAT_SETUP_PLAN_H
@@ -74,5 +76,34 @@ int setup_plan_add(struct setup_plan *plan, const char *path, const char *old, s
 
 /* Free the texts of PLAN; it is empty again. */
 void setup_plan_free(struct setup_plan *plan);
+
+/* nginx's compiled-in prefix and configuration file from what `nginx -V` printed (VERSION): its configure
+ * arguments' --prefix (else /usr/local/nginx/) and --conf-path (else conf/nginx.conf, under the prefix), into
+ * PREFIX and CONF. 0, or -EBADMSG (not nginx -V's output), -ENAMETOOLONG, with ERR. */
+int setup_nginx_builtin(const char *version, char *prefix, size_t prefixlen, char *conf, size_t conflen, char *err,
+			size_t errlen);
+
+/* The file a running nginx master was started with. */
+struct setup_running {
+	char conf[4096];            /* absolute */
+	char prefix[4096];          /* its -p, absolute ("" when it has none) */
+	bool builtin;               /* it has no -c: conf is nginx's compiled-in --conf-path */
+};
+
+/*
+ * The configuration file a running nginx master was started with, resolved as nginx resolves it: TITLE is the
+ * master's /proc/PID/cmdline (its process title, "nginx: master process BINARY FLAGS"), CWD its working directory
+ * (where a relative -p or path resolves; NULL if unknown), VERSION what `nginx -V` printed (NULL if it did not run;
+ * needed only without -c, or for a relative -c without -p). The file is -c, else the compiled-in --conf-path; a
+ * relative one is under the prefix: -p, else the compiled-in --prefix. 0 with OUT, or -EINVAL (not a master's
+ * title; the compiled-in path needed but unknown; a relative path and no CWD), -EBADMSG (a -c or -p without its
+ * value), -ENAMETOOLONG, with ERR.
+ */
+int setup_running_conf(const char *title, const char *cwd, const char *version, struct setup_running *out,
+		       char *err, size_t errlen);
+
+/* Whether TITLE (a master's process title) has PATH as the value of its -c: a -c with blanks in it is split into
+ * words in the title, so the one read from it is only its first word, and [nginx] conf says what it was. */
+bool setup_title_names(const char *title, const char *path);
 
 #endif

@@ -148,8 +148,9 @@ enum errlog_kind parse_errorlog_line(const char *line, size_t len);
 const char *errlog_kind_name(enum errlog_kind k);
 
 /* The -c and -p of an nginx master's process title ("nginx: master process /usr/sbin/nginx -p /srv -c conf/x.conf",
- * its command line joined by blanks) into CONF and PREFIX, each "" when not given. 0, -EINVAL (not a master's
- * title), -EBADMSG (a flag without its value), -ENAMETOOLONG. Paths with blanks cannot be told apart. */
+ * its command line joined by blanks) into CONF and PREFIX, each "" when not given, read as nginx reads its flags
+ * ("-qc FILE", "-cFILE"; the last one wins). 0, -EINVAL (not a master's title), -EBADMSG (a flag without its
+ * value), -ENAMETOOLONG. Paths with blanks cannot be told apart. */
 int parse_nginx_master_title(const char *title, char *conf, size_t conflen, char *prefix, size_t prefixlen);
 
 /* ---- a load generator's summary (parse_loadgen.c) ---- */

@@ -99,6 +99,16 @@ int parse_stub_status(const char *buf, size_t len, struct stub_status *st)
 	return 0;
 }
 
+/* VAL (VLEN bytes) into OUT: 0 or -ENAMETOOLONG. */
+static int take_value(const char *val, size_t vlen, char *out, size_t outlen)
+{
+	if (vlen >= outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, val, vlen);
+	out[vlen] = '\0';
+	return 0;
+}
+
 int parse_nginx_master_title(const char *title, char *conf, size_t conflen, char *prefix, size_t prefixlen)
 {
 	static const char head[] = "nginx: master process ";
@@ -108,33 +118,46 @@ int parse_nginx_master_title(const char *title, char *conf, size_t conflen, char
 		return -EINVAL;
 	conf[0] = prefix[0] = '\0';
 	p = title + sizeof(head) - 1;
-	/* nginx's title is its command line joined by blanks: the binary, then its flags. */
+	/* nginx's title is its command line joined by blanks: the binary, then its flags, read as nginx's
+	 * ngx_get_options reads them: flags may share a word ("-qc FILE"), a value may follow its flag in the same
+	 * word ("-cFILE") or be the next one, and the last -c or -p wins. A word that is no flag is part of the value
+	 * before it (-g "daemon off;" shows as two words). */
 	p += strcspn(p, " ");
 	while (*p) {
-		const char *flag, *val, *end;
-		size_t vlen;
+		const char *word, *end;
 
 		p += strspn(p, " ");
-		flag = p;
+		word = p;
 		p += strcspn(p, " ");
-		if (p - flag != 2 || flag[0] != '-' || (flag[1] != 'c' && flag[1] != 'p'))
+		end = p;
+		if (word == end || word[0] != '-')
 			continue;
-		val = p + strspn(p, " ");
-		end = val + strcspn(val, " ");
-		vlen = (size_t)(end - val);
-		p = end;
-		if (vlen == 0)
-			return -EBADMSG;
-		if (flag[1] == 'c') {
-			if (vlen >= conflen)
-				return -ENAMETOOLONG;
-			memcpy(conf, val, vlen);
-			conf[vlen] = '\0';
-		} else {
-			if (vlen >= prefixlen)
-				return -ENAMETOOLONG;
-			memcpy(prefix, val, vlen);
-			prefix[vlen] = '\0';
+		for (const char *f = word + 1; f < end; f++) {
+			const char *val;
+			size_t vlen;
+			int r = 0;
+
+			if (strchr("?hvVtTq", *f))
+				continue;
+			if (!strchr("pecgs", *f))
+				break;
+			if (f + 1 < end) {
+				val = f + 1;
+				vlen = (size_t)(end - val);
+			} else {
+				val = p + strspn(p, " ");
+				vlen = strcspn(val, " ");
+				if (vlen == 0)
+					return -EBADMSG;
+				p = val + vlen;
+			}
+			if (*f == 'c')
+				r = take_value(val, vlen, conf, conflen);
+			else if (*f == 'p')
+				r = take_value(val, vlen, prefix, prefixlen);
+			if (r < 0)
+				return r;
+			break;
 		}
 	}
 	return 0;

@@ -56,6 +56,9 @@ static int setup(void **state)
 		    "if [ -e FAIL ]; then\n"
 		    "  echo 'nginx: [emerg] unknown directive \"bogus\" in /x/nginx.conf:3' >&2; exit 1\n"
 		    "fi\n"
+		    "case \" $* \" in *' -V '*)\n"
+		    "  printf 'nginx version: nginx/1.22.1\\nconfigure arguments: --prefix=/usr/share/nginx\\n' >&2;;\n"
+		    "esac\n"
 		    "case \" $* \" in *' -T '*)\n"
 		    "  printf '# configuration file /x/nginx.conf:\\nevents { worker_connections %%s; }\\n\\n' $n;;\n"
 		    "esac\n"
@@ -192,6 +195,37 @@ static void test_dump_fails(void **state)
 	set_fail(f, false);
 	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 2);
 	nginx_ctl_drop(f->ctl);
+}
+
+/* The setup's runs (ngx-autotune --setup): blocking, with the environment's -p and -c; nginx -V's text comes from
+ * its standard error, where nginx prints it; a failure is nginx's message; only -t, -T and -V are run. */
+static void test_run_for_setup(void **state)
+{
+	struct fx *f = *state;
+	char msg[256] = "", *out, args[256] = "", p[128];
+	size_t len;
+	FILE *fp;
+
+	f->env.nginx_prefix = "/srv/n";
+	assert_int_equal(nginx_ctl_run(&f->env, "-V", &out, &len, msg, sizeof(msg)), 0);
+	assert_string_equal(out, "nginx version: nginx/1.22.1\nconfigure arguments: --prefix=/usr/share/nginx\n");
+	assert_int_equal(len, strlen(out));
+	free(out);
+	assert_int_equal(nginx_ctl_run(&f->env, "-T", &out, &len, msg, sizeof(msg)), 0);
+	assert_string_equal(out, "# configuration file /x/nginx.conf:\nevents { worker_connections 2; }\n\n");
+	free(out);
+	path_in(f, "args", p, sizeof(p));
+	fp = fopen(p, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(args, sizeof(args), fp));
+	assert_string_equal(args, "-q -V -p /srv/n -c /x/nginx.conf\n");
+	fclose(fp);
+	set_fail(f, true);
+	assert_int_equal(nginx_ctl_run(&f->env, "-t", &out, &len, msg, sizeof(msg)), -EIO);
+	assert_null(out);
+	assert_string_equal(msg, "[emerg] unknown directive \"bogus\" in /x/nginx.conf:3");
+	assert_int_equal(nginx_ctl_run(&f->env, "-s", &out, &len, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(runs(f), 3);
 }
 
 struct got {
@@ -349,6 +383,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dump_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_for_doctor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_for_setup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_refused, setup, teardown),
 		cmocka_unit_test(test_endpoints),
 	};

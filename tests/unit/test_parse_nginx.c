@@ -900,7 +900,14 @@ static void test_master_title(void **state)
 		{"nginx: master process /opt/nginx/sbin/nginx -c conf/site.conf", 0, "conf/site.conf", ""},
 		{"nginx: master process nginx -c", -EBADMSG, "", ""},
 		{"nginx: worker process", -EINVAL, "", ""},
-		{"nginx: master process nginx -cx -pp", 0, "", ""},
+		/* As nginx's ngx_get_options reads them: a value in the flag's word, flags sharing a word, the last one
+		 * winning, -g's value (blanks and all) not taken for flags, an unknown flag ending its word. */
+		{"nginx: master process nginx -cx -pp", 0, "x", "p"},
+		{"nginx: master process nginx -qc /a.conf -tp/srv -c /b.conf", 0, "/b.conf", "/srv"},
+		{"nginx: master process nginx -g daemon off; master_process on; -c /n.conf", 0, "/n.conf", ""},
+		{"nginx: master process nginx -e -c -c /n.conf", 0, "/n.conf", ""},
+		{"nginx: master process nginx -xc /n.conf", 0, "", ""},
+		{"nginx: master process nginx -p", -EBADMSG, "", ""},
 	};
 	char conf[64], prefix[64], tiny[4];
 

@@ -309,6 +309,141 @@ static void test_ini_set(void **state)
 	}
 }
 
+/*
+ * The file a running master was started with, as nginx resolves it (ngx_get_options, then ngx_process_options).
+ * The expected paths are nginx's own: each case with a filesystem behind it was checked with nginx 1.22.1's
+ * `nginx -t` (its "the configuration file X syntax is ok"), e.g. `-p pp -c sub/x.conf` from /tmp/w reads
+ * /tmp/w/pp/sub/x.conf and a relative -c without -p on Debian reads /usr/share/nginx/sub/x.conf; DEBIAN is the
+ * real `nginx -V` of Debian 12's nginx; a build without --prefix or --conf-path prints an empty argument list.
+ */
+static void test_running_conf(void **state)
+{
+	static const char stock[] = "nginx version: nginx/1.25.3\nbuilt by gcc 12.2.0 (Debian 12.2.0-14)\n"
+				    "configure arguments:\n";
+	static const char quoted[] = "nginx version: nginx/1.25.3\nconfigure arguments: --with-cc-opt='-O2 "
+				     "--prefix=/not' --prefix=/opt/ng --conf-path='/etc/my nginx/n.conf'\n";
+	char *debian, longc[5200];
+	size_t dlen;
+	struct {
+		const char *title, *cwd;
+		int version; /* 0: none (nginx -V did not run), 1: Debian's, 2: a stock build's, 3: quoted values */
+		int rc;
+		const char *conf, *prefix, *err;
+		bool builtin;
+	} cases[] = {
+		/* Debian's unit: no -c, the compiled-in --conf-path. */
+		{"nginx: master process /usr/sbin/nginx -g daemon on; master_process on;", "/", 1, 0,
+		 "/etc/nginx/nginx.conf", "", NULL, true},
+		/* The tester's copy: -c wins, nginx -V is not needed. */
+		{"nginx: master process nginx -c /tmp/t/nginx/nginx.conf -e /tmp/t/logs/error.log", "/root", 0, 0,
+		 "/tmp/t/nginx/nginx.conf", "", NULL, false},
+		{"nginx: master process nginx -p /srv/n -c conf/site.conf", "/", 0, 0, "/srv/n/conf/site.conf",
+		 "/srv/n", NULL, false},
+		/* A relative -p is under the master's working directory. */
+		{"nginx: master process nginx -p pp -c sub/x.conf", "/tmp/w", 0, 0, "/tmp/w/pp/sub/x.conf", "/tmp/w/pp",
+		 NULL, false},
+		/* A relative -c without -p: under the compiled-in prefix. */
+		{"nginx: master process nginx -c sub/x.conf", "/tmp/w", 1, 0, "/usr/share/nginx/sub/x.conf", "", NULL,
+		 false},
+		/* Debian's absolute --conf-path ignores -p; a stock build's relative one is under it. */
+		{"nginx: master process nginx -p /srv", "/", 1, 0, "/etc/nginx/nginx.conf", "/srv", NULL, true},
+		{"nginx: master process nginx -p /srv/n/", "/", 2, 0, "/srv/n/conf/nginx.conf", "/srv/n", NULL, true},
+		{"nginx: master process ./sbin/nginx", "/usr/local/nginx", 2, 0, "/usr/local/nginx/conf/nginx.conf", "",
+		 NULL, true},
+		{"nginx: master process nginx", "/", 3, 0, "/etc/my nginx/n.conf", "", NULL, true},
+		{"nginx: master process nginx -c n.conf", "/", 3, 0, "/opt/ng/n.conf", "", NULL, false},
+		/* Flags as nginx reads them; "." and "//" taken out of the path. */
+		{"nginx: master process nginx -qc./a//b.conf -p /x/", "/", 0, 0, "/x/a/b.conf", "/x", NULL, false},
+		{"nginx: master process nginx -c /etc/nginx/./nginx.conf", "/", 0, 0, "/etc/nginx/nginx.conf", "", NULL,
+		 false},
+		/* Bad input: a clear error. */
+		{"nginx: worker process", "/", 1, -EINVAL, NULL, NULL, "not an nginx master's command line", false},
+		{"", "/", 1, -EINVAL, NULL, NULL, "not an nginx master's command line: \"\"", false},
+		{"nginx: master process nginx -c", "/", 1, -EBADMSG, NULL, NULL, "a -c or -p without its value", false},
+		{"nginx: master process /usr/sbin/nginx", "/", 0, -EINVAL, NULL, NULL,
+		 "the master runs no -c, and nginx's compiled-in configuration path is unknown: nginx -V did not run",
+		 false},
+		{"nginx: master process nginx -c x.conf", "/", 0, -EINVAL, NULL, NULL,
+		 "the master runs -c x.conf without -p, and nginx's compiled-in prefix is unknown", false},
+		{"nginx: master process nginx -p pp -c /a.conf", NULL, 0, -EINVAL, NULL, NULL,
+		 "the master runs -p pp, relative to a working directory that is unknown", false},
+		{longc, "/", 0, -ENAMETOOLONG, NULL, NULL, "a path too long", false},
+	};
+
+	(void)state;
+	debian = fixture("../nginx-V/debian-12.txt", &dlen);
+	snprintf(longc, sizeof(longc), "nginx: master process nginx -c /%05000d", 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *v = cases[i].version == 1 ? debian : cases[i].version == 2 ? stock :
+				cases[i].version == 3 ? quoted : NULL;
+		struct setup_running run;
+		char err[512] = "";
+		int r = setup_running_conf(cases[i].title, cases[i].cwd, v, &run, err, sizeof(err));
+
+		if (r != cases[i].rc)
+			fail_msg("case %zu: rc %d, wanted %d (%s)", i, r, cases[i].rc, err);
+		if (r < 0) {
+			if (!strstr(err, cases[i].err))
+				fail_msg("case %zu: error \"%s\" lacks \"%s\"", i, err, cases[i].err);
+			continue;
+		}
+		if (strcmp(run.conf, cases[i].conf) != 0 || strcmp(run.prefix, cases[i].prefix) != 0 ||
+		    run.builtin != cases[i].builtin)
+			fail_msg("case %zu: conf %s prefix \"%s\" builtin %d, wanted %s \"%s\" %d", i, run.conf,
+				 run.prefix, run.builtin, cases[i].conf, cases[i].prefix, cases[i].builtin);
+	}
+	free(debian);
+}
+
+/* nginx -V's compiled-in paths; what is not nginx -V's output is refused. */
+static void test_nginx_builtin(void **state)
+{
+	char prefix[256], conf[256], err[256];
+	char *debian;
+	size_t dlen;
+
+	(void)state;
+	debian = fixture("../nginx-V/debian-12.txt", &dlen);
+	assert_int_equal(setup_nginx_builtin(debian, prefix, sizeof(prefix), conf, sizeof(conf), err, sizeof(err)), 0);
+	assert_string_equal(prefix, "/usr/share/nginx");
+	assert_string_equal(conf, "/etc/nginx/nginx.conf");
+	assert_int_equal(setup_nginx_builtin("nginx version: nginx/1.25.3\n", prefix, sizeof(prefix), conf,
+					     sizeof(conf), err, sizeof(err)), 0);
+	assert_string_equal(prefix, "/usr/local/nginx/");
+	assert_string_equal(conf, "conf/nginx.conf");
+	assert_int_equal(setup_nginx_builtin("Usage: nginx [-?hvVtTq]\n", prefix, sizeof(prefix), conf, sizeof(conf),
+					     err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "not what nginx -V prints"));
+	assert_int_equal(setup_nginx_builtin(NULL, prefix, sizeof(prefix), conf, sizeof(conf), err, sizeof(err)),
+			 -EBADMSG);
+	assert_int_equal(setup_nginx_builtin(debian, prefix, 8, conf, sizeof(conf), err, sizeof(err)), -ENAMETOOLONG);
+	free(debian);
+}
+
+/* A -c with blanks: the title splits it into words, and [nginx] conf is taken only as -c's whole value. */
+static void test_title_names(void **state)
+{
+	static const struct {
+		const char *title, *path;
+		bool names;
+	} cases[] = {
+		{"nginx: master process nginx -c /srv/my nginx/nginx.conf", "/srv/my nginx/nginx.conf", true},
+		{"nginx: master process nginx -qc/srv/my nginx/n.conf -p /srv", "/srv/my nginx/n.conf", true},
+		{"nginx: master process nginx -c /srv/my nginx/nginx.conf.bak", "/srv/my nginx/nginx.conf", false},
+		{"nginx: master process nginx -e /srv/my nginx/nginx.conf", "/srv/my nginx/nginx.conf", false},
+		{"nginx: master process nginx -c /a -g pid /srv/my nginx/nginx.conf;", "/srv/my nginx/nginx.conf",
+		 false},
+		{"nginx: master process nginx -xc /srv/n.conf", "/srv/n.conf", false},
+		{"nginx: master process nginx -c /srv/n.conf", "", false},
+		{NULL, "/srv/n.conf", false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (setup_title_names(cases[i].title, cases[i].path) != cases[i].names)
+			fail_msg("case %zu: %s", i, cases[i].names ? "not found" : "found");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +452,9 @@ int main(void)
 		cmocka_unit_test(test_partly_set_up),
 		cmocka_unit_test(test_refused_layouts),
 		cmocka_unit_test(test_ini_set),
+		cmocka_unit_test(test_running_conf),
+		cmocka_unit_test(test_nginx_builtin),
+		cmocka_unit_test(test_title_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
