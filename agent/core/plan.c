@@ -679,6 +679,8 @@ static int try_cause(const struct policy_set *set, const struct plan_cause *c, v
 											  : next_value(p, cur, dir, to,
 												       sizeof(to));
 	}
+	if (rc == -ERANGE && c->to[0] && knobval_text_equal(p->type, cur, c->to))
+		return skip(out, c->knob, "the fix of %s: already %s", c->id, cur), 1;
 	if (rc == -ERANGE) {
 		if (policy_bounds_text(p, bounds, sizeof(bounds)) < 0)
 			bounds[0] = '\0';
