@@ -670,7 +670,7 @@ static void decide(struct judge *j)
 		       change(j, ev->half1, NAN, NAN, c, sizeof(c)), change(j, ev->half2, NAN, NAN, c2, sizeof(c2)));
 		return;
 	}
-	/* What clients get must not be worse on average, shown or not. */
+	/* What clients get must not be shown worse, whatever the objective says. */
 	{
 		const struct judge_guard_ev *ow = outcome_worse(j, false);
 
