@@ -10,8 +10,13 @@
 # (netdev_max_backlog 10, host-wide), wc128 (worker_connections 128 in nginx.conf), ka1 (keepalive_requests 1 in
 # nginx.conf), nofile256 (worker_rlimit_nofile 256 in nginx.conf), lqdefault (nginx's default backlog at 2000
 # closing clients with stalling workers), reuseport (accept_mutex on, 4000 kept-alive clients), veth (softirq
-# imbalance: nginx and wrk in two namespaces joined by a veth pair, the operator's rps_cpus 1 on nginx's side). For
-# each, under its own load (wrk inside nginx's namespace, or across the veth pair), these configurations:
+# imbalance: nginx and wrk in two namespaces joined by a veth pair, the operator's rps_cpus 1 on nginx's side), and the
+# faults the loop was never shown (issue 21): workers1 (worker_processes 1 on 2 CPUs gzipping a 1 MB text), gzip9
+# (gzip_comp_level 9, the same file), proxy (a reverse proxy to a local backend over HTTP/1.1 without upstream
+# keepalive: local ports run out), stock (Debian's stock /etc/nginx copied and run with nginx -c COPY, worker_connections
+# 768, under 2000 clients; [nginx] conf names the copy; combined log, no stub_status) and stock-setup (the same, the
+# agent's configuration as installed, `ngx-autotune --setup --apply` first). For each, under its own load (wrk inside
+# nginx's namespace, or across the veth pair), these configurations:
 #   1 baseline   the misconfigured host as the scenario sets it up
 #   2 agent      what the agent leaves after it converges from the baseline: it runs in propose mode under the
 #                load, every proposal is approved (ngxctl approve), until none comes for 45 s
@@ -20,8 +25,8 @@
 #   5 agent-lg   (BENCH_LOADGEN=yes) as 2, with the agent in loadgen mode ([tuning] measure = loadgen): no outside
 #                load, the agent runs the same wrk itself for every block and judges on its figures
 # are measured side by side, BENCH_REPS rounds (configurations interleaved in each round), and the median of each
-# figure printed; a summary gives each scenario's agent / expert against the goal (>= 0.95 of the expert's
-# requests/s, <= 1.1x its p99, converged within 15 minutes). Host-wide sysctls it touches are saved first and put
+# figure printed; a summary gives each scenario's agent / expert against the goal (>= 0.95 of the expert's good
+# responses/s, that is 2xx and 3xx, <= 1.1x its p99, converged within 15 minutes). Host-wide sysctls it touches are saved first and put
 # back at exit.
 #
 # --shipped: how long a gross fault lasts when the agent runs as shipped (1 s ticks, the detection window, K pairs,
@@ -59,8 +64,10 @@ LG_BLOCK=${BENCH_LG_BLOCK:-14s}   # loadgen mode: a measured run is the block le
 LOADGEN=                         # BENCH_LOADGEN=yes: the agent in loadgen mode too (agent-lg)
 [ "${BENCH_LOADGEN:-no}" = yes ] && LOADGEN=loadgen
 # --shipped runs the two gross faults under closing clients (shipped_run's load), the table all of them.
-SCENARIOS=${BENCH_SCENARIOS:-$([ -n "$SHIPPED" ] && echo "listen backlog" || echo "listen backlog wc128 ka1 nofile256 lqdefault reuseport veth")}
+SCENARIOS=${BENCH_SCENARIOS:-$([ -n "$SHIPPED" ] && echo "listen backlog" || echo "listen backlog wc128 ka1 nofile256 lqdefault reuseport veth workers1 gzip9 proxy stock stock-setup")}
 PORT=${BENCH_PORT:-18470}
+BPORT=$((PORT + 1))               # the proxy scenario's backend
+WWW=                              # the gzip scenarios' files (made below when they run)
 NS=ngxat-e2e-$$
 NSC=ngxat-e2c-$$                  # the veth scenario's client namespace
 VETH=ngxat-e2ea                   # nginx's side of its pair (10.78.1.1); the client's is ngxat-e2eb (10.78.1.2)
@@ -83,12 +90,19 @@ fi
 # what a hand-tuning engineer sets instead (the expert). scenario_def NAME sets:
 #   LOAD_CONNS LOAD_CLOSE (1: Connection: close) STALL_MS (nginx's workers stopped that long each second: slow disk
 #   reads, as in tests/system/scenario-lib.sh scn_stall; 0 none)
+#   LOAD_PATH and LOAD_HDR (what wrk asks for: / by default; a header such as Accept-Encoding: gzip)
 #   B_* (baseline) and E_* (expert): LISTEN (listen parameters), MAIN, EVENTS, HTTP (directives in nginx.conf),
-#   WC (worker_connections), SOMAXCONN (in nginx's namespace), NMB (netdev_max_backlog, host-wide).
-ALL_SCENARIOS="listen backlog wc128 ka1 nofile256 lqdefault reuseport veth"
+#   WC (worker_connections), SOMAXCONN (in nginx's namespace), NMB (netdev_max_backlog, host-wide), WORKERS
+#   (worker_processes), LOC (the server's location for /), UP (blocks at the http level: an upstream)
+#   BACKEND (1: a second nginx in the namespace on BPORT, "backend ok"), STOCK (1: Debian's stock /etc/nginx copied,
+#   run with nginx -c; B_WC/E_WC replace its worker_connections 768), SETUP (1: the agent's configuration as
+#   installed, no [nginx] conf, and `ngx-autotune --setup --apply` before it starts)
+ALL_SCENARIOS="listen backlog wc128 ka1 nofile256 lqdefault reuseport veth workers1 gzip9 proxy stock stock-setup"
+PROXY_LOC="location / { proxy_pass http://127.0.0.1:$BPORT; proxy_http_version 1.1; proxy_set_header Connection \"\"; }"
 scenario_def() {
-	LOAD_CONNS=$CONNS LOAD_CLOSE=1 STALL_MS=0
-	B_LISTEN="" B_MAIN="" B_EVENTS="" B_HTTP="" B_WC=8192 B_SOMAXCONN=4096 B_RPS=""
+	LOAD_CONNS=$CONNS LOAD_CLOSE=1 STALL_MS=0 LOAD_PATH=/ LOAD_HDR="" BACKEND="" STOCK="" SETUP=""
+	B_LISTEN="" B_MAIN="" B_EVENTS="" B_HTTP="" B_WC=8192 B_SOMAXCONN=4096 B_RPS="" B_WORKERS=2 B_UP=""
+	B_LOC='location / { return 200 "hello from nginx\n"; }'
 	B_NMB=${HOST_SAVED[net.core.netdev_max_backlog]}
 	case $1 in
 	listen) # the accept queue cut to 16 by the namespace's somaxconn
@@ -107,10 +121,22 @@ scenario_def() {
 		B_EVENTS="accept_mutex on; multi_accept on;" LOAD_CONNS=4000 LOAD_CLOSE=0 ;;
 	veth) # wrk across a veth pair; RPS on nginx's side steers every packet's protocol work to CPU 0
 		B_RPS=1 LOAD_CONNS=100 LOAD_CLOSE=0 ;;
+	workers1) # worker_processes 1 on 2 CPUs, gzipping a 1 MB text to 100 kept-alive clients that ask for gzip
+		B_WORKERS=1 B_HTTP="gzip on; gzip_comp_level 1; gzip_types text/plain;" B_LOC="location / { root $WWW; }"
+		LOAD_PATH=/big.txt LOAD_HDR="Accept-Encoding: gzip" LOAD_CONNS=100 LOAD_CLOSE=0 ;;
+	gzip9) # gzip_comp_level 9 in nginx.conf, the same file and clients
+		B_HTTP="gzip on; gzip_comp_level 9; gzip_types text/plain;" B_LOC="location / { root $WWW; }"
+		LOAD_PATH=/big.txt LOAD_HDR="Accept-Encoding: gzip" LOAD_CONNS=100 LOAD_CLOSE=0 ;;
+	proxy) # a reverse proxy to a local backend, HTTP/1.1 without upstream keepalive: a connection per request
+		BACKEND=1 B_LOC=$PROXY_LOC LOAD_CONNS=200 LOAD_CLOSE=0 ;;
+	stock) # Debian's stock nginx.conf (worker_connections 768, 2 workers) run with -c COPY, 2000 clients
+		STOCK=1 B_WC="" LOAD_CONNS=2000 LOAD_CLOSE=0 ;;
+	stock-setup) # the same, the agent as installed: setup edits the file the running nginx was started with
+		STOCK=1 SETUP=1 B_WC="" LOAD_CONNS=2000 LOAD_CLOSE=0 ;;
 	*) echo "unknown scenario $1 (known: $ALL_SCENARIOS)" >&2; return 1 ;;
 	esac
 	E_LISTEN=$B_LISTEN E_MAIN=$B_MAIN E_EVENTS=$B_EVENTS E_HTTP=$B_HTTP E_WC=$B_WC E_SOMAXCONN=$B_SOMAXCONN E_NMB=$B_NMB
-	E_RPS=$B_RPS
+	E_RPS=$B_RPS E_WORKERS=$B_WORKERS E_LOC=$B_LOC E_UP=$B_UP
 	case $1 in
 	listen) E_SOMAXCONN=65535 E_LISTEN="backlog=65535" ;;
 	backlog) E_NMB=65535 ;;
@@ -120,24 +146,52 @@ scenario_def() {
 	lqdefault) E_LISTEN="backlog=4096" ;;
 	reuseport) E_LISTEN="reuseport" ;;
 	veth) E_RPS=0 ;;
+	workers1) E_WORKERS=2 ;;
+	gzip9) E_HTTP="gzip on; gzip_comp_level 5; gzip_types text/plain;" ;;
+	proxy)
+		E_UP="upstream ngx_backend { server 127.0.0.1:$BPORT; keepalive 64; }"
+		E_LOC="location / { proxy_pass http://ngx_backend; proxy_http_version 1.1; proxy_set_header Connection \"\"; }" ;;
+	stock | stock-setup) E_WC=4096 ;;
 	esac
 	EXPERT=$(case $1 in
 		listen) echo "somaxconn 65535, backlog=65535" ;; backlog) echo "netdev_max_backlog 65535" ;;
 		wc128) echo "worker_connections 8192" ;; ka1) echo "keepalive_requests 1000" ;;
 		nofile256) echo "worker_rlimit_nofile 65536" ;; lqdefault) echo "backlog=4096" ;;
-		reuseport) echo "listen ... reuseport" ;; veth) echo "rps_cpus 0 (RPS off)" ;; esac)
+		reuseport) echo "listen ... reuseport" ;; veth) echo "rps_cpus 0 (RPS off)" ;;
+		workers1) echo "worker_processes 2" ;; gzip9) echo "gzip_comp_level 5" ;;
+		proxy) echo "upstream keepalive 64, HTTP/1.1, Connection \"\"" ;; stock*) echo "worker_connections 4096" ;; esac)
 	# Where wrk runs and what it asks: across the veth pair, or inside nginx's namespace.
 	LOAD_NS=$NS LOAD_HOST=127.0.0.1 EXTRA_LISTEN=""
 	if [ -n "$B_RPS" ]; then
 		LOAD_NS=$NSC LOAD_HOST=10.78.1.1 EXTRA_LISTEN="listen 10.78.1.1:$PORT;"
 	fi
+	LOAD_ARGS=(-t2 -c"$LOAD_CONNS")
+	[ "$LOAD_CLOSE" = 1 ] && LOAD_ARGS+=(-H "Connection: close")
+	[ -n "$LOAD_HDR" ] && LOAD_ARGS+=(-H "$LOAD_HDR")
+	LOAD_URL=http://$LOAD_HOST:$PORT$LOAD_PATH
 }
 
 # ---- configurations -----------------------------------------------------------------------------------------
 # A configuration is a directory: nginx.conf, inc/, ns.sysctl and host.sysctl (KEY=VALUE lines).
 cfgdir() { echo "$TMP/cfg/$1"; }
 
-make_nginx_conf() { # make_nginx_conf DIR LISTEN_PARAMS MAIN WORKERS EVENTS WORKER_CONNECTIONS HTTP
+# make_stock_conf DIR WORKER_CONNECTIONS: Debian's /etc/nginx copied into DIR (DIR/nginx.conf the stock one), with
+# only what a copy run beside the host's nginx needs changed: pid, logs, includes into the copy, the default site on
+# 127.0.0.1:PORT; worker_connections replaced when one is given. Nothing of the agent is included.
+make_stock_conf() {
+	local d=$1
+	mkdir -p "$d/inc"
+	cp -a /etc/nginx/. "$d/"
+	ln -sfn ../sites-available/default "$d/sites-enabled/default"
+	sed -i "s|^pid /run/nginx.pid;|pid $TMP/run/nginx.pid;|; s|^error_log /var/log/nginx/error.log;|error_log $TMP/run/logs/error.log;|;
+		s|access_log /var/log/nginx/access.log;|access_log $TMP/run/logs/access.log;|; s|include /etc/nginx/|include $d/|" \
+		"$d/nginx.conf"
+	[ -n "$2" ] && sed -i "s|worker_connections 768;|worker_connections $2;|" "$d/nginx.conf"
+	sed -i "s|^\tlisten 80 default_server;|\tlisten 127.0.0.1:$PORT default_server;|; s|^\tlisten \[::\]:80 default_server;|\t# listen [::]:80 default_server;|" \
+		"$d/sites-available/default"
+}
+
+make_nginx_conf() { # make_nginx_conf DIR LISTEN_PARAMS MAIN WORKERS EVENTS WORKER_CONNECTIONS HTTP [LOC UP]
 	local d=$1 inc=$1/inc
 	mkdir -p "$inc"
 	touch "$inc/main.conf" "$inc/events.conf" "$inc/http.conf"
@@ -155,6 +209,7 @@ events {
 http {
 	include $inc/http.conf;
 	$7
+	${9:-}
 	log_format ngxat_json escape=json '{"time":"\$time_iso8601","status":\$status,"request_time":\$request_time,'
 		'"upstream_response_time":"\$upstream_response_time","upstream_addr":"\$upstream_addr",'
 		'"bytes":\$body_bytes_sent}';
@@ -168,10 +223,17 @@ http {
 		listen 127.0.0.1:$PORT $2;
 		$EXTRA_LISTEN
 		location = /nginx_status { stub_status; access_log off; }
-		location / { return 200 "hello from nginx\n"; }
+		$8
 	}
 }
 EOT
+}
+
+# clone_cfg FROM TO: configuration FROM copied to TO, the paths into FROM in its files made paths into TO.
+clone_cfg() {
+	mkdir -p "$2"
+	cp -a "$1/." "$2/"
+	grep -rlF "$1" "$2" | xargs -r sed -i "s|$1|$2|g"
 }
 
 # The configurations of scenario $1 (the agent's is made later, from what it leaves).
@@ -180,7 +242,11 @@ make_configs() {
 	rm -rf "$TMP/cfg"
 	scenario_def "$1" || return 1
 	d=$(cfgdir baseline)
-	make_nginx_conf "$d" "$B_LISTEN" "$B_MAIN" 2 "$B_EVENTS" "$B_WC" "$B_HTTP"
+	if [ -n "$STOCK" ]; then
+		make_stock_conf "$d" "$B_WC"
+	else
+		make_nginx_conf "$d" "$B_LISTEN" "$B_MAIN" "$B_WORKERS" "$B_EVENTS" "$B_WC" "$B_HTTP" "$B_LOC" "$B_UP"
+	fi
 	printf 'net.core.somaxconn=%s\nnet.ipv4.tcp_max_syn_backlog=%s\n' "$B_SOMAXCONN" \
 		"$(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)" >"$d/ns.sysctl"
 	printf 'net.core.netdev_max_backlog=%s\n' "$B_NMB" >"$d/host.sysctl"
@@ -188,7 +254,11 @@ make_configs() {
 	printf 'vm.dirty_ratio=%s\nvm.dirty_background_ratio=%s\nvm.swappiness=%s\n' "${HOST_SAVED[vm.dirty_ratio]}" \
 		"${HOST_SAVED[vm.dirty_background_ratio]}" "${HOST_SAVED[vm.swappiness]}" >>"$d/host.sysctl"
 	d=$(cfgdir expert)
-	make_nginx_conf "$d" "$E_LISTEN" "$E_MAIN" 2 "$E_EVENTS" "$E_WC" "$E_HTTP"
+	if [ -n "$STOCK" ]; then
+		make_stock_conf "$d" "$E_WC"
+	else
+		make_nginx_conf "$d" "$E_LISTEN" "$E_MAIN" "$E_WORKERS" "$E_EVENTS" "$E_WC" "$E_HTTP" "$E_LOC" "$E_UP"
+	fi
 	printf 'net.core.somaxconn=%s\nnet.ipv4.tcp_max_syn_backlog=%s\n' "$E_SOMAXCONN" \
 		"$(cat /proc/sys/net/ipv4/tcp_max_syn_backlog)" >"$d/ns.sysctl"
 	grep -v netdev_max_backlog "$(cfgdir baseline)/host.sysctl" >"$d/host.sysctl"
@@ -197,16 +267,45 @@ make_configs() {
 	# tuned's throughput-performance [sysctl]: vm.dirty_ratio 40, vm.dirty_background_ratio 10, vm.swappiness 10;
 	# kernel.sched_min_granularity_ns and sched_wakeup_granularity_ns do not exist on EEVDF kernels (6.6+).
 	d=$(cfgdir tuned-tp)
-	mkdir -p "$d"
-	cp -r "$(cfgdir baseline)/nginx.conf" "$(cfgdir baseline)/inc" "$(cfgdir baseline)/ns.sysctl" "$(cfgdir baseline)/rps" "$d/"
-	sed -i "s|$(cfgdir baseline)/inc|$d/inc|" "$d/nginx.conf"
+	clone_cfg "$(cfgdir baseline)" "$d"
 	grep -v '^vm\.' "$(cfgdir baseline)/host.sysctl" >"$d/host.sysctl"
 	printf 'vm.dirty_ratio=40\nvm.dirty_background_ratio=10\nvm.swappiness=10\n' >>"$d/host.sysctl"
 }
 
-# wrk_args SECONDS: the scenario's load for SECONDS.
-wrk_args() {
-	echo "-t2 -c$LOAD_CONNS -d$1s"
+# wrk_load SECONDS [WRK_ARGS...]: the scenario's load for SECONDS in its client namespace, bounded.
+wrk_load() {
+	local secs=$1
+	shift
+	ip netns exec "$LOAD_NS" timeout $((secs + 20)) wrk -d"${secs}s" "$@" "${LOAD_ARGS[@]}" "$LOAD_URL"
+}
+
+# backend_start: the proxy scenario's backend in the namespace: a second nginx on BPORT answering "backend ok" that
+# keeps its connections (keepalive_requests 100000), without logs.
+backend_start() {
+	local b=$TMP/backend
+	mkdir -p "$b/logs"
+	cat >"$b/nginx.conf" <<EOT
+worker_processes 1;
+pid $b/nginx.pid;
+error_log $b/logs/error.log warn;
+events { worker_connections 16384; }
+http {
+	access_log off;
+	client_body_temp_path $b/tmp_body;
+	proxy_temp_path $b/tmp_proxy;
+	fastcgi_temp_path $b/tmp_fastcgi;
+	uwsgi_temp_path $b/tmp_uwsgi;
+	scgi_temp_path $b/tmp_scgi;
+	keepalive_requests 100000;
+	keepalive_timeout 300s;
+	server {
+		listen 127.0.0.1:$BPORT backlog=4096;
+		location / { return 200 "backend ok\n"; }
+	}
+}
+EOT
+	ip netns exec "$NS" nginx -p "$b" -c "$b/nginx.conf" -e "$b/logs/error.log" || return 1
+	wait_for 5 test -s "$b/nginx.pid"
 }
 # stall_start / stall_stop: the scenario's worker stalls (STALL_MS), around a measurement or a convergence.
 stall_start() {
@@ -222,6 +321,7 @@ stall_stop() {
 
 stop_nginx() {
 	local pid
+	[ -s "$TMP/backend/nginx.pid" ] && nginx_stop "$TMP/backend/nginx.pid" && rm -f "$TMP/backend/nginx.pid"
 	[ -s "$TMP/run/nginx.pid" ] || return 0
 	pid=$(cat "$TMP/run/nginx.pid")
 	kill -QUIT "$pid" 2>/dev/null
@@ -248,32 +348,31 @@ apply() {
 	while read -r kv; do [ -n "$kv" ] && sysctl -qw "$kv"; done <"$d/host.sysctl"
 	mkdir -p "$TMP/run/logs"
 	: >"$TMP/run/logs/access.log"
+	if [ -n "$BACKEND" ]; then
+		backend_start || return 1
+	fi
 	ip netns exec "$NS" nginx -p "$TMP/run" -c "$d/nginx.conf" -e "$TMP/run/logs/error.log" || return 1
 	wait_for 5 test -s "$TMP/run/nginx.pid"
 }
 CLEANUP+=("stop_nginx" "ip netns del $NS" "ip netns del $NSC")
 
-# measure: one wrk run; prints "rps p50_ms p99_ms errors overflows drops".
+# measure: one wrk run; prints "good_rps p50_ms p99_ms errors overflows drops rps": good responses (2xx and 3xx)
+# per second first, all responses per second last.
 measure() {
 	local o0 d0 out
 	o0=$(ns_netstat "$NS" ListenOverflows)
 	d0=$(softnet_drops)
 	stall_start
-	if [ "$LOAD_CLOSE" = 1 ]; then
-		out=$(ip netns exec "$LOAD_NS" timeout $((SECS + 15)) wrk $(wrk_args "$SECS") --latency \
-			-H "Connection: close" "http://$LOAD_HOST:$PORT/" 2>&1)
-	else
-		out=$(ip netns exec "$LOAD_NS" timeout $((SECS + 15)) wrk $(wrk_args "$SECS") --latency \
-			"http://$LOAD_HOST:$PORT/" 2>&1)
-	fi
+	out=$(wrk_load "$SECS" --latency 2>&1)
 	stall_stop
 	echo "$out" | awk -v ovf=$(($(ns_netstat "$NS" ListenOverflows) - o0)) -v drops=$(($(softnet_drops) - d0)) '
 		function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
 		/^Requests\/sec/ { rps = $2 }
+		/ requests in / { n = $1; secs = $4; sub(/s,?$/, "", secs) }
 		$1 == "50%" { p50 = ms($2) } $1 == "99%" { p99 = ms($2) }
 		/Socket errors/ { gsub(",", ""); err += $4 + $6 + $8 + $10 }
-		/Non-2xx/ { err += $NF }
-		END { printf "%.0f %.1f %.1f %d %d %d\n", rps, p50, p99, err, ovf, drops }'
+		/Non-2xx/ { err += $NF; bad = $NF }
+		END { printf "%.0f %.1f %.1f %d %d %d %.0f\n", (secs > 0 ? (n - bad) / secs : 0), p50, p99, err, ovf, drops, rps }'
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -286,10 +385,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 converge() {
 	local name=$1 mode=${2:-passive} d t0 deadline id st prop verdicts="" kept=0 trials=0 last=0 k v load=
 	d=$(cfgdir "$name")
-	mkdir -p "$d"
-	cp -r "$(cfgdir baseline)/inc" "$d/"
-	sed "s|$(cfgdir baseline)/inc|$d/inc|" "$(cfgdir baseline)/nginx.conf" >"$d/nginx.conf"
-	cp "$(cfgdir baseline)/ns.sysctl" "$(cfgdir baseline)/host.sysctl" "$(cfgdir baseline)/rps" "$d/"
+	clone_cfg "$(cfgdir baseline)" "$d"
 	apply "$name" || fail "nginx did not start for the agent"
 	NGINX_DIR=$TMP/run
 	NGINX_CONF=$d/nginx.conf
@@ -300,9 +396,9 @@ converge() {
 	if [ "$mode" = loadgen ]; then
 		# A measured run lasts the block less 2 s and needs 10 s or more; no quoting in the command: Connection:close.
 		sed -i "s/^block = .*/block = $LG_BLOCK/; s/^\[tuning\]$/[tuning]\nmeasure = loadgen/" "$TMP/agent.conf"
-		printf '[loadgen]\ncommand = ip netns exec %s wrk -t2 -c%s -d{seconds}s --latency %s http://%s:%s/\nrun = 10s\n' \
-			"$LOAD_NS" "$LOAD_CONNS" "$([ "$LOAD_CLOSE" = 1 ] && echo -H Connection:close)" "$LOAD_HOST" "$PORT" \
-			>>"$TMP/agent.conf"
+		printf '[loadgen]\ncommand = ip netns exec %s wrk -t2 -c%s -d{seconds}s --latency %s %s %s\nrun = 10s\n' \
+			"$LOAD_NS" "$LOAD_CONNS" "$([ "$LOAD_CLOSE" = 1 ] && echo -H Connection:close)" \
+			"$([ -n "$LOAD_HDR" ] && echo "-H ${LOAD_HDR// /}")" "$LOAD_URL" >>"$TMP/agent.conf"
 	fi
 	for p in $SCN_POLICIES; do
 		if [ "$SETTLE" = policy ]; then
@@ -318,15 +414,18 @@ converge() {
 			"$srcdir/policies/rps.policy" >"$TMP/policies.d/rps.policy"
 		[ "$SETTLE" = policy ] || sed -i "s/^settle = .*/settle = $SETTLE/" "$TMP/policies.d/rps.policy"
 	fi
+	# The agent as an operator has it beside Debian's stock nginx: no [nginx] conf (it follows the running master's
+	# -c), the setup applied from its printed diff first.
+	if [ -n "$SETUP" ]; then
+		sed -i '/^conf = /d' "$TMP/agent.conf"
+		"$AGENT" --setup --apply -c "$TMP/agent.conf" >"$TMP/setup.out" 2>&1 ||
+			fail "setup failed: $(tail -5 "$TMP/setup.out")"
+		echo "# setup: $(head -1 "$TMP/setup.out")"
+	fi
 	scn_start_agent
 	t0=$SECONDS
 	if [ "$mode" = passive ]; then
-		if [ "$LOAD_CLOSE" = 1 ]; then
-			ip netns exec "$LOAD_NS" timeout 1200 wrk $(wrk_args 1180) -H "Connection: close" \
-				"http://$LOAD_HOST:$PORT/" >/dev/null 2>&1 &
-		else
-			ip netns exec "$LOAD_NS" timeout 1200 wrk $(wrk_args 1180) "http://$LOAD_HOST:$PORT/" >/dev/null 2>&1 &
-		fi
+		wrk_load 1180 >/dev/null 2>&1 &
 		load=$!
 	fi
 	stall_start
@@ -457,6 +556,10 @@ fi
 # ---- run ------------------------------------------------------------------------------------------------------
 # Goal per scenario (the issue's): the agent's result at >= 0.95 of the expert's requests/s and <= 1.1x its p99,
 # converged within 15 minutes.
+# The gzip scenarios' file (scn_bigtext), readable by nginx's workers (nobody), outside the private $TMP.
+case " $SCENARIOS " in *" workers1 "* | *" gzip9 "*)
+	WWW=$(mktemp -d /tmp/ngxat-www.XXXXXX) && CLEANUP+=("rm -rf $WWW") && scn_bigtext "$WWW" || exit 1 ;;
+esac
 echo "# scenarios: $SCENARIOS; configurations: baseline, agent${LOADGEN:+, agent-lg}, expert, tuned-tp"
 : >"$TMP/summary"
 for s in $SCENARIOS; do
@@ -486,20 +589,20 @@ for s in $SCENARIOS; do
 		done
 	done
 	stop_nginx
-	printf '%-10s %10s %9s %9s %8s %11s %11s\n' config "req/s" "p50 ms" "p99 ms" errors overflows "sn drops"
+	printf '%-10s %10s %9s %9s %8s %11s %11s %10s\n' config "good/s" "p50 ms" "p99 ms" errors overflows "sn drops" "req/s"
 	for c in $configs; do
 		line=$c
-		for col in 2 3 4 5 6 7; do
+		for col in 2 3 4 5 6 7 8; do
 			line="$line $(awk -v c="$c" -v k=$col '$1 == c { print $k }' "$TMP/results" | median)"
 		done
 		echo "$line" >>"$TMP/medians"
-		printf '%-10s %10.0f %9.1f %9.1f %8.0f %11.0f %11.0f\n' $line
+		printf '%-10s %10.0f %9.1f %9.1f %8.0f %11.0f %11.0f %10.0f\n' $line
 	done
 	for c in agent agent-lg; do
 		awk -v a="$c" '$1 == a { x = $0 } $1 == "expert" { y = $0 } END {
 			if (!x) exit
 			split(x, u); split(y, v)
-			printf "%s / expert: req/s %.2f, p50 %.2f, p99 %.2f; errors %d vs %d, overflows %d vs %d, drops %d vs %d\n",
+			printf "%s / expert: good/s %.2f, p50 %.2f, p99 %.2f; errors %d vs %d, overflows %d vs %d, drops %d vs %d\n",
 				a, (v[2] > 0 ? u[2] / v[2] : 0), (v[3] > 0 ? u[3] / v[3] : 1), (v[4] > 0 ? u[4] / v[4] : 1),
 				u[5], v[5], u[6], v[6], u[7], v[7] }' "$TMP/medians"
 	done
@@ -511,7 +614,7 @@ for s in $SCENARIOS; do
 			u[2], u[4], u[5], v[2], v[4], v[5], kept ? conv : "-", r, q, ok ? "yes" : "no" }' "$TMP/medians" >>"$TMP/summary"
 done
 echo
-echo "== summary: medians of $REPS rounds; agent / expert; goal: req/s >= 0.95, p99 <= 1.1x, converged in 15 min"
-printf '%-10s %9s %9s %6s %9s %9s %6s %9s %9s %6s %6s %6s %6s %5s\n' scenario "base rps" "p99 ms" errs "agent rps" \
-	"p99 ms" errs "exp rps" "p99 ms" errs "conv s" "rps x" "p99 x" goal
+echo "== summary: medians of $REPS rounds; agent / expert; goal: good responses/s >= 0.95, p99 <= 1.1x, converged in 15 min"
+printf '%-10s %9s %9s %6s %9s %9s %6s %9s %9s %6s %6s %6s %6s %5s\n' scenario "base g/s" "p99 ms" errs "agent g/s" \
+	"p99 ms" errs "exp g/s" "p99 ms" errs "conv s" "good x" "p99 x" goal
 cat "$TMP/summary"

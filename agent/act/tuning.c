@@ -35,8 +35,10 @@ struct tuning {
 	int64_t causes_checked_ms;    /* the doctor's check the controller was last given */
 };
 
-/* A symptom's knob waits for a check of its causes no older than this (the doctor runs when asked). */
-#define CAUSES_MAX_AGE_MS 60000
+/* A symptom's knob waits for a check of its causes made once the symptom has lasted this long, so that every probe
+ * has seen it (the socket states, connections established to nginx among them, are counted every 10 s); the doctor
+ * runs when asked. */
+#define CAUSES_WAIT_MS 10000
 
 static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
 {
@@ -203,7 +205,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 	cc.plan.pairs = (unsigned)cfg->pairs;
 	cc.plan.measure_ms = cfg->block_ms;
 	cc.calibrate_pairs = (unsigned)cfg->calibrate_pairs;
-	cc.causes_max_age_ms = CAUSES_MAX_AGE_MS;
+	cc.causes_wait_ms = CAUSES_WAIT_MS;
 	cc.tick_ms = cfg->tick_ms;
 	cc.loadgen = strcmp(cfg->measure, "loadgen") == 0;
 	/* A new order of blocks each run: a fixed seed gave every run the same order (at 500 ms ticks, AB eight times

@@ -76,6 +76,7 @@ struct controller {
 	size_t ncauses;
 	int64_t causes_checked_ms;           /* when they were checked; 0: never */
 	bool wants_causes;                   /* the last plan held a symptom back for a check of its causes */
+	int64_t symptom_since_ms;            /* when a symptom's knob was first held back for its causes (0: none is) */
 };
 
 void controller_config_default(struct controller_config *cfg)
@@ -116,7 +117,7 @@ static bool config_ok(const struct controller_config *c)
 	if (c->calibrate_pairs && (c->calibrate_pairs < CALIB_PAIRS_MIN || c->calibrate_pairs > 16))
 		return false;
 	if (!(c->signal_events >= 0 && c->signal_events <= 1e9) || !ms_ok(c->measure_min_ms, 0) ||
-	    !ms_ok(c->causes_max_age_ms, 0))
+	    !ms_ok(c->causes_wait_ms, 0))
 		return false;
 	/* Every K the controller may hand the judge lies in 2..pairs_max. */
 	jc.pairs = jc.pairs_max;
@@ -788,10 +789,12 @@ static void observe(struct controller *ctl)
 	}
 	causes.v = ctl->causes;
 	causes.n = ctl->ncauses;
-	/* Without a maximum age the caller does not check causes on demand: symptoms never wait for them. */
-	causes.fresh = !ctl->cfg.causes_max_age_ms ||
-		       (ctl->causes_checked_ms > 0 && ctl->now_ms >= ctl->causes_checked_ms &&
-			ctl->now_ms - ctl->causes_checked_ms <= ctl->cfg.causes_max_age_ms);
+	/* A symptom's knob waits for a check of its causes made once the symptom had lasted causes_wait_ms (every
+	 * probe has seen it by then: the socket states are counted every 10 s). Without a wait the caller does not
+	 * check causes on demand, and symptoms never wait. */
+	causes.fresh = !ctl->cfg.causes_wait_ms ||
+		       (ctl->symptom_since_ms > 0 &&
+			ctl->causes_checked_ms >= ctl->symptom_since_ms + ctl->cfg.causes_wait_ms);
 	ctl->wants_causes = false;
 	if (plan_next(ctl->set, rep, &causes, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
 		      &out) < 0) {
@@ -801,9 +804,16 @@ static void observe(struct controller *ctl)
 	if (!out.proposed) {
 		set_reason(ctl, "%s", out.reason);
 		ctl->advice[0] = '\0';
-		ctl->wants_causes = out.wants_causes;
+		if (!out.wants_causes) {
+			ctl->symptom_since_ms = 0;
+			return;
+		}
+		if (!ctl->symptom_since_ms)
+			ctl->symptom_since_ms = ctl->now_ms;
+		ctl->wants_causes = ctl->now_ms >= ctl->symptom_since_ms + ctl->cfg.causes_wait_ms;
 		return;
 	}
+	ctl->symptom_since_ms = 0;
 	if (ctl->cfg.mode == CONTROLLER_MODE_OBSERVE) {
 		char advice[CONTROLLER_TEXT_MAX];
 

@@ -28,7 +28,7 @@
  *   for a noisy objective, never below it (the guardrails were not calibrated and need their pairs).
  * - A proposal rests on a full detector window (window_ticks), never on the first min_ticks.
  * - Causes before symptoms (plan.h): the caller's causes are tried first, and a symptom's knob waits until they were
- *   checked within causes_max_age_ms (the report's wants_causes asks the caller for a check).
+ *   checked after the symptom had lasted causes_wait_ms (the report's wants_causes asks the caller for a check).
  * - After a verdict the detectors' windows are reset (they describe the host before or during the trial).
  * - Time must not go backwards during a calibration or trial: that ends it as error.
  */
@@ -118,10 +118,10 @@ struct controller_config {
 	 * measured time, after the policy's settle. 0 signal_events: off. */
 	double signal_events;
 	int64_t measure_min_ms;
-	/* Causes (controller_set_causes): a symptom's knob is proposed only when they were checked within this long
-	 * (else the report asks for a check: wants_causes). 0: the caller does not check them on demand, symptoms go
-	 * at once (the causes it sets are still tried first). */
-	int64_t causes_max_age_ms;
+	/* Causes (controller_set_causes): a symptom's knob is proposed only when they were checked after the symptom
+	 * had lasted this long (from then the report asks for a check: wants_causes). 0: the caller does not check
+	 * them on demand, symptoms go at once (the causes it sets are still tried first). */
+	int64_t causes_wait_ms;
 	struct detect_config detect;
 	struct plan_config plan;
 	struct judge_config judge;      /* its pairs are replaced by the proposal's or the calibration's K */

@@ -9,8 +9,8 @@ SCN_POLICIES="listen softnet rps tcp nginx"
 # files main.conf, events.conf and http.conf (empty) in $NGINX_DIR/inc. Optional, from the environment:
 # SCN_LISTEN follows the address on the listen line (e.g. "backlog=4096 reuseport"), SCN_MAIN goes at the top
 # level, SCN_EVENTS in events, SCN_HTTP in http, SCN_SERVER in the server; SCN_WORKER_CONNECTIONS is nginx.conf's
-# worker_connections (4096; empty: none), SCN_EVENTS_INC the agent's events.conf (empty). Sets NGINX_DIR,
-# NGINX_CONF, INC.
+# worker_connections (4096; empty: none), SCN_EVENTS_INC the agent's events.conf (empty), SCN_WORKERS its
+# worker_processes (2). Sets NGINX_DIR, NGINX_CONF, INC.
 scn_nginx() {
 	local ns=$1 port=$2
 	NGINX_DIR=$TMP/nginx
@@ -22,7 +22,7 @@ scn_nginx() {
 	: >"$INC/http.conf"
 	cat >"$NGINX_CONF" <<EOT
 include $INC/main.conf;
-worker_processes 2;
+worker_processes ${SCN_WORKERS:-2};
 pid $NGINX_DIR/nginx.pid;
 error_log $NGINX_DIR/logs/error.log warn;
 ${SCN_MAIN:-}
@@ -301,4 +301,25 @@ EOT
 	ip netns exec "$ns" nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || return 1
 	CLEANUP+=("kill -QUIT \$(cat $d/nginx.pid)")
 	wait_for 5 test -s "$d/nginx.pid"
+}
+
+# scn_bigtext DIR: DIR/big.txt, 1 MB of text made of varied words (it compresses as text does: gzip 9 to about a
+# third), DIR and the file readable by nginx's workers (nobody).
+scn_bigtext() {
+	mkdir -p "$1" && chmod a+rx "$1" "$(dirname "$1")" || return 1
+	awk 'BEGIN { srand(21); n = split("request response worker upstream kernel queue socket accept latency buffer " \
+		"connection timeout header status server client proxy cache gzip level nginx agent trial block judge", w, " ")
+		while (size < 1048576) { line = ""; for (i = 0; i < 12; i++) line = line w[int(rand() * n) + 1] int(rand() * 1000) " "
+			print line; size += length(line) + 1 } }' >"$1/big.txt" && chmod a+r "$1/big.txt"
+}
+
+# good_rate NS SECONDS WRK_ARGS... URL: wrk in NS for SECONDS; prints its good responses (2xx and 3xx) per second,
+# an integer.
+good_rate() {
+	local ns=$1 secs=$2
+	shift 2
+	ip netns exec "$ns" timeout $((secs + 20)) wrk -d"${secs}s" "$@" 2>&1 | awk '
+		/ requests in / { n = $1; t = $4; sub(/s,?$/, "", t) }
+		/Non-2xx/ { bad = $NF }
+		END { printf "%d\n", (t > 0 ? (n - bad) / t : 0) }'
 }

@@ -1025,6 +1025,65 @@ static void test_time_backwards(void **state)
 
 /* ---- report, determinism, arguments ------------------------------------------------------------------------- */
 
+/*
+ * Causes before symptoms: with causes_wait_ms set, a symptom's knob waits until its causes were checked after it
+ * had lasted that long (the report asks for the check: wants_causes, once the wait is over); a check made before
+ * does not count. A cause the check finds is proposed instead of the symptom's knob.
+ */
+static void test_causes_wait(void **state)
+{
+	struct host h;
+	struct controller_report rep;
+	struct plan_cause cause;
+	int64_t since;
+
+	(void)state;
+	host_init(&h, CONTROLLER_MODE_PROPOSE, "required");
+	h.cfg.causes_wait_ms = 10000;
+	host_start(&h);
+	/* A check at the start, before the symptom: it does not count for it. */
+	controller_set_causes(h.ctl, NULL, 0, h.now);
+	run(&h, 60); /* the window fills: the squeeze fires */
+	controller_report(h.ctl, &rep);
+	assert_int_equal(h.proposals, 0);
+	assert_non_null(strstr(rep.reason, "its causes are being checked first"));
+	since = h.now;
+	while (!rep.wants_causes && h.now < since + 20000) {
+		step(&h);
+		controller_report(h.ctl, &rep);
+	}
+	assert_true(rep.wants_causes);
+	assert_true(h.now >= since + 9000); /* not before the symptom lasted the wait */
+	assert_int_equal(h.proposals, 0);
+	/* The check finds nothing: the symptom's own knob. */
+	controller_set_causes(h.ctl, NULL, 0, h.now);
+	step(&h);
+	assert_int_equal(h.proposals, 1);
+	assert_string_equal(last_of(&h, INTENT_PROPOSE)->value, "600");
+	host_free(&h);
+
+	/* The same, and the check finds a cause whose fix is the budget's bound: that is proposed. */
+	host_init(&h, CONTROLLER_MODE_PROPOSE, "required");
+	h.cfg.causes_wait_ms = 10000;
+	host_start(&h);
+	run(&h, 60);
+	do {
+		step(&h);
+		controller_report(h.ctl, &rep);
+	} while (!rep.wants_causes);
+	memset(&cause, 0, sizeof(cause));
+	snprintf(cause.id, sizeof(cause.id), "test.cause");
+	snprintf(cause.knob, sizeof(cause.knob), BUDGET);
+	snprintf(cause.to, sizeof(cause.to), "1200");
+	snprintf(cause.evidence, sizeof(cause.evidence), "the test's finding");
+	controller_set_causes(h.ctl, &cause, 1, h.now);
+	step(&h);
+	assert_int_equal(h.proposals, 1);
+	assert_string_equal(last_of(&h, INTENT_PROPOSE)->value, "600"); /* the policy's largest step: x2 */
+	assert_string_equal(controller_proposal(h.ctl)->cause, "test.cause");
+	host_free(&h);
+}
+
 static void test_report(void **state)
 {
 	struct host *h = calloc(1, sizeof(*h));
@@ -1173,7 +1232,7 @@ int main(void)
 		cmocka_unit_test(test_calibration_refuses),
 		cmocka_unit_test(test_calibration_kept), cmocka_unit_test(test_gross_symptom),
 		cmocka_unit_test(test_time_backwards),
-		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_report), cmocka_unit_test(test_causes_wait),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_bad_args),
 	};
