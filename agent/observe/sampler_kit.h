@@ -115,6 +115,8 @@ struct sampler {
 	char access_path[CONFIG_PATH_MAX], errlog_path[CONFIG_PATH_MAX];
 	struct hist tick_hist;
 	uint64_t acc_n, acc_timed, acc_class[6], acc_req_ms, acc_up_ms, acc_bad, err_kind[ERRLOG_KIND_COUNT];
+	uint64_t acc_502, acc_504, acc_conn_ms, acc_conn_n; /* 502s, 504s; $upstream_connect_time's sum, lines with one */
+	bool conn_seen; /* a line with $upstream_connect_time was read: a tick without requests then has 0 ms */
 
 	/* probe_sockets.c */
 	struct probe_netlink *nl;
