@@ -299,6 +299,7 @@ enum fam {
 	F_HTTP_UPSTREAM_SHARE,
 	F_HTTP_GATEWAY,
 	F_HTTP_UPSTREAM_CONNECT,
+	F_TCP_OUTGOING,
 	F_ACCESS_UNPARSED,
 	F_ACCESS_BEHIND,
 	F_CLIENT_REQUESTS,
@@ -406,6 +407,9 @@ static const struct family {
 	[F_HTTP_UPSTREAM_CONNECT] = {"ngxat_http_upstream_connect_time_seconds_total", PROM_COUNTER,
 				     "Time spent connecting to upstreams ($upstream_connect_time), summed over requests; "
 				     "only from an access log that has it."},
+	[F_TCP_OUTGOING] = {"ngxat_tcp_outgoing_connections", PROM_GAUGE,
+			    "TCP sockets in nginx's namespace on a local port no socket listens on (connections it made, "
+			    "to upstreams), by state; counted every 10 s."},
 	[F_ACCESS_UNPARSED] = {"ngxat_access_log_unparsed_lines_total", PROM_COUNTER,
 			       "Access log lines the agent could not parse."},
 	[F_ACCESS_BEHIND] = {"ngxat_access_log_behind", PROM_GAUGE,
@@ -563,6 +567,7 @@ static const struct rule {
 	{"http.502", F_HTTP_GATEWAY, SRC_KIND, 1, {NULL}, "code", "502"},
 	{"http.504", F_HTTP_GATEWAY, SRC_KIND, 1, {NULL}, "code", "504"},
 	{"http.upstream_connect_ms_sum", F_HTTP_UPSTREAM_CONNECT, SRC_KIND, 1000, {NULL}, NULL, NULL},
+	{"tcp.outgoing.*", F_TCP_OUTGOING, SRC_KIND, 1, {"state"}, NULL, NULL},
 	{"http.unparsed", F_ACCESS_UNPARSED, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"http.backlog", F_ACCESS_BEHIND, SRC_KIND, 1, {NULL}, NULL, NULL},
 
