@@ -130,6 +130,7 @@ struct sampler {
 
 	/* probe_client.c */
 	struct client_handle *client; /* made by the first sampler_client_prepare */
+	char client_default_urls[CONFIG_PATH_MAX]; /* from nginx's configuration (sampler_client_default_urls) */
 };
 
 /*
