@@ -10,6 +10,7 @@
 #ifndef NGXAT_PARSE_H
 #define NGXAT_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,22 @@ struct stub_status {
 };
 /* Parse the stub_status page. 0, -EBADMSG. */
 int parse_stub_status(const char *buf, size_t len, struct stub_status *st);
+/* What the tick knew when a stub_status fetch had no complete answer in time (NAN: not sampled). */
+struct stub_late {
+	double run_ms, wait_ms; /* the workers' CPU and run-queue wait in the tick (schedstat), summed */
+	double workers;         /* how many */
+	double dt_s;            /* the tick's length */
+	double client_timeouts; /* the synthetic client's requests that timed out too */
+};
+#define STUB_BUSY_SHARE 0.9 /* each worker runnable at least this share of the tick: saturated */
+/*
+ * Whether a late stub_status is saturation, not a missing value: nginx answers it from the event loop of a worker,
+ * which a worker busy for a whole turn answers late (measured: worker_processes 1 gzipping 1 MB under 100 clients
+ * never answered in 400 ms, the worker runnable 500 ms of 500). Saturated when the workers were each runnable
+ * (CPU plus run-queue wait) STUB_BUSY_SHARE of the tick or more, or the synthetic client timed out as well; WHY
+ * gets the evidence ("the workers were runnable 98% of the tick"). False when neither shows it.
+ */
+bool stub_late_saturated(const struct stub_late *l, char *why, size_t whylen);
 
 /*
  * nginx access log, one line. These formats are understood (docs/ngx-autotune.conf.5 gives the exact log_format):

@@ -299,6 +299,7 @@ enum fam {
 	F_HTTP_UPSTREAM_SHARE,
 	F_HTTP_GATEWAY,
 	F_HTTP_UPSTREAM_CONNECT,
+	F_NGINX_STUB_LATE,
 	F_TCP_OUTGOING,
 	F_ACCESS_UNPARSED,
 	F_ACCESS_BEHIND,
@@ -407,6 +408,9 @@ static const struct family {
 	[F_HTTP_UPSTREAM_CONNECT] = {"ngxat_http_upstream_connect_time_seconds_total", PROM_COUNTER,
 				     "Time spent connecting to upstreams ($upstream_connect_time), summed over requests; "
 				     "only from an access log that has it."},
+	[F_NGINX_STUB_LATE] = {"ngxat_nginx_stub_status_late_total", PROM_COUNTER,
+			       "Ticks whose stub_status fetch had no complete answer in time (saturated workers, or "
+			       "nginx not answering)."},
 	[F_TCP_OUTGOING] = {"ngxat_tcp_outgoing_connections", PROM_GAUGE,
 			    "TCP sockets in nginx's namespace on a local port no socket listens on (connections it made, "
 			    "to upstreams), by state; counted every 10 s."},
@@ -567,6 +571,7 @@ static const struct rule {
 	{"http.502", F_HTTP_GATEWAY, SRC_KIND, 1, {NULL}, "code", "502"},
 	{"http.504", F_HTTP_GATEWAY, SRC_KIND, 1, {NULL}, "code", "504"},
 	{"http.upstream_connect_ms_sum", F_HTTP_UPSTREAM_CONNECT, SRC_KIND, 1000, {NULL}, NULL, NULL},
+	{"nginx.stub_late", F_NGINX_STUB_LATE, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"tcp.outgoing.*", F_TCP_OUTGOING, SRC_KIND, 1, {"state"}, NULL, NULL},
 	{"http.unparsed", F_ACCESS_UNPARSED, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"http.backlog", F_ACCESS_BEHIND, SRC_KIND, 1, {NULL}, NULL, NULL},

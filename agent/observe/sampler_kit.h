@@ -162,6 +162,12 @@ void sampler_probe_ok(struct sampler *s, struct frame *fr, enum probe_id id);
 /* Probe ID failed with ERR (-errno) for the reason FMT: its bit in FR, its health; logged on a change only. */
 void sampler_probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* Probe ID had no value because what it reads was saturated (FMT: the evidence): as sampler_probe_fail, with the
+ * health's saturated set. */
+void sampler_probe_saturated(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* FR's value of the metric NAME: false when the registry or the frame lacks it. */
+bool sampler_frame_value(const struct sampler *s, const struct frame *fr, const char *name, double *v);
 
 /* A gauge named NAME, a string with static storage (a literal, a static table's): its address is the key. */
 void sampler_put_gauge(struct sampler *s, struct frame *fr, const char *name, double v);

@@ -3,6 +3,7 @@
  * (tests/fixtures/nginx/) and against hand-written hostile input.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,6 +106,34 @@ static void test_stub_fixtures(void **state)
 		}
 		free(c);
 		free(buf);
+	}
+}
+
+/* A stub_status without an answer in time: saturation when the workers were busy all the tick or the client timed
+ * out too. The first case is a tick of a real nginx (worker_processes 1 gzipping 1 MB under wrk -c100, 500 ms
+ * ticks): its one worker ran 336 ms and waited 164 ms for a CPU. */
+static void test_stub_late(void **state)
+{
+	static const struct {
+		struct stub_late l;
+		bool saturated;
+		const char *why;
+	} cases[] = {
+		{{336.2, 163.8, 1, 0.5, 0}, true, "the worker was runnable 100% of the tick"},
+		{{1500, 300, 2, 1, NAN}, true, "the workers were each runnable 90% of the tick"},
+		{{1400, 300, 2, 1, 0}, false, ""},
+		{{100, 10, 2, 1, 2}, true, "2 of the synthetic client's requests timed out too"},
+		{{NAN, NAN, NAN, 1, NAN}, false, ""},
+		{{300, 200, 0, 0.5, 0}, false, ""},  /* no workers found: nothing to say */
+		{{300, 200, 1, 0, 0}, false, ""},    /* a first tick keeps no time */
+	};
+	char why[96];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		memset(why, 'x', sizeof(why));
+		assert_int_equal(stub_late_saturated(&cases[i].l, why, sizeof(why)), cases[i].saturated);
+		assert_string_equal(why, cases[i].why);
 	}
 }
 
@@ -1004,6 +1033,7 @@ int main(void)
 		cmocka_unit_test(test_access_special_bytes),
 		cmocka_unit_test(test_access_fast_agrees),
 		cmocka_unit_test(test_access_upstream_connect),
+		cmocka_unit_test(test_stub_late),
 		cmocka_unit_test(test_errorlog_fixture),   cmocka_unit_test(test_errorlog_upstream_fixture),
 		cmocka_unit_test(test_errorlog_synthetic),
 		cmocka_unit_test(test_errlog_kind_name),   cmocka_unit_test(test_master_title),

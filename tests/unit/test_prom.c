@@ -288,6 +288,7 @@ static void test_map(void **state)
 		{"http.5xx", "ngxat_http_responses_total", "code", "5xx", NULL, NULL},
 		{"http.502", "ngxat_http_gateway_errors_total", "code", "502", NULL, NULL},
 		{"http.upstream_connect_ms_sum", "ngxat_http_upstream_connect_time_seconds_total", NULL, NULL, NULL, NULL},
+		{"nginx.stub_late", "ngxat_nginx_stub_status_late_total", NULL, NULL, NULL, NULL},
 		{"tcp.outgoing.time_wait", "ngxat_tcp_outgoing_connections", "state", "time_wait", NULL, NULL},
 		{"nginx.err.conn_refused", "ngxat_nginx_error_log_lines_total", "kind", "conn_refused", NULL, NULL},
 		{"http.p99_ms", "ngxat_http_request_duration_last_tick_seconds", "percentile", "99", NULL, NULL},
