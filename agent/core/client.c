@@ -70,8 +70,12 @@ int64_t client_request_timeout_ms(int64_t timeout_ms, int64_t budget_ms, uint64_
 {
 	uint64_t spent_ms = (spent_us + 999) / 1000;
 	int64_t t = client_timeout_ms(timeout_ms, budget_ms);
+	int64_t left = t > 0 && spent_ms < (uint64_t)budget_ms ? budget_ms - (int64_t)spent_ms : 0;
 
-	if (t <= 0 || spent_ms > (uint64_t)budget_ms)
-		return 0;
-	return budget_ms - (int64_t)spent_ms >= t ? t : 0;
+	return t < left ? t : left;
+}
+
+bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms, int64_t budget_ms)
+{
+	return err == -ETIMEDOUT && given_ms < client_timeout_ms(timeout_ms, budget_ms);
 }

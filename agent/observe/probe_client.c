@@ -9,9 +9,10 @@
  *
  * Like stub_status it can block, so the caller runs it: prepared on the loop, run on a pool thread (which touches
  * nothing but the handle and the result), applied on the loop (sampler_client_* in sampler.h). The run is bounded
- * by 80% of a tick (core/client.c's budget); every request gets the same timeout ([client] timeout, at most the
- * budget) or is not made, so a request unanswered within it is a timeout, counted as one. A row of the sampler's
- * probe table (run by the caller); see sampler_kit.h for the rules.
+ * by 80% of a tick (core/client.c's budget) and each request by [client] timeout, at most the budget: the first of
+ * a tick gets all of that, and a request unanswered within it is a timeout, counted; a later one the budget cut
+ * short that timed out is left out, so that a timeout always means the whole timeout. A row of the sampler's probe
+ * table (run by the caller); see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
@@ -175,6 +176,8 @@ void probe_client_run(void *handle, struct client_result *res)
 		rq.ttfb_us = t.ttfb_us;
 		rq.total_us = t.total_us;
 		spent_us += t.total_us;
+		if (client_cut_short(rq.err, tmo, h->timeout_ms, h->budget_ms))
+			break;
 		if (client_tick_add(&res->tick, &rq) != CLIENT_OK && !res->msg[0]) {
 			if (rq.err < 0)
 				snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", tg->url, err);
