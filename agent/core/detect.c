@@ -140,6 +140,7 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->gateway_share = 0.05;
 	cfg->connect_share_max = 0.2;
 	cfg->outgoing_tw_share = 0.5;
+	cfg->stub_busy_share = 0.9;
 	/* As the shipped policies' triggers; timewait_pileup has no knob, half the port range is already a risk. */
 	cfg->threshold[DETECT_FILE_LIMIT] = 0;
 	cfg->threshold[DETECT_LISTEN_OVERFLOWS] = 0;
@@ -178,7 +179,7 @@ int detect_new(const struct detect_config *cfg, struct detect **out)
 	    bad_setting(cfg->close_wait_min) || bad_setting(cfg->orphan_share_min) || cfg->orphan_share_min > 1 ||
 	    bad_setting(cfg->connect_fail_share) || cfg->connect_fail_share > 1 || bad_setting(cfg->gateway_share) ||
 	    cfg->gateway_share > 1 || bad_setting(cfg->connect_share_max) || cfg->connect_share_max > 1 ||
-	    bad_setting(cfg->outgoing_tw_share) || cfg->outgoing_tw_share > 1 ||
+	    bad_setting(cfg->outgoing_tw_share) || cfg->outgoing_tw_share > 1 || bad_setting(cfg->stub_busy_share) ||
 	    cfg->gross_ticks > w || !(cfg->gross_p > 0 && cfg->gross_p < 1) ||
 	    !(cfg->gross_floor_rate > 0) || isinf(cfg->gross_floor_rate))
 		return -EINVAL;
@@ -1133,6 +1134,26 @@ static bool gross_here(const struct detect *d)
 	return ms > 0 ? up / ms < d->cfg.upstream_share_max : up == 0;
 }
 
+/* The share of the window the workers were runnable (CPU plus run-queue wait, over workers x seconds); NAN
+ * without their figures. */
+static double runnable_share(const struct detect *d)
+{
+	const double *run = d->val + (size_t)S_RUN_MS * d->cfg.window_ticks;
+	const double *wait = d->val + (size_t)S_WAIT_MS * d->cfg.window_ticks;
+	const double *wk = d->val + (size_t)S_WORKERS * d->cfg.window_ticks;
+	double busy = 0, cap = 0;
+
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		if (isnan(run[k]) || isnan(wait[k]) || isnan(wk[k]) || wk[k] < 1 || !(d->dt[k] > 0))
+			continue;
+		busy += run[k] + wait[k];
+		cap += wk[k] * d->dt[k] * 1000;
+	}
+	return cap > 0 ? busy / cap : NAN;
+}
+
 /* Evidence that nginx serves requests although the access log counts next to none: losses the kernel counts at
  * its ports, the synthetic client failing, busy workers, a stub_status answering late. The first found into WHY. */
 static bool traffic_seen(const struct detect *d, const struct detect_report *rep, char *why, size_t n)
@@ -1203,11 +1224,21 @@ static void where_time_goes(const struct detect *d, const struct detect_env *env
 	bool untimed = timed.n >= d->cfg.min_ticks && timed.sum == 0;
 
 	rep->request_rate = request_rate(d);
-	/* stub_status late in most of the ticks it has data for: the workers are saturated, and the count is the log's */
-	rep->stub_saturated = late.events > 0 && late.events * 2 >= late.n && stub.n < d->cfg.min_ticks;
-	if (rep->stub_saturated)
-		snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks: the workers are saturated; counts "
-			 "from the access log)", late.events, late.n);
+	/* stub_status late in a third of its fetches or more, too few answers to count with: the count is the log's,
+	 * and with the workers runnable all the time that is saturation (measured: one worker gzipping for 100
+	 * clients, stub_status late in every other tick). */
+	if (late.events >= d->cfg.min_event_ticks && late.events * 3 >= late.n && stub.n < d->cfg.min_ticks) {
+		double busy = runnable_share(d);
+
+		rep->stub_saturated = busy >= d->cfg.stub_busy_share;
+		if (rep->stub_saturated)
+			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks, the workers runnable %.0f%% of "
+				 "the time: saturated; counts from the access log)", late.events, late.n,
+				 100 * (busy > 1 ? 1 : busy));
+		else
+			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks; counts from the access log)",
+				 late.events, late.n);
+	}
 	aggregate_pair(d, S_REQ_MS, S_UP_MS, &req, &up);
 	/* Static content has no upstream time at all: then all of the time is nginx's. */
 	if (req.n < d->cfg.min_ticks) {

@@ -86,6 +86,7 @@ struct detect_config {
 	double gateway_share;       /* 502 responses per logged request (0.05) */
 	double connect_share_max;   /* $upstream_connect_time's share of $upstream_response_time (0.2) */
 	double outgoing_tw_share;   /* TIME_WAIT of connections made from nginx's namespace per local port (0.5) */
+	double stub_busy_share;     /* a late stub_status is saturation with the workers runnable this share (0.9) */
 	double threshold[DETECT_COUNT]; /* the shipped policies' trigger thresholds, for status; plan uses policies */
 };
 
@@ -154,7 +155,8 @@ struct detect_report {
 	double request_rate;        /* requests per second (stub_status, less the agent's own fetch; else the log) */
 	double upstream_share;      /* upstream ms / request ms over the window; NAN without request times */
 	bool upstream_nginx_side;   /* connects to upstreams fail or cost (status says which): not the upstream's time */
-	bool stub_saturated;        /* stub_status answered late in most ticks with data: the workers are saturated */
+	bool stub_saturated;        /* stub_status late in a third of its fetches or more (too few answers to count
+				     * with) while the workers were runnable stub_busy_share of the window */
 	char status[DETECT_TEXT_MAX]; /* why the readings are or are not actionable, in one sentence */
 	struct detect_reading r[DETECT_COUNT];
 	struct detect_advisory adv[DETECT_ADV_COUNT];

@@ -340,11 +340,21 @@ static const struct bcase {
 	{"stub_status counts nothing beside overflows: another server's", {M("nginx.requests", 1),
 	 M("tcp.listen_overflows", 170)}, true, 60, DETECT_BOTTLENECK_IDLE, "nginx is idle"},
 	/* Reproduced with worker_processes 1 gzipping 1 MB under wrk -c100: stub_status late in every tick, the log
-	 * counting ~100 requests/s (all logged 0.000 s). */
+	 * counting ~100 requests/s (all logged 0.000 s), the worker running 672 ms and waiting 328 ms a second. */
 	{"stub_status late every tick: the log counts", {M("nginx.stub_late", 1), M("http.requests", 104),
-	 M("http.timed", 104), M("http.request_ms_sum", 0), M("http.upstream_ms_sum", 0)}, true, 60,
-	 DETECT_BOTTLENECK_HERE, "104.0 requests/s (stub_status late in 60 of 60 ticks: the workers are saturated; "
+	 M("http.timed", 104), M("http.request_ms_sum", 0), M("http.upstream_ms_sum", 0), M("nginx.workers", 1),
+	 M("nginx.worker_run_ms", 672), M("nginx.worker_wait_ms", 328)}, true, 60, DETECT_BOTTLENECK_HERE,
+	 "104.0 requests/s (stub_status late in 60 of 60 ticks, the workers runnable 100% of the time: saturated; "
 	 "counts from the access log), upstream time 0%"},
+	/* the same nginx seen on a real one: late in every other tick, the answers between them too few to count */
+	{"stub_status late every other tick", {MP("nginx.stub_late", 1, 2), M("http.requests", 104),
+	 M("http.timed", 104), M("http.request_ms_sum", 0), M("nginx.workers", 1), M("nginx.worker_run_ms", 672),
+	 M("nginx.worker_wait_ms", 328)}, true, 60, DETECT_BOTTLENECK_HERE,
+	 "(stub_status late in 30 of 60 ticks, the workers runnable 100% of the time: saturated"},
+	{"stub_status late, the workers idle", {M("nginx.stub_late", 1), M("http.requests", 104),
+	 M("http.timed", 104), M("http.request_ms_sum", 0), M("nginx.workers", 2), M("nginx.worker_run_ms", 20),
+	 M("nginx.worker_wait_ms", 0)}, true, 60, DETECT_BOTTLENECK_HERE,
+	 "104.0 requests/s (stub_status late in 60 of 60 ticks; counts from the access log)"},
 	{"stub_status late every tick, no log", {M("nginx.stub_late", 1)}, true, 60, DETECT_BOTTLENECK_BLIND,
 	 "blind: stub_status answered late in 60 of 60 ticks, no access log read"},
 	/* The upstream rule. Reproduced behind a reverse proxy without upstream keepalive whose local ports ran out:
