@@ -337,7 +337,8 @@ int nginx_urls_client(const struct nginx_conf *c, const char *stub_url, char *ou
 		r = -ENOENT;
 	if (r == 0) {
 		/* "/" itself proxied in the first URL's server is asked once */
-		bool same = proxied[0] && strncmp(proxied, base, strlen(base)) == 0 && strcmp(proxied + strlen(base), "/") == 0;
+		size_t bl = strlen(base);
+		bool same = proxied[0] && strncmp(proxied, base, bl) == 0 && strcmp(proxied + bl, "/") == 0;
 
 		n = snprintf(out, outlen, "%s/%s%s", base, proxied[0] && !same ? " " : "", same ? "" : proxied);
 		if (n < 0 || (size_t)n >= outlen) {

@@ -1232,8 +1232,8 @@ static void where_time_goes(const struct detect *d, const struct detect_env *env
 
 		rep->stub_saturated = busy >= d->cfg.stub_busy_share;
 		if (rep->stub_saturated)
-			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks, the workers runnable %.0f%% of "
-				 "the time: saturated; counts from the access log)", late.events, late.n,
+			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks, the workers runnable "
+				 "%.0f%% of the time: saturated; counts from the access log)", late.events, late.n,
 				 100 * (busy > 1 ? 1 : busy));
 		else
 			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks; counts from the access log)",

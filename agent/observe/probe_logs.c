@@ -138,10 +138,11 @@ void probe_logs_error(struct sampler *s, struct frame *fr)
 	}
 	/* nginx.err.upstream_timeout counts every "upstream timed out", as it did before the connects were told
 	 * apart; nginx.err.connect_timeout is the part of them that timed out connecting. */
-	for (int k = 1; k < ERRLOG_KIND_COUNT; k++)
-		sampler_putk_gauge(s, fr, SAMPLER_KEY(K_ERRLOG, k, 0),
-				   (double)(s->err_kind[k] + (k == ERRLOG_UPSTREAM_TIMEOUT ? s->err_kind[ERRLOG_CONNECT_TIMEOUT]
-											   : 0)),
-				   "nginx.err.%s", errlog_kind_name((enum errlog_kind)k));
+	for (int k = 1; k < ERRLOG_KIND_COUNT; k++) {
+		uint64_t n = s->err_kind[k] + (k == ERRLOG_UPSTREAM_TIMEOUT ? s->err_kind[ERRLOG_CONNECT_TIMEOUT] : 0);
+
+		sampler_putk_gauge(s, fr, SAMPLER_KEY(K_ERRLOG, k, 0), (double)n, "nginx.err.%s",
+				   errlog_kind_name((enum errlog_kind)k));
+	}
 	sampler_probe_ok(s, fr, PROBE_ERRORLOG);
 }

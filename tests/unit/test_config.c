@@ -341,9 +341,11 @@ static void test_client_urls(void **state)
 		int r;
 		const char *want[CONFIG_CLIENT_URLS_MAX + 1];
 	} cases[] = {
-		{"http://127.0.0.1:8080/ http://127.0.0.1:8080/app", 0, {"http://127.0.0.1:8080/", "http://127.0.0.1:8080/app"}},
+		{"http://127.0.0.1:8080/ http://127.0.0.1:8080/app", 0,
+		 {"http://127.0.0.1:8080/", "http://127.0.0.1:8080/app"}},
 		{"  http://a/x \t http://b/y  ", 0, {"http://a/x", "http://b/y"}},
-		{"http://a/1 http://a/2 http://a/3 http://a/4", 0, {"http://a/1", "http://a/2", "http://a/3", "http://a/4"}},
+		{"http://a/1 http://a/2 http://a/3 http://a/4", 0,
+		 {"http://a/1", "http://a/2", "http://a/3", "http://a/4"}},
 		{"http://a/1 http://a/2 http://a/3 http://a/4 http://a/5", -EINVAL, {NULL}},
 		{"http://a/1 https://a/2", -EINVAL, {NULL}},
 		{"http://a/1 /app", -EINVAL, {NULL}},
