@@ -114,9 +114,10 @@ struct stub_late {
 /*
  * Whether a late stub_status is saturation, not a missing value: nginx answers it from the event loop of a worker,
  * which a worker busy for a whole turn answers late (measured: worker_processes 1 gzipping 1 MB under 100 clients
- * never answered in 400 ms, the worker runnable 500 ms of 500). Saturated when the workers were each runnable
- * (CPU plus run-queue wait) STUB_BUSY_SHARE of the tick or more, or the synthetic client timed out as well; WHY
- * gets the evidence ("the workers were runnable 98% of the tick"). False when neither shows it.
+ * had no answer in 400 ms in half the ticks or more, the worker runnable 500 ms of 500). Saturated when the workers
+ * were each runnable (CPU plus run-queue wait) STUB_BUSY_SHARE of the tick or more, or the synthetic client timed
+ * out as well; WHY gets the evidence ("the workers were each runnable 98% of the tick"). False when neither shows
+ * it.
  */
 bool stub_late_saturated(const struct stub_late *l, char *why, size_t whylen);
 
