@@ -21,6 +21,7 @@
 #include "act/engine.h"
 #include "act/loadgen.h"
 #include "act/nginx_ctl.h"
+#include "act/nginx_urls.h"
 #include "act/policy_load.h"
 #include "act/tuning.h"
 #include "core/parse.h"
@@ -30,6 +31,44 @@
 int64_t agent_now_ms(const struct agent *a)
 {
 	return a->clock_ms ? a->clock_ms() : 0;
+}
+
+/* How often the client's URLs are read again from nginx's configuration: a dump asked for more often is refreshed
+ * in the background every 30 s (nginx_ctl.h), an nginx -T the agent needs for nothing else. */
+#define CLIENT_URLS_EVERY_MS 300000
+#define CLIENT_URLS_RETRY_MS 10000 /* and again this soon after a dump that had not changed */
+
+/* The synthetic client's URLs when [client] url is not set: what nginx serves and proxies (nginx_urls.h), from the
+ * dump the nginx drivers share. */
+static void client_urls(struct agent *a)
+{
+	const struct nginx_conf *c;
+	char urls[CONFIG_PATH_MAX], err[160];
+	int64_t now = agent_now_ms(a);
+
+	if (a->cfg.client_url[0] || !a->env.nginx)
+		return;
+	if (a->client_conf && now - a->client_conf_ms >= 0 && now - a->client_conf_ms < CLIENT_URLS_EVERY_MS)
+		return;
+	a->client_conf_ms = now;
+	a->env.now_ms = now;
+	c = nginx_ctl_conf_peek(a->env.nginx, &a->env);
+	if (c && c->buf == a->client_conf) {
+		/* the same dump: a fresh one may be on its way (an old dump is refreshed when asked for); once */
+		if (!a->client_conf_retry)
+			a->client_conf_ms = now - CLIENT_URLS_EVERY_MS + CLIENT_URLS_RETRY_MS;
+		a->client_conf_retry = !a->client_conf_retry;
+		return;
+	}
+	if (!c)
+		return;
+	a->client_conf = c->buf;
+	a->client_conf_retry = false;
+	if (nginx_urls_client(c, a->cfg.stub_status_url, urls, sizeof(urls), err, sizeof(err)) < 0)
+		urls[0] = '\0';
+	sampler_client_default_urls(a->sampler, urls);
+	if (urls[0])
+		log_info("the synthetic client asks %s (from nginx's configuration; [client] url sets others)", urls);
 }
 
 /* The synthetic client: the result of the run started last tick goes into this frame, then the next run starts.
@@ -75,8 +114,10 @@ void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_poo
 			}
 		}
 	}
-	if (sampler_client_enabled(a->sampler))
+	if (sampler_client_enabled(a->sampler)) {
+		client_urls(a);
 		collect_client(a, start, ctx);
+	}
 	sampler_collect(a->sampler, &a->fr);
 	loadgen_collect(a->loadgen, a->reg, &a->fr);
 }
@@ -103,6 +144,10 @@ void agent_knob_env(struct agent *a)
 	a->env.loop = a->loop;
 	a->env.dry_run = a->cfg.dry_run;
 	a->env.nginx_bin = a->cfg.nginx_bin;
+	/* The client's URLs come from nginx's configuration, which an operator who reloads the agent may have changed:
+	 * read them again from the next dump (the one held now is taken as stale, loop.c). */
+	a->client_conf_ms = 0;
+	a->client_conf_retry = false;
 	/* [nginx] conf may have changed: look at the master again. */
 	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
 	a->nginx_prefix[0] = '\0';
@@ -179,9 +224,13 @@ int agent_start_engine(struct agent *a, char *err, size_t errlen)
 	pid_t pid;
 	int r;
 
-	if (!a->env.nginx && nginx_ctl_new(&a->env.nginx) < 0) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	if (!a->env.nginx) {
+		if (nginx_ctl_new(&a->env.nginx) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		/* The synthetic client reads its URLs from the dump too (client_urls): it is kept without a knob. */
+		nginx_ctl_hold(a->env.nginx);
 	}
 	r = agent_load_policies(a, &set, err, errlen);
 	if (r < 0)

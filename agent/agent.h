@@ -66,6 +66,9 @@ struct agent {
 	void *client_handle;
 	struct client_result client_res;
 	double client_cpu_ms;     /* pool CPU of the client's run the last frame took in */
+	const char *client_conf;  /* the nginx -T dump (its buffer) the client's URLs were last read from */
+	int64_t client_conf_ms;   /* when the dump was last asked for them */
+	bool client_conf_retry;   /* asked again soon after, once: the dump it had was old */
 
 	int64_t start_ms;         /* wall clock at start */
 	uint64_t start_mono_ms;

@@ -130,8 +130,8 @@ static void build_summary(struct agent *a, const struct store_health *sh)
 		snprintf(a->summary, sizeof(a->summary), "observe-only: %.200s; %sprobes %u/%u ok", why, rates, ok,
 			 enabled);
 	else if (bad)
-		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s failing: %.200s", rates, ok,
-			 enabled, bad_name, bad->msg);
+		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s %s: %.200s", rates, ok,
+			 enabled, bad_name, bad->saturated ? "saturated" : "failing", bad->msg);
 	else if (pending)
 		snprintf(a->summary, sizeof(a->summary), "observing: %sprobes %u/%u ok; %s: first run under way", rates,
 			 ok, enabled, pending);

@@ -180,10 +180,22 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 			return snprintf(msg, msglen, "%s: must be an absolute path", k->name), -EINVAL;
 		/* fall through */
 	case K_HTTP_URL:
-		/* The synthetic client speaks plain HTTP itself (no libcurl): it times connect and first byte. */
-		if (k->type == K_HTTP_URL && value[0] && strncmp(value, "http://", 7) != 0)
-			return snprintf(msg, msglen, "%s: must be an http:// URL (or empty: stub_status's host and port, "
-					"path /)", k->name), -EINVAL;
+		/* The synthetic client speaks plain HTTP itself (no libcurl): it times connect and first byte. A list of
+		 * URLs separated by blanks (which a URL cannot hold). */
+		if (k->type == K_HTTP_URL) {
+			size_t n = 0;
+
+			for (const char *p = value + strspn(value, " \t"); *p; p += strspn(p, " \t"), n++) {
+				if (strncmp(p, "http://", 7) != 0)
+					return snprintf(msg, msglen, "%s: '%.*s' is not an http:// URL (or leave it empty: "
+							"the locations nginx serves)", k->name, (int)strcspn(p, " \t"), p),
+					       -EINVAL;
+				p += strcspn(p, " \t");
+			}
+			if (n > CONFIG_CLIENT_URLS_MAX)
+				return snprintf(msg, msglen, "%s: %zu URLs, at most %d", k->name, n, CONFIG_CLIENT_URLS_MAX),
+				       -EINVAL;
+		}
 		/* fall through */
 	case K_URL:
 	case K_NAME:
@@ -330,16 +342,29 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 	return -EINVAL;
 }
 
-int config_client_url(const struct config *cfg, char *out, size_t outlen)
+int config_client_url(const struct config *cfg, size_t i, char *out, size_t outlen)
 {
-	const char *u = cfg->client_url[0] ? cfg->client_url : cfg->stub_status_url;
-	const char *auth = strstr(u, "://");
+	const char *u = cfg->client_url + strspn(cfg->client_url, " \t"), *auth;
 	size_t n;
 
-	if (!u[0] || !auth)
+	if (*u) {
+		for (; i > 0 && *u; i--) {
+			u += strcspn(u, " \t");
+			u += strspn(u, " \t");
+		}
+		n = strcspn(u, " \t");
+		if (n == 0)
+			return -ENOENT;
+		if (n >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out, u, n);
+		out[n] = '\0';
+		return 0;
+	}
+	u = cfg->stub_status_url;
+	auth = strstr(u, "://");
+	if (i > 0 || !u[0] || !auth)
 		return -ENOENT;
-	if (cfg->client_url[0])
-		return str_copy(out, outlen, u) < 0 ? -ENAMETOOLONG : 0;
 	/* The host and port stub_status answers on are nginx's; "/" is what a client of that server asks first. */
 	auth += 3;
 	n = (size_t)(auth - u) + strcspn(auth, "/?#");

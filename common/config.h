@@ -14,6 +14,7 @@
 
 #define CONFIG_PATH_MAX 512
 #define CONFIG_CLIENT_REQUESTS_MAX 32 /* [client] requests_per_tick */
+#define CONFIG_CLIENT_URLS_MAX 4      /* URLs in [client] url */
 
 struct config {
 	/* [agent] */
@@ -66,7 +67,7 @@ struct config {
 	bool probe_workers;     /* nginx workers' schedstat */
 	/* [client] */
 	bool client_enabled;            /* the synthetic client: what a client of nginx sees */
-	char client_url[CONFIG_PATH_MAX]; /* what it asks for; "" = stub_status_url's host and port, path / */
+	char client_url[CONFIG_PATH_MAX]; /* what it asks for, URLs separated by blanks; "" = what nginx serves */
 	int64_t client_requests;        /* requests per tick: one on a kept-alive connection, the rest fresh */
 	int64_t client_timeout_ms;      /* bound on one request, connect included */
 };
@@ -78,9 +79,10 @@ void config_default(struct config *cfg);
  * stand. On error returns -EINVAL/-errno, writes "PATH:LINE: what" into ERR, and leaves CFG unspecified.
  */
 int config_load(const char *path, bool must_exist, struct config *cfg, char *err, size_t errlen);
-/* The synthetic client's URL into OUT: [client] url, else stub_status_url's scheme, host and port with path "/".
- * 0; -ENOENT when neither is set; -ENAMETOOLONG when OUT is too small. */
-int config_client_url(const struct config *cfg, char *out, size_t outlen);
+/* The synthetic client's URL number I (from 0) into OUT: of [client] url, else (I 0 only) stub_status_url's scheme,
+ * host and port with path "/". 0; -ENOENT past the last (or when neither is set); -ENAMETOOLONG when OUT is too
+ * small. */
+int config_client_url(const struct config *cfg, size_t i, char *out, size_t outlen);
 /*
  * Whether the agent may trust the files that decide what it runs or writes as root: PATH (the configuration
  * itself) and [nginx] include_dir when it exists, each owned by root (or by the user the agent runs as), not

@@ -63,6 +63,7 @@
 #define API_K_PROBE_ERROR "error"
 #define API_K_PROBE_FAILURES "failures"
 #define API_K_PROBE_ENABLED "enabled"
+#define API_K_PROBE_SATURATED "saturated"
 #define API_K_STORE "store"
 #define API_K_STORE_PATH "path"
 #define API_K_STORE_DEGRADED "degraded"

@@ -96,6 +96,9 @@ static int status_exec(struct ctl *ctl, int argc, char **argv)
 			printf("  %-12s off\n", name);
 		else if (json_is_true(json_object_get(p, API_K_PROBE_OK)))
 			printf("  %-12s ok\n", name);
+		else if (json_is_true(json_object_get(p, API_K_PROBE_SATURATED)))
+			printf("  %-12s SATURATED: %s\n", name,
+			       json_string_value(json_object_get(p, API_K_PROBE_ERROR)) ?: "");
 		else {
 			const char *e = json_string_value(json_object_get(p, API_K_PROBE_ERROR));
 

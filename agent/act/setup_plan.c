@@ -321,6 +321,7 @@ static void setup_file_text(const struct setup_params *p, bool format, bool log,
 			     "\t'{\"time\":\"$time_iso8601\",\"status\":$status,'\n"
 			     "\t'\"request_time\":$request_time,'\n"
 			     "\t'\"upstream_response_time\":\"$upstream_response_time\",'\n"
+			     "\t'\"upstream_connect_time\":\"$upstream_connect_time\",'\n"
 			     "\t'\"upstream_addr\":\"$upstream_addr\",'\n"
 			     "\t'\"bytes\":$body_bytes_sent}';\n");
 	if (log)

@@ -91,9 +91,10 @@ static json_t *status_json(struct api *api)
 		const struct report_probe *p = &rp->probes[i];
 		const struct probe_health *h = &p->health;
 
-		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:s?, s:I}", API_K_PROBE_NAME,
+		json_array_append_new(probes, json_pack("{s:s, s:b, s:b, s:b, s:s?, s:I}", API_K_PROBE_NAME,
 							p->name ? p->name : "", API_K_PROBE_ENABLED, h->enabled,
-							API_K_PROBE_OK, h->enabled && h->ok, API_K_PROBE_ERROR,
+							API_K_PROBE_OK, h->enabled && h->ok, API_K_PROBE_SATURATED,
+							h->enabled && h->saturated, API_K_PROBE_ERROR,
 							h->msg[0] ? h->msg : NULL, API_K_PROBE_FAILURES,
 							(json_int_t)h->failures));
 	}

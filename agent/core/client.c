@@ -59,17 +59,23 @@ int64_t client_budget_ms(int64_t tick_ms)
 	return tick_ms > 0 ? tick_ms * 8 / 10 : 0;
 }
 
+int64_t client_timeout_ms(int64_t timeout_ms, int64_t budget_ms)
+{
+	if (timeout_ms <= 0 || budget_ms <= 0)
+		return 0;
+	return timeout_ms < budget_ms ? timeout_ms : budget_ms;
+}
+
 int64_t client_request_timeout_ms(int64_t timeout_ms, int64_t budget_ms, uint64_t spent_us)
 {
 	uint64_t spent_ms = (spent_us + 999) / 1000;
-	int64_t left = budget_ms > 0 && spent_ms < (uint64_t)budget_ms ? budget_ms - (int64_t)spent_ms : 0;
+	int64_t t = client_timeout_ms(timeout_ms, budget_ms);
+	int64_t left = t > 0 && spent_ms < (uint64_t)budget_ms ? budget_ms - (int64_t)spent_ms : 0;
 
-	if (timeout_ms <= 0)
-		return 0;
-	return timeout_ms < left ? timeout_ms : left;
+	return t < left ? t : left;
 }
 
-bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms)
+bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms, int64_t budget_ms)
 {
-	return err == -ETIMEDOUT && given_ms < timeout_ms;
+	return err == -ETIMEDOUT && given_ms < client_timeout_ms(timeout_ms, budget_ms);
 }

@@ -50,11 +50,20 @@ enum client_outcome client_tick_add(struct client_tick *t, const struct client_r
 double client_quantile_ms(const struct hist *h, double q);
 /* The time a tick's requests may take together: 80% of TICK_MS, so that a run ends before the next tick. */
 int64_t client_budget_ms(int64_t tick_ms);
-/* The timeout of the next request after SPENT_US of the tick's BUDGET_MS: TIMEOUT_MS, or what is left of the
- * budget when that is less; 0 when under 1 ms is left (no more requests this tick). */
+/* What one request may take: TIMEOUT_MS, or the whole BUDGET_MS when that is less (a [client] timeout longer
+ * than 80% of the tick). 0 when either is not positive. */
+int64_t client_timeout_ms(int64_t timeout_ms, int64_t budget_ms);
+/* The timeout of the next request after SPENT_US of the tick's BUDGET_MS: client_timeout_ms, or what is left of
+ * the budget when that is less; 0 when under 1 ms is left (no more requests this tick). The first request of a
+ * tick always gets the whole client_timeout_ms. */
 int64_t client_request_timeout_ms(int64_t timeout_ms, int64_t budget_ms, uint64_t spent_us);
-/* Whether a request given GIVEN_MS of a TIMEOUT_MS that ended in ERR is left out of the tick: one cut short by the
- * budget that timed out says nothing about [client] timeout. */
-bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms);
+/*
+ * Whether a request given GIVEN_MS that ended in ERR is left out of the tick: one the budget cut short (given less
+ * than client_timeout_ms of TIMEOUT_MS and BUDGET_MS) that timed out says nothing about the timeout. Every request
+ * given the whole of it that goes unanswered is a timeout, counted; the first of a tick always is (measured against
+ * [client] timeout rather than the budget's bound, a saturated nginx with 500 ms ticks had every request of every
+ * tick left out, and the client's figures empty).
+ */
+bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms, int64_t budget_ms);
 
 #endif

@@ -19,6 +19,8 @@ enum series {
 	S_ACCEPTS, S_HANDLED, S_NGX_REQUESTS, S_WORKERS, S_RUN_MS, S_RUN_MAX, S_RUN_MEAN, S_WAIT_MS, S_ERR_WC,
 	S_ERR_NOFILE, S_ERR_ADDR, S_RETRANS, S_OUT_SEGS, S_TIME_WAIT, S_ORPHAN, S_MAX_ORPHANS, S_SERVED_CLOSED,
 	S_SERVED_ESTAB, S_CURR_ESTAB, S_CLOSE_WAIT, S_HTTP_REQUESTS, S_HTTP_UNPARSED, S_REQ_MS, S_UP_MS, S_SILENT,
+	S_STUB_LATE, S_HTTP_TIMED, S_HTTP_502, S_UP_CONN_MS, S_ERR_REFUSED, S_ERR_CONN_TO, S_ERR_NO_LIVE,
+	S_OUT_TW, S_CLIENT_REQ, S_CLIENT_FAIL, S_CLIENT_TO,
 	S_COUNT
 };
 
@@ -41,6 +43,14 @@ static const char *const series_names[S_COUNT] = {
 	[S_REQ_MS] = "http.request_ms_sum",
 	[S_UP_MS] = "http.upstream_ms_sum",
 	[S_SILENT] = "tcp.served.silent",
+	[S_STUB_LATE] = "nginx.stub_late",            [S_HTTP_TIMED] = "http.timed",
+	[S_HTTP_502] = "http.502",
+	[S_UP_CONN_MS] = "http.upstream_connect_ms_sum",
+	[S_ERR_REFUSED] = "nginx.err.conn_refused",    [S_ERR_CONN_TO] = "nginx.err.connect_timeout",
+	[S_ERR_NO_LIVE] = "nginx.err.no_live_upstreams",
+	[S_OUT_TW] = "tcp.outgoing.time_wait",
+	[S_CLIENT_REQ] = "client.requests",            [S_CLIENT_FAIL] = "client.failures",
+	[S_CLIENT_TO] = "client.timeouts",
 };
 
 static const char *const detector_names[DETECT_COUNT] = {
@@ -60,6 +70,23 @@ static const char *const detector_names[DETECT_COUNT] = {
 	[DETECT_TIMEWAIT_PILEUP] = "timewait_pileup",
 	[DETECT_FINWAIT_PILEUP] = "finwait_pileup",
 	[DETECT_SILENT_CONNECTIONS] = "silent_connections",
+};
+
+/*
+ * The readings that say something whatever limits the requests, so a blind host (no request count) still acts on
+ * them: losses the kernel and nginx count themselves (connections overflowing the listen or SYN queue, packets
+ * dropped or squeezed, descriptors, worker connections or local ports run out). The others (CPU, imbalance,
+ * reconnects, piles of closing sockets) matter only if nginx is the bottleneck of the requests, which a blind host
+ * cannot know.
+ */
+static const bool counts_itself[DETECT_COUNT] = {
+	[DETECT_FILE_LIMIT] = true,
+	[DETECT_LISTEN_OVERFLOWS] = true,
+	[DETECT_SYN_QUEUE_OVERFLOW] = true,
+	[DETECT_WORKER_CONNECTIONS_EXHAUSTED] = true,
+	[DETECT_PORT_EXHAUSTION] = true,
+	[DETECT_SOFTNET_DROPS] = true,
+	[DETECT_SOFTNET_SQUEEZE] = true,
 };
 
 static const char *const advisory_names[DETECT_ADV_COUNT] = {
@@ -109,6 +136,11 @@ void detect_config_default(struct detect_config *cfg)
 	cfg->gross_p = 1e-6;
 	cfg->gross_floor_rate = 10.0;
 	cfg->orphan_share_min = 0.25;
+	cfg->connect_fail_share = 0.01;
+	cfg->gateway_share = 0.05;
+	cfg->connect_share_max = 0.2;
+	cfg->outgoing_tw_share = 0.5;
+	cfg->stub_busy_share = 0.9;
 	/* As the shipped policies' triggers; timewait_pileup has no knob, half the port range is already a risk. */
 	cfg->threshold[DETECT_FILE_LIMIT] = 0;
 	cfg->threshold[DETECT_LISTEN_OVERFLOWS] = 0;
@@ -145,6 +177,9 @@ int detect_new(const struct detect_config *cfg, struct detect **out)
 	    bad_setting(cfg->min_out_segs) || bad_setting(cfg->min_conns) || bad_setting(cfg->min_worker_ms) ||
 	    bad_setting(cfg->worker_busy_min) || cfg->worker_busy_min > 1 || bad_setting(cfg->keepalive_enough) ||
 	    bad_setting(cfg->close_wait_min) || bad_setting(cfg->orphan_share_min) || cfg->orphan_share_min > 1 ||
+	    bad_setting(cfg->connect_fail_share) || cfg->connect_fail_share > 1 || bad_setting(cfg->gateway_share) ||
+	    cfg->gateway_share > 1 || bad_setting(cfg->connect_share_max) || cfg->connect_share_max > 1 ||
+	    bad_setting(cfg->outgoing_tw_share) || cfg->outgoing_tw_share > 1 || bad_setting(cfg->stub_busy_share) ||
 	    cfg->gross_ticks > w || !(cfg->gross_p > 0 && cfg->gross_p < 1) ||
 	    !(cfg->gross_floor_rate > 0) || isinf(cfg->gross_floor_rate))
 		return -EINVAL;
@@ -944,12 +979,12 @@ static void read_advisories(const struct detect *d, struct detect_report *rep)
 		say(fl->text, "%.0f \"Too many open files\" in the window", nf.sum);
 }
 
-/* Requests per second, from stub_status (less the agent's fetch) where it has data, else from the access log. */
 /*
  * Requests per second over the window: the larger of what stub_status counted (less the agent's own fetch) and
  * what the access log holds, lines it could not parse included (they are requests in a format it does not know).
  * Either source alone shows that nginx is not idle: a log in an unknown format read as 0 requests next to a
- * stub_status of thousands gave "nginx is idle" on a stock Debian nginx under 50k req/s.
+ * stub_status of thousands gave "nginx is idle" on a stock Debian nginx under 50k req/s. A stub_status that answers
+ * late every tick (saturated workers) has too few ticks and leaves the count to the log.
  */
 static double request_rate(const struct detect *d)
 {
@@ -966,8 +1001,110 @@ static double request_rate(const struct detect *d)
 	return rate;
 }
 
+/* The failed connects to upstreams in the error log, each kind over the window. */
+struct connect_fails {
+	struct agg addr, refused, timeout, no_live;
+	double sum;
+	size_t ticks; /* ticks with any of them, from the FROM-th oldest on */
+};
+
+static void connect_fails(const struct detect *d, size_t from, struct connect_fails *f)
+{
+	static const enum series kinds[] = {S_ERR_ADDR, S_ERR_REFUSED, S_ERR_CONN_TO, S_ERR_NO_LIVE};
+
+	f->addr = aggregate(d, S_ERR_ADDR);
+	f->refused = aggregate(d, S_ERR_REFUSED);
+	f->timeout = aggregate(d, S_ERR_CONN_TO);
+	f->no_live = aggregate(d, S_ERR_NO_LIVE);
+	f->sum = f->addr.sum + f->refused.sum + f->timeout.sum + f->no_live.sum;
+	f->ticks = 0;
+	for (size_t i = from; i < d->count; i++) {
+		size_t k = slot(d, i);
+		bool any = false;
+
+		for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++)
+			any = any || d->val[(size_t)kinds[j] * d->cfg.window_ticks + k] > 0;
+		f->ticks += any;
+	}
+}
+
+/* Append the formatted text to BUF (of DETECT_TEXT_MAX) at *OFF. */
+__attribute__((format(printf, 3, 4))) static void add(char *buf, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*off >= DETECT_TEXT_MAX)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *off, DETECT_TEXT_MAX - *off, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*off += (size_t)n;
+}
+
+/*
+ * nginx's side of the upstream connection: connects that fail (the error log, by errno; 502s), that cost (the
+ * share of $upstream_connect_time in upstream time) or that are about to fail (connections made from nginx's
+ * namespace holding local ports in TIME_WAIT). Each is nginx's and the kernel's to fix (upstream keepalive, the
+ * local port range, TIME_WAIT reuse), and each makes upstream time look like the upstream's: a connect that fails
+ * at once is logged with the upstream time of the request, a handshake per request is upstream time too. Found on
+ * a real nginx: 85% of responses 502 and 1.66 M "Cannot assign requested address" in 5 minutes got "the bottleneck
+ * is the upstream". True with WHY (the evidence, one clause) when any holds.
+ */
+static bool nginx_side(const struct detect *d, const struct detect_env *env, char *why)
+{
+	struct connect_fails f;
+	struct agg req = aggregate(d, S_HTTP_REQUESTS), g = aggregate(d, S_HTTP_502), c, u, tw;
+	double gshare = req.sum > 0 && g.n > 0 ? g.sum / req.sum : NAN, range = env ? env->port_range : NAN, twm;
+	size_t off = 0;
+
+	why[0] = '\0';
+	connect_fails(d, 0, &f);
+	if (f.ticks >= d->cfg.min_event_ticks && (req.sum <= 0 || f.sum / req.sum >= d->cfg.connect_fail_share)) {
+		const struct {
+			const struct agg *a;
+			const char *what;
+		} kinds[] = {{&f.addr, "\"Cannot assign requested address\""}, {&f.refused, "refused"},
+			     {&f.timeout, "timed out"}, {&f.no_live, "\"no live upstreams\""}};
+		double dt = 0;
+		const char *sep = " ";
+
+		add(why, &off, "upstream connects fail:");
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			dt = kinds[i].a->dt > dt ? kinds[i].a->dt : dt;
+			if (kinds[i].a->sum > 0) {
+				add(why, &off, "%s%.0f %s", sep, kinds[i].a->sum, kinds[i].what);
+				sep = ", ";
+			}
+		}
+		add(why, &off, " in %.0f s", dt);
+		if (gshare > 0)
+			add(why, &off, ", %.0f%% of responses 502", 100 * gshare);
+		return true;
+	}
+	if (g.n >= d->cfg.min_ticks && gshare >= d->cfg.gateway_share) {
+		add(why, &off, "%.0f%% of responses 502 (%.0f in %.0f s): upstream connections fail", 100 * gshare, g.sum,
+		    g.dt);
+		return true;
+	}
+	aggregate_pair(d, S_UP_CONN_MS, S_UP_MS, &c, &u);
+	if (c.n >= d->cfg.min_ticks && u.sum > 0 && c.sum / u.sum >= d->cfg.connect_share_max) {
+		add(why, &off, "connecting to upstreams takes %.0f%% of upstream time (%.0f of %.0f ms): a handshake per "
+		    "request", 100 * c.sum / u.sum, c.sum, u.sum);
+		return true;
+	}
+	twm = (tw = aggregate(d, S_OUT_TW)).n ? tw.sum / (double)tw.n : NAN;
+	if (range >= 1 && twm >= d->cfg.outgoing_tw_share * range) {
+		add(why, &off, "%.0f connections from nginx's namespace in TIME_WAIT for %.0f local ports: connects to "
+		    "upstreams are about to fail", twm, range);
+		return true;
+	}
+	return false;
+}
+
 /* Over the last gross_ticks ticks alone: requests every tick, above the idle rate, and the upstream's share of their
- * request time (0 ms in all: none of it) under upstream_share_max. */
+ * request time (0 ms in all: none of it) under upstream_share_max, or upstream connects failing in every tick. */
 static bool gross_here(const struct detect *d)
 {
 	const double *vr = d->val + (size_t)S_HTTP_REQUESTS * d->cfg.window_ticks;
@@ -975,6 +1112,7 @@ static bool gross_here(const struct detect *d)
 	const double *vu = d->val + (size_t)S_UP_MS * d->cfg.window_ticks;
 	size_t g = d->cfg.gross_ticks;
 	double req = 0, ms = 0, up = 0, t = 0;
+	struct connect_fails f;
 
 	if (g == 0 || d->count < g)
 		return false;
@@ -990,15 +1128,117 @@ static bool gross_here(const struct detect *d)
 	}
 	if (!(t > 0) || req / t < d->cfg.idle_rps)
 		return false;
+	connect_fails(d, d->count - g, &f);
+	if (f.ticks == g)
+		return true;
 	return ms > 0 ? up / ms < d->cfg.upstream_share_max : up == 0;
 }
 
-static void where_time_goes(const struct detect *d, struct detect_report *rep)
+/* The share of the window the workers were runnable (CPU plus run-queue wait, over workers x seconds); NAN
+ * without their figures. */
+static double runnable_share(const struct detect *d)
 {
-	struct agg req, up;
+	const double *run = d->val + (size_t)S_RUN_MS * d->cfg.window_ticks;
+	const double *wait = d->val + (size_t)S_WAIT_MS * d->cfg.window_ticks;
+	const double *wk = d->val + (size_t)S_WORKERS * d->cfg.window_ticks;
+	double busy = 0, cap = 0;
+
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		if (isnan(run[k]) || isnan(wait[k]) || isnan(wk[k]) || wk[k] < 1 || !(d->dt[k] > 0))
+			continue;
+		busy += run[k] + wait[k];
+		cap += wk[k] * d->dt[k] * 1000;
+	}
+	return cap > 0 ? busy / cap : NAN;
+}
+
+/* Evidence that nginx serves requests although the access log counts next to none: losses the kernel counts at
+ * its ports, the synthetic client failing, busy workers, a stub_status answering late. The first found into WHY. */
+static bool traffic_seen(const struct detect *d, const struct detect_report *rep, char *why, size_t n)
+{
+	struct agg o = aggregate(d, S_LISTEN_OVERFLOWS), sy = aggregate(d, S_SYNCOOKIES), q = aggregate(d, S_REQQ_FULL);
+	struct agg cr = aggregate(d, S_CLIENT_REQ), cf = aggregate(d, S_CLIENT_FAIL), ct = aggregate(d, S_CLIENT_TO);
+	struct agg late = aggregate(d, S_STUB_LATE);
+	const struct detect_reading *w = &rep->r[DETECT_WORKER_SATURATION];
+	size_t bad = 0;
+
+	for (size_t i = 0; i < d->count; i++) {
+		size_t k = slot(d, i);
+
+		bad += d->val[(size_t)S_CLIENT_FAIL * d->cfg.window_ticks + k] > 0 ||
+		       d->val[(size_t)S_CLIENT_TO * d->cfg.window_ticks + k] > 0;
+	}
+	if (o.events >= d->cfg.min_event_ticks && o.dt > 0)
+		snprintf(why, n, "%.0f listen overflows/s", o.sum / o.dt);
+	else if (sy.events + q.events >= d->cfg.min_event_ticks)
+		snprintf(why, n, "%.0f SYNs the SYN queue had no room for", sy.sum + q.sum);
+	else if (bad >= d->cfg.min_event_ticks && cr.sum > 0)
+		snprintf(why, n, "the synthetic client failing %.0f of %.0f", cf.sum + ct.sum, cr.sum);
+	else if (w->valid && w->value >= w->threshold)
+		snprintf(why, n, "workers busy (%.2f of a CPU each)", w->value);
+	else if (late.events >= d->cfg.min_event_ticks)
+		snprintf(why, n, "stub_status answering late in %zu ticks", late.events);
+	else
+		return false;
+	return true;
+}
+
+/*
+ * Why requests cannot be counted, into REP's status: which probe has no count and the fix. A host without a count
+ * is blind, never idle: Debian's stock nginx (no stub_status, its log not the agent's) under 2000 clients was said
+ * to be "idle (0.00 requests/s)" for 220 s beside 170 listen overflows/s.
+ */
+static void say_blind(const struct detect *d, struct detect_report *rep, const char *evidence)
+{
+	struct agg s = aggregate(d, S_NGX_REQUESTS), late = aggregate(d, S_STUB_LATE), h = aggregate(d, S_HTTP_REQUESTS);
+	char stub[96], log[112];
+
+	if (late.events > 0)
+		snprintf(stub, sizeof(stub), "stub_status answered late in %zu of %zu ticks", late.events, d->count);
+	else if (s.n > 0)
+		snprintf(stub, sizeof(stub), "stub_status read in %zu of %zu ticks", s.n, d->count);
+	else
+		snprintf(stub, sizeof(stub), "no stub_status");
+	if (evidence)
+		snprintf(log, sizeof(log), "the access log counts %.2f requests/s beside %s", rep->request_rate, evidence);
+	else if (h.n > 0)
+		snprintf(log, sizeof(log), "the access log read in %zu of %zu ticks", h.n, d->count);
+	else
+		snprintf(log, sizeof(log), "no access log read");
+	rep->bottleneck = DETECT_BOTTLENECK_BLIND;
+	say(rep->status, "blind: %s, %s: run `ngx-autotune --setup` or set [nginx] stub_status_url and access_log; "
+			 "acting on queues, drops and limits only", stub, log);
+}
+
+static void where_time_goes(const struct detect *d, const struct detect_env *env, struct detect_report *rep)
+{
+	struct agg req, up, timed = aggregate(d, S_HTTP_TIMED), late = aggregate(d, S_STUB_LATE);
+	struct agg stub = aggregate(d, S_NGX_REQUESTS);
+	size_t timed_ticks = 0;
 	double share;
+	char side[DETECT_TEXT_MAX], seen[96], note[128] = "";
+	/* A log whose lines have no times (nginx's combined) counts requests and says nothing of where time goes;
+	 * its ticks without requests must not pass for a log that has times in a few ticks. */
+	bool untimed = timed.n >= d->cfg.min_ticks && timed.sum == 0;
 
 	rep->request_rate = request_rate(d);
+	/* stub_status late in a third of its fetches or more, too few answers to count with: the count is the log's,
+	 * and with the workers runnable all the time that is saturation (measured: one worker gzipping for 100
+	 * clients, stub_status late in every other tick). */
+	if (late.events >= d->cfg.min_event_ticks && late.events * 3 >= late.n && stub.n < d->cfg.min_ticks) {
+		double busy = runnable_share(d);
+
+		rep->stub_saturated = busy >= d->cfg.stub_busy_share;
+		if (rep->stub_saturated)
+			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks, the workers runnable "
+				 "%.0f%% of the time: saturated; counts from the access log)", late.events, late.n,
+				 100 * (busy > 1 ? 1 : busy));
+		else
+			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks; counts from the access log)",
+				 late.events, late.n);
+	}
 	aggregate_pair(d, S_REQ_MS, S_UP_MS, &req, &up);
 	/* Static content has no upstream time at all: then all of the time is nginx's. */
 	if (req.n < d->cfg.min_ticks) {
@@ -1019,36 +1259,52 @@ static void where_time_goes(const struct detect *d, struct detect_report *rep)
 	if (share > 1)
 		share = 1; /* nginx rounds the two times separately */
 	rep->upstream_share = share;
-	if (d->count < d->cfg.min_ticks || isnan(rep->request_rate)) {
+	rep->upstream_nginx_side = nginx_side(d, env, side);
+	for (size_t i = 0; i < d->count; i++)
+		timed_ticks += d->dt[slot(d, i)] > 0;
+	if (timed_ticks < d->cfg.min_ticks) {
 		rep->bottleneck = DETECT_BOTTLENECK_UNKNOWN;
 		say(rep->status, "not enough data yet: %zu ticks in the window, %zu with request counts needed",
 		    d->count, d->cfg.min_ticks);
+	} else if (isnan(rep->request_rate)) {
+		say_blind(d, rep, NULL);
+	} else if (rep->request_rate < d->cfg.idle_rps && stub.n < d->cfg.min_ticks &&
+		   traffic_seen(d, rep, seen, sizeof(seen))) {
+		/* Only the log counted, next to nothing, while the kernel or the client shows traffic: not nginx's log. */
+		say_blind(d, rep, seen);
 	} else if (rep->request_rate < d->cfg.idle_rps) {
 		rep->bottleneck = DETECT_BOTTLENECK_IDLE;
 		say(rep->status, "nginx is idle (%.2f requests/s, below %.2f): no change would matter or be measurable",
 		    rep->request_rate, d->cfg.idle_rps);
-	} else if (isnan(share) && aggregate(d, S_REQ_MS).n > 0) {
+	} else if (isnan(share) && aggregate(d, S_REQ_MS).n > 0 && !untimed) {
 		/* Some ticks have request times and too few: where time goes is unknown, not "here". Taking it as
 		 * "here" proposed changes on an upstream-bound host after one missing access-log tick (found by
 		 * tests/sim/test_loop_sim). */
 		rep->bottleneck = DETECT_BOTTLENECK_UNKNOWN;
 		say(rep->status, "request times in only %zu of %zu ticks: not enough to say where time goes",
 		    aggregate(d, S_REQ_MS).n, d->count);
+	} else if (!isnan(share) && share >= d->cfg.upstream_share_max && rep->upstream_nginx_side) {
+		rep->bottleneck = DETECT_BOTTLENECK_HERE;
+		say(rep->status, "%s: nginx's side of the upstream connection, not the upstream (upstream time %.0f%% of "
+				 "request time)", side, 100 * share);
 	} else if (!isnan(share) && share >= d->cfg.upstream_share_max) {
 		rep->bottleneck = DETECT_BOTTLENECK_UPSTREAM;
-		say(rep->status, "upstream time is %.0f%% of request time (%.0f of %.0f ms, at least %.0f%%): the "
-				 "bottleneck is the upstream, not nginx or the kernel", 100 * share, up.sum, req.sum,
-		    100 * d->cfg.upstream_share_max);
+		say(rep->status, "upstream time is %.0f%% of request time (%.0f of %.0f ms, at least %.0f%%) and its "
+				 "connects succeed: the bottleneck is the upstream, not nginx or the kernel", 100 * share,
+		    up.sum, req.sum, 100 * d->cfg.upstream_share_max);
 	} else {
 		rep->bottleneck = DETECT_BOTTLENECK_HERE;
 		if (isnan(share))
-			say(rep->status, "%.1f requests/s; no request times (access log), nginx and the kernel are "
-					 "taken as the bottleneck", rep->request_rate);
+			say(rep->status, "%.1f requests/s%s; no request times (access log), nginx and the kernel are "
+					 "taken as the bottleneck", rep->request_rate, note);
+		else if (rep->upstream_nginx_side)
+			say(rep->status, "%.1f requests/s%s, upstream time %.0f%% of request time; %s", rep->request_rate,
+			    note, 100 * share, side);
 		else
-			say(rep->status, "%.1f requests/s, upstream time %.0f%% of request time: nginx and the kernel "
-					 "are in the path", rep->request_rate, 100 * share);
+			say(rep->status, "%.1f requests/s%s, upstream time %.0f%% of request time: nginx and the kernel "
+					 "are in the path", rep->request_rate, note, 100 * share);
 	}
-	rep->actionable = rep->bottleneck == DETECT_BOTTLENECK_HERE;
+	rep->actionable = rep->bottleneck == DETECT_BOTTLENECK_HERE || rep->bottleneck == DETECT_BOTTLENECK_BLIND;
 	rep->gross_here = rep->actionable || (rep->bottleneck == DETECT_BOTTLENECK_UNKNOWN && gross_here(d));
 }
 
@@ -1087,7 +1343,14 @@ void detect_evaluate(struct detect *d, const struct detect_env *env, struct dete
 	read_finwait(d, &out->r[DETECT_FINWAIT_PILEUP]);
 	read_silent(d, &out->r[DETECT_SILENT_CONNECTIONS]);
 	read_advisories(d, out);
-	where_time_goes(d, out);
+	where_time_goes(d, env, out);
+	for (size_t i = 0; i < DETECT_COUNT; i++) {
+		struct detect_reading *r = &out->r[i];
+
+		r->needs_requests = !counts_itself[i];
+		if (out->bottleneck == DETECT_BOTTLENECK_BLIND && r->needs_requests)
+			r->sustained = r->active = r->gross = false;
+	}
 }
 
 const char *detect_name(enum detect_id id)
@@ -1133,6 +1396,8 @@ const char *detect_bottleneck_name(enum detect_bottleneck b)
 		return "upstream";
 	case DETECT_BOTTLENECK_IDLE:
 		return "idle";
+	case DETECT_BOTTLENECK_BLIND:
+		return "blind";
 	}
 	return "unknown";
 }

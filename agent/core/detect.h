@@ -5,8 +5,11 @@
  * allocates nothing), the metric ids it reads (looked up by name and cached; names not yet interned are looked
  * up again only when the registry has grown), and the evaluation of each detector over the window into a reading
  * with its value in the unit that policy triggers use and one line of evidence with the numbers. It also decides
- * whether nginx and the kernel are the bottleneck at all: when upstream time is most of request time, or nginx is
- * idle, no reading is actionable and the status says why. Findings no knob can fix are advisories.
+ * whether nginx and the kernel are the bottleneck at all: when the upstream's own time is most of request time
+ * while connects to it are cheap and succeed, or nginx is idle, no reading is actionable and the status says why.
+ * Where requests cannot be counted (no stub_status reading, no access log) the host is blind, not idle: the
+ * readings that need no request count stay actionable, and the status says which probe is missing and the fix.
+ * Findings no knob can fix are advisories.
  * It must not choose knobs or read policies (plan does), and must not judge trials (judge does). Pure: no I/O, no
  * clock; the frames carry the time.
  */
@@ -19,7 +22,7 @@
 
 #include "metrics.h"
 
-#define DETECT_TEXT_MAX 192        /* evidence and status lines, with their NUL */
+#define DETECT_TEXT_MAX 256        /* evidence and status lines, with their NUL */
 #define DETECT_WINDOW_MAX 3600     /* ticks a window may hold */
 #define DETECT_CPUS_MAX 1024       /* CPUs the softirq detector may follow (knobval's CPU range) */
 
@@ -54,8 +57,10 @@ enum detect_advisory_id {
 enum detect_bottleneck {
 	DETECT_BOTTLENECK_UNKNOWN,  /* not enough data in the window to say */
 	DETECT_BOTTLENECK_HERE,     /* nginx or the kernel: readings are actionable */
-	DETECT_BOTTLENECK_UPSTREAM, /* upstream time is most of request time */
+	DETECT_BOTTLENECK_UPSTREAM, /* the upstream's own time is most of request time, its connects cheap and sound */
 	DETECT_BOTTLENECK_IDLE,     /* too few requests for any change to matter or to be measured */
+	DETECT_BOTTLENECK_BLIND,    /* requests cannot be counted: only the readings that need no count are acted on
+				     * (their needs_requests false; the others are held not sustained) */
 };
 
 struct detect_config {
@@ -76,6 +81,12 @@ struct detect_config {
 				     * is gross: acted on before the window is full */
 	double gross_floor_rate;    /* the rate (events/s) a threshold of 0 is tested at */
 	double orphan_share_min;    /* finwait_pileup counts only with orphans at this share of tcp_max_orphans (0.25) */
+	/* nginx's side of the upstream connection: the upstream is not the bottleneck while any of these holds */
+	double connect_fail_share;  /* failed upstream connects (error log) per logged request (0.01) */
+	double gateway_share;       /* 502 responses per logged request (0.05) */
+	double connect_share_max;   /* $upstream_connect_time's share of $upstream_response_time (0.2) */
+	double outgoing_tw_share;   /* TIME_WAIT of connections made from nginx's namespace per local port (0.5) */
+	double stub_busy_share;     /* a late stub_status is saturation with the workers runnable this share (0.9) */
 	double threshold[DETECT_COUNT]; /* the shipped policies' trigger thresholds, for status; plan uses policies */
 };
 
@@ -94,6 +105,10 @@ struct detect_reading {
 	bool gross;                 /* active on the last gross_ticks alone: strong enough to act on at once */
 	bool recent;                /* worker_connections_exhausted and file_limit: an event in one of the last
 				     * gross_ticks ticks, valid or not; evidence that a cause is present now */
+	bool needs_requests;        /* what it says depends on nginx being the bottleneck of requests it serves: not
+				     * acted on while blind (sustained, active and gross are then false). False for
+				     * the losses the kernel and nginx count themselves: listen and SYN queues,
+				     * softnet drops and squeezes, descriptors, worker connections, local ports */
 	double value;               /* in the unit of ngx-autotune.policy(5); NAN when not valid */
 	double threshold;           /* the configured threshold (config.threshold) */
 	double window_s;            /* seconds of data VALUE was computed from */
@@ -133,11 +148,15 @@ struct detect_report {
 	size_t ticks;               /* frames in the window */
 	double window_s;            /* seconds they cover (sum of their dt) */
 	enum detect_bottleneck bottleneck;
-	bool actionable;            /* bottleneck is HERE: the planner may act on active readings */
+	bool actionable;            /* bottleneck is HERE, or BLIND (then only readings without needs_requests are
+				     * sustained): the planner may act on sustained readings */
 	bool gross_here;            /* the last gross_ticks ticks alone put the bottleneck here (gross readings may be
 				     * acted on before the window is full) */
 	double request_rate;        /* requests per second (stub_status, less the agent's own fetch; else the log) */
 	double upstream_share;      /* upstream ms / request ms over the window; NAN without request times */
+	bool upstream_nginx_side;   /* connects to upstreams fail or cost (status says which): not the upstream's time */
+	bool stub_saturated;        /* stub_status late in a third of its fetches or more (too few answers to count
+				     * with) while the workers were runnable stub_busy_share of the window */
 	char status[DETECT_TEXT_MAX]; /* why the readings are or are not actionable, in one sentence */
 	struct detect_reading r[DETECT_COUNT];
 	struct detect_advisory adv[DETECT_ADV_COUNT];
@@ -147,7 +166,9 @@ struct detect_report {
 struct detect;
 
 /* CFG filled with the defaults: 60 ticks, 30 to be valid, 3 ticks with events, 256 CPUs, 90% upstream, 1 req/s;
- * gross after 8 ticks in a row at p < 1e-6 against the threshold's rate (at least 10/s). */
+ * gross after 8 ticks in a row at p < 1e-6 against the threshold's rate (at least 10/s); the upstream is not the
+ * bottleneck with 1% of connects failing, 5% of responses 502, connects 20% of upstream time, or outgoing
+ * TIME_WAIT at half the local ports. */
 void detect_config_default(struct detect_config *cfg);
 /* A detector with empty windows. 0, -EINVAL (window 0 or above DETECT_WINDOW_MAX, min_ticks above the window,
  * cpus_max 0 or above DETECT_CPUS_MAX, a share outside 0..1, a negative or NAN setting) or -ENOMEM. */
@@ -169,7 +190,7 @@ int detect_lookup(const char *name, enum detect_id *id);
 /* The metric a rate detector counts (its reading is that metric's events per second): "tcp.listen_overflows" for
  * listen_overflows; NULL for the ratios and levels. */
 const char *detect_counted_metric(enum detect_id id);
-/* "unknown", "here", "upstream", "idle". */
+/* "unknown", "here", "upstream", "idle", "blind". */
 const char *detect_bottleneck_name(enum detect_bottleneck b);
 
 #endif

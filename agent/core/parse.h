@@ -10,6 +10,7 @@
 #ifndef NGXAT_PARSE_H
 #define NGXAT_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,10 +103,28 @@ struct stub_status {
 };
 /* Parse the stub_status page. 0, -EBADMSG. */
 int parse_stub_status(const char *buf, size_t len, struct stub_status *st);
+/* What the tick knew when a stub_status fetch had no complete answer in time (NAN: not sampled). */
+struct stub_late {
+	double run_ms, wait_ms; /* the workers' CPU and run-queue wait in the tick (schedstat), summed */
+	double workers;         /* how many */
+	double dt_s;            /* the tick's length */
+	double client_timeouts; /* the synthetic client's requests that timed out too */
+};
+#define STUB_BUSY_SHARE 0.9 /* each worker runnable at least this share of the tick: saturated */
+/*
+ * Whether a late stub_status is saturation, not a missing value: nginx answers it from the event loop of a worker,
+ * which a worker busy for a whole turn answers late (measured: worker_processes 1 gzipping 1 MB under 100 clients
+ * had no answer in 400 ms in half the ticks or more, the worker runnable 500 ms of 500). Saturated when the workers
+ * were each runnable (CPU plus run-queue wait) STUB_BUSY_SHARE of the tick or more, or the synthetic client timed
+ * out as well; WHY gets the evidence ("the workers were each runnable 98% of the tick"). False when neither shows
+ * it.
+ */
+bool stub_late_saturated(const struct stub_late *l, char *why, size_t whylen);
 
 /*
  * nginx access log, one line. These formats are understood (docs/ngx-autotune.conf.5 gives the exact log_format):
- *  - JSON (log_format ... escape=json) with keys "status", "request_time", "upstream_response_time";
+ *  - JSON (log_format ... escape=json) with keys "status", "request_time", "upstream_response_time" and
+ *    "upstream_connect_time" (the last two optional);
  *  - nginx's predefined combined, and main-style variants of it with more quoted fields after the user agent
  *    (such as "$http_x_forwarded_for"): status counted, no times (has_time 0);
  *  - either of those with " $request_time $upstream_response_time" appended (has_time 1).
@@ -117,6 +136,8 @@ struct access_rec {
 	uint32_t request_ms;    /* request_time in ms, rounded; saturates at UINT32_MAX (49.7 days); 0 without */
 	uint32_t upstream_ms;   /* sum of upstream times in ms; 0 when none; saturates likewise */
 	int has_upstream;       /* 1 when an upstream was involved */
+	uint32_t upstream_connect_ms; /* JSON only: sum of $upstream_connect_time in ms; 0 when none */
+	int has_connect;        /* 1 when the line has the key "upstream_connect_time" (the log can show connects) */
 };
 /* Parse one line (without its newline). 0, -EBADMSG. */
 int parse_access_line(const char *line, size_t len, struct access_rec *rec);
@@ -139,7 +160,10 @@ enum errlog_kind {
 	ERRLOG_UPSTREAM_PREMATURE, /* "upstream prematurely closed" */
 	ERRLOG_BUFFERED_TEMP,      /* "buffered to a temporary file" */
 	ERRLOG_ADDR_NOT_AVAIL,     /* "Cannot assign requested address" */
-	ERRLOG_UPSTREAM_TIMEOUT,   /* "upstream timed out" */
+	ERRLOG_UPSTREAM_TIMEOUT,   /* "upstream timed out", other than while connecting */
+	ERRLOG_CONN_REFUSED,       /* connect() to an upstream: "Connection refused" */
+	ERRLOG_CONNECT_TIMEOUT,    /* "upstream timed out (110: ...) while connecting to upstream" */
+	ERRLOG_NO_LIVE_UPSTREAMS,  /* "no live upstreams": every server of the group marked failed */
 	ERRLOG_KIND_COUNT
 };
 /* Classify one error-log line. */

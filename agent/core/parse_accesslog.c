@@ -9,9 +9,11 @@
  *       '"bytes":$body_bytes_sent}';
  *
  *   Keys may come in any order and extra keys (any JSON value, nested up to 64 deep) are skipped; "status" and
- *   "request_time" are required, "upstream_response_time" is optional (absent: no upstream). Each of the three may
- *   be a JSON number or a string holding the same text. A key repeated is refused as ambiguous. With escape=json
- *   nginx writes an unset variable as "" rather than "-", so "" also means no upstream.
+ *   "request_time" are required, "upstream_response_time" and "upstream_connect_time" are optional (absent: no
+ *   upstream, no connect time). Each of them may be a JSON number or a string holding the same text. A key
+ *   repeated is refused as ambiguous. With escape=json nginx writes an unset variable as "" rather than "-", so ""
+ *   also means no upstream. $upstream_connect_time is a list like $upstream_response_time (one element per server
+ *   tried; "-" for one whose connect failed before it took time) and is summed the same way.
  *
  * combined, with the two times appended:
  *
@@ -397,7 +399,7 @@ static int span_is(struct span k, const char *lit)
 	return (size_t)(k.e - k.b) == n && memcmp(k.b, lit, n) == 0;
 }
 
-enum { F_STATUS = 1, F_REQUEST = 2, F_UPSTREAM = 4 };
+enum { F_STATUS = 1, F_REQUEST = 2, F_UPSTREAM = 4, F_CONNECT = 8 };
 
 /* The general JSON walk; PLAIN: the line is known to hold no escape and no control character. */
 static int parse_json(const char *line, size_t len, int plain, struct access_rec *rec)
@@ -424,6 +426,8 @@ static int parse_json(const char *line, size_t len, int plain, struct access_rec
 			f = F_REQUEST;
 		else if (span_is(key, "upstream_response_time"))
 			f = F_UPSTREAM;
+		else if (span_is(key, "upstream_connect_time"))
+			f = F_CONNECT;
 		if (f & seen)
 			return -EBADMSG;
 		seen |= f;
@@ -439,6 +443,10 @@ static int parse_json(const char *line, size_t len, int plain, struct access_rec
 			if (parse_time(val, &ms) < 0)
 				return -EBADMSG;
 			rec->request_ms = sat_u32(ms);
+		} else if (f == F_CONNECT) {
+			if (parse_upstream(val, &rec->upstream_connect_ms, &rec->has_connect) < 0)
+				return -EBADMSG;
+			rec->has_connect = 1;
 		} else if (parse_upstream(val, &rec->upstream_ms, &rec->has_upstream) < 0) {
 			return -EBADMSG;
 		}
@@ -560,6 +568,8 @@ static int key_field(const char *k, size_t n)
 		return memcmp(k, "status", 6) == 0 ? F_STATUS : 0;
 	case 12:
 		return memcmp(k, "request_time", 12) == 0 ? F_REQUEST : 0;
+	case 21:
+		return memcmp(k, "upstream_connect_time", 21) == 0 ? F_CONNECT : 0;
 	case 22:
 		return memcmp(k, "upstream_response_time", 22) == 0 ? F_UPSTREAM : 0;
 	default:
@@ -617,6 +627,10 @@ static int parse_json_fast(const char *line, size_t len, const uint64_t *q, stru
 			rec->request_ms = sat_u32(ms);
 		} else if (f == F_UPSTREAM && parse_upstream(v, &rec->upstream_ms, &rec->has_upstream) < 0) {
 			return FALLBACK;
+		} else if (f == F_CONNECT) {
+			if (parse_upstream(v, &rec->upstream_connect_ms, &rec->has_connect) < 0)
+				return FALLBACK;
+			rec->has_connect = 1;
 		}
 		if (line[i] == ',') {
 			i++;

@@ -13,6 +13,10 @@
  * affects EMFILE on open() of a file; nginx meets the same limit on accept4()/socket(), which are matched.
  *
  * Errors are matched by their strerror text, not the number, since errno values differ between architectures.
+ * Connects to an upstream that fail are told apart by their errno (Cannot assign requested address: the local
+ * ports ran out; Connection refused: nothing listens there; Connection timed out: the SYN went unanswered for
+ * proxy_connect_timeout) and "no live upstreams" (every server of the group is marked failed): each is a failure on
+ * nginx's side of the upstream connection, not a slow upstream.
  * "Too many open files" also matches ENFILE's "Too many open files in system": both mean descriptors ran out.
  * A line that does not start like an nginx error-log line is ERRLOG_OTHER.
  */
@@ -34,7 +38,14 @@ static const struct {
 	{ ERRLOG_UPSTREAM_PREMATURE, "upstream prematurely closed" },
 	{ ERRLOG_BUFFERED_TEMP, "an upstream response is buffered to a temporary file" },
 	{ ERRLOG_ADDR_NOT_AVAIL, "connect() to % failed (#: Cannot assign requested address)" },
+	/* A refused connect is reported when connect() returns (a loopback peer answers the SYN at once) or later,
+	 * when the socket becomes writable: both were seen on nginx 1.22. */
+	{ ERRLOG_CONN_REFUSED, "connect() to % failed (#: Connection refused)" },
+	{ ERRLOG_CONN_REFUSED, "connect() failed (#: Connection refused)" },
+	/* Before the general "upstream timed out": the connect itself took proxy_connect_timeout. */
+	{ ERRLOG_CONNECT_TIMEOUT, "upstream timed out (#: Connection timed out) while connecting to upstream" },
 	{ ERRLOG_UPSTREAM_TIMEOUT, "upstream timed out " },
+	{ ERRLOG_NO_LIVE_UPSTREAMS, "no live upstreams while connecting to upstream" },
 };
 
 static const char *const kind_names[ERRLOG_KIND_COUNT] = {
@@ -44,6 +55,9 @@ static const char *const kind_names[ERRLOG_KIND_COUNT] = {
 	[ERRLOG_BUFFERED_TEMP] = "buffered_temp",
 	[ERRLOG_ADDR_NOT_AVAIL] = "addr_not_avail",
 	[ERRLOG_UPSTREAM_TIMEOUT] = "upstream_timeout",
+	[ERRLOG_CONN_REFUSED] = "conn_refused",
+	[ERRLOG_CONNECT_TIMEOUT] = "connect_timeout",
+	[ERRLOG_NO_LIVE_UPSTREAMS] = "no_live_upstreams",
 };
 
 static const char *const levels[] = { "debug", "info", "notice", "warn", "error", "crit", "alert", "emerg" };

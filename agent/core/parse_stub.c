@@ -17,7 +17,30 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+bool stub_late_saturated(const struct stub_late *l, char *why, size_t whylen)
+{
+	double share = NAN;
+
+	if (!isnan(l->run_ms) && !isnan(l->wait_ms) && l->workers >= 1 && l->dt_s > 0)
+		share = (l->run_ms + l->wait_ms) / (l->workers * l->dt_s * 1000);
+	if (share >= STUB_BUSY_SHARE) {
+		snprintf(why, whylen, "the %s %.0f%% of the tick", l->workers > 1 ? "workers were each runnable"
+								     : "worker was runnable",
+			 100 * (share > 1 ? 1 : share));
+		return true;
+	}
+	if (l->client_timeouts >= 1) {
+		snprintf(why, whylen, "%.0f of the synthetic client's requests timed out too", l->client_timeouts);
+		return true;
+	}
+	if (whylen)
+		why[0] = '\0';
+	return false;
+}
 
 /* Template: ' ' matches a run of blanks (empty only at the end of a line, where editors and proxies trim), '\n'
  * matches blanks, an optional CR and a LF, '#' a number, anything else itself. */

@@ -297,6 +297,10 @@ enum fam {
 	F_HTTP_RESPONSES,
 	F_HTTP_UPSTREAM,
 	F_HTTP_UPSTREAM_SHARE,
+	F_HTTP_GATEWAY,
+	F_HTTP_UPSTREAM_CONNECT,
+	F_NGINX_STUB_LATE,
+	F_TCP_OUTGOING,
 	F_ACCESS_UNPARSED,
 	F_ACCESS_BEHIND,
 	F_CLIENT_REQUESTS,
@@ -398,6 +402,18 @@ static const struct family {
 			     "Time spent waiting for upstreams ($upstream_response_time), summed over requests."},
 	[F_HTTP_UPSTREAM_SHARE] = {"ngxat_http_upstream_share_ratio", PROM_GAUGE,
 				   "Share of the last tick's request time spent on upstreams (NaN without requests)."},
+	[F_HTTP_GATEWAY] = {"ngxat_http_gateway_errors_total", PROM_COUNTER,
+			    "Access log lines with status 502 (the upstream connection failed or broke) or 504 (it timed "
+			    "out), also counted in ngxat_http_responses_total{code=\"5xx\"}."},
+	[F_HTTP_UPSTREAM_CONNECT] = {"ngxat_http_upstream_connect_time_seconds_total", PROM_COUNTER,
+				     "Time spent connecting to upstreams ($upstream_connect_time), summed over requests; "
+				     "only from an access log that has it."},
+	[F_NGINX_STUB_LATE] = {"ngxat_nginx_stub_status_late_total", PROM_COUNTER,
+			       "Ticks whose stub_status fetch had no complete answer in time (saturated workers, or "
+			       "nginx not answering)."},
+	[F_TCP_OUTGOING] = {"ngxat_tcp_outgoing_connections", PROM_GAUGE,
+			    "TCP sockets in nginx's namespace on a local port no socket listens on (connections it made, "
+			    "to upstreams), by state; counted every 10 s."},
 	[F_ACCESS_UNPARSED] = {"ngxat_access_log_unparsed_lines_total", PROM_COUNTER,
 			       "Access log lines the agent could not parse."},
 	[F_ACCESS_BEHIND] = {"ngxat_access_log_behind", PROM_GAUGE,
@@ -552,6 +568,11 @@ static const struct rule {
 	{"http.5xx", F_HTTP_RESPONSES, SRC_KIND, 1, {NULL}, "code", "5xx"},
 	{"http.upstream_ms_sum", F_HTTP_UPSTREAM, SRC_KIND, 1000, {NULL}, NULL, NULL},
 	{"http.upstream_share", F_HTTP_UPSTREAM_SHARE, SRC_KIND, 1, {NULL}, NULL, NULL},
+	{"http.502", F_HTTP_GATEWAY, SRC_KIND, 1, {NULL}, "code", "502"},
+	{"http.504", F_HTTP_GATEWAY, SRC_KIND, 1, {NULL}, "code", "504"},
+	{"http.upstream_connect_ms_sum", F_HTTP_UPSTREAM_CONNECT, SRC_KIND, 1000, {NULL}, NULL, NULL},
+	{"nginx.stub_late", F_NGINX_STUB_LATE, SRC_KIND, 1, {NULL}, NULL, NULL},
+	{"tcp.outgoing.*", F_TCP_OUTGOING, SRC_KIND, 1, {"state"}, NULL, NULL},
 	{"http.unparsed", F_ACCESS_UNPARSED, SRC_KIND, 1, {NULL}, NULL, NULL},
 	{"http.backlog", F_ACCESS_BEHIND, SRC_KIND, 1, {NULL}, NULL, NULL},
 

@@ -32,6 +32,7 @@ enum probe_id {
 struct probe_health {
 	bool enabled;
 	bool ok;
+	bool saturated;     /* not ok because what it reads was too busy to answer (stub_status): a finding, not a gap */
 	int err;            /* -errno of the last failure */
 	char msg[192];      /* what failed, for status */
 	uint64_t failures;  /* ticks this probe failed */

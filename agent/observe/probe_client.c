@@ -1,14 +1,17 @@
 /*
  * probe_client: the synthetic client, what a client of nginx sees: a few GETs per tick ([client] requests_per_tick)
- * to [client] url, by default the host and port stub_status answers on with path "/". The first goes on a
+ * to the URLs of [client] url, by default those the agent found in nginx's configuration (the first address it
+ * serves plain HTTP on, path "/", and one location it proxies: sampler_client_default_urls), else the host and port
+ * stub_status answers on with path "/". The URLs take turns; each one's first request of a tick goes on a
  * connection kept alive between ticks (the server's answer without a handshake), the others each on a fresh
  * connection (the handshake and the accept queue, which $request_time never sees). Every socket is made inside
  * nginx's network namespace, as the stub_status fetch's are, through stubhttp, which also times each phase.
  *
  * Like stub_status it can block, so the caller runs it: prepared on the loop, run on a pool thread (which touches
  * nothing but the handle and the result), applied on the loop (sampler_client_* in sampler.h). The run is bounded
- * by 80% of a tick (core/client.c's budget) and each request by [client] timeout; a request the budget cut short
- * that timed out is left out, so that a timeout always means [client] timeout. A row of the sampler's probe
+ * by 80% of a tick (core/client.c's budget) and each request by [client] timeout, at most the budget: the first of
+ * a tick gets all of that, and a request unanswered within it is a timeout, counted; a later one the budget cut
+ * short that timed out is left out, so that a timeout always means the whole timeout. A row of the sampler's probe
  * table (run by the caller); see sampler_kit.h for the rules.
  */
 #include "build-config.h"
@@ -26,11 +29,19 @@
 
 #define CLIENT_BODY_MAX (64u << 10) /* an answer's body is read whole and dropped: point url at a small page */
 
-struct client_handle {
+/* One URL the client asks, with its two clients. */
+struct client_target {
 	struct stubhttp *kept;   /* the kept-alive connection's client */
 	struct stubhttp *fresh;  /* a new connection per request */
 	char url[CONFIG_PATH_MAX];
-	int err;                 /* the URL cannot be asked (-EINVAL, -ENOENT), with msg */
+};
+
+struct client_handle {
+	struct client_target t[CONFIG_CLIENT_URLS_MAX];
+	size_t nt;
+	unsigned turn;           /* which URL a run starts with: they take turns when there are more than requests */
+	char urls[CONFIG_PATH_MAX]; /* the list in force, to see a change */
+	int err;                 /* the URLs cannot be asked (-EINVAL, -ENOENT), with msg */
 	char msg[192];
 	int netns_fd;            /* a dup of sampler.netns_fd for one run, closed by the run */
 	uint64_t netns_gen;
@@ -42,44 +53,71 @@ struct client_handle {
 /* The phases, in the order of K_CLIENT_LAT's a. */
 enum { PH_CONNECT, PH_TTFB, PH_TOTAL };
 
+static void drop_targets(struct client_handle *h)
+{
+	for (size_t i = 0; i < h->nt; i++) {
+		stubhttp_free(h->t[i].kept);
+		stubhttp_free(h->t[i].fresh);
+	}
+	memset(h->t, 0, sizeof(h->t));
+	h->nt = 0;
+}
+
 void probe_client_free(struct client_handle *h)
 {
 	if (!h)
 		return;
-	stubhttp_free(h->kept);
-	stubhttp_free(h->fresh);
+	drop_targets(h);
 	if (h->netns_fd >= 0)
 		close(h->netns_fd);
 	free(h->body);
 	free(h);
 }
 
-/* The URL of the configuration, with its two clients; a URL they refuse is kept in h->err, said every tick. */
-static void set_url(struct client_handle *h, const struct config *cfg)
+/* The URLs in force: [client] url, else those found in nginx's configuration, else stub_status's host and port. */
+static void urls_of(const struct sampler *s, struct config *c)
 {
-	char url[CONFIG_PATH_MAX], err[128] = "";
-	int r = config_client_url(cfg, url, sizeof(url));
+	*c = s->cfg;
+	if (!c->client_url[0] && s->client_default_urls[0])
+		snprintf(c->client_url, sizeof(c->client_url), "%s", s->client_default_urls);
+}
 
-	if (r == 0 && strcmp(url, h->url) == 0 && (h->kept || h->err))
+/* The URLs of S, each with its two clients; a URL they refuse is kept in h->err, said every tick. */
+static void set_urls(struct client_handle *h, const struct sampler *s)
+{
+	struct config c;
+	char url[CONFIG_PATH_MAX], err[128] = "", all[CONFIG_PATH_MAX] = "";
+	size_t off = 0;
+	int r = 0;
+
+	urls_of(s, &c);
+	for (size_t i = 0; i < CONFIG_CLIENT_URLS_MAX && config_client_url(&c, i, url, sizeof(url)) == 0; i++)
+		off += (size_t)snprintf(all + off, off < sizeof(all) ? sizeof(all) - off : 0, "%s%s", i ? " " : "", url);
+	if (strcmp(all, h->urls) == 0 && (h->nt || h->err))
 		return;
-	stubhttp_free(h->kept);
-	stubhttp_free(h->fresh);
-	h->kept = h->fresh = NULL;
+	drop_targets(h);
 	h->err = 0;
 	h->msg[0] = '\0';
-	snprintf(h->url, sizeof(h->url), "%s", r == 0 ? url : "");
-	if (r < 0) {
-		h->err = r;
+	snprintf(h->urls, sizeof(h->urls), "%s", all);
+	if (!all[0]) {
+		h->err = -ENOENT;
 		snprintf(h->msg, sizeof(h->msg), "no URL: set [client] url (or [nginx] stub_status_url)");
 		return;
 	}
-	r = stubhttp_new(url, &h->kept, err, sizeof(err));
-	if (r == 0)
-		r = stubhttp_new(url, &h->fresh, err, sizeof(err));
+	for (size_t i = 0; r == 0 && i < CONFIG_CLIENT_URLS_MAX && config_client_url(&c, i, url, sizeof(url)) == 0;
+	     i++) {
+		struct client_target *t = &h->t[h->nt++];
+
+		snprintf(t->url, sizeof(t->url), "%s", url);
+		r = stubhttp_new(url, &t->kept, err, sizeof(err));
+		if (r == 0)
+			r = stubhttp_new(url, &t->fresh, err, sizeof(err));
+	}
 	if (r < 0) {
 		h->err = r;
-		snprintf(h->msg, sizeof(h->msg), "%.90s: %.60s (plain http:// only: set [client] url)", url,
-			 err[0] ? err : strerror(-r));
+		snprintf(h->msg, sizeof(h->msg), "%.90s: %.60s (plain http:// only: set [client] url)",
+			 h->t[h->nt - 1].url, err[0] ? err : strerror(-r));
+		drop_targets(h);
 	}
 }
 
@@ -99,7 +137,7 @@ void *probe_client_prepare(struct sampler *s)
 		}
 		s->client = h;
 	}
-	set_url(h, &s->cfg);
+	set_urls(h, s);
 	h->budget_ms = client_budget_ms(s->cfg.tick_ms);
 	h->timeout_ms = s->cfg.client_timeout_ms;
 	h->requests = (uint32_t)s->cfg.client_requests;
@@ -118,18 +156,19 @@ void probe_client_run(void *handle, struct client_result *res)
 	client_tick_reset(&res->tick);
 	res->err = h->err;
 	snprintf(res->msg, sizeof(res->msg), "%s", h->msg);
-	for (uint32_t i = 0; !h->err && i < h->requests; i++) {
+	for (uint32_t i = 0; !h->err && h->nt && i < h->requests; i++) {
+		struct client_target *tg = &h->t[(h->turn + i) % h->nt];
 		struct stubhttp_timing t;
 		struct client_request rq;
 		char err[160];
 		int64_t tmo = client_request_timeout_ms(h->timeout_ms, h->budget_ms, spent_us);
 		size_t len;
 		int status;
-		bool fresh = i > 0;
+		bool fresh = i >= h->nt;
 
 		if (tmo <= 0)
 			break;
-		rq.err = stubhttp_get_timed(fresh ? h->fresh : h->kept, h->netns_fd, h->netns_gen, (int)tmo, fresh,
+		rq.err = stubhttp_get_timed(fresh ? tg->fresh : tg->kept, h->netns_fd, h->netns_gen, (int)tmo, fresh,
 					    h->body, CLIENT_BODY_MAX, &len, &status, &t, err, sizeof(err));
 		rq.status = status;
 		rq.connected = t.connected;
@@ -137,15 +176,16 @@ void probe_client_run(void *handle, struct client_result *res)
 		rq.ttfb_us = t.ttfb_us;
 		rq.total_us = t.total_us;
 		spent_us += t.total_us;
-		if (client_cut_short(rq.err, tmo, h->timeout_ms))
+		if (client_cut_short(rq.err, tmo, h->timeout_ms, h->budget_ms))
 			break;
 		if (client_tick_add(&res->tick, &rq) != CLIENT_OK && !res->msg[0]) {
 			if (rq.err < 0)
-				snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", h->url, err);
+				snprintf(res->msg, sizeof(res->msg), "%.80s: %.100s", tg->url, err);
 			else
-				snprintf(res->msg, sizeof(res->msg), "%.100s: HTTP %d", h->url, status);
+				snprintf(res->msg, sizeof(res->msg), "%.100s: HTTP %d", tg->url, status);
 		}
 	}
+	h->turn = h->nt ? (h->turn + 1) % (unsigned)h->nt : 0;
 	if (h->netns_fd >= 0)
 		close(h->netns_fd);
 	h->netns_fd = -1;

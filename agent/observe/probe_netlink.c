@@ -428,6 +428,7 @@ static int on_tcp(void *ctx, const struct nlmsghdr *h)
 		break;
 	case ST_TIME_WAIT:
 		t->st.time_wait++;
+		t->st.outgoing_time_wait += !port_listens(t, port);
 		break;
 	case ST_CLOSE:
 		t->st.close++;

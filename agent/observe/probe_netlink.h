@@ -47,6 +47,10 @@ struct probe_netlink_tcp_states {
 	/* Of served_established, those that have received no byte yet (tcp_info): accepted or waiting in the accept
 	 * queue, their client silent since the handshake. */
 	uint32_t served_silent;
+	/* The client's side: TIME_WAIT sockets whose local port no socket of the namespace listens on, i.e.
+	 * connections it made and closed first (nginx's to its upstreams without keepalive; a load generator's in the
+	 * same namespace too). Each holds a local port of ip_local_port_range for the TIME_WAIT's 60 s. */
+	uint32_t outgoing_time_wait;
 };
 
 /* Counters of one network interface, 64-bit as the kernel keeps them. */

@@ -101,6 +101,7 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		sampler_put_gauge(s, fr, "tcp.served.close_wait", st.served_close_wait);
 		sampler_put_gauge(s, fr, "tcp.served.closed", st.served_closed);
 		sampler_put_gauge(s, fr, "tcp.served.silent", st.served_silent);
+		sampler_put_gauge(s, fr, "tcp.outgoing.time_wait", st.outgoing_time_wait);
 	}
 	/* Per port, summed over addresses and reuseport sockets; fill is the fullest socket's share. */
 	for (size_t i = 0; i < nlq; i++) {

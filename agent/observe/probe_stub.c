@@ -2,14 +2,16 @@
  * probe_stub: nginx's stub_status page, the one probe that can block: the caller (agent.c, loop.c) prepares a
  * fetch on the loop, runs it on a pool thread, and applies its result on the loop again (sampler_stub_* in
  * sampler.h, which sampler.c hands on to here). Plain http:// goes through stubhttp on a kept-alive socket,
- * anything else through libcurl; both connect from inside nginx's network namespace. A row of the sampler's probe
- * table (fetched by the caller); see sampler_kit.h for the rules.
+ * anything else through libcurl; both connect from inside nginx's network namespace. A fetch without a complete
+ * answer in time is nginx.stub_late, and saturation when nginx's workers were busy (core's stub_late_saturated). A
+ * row of the sampler's probe table (fetched by the caller); see sampler_kit.h for the rules.
  */
 #include "build-config.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,11 +180,47 @@ out:
 	h->netns_fd = -1;
 }
 
+/* FR's value of NAME, NAN when absent. */
+static double value(const struct sampler *s, const struct frame *fr, const char *name)
+{
+	double v;
+
+	return sampler_frame_value(s, fr, name, &v) ? v : NAN;
+}
+
+/*
+ * A fetch with no complete answer in time: nginx.stub_late 1, and, when the workers were busy all the tick or the
+ * synthetic client timed out too, saturation (core's stub_late_saturated): a finding with its evidence, not a
+ * missing value. The tick's other probes have run by now (the fetch overlaps them), so their figures are in FR.
+ */
+static void late(struct sampler *s, struct frame *fr, const struct stub_result *res)
+{
+	struct stub_late l = {
+		.run_ms = value(s, fr, "nginx.worker_run_ms"),
+		.wait_ms = value(s, fr, "nginx.worker_wait_ms"),
+		.workers = value(s, fr, "nginx.workers"),
+		.dt_s = fr->dt_s,
+		.client_timeouts = value(s, fr, "client.timeouts"),
+	};
+	char why[96];
+
+	sampler_put_gauge(s, fr, "nginx.stub_late", 1);
+	if (stub_late_saturated(&l, why, sizeof(why)))
+		sampler_probe_saturated(s, fr, PROBE_STUB, -ETIMEDOUT, "no answer in %lld ms while %s: request counts "
+					"come from the access log", (long long)s->cfg.stub_status_timeout_ms, why);
+	else
+		sampler_probe_fail(s, fr, PROBE_STUB, res->err, "%s", res->msg);
+}
+
 void probe_stub_apply(struct sampler *s, struct frame *fr, const struct stub_result *res)
 {
 	struct stub_status st;
 	int r = res->err;
 
+	if (r == -ETIMEDOUT) {
+		late(s, fr, res);
+		return;
+	}
 	if (r < 0) {
 		sampler_probe_fail(s, fr, PROBE_STUB, r, "%s", res->msg);
 		return;
@@ -199,6 +237,7 @@ void probe_stub_apply(struct sampler *s, struct frame *fr, const struct stub_res
 	sampler_put_counter(s, fr, "nginx.accepts", st.accepts);
 	sampler_put_counter(s, fr, "nginx.handled", st.handled);
 	sampler_put_counter(s, fr, "nginx.requests", st.requests);
+	sampler_put_gauge(s, fr, "nginx.stub_late", 0);
 	sampler_probe_ok(s, fr, PROBE_STUB);
 }
 

@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -258,6 +259,11 @@ void sampler_client_apply(struct sampler *s, struct frame *fr, const struct clie
 void sampler_client_skip(struct sampler *s, struct frame *fr, const char *why)
 {
 	probe_client_skip(s, fr, why);
+}
+
+void sampler_client_default_urls(struct sampler *s, const char *urls)
+{
+	snprintf(s->client_default_urls, sizeof(s->client_default_urls), "%s", urls ? urls : "");
 }
 
 /* ---- the tick -------------------------------------------------------------------------------------------- */

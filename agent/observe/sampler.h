@@ -62,5 +62,8 @@ void sampler_client_run(void *handle, struct client_result *res);
 void sampler_client_apply(struct sampler *s, struct frame *fr, const struct client_result *res);
 /* Mark the client missing for this tick (the previous run was still going). */
 void sampler_client_skip(struct sampler *s, struct frame *fr, const char *why);
+/* The URLs the client asks while [client] url is empty (blank-separated, at most CONFIG_CLIENT_URLS_MAX): what
+ * the caller found in nginx's configuration; NULL or "" for stub_status_url's host and port, path "/". */
+void sampler_client_default_urls(struct sampler *s, const char *urls);
 
 #endif

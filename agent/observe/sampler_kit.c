@@ -30,6 +30,7 @@ void sampler_probe_ok(struct sampler *s, struct frame *fr, enum probe_id id)
 {
 	struct probe_health *h = &s->health[id];
 
+	h->saturated = false;
 	if (!h->ok && h->failures) {
 		char field[64];
 		const char *fields[] = {field, NULL};
@@ -43,29 +44,55 @@ void sampler_probe_ok(struct sampler *s, struct frame *fr, enum probe_id id)
 	fr->probes_ok |= 1u << id;
 }
 
-void sampler_probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+__attribute__((format(printf, 6, 0))) static void probe_bad(struct sampler *s, struct frame *fr, enum probe_id id,
+							      int err, bool saturated, const char *fmt, va_list ap)
 {
 	struct probe_health *h = &s->health[id];
 	char msg[sizeof(h->msg)];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* Log on a change of the error only: a dead nginx must not write a line per second. */
-	if (h->ok || h->failures == 0 || strcmp(msg, h->msg) != 0) {
+	/* Log on a change of the error only: a dead nginx must not write a line per second. Saturation's evidence
+	 * changes every tick; its start is what is logged. */
+	if (h->ok || h->failures == 0 || h->saturated != saturated || (!saturated && strcmp(msg, h->msg) != 0)) {
 		char field[64], errno_field[32];
 		const char *fields[] = {field, errno_field, NULL};
 
 		snprintf(field, sizeof(field), "NGXAT_PROBE=%s", s->probe_names[id]);
 		snprintf(errno_field, sizeof(errno_field), "ERRNO=%d", -err);
-		log_fields(LOG_WARNING, fields, "probe %s failing: %s", s->probe_names[id], msg);
+		log_fields(LOG_WARNING, fields, "probe %s %s: %s", s->probe_names[id], saturated ? "saturated" : "failing",
+			   msg);
 	}
+	h->saturated = saturated;
 	h->ok = false;
 	h->err = err;
 	h->failures++;
 	memcpy(h->msg, msg, sizeof(msg));
 	fr->probes_bad |= 1u << id;
+}
+
+void sampler_probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	probe_bad(s, fr, id, err, false, fmt, ap);
+	va_end(ap);
+}
+
+void sampler_probe_saturated(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	probe_bad(s, fr, id, err, true, fmt, ap);
+	va_end(ap);
+}
+
+bool sampler_frame_value(const struct sampler *s, const struct frame *fr, const char *name, double *v)
+{
+	uint32_t id;
+
+	return metric_lookup(s->reg, name, &id) == 0 && frame_get(fr, id, v);
 }
 
 /* ---- values ---------------------------------------------------------------------------------------------- */

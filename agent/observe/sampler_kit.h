@@ -115,6 +115,8 @@ struct sampler {
 	char access_path[CONFIG_PATH_MAX], errlog_path[CONFIG_PATH_MAX];
 	struct hist tick_hist;
 	uint64_t acc_n, acc_timed, acc_class[6], acc_req_ms, acc_up_ms, acc_bad, err_kind[ERRLOG_KIND_COUNT];
+	uint64_t acc_502, acc_504, acc_conn_ms, acc_conn_n; /* 502s, 504s; $upstream_connect_time's sum, lines with one */
+	bool conn_seen; /* a line with $upstream_connect_time was read: a tick without requests then has 0 ms */
 
 	/* probe_sockets.c */
 	struct probe_netlink *nl;
@@ -128,6 +130,7 @@ struct sampler {
 
 	/* probe_client.c */
 	struct client_handle *client; /* made by the first sampler_client_prepare */
+	char client_default_urls[CONFIG_PATH_MAX]; /* from nginx's configuration (sampler_client_default_urls) */
 };
 
 /*
@@ -159,6 +162,12 @@ void sampler_probe_ok(struct sampler *s, struct frame *fr, enum probe_id id);
 /* Probe ID failed with ERR (-errno) for the reason FMT: its bit in FR, its health; logged on a change only. */
 void sampler_probe_fail(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* Probe ID had no value because what it reads was saturated (FMT: the evidence): as sampler_probe_fail, with the
+ * health's saturated set. */
+void sampler_probe_saturated(struct sampler *s, struct frame *fr, enum probe_id id, int err, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* FR's value of the metric NAME: false when the registry or the frame lacks it. */
+bool sampler_frame_value(const struct sampler *s, const struct frame *fr, const char *name, double *v);
 
 /* A gauge named NAME, a string with static storage (a literal, a static table's): its address is the key. */
 void sampler_put_gauge(struct sampler *s, struct frame *fr, const char *name, double v);

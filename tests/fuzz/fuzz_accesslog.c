@@ -47,7 +47,8 @@ static void one_line(const char *line, size_t len)
 		FUZZ_CHECK(rec.has_time || rec.request_ms == 0);
 		FUZZ_CHECK(rec.status == prec.status && rec.has_time == prec.has_time &&
 			   rec.request_ms == prec.request_ms && rec.upstream_ms == prec.upstream_ms &&
-			   rec.has_upstream == prec.has_upstream);
+			   rec.has_upstream == prec.has_upstream && rec.upstream_connect_ms == prec.upstream_connect_ms &&
+			   rec.has_connect == prec.has_connect);
 	}
 	r = parse_access_upstreams(line, len, on_upstream, &s);
 	FUZZ_CHECK(r == 0 || r == -ENOENT || r == -EBADMSG);

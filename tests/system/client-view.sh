@@ -1,7 +1,9 @@
 #!/bin/bash
 # The synthetic client against a real nginx in its own network namespace, the agent outside it: under load its
-# figures are in the frames (/v1/frames), the status (/v1/status) and GET /metrics; once nginx stops, its requests
-# are counted as failures (the port refuses) and the agent goes on ticking. Counts and presence, not timings.
+# figures are in the frames (/v1/frames), the status (/v1/status) and GET /metrics; it asks what nginx's
+# configuration serves, a proxied location too, and counts each request that gets no answer in time as a timeout;
+# once nginx stops, its requests are counted as failures (the port refuses) and the agent goes on ticking. Counts
+# and presence, not timings.
 TEST_EXCLUSIVE=1
 TEST_NAME=client-view
 . "$(dirname "$0")/lib.sh"
@@ -64,6 +66,39 @@ ok "GET /metrics has the client's families ($req requests, all in the histogram)
 
 api /v1/status | jq -e '.probes[] | select(.name == "client") | .ok' >/dev/null || fail "client probe in /v1/status"
 ok "the client probe in /v1/status"
+grep -q "the synthetic client asks http://127.0.0.1:$PORT/ (from nginx's configuration" "$TMP/agent.log" ||
+	fail "the client's URL is not nginx's: $(grep -i client "$TMP/agent.log")"
+ok "the client asks what nginx's configuration serves"
+
+# A location nginx proxies to an upstream that accepts and never answers. Once the agent has read nginx's
+# configuration again (its reload), the client asks it beside "/", and every request to it times out: counted as
+# a timeout (client.failure_rate's), never left out. The URLs take turns, so both are asked.
+BACKEND=$((PORT + 1))
+ip netns exec "$NS" python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(512)
+held = []
+while True:
+    held.append(s.accept()[0])' $BACKEND &
+CLEANUP+=("kill $!")
+sed -i "s|location / {|location /app { proxy_pass http://127.0.0.1:$BACKEND; proxy_read_timeout 30s; }\n\t\tlocation / {|" \
+	"$NGINX_DIR/nginx.conf"
+ip netns exec "$NS" nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -s reload || fail "nginx reload"
+kill -HUP $AGENT_PID
+wait_for 30 grep -q "the synthetic client asks http://127.0.0.1:$PORT/ http://127.0.0.1:$PORT/app " "$TMP/agent.log" ||
+	fail "the client does not ask the proxied location: $(grep -i client "$TMP/agent.log")"
+ok "the client asks the location nginx proxies beside /"
+t2=$(date +%s%3N)
+wait_ticks 6 || fail "the agent stopped ticking"
+api "/v1/frames?since=$((t2 + 600))&metrics=$M" >"$TMP/proxied.json"
+jq -e '[.frames[] | select(.values["client.requests"] != null) | .values] | length >= 4 and all(
+	.["client.requests"] >= 1 and .["client.failures"] == 0 and
+	.["client.timeouts"] + (.["client.total.timed"] // 0) == .["client.requests"]) and
+	([.[]["client.timeouts"]] | add) >= length / 2 and ([.[]["client.total.timed"] // 0] | add) >= 1' \
+	"$TMP/proxied.json" >/dev/null || fail "with the proxied location: $(jq -c '[.frames[].values]' "$TMP/proxied.json")"
+to=$(jq '[.frames[].values["client.timeouts"] | select(. != null)] | add' "$TMP/proxied.json")
+ok "each request to the silent upstream is a timeout, counted ($to), beside answers from /"
 
 # nginx stops: the port refuses; every request is a failure, the probe says why, the agent keeps ticking.
 kill -QUIT "$(cat "$NGINX_DIR/nginx.pid")"
@@ -79,7 +114,7 @@ jq -e '[.frames[] | select(.values["client.requests"] != null) | .values] | leng
 fails=$(jq '[.frames[].values["client.failures"] | select(. != null)] | add' "$TMP/down.json")
 ok "nginx stopped: every client request failed ($fails refused), none answered"
 st=$(api /v1/status | jq -c '.probes[] | select(.name == "client")')
-jq -e '(.ok | not) and (.error // "" | test("no answer this tick: http://127.0.0.1:'$PORT'/: connect to 127.0.0.1 port '$PORT': Connection refused"))' \
+jq -e '(.ok | not) and (.error // "" | test("no answer this tick: http://127.0.0.1:'$PORT'/(app)?: connect to 127.0.0.1 port '$PORT': Connection refused"))' \
 	<<<"$st" >/dev/null || fail "client probe status with nginx stopped: $st"
 ok "the status says why: $(jq -r .error <<<"$st")"
 api /metrics | awk '$1 == "ngxat_client_failures_total" {exit !($2 >= '"$fails"')}' ||

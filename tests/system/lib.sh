@@ -136,8 +136,8 @@ error_log $NGINX_DIR/logs/error.log warn;
 events { worker_connections 4096; }
 http {
 	log_format ngxat_json escape=json '{"time":"\$time_iso8601","status":\$status,"request_time":\$request_time,'
-		'"upstream_response_time":"\$upstream_response_time","upstream_addr":"\$upstream_addr",'
-		'"bytes":\$body_bytes_sent}';
+		'"upstream_response_time":"\$upstream_response_time","upstream_connect_time":"\$upstream_connect_time",'
+		'"upstream_addr":"\$upstream_addr","bytes":\$body_bytes_sent}';
 	access_log $NGINX_DIR/logs/access.log ngxat_json;
 	client_body_temp_path $NGINX_DIR/tmp_body;
 	proxy_temp_path $NGINX_DIR/tmp_proxy;

@@ -94,7 +94,13 @@ static void test_budget(void **state)
 	assert_int_equal(client_budget_ms(1000), 800);
 	assert_int_equal(client_budget_ms(100), 80);
 	assert_int_equal(client_budget_ms(0), 0);
-	/* Each request gets the timeout, or what the budget has left (whole ms, rounded against the request). */
+	/* One request's timeout: [client] timeout, at most the budget (a 500 ms tick has 400 ms for its requests). */
+	assert_int_equal(client_timeout_ms(500, 800), 500);
+	assert_int_equal(client_timeout_ms(500, 400), 400);
+	assert_int_equal(client_timeout_ms(4000, 800), 800);
+	assert_int_equal(client_timeout_ms(0, 800), 0);
+	assert_int_equal(client_timeout_ms(500, 0), 0);
+	/* Each request gets it, or what the budget has left (whole ms, rounded against the request). */
 	assert_int_equal(client_request_timeout_ms(500, 800, 0), 500);
 	assert_int_equal(client_request_timeout_ms(500, 800, 300000), 500);
 	assert_int_equal(client_request_timeout_ms(500, 800, 500000), 300);
@@ -104,11 +110,15 @@ static void test_budget(void **state)
 	assert_int_equal(client_request_timeout_ms(4000, 800, 0), 800);
 	assert_int_equal(client_request_timeout_ms(500, 0, 0), 0);
 	assert_int_equal(client_request_timeout_ms(0, 800, 0), 0);
-	/* A timeout cut short by the budget is left out; an answer or a failure within it counts. */
-	assert_true(client_cut_short(-ETIMEDOUT, 300, 500));
-	assert_false(client_cut_short(-ETIMEDOUT, 500, 500));
-	assert_false(client_cut_short(0, 300, 500));
-	assert_false(client_cut_short(-ECONNREFUSED, 300, 500));
+	/* A timeout cut short by the budget is left out; an answer or a failure within it counts; a request given the
+	 * whole of what the budget allows is never cut short: the 500 ms ticks of the tests give the first request of
+	 * a tick 400 ms of a [client] timeout of 500 ms, and its timeout counts. */
+	assert_true(client_cut_short(-ETIMEDOUT, 300, 500, 800));
+	assert_false(client_cut_short(-ETIMEDOUT, 500, 500, 800));
+	assert_false(client_cut_short(0, 300, 500, 800));
+	assert_false(client_cut_short(-ECONNREFUSED, 300, 500, 800));
+	assert_false(client_cut_short(-ETIMEDOUT, client_request_timeout_ms(500, 400, 0), 500, 400));
+	assert_true(client_cut_short(-ETIMEDOUT, client_request_timeout_ms(500, 400, 1000), 500, 400));
 }
 
 int main(void)

@@ -143,8 +143,8 @@ static const struct {
 	{"[api]\nlisten = [::]:9180\n", "not a loopback address", 2},
 	{"[api]\nlisten_any = perhaps\n", "not yes or no", 2},
 	{"[client]\nenabled = sometimes\n", "enabled: 'sometimes' is not yes or no", 2},
-	{"[client]\nurl = https://127.0.0.1/\n", "url: must be an http:// URL", 2},
-	{"[client]\n\nurl = 127.0.0.1:80\n", "url: must be an http:// URL", 3},
+	{"[client]\nurl = https://127.0.0.1/\n", "url: 'https://127.0.0.1/' is not an http:// URL", 2},
+	{"[client]\n\nurl = 127.0.0.1:80\n", "url: '127.0.0.1:80' is not an http:// URL", 3},
 	{"[client]\nrequests_per_tick = 0\n", "requests_per_tick: '0' is not a whole number from 1 to 32", 2},
 	{"[client]\nrequests_per_tick = 33\n", "from 1 to 32", 2},
 	{"[client]\nrequests_per_tick = four\n", "from 1 to 32", 2},
@@ -311,7 +311,7 @@ static void test_client_defaults(void **state)
 	assert_int_equal(c.client_requests, 4);
 	assert_int_equal(c.client_timeout_ms, 500);
 	/* The default stub_status_url is http://127.0.0.1/nginx_status: its host, path /. */
-	assert_int_equal(config_client_url(&c, url, sizeof(url)), 0);
+	assert_int_equal(config_client_url(&c, 0, url, sizeof(url)), 0);
 	assert_string_equal(url, "http://127.0.0.1/");
 }
 
@@ -328,8 +328,52 @@ static void test_client_keys(void **state)
 	assert_string_equal(c.client_url, "http://[::1]:8080/health?x=1");
 	assert_int_equal(c.client_requests, 7);
 	assert_int_equal(c.client_timeout_ms, 250);
-	assert_int_equal(config_client_url(&c, url, sizeof(url)), 0);
+	assert_int_equal(config_client_url(&c, 0, url, sizeof(url)), 0);
 	assert_string_equal(url, "http://[::1]:8080/health?x=1");
+	assert_int_equal(config_client_url(&c, 1, url, sizeof(url)), -ENOENT);
+}
+
+/* [client] url: several URLs, separated by blanks; each one http://, at most four. */
+static void test_client_urls(void **state)
+{
+	static const struct {
+		const char *value;
+		int r;
+		const char *want[CONFIG_CLIENT_URLS_MAX + 1];
+	} cases[] = {
+		{"http://127.0.0.1:8080/ http://127.0.0.1:8080/app", 0,
+		 {"http://127.0.0.1:8080/", "http://127.0.0.1:8080/app"}},
+		{"  http://a/x \t http://b/y  ", 0, {"http://a/x", "http://b/y"}},
+		{"http://a/1 http://a/2 http://a/3 http://a/4", 0,
+		 {"http://a/1", "http://a/2", "http://a/3", "http://a/4"}},
+		{"http://a/1 http://a/2 http://a/3 http://a/4 http://a/5", -EINVAL, {NULL}},
+		{"http://a/1 https://a/2", -EINVAL, {NULL}},
+		{"http://a/1 /app", -EINVAL, {NULL}},
+	};
+	struct config c;
+	char err[256], url[CONFIG_PATH_MAX], text[600];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = 0;
+
+		snprintf(text, sizeof(text), "[client]\nurl = %s\n", cases[i].value);
+		write_conf(text);
+		if (config_load(path, true, &c, err, sizeof(err)) != cases[i].r)
+			fail_msg("%s: not %d (%s)", cases[i].value, cases[i].r, err);
+		if (cases[i].r < 0) {
+			assert_non_null(strstr(err, "url: "));
+			continue;
+		}
+		for (; cases[i].want[n]; n++) {
+			assert_int_equal(config_client_url(&c, n, url, sizeof(url)), 0);
+			assert_string_equal(url, cases[i].want[n]);
+		}
+		assert_int_equal(config_client_url(&c, n, url, sizeof(url)), -ENOENT);
+	}
+	write_conf("[client]\nurl = http://127.0.0.1:8080/status http://x/\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_int_equal(config_client_url(&c, 0, url, 10), -ENAMETOOLONG);
 }
 
 /* Without [client] url: stub_status_url's scheme, host and port, path "/". */
@@ -354,12 +398,13 @@ static void test_client_derived_url(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(c.stub_status_url, sizeof(c.stub_status_url), "%s", cases[i].stub);
 		url[0] = '\0';
-		assert_int_equal(config_client_url(&c, url, sizeof(url)), cases[i].r);
+		assert_int_equal(config_client_url(&c, 0, url, sizeof(url)), cases[i].r);
 		if (cases[i].r == 0)
 			assert_string_equal(url, cases[i].want);
+		assert_int_equal(config_client_url(&c, 1, url, sizeof(url)), -ENOENT);
 	}
 	snprintf(c.stub_status_url, sizeof(c.stub_status_url), "http://127.0.0.1:8080/nginx_status");
-	assert_int_equal(config_client_url(&c, tiny, sizeof(tiny)), -ENAMETOOLONG);
+	assert_int_equal(config_client_url(&c, 0, tiny, sizeof(tiny)), -ENAMETOOLONG);
 }
 
 /* A NUL inside a value would end it there and drop the rest silently: an error with FILE:LINE. */
@@ -470,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_listen_parse),
 		cmocka_unit_test(test_client_defaults),
 		cmocka_unit_test_setup_teardown(test_client_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_urls, setup, teardown),
 		cmocka_unit_test(test_client_derived_url),
 		cmocka_unit_test_setup_teardown(test_nul_in_value, setup, teardown),
 		cmocka_unit_test(test_trust),

@@ -3,6 +3,7 @@
  * (tests/fixtures/nginx/) and against hand-written hostile input.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +109,34 @@ static void test_stub_fixtures(void **state)
 	}
 }
 
+/* A stub_status without an answer in time: saturation when the workers were busy all the tick or the client timed
+ * out too. The first case is a tick of a real nginx (worker_processes 1 gzipping 1 MB under wrk -c100, 500 ms
+ * ticks): its one worker ran 336 ms and waited 164 ms for a CPU. */
+static void test_stub_late(void **state)
+{
+	static const struct {
+		struct stub_late l;
+		bool saturated;
+		const char *why;
+	} cases[] = {
+		{{336.2, 163.8, 1, 0.5, 0}, true, "the worker was runnable 100% of the tick"},
+		{{1500, 300, 2, 1, NAN}, true, "the workers were each runnable 90% of the tick"},
+		{{1400, 300, 2, 1, 0}, false, ""},
+		{{100, 10, 2, 1, 2}, true, "2 of the synthetic client's requests timed out too"},
+		{{NAN, NAN, NAN, 1, NAN}, false, ""},
+		{{300, 200, 0, 0.5, 0}, false, ""},  /* no workers found: nothing to say */
+		{{300, 200, 1, 0, 0}, false, ""},    /* a first tick keeps no time */
+	};
+	char why[96];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		memset(why, 'x', sizeof(why));
+		assert_int_equal(stub_late_saturated(&cases[i].l, why, sizeof(why)), cases[i].saturated);
+		assert_string_equal(why, cases[i].why);
+	}
+}
+
 /* The four lines of a page; A (active) and W (waiting) vary. */
 #define SA(a) "Active connections: " a " \n"
 #define SH "server accepts handled requests\n"
@@ -199,7 +228,15 @@ struct access_want {
 	int has_upstream;
 };
 
-static void check_access_fixture(const char *file, const struct access_want *want, size_t nwant, int prefixes_fail)
+/* $upstream_connect_time of a line: its sum in ms, and whether the line has the key at all. */
+struct connect_want {
+	uint32_t ms;
+	int has;
+};
+
+/* FILE's lines against WANT (and CONNECT; NULL: no line has the key); PREFIXES_FAIL: a line cut anywhere is refused. */
+static void check_access_fixture(const char *file, const struct access_want *want, size_t nwant, int prefixes_fail,
+				 const struct connect_want *connect)
 {
 	const char *line[64];
 	size_t llen[64], n, i, cut;
@@ -222,6 +259,10 @@ static void check_access_fixture(const char *file, const struct access_want *wan
 			fail_msg("%s:%zu: got %d %u %u %d, want %d %u %u %d", file, i + 1, rec.status, rec.request_ms,
 				 rec.upstream_ms, rec.has_upstream, want[i].status, want[i].request_ms,
 				 want[i].upstream_ms, want[i].has_upstream);
+		if (rec.upstream_connect_ms != (connect ? connect[i].ms : 0) ||
+		    rec.has_connect != (connect ? connect[i].has : 0))
+			fail_msg("%s:%zu: connect %u ms (key %d), want %u (%d)", file, i + 1, rec.upstream_connect_ms,
+				 rec.has_connect, connect ? connect[i].ms : 0, connect ? connect[i].has : 0);
 		/* a JSON line cut anywhere is incomplete */
 		for (cut = 0; prefixes_fail && cut < llen[i]; cut++)
 			if (parse_access_line(c, cut, &rec) != -EBADMSG)
@@ -256,9 +297,30 @@ static void test_access_fixtures(void **state)
 	};
 
 	(void)state;
-	check_access_fixture("access_combined.log", combined, ARRAY_LEN(combined), 0);
-	check_access_fixture("access_json.log", json, ARRAY_LEN(json), 1);
-	check_access_fixture("access_json_extra.log", json_extra, ARRAY_LEN(json_extra), 1);
+	check_access_fixture("access_combined.log", combined, ARRAY_LEN(combined), 0, NULL);
+	check_access_fixture("access_json.log", json, ARRAY_LEN(json), 1, NULL);
+	check_access_fixture("access_json_extra.log", json_extra, ARRAY_LEN(json_extra), 1, NULL);
+}
+
+/* The agent's own format with $upstream_connect_time, captured from nginx 1.22 proxying without upstream keepalive
+ * in a namespace of 10 local ports: 10 answers (connects of 0 and 1 ms), then connects that fail at once (local
+ * ports run out: "-"), a refused port, a group whose two servers refuse ("-, -"), a connect timed out past
+ * proxy_connect_timeout 1s (in $upstream_response_time, "-" as a connect time), and a static answer (""). */
+static void test_access_upstream_connect(void **state)
+{
+	static const struct access_want want[] = {
+		{ 200, 6, 5, 1 }, { 200, 6, 6, 1 }, { 200, 6, 5, 1 }, { 200, 6, 5, 1 }, { 200, 6, 5, 1 },
+		{ 200, 9, 9, 1 }, { 200, 6, 5, 1 }, { 200, 5, 6, 1 }, { 200, 6, 5, 1 }, { 200, 5, 6, 1 },
+		{ 502, 0, 0, 1 }, { 502, 0, 0, 1 }, { 502, 0, 0, 1 }, { 502, 0, 0, 1 }, { 502, 0, 0, 1 },
+		{ 502, 1, 0, 1 }, { 502, 0, 0, 1 }, { 504, 1004, 1005, 1 }, { 200, 0, 0, 0 },
+	};
+	static const struct connect_want connect[] = {
+		{ 0, 1 }, { 1, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 },
+		{ 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 }, { 0, 1 },
+	};
+
+	(void)state;
+	check_access_fixture("access_json_upstream.log", want, ARRAY_LEN(want), 1, connect);
 }
 
 #define CLF "10.1.2.3 - - [01/May/2024:12:00:00 +0200] \"GET /api/v1/items?id=7 HTTP/1.1\" "
@@ -716,7 +778,8 @@ static void test_access_mutations(void **state)
 static void test_errorlog_fixture(void **state)
 {
 	static const enum errlog_kind want[] = {
-		[10] = ERRLOG_BUFFERED_TEMP,	    [13] = ERRLOG_UPSTREAM_TIMEOUT, [19] = ERRLOG_UPSTREAM_PREMATURE,
+		[10] = ERRLOG_BUFFERED_TEMP,	    [11] = ERRLOG_CONN_REFUSED,	    [13] = ERRLOG_UPSTREAM_TIMEOUT,
+		[19] = ERRLOG_UPSTREAM_PREMATURE,
 		[22] = ERRLOG_WORKER_CONNECTIONS, [23] = ERRLOG_WORKER_CONNECTIONS, [24] = ERRLOG_TOO_MANY_FILES,
 		[25] = ERRLOG_TOO_MANY_FILES,	    [27] = ERRLOG_ADDR_NOT_AVAIL,   [29] = ERRLOG_OTHER,
 	};
@@ -737,9 +800,39 @@ static void test_errorlog_fixture(void **state)
 		count[k]++;
 		free(c);
 	}
-	assert_int_equal(count[ERRLOG_OTHER], 22); /* including four requests crafted to look like the others */
+	assert_int_equal(count[ERRLOG_OTHER], 21); /* including four requests crafted to look like the others */
 	assert_int_equal(count[ERRLOG_WORKER_CONNECTIONS], 2);
 	assert_int_equal(count[ERRLOG_TOO_MANY_FILES], 2);
+	free(buf);
+}
+
+/* Connects to upstreams that fail, by errno, captured from nginx 1.22: a refused port (twice, then the group has
+ * no live server), a SYN left unanswered past proxy_connect_timeout, local ports run out; and two requests whose
+ * paths spell those messages. */
+static void test_errorlog_upstream_fixture(void **state)
+{
+	static const enum errlog_kind want[] = {
+		ERRLOG_CONN_REFUSED,	ERRLOG_OTHER, ERRLOG_CONN_REFUSED,   ERRLOG_NO_LIVE_UPSTREAMS,
+		ERRLOG_CONNECT_TIMEOUT, ERRLOG_ADDR_NOT_AVAIL, ERRLOG_OTHER, ERRLOG_OTHER,
+	};
+	const char *line[16];
+	size_t llen[16], n, len;
+	char *buf = read_fixture("error_upstream.log", &len);
+
+	(void)state;
+	n = split_lines(buf, len, line, llen, ARRAY_LEN(line));
+	assert_int_equal(n, ARRAY_LEN(want));
+	for (size_t i = 0; i < n; i++) {
+		char *c = exact_copy(line[i], llen[i]);
+		enum errlog_kind k = parse_errorlog_line(c, llen[i]);
+
+		if (k != want[i])
+			fail_msg("error_upstream.log:%zu: kind %d, want %d", i + 1, k, want[i]);
+		free(c);
+	}
+	assert_string_equal(errlog_kind_name(ERRLOG_CONN_REFUSED), "conn_refused");
+	assert_string_equal(errlog_kind_name(ERRLOG_CONNECT_TIMEOUT), "connect_timeout");
+	assert_string_equal(errlog_kind_name(ERRLOG_NO_LIVE_UPSTREAMS), "no_live_upstreams");
 	free(buf);
 }
 
@@ -783,6 +876,8 @@ static void test_errorlog_synthetic(void **state)
 		{ C9("crit") "connect() to 1.2.3.4:80 failed (126: Cannot assign requested address)",
 		  ERRLOG_ADDR_NOT_AVAIL }, /* MIPS numbering */
 		{ C9("error") "upstream timed out (110: Connection timed out) while connecting to upstream",
+		  ERRLOG_CONNECT_TIMEOUT },
+		{ C9("error") "upstream timed out (110: Connection timed out) while sending request to upstream",
 		  ERRLOG_UPSTREAM_TIMEOUT },
 		{ TS "[error] 4321#4322: *123456789 upstream timed out (110: Connection timed out) while reading "
 		     "response header from upstream",
@@ -792,7 +887,12 @@ static void test_errorlog_synthetic(void **state)
 		{ C9("warn") "a client request body is buffered to a temporary file "
 		     "/var/cache/nginx/client_temp/0000000001",
 		  ERRLOG_OTHER },
-		{ C9("crit") "connect() to 1.2.3.4:80 failed (111: Connection refused)", ERRLOG_OTHER },
+		/* ngx_event_connect_peer's words when connect() itself fails, at level error */
+		{ C9("error") "connect() to 1.2.3.4:80 failed (111: Connection refused) while connecting to upstream",
+		  ERRLOG_CONN_REFUSED },
+		{ C9("error") "connect() to unix:/run/app.sock failed (111: Connection refused)", ERRLOG_CONN_REFUSED },
+		{ C9("error") "connect() failed (113: No route to host) while connecting to upstream", ERRLOG_OTHER },
+		{ C9("error") "no live upstreams", ERRLOG_OTHER },
 		{ C9("crit") "connect() to 1.2.3.4:80 failed (99: Cannot assign requested addres", ERRLOG_OTHER },
 		{ TS "[crit] 1234#1234: accept4() failed (11: Resource temporarily unavailable)", ERRLOG_OTHER },
 		{ TS "[warn] 1234#1234: 4096 worker_connections exceed open file resource limit: 1024", ERRLOG_OTHER },
@@ -845,10 +945,12 @@ static void test_errorlog_synthetic(void **state)
 
 		if (k != cases[i].kind)
 			fail_msg("case %zu (%s): kind %d, want %d", i, cases[i].line, k, cases[i].kind);
-		/* truncation never crashes and never invents a kind */
+		/* truncation never crashes and never invents a kind (a connect timeout cut before "while connecting"
+		 * is still an upstream timeout) */
 		for (cut = 0; cut < len; cut++) {
 			k = parse_errorlog_line(c, cut);
-			if (k != ERRLOG_OTHER && k != cases[i].kind)
+			if (k != ERRLOG_OTHER && k != cases[i].kind &&
+			    !(k == ERRLOG_UPSTREAM_TIMEOUT && cases[i].kind == ERRLOG_CONNECT_TIMEOUT))
 				fail_msg("case %zu cut at %zu: kind %d", i, cut, k);
 		}
 		free(c);
@@ -871,6 +973,8 @@ static void test_errlog_kind_name(void **state)
 		{ ERRLOG_WORKER_CONNECTIONS, "worker_connections" }, { ERRLOG_TOO_MANY_FILES, "too_many_files" },
 		{ ERRLOG_UPSTREAM_PREMATURE, "upstream_premature" }, { ERRLOG_BUFFERED_TEMP, "buffered_temp" },
 		{ ERRLOG_ADDR_NOT_AVAIL, "addr_not_avail" },	     { ERRLOG_UPSTREAM_TIMEOUT, "upstream_timeout" },
+		{ ERRLOG_CONN_REFUSED, "conn_refused" },	     { ERRLOG_CONNECT_TIMEOUT, "connect_timeout" },
+		{ ERRLOG_NO_LIVE_UPSTREAMS, "no_live_upstreams" },
 	};
 	size_t i;
 
@@ -935,7 +1039,10 @@ int main(void)
 		cmocka_unit_test(test_access_long),	   cmocka_unit_test(test_access_mutations),
 		cmocka_unit_test(test_access_special_bytes),
 		cmocka_unit_test(test_access_fast_agrees),
-		cmocka_unit_test(test_errorlog_fixture),   cmocka_unit_test(test_errorlog_synthetic),
+		cmocka_unit_test(test_access_upstream_connect),
+		cmocka_unit_test(test_stub_late),
+		cmocka_unit_test(test_errorlog_fixture),   cmocka_unit_test(test_errorlog_upstream_fixture),
+		cmocka_unit_test(test_errorlog_synthetic),
 		cmocka_unit_test(test_errlog_kind_name),   cmocka_unit_test(test_master_title),
 	};
 

@@ -188,6 +188,19 @@ static void child_main(int cmd, int out)
 			close(spoke_l);
 			sleep_ms(20);
 		}
+		/* 'w': a connection the server's side closes first: its TIME_WAIT is on the listening port */
+		if (c == 'w') {
+			uint16_t port;
+			int l = listen_on(AF_INET, 4, &port), cl = l < 0 ? -1 : connect_to(port);
+			int sv = cl < 0 ? -1 : accept(l, NULL, NULL);
+
+			if (sv < 0)
+				_exit(1);
+			close(sv);
+			sleep_ms(20);
+			close(cl);
+			sleep_ms(20);
+		}
 		if (write(out, &c, 1) != 1)
 			_exit(1);
 	}
@@ -338,6 +351,8 @@ static void test_listen_queues_and_states(void **state)
 	assert_int_equal(st.served_silent, PENDING4);
 	assert_int_equal(st.served_close_wait + st.served_closed, 0);
 	assert_int_equal(st.time_wait, 1);
+	/* the client closed first: its TIME_WAIT holds an ephemeral port, one no socket listens on */
+	assert_int_equal(st.outgoing_time_wait, 1);
 	assert_int_equal(st.syn_sent + st.syn_recv + st.fin_wait1 + st.fin_wait2 + st.close + st.close_wait +
 				 st.last_ack + st.closing,
 			 0);
@@ -367,6 +382,16 @@ static void test_listen_queues_and_states(void **state)
 	assert_int_equal(st.served_established, PENDING4 + 1);
 	assert_int_equal(st.served_silent, PENDING4);
 	child_do('D');
+	/* A TIME_WAIT on a listening port is the server's side (a served connection), not an outgoing one. */
+	child_do('w');
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(probe_netlink_tcp(p, lq, 16, &n, &st), 0);
+		if (st.time_wait == 2)
+			break;
+		sleep_ms(10);
+	}
+	assert_int_equal(st.time_wait, 2);
+	assert_int_equal(st.outgoing_time_wait, 1);
 	probe_netlink_close(p);
 }
 
