@@ -346,6 +346,7 @@ int engine_new(struct store *st, struct knob_env *env, struct policy_set *set, s
 		return r;
 	}
 	e->set = set;
+	env->policies = set;
 	*out = e;
 	return 0;
 }
@@ -355,6 +356,8 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	release_knobs(e->knobs, e->n);
+	if (e->env->policies == e->set)
+		e->env->policies = NULL;
 	if (e->set) {
 		policy_set_free(e->set);
 		free(e->set);
@@ -394,6 +397,7 @@ int engine_set_policies(struct engine *e, struct policy_set *set, char *err, siz
 	e->knobs = knobs;
 	e->n = n;
 	e->set = set;
+	e->env->policies = set;
 	return 0;
 }
 

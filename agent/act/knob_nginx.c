@@ -54,23 +54,29 @@ static int include_path(const struct knob_env *env, const char *context, char *o
 
 #define T(x) (1u << (x))
 
-/* What the driver knows of each directive: where it goes, the types it can hold, nginx's default (NULL: none). */
+/*
+ * What the driver knows of each directive: where it goes, the types it can hold, nginx's default (NULL: none), and
+ * whether the knob is every occurrence of it in its context and the blocks nested there (EVERY: operators set
+ * gzip_comp_level in http, server and location blocks alike; see plan_every_edit).
+ */
 static const struct directive_info {
 	const char *name, *context, *dflt;
 	unsigned types;
+	bool every;
 } directives[] = {
-	{ "worker_processes", "main", "1", T(KNOB_T_INT) | T(KNOB_T_ENUM) },
-	{ "worker_cpu_affinity", "main", "", T(KNOB_T_CPULIST) },
-	{ "worker_rlimit_nofile", "main", NULL, T(KNOB_T_INT) },
-	{ "worker_priority", "main", "0", T(KNOB_T_INT) },
-	{ "worker_connections", "events", "512", T(KNOB_T_INT) },
-	{ "multi_accept", "events", "off", T(KNOB_T_ONOFF) },
-	{ "accept_mutex", "events", "off", T(KNOB_T_ONOFF) },
-	{ "keepalive_requests", "http", "1000", T(KNOB_T_INT) },
-	{ "sendfile", "http", "off", T(KNOB_T_ONOFF) },
-	{ "tcp_nopush", "http", "off", T(KNOB_T_ONOFF) },
-	{ "tcp_nodelay", "http", "on", T(KNOB_T_ONOFF) },
-	{ "reset_timedout_connection", "http", "off", T(KNOB_T_ONOFF) },
+	{ "worker_processes", "main", "1", T(KNOB_T_INT) | T(KNOB_T_ENUM), false },
+	{ "worker_cpu_affinity", "main", "", T(KNOB_T_CPULIST), false },
+	{ "worker_rlimit_nofile", "main", NULL, T(KNOB_T_INT), false },
+	{ "worker_priority", "main", "0", T(KNOB_T_INT), false },
+	{ "worker_connections", "events", "512", T(KNOB_T_INT), false },
+	{ "multi_accept", "events", "off", T(KNOB_T_ONOFF), false },
+	{ "accept_mutex", "events", "off", T(KNOB_T_ONOFF), false },
+	{ "keepalive_requests", "http", "1000", T(KNOB_T_INT), false },
+	{ "sendfile", "http", "off", T(KNOB_T_ONOFF), false },
+	{ "tcp_nopush", "http", "off", T(KNOB_T_ONOFF), false },
+	{ "tcp_nodelay", "http", "on", T(KNOB_T_ONOFF), false },
+	{ "reset_timedout_connection", "http", "off", T(KNOB_T_ONOFF), false },
+	{ "gzip_comp_level", "http", "1", T(KNOB_T_INT), true },
 };
 
 static const struct directive_info *directive_lookup(const char *name)
@@ -242,7 +248,23 @@ struct where {
 	bool operator;                 /* set in the operator's file PATH (D: as the dump shows it) */
 	const char *path;              /* points into the dump */
 	struct nginx_conf_directive d;
+	struct nginx_conf_found *all;  /* a directive of EVERY: each place the operator sets it (ALL[0] is D) */
+	size_t nall;
 };
+
+static void where_free(struct where *w)
+{
+	free(w->all);
+	w->all = NULL;
+	w->nall = 0;
+}
+
+static bool every_directive(const char *name)
+{
+	const struct directive_info *d = directive_lookup(name);
+
+	return d && d->every;
+}
 
 /*
  * Where nginx takes K's directive from, per the dump C: the operator's file when a file other than ours sets it in
@@ -258,6 +280,29 @@ static int locate(const struct knob *k, const struct nginx_conf *c, struct where
 	memset(w, 0, sizeof(*w));
 	if (r < 0)
 		return r;
+	if (every_directive(pol->target)) {
+		/* Every place the operator sets it (our own file's line aside): all of them are edited in place. */
+		struct nginx_conf_found *all;
+		size_t n = 0, kept = 0;
+
+		r = nginx_conf_find_each(c, pol->context, pol->target, &all, &n, err, sizeof(err));
+		if (r < 0) {
+			str_err(why, whylen, "%s", err);
+			return r;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(c->files[all[i].d.file].path, ours) != 0)
+				all[kept++] = all[i];
+		if (kept > 0) {
+			w->operator = true;
+			w->all = all;
+			w->nall = kept;
+			w->d = all[0].d;
+			w->path = c->files[w->d.file].path;
+			return 0;
+		}
+		free(all);
+	}
 	r = nginx_conf_find(c, pol->context, pol->target, &w->d, err, sizeof(err));
 	if (r < 0 && r != -ENOENT) {
 		str_err(why, whylen, "%s", err);
@@ -301,6 +346,35 @@ static int operator_value(const struct knob *k, const struct where *w, char *out
 	return args_to_value(k, &d, out, n, why, sizeof(why));
 }
 
+/* The integer value of the directive D. */
+static int int_of(const struct knob *k, const struct nginx_conf_directive *d, int64_t *v)
+{
+	char text[KNOB_VALUE_MAX], why[KNOB_WHY_MAX];
+	int r = args_to_value(k, d, text, sizeof(text), why, sizeof(why));
+
+	return r < 0 ? r : str_to_i64(text, INT64_MIN, INT64_MAX, v);
+}
+
+/* A directive of EVERY that the operator sets (W, in the configuration C): the highest of its values, which is what
+ * the costliest place pays (gzip_comp_level), as the knob's value; *AT: where it is. */
+static int every_value(const struct knob *k, const struct where *w, char *out, size_t n, size_t *at)
+{
+	int64_t best = 0, v;
+	int r;
+
+	for (size_t i = 0; i < w->nall; i++) {
+		r = int_of(k, &w->all[i].d, &v);
+		if (r < 0)
+			return r;
+		if (i == 0 || v > best) {
+			best = v;
+			if (at)
+				*at = i;
+		}
+	}
+	return (size_t)snprintf(out, n, "%lld", (long long)best) >= n ? -ERANGE : 0;
+}
+
 /* ---- the knob's private state ----------------------------------------------------------------------------- */
 
 struct directive_priv {
@@ -314,7 +388,35 @@ struct directive_change {
 	char args[NGINX_CONF_LINE_MAX]; /* the new arguments */
 	bool remove;
 	char backup[PATH_MAX];          /* the operator's file's backup, removed once the file is back to it */
+	char **made, **done;            /* backups this write made (gone if it fails), and those whose work it ends */
+	size_t nmade, ndone;
 };
+
+static void directive_change_free(void *priv)
+{
+	struct directive_change *dc = priv;
+
+	for (size_t i = 0; i < dc->nmade; i++)
+		free(dc->made[i]);
+	for (size_t i = 0; i < dc->ndone; i++)
+		free(dc->done[i]);
+	free(dc->made);
+	free(dc->done);
+	free(dc);
+}
+
+static int remember(char ***v, size_t *n, const char *path)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(path)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
 
 #define BACKUP_DIR "directive-backup"
 
@@ -369,12 +471,29 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 	r = k->ops->read(k, live, sizeof(live));
 	if (r < 0 && why && !why[0])
 		str_err(why, whylen, "cannot read %s: %s", k->pol->target, strerror(-r));
-	if (r < 0)
+	if (r < 0) {
+		where_free(&w);
 		return -ENOTSUP;
+	}
 	/* Where it is set, for the operator (ngxctl knobs): the engine keeps a successful probe's WHY. */
-	if (w.operator)
+	if (w.operator && w.all) {
+		size_t at = 0;
+		char v[32] = "?";
+
+		every_value(k, &w, v, sizeof(v), &at);
+		if (w.nall == 1)
+			str_err(why, whylen, "set in %s:%u (%s; edited there)", c->files[w.all[0].d.file].path,
+				w.all[0].d.line, w.all[0].context);
+		else
+			str_err(why, whylen, "set in %zu places, the highest (%s) at %s:%u (%s): the knob is the highest; "
+				"a write sets those at it and lowers any other above the value, in place", w.nall, v,
+				c->files[w.all[at].d.file].path, w.all[at].d.line, w.all[at].context);
+	} else if (w.operator) {
 		str_err(why, whylen, "set in %s:%u (edited there)", w.path, w.d.line);
-	nested_note(k, c, why, whylen);
+	}
+	if (!w.all)
+		nested_note(k, c, why, whylen);
+	where_free(&w);
 	return 0;
 }
 
@@ -424,10 +543,28 @@ static int directive_read(struct knob *k, char *out, size_t outlen)
 	r = include_path(k->env, pol->context, ours, sizeof(ours));
 	if (r < 0)
 		return r;
+	if (every_directive(pol->target)) {
+		/* Its places can move as its values are written: the files as they are now say. */
+		struct nginx_conf now;
+
+		r = nginx_ctl_conf_now(k->env->nginx, k->env, &now, why, sizeof(why));
+		if (r < 0)
+			return r;
+		r = locate(k, &now, &w, why, sizeof(why));
+		r = r == 0 && w.operator ? every_value(k, &w, out, outlen, NULL) : 1;
+		where_free(&w);
+		nginx_conf_free(&now);
+		if (r <= 0)
+			return r;
+	}
 	c = nginx_ctl_conf_peek(k->env->nginx, k->env);
 	r = c ? locate(k, c, &w, why, sizeof(why)) : 0;
-	if (c && r == 0 && w.operator)
-		return operator_value(k, &w, out, outlen);
+	if (c && r == 0 && w.operator && !every_directive(pol->target)) {
+		r = operator_value(k, &w, out, outlen);
+		where_free(&w);
+		return r;
+	}
+	where_free(&w);
 	/* Our file counts only where nginx reads it; without a dump yet, trust it (probe has checked). */
 	if (r == 0) {
 		r = nginx_ctl_read_file(ours, NGINX_CTL_FILE_MAX, &text, &len);
@@ -633,6 +770,168 @@ static int plan_own_edit(struct nginx_change *ch, const struct knob *k)
 	return r;
 }
 
+/*
+ * The edit of a directive of EVERY that the operator sets (W, in C), in place in each of their files. The knob is the
+ * highest value set anywhere: a write of V sets the places that had the highest value to V and lowers any other
+ * that is above V; the others keep their own (gzip_comp_level 9 in http and 2 in one location: 5 gives 5 and 2, 9
+ * again 9 and 2). What each place "had" is its value in the file's backup (the first edit of a file keeps its bytes
+ * in BACKUP_DIR), as long as the file still has as many of them; else its value now. A write of the highest value
+ * they had puts each back, and a file that differs from its backup only in how those are written gets the backup's
+ * own bytes; its backup goes once nginx runs that (or any file where every place is back to what it had).
+ */
+static int plan_every_edit(struct nginx_change *ch, const struct knob *k, const struct nginx_conf *c,
+			   const struct where *w)
+{
+	struct directive_change *dc = ch->priv;
+	const char *names[] = { dc->target };
+	struct file_plan {
+		size_t file;
+		char *cur, *bak;
+		size_t curlen, baklen;
+		struct nginx_conf_found *occ; /* the file's directives now */
+		size_t nocc;
+		int64_t *had;
+		bool *managed;
+	} *fp;
+	size_t nfp = 0;
+	int64_t v, top = 0;
+	bool any = false;
+	char err[KNOB_WHY_MAX], bpath[PATH_MAX], dir[PATH_MAX];
+	int r = str_to_i64(dc->args, INT64_MIN, INT64_MAX, &v);
+
+	if (r < 0 || dc->type != KNOB_T_INT) {
+		str_err(ch->msg, sizeof(ch->msg), "%s: '%s' is not an integer", dc->target, dc->args);
+		return -EINVAL;
+	}
+	fp = calloc(w->nall, sizeof(*fp));
+	if (!fp)
+		return -ENOMEM;
+	/* Each file once, with what its places had. */
+	for (size_t i = 0; i < w->nall && r == 0; i++) {
+		struct file_plan *f = NULL;
+		struct nginx_conf_found *bocc = NULL;
+		size_t nb = 0;
+
+		for (size_t j = 0; j < nfp; j++)
+			if (fp[j].file == w->all[i].d.file)
+				f = &fp[j];
+		if (f)
+			continue;
+		f = &fp[nfp++];
+		f->file = w->all[i].d.file;
+		r = nginx_ctl_read_file(c->files[f->file].path, NGINX_CTL_FILE_MAX, &f->cur, &f->curlen);
+		if (r < 0) {
+			str_err(ch->msg, sizeof(ch->msg), "cannot read %s: %s", c->files[f->file].path, strerror(-r));
+			break;
+		}
+		if (f->curlen != c->files[f->file].len || memcmp(f->cur, c->files[f->file].text, f->curlen) != 0) {
+			str_err(ch->msg, sizeof(ch->msg), "%s changed while it was being read; try again",
+				c->files[f->file].path);
+			r = -EAGAIN;
+			break;
+		}
+		r = nginx_conf_file_each(f->cur, f->curlen, dc->target, &f->occ, &f->nocc, err, sizeof(err));
+		if (r == 0 && !(f->had = calloc(f->nocc + 1, sizeof(*f->had))))
+			r = -ENOMEM;
+		if (r == 0 && !(f->managed = calloc(f->nocc + 1, sizeof(*f->managed))))
+			r = -ENOMEM;
+		if (r == 0)
+			r = nginx_ctl_backup_path(ch->env, BACKUP_DIR, c->files[f->file].path, bpath, sizeof(bpath));
+		if (r == 0 && nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &f->bak, &f->baklen) == 0 &&
+		    nginx_conf_file_each(f->bak, f->baklen, dc->target, &bocc, &nb, err, sizeof(err)) < 0)
+			nb = 0;
+		for (size_t j = 0; r == 0 && j < f->nocc; j++) {
+			r = int_of(k, nb == f->nocc ? &bocc[j].d : &f->occ[j].d, &f->had[j]);
+			for (size_t m = 0; m < w->nall; m++)
+				f->managed[j] |= w->all[m].d.file == f->file && w->all[m].d.start == f->occ[j].d.start;
+			if (r == 0 && f->managed[j] && (!any || f->had[j] > top)) {
+				top = f->had[j];
+				any = true;
+			}
+		}
+		if (r < 0 && !ch->msg[0])
+			str_err(ch->msg, sizeof(ch->msg), "%s in %s: %s", dc->target, c->files[f->file].path,
+				err[0] ? err : strerror(-r));
+		free(bocc);
+	}
+	for (size_t i = 0; i < nfp && r == 0; i++) {
+		struct file_plan *f = &fp[i];
+		struct nginx_conf_edit *e = calloc(f->nocc + 1, sizeof(*e));
+		char (*args)[24] = calloc(f->nocc + 1, sizeof(*args));
+		const char *path = c->files[f->file].path;
+		bool back = true;
+		size_t ne = 0, newlen = 0;
+		char *new = NULL;
+
+		if (!e || !args) {
+			free(e);
+			free(args);
+			r = -ENOMEM;
+			break;
+		}
+		for (size_t j = 0; j < f->nocc && r == 0; j++) {
+			int64_t now, want;
+
+			if (!f->managed[j])
+				continue;
+			want = f->had[j] >= top ? v : (f->had[j] < v ? f->had[j] : v);
+			back = back && want == f->had[j];
+			r = int_of(k, &f->occ[j].d, &now);
+			if (r < 0 || now == want)
+				continue;
+			snprintf(args[ne], sizeof(args[ne]), "%lld", (long long)want);
+			e[ne] = (struct nginx_conf_edit){ .op = NGINX_CONF_EDIT_ARGS, .start = f->occ[j].d.start,
+							  .name = dc->target, .text = args[ne] };
+			ne++;
+		}
+		if (r == 0 && ne)
+			r = nginx_conf_edit(f->cur, f->curlen, e, ne, &new, &newlen, err, sizeof(err));
+		free(e);
+		free(args);
+		if (r < 0) {
+			str_err(ch->msg, sizeof(ch->msg), "%s: %s", path, err);
+			break;
+		}
+		r = nginx_ctl_backup_path(ch->env, BACKUP_DIR, path, bpath, sizeof(bpath));
+		if (r == 0 && f->bak) {
+			/* The way back: the backup's own bytes where only how the values are written differs. */
+			if (ne && nginx_conf_same_but_args(new, newlen, f->bak, f->baklen, names, 1)) {
+				free(new);
+				new = f->bak;
+				newlen = f->baklen;
+				f->bak = NULL;
+			}
+			if (back)
+				r = remember(&dc->done, &dc->ndone, bpath);
+		} else if (r == 0 && ne) {
+			r = nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir));
+			if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+				r = -errno;
+			if (r == 0)
+				r = nginx_ctl_write_file(bpath, f->cur, f->curlen, 0600);
+			if (r == 0)
+				r = remember(&dc->made, &dc->nmade, bpath);
+			if (r < 0)
+				str_err(ch->msg, sizeof(ch->msg), "cannot back up %s: %s", path, strerror(-r));
+		}
+		if (r == 0 && ne) {
+			r = nginx_change_add_file(ch, path, f->cur, f->curlen, new, newlen);
+			f->cur = NULL;
+			new = NULL;
+		}
+		free(new);
+	}
+	for (size_t i = 0; i < nfp; i++) {
+		free(fp[i].cur);
+		free(fp[i].bak);
+		free(fp[i].occ);
+		free(fp[i].had);
+		free(fp[i].managed);
+	}
+	free(fp);
+	return r;
+}
+
 static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 {
 	struct knob shadow;
@@ -647,7 +946,9 @@ static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c
 		nginx_change_finish(ch, r, err);
 		return;
 	}
-	r = w.operator ? plan_operator_edit(ch, &shadow, c, &w) : plan_own_edit(ch, &shadow);
+	r = w.all ? plan_every_edit(ch, &shadow, c, &w)
+		  : w.operator ? plan_operator_edit(ch, &shadow, c, &w) : plan_own_edit(ch, &shadow);
+	where_free(&w);
 	if (r < 0) {
 		nginx_change_finish(ch, r, ch->msg);
 		return;
@@ -684,23 +985,40 @@ static void drop_backup(struct nginx_change *ch, bool new)
 	free(bak);
 }
 
+/* The backups at PATHS go, and their directory with the last of them. */
+static void drop_paths(struct nginx_change *ch, char **paths, size_t n)
+{
+	char dir[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		unlink(paths[i]);
+	if (n && nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir)) == 0)
+		rmdir(dir); /* fails while others remain, as it should */
+}
+
 /* nginx runs the new files: a backup the file is back to has done its work. */
 static void directive_committed(struct nginx_change *ch)
 {
+	struct directive_change *dc = ch->priv;
+
 	drop_backup(ch, true);
+	drop_paths(ch, dc->done, dc->ndone);
 }
 
 /* The change failed and its files were put back: a backup made for it (the file as it was) goes too. */
 static void directive_undo(struct nginx_change *ch)
 {
+	struct directive_change *dc = ch->priv;
+
 	drop_backup(ch, false);
+	drop_paths(ch, dc->made, dc->nmade);
 }
 
 static const struct nginx_change_ops directive_change_ops = {
 	.dumped = directive_dumped,
 	.committed = directive_committed,
 	.undo = directive_undo,
-	.free = free,
+	.free = directive_change_free,
 };
 
 static int directive_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done,

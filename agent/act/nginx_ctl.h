@@ -60,6 +60,17 @@ const char *nginx_ctl_halted(const struct nginx_ctl *ctl, pid_t master);
 /* The cached dump of any age (NULL if none); never blocks, and refreshes it in the background when it is old. */
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env);
 
+/*
+ * The cached dump's files as they are on disk now, parsed into OUT (nginx_conf_free it): what a driver's read must
+ * see right after its own write, before nginx -T runs again (which this starts in the background when the dump is
+ * old). A file that cannot be read is taken as the dump has it. 0, -EAGAIN (no dump yet), -errno with WHY.
+ */
+int nginx_ctl_conf_now(struct nginx_ctl *ctl, const struct knob_env *env, struct nginx_conf *out, char *why,
+		       size_t whylen);
+/* The worker processes of MASTER (its children titled "nginx: worker process"; not those shutting down) into OUT.
+ * 0, -ENOSPC (more than MAX), -errno. */
+int nginx_ctl_workers(const struct knob_env *env, pid_t master, pid_t *out, size_t max, size_t *n);
+
 /* ---- files ---------------------------------------------------------------------------------------------------- */
 
 /* Whether ENV's root is the host's "/" (then nginx's namespaces are real, not a fake tree). */

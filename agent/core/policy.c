@@ -82,6 +82,8 @@ static const struct cap {
 	{POLICY_NGINX_DIRECTIVE, "worker_connections", 16, 1048576},
 	{POLICY_NGINX_DIRECTIVE, "worker_rlimit_nofile", 1024, 4194304},
 	{POLICY_NGINX_DIRECTIVE, "keepalive_requests", 1, 1000000},
+	/* zlib's levels. */
+	{POLICY_NGINX_DIRECTIVE, "gzip_comp_level", 1, 9},
 	/* A nice value: never above the kernel's threads (-20) nor below everything else (19). */
 	{POLICY_NGINX_DIRECTIVE, "worker_priority", -20, 19},
 };
@@ -107,6 +109,7 @@ static const struct directive {
 	{"sendfile", "http", KNOB_T_ONOFF},
 	{"tcp_nopush", "http", KNOB_T_ONOFF},
 	{"tcp_nodelay", "http", KNOB_T_ONOFF},
+	{"gzip_comp_level", "http", KNOB_T_INT},
 };
 
 /* Sysctl trees a policy may write: the network stack, the VM, the scheduler and the file limits nginx needs. */

@@ -175,6 +175,7 @@ static void test_shipped_policies_validate(void **state)
 		"net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "irq_affinity", "rps", "rps_flows",
 		"sched.base_slice", "nginx.worker_processes", "nginx.worker_connections", "nginx.worker_cpu_affinity",
 		"nginx.multi_accept", "nginx.accept_mutex", "nginx.keepalive_requests", "listen_queue",
+		"nginx.gzip_comp_level",
 	};
 	struct policy_set set;
 	const struct knob_policy *p;
@@ -211,6 +212,10 @@ static void test_shipped_policies_validate(void **state)
 	assert_int_equal(policy_find(&set, "nginx.multi_accept")->type, KNOB_T_ONOFF);
 	assert_int_equal(policy_find(&set, "nginx.worker_cpu_affinity")->type, KNOB_T_CPULIST);
 	assert_string_equal(policy_find(&set, "nginx.worker_connections")->context, "events");
+	p = policy_find(&set, "nginx.gzip_comp_level");
+	assert_true(p->min[0] == 1 && p->max[0] == 9 && p->approval_required && !p->trigger[0]);
+	assert_string_equal(p->objective.metric, "cpu.busy_per_kreq");
+	assert_int_equal(p->objective.dir, POLICY_LOWER_IS_BETTER);
 	assert_false(policy_find(&set, "net.core.busy_poll")->enabled);
 	assert_true(policy_forbidden(&set, "net.ipv4.tcp_tw_recycle"));
 	assert_int_equal(set.nforbidden, 1);
