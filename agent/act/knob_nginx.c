@@ -390,6 +390,16 @@ struct directive_change {
 	char backup[PATH_MAX];          /* the operator's file's backup, removed once the file is back to it */
 	char **made, **done;            /* backups this write made (gone if it fails), and those whose work it ends */
 	size_t nmade, ndone;
+	/* worker_connections: the workers' file limit moves with it (plan_nofile). */
+	bool nofile;
+	int64_t nofile_min, nofile_max;  /* the worker_rlimit_nofile policy's bounds (0: no such policy) */
+	int64_t nofile_expect;           /* the soft limit the new workers must have (0: not checked) */
+	bool nofile_clear;               /* once nginx runs the files: the state and its backup go */
+	bool nofile_state_written;       /* the state was written for this write: undo puts back NOFILE_STATE_OLD */
+	char *nofile_state_old;          /* the state before (NULL: none) */
+	size_t nofile_state_oldlen;
+	char nofile_backup[PATH_MAX];    /* the backup this write made ("" if none) */
+	char nofile_drop[PATH_MAX];      /* with NOFILE_CLEAR: the backup that goes with the state */
 };
 
 static void directive_change_free(void *priv)
@@ -402,6 +412,7 @@ static void directive_change_free(void *priv)
 		free(dc->done[i]);
 	free(dc->made);
 	free(dc->done);
+	free(dc->nofile_state_old);
 	free(dc);
 }
 
@@ -426,6 +437,8 @@ static struct directive_priv *priv_of(struct knob *k)
 }
 
 /* ---- nginx_directive: probe and read ---------------------------------------------------------------------- */
+
+static void nofile_note(const struct knob *k, char *why, size_t whylen);
 
 /*
  * Blocks inside the knob's context that set its directive again keep their own value whatever the knob writes
@@ -493,6 +506,8 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 	}
 	if (!w.all)
 		nested_note(k, c, why, whylen);
+	if (strcmp(k->pol->target, "worker_connections") == 0)
+		nofile_note(k, why, whylen);
 	where_free(&w);
 	return 0;
 }
@@ -501,27 +516,40 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
  * worker_rlimit_nofile set nowhere: the workers keep the soft RLIMIT_NOFILE the master has (systemd's LimitNOFILE,
  * 1024 by default), read from /proc/MASTER/limits ("Max open files  SOFT  HARD  files").
  */
-static int inherited_nofile(const struct knob *k, char *out, size_t outlen)
+/* The soft and hard RLIMIT_NOFILE of PID from ROOT/proc/PID/limits. 0, -ENOENT, -ENAMETOOLONG. */
+static int proc_nofile(const struct knob_env *env, pid_t pid, int64_t *soft, int64_t *hard)
 {
 	char path[PATH_MAX], *text, *line;
+	long long s = -1, h = -1;
 	size_t len;
-	long long soft = -1;
 	int r;
 
-	if (k->env->nginx_pid <= 0)
+	if (pid <= 0)
 		return -ENOENT;
-	r = str_rooted(path, sizeof(path), k->env->root, "/proc/%d/limits", (int)k->env->nginx_pid);
+	r = str_rooted(path, sizeof(path), env->root, "/proc/%d/limits", (int)pid);
 	if (r == 0)
 		r = nginx_ctl_read_file(path, 65536, &text, &len);
 	if (r < 0)
 		return r == -ENAMETOOLONG ? r : -ENOENT;
 	line = strstr(text, "\nMax open files");
-	if (line && sscanf(line + 15, " %lld", &soft) != 1)
-		soft = -1;
+	if (!line || sscanf(line + 15, " %lld %lld", &s, &h) != 2)
+		s = h = -1;
 	free(text);
-	if (soft <= 0)
+	if (s <= 0 || h <= 0)
 		return -ENOENT;
-	return (size_t)snprintf(out, outlen, "%lld", soft) >= outlen ? -ERANGE : 0;
+	*soft = s;
+	*hard = h;
+	return 0;
+}
+
+static int inherited_nofile(const struct knob *k, char *out, size_t outlen)
+{
+	int64_t soft, hard;
+	int r = proc_nofile(k->env, k->env->nginx_pid, &soft, &hard);
+
+	if (r < 0)
+		return r;
+	return (size_t)snprintf(out, outlen, "%lld", (long long)soft) >= outlen ? -ERANGE : 0;
 }
 
 static int directive_read(struct knob *k, char *out, size_t outlen)
@@ -932,6 +960,450 @@ static int plan_every_edit(struct nginx_change *ch, const struct knob *k, const 
 	return r;
 }
 
+/* ---- worker_connections and the workers' file limit ------------------------------------------------------ */
+
+/*
+ * Each connection, to a client or an upstream, takes a file descriptor of the worker, so worker_connections W needs a
+ * file limit of 2W (ngx-autotune.policy(5)). The workers' limit is worker_rlimit_nofile as set, else the master's
+ * soft RLIMIT_NOFILE, which they inherit. When a write of W finds it below 2W, the same change (one nginx -t, one
+ * reload) sets worker_rlimit_nofile to 2W, held to the worker_rlimit_nofile policy's bounds when there is one and to
+ * what nginx can set: its workers call setrlimit() with soft = hard = the value before they drop root, so a master
+ * with CAP_SYS_RESOURCE may go up to fs.nr_open, any other only up to its hard limit (above it setrlimit fails, nginx
+ * logs an alert and the workers keep the old limit). It goes where the operator set it, else into the agent's
+ * main.conf. What it replaced is kept in ENV->include_dir: NOFILE_STATE ("connections W0": worker_connections then,
+ * "before N inherited|set", "set N", "file PATH") and the file's bytes under NOFILE_BACKUP_DIR, written before the
+ * files change. While the limit is the agent's it follows: twice each later worker_connections (never below what it
+ * was), and a write of W0 or less puts it back (the file's bytes where it differs from them only in these two
+ * directives) and the state goes, so the revert of the worker_connections change, and each arm of its trial, moves
+ * both. A limit someone else changed since is theirs: it is left alone and the state goes. The change is complete
+ * when the new workers have the limit (/proc/PID/limits).
+ */
+#define NOFILE_STATE "worker-nofile.state"
+#define NOFILE_BACKUP_DIR "nofile-backup"
+#define CAP_SYS_RESOURCE_BIT 24
+
+struct nofile_state {
+	bool have;
+	int64_t connections;  /* worker_connections when the limit was first raised */
+	int64_t before, set;
+	bool before_set; /* BEFORE was worker_rlimit_nofile's (else the master's soft limit) */
+	char file[PATH_MAX];
+};
+
+/* NOFILE_STATE into S (absent: S->have false); its bytes into *RAW (NULL when absent). 0, -EINVAL (not ours). */
+static int nofile_state_load(const struct knob_env *env, struct nofile_state *s, char **raw, size_t *rawlen)
+{
+	char path[PATH_MAX], *save = NULL, *text;
+	bool b = false, st = false, f = false, wc = false;
+	int r = nginx_ctl_own_path(env, NOFILE_STATE, path, sizeof(path));
+
+	memset(s, 0, sizeof(*s));
+	*raw = NULL;
+	*rawlen = 0;
+	if (r < 0)
+		return r;
+	r = nginx_ctl_read_file(path, 65536, raw, rawlen);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	text = strdup(*raw);
+	if (!text)
+		return -ENOMEM;
+	for (char *line = strtok_r(text, "\n", &save); line && r == 0; line = strtok_r(NULL, "\n", &save)) {
+		long long v;
+		char how[16];
+		int used = 0;
+
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		if (sscanf(line, "before %lld %15s%n", &v, how, &used) == 2 && !line[used] && v > 0 &&
+		    (strcmp(how, "set") == 0 || strcmp(how, "inherited") == 0)) {
+			s->before = v;
+			s->before_set = strcmp(how, "set") == 0;
+			b = true;
+		} else if (sscanf(line, "set %lld%n", &v, &used) == 1 && !line[used] && v > 0) {
+			s->set = v;
+			st = true;
+		} else if (sscanf(line, "connections %lld%n", &v, &used) == 1 && !line[used] && v > 0) {
+			s->connections = v;
+			wc = true;
+		} else if (strncmp(line, "file /", 6) == 0 && strlen(line + 5) < sizeof(s->file)) {
+			snprintf(s->file, sizeof(s->file), "%s", line + 5);
+			f = true;
+		} else {
+			r = -EINVAL;
+		}
+	}
+	free(text);
+	if (r == 0 && !(b && st && f && wc))
+		r = -EINVAL;
+	s->have = r == 0;
+	return r;
+}
+
+static int nofile_state_write(struct nginx_change *ch, const struct nofile_state *s)
+{
+	char path[PATH_MAX], text[PATH_MAX + 512];
+	int n, r = nginx_ctl_own_path(ch->env, NOFILE_STATE, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	n = snprintf(text, sizeof(text),
+		     "# ngx-autotune nginx.worker_connections: the workers' file limit it raised with it. This file and\n"
+		     "# %s/ go when that is put back. Do not edit.\nconnections %lld\nbefore %lld %s\nset %lld\n"
+		     "file %s\n", NOFILE_BACKUP_DIR, (long long)s->connections, (long long)s->before,
+		     s->before_set ? "set" : "inherited", (long long)s->set, s->file);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -ENAMETOOLONG;
+	return nginx_ctl_write_file(path, text, (size_t)n, 0600);
+}
+
+/* Whether PID may raise its hard RLIMIT_NOFILE: CAP_SYS_RESOURCE in its effective set. */
+static bool can_raise_hard(const struct knob_env *env, pid_t pid)
+{
+	char path[PATH_MAX], *text, *line;
+	unsigned long long caps = 0;
+	size_t len;
+	bool yes = false;
+
+	if (str_rooted(path, sizeof(path), env->root, "/proc/%d/status", (int)pid) < 0 ||
+	    nginx_ctl_read_file(path, 65536, &text, &len) < 0)
+		return false;
+	line = strstr(text, "\nCapEff:");
+	if (line && sscanf(line + 8, " %llx", &caps) == 1)
+		yes = caps >> CAP_SYS_RESOURCE_BIT & 1;
+	free(text);
+	return yes;
+}
+
+/* The most the workers of master PID can set: fs.nr_open when it may raise the hard limit, else HARD. */
+static int64_t nofile_ceiling(const struct knob_env *env, pid_t pid, int64_t hard)
+{
+	char path[PATH_MAX], *text;
+	size_t len;
+	long long v = 0;
+
+	if (!can_raise_hard(env, pid))
+		return hard;
+	if (str_rooted(path, sizeof(path), env->root, "/proc/sys/fs/nr_open") < 0 ||
+	    nginx_ctl_read_file(path, 64, &text, &len) < 0)
+		return hard;
+	if (sscanf(text, "%lld", &v) != 1 || v < hard)
+		v = hard;
+	free(text);
+	return v;
+}
+
+/* The new text of PATH in CH so far (planned, else as it is now, which for an operator's file must be as the dump
+ * shows it: -EAGAIN otherwise), copied into *OUT; a file of ours that does not exist is empty. */
+static int text_now(struct nginx_change *ch, const struct nginx_conf *c, const char *path, bool ours, char **out,
+		    size_t *outlen)
+{
+	const struct nginx_change_file *f = nginx_change_file(ch, path);
+	int i, r;
+
+	if (f) {
+		*out = malloc(f->newlen + 1);
+		if (!*out)
+			return -ENOMEM;
+		memcpy(*out, f->new, f->newlen);
+		(*out)[f->newlen] = '\0';
+		*outlen = f->newlen;
+		return 0;
+	}
+	r = nginx_ctl_read_file(path, NGINX_CTL_FILE_MAX, out, outlen);
+	if (r == -ENOENT && ours) {
+		*out = strdup("");
+		*outlen = 0;
+		return *out ? 0 : -ENOMEM;
+	}
+	if (r < 0)
+		return r;
+	i = nginx_conf_file_index(c, path);
+	if (!ours && i >= 0 && (c->files[i].len != *outlen || memcmp(c->files[i].text, *out, *outlen) != 0)) {
+		free(*out);
+		*out = NULL;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* NEW (of PATH) is the bytes of one of its backups (the directives' and the file limit's) when it differs from them
+ * only in how these two directives' arguments are written: the way back, byte for byte. */
+static void byte_exact(struct nginx_change *ch, const char *path, char **new, size_t *newlen)
+{
+	static const char *const names[] = { "worker_connections", "worker_rlimit_nofile" };
+	static const char *const dirs[] = { BACKUP_DIR, NOFILE_BACKUP_DIR };
+	char bpath[PATH_MAX], *bak;
+	size_t baklen;
+
+	for (size_t i = 0; i < 2; i++) {
+		if (nginx_ctl_backup_path(ch->env, dirs[i], path, bpath, sizeof(bpath)) < 0 ||
+		    nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &bak, &baklen) < 0)
+			continue;
+		if (nginx_conf_same_but_args(*new, *newlen, bak, baklen, names, 2)) {
+			free(*new);
+			*new = bak;
+			*newlen = baklen;
+			return;
+		}
+		free(bak);
+	}
+}
+
+/* worker_connections in the configuration C (nginx's default, 512, when set nowhere). */
+static int64_t connections_in(const struct nginx_conf *c)
+{
+	struct nginx_conf_directive d;
+	char err[KNOB_WHY_MAX];
+	int64_t v;
+
+	if (nginx_conf_find(c, "events", "worker_connections", &d, err, sizeof(err)) < 0 || d.nargs != 1 ||
+	    str_to_i64(d.args[0], 1, INT64_MAX, &v) < 0)
+		return 512;
+	return v;
+}
+
+/* Plan the file limit that worker_connections (CH's value) needs, into CH; nothing when the limit suffices. 0, or
+ * -errno with CH->msg. */
+static int plan_nofile(struct nginx_change *ch, const struct nginx_conf *c)
+{
+	struct directive_change *dc = ch->priv;
+	struct knob shadow = { .env = ch->env };
+	struct knob_policy pol = { .type = KNOB_T_INT };
+	struct nofile_state st, next;
+	struct nginx_conf_directive d;
+	struct where w;
+	char err[KNOB_WHY_MAX], ours[PATH_MAX], path[PATH_MAX], args[32], *text = NULL, *new = NULL, *raw = NULL;
+	size_t textlen = 0, newlen = 0, rawlen = 0;
+	int64_t wc, need, live, soft, hard, ceiling, target;
+	bool set, mine, restore = false, located;
+	int r;
+
+	if (str_to_i64(dc->args, 1, INT64_MAX / 4, &wc) < 0)
+		return 0;
+	need = 2 * wc;
+	r = nofile_state_load(ch->env, &st, &raw, &rawlen);
+	if (r < 0) {
+		free(raw);
+		str_err(ch->msg, sizeof(ch->msg), "%s is damaged; put worker_rlimit_nofile back by hand from %s/",
+			NOFILE_STATE, NOFILE_BACKUP_DIR);
+		return r;
+	}
+	snprintf(pol.target, sizeof(pol.target), "worker_rlimit_nofile");
+	snprintf(pol.context, sizeof(pol.context), "main");
+	shadow.pol = &pol;
+	r = include_path(ch->env, "main", ours, sizeof(ours));
+	if (r < 0)
+		goto out;
+	located = locate(&shadow, c, &w, err, sizeof(err)) == 0;
+	where_free(&w);
+	snprintf(path, sizeof(path), "%s", located && w.operator ? w.path : ours);
+	if (located) {
+		r = text_now(ch, c, path, !w.operator, &text, &textlen);
+		if (r == -EAGAIN)
+			str_err(ch->msg, sizeof(ch->msg), "%s changed while it was being read; try again", path);
+		else if (r < 0)
+			str_err(ch->msg, sizeof(ch->msg), "cannot read %s: %s", path, strerror(-r));
+		if (r < 0)
+			goto out;
+		r = nginx_conf_file_find(text, textlen, "worker_rlimit_nofile", &d, err, sizeof(err));
+		if (r < 0 && r != -ENOENT) {
+			str_err(ch->msg, sizeof(ch->msg), "%s: %s", path, err);
+			goto out;
+		}
+		set = r == 0;
+	} else {
+		set = false;
+	}
+	r = proc_nofile(ch->env, ch->pid, &soft, &hard);
+	if (set && str_to_i64(d.args[0], 1, INT64_MAX, &live) < 0) {
+		str_err(ch->msg, sizeof(ch->msg), "worker_rlimit_nofile %.32s in %s is not a number", d.args[0], path);
+		r = -EINVAL;
+		goto out;
+	}
+	if (r < 0 && !set) {
+		/* Not known: nothing is moved, and the write says so. */
+		str_err(ch->note, sizeof(ch->note), "the workers' file limit is unknown (no /proc/%d/limits): "
+			"worker_rlimit_nofile left as it is", (int)ch->pid);
+		r = 0;
+		goto out;
+	}
+	if (!set)
+		live = soft;
+	ceiling = r == 0 ? nofile_ceiling(ch->env, ch->pid, hard) : INT64_MAX;
+	r = 0;
+	mine = st.have && set && live == st.set && strcmp(st.file, path) == 0;
+	if (st.have && (!mine || wc <= st.connections)) {
+		/* Put back now, or changed by someone else since (theirs now): the state and its backup go. */
+		dc->nofile_clear = true;
+		nginx_ctl_backup_path(ch->env, NOFILE_BACKUP_DIR, st.file, dc->nofile_drop, sizeof(dc->nofile_drop));
+	}
+	if (mine && wc <= st.connections) {
+		restore = true;
+		target = st.before;
+	} else {
+		target = need;
+		if (dc->nofile_max > 0 && target > dc->nofile_max)
+			target = dc->nofile_max;
+		if (dc->nofile_min > 0 && target < dc->nofile_min)
+			target = dc->nofile_min;
+		if (target > ceiling)
+			target = ceiling;
+		if (mine && target < st.before)
+			target = st.before;
+		if ((!mine && live >= need) || target == live)
+			goto out; /* enough already, or as far as it goes */
+		if (!mine && target < live)
+			goto out;
+	}
+	if (!located) {
+		str_err(ch->msg, sizeof(ch->msg), "worker_connections %lld needs a file limit of %lld (the workers' is "
+			"%lld) and worker_rlimit_nofile would go in %s: %s", (long long)wc, (long long)need,
+			(long long)live, ours, err);
+		r = -EINVAL; /* this value cannot be had here: the change fails, the knob stays usable */
+		goto out;
+	}
+	/* The edit. */
+	snprintf(args, sizeof(args), "%lld", (long long)target);
+	if (restore && !st.before_set)
+		r = nginx_conf_set_directive(text, textlen, "worker_rlimit_nofile", NULL, &new, &newlen, err, sizeof(err));
+	else if (set)
+		r = nginx_conf_set_args_at(text, textlen, d.start, "worker_rlimit_nofile", args, &new, &newlen, err,
+					   sizeof(err));
+	else
+		r = nginx_conf_set_directive(text, textlen, "worker_rlimit_nofile", args, &new, &newlen, err, sizeof(err));
+	if (r < 0) {
+		str_err(ch->msg, sizeof(ch->msg), "%s: %s", path, err);
+		goto out;
+	}
+	if (restore) {
+		byte_exact(ch, path, &new, &newlen);
+	} else {
+		/* What it replaces, kept before anything changes: the state, and the file's bytes on its first edit. */
+		next = mine ? st : (struct nofile_state){ .have = true, .connections = connections_in(c),
+							  .before = live, .before_set = set };
+		next.set = target;
+		snprintf(next.file, sizeof(next.file), "%s", path);
+		if (!mine) {
+			const struct nginx_change_file *f = nginx_change_file(ch, path);
+			char dir[PATH_MAX], *cur = NULL;
+			size_t curlen = 0;
+
+			r = nginx_ctl_backup_path(ch->env, NOFILE_BACKUP_DIR, path, dc->nofile_backup,
+						  sizeof(dc->nofile_backup));
+			if (r == 0)
+				r = nginx_ctl_own_path(ch->env, NOFILE_BACKUP_DIR, dir, sizeof(dir));
+			if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+				r = -errno;
+			if (r == 0 && !f)
+				r = nginx_ctl_read_file(path, NGINX_CTL_FILE_MAX, &cur, &curlen);
+			if (r == 0)
+				r = nginx_ctl_write_file(dc->nofile_backup, f ? f->old : cur, f ? f->oldlen : curlen, 0600);
+			free(cur);
+			if (r < 0) {
+				dc->nofile_backup[0] = '\0';
+				str_err(ch->msg, sizeof(ch->msg), "cannot back up %s: %s", path, strerror(-r));
+				goto out;
+			}
+		}
+		dc->nofile_state_old = raw;
+		dc->nofile_state_oldlen = rawlen;
+		raw = NULL;
+		if (dc->nofile_clear && strcmp(dc->nofile_drop, dc->nofile_backup) == 0)
+			dc->nofile_drop[0] = '\0'; /* the stale state's backup was just written anew: it stays */
+		dc->nofile_clear = false;
+		r = nofile_state_write(ch, &next);
+		if (r < 0) {
+			str_err(ch->msg, sizeof(ch->msg), "cannot write %s: %s", NOFILE_STATE, strerror(-r));
+			goto out;
+		}
+		dc->nofile_state_written = true;
+		byte_exact(ch, path, &new, &newlen);
+	}
+	{
+		struct nginx_change_file *f = nginx_change_file(ch, path);
+
+		if (f) {
+			free(f->new);
+			f->new = new;
+			f->newlen = newlen;
+		} else {
+			char *cur = NULL;
+			size_t curlen = 0;
+
+			r = nginx_ctl_read_file(path, NGINX_CTL_FILE_MAX, &cur, &curlen);
+			if (r == -ENOENT)
+				r = 0;
+			if (r == 0)
+				r = nginx_change_add_file(ch, path, cur, curlen, new, newlen);
+			else
+				free(new);
+		}
+		new = NULL;
+	}
+	dc->nofile_expect = target;
+	if (restore)
+		str_err(ch->note, sizeof(ch->note), "worker_rlimit_nofile %lld -> %lld (%s) in %s with it", (long long)live,
+			(long long)target, st.before_set ? "as it was set" : "the master's again: the line went", path);
+	else
+		str_err(ch->note, sizeof(ch->note), "worker_rlimit_nofile %lld (%s) -> %lld in %s with it (twice %lld%s)",
+			(long long)live, mine ? "the agent's" : set ? "set" : "the master's", (long long)target, path, (long long)wc,
+			target < need ? ", as far as nginx can set it" : "");
+out:
+	free(text);
+	free(new);
+	free(raw);
+	return r;
+}
+
+/* The new workers have the file limit the change set (their soft RLIMIT_NOFILE). */
+static bool nofile_settled(struct nginx_change *ch, char *why, size_t whylen)
+{
+	const struct directive_change *dc = ch->priv;
+	pid_t workers[256];
+	size_t n = 0;
+	int64_t soft, hard;
+
+	if (dc->nofile_expect <= 0)
+		return true;
+	if (nginx_ctl_workers(ch->env, ch->pid, workers, 256, &n) < 0 || n == 0) {
+		str_err(why, whylen, "no worker of nginx %d to check the file limit of", (int)ch->pid);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (proc_nofile(ch->env, workers[i], &soft, &hard) < 0) {
+			str_err(why, whylen, "cannot read the file limit of worker %d", (int)workers[i]);
+			return false;
+		}
+		if (soft != dc->nofile_expect) {
+			str_err(why, whylen, "nginx reloaded but worker %d has a file limit of %lld, not %lld "
+				"(setrlimit failed: see nginx's error log)", (int)workers[i], (long long)soft,
+				(long long)dc->nofile_expect);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The probe's word on the file limit: what it is, and whether the agent set it with worker_connections. */
+static void nofile_note(const struct knob *k, char *why, size_t whylen)
+{
+	struct nofile_state st;
+	char *raw = NULL;
+	size_t rawlen, len = strnlen(why, whylen);
+
+	if (nofile_state_load(k->env, &st, &raw, &rawlen) == 0 && st.have)
+		snprintf(why + len, whylen - len, "%sworker_rlimit_nofile %lld set with it in %s (before: %lld, %s)",
+			 len ? "; " : "", (long long)st.set, st.file, (long long)st.before,
+			 st.before_set ? "set" : "the master's");
+	else
+		snprintf(why + len, whylen - len, "%sraises worker_rlimit_nofile with it when the workers' file limit is "
+			 "below twice the value", len ? "; " : "");
+	free(raw);
+}
+
 static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 {
 	struct knob shadow;
@@ -949,6 +1421,12 @@ static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c
 	r = w.all ? plan_every_edit(ch, &shadow, c, &w)
 		  : w.operator ? plan_operator_edit(ch, &shadow, c, &w) : plan_own_edit(ch, &shadow);
 	where_free(&w);
+	if (r == 0 && ((struct directive_change *)ch->priv)->nofile)
+		r = plan_nofile(ch, c);
+	if (r < 0 && ((struct directive_change *)ch->priv)->nofile_state_written) {
+		nginx_change_fail(ch, r, "%s", ch->msg); /* puts the state back too */
+		return;
+	}
 	if (r < 0) {
 		nginx_change_finish(ch, r, ch->msg);
 		return;
@@ -996,6 +1474,20 @@ static void drop_paths(struct nginx_change *ch, char **paths, size_t n)
 		rmdir(dir); /* fails while others remain, as it should */
 }
 
+/* The file limit's own: NOFILE_STATE and, when given, the backup BAK, and their directory with the last backup. */
+static void nofile_drop(struct nginx_change *ch, bool state, const char *bak)
+{
+	char path[PATH_MAX];
+
+	if (state && nginx_ctl_own_path(ch->env, NOFILE_STATE, path, sizeof(path)) == 0)
+		unlink(path);
+	if (bak && bak[0]) {
+		unlink(bak);
+		if (nginx_ctl_own_path(ch->env, NOFILE_BACKUP_DIR, path, sizeof(path)) == 0)
+			rmdir(path);
+	}
+}
+
 /* nginx runs the new files: a backup the file is back to has done its work. */
 static void directive_committed(struct nginx_change *ch)
 {
@@ -1003,19 +1495,32 @@ static void directive_committed(struct nginx_change *ch)
 
 	drop_backup(ch, true);
 	drop_paths(ch, dc->done, dc->ndone);
+	if (dc->nofile_clear)
+		nofile_drop(ch, true, dc->nofile_drop);
 }
 
-/* The change failed and its files were put back: a backup made for it (the file as it was) goes too. */
+/* The change failed and its files were put back: a backup made for it (the file as it was) goes too, and the file
+ * limit's state is as it was. */
 static void directive_undo(struct nginx_change *ch)
 {
 	struct directive_change *dc = ch->priv;
+	char path[PATH_MAX];
 
 	drop_backup(ch, false);
 	drop_paths(ch, dc->made, dc->nmade);
+	if (dc->nofile_state_written && nginx_ctl_own_path(ch->env, NOFILE_STATE, path, sizeof(path)) == 0) {
+		if (dc->nofile_state_old)
+			nginx_ctl_write_file(path, dc->nofile_state_old, dc->nofile_state_oldlen, 0600);
+		else
+			unlink(path);
+		dc->nofile_state_written = false;
+	}
+	nofile_drop(ch, false, dc->nofile_backup);
 }
 
 static const struct nginx_change_ops directive_change_ops = {
 	.dumped = directive_dumped,
+	.settled = nofile_settled,
 	.committed = directive_committed,
 	.undo = directive_undo,
 	.free = directive_change_free,
@@ -1042,6 +1547,18 @@ static int directive_write(struct knob *k, const char *value, char *why, size_t 
 	snprintf(dc->target, sizeof(dc->target), "%s", k->pol->target);
 	snprintf(dc->context, sizeof(dc->context), "%s", k->pol->context);
 	dc->type = k->pol->type;
+	if (strcmp(dc->target, "worker_connections") == 0 && dc->type == KNOB_T_INT) {
+		dc->nofile = true;
+		/* The file limit is held to its own knob's policy, as that knob's writes are. */
+		for (size_t i = 0; k->env->policies && i < k->env->policies->n; i++) {
+			const struct knob_policy *q = &k->env->policies->knobs[i];
+
+			if (q->kind == POLICY_NGINX_DIRECTIVE && strcmp(q->target, "worker_rlimit_nofile") == 0) {
+				dc->nofile_min = q->min[0];
+				dc->nofile_max = q->max[0];
+			}
+		}
+	}
 	p = priv_of(k);
 	if (!p) {
 		free(dc);

@@ -1139,9 +1139,13 @@ static void change_check(struct nginx_change *ch, bool final)
 
 		if (ch->ops->committed)
 			ch->ops->committed(ch);
-		if (ch->stragglers)
-			snprintf(note, sizeof(note), "%zu old worker%s never got nginx's quit and got SIGQUIT from the agent",
-				 ch->stragglers, ch->stragglers == 1 ? "" : "s");
+		snprintf(note, sizeof(note), "%s", ch->note);
+		if (ch->stragglers) {
+			size_t l = strlen(note);
+
+			snprintf(note + l, sizeof(note) - l, "%s%zu old worker%s never got nginx's quit and got SIGQUIT from "
+				 "the agent", l ? "; " : "", ch->stragglers, ch->stragglers == 1 ? "" : "s");
+		}
 		nginx_change_finish(ch, 0, note);
 		return;
 	}

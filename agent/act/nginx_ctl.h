@@ -142,7 +142,7 @@ struct nginx_change_ops {
 	void (*free)(void *priv);
 };
 
-/* A change in flight. The fields are the driver's to read; FILES, NUDGING and MSG are also its to set. */
+/* A change in flight. The fields are the driver's to read; FILES, NUDGING, MSG and NOTE are also its to set. */
 struct nginx_change {
 	const struct nginx_change_ops *ops;
 	void *priv;               /* the driver's */
@@ -154,6 +154,7 @@ struct nginx_change {
 	size_t nfiles;
 	bool nudging;             /* the next reload is the first of two: files get their NUDGE text, then NEW */
 	char msg[KNOB_WHY_MAX];   /* why the last step failed */
+	char note[KNOB_WHY_MAX];  /* the driver's: what to say when the change completes (another parameter it moved) */
 	/* private */
 	struct nginx_change **slot;
 	knob_done_fn done;

@@ -649,12 +649,217 @@ static void test_gzip_set_nowhere(void **state)
 	k.ops->release(&k);
 }
 
+/* ---- worker_connections with the workers' file limit ------------------------------------------------------- */
+
+static const char wc_main[] =
+	"include @D@/etc/ngx-autotune/main.conf;\n"
+	"pid @D@/nginx.pid;\n"
+	"error_log @D@/error.log;\n"
+	"events {\n"
+	"\tworker_connections 768; # Debian's\n"
+	"}\n"
+	"http {\n"
+	"\taccess_log off;\n"
+	"\tserver { listen unix:@D@/s.sock; }\n"
+	"}\n";
+
+/* The limits the next workers start with, and the master's capabilities (CapEff) and fs.nr_open. */
+static void next_workers(struct fx *f, long long soft)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), LIMITS_FMT, soft, soft);
+	putf(text, "%s/worker-limits", f->root);
+}
+
+static void master_caps(struct fx *f, bool sys_resource, const char *nr_open)
+{
+	putf(sys_resource ? "Name:\tnginx\nCapEff:\t000001ffffffffff\n" : "Name:\tnginx\nCapEff:\t0000000000000000\n",
+	     "%s/proc/%d/status", f->root, (int)f->master);
+	putf(nr_open, "%s/proc/sys/fs/nr_open", f->root);
+}
+
+static const struct knob_policy *wc_policies(struct fx *f, const char *nofile_max)
+{
+	policy(f, "nginx.worker_rlimit_nofile", "nginx_directive", "worker_rlimit_nofile", "main", "int", "1024",
+	       nofile_max);
+	return policy(f, "nginx.worker_connections", "nginx_directive", "worker_connections", "events", "int", "16",
+		      "65536");
+}
+
+/* Debian's 768 with the master's soft limit 1024: 4096 sets worker_rlimit_nofile 8192 in main.conf in the same
+ * change (checked on the new workers), and 768 again puts both files back byte for byte and leaves no state. */
+static void test_wc_raises_nofile(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char why[KNOB_WHY_MAX] = "", msg[KNOB_WHY_MAX], path[PATH_MAX], bak[PATH_MAX];
+	struct knob k;
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", wc_main);
+	conf(f, "/etc/ngx-autotune/main.conf", "");
+	master_caps(f, true, "1048576\n");
+	pol = wc_policies(f, "1048576");
+	knob_of(f, &k, pol, &knob_nginx_ops);
+	assert_int_equal(k.ops->probe(&k, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "(edited there); raises worker_rlimit_nofile with it when the workers' file limit "
+				    "is below twice the value"));
+
+	next_workers(f, 8192);
+	if (wr(f, &k, "4096", msg, sizeof(msg)) != 0)
+		fail_msg("4096: %s", msg);
+	if (!strstr(msg, "worker_rlimit_nofile 1024 (the master's) -> 8192 in ") ||
+	    !strstr(msg, "/etc/ngx-autotune/main.conf with it (twice 4096)"))
+		fail_msg("the write's message: %s", msg);
+	assert_file(f, "/etc/ngx-autotune/main.conf", "worker_rlimit_nofile 8192;\n");
+	assert_non_null(strstr(get(f->conf), "\tworker_connections 4096; # Debian's\n"));
+	snprintf(path, sizeof(path), "%s/worker-nofile.state", f->inc);
+	assert_non_null(strstr(get(path), "\nconnections 768\nbefore 1024 inherited\nset 8192\nfile "));
+	backup_of(f, "nofile-backup", "/etc/ngx-autotune/main.conf", bak, sizeof(bak));
+	assert_true(exists(bak));
+	assert_string_equal(get(bak), "");
+	assert_int_equal(k.ops->probe(&k, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "; worker_rlimit_nofile 8192 set with it in "));
+	assert_non_null(strstr(why, "(before: 1024, the master's)"));
+
+	/* while it is the agent's, the limit follows: twice 2048 */
+	next_workers(f, 4096);
+	if (wr(f, &k, "2048", msg, sizeof(msg)) != 0)
+		fail_msg("2048: %s", msg);
+	assert_non_null(strstr(msg, "worker_rlimit_nofile 8192 (the agent's) -> 4096 in "));
+	assert_file(f, "/etc/ngx-autotune/main.conf", "worker_rlimit_nofile 4096;\n");
+
+	next_workers(f, 1024);
+	assert_int_equal(wr(f, &k, "768", msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "worker_rlimit_nofile 4096 -> 1024 (the master's again: the line went)"));
+	assert_file(f, "/etc/nginx.conf", wc_main);
+	assert_file(f, "/etc/ngx-autotune/main.conf", "");
+	assert_false(exists(path));
+	assert_false(exists(bak));
+	snprintf(path, sizeof(path), "%s/nofile-backup", f->inc);
+	assert_false(exists(path));
+	snprintf(path, sizeof(path), "%s/directive-backup", f->inc);
+	assert_false(exists(path));
+	k.ops->release(&k);
+}
+
+/* Held to what nginx can set (the master's hard limit without CAP_SYS_RESOURCE) and to the file limit's policy;
+ * set by the operator in the same file as worker_connections, both come back byte for byte. */
+static void test_wc_nofile_bounds(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char msg[KNOB_WHY_MAX];
+	struct knob k;
+	static const char main_set[] =
+		"include @D@/etc/ngx-autotune/main.conf;\n"
+		"pid @D@/nginx.pid;\n"
+		"worker_rlimit_nofile   2048;\n"
+		"error_log @D@/error.log;\n"
+		"events { worker_connections \"768\"; }\n"
+		"http { access_log off; server { listen unix:@D@/s.sock; } }\n";
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", wc_main);
+	conf(f, "/etc/ngx-autotune/main.conf", "");
+	master_limits(f, 1024, 4096);
+	master_caps(f, false, "1048576\n");
+	pol = wc_policies(f, "1048576");
+	knob_of(f, &k, pol, &knob_nginx_ops);
+	next_workers(f, 4096);
+	assert_int_equal(wr(f, &k, "4096", msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "-> 4096 in "));
+	assert_non_null(strstr(msg, "(twice 4096, as far as nginx can set it)"));
+	assert_file(f, "/etc/ngx-autotune/main.conf", "worker_rlimit_nofile 4096;\n");
+	next_workers(f, 1024);
+	assert_int_equal(wr(f, &k, "768", msg, sizeof(msg)), 0);
+	assert_file(f, "/etc/ngx-autotune/main.conf", "");
+	k.ops->release(&k);
+
+	/* the operator's own line, beside worker_connections in nginx.conf; the policy's bound (6000) holds */
+	conf(f, "/etc/nginx.conf", main_set);
+	master_caps(f, true, "1048576\n");
+	policy_set_free(&f->set);
+	policy_set_init(&f->set);
+	pol = wc_policies(f, "6000");
+	knob_of(f, &k, pol, &knob_nginx_ops);
+	next_workers(f, 6000);
+	assert_int_equal(wr(f, &k, "4096", msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "worker_rlimit_nofile 2048 (set) -> 6000 in "));
+	assert_non_null(strstr(get(f->conf), "\nworker_rlimit_nofile   6000;\n"));
+	assert_non_null(strstr(get(f->conf), "worker_connections 4096;"));
+	assert_file(f, "/etc/ngx-autotune/main.conf", "");
+	next_workers(f, 2048);
+	assert_int_equal(wr(f, &k, "768", msg, sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "worker_rlimit_nofile 6000 -> 2048 (as it was set)"));
+	assert_file(f, "/etc/nginx.conf", main_set);
+	{
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/worker-nofile.state", f->inc);
+		assert_false(exists(path));
+		snprintf(path, sizeof(path), "%s/nofile-backup", f->inc);
+		assert_false(exists(path));
+		snprintf(path, sizeof(path), "%s/directive-backup", f->inc);
+		assert_false(exists(path));
+	}
+	k.ops->release(&k);
+}
+
+/* New workers without the limit (setrlimit failed): the change fails, everything as it was. A limit someone else
+ * changed since the agent raised it is theirs: the way back leaves it and forgets it. */
+static void test_wc_nofile_unverified_and_taken(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char msg[KNOB_WHY_MAX], path[PATH_MAX];
+	struct knob k;
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", wc_main);
+	conf(f, "/etc/ngx-autotune/main.conf", "");
+	master_caps(f, true, "1048576\n");
+	pol = wc_policies(f, "1048576");
+	knob_of(f, &k, pol, &knob_nginx_ops);
+	snprintf(path, sizeof(path), "%s/worker-nofile.state", f->inc);
+	f->env.nginx_timeout_ms = 600;
+	next_workers(f, 1024);
+	assert_int_equal(wr(f, &k, "4096", msg, sizeof(msg)), -EIO);
+	if (!strstr(msg, "has a file limit of 1024, not 8192 (setrlimit failed: see nginx's error log)"))
+		fail_msg("%s", msg);
+	assert_file(f, "/etc/nginx.conf", wc_main);
+	assert_file(f, "/etc/ngx-autotune/main.conf", "");
+	assert_false(exists(path));
+	{
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s/nofile-backup", f->inc);
+		assert_false(exists(dir));
+	}
+	f->env.nginx_timeout_ms = 5000;
+
+	next_workers(f, 8192);
+	assert_int_equal(wr(f, &k, "4096", msg, sizeof(msg)), 0);
+	conf(f, "/etc/ngx-autotune/main.conf", "worker_rlimit_nofile 10000;\n"); /* someone else's now */
+	next_workers(f, 10000);
+	assert_int_equal(wr(f, &k, "768", msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "");
+	assert_file(f, "/etc/nginx.conf", wc_main);
+	assert_file(f, "/etc/ngx-autotune/main.conf", "worker_rlimit_nofile 10000;\n");
+	assert_false(exists(path));
+	k.ops->release(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_gzip_every_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_edited_and_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_set_nowhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wc_raises_nofile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wc_nofile_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wc_nofile_unverified_and_taken, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
