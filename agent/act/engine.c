@@ -658,7 +658,7 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 	/* For nginx, EINVAL is nginx -t refusing this value (its text is in WHY), not the knob being unsupported. */
 	if (r == -EINVAL &&
 	    (ek->k.pol->kind == POLICY_NGINX_DIRECTIVE || ek->k.pol->kind == POLICY_LISTEN_QUEUE ||
-	     ek->k.pol->kind == POLICY_LISTEN_PARAM))
+	     ek->k.pol->kind == POLICY_LISTEN_PARAM || ek->k.pol->kind == POLICY_UPSTREAM_KEEPALIVE))
 		c = KNOB_ERR_OTHER;
 
 	if (j->change_id)

@@ -79,6 +79,7 @@ extern const struct knob_ops knob_sched_ops;
 extern const struct knob_ops knob_nginx_ops;
 extern const struct knob_ops knob_listen_ops;
 extern const struct knob_ops knob_listen_param_ops;
+extern const struct knob_ops knob_upstream_ops;
 
 /* The driver for a policy kind ("sysctl", ...), or NULL. */
 const struct knob_ops *knob_ops_for(const char *kind);

@@ -1905,13 +1905,24 @@ static int batch_args(struct walk *w, struct batch_q *q, const struct nginx_conf
 		return r;
 	ls = line_start(q->text, lx->args[0].off);
 	le = line_end(q->text, q->len, lx->event_pos);
-	/* After the ';' only blanks or a comment: a note there cannot end inside another directive or a string. */
-	for (cm = lx->event_pos + 1; cm < le && (q->text[cm] == ' ' || q->text[cm] == '\t'); cm++)
-		;
-	if (cm < le && q->text[cm] != '#') {
-		str_err(w->err, w->errlen, "line %u: another directive follows %s on its line", lx->args[0].line,
-			e->name);
-		return -EINVAL;
+	/* What follows on the line may be anything that ends there outside a string: the note goes after it. */
+	{
+		struct lexer tail;
+		char terr[64];
+		int tev;
+
+		lex_init(&tail, q->text, le);
+		tail.pos = lx->event_pos + 1;
+		tail.line = lx->args[0].line;
+		while ((cm = (size_t)lex_next(&tail, le, &tev, terr, sizeof(terr))) == 1)
+			tail.nargs = 0;
+		cm = cm == 0 && !tail.quoted && !tail.s_quoted && !tail.d_quoted; /* a comment is fine: the note joins it */
+		lex_free(&tail);
+		if (!cm) {
+			str_err(w->err, w->errlen, "line %u: the line of %s ends inside a string", lx->args[0].line,
+				e->name);
+			return -EINVAL;
+		}
 	}
 	if (lx->nargs > 1 && memchr(q->text + lx->args[1].off, '\n', last->end - lx->args[1].off)) {
 		str_err(w->err, w->errlen, "line %u: the arguments of %s span lines", lx->args[0].line, e->name);
@@ -2104,8 +2115,10 @@ int nginx_conf_edit(const char *text, size_t len, const struct nginx_conf_edit *
 		if (e->op == NGINX_CONF_EDIT_APPEND) {
 			char e2[128];
 
-			if (!e->text || !e->text[0] || walk_one(NULL, NULL, e->text, strlen(e->text), e2, sizeof(e2)) != 0) {
-				str_err(err, errlen, "edit %zu: what is appended does not read as whole directives", i);
+			if (!e->text || !e->text[0] || walk_one(NULL, NULL, e->text, strlen(e->text), e2, sizeof(e2)) != 0 ||
+			    (e->note && strchr(e->text, '#'))) {
+				str_err(err, errlen, "edit %zu: what is appended does not read as whole directives%s", i,
+					e->note ? " without comments" : "");
 				return -EINVAL;
 			}
 		}
@@ -2137,15 +2150,33 @@ int nginx_conf_edit(const char *text, size_t len, const struct nginx_conf_edit *
 		const struct nginx_conf_edit *e = &edits[i];
 
 		if (e->op == NGINX_CONF_EDIT_APPEND) {
-			size_t l = strlen(e->text);
-			char *ins = malloc(l + 3);
+			size_t l = strlen(e->text), lines = 1, k = 0;
+			bool joined = len && text[len - 1] != '\n', first = true;
+			char *ins;
 
+			for (const char *p = e->text; *p; p++)
+				lines += *p == '\n';
+			ins = malloc(l + 3 + (e->note ? lines * (strlen(e->note) + 16) : 0));
 			if (!ins) {
 				r = -ENOMEM;
 				break;
 			}
-			sprintf(ins, "%s%s%s", len && text[len - 1] != '\n' ? "\n" : "", e->text,
-				e->text[l - 1] == '\n' ? "" : "\n");
+			if (joined)
+				ins[k++] = '\n';
+			/* Line by line, each with the note (the first one's owning the line break added before it). */
+			for (const char *p = e->text, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+				size_t ll;
+
+				nl = strchr(p, '\n');
+				ll = nl ? (size_t)(nl - p) : strlen(p);
+				memcpy(ins + k, p, ll);
+				k += ll;
+				if (e->note && ll)
+					k += (size_t)sprintf(ins + k, " # %s%s", e->note, joined && first ? " (new line)" : "");
+				ins[k++] = '\n';
+				first = false;
+			}
+			ins[k] = '\0';
 			r = edits_add(&q->sp, len, 0, ins);
 			free(ins);
 		} else if (!q->hit[i]) {

@@ -207,8 +207,9 @@ enum nginx_conf_edit_op {
 	 * "# NOTE" with a NOTE. A '}' that shares its line with a directive then goes to a line of its own, and the
 	 * first added line's note reads "# NOTE (new line)". */
 	NGINX_CONF_EDIT_ADD,
-	/* TEXT (whole directives and blocks) goes at the end of the file, on lines of its own; START and NAME are
-	 * unused. */
+	/* TEXT (whole directives and blocks) goes at the end of the file, on lines of its own, each ending in "# NOTE"
+	 * with a NOTE (TEXT then holds no comment; after a last line without its line break, the first one's reads
+	 * "# NOTE (new line)"); START and NAME are unused. */
 	NGINX_CONF_EDIT_APPEND
 };
 

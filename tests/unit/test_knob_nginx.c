@@ -851,6 +851,320 @@ static void test_wc_nofile_unverified_and_taken(void **state)
 	k.ops->release(&k);
 }
 
+/* ---- upstream keepalive ------------------------------------------------------------------------------------- */
+
+#define UK "# ngx-autotune upstream_keepalive"
+
+/* The reverse proxy of issue 21: proxy_pass to an address in two locations; one sends its own headers (Connection
+ * "" among them), the other inherits the server's. */
+static const char up_main[] =
+	"pid @D@/nginx.pid;\n"
+	"error_log @D@/error.log;\n"
+	"events { }\n"
+	"http {\n"
+	"\tinclude @D@/etc/ngx-autotune/http.conf;\n"
+	"\taccess_log off;\n"
+	"\tserver {\n"
+	"\t\tlisten unix:@D@/s.sock;\n"
+	"\t\tproxy_set_header Host $host;\n"
+	"\t\tproxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n"
+	"\t\tlocation / {\n"
+	"\t\t\tproxy_pass http://10.77.0.2:18081;\n"
+	"\t\t\tproxy_http_version 1.1;\n"
+	"\t\t\tproxy_set_header Host $host;\n"
+	"\t\t\tproxy_set_header Connection \"\";\n"
+	"\t\t}\n"
+	"\t\tlocation /b {\n"
+	"\t\t\tproxy_pass http://10.77.0.2:18081/b/;\n"
+	"\t\t}\n"
+	"\t\tlocation = /ws { proxy_pass http://10.77.0.2:18082; proxy_set_header Connection $http_connection; }\n"
+	"\t\tlocation /v { proxy_pass http://10.77.0.2:18081$request_uri; }\n"
+	"\t\tlocation /u { proxy_pass http://unix:@D@/app.sock:/; }\n"
+	"\t}\n"
+	"}\n";
+
+static const char up_main_64[] =
+	"pid @D@/nginx.pid;\n"
+	"error_log @D@/error.log;\n"
+	"events { }\n"
+	"http {\n"
+	"\tinclude @D@/etc/ngx-autotune/http.conf;\n"
+	"\taccess_log off;\n"
+	"\tserver {\n"
+	"\t\tlisten unix:@D@/s.sock;\n"
+	"\t\tproxy_set_header Host $host;\n"
+	"\t\tproxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n"
+	"\t\tlocation / {\n"
+	"\t\t\tproxy_pass http://ngxat_up_10_77_0_2_18081; " UK ": proxy_pass was http://10.77.0.2:18081\n"
+	"\t\t\tproxy_http_version 1.1;\n"
+	"\t\t\tproxy_set_header Host $host;\n"
+	"\t\t\tproxy_set_header Connection \"\";\n"
+	"\t\t\tproxy_redirect http://10.77.0.2:18081/ /; " UK "\n"
+	"\t\t}\n"
+	"\t\tlocation /b {\n"
+	"\t\t\tproxy_pass http://ngxat_up_10_77_0_2_18081/b/; " UK ": proxy_pass was http://10.77.0.2:18081/b/\n"
+	"\t\t\tproxy_set_header Host $host; " UK "\n"
+	"\t\t\tproxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; " UK "\n"
+	"\t\t\tproxy_set_header Connection \"\"; " UK "\n"
+	"\t\t\tproxy_http_version 1.1; " UK "\n"
+	"\t\t\tproxy_redirect http://10.77.0.2:18081/b/ /b; " UK "\n"
+	"\t\t}\n"
+	"\t\tlocation = /ws { proxy_pass http://10.77.0.2:18082; proxy_set_header Connection $http_connection; }\n"
+	"\t\tlocation /v { proxy_pass http://10.77.0.2:18081$request_uri; }\n"
+	"\t\tlocation /u { proxy_pass http://unix:@D@/app.sock:/; }\n"
+	"\t}\n"
+	"}\n";
+
+static const char up_ours_64[] =
+	"# Managed by ngx-autotune.\n"
+	"upstream ngxat_up_10_77_0_2_18081 { " UK "\n"
+	"\tserver 10.77.0.2:18081; " UK "\n"
+	"\tkeepalive 64; " UK "\n"
+	"} " UK "\n";
+
+static const struct knob_policy *up_policy(struct fx *f)
+{
+	return policy(f, "nginx.upstream_keepalive", "upstream_keepalive", "*", NULL, "int", "0", "1024");
+}
+
+/* The address gets an upstream block of the agent's, both locations the three directives, the one that inherited its
+ * headers a copy of them; what the driver leaves alone it says; 0 gives every file back byte for byte. */
+static void test_upstream_address(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char why[KNOB_WHY_MAX] = "", msg[KNOB_WHY_MAX], live[32], bak[PATH_MAX], dir[PATH_MAX];
+	struct knob k;
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", up_main);
+	conf(f, "/etc/ngx-autotune/http.conf", "# Managed by ngx-autotune.\n");
+	pol = up_policy(f);
+	knob_of(f, &k, pol, &knob_upstream_ops);
+	assert_int_equal(k.ops->probe(&k, why, sizeof(why)), 0);
+	if (!strstr(why, "2 proxy_passes: 0 to upstream blocks, 2 to addresses (an upstream each); left alone: ") ||
+	    !strstr(why, "/etc/nginx.conf:20 (sets the Connection header itself) and others"))
+		fail_msg("probe: %s", why);
+	rd(f, &k, live, sizeof(live));
+	assert_string_equal(live, "0");
+
+	assert_int_equal(wr(f, &k, "64", msg, sizeof(msg)), 0);
+	if (strncmp(msg, "keepalive 64 for 2 locations; left alone: ", 42) != 0 ||
+	    !strstr(msg, "/etc/nginx.conf:20 (sets the Connection header itself) and others"))
+		fail_msg("write 64: %s", msg);
+	rd(f, &k, live, sizeof(live));
+	assert_string_equal(live, "64");
+	assert_file(f, "/etc/nginx.conf", up_main_64);
+	assert_file(f, "/etc/ngx-autotune/http.conf", up_ours_64);
+	backup_of(f, "upstream-backup", "/etc/nginx.conf", bak, sizeof(bak));
+	{
+		char *want = expand(f, up_main);
+
+		assert_string_equal(get(bak), want);
+		free(want);
+	}
+	/* another value: the agent's own block's keepalive, nothing else */
+	expect_write(f, &k, "128");
+	assert_file(f, "/etc/nginx.conf", up_main_64);
+	assert_file(f, "/etc/ngx-autotune/http.conf",
+		    "# Managed by ngx-autotune.\nupstream ngxat_up_10_77_0_2_18081 { " UK "\n"
+		    "\tserver 10.77.0.2:18081; " UK "\n\tkeepalive 128; " UK "\n} " UK "\n");
+	/* 0: as the operator had it, byte for byte, no backup left */
+	expect_write(f, &k, "0");
+	assert_file(f, "/etc/nginx.conf", up_main);
+	assert_file(f, "/etc/ngx-autotune/http.conf", "# Managed by ngx-autotune.\n");
+	assert_false(exists(bak));
+	snprintf(dir, sizeof(dir), "%s/upstream-backup", f->inc);
+	assert_false(exists(dir));
+	/* nothing of the knob's left: 0 again changes nothing */
+	assert_int_equal(wr(f, &k, "0", msg, sizeof(msg)), 0);
+	assert_file(f, "/etc/nginx.conf", up_main);
+	k.ops->release(&k);
+}
+
+/* The operator's upstream: its keepalive changed where it stands and noted, HTTP/1.0 made 1.1, a location with no
+ * headers anywhere gets Connection "" alone (nginx's default Host stays); a configuration that had keepalive
+ * complete reads its value, and writing that value back is the way back. Someone else's edit in between stays. */
+static const char op_main[] =
+	"pid @D@/nginx.pid;\n"
+	"error_log @D@/error.log;\n"
+	"events { }\n"
+	"http {\n"
+	"\tinclude @D@/etc/ngx-autotune/http.conf;\n"
+	"\taccess_log off;\n"
+	"\tupstream app {\n"
+	"\t\tserver 10.77.0.2:18081;\n"
+	"\t\tkeepalive 16; # mine\n"
+	"\t}\n"
+	"\tupstream api { server 10.77.0.2:18082; }\n"
+	"\tserver {\n"
+	"\t\tlisten unix:@D@/s.sock;\n"
+	"\t\tlocation / {\n"
+	"\t\t\tproxy_pass http://app;\n"
+	"\t\t\tproxy_http_version 1.0;\n"
+	"\t\t}\n"
+	"\t\tlocation /api { proxy_pass https://api/v1/; }\n"
+	"\t}\n"
+	"}\n";
+
+static void test_upstream_blocks(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char msg[KNOB_WHY_MAX], live[32];
+	struct knob k;
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", op_main);
+	conf(f, "/etc/ngx-autotune/http.conf", "");
+	pol = up_policy(f);
+	knob_of(f, &k, pol, &knob_upstream_ops);
+	rd(f, &k, live, sizeof(live));
+	assert_string_equal(live, "0");
+	assert_int_equal(wr(f, &k, "64", msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "keepalive 64 for 2 locations");
+	assert_file(f, "/etc/nginx.conf",
+		    "pid @D@/nginx.pid;\n"
+		    "error_log @D@/error.log;\n"
+		    "events { }\n"
+		    "http {\n"
+		    "\tinclude @D@/etc/ngx-autotune/http.conf;\n"
+		    "\taccess_log off;\n"
+		    "\tupstream app {\n"
+		    "\t\tserver 10.77.0.2:18081;\n"
+		    "\t\tkeepalive 64; # mine " UK ": keepalive was 16\n"
+		    "\t}\n"
+		    "\tupstream api { server 10.77.0.2:18082; \n"
+		    "\t\tkeepalive 64; " UK " (new line)\n"
+		    "}\n"
+		    "\tserver {\n"
+		    "\t\tlisten unix:@D@/s.sock;\n"
+		    "\t\tlocation / {\n"
+		    "\t\t\tproxy_pass http://app;\n"
+		    "\t\t\tproxy_http_version 1.1; " UK ": proxy_http_version was 1.0\n"
+		    "\t\t\tproxy_set_header Connection \"\"; " UK "\n"
+		    "\t\t}\n"
+		    "\t\tlocation /api { proxy_pass https://api/v1/; \n"
+		    "\t\t\tproxy_set_header Connection \"\"; " UK " (new line)\n"
+		    "\t\t\tproxy_http_version 1.1; " UK "\n"
+		    "}\n"
+		    "\t}\n"
+		    "}\n");
+	assert_file(f, "/etc/ngx-autotune/http.conf", "");
+	rd(f, &k, live, sizeof(live));
+	assert_string_equal(live, "64");
+	/* someone else adds a line to the same file meanwhile: it stays on the way back */
+	{
+		char path[PATH_MAX], *t;
+		const char *cur;
+
+		snprintf(path, sizeof(path), "%s/etc/nginx.conf", f->dir);
+		cur = get(path);
+		t = malloc(strlen(cur) + 32);
+		assert_non_null(t);
+		strcpy(t, cur);
+		memcpy(strstr(t, "\taccess_log off;"), "\taccess_log  on;", 16);
+		put(path, t);
+		free(t);
+	}
+	expect_write(f, &k, "0");
+	{
+		char *want = expand(f, op_main);
+
+		memcpy(strstr(want, "\taccess_log off;"), "\taccess_log  on;", 16);
+		assert_string_equal(get(f->conf), want);
+		free(want);
+	}
+	k.ops->release(&k);
+
+	/* keepalive complete as the operator wrote it: the knob reads 32, and 32 written back is the way back */
+	conf(f, "/etc/nginx.conf",
+	     "pid @D@/nginx.pid;\nerror_log @D@/error.log;\nevents { }\nhttp {\n"
+	     "\tinclude @D@/etc/ngx-autotune/http.conf;\n\taccess_log off;\n"
+	     "\tupstream app { server 10.77.0.2:18081; keepalive 32; }\n"
+	     "\tserver { listen unix:@D@/s.sock;\n"
+	     "\t\tproxy_http_version 1.1;\n\t\tproxy_set_header Connection \"\";\n"
+	     "\t\tlocation / { proxy_pass http://app; }\n\t}\n}\n");
+	knob_of(f, &k, pol, &knob_upstream_ops);
+	rd(f, &k, live, sizeof(live));
+	assert_string_equal(live, "32");
+	expect_write(f, &k, "64");
+	assert_non_null(strstr(get(f->conf), "\tupstream app { server 10.77.0.2:18081; keepalive 64; } " UK
+				   ": keepalive was 32\n"));
+	expect_write(f, &k, "32");
+	assert_file(f, "/etc/nginx.conf",
+		    "pid @D@/nginx.pid;\nerror_log @D@/error.log;\nevents { }\nhttp {\n"
+		    "\tinclude @D@/etc/ngx-autotune/http.conf;\n\taccess_log off;\n"
+		    "\tupstream app { server 10.77.0.2:18081; keepalive 32; }\n"
+		    "\tserver { listen unix:@D@/s.sock;\n"
+		    "\t\tproxy_http_version 1.1;\n\t\tproxy_set_header Connection \"\";\n"
+		    "\t\tlocation / { proxy_pass http://app; }\n\t}\n}\n");
+	k.ops->release(&k);
+}
+
+/* https to an address with no headers anywhere: Host as $proxy_host was, the TLS name as it was; nginx -t refusing the
+ * result (an upstream block named like the agent's, by hand) leaves every file as it was. */
+static void test_upstream_https_and_refused(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char msg[KNOB_WHY_MAX], live[32];
+	struct knob k;
+	static const char tls[] =
+		"pid @D@/nginx.pid;\nerror_log @D@/error.log;\nevents { }\nhttp {\n"
+		"\tinclude @D@/etc/ngx-autotune/http.conf;\n\taccess_log off;\n"
+		"\tserver {\n\t\tlisten unix:@D@/s.sock;\n"
+		"\t\tlocation /s/ {\n\t\t\tproxy_pass https://10.0.0.9:8443/;\n\t\t}\n\t}\n}\n";
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", tls);
+	conf(f, "/etc/ngx-autotune/http.conf", "");
+	pol = up_policy(f);
+	knob_of(f, &k, pol, &knob_upstream_ops);
+	expect_write(f, &k, "8");
+	assert_file(f, "/etc/nginx.conf",
+		    "pid @D@/nginx.pid;\nerror_log @D@/error.log;\nevents { }\nhttp {\n"
+		    "\tinclude @D@/etc/ngx-autotune/http.conf;\n\taccess_log off;\n"
+		    "\tserver {\n\t\tlisten unix:@D@/s.sock;\n"
+		    "\t\tlocation /s/ {\n\t\t\tproxy_pass https://ngxat_up_10_0_0_9_8443/; " UK
+		    ": proxy_pass was https://10.0.0.9:8443/\n"
+		    "\t\t\tproxy_set_header Connection \"\"; " UK "\n"
+		    "\t\t\tproxy_set_header Host 10.0.0.9:8443; " UK "\n"
+		    "\t\t\tproxy_http_version 1.1; " UK "\n"
+		    "\t\t\tproxy_redirect https://10.0.0.9:8443/ /s/; " UK "\n"
+		    "\t\t\tproxy_ssl_name 10.0.0.9; " UK "\n"
+		    "\t\t}\n\t}\n}\n");
+	assert_file(f, "/etc/ngx-autotune/http.conf",
+		    "upstream ngxat_up_10_0_0_9_8443 { " UK "\n\tserver 10.0.0.9:8443; " UK "\n\tkeepalive 8; " UK
+		    "\n} " UK "\n");
+	expect_write(f, &k, "0");
+	assert_file(f, "/etc/nginx.conf", tls);
+	assert_file(f, "/etc/ngx-autotune/http.conf", "");
+
+	/* nginx -t refuses the result (a stand-in binary that runs nginx but refuses every -t): every file as it was, no
+	 * backup left */
+	{
+		char bin[PATH_MAX], text[PATH_MAX + 160], bdir[PATH_MAX];
+
+		snprintf(bin, sizeof(bin), "%s/refusing-nginx", f->dir);
+		snprintf(text, sizeof(text), "#!/bin/sh\nfor a; do [ \"$a\" = -t ] && { echo 'nginx: [emerg] refused by "
+			 "the test' >&2; exit 1; }; done\nexec %s \"$@\"\n", f->nginx);
+		put(bin, text);
+		assert_int_equal(chmod(bin, 0755), 0);
+		f->env.nginx_bin = bin;
+		assert_int_equal(wr(f, &k, "8", msg, sizeof(msg)), -EINVAL);
+		assert_string_equal(msg, "[emerg] refused by the test");
+		f->env.nginx_bin = f->nginx;
+		assert_file(f, "/etc/nginx.conf", tls);
+		assert_file(f, "/etc/ngx-autotune/http.conf", "");
+		snprintf(bdir, sizeof(bdir), "%s/upstream-backup", f->inc);
+		assert_false(exists(bdir));
+		rd(f, &k, live, sizeof(live));
+		assert_string_equal(live, "0");
+	}
+	k.ops->release(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -860,6 +1174,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wc_raises_nofile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wc_nofile_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wc_nofile_unverified_and_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upstream_address, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upstream_blocks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upstream_https_and_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1127,13 +1127,21 @@ static const struct edit_case {
 	{ "http {\n}", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "upstream u {\n\tserver 127.0.0.1:1;\n}", NULL } }, 0,
 	  "http {\n}\nupstream u {\n\tserver 127.0.0.1:1;\n}\n" },
 	{ "", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "x 1;\n", NULL } }, 0, "x 1;\n" },
+	/* noted: line by line, so that the way back takes the block out whole */
+	{ "# mine\n", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "upstream u {\n\tkeepalive 2;\n}", NOTE } }, 0,
+	  "# mine\nupstream u { # " NOTE "\n\tkeepalive 2; # " NOTE "\n} # " NOTE "\n" },
+	{ "x 1;", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "y 2;", NOTE } }, 0, "x 1;\ny 2; # " NOTE " (new line)\n" },
+	{ "", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "y 2; # c", NOTE } }, -EINVAL, NULL },
 	/* refused: a clear error and no text */
 	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "b", "2", NULL } }, -ENOENT, NULL },
 	{ "a { }\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NULL } }, -EINVAL, NULL },
 	{ "a 1;\n", { { NGINX_CONF_EDIT_ADD, "a", "a", "b 2;", NULL } }, -EINVAL, NULL },
 	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "", NULL } }, -EINVAL, NULL },
 	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2\n3", NULL } }, -EINVAL, NULL },
-	{ "a 1; b 2;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NOTE } }, -EINVAL, NULL },
+	/* more on the line: the note goes after it; a line that ends inside a string takes none */
+	{ "u { a 1; b 2; }\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "3", NOTE } }, 0,
+	  "u { a 3; b 2; } # " NOTE ": a was 1\n" },
+	{ "a 1; b \"x\ny\";\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NOTE } }, -EINVAL, NULL },
 	{ "a 1\n 2;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NOTE } }, -EINVAL, NULL },
 	{ "a 1; a 2;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "3", NOTE }, { NGINX_CONF_EDIT_ARGS, "a@2", "a", "4",
 	  NOTE } }, -EINVAL, NULL },

@@ -175,7 +175,7 @@ static void test_shipped_policies_validate(void **state)
 		"net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "irq_affinity", "rps", "rps_flows",
 		"sched.base_slice", "nginx.worker_processes", "nginx.worker_connections", "nginx.worker_cpu_affinity",
 		"nginx.multi_accept", "nginx.accept_mutex", "nginx.keepalive_requests", "listen_queue",
-		"nginx.gzip_comp_level",
+		"nginx.gzip_comp_level", "nginx.upstream_keepalive",
 	};
 	struct policy_set set;
 	const struct knob_policy *p;
@@ -216,6 +216,19 @@ static void test_shipped_policies_validate(void **state)
 	assert_true(p->min[0] == 1 && p->max[0] == 9 && p->approval_required && !p->trigger[0]);
 	assert_string_equal(p->objective.metric, "cpu.busy_per_kreq");
 	assert_int_equal(p->objective.dir, POLICY_LOWER_IS_BETTER);
+	p = policy_find(&set, "nginx.upstream_keepalive");
+	assert_int_equal(p->kind, POLICY_UPSTREAM_KEEPALIVE);
+	assert_true(p->min[0] == 0 && p->max[0] == 1024 && p->approval_required);
+	{
+		char next[32], err[256];
+
+		/* 0 -> 64 in one change, as the planner steps */
+		assert_int_equal(policy_step_value(p, "0", true, next, sizeof(next)), 0);
+		assert_string_equal(next, "64");
+		assert_int_equal(policy_check(&set, p, "0", "64", no_value, NULL, err, sizeof(err)), 0);
+	}
+	assert_string_equal(p->objective.metric, "http.5xx_rate");
+	assert_string_equal(p->guardrails[0].metric, "client.failure_rate");
 	assert_false(policy_find(&set, "net.core.busy_poll")->enabled);
 	assert_true(policy_forbidden(&set, "net.ipv4.tcp_tw_recycle"));
 	assert_int_equal(set.nforbidden, 1);
