@@ -205,6 +205,18 @@ static void test_shipped_policies_validate(void **state)
 	assert_string_equal(p->constraints[0].other, "net.core.rmem_max");
 	assert_string_equal(policy_find(&set, "net.ipv4.tcp_wmem")->constraints[0].other, "net.core.wmem_max");
 	assert_int_equal(policy_find(&set, "net.ipv4.ip_local_port_range")->nelem, 2);
+	assert_string_equal(policy_find(&set, "net.ipv4.ip_local_port_range")->trigger, "port_exhaustion");
+	/* its fallback: the same trigger, 2 (loopback only) and 1 (every connection) in play, never 0 */
+	p = policy_find(&set, "net.ipv4.tcp_tw_reuse");
+	assert_non_null(p);
+	assert_string_equal(p->trigger, "port_exhaustion");
+	assert_true(p->kind == POLICY_SYSCTL && p->min[0] == 1 && p->max[0] == 2 && p->approval_required);
+	{
+		char err[256];
+
+		assert_int_equal(policy_check(&set, p, "2", "1", no_value, NULL, err, sizeof(err)), 0);
+		assert_int_equal(policy_check(&set, p, "1", "0", no_value, NULL, err, sizeof(err)), -ERANGE);
+	}
 	assert_int_equal(policy_find(&set, "irq_affinity")->type, KNOB_T_CPUMAP);
 	assert_string_equal(policy_find(&set, "irq_affinity")->target, "*");
 	assert_int_equal(policy_find(&set, "rps")->type, KNOB_T_CPUMAP);
