@@ -1924,8 +1924,9 @@ static int batch_args(struct walk *w, struct batch_q *q, const struct nginx_conf
 			return -EINVAL;
 		}
 	}
-	if (lx->nargs > 1 && memchr(q->text + lx->args[1].off, '\n', last->end - lx->args[1].off)) {
-		str_err(w->err, w->errlen, "line %u: the arguments of %s span lines", lx->args[0].line, e->name);
+	if (memchr(q->text + lx->args[0].off, '\n', lx->event_pos - lx->args[0].off)) {
+		/* the note goes on the line of the ';', and the way back looks for the name there */
+		str_err(w->err, w->errlen, "line %u: %s spans lines", lx->args[0].line, e->name);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < q->nnoted; i++)
@@ -2034,6 +2035,16 @@ static int batch_close(struct walk *w, size_t file, unsigned line, size_t pos)
 	o = &q->open[--q->nopen];
 	e = &q->e[o->edit];
 	joined = !blanks_only(q->text, ls, pos);
+	if (joined) {
+		/* The line now ends at this '}': a note of an argument edit before it on the line moves here with it,
+		 * or it would follow the '}' onto another line than its directive's. */
+		size_t le = line_end(q->text, q->len, pos);
+
+		for (size_t i = 0; i < q->sp.n; i++)
+			if (q->sp.v[i].off == le && q->sp.v[i].del == 0 && strncmp(q->sp.v[i].ins, " # ", 3) == 0 &&
+			    strstr(q->sp.v[i].ins, " was "))
+				q->sp.v[i].off = pos;
+	}
 	if (o->have_indent) {
 		snprintf(indent, sizeof(indent), "%s", o->indent);
 	} else {
