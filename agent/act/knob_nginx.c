@@ -1259,10 +1259,10 @@ static int plan_nofile(struct nginx_change *ch, const struct nginx_conf *c)
 			goto out;
 	}
 	if (!located) {
-		str_err(ch->msg, sizeof(ch->msg), "worker_connections %lld needs a file limit of %lld (the workers' is "
-			"%lld) and worker_rlimit_nofile would go in %s: %s", (long long)wc, (long long)need,
-			(long long)live, ours, err);
-		r = -EINVAL; /* this value cannot be had here: the change fails, the knob stays usable */
+		/* worker_connections is still what was asked for; the write says what it could not do beside it. */
+		str_err(ch->note, sizeof(ch->note), "worker_rlimit_nofile not raised with it: worker_connections %lld "
+			"needs a file limit of %lld, the workers' is %lld, and %s", (long long)wc, (long long)need,
+			(long long)live, err);
 		goto out;
 	}
 	/* The edit. */

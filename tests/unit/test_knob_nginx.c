@@ -807,6 +807,32 @@ static void test_wc_nofile_bounds(void **state)
 	k.ops->release(&k);
 }
 
+/* Set nowhere and no main.conf nginx includes: worker_connections is written, and the write says the limit is not. */
+static void test_wc_nofile_nowhere(void **state)
+{
+	struct fx *f = *state;
+	const struct knob_policy *pol;
+	char msg[KNOB_WHY_MAX], live[32];
+	struct knob k;
+	static const char no_main[] =
+		"pid @D@/nginx.pid;\nerror_log @D@/error.log;\nevents {\n\tworker_connections 768;\n}\n"
+		"http { access_log off; server { listen unix:@D@/s.sock; } }\n";
+
+	need_nginx(f);
+	conf(f, "/etc/nginx.conf", no_main);
+	master_caps(f, true, "1048576\n");
+	pol = wc_policies(f, "1048576");
+	knob_of(f, &k, pol, &knob_nginx_ops);
+	next_workers(f, 1024);
+	assert_int_equal(wr(f, &k, "4096", msg, sizeof(msg)), 0);
+	if (!strstr(msg, "worker_rlimit_nofile not raised with it: worker_connections 4096 needs a file limit of 8192, "
+			 "the workers' is 1024, and nginx does not include "))
+		fail_msg("%s", msg);
+	rd(f, &k, live, sizeof(live));
+	assert_string_equal(live, "4096");
+	k.ops->release(&k);
+}
+
 /* New workers without the limit (setrlimit failed): the change fails, everything as it was. A limit someone else
  * changed since the agent raised it is theirs: the way back leaves it and forgets it. */
 static void test_wc_nofile_unverified_and_taken(void **state)
@@ -1174,6 +1200,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wc_raises_nofile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wc_nofile_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wc_nofile_unverified_and_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wc_nofile_nowhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_upstream_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_upstream_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_upstream_https_and_refused, setup, teardown),
