@@ -1387,7 +1387,7 @@ static bool nofile_settled(struct nginx_change *ch, char *why, size_t whylen)
 	return true;
 }
 
-/* The probe's word on the file limit: what it is, and whether the agent set it with worker_connections. */
+/* The probe's word on the file limit, when the agent set it with worker_connections: what it set, and what was. */
 static void nofile_note(const struct knob *k, char *why, size_t whylen)
 {
 	struct nofile_state st;
@@ -1398,9 +1398,6 @@ static void nofile_note(const struct knob *k, char *why, size_t whylen)
 		snprintf(why + len, whylen - len, "%sworker_rlimit_nofile %lld set with it in %s (before: %lld, %s)",
 			 len ? "; " : "", (long long)st.set, st.file, (long long)st.before,
 			 st.before_set ? "set" : "the master's");
-	else
-		snprintf(why + len, whylen - len, "%sraises worker_rlimit_nofile with it when the workers' file limit is "
-			 "below twice the value", len ? "; " : "");
 	free(raw);
 }
 
