@@ -17,6 +17,10 @@
  * (-ENOENT) when the directive is set nowhere and nginx does not include our file where it must; on success it
  * says where an operator's directive is ("set in PATH:LINE").
  *
+ * Two directives do more. gzip_comp_level is every place the operator sets it (http, server, location: its value is
+ * the highest, plan_every_edit). worker_connections moves the workers' file limit with it (worker_rlimit_nofile,
+ * plan_nofile), in the same change.
+ *
  * A write is asynchronous (-EINPROGRESS, DONE later, on ENV->loop): it is a change of nginx_ctl (nginx -T for a
  * fresh view, the file written, nginx -t, reload, new generation; put back on failure: see nginx_ctl.h), of which
  * this driver plans the one edit. probe takes the dump synchronously (shared by the knobs of one probe pass);
@@ -512,11 +516,8 @@ static int directive_probe(struct knob *k, char *why, size_t whylen)
 	return 0;
 }
 
-/*
- * worker_rlimit_nofile set nowhere: the workers keep the soft RLIMIT_NOFILE the master has (systemd's LimitNOFILE,
- * 1024 by default), read from /proc/MASTER/limits ("Max open files  SOFT  HARD  files").
- */
-/* The soft and hard RLIMIT_NOFILE of PID from ROOT/proc/PID/limits. 0, -ENOENT, -ENAMETOOLONG. */
+/* The soft and hard RLIMIT_NOFILE of PID from ROOT/proc/PID/limits ("Max open files  SOFT  HARD  files"). 0, -ENOENT,
+ * -ENAMETOOLONG. */
 static int proc_nofile(const struct knob_env *env, pid_t pid, int64_t *soft, int64_t *hard)
 {
 	char path[PATH_MAX], *text, *line;
@@ -542,6 +543,8 @@ static int proc_nofile(const struct knob_env *env, pid_t pid, int64_t *soft, int
 	return 0;
 }
 
+/* worker_rlimit_nofile set nowhere: the workers keep the soft RLIMIT_NOFILE the master has (systemd's LimitNOFILE,
+ * 1024 by default). */
 static int inherited_nofile(const struct knob *k, char *out, size_t outlen)
 {
 	int64_t soft, hard;
