@@ -346,6 +346,7 @@ int engine_new(struct store *st, struct knob_env *env, struct policy_set *set, s
 		return r;
 	}
 	e->set = set;
+	env->policies = set;
 	*out = e;
 	return 0;
 }
@@ -355,6 +356,8 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	release_knobs(e->knobs, e->n);
+	if (e->env->policies == e->set)
+		e->env->policies = NULL;
 	if (e->set) {
 		policy_set_free(e->set);
 		free(e->set);
@@ -394,6 +397,7 @@ int engine_set_policies(struct engine *e, struct policy_set *set, char *err, siz
 	e->knobs = knobs;
 	e->n = n;
 	e->set = set;
+	e->env->policies = set;
 	return 0;
 }
 
@@ -566,9 +570,12 @@ static void finish_trial(struct engine *e, int64_t id, size_t knob, enum change_
 	e->trial_external = false;
 }
 
-static void finish_ok(struct engine *e, struct job *j)
+/* J's write is done and verified; NOTE: what its driver said beside it ("" or, e.g., another parameter it moved
+ * with the knob), which joins the change's row and the audit. */
+static void finish_ok(struct engine *e, struct job *j, const char *note)
 {
 	struct eknob *ek = &e->knobs[j->knob];
+	const char *sep = note[0] ? "; " : "";
 
 	if (ek->k.pol->kind == POLICY_LISTEN_QUEUE)
 		adopt_somaxconn(e);
@@ -578,26 +585,28 @@ static void finish_ok(struct engine *e, struct job *j)
 		ek->rec.has_written = true;
 		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
 		save_rec(e, ek);
-		set_state(e, j->change_id, CHANGE_TRIAL, "written and verified: reads back %s", j->value);
+		set_state(e, j->change_id, CHANGE_TRIAL, "written and verified: reads back %s%s%s", j->value, sep, note);
 		e->trial_id = j->change_id;
 		e->trial_knob = j->knob;
 		e->settle_until_ms = e->now_ms + ek->k.pol->settle_ms;
-		audit(e, "agent", "apply", ek->k.name, j->change_id, "ok", "now %s, in trial", j->value);
+		audit(e, "agent", "apply", ek->k.name, j->change_id, "ok", "now %s, in trial%s%s", j->value, sep, note);
 		break;
 	case JOB_ARM:
 		ek->rec.has_written = true;
 		snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
 		save_rec(e, ek);
-		set_state(e, j->change_id, CHANGE_TRIAL, "arm %s in force: %s", j->detail, j->value);
+		set_state(e, j->change_id, CHANGE_TRIAL, "arm %s in force: %s%s%s", j->detail, j->value, sep, note);
 		e->trial_id = j->change_id;
 		e->trial_knob = j->knob;
 		e->trial_external = true;
-		audit(e, "agent", "arm", ek->k.name, j->change_id, "ok", "arm %s: %s", j->detail, j->value);
+		audit(e, "agent", "arm", ek->k.name, j->change_id, "ok", "arm %s: %s%s%s", j->detail, j->value, sep, note);
 		if (e->arm_cb)
 			e->arm_cb(e->arm_ctx, true);
 		break;
 	case JOB_FINAL:
 		finish_trial(e, j->change_id, j->knob, j->final, j->value, e->final_detail);
+		if (note[0])
+			audit(e, "agent", "verdict", ek->k.name, j->change_id, "ok", "%s", note);
 		break;
 	case JOB_REAPPLY:
 		ek->rec.has_written = true;
@@ -630,9 +639,10 @@ static void finish_ok(struct engine *e, struct job *j)
 			}
 		}
 		if (j->change_id)
-			set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s", j->value);
-		audit(e, "agent", "revert", ek->k.name, j->change_id ? j->change_id : j->reverts, "ok", "back to %s%s",
-		      j->value, j->unjournaled ? " (the store could not take the row: journaled when it can)" : "");
+			set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s%s%s", j->value, sep, note);
+		audit(e, "agent", "revert", ek->k.name, j->change_id ? j->change_id : j->reverts, "ok", "back to %s%s%s%s",
+		      j->value, j->unjournaled ? " (the store could not take the row: journaled when it can)" : "", sep,
+		      note);
 		if (e->trial_id && e->trial_knob == j->knob)
 			e->trial_id = 0;
 		break;
@@ -648,7 +658,7 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 	/* For nginx, EINVAL is nginx -t refusing this value (its text is in WHY), not the knob being unsupported. */
 	if (r == -EINVAL &&
 	    (ek->k.pol->kind == POLICY_NGINX_DIRECTIVE || ek->k.pol->kind == POLICY_LISTEN_QUEUE ||
-	     ek->k.pol->kind == POLICY_LISTEN_PARAM))
+	     ek->k.pol->kind == POLICY_LISTEN_PARAM || ek->k.pol->kind == POLICY_UPSTREAM_KEEPALIVE))
 		c = KNOB_ERR_OTHER;
 
 	if (j->change_id)
@@ -704,7 +714,7 @@ static void complete(struct engine *e, struct job *j, int r, const char *why)
 			return;
 		}
 		if (r == 0) {
-			finish_ok(e, j);
+			finish_ok(e, j, why);
 			return;
 		}
 	}

@@ -37,6 +37,7 @@ static const struct {
 	{"nginx_directive", &knob_nginx_ops},
 	{"listen_queue", &knob_listen_ops},
 	{"listen_param", &knob_listen_param_ops},
+	{"upstream_keepalive", &knob_upstream_ops},
 };
 
 const struct knob_ops *knob_ops_for(const char *kind)

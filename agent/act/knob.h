@@ -23,6 +23,7 @@
 
 struct knob;
 struct knob_policy; /* core/policy.h */
+struct policy_set;  /* core/policy.h */
 struct nginx_ctl;   /* act/nginx_ctl.h */
 
 /* What every driver may need from the host; owned by the engine, shared by all knobs. */
@@ -38,6 +39,9 @@ struct knob_env {
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
 	struct nginx_ctl *nginx; /* runs nginx and caches its dump for the nginx drivers (NULL: they are unsupported) */
 	int64_t now_ms;          /* wall ms as the engine last saw it (set each tick): drivers read no clock */
+	/* The policies in force (set by the engine; NULL: none known). A driver that moves another knob's parameter
+	 * with its own (worker_connections raises worker_rlimit_nofile) holds it to that knob's bounds. */
+	const struct policy_set *policies;
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */
@@ -75,6 +79,7 @@ extern const struct knob_ops knob_sched_ops;
 extern const struct knob_ops knob_nginx_ops;
 extern const struct knob_ops knob_listen_ops;
 extern const struct knob_ops knob_listen_param_ops;
+extern const struct knob_ops knob_upstream_ops;
 
 /* The driver for a policy kind ("sysctl", ...), or NULL. */
 const struct knob_ops *knob_ops_for(const char *kind);

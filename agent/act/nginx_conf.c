@@ -604,8 +604,9 @@ struct walk;
 typedef int (*walk_fn)(struct walk *w, size_t file, const struct lexer *lx, int ev);
 /* Called before an included FILE is walked; same returns. */
 typedef int (*include_fn)(struct walk *w, size_t file);
-/* Called at the '}' (on LINE of FILE) that closes the innermost block, before it leaves the stack; same returns. */
-typedef int (*close_fn)(struct walk *w, size_t file, unsigned line);
+/* Called at the '}' (on LINE of FILE, at offset POS) that closes the innermost block, before it leaves the stack;
+ * same returns. */
+typedef int (*close_fn)(struct walk *w, size_t file, unsigned line, size_t pos);
 
 struct walk {
 	const struct nginx_conf *c; /* NULL: one text alone, includes not followed */
@@ -614,6 +615,7 @@ struct walk {
 	int incl_depth;
 	size_t incl_file;   /* the file of the include directive being expanded */
 	unsigned incl_line; /* and its line */
+	size_t incl_start, incl_end; /* its name's offset and its ';' */
 	size_t bytes;
 	walk_fn fn;
 	include_fn on_include;
@@ -703,6 +705,8 @@ static int walk_include(struct walk *w, const struct lexer *lx, size_t file, con
 
 		w->incl_file = file;
 		w->incl_line = lx->args[0].line;
+		w->incl_start = lx->args[0].off;
+		w->incl_end = lx->event_pos;
 		if (w->on_include)
 			r = w->on_include(w, fi);
 		if (r == 0)
@@ -748,7 +752,7 @@ static int walk_text(struct walk *w, size_t file, const char *path, const char *
 				r = -EINVAL;
 				break;
 			}
-			r = w->on_close ? w->on_close(w, file, lx.line) : 0;
+			r = w->on_close ? w->on_close(w, file, lx.line, lx.event_pos) : 0;
 			if (r != 0)
 				break;
 			w->sp--;
@@ -955,6 +959,69 @@ int nginx_conf_nested(const struct nginx_conf *c, const char *context, const cha
 	return r < 0 ? r : 0;
 }
 
+struct each_q {
+	const char *context, *name;
+	bool any; /* every context (one file alone) */
+	struct nginx_conf_found *v;
+	size_t n, cap;
+};
+
+static int each_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct each_q *q = w->ctx;
+	char ctx[NGINX_CONF_CONTEXT_MAX];
+	size_t n = strlen(q->context);
+	int r;
+
+	if (ev != ';' || !arg_is(lx->text, &lx->args[0], q->name))
+		return 0;
+	walk_context(w, ctx, sizeof(ctx));
+	if (!q->any && strcmp(ctx, q->context) != 0 &&
+	    (strncmp(ctx, q->context, n) != 0 || ctx[n] != '/' || has_component(ctx + n + 1, "upstream")))
+		return 0;
+	/* A file included twice holds one directive, which one edit changes: it is listed once. */
+	for (size_t i = 0; i < q->n; i++)
+		if (q->v[i].d.file == file && q->v[i].d.start == lx->args[0].off)
+			return 0;
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 4;
+		struct nginx_conf_found *v;
+
+		if (q->n >= NGINX_CONF_LISTENS_MAX) {
+			str_err(w->err, w->errlen, "more than %d %s directives", NGINX_CONF_LISTENS_MAX, q->name);
+			return -EINVAL;
+		}
+		v = realloc(q->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		q->v = v;
+		q->cap = cap;
+	}
+	r = fill_directive(lx, file, &q->v[q->n].d, w->err, w->errlen);
+	if (r < 0)
+		return r;
+	snprintf(q->v[q->n].context, sizeof(q->v[q->n].context), "%s", ctx);
+	q->n++;
+	return 0;
+}
+
+int nginx_conf_find_each(const struct nginx_conf *c, const char *context, const char *name,
+			 struct nginx_conf_found **out, size_t *n, char *err, size_t errlen)
+{
+	struct each_q q = { .context = context, .name = name };
+	int r = walk_all(c, each_fn, &q, err, errlen);
+
+	*out = NULL;
+	*n = 0;
+	if (r < 0) {
+		free(q.v);
+		return r;
+	}
+	*out = q.v;
+	*n = q.n;
+	return 0;
+}
+
 int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
 			 char *err, size_t errlen)
 {
@@ -987,14 +1054,16 @@ static int visit(struct walk *w, struct nginx_conf_node *n)
 static int visit_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
 {
 	struct nginx_conf_node n = { .event = ev == '{' ? NGINX_CONF_BLOCK : NGINX_CONF_DIRECTIVE, .file = file,
-				     .line = lx->args[0].line, .nwords = lx->nargs, .priv = lx };
+				     .line = lx->args[0].line, .start = lx->args[0].off, .end = lx->event_pos,
+				     .nwords = lx->nargs, .priv = lx };
 
 	return visit(w, &n);
 }
 
-static int visit_close(struct walk *w, size_t file, unsigned line)
+static int visit_close(struct walk *w, size_t file, unsigned line, size_t pos)
 {
-	struct nginx_conf_node n = { .event = NGINX_CONF_BLOCK_END, .file = file, .line = line };
+	struct nginx_conf_node n = { .event = NGINX_CONF_BLOCK_END, .file = file, .line = line, .start = pos,
+				     .end = pos };
 	int r;
 
 	/* Shown where the block stands, as its start was: outside itself. */
@@ -1007,7 +1076,7 @@ static int visit_close(struct walk *w, size_t file, unsigned line)
 static int visit_include(struct walk *w, size_t file)
 {
 	struct nginx_conf_node n = { .event = NGINX_CONF_INCLUDE, .file = w->incl_file, .line = w->incl_line,
-				     .included = file };
+				     .start = w->incl_start, .end = w->incl_end, .included = file };
 
 	return visit(w, &n);
 }
@@ -1039,6 +1108,17 @@ int nginx_conf_node_word(const struct nginx_conf_node *node, size_t i, char *buf
 	if (!lx || i >= node->nwords || i >= lx->nargs)
 		return -EINVAL;
 	return arg_value(lx->text, &lx->args[i], buf, buflen);
+}
+
+int nginx_conf_node_span(const struct nginx_conf_node *node, size_t i, size_t *off, size_t *end)
+{
+	const struct lexer *lx = node->priv;
+
+	if (!lx || i >= node->nwords || i >= lx->nargs)
+		return -EINVAL;
+	*off = lx->args[i].off;
+	*end = lx->args[i].end;
+	return 0;
 }
 
 /* ---- listen directives ------------------------------------------------------------------------------------ */
@@ -1298,10 +1378,11 @@ int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, si
 
 /* ---- edits ------------------------------------------------------------------------------------------------ */
 
-/* Replace [off, off+del) of the original text by INS. */
+/* Replace [off, off+del) of the original text by INS (malloc'd, owned by the list). */
 struct splice {
 	size_t off, del;
-	char ins[NGINX_CONF_LINE_MAX];
+	size_t seq; /* insertion order: splices at one offset stay in the order they were added */
+	char *ins;
 };
 
 struct edits {
@@ -1311,6 +1392,8 @@ struct edits {
 
 static int edits_add(struct edits *e, size_t off, size_t del, const char *ins)
 {
+	char *copy;
+
 	if (e->n == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 8;
 		struct splice *v = realloc(e->v, cap * sizeof(*v));
@@ -1320,18 +1403,32 @@ static int edits_add(struct edits *e, size_t off, size_t del, const char *ins)
 		e->v = v;
 		e->cap = cap;
 	}
+	copy = strdup(ins);
+	if (!copy)
+		return -ENOMEM;
 	e->v[e->n].off = off;
 	e->v[e->n].del = del;
-	snprintf(e->v[e->n].ins, sizeof(e->v[e->n].ins), "%s", ins);
+	e->v[e->n].ins = copy;
+	e->v[e->n].seq = e->n;
 	e->n++;
 	return 0;
+}
+
+static void edits_free(struct edits *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i].ins);
+	free(e->v);
+	memset(e, 0, sizeof(*e));
 }
 
 static int cmp_splice(const void *a, const void *b)
 {
 	const struct splice *x = a, *y = b;
 
-	return x->off < y->off ? -1 : x->off > y->off;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* TEXT with the splices applied (they must not overlap). */
@@ -1480,7 +1577,7 @@ int nginx_conf_set_listen_param(const char *text, size_t len, const size_t *star
 	}
 	if (r == 0)
 		r = edits_apply(&q.e, text, len, out, outlen);
-	free(q.e.v);
+	edits_free(&q.e);
 	free(q.hit);
 	free(w);
 	return r;
@@ -1519,7 +1616,7 @@ static int strip_param(const char *text, size_t len, const char *name, char **ou
 	if (r == 0 && out)
 		r = edits_apply(&q.e, text, len, out, outlen);
 	*count = q.e.n;
-	free(q.e.v);
+	edits_free(&q.e);
 	free(w);
 	return r;
 }
@@ -1611,7 +1708,7 @@ int nginx_conf_set_directive(const char *text, size_t len, const char *name, con
 	}
 	if (r == 0)
 		r = edits_apply(&q.e, text, len, out, outlen);
-	free(q.e.v);
+	edits_free(&q.e);
 	free(w);
 	return r;
 }
@@ -1681,7 +1778,7 @@ int nginx_conf_set_args_at(const char *text, size_t len, size_t start, const cha
 	r = walk_at(&q, text, len, err, errlen);
 	if (r == 0)
 		r = edits_apply(&q.e, text, len, out, outlen);
-	free(q.e.v);
+	edits_free(&q.e);
 	return r;
 }
 
@@ -1691,4 +1788,658 @@ int nginx_conf_file_at(const char *text, size_t len, size_t start, const char *n
 	struct at_q q = { .start = start, .name = name, .out = out };
 
 	return walk_at(&q, text, len, err, errlen);
+}
+
+/* ---- a batch of edits, and the way back from the noted ones --------------------------------------------------- */
+
+/* The start of the line that holds POS. */
+static size_t line_start(const char *text, size_t pos)
+{
+	while (pos > 0 && text[pos - 1] != '\n')
+		pos--;
+	return pos;
+}
+
+/* The end of the line that holds POS: its '\n', or LEN. */
+static size_t line_end(const char *text, size_t len, size_t pos)
+{
+	const char *nl = memchr(text + pos, '\n', len - pos);
+
+	return nl ? (size_t)(nl - text) : len;
+}
+
+static bool blanks_only(const char *text, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (text[i] != ' ' && text[i] != '\t')
+			return false;
+	return true;
+}
+
+/* Whether NOTE may be written after "# ": printable, one line, no '#'. */
+static bool note_ok(const char *note)
+{
+	if (!note || !note[0] || strlen(note) > 128)
+		return false;
+	for (const char *p = note; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == '#' || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* Whether LINE (LEN bytes) is exactly one directive: NAME ARGS ';' and blanks, no block, no comment. */
+static bool one_directive(const char *line, size_t len)
+{
+	struct lexer lx;
+	char err[64];
+	int ev = 0, r;
+	bool ok;
+
+	if (memchr(line, '\n', len) || memchr(line, '#', len) != NULL)
+		return false;
+	lex_init(&lx, line, len);
+	r = lex_next(&lx, len, &ev, err, sizeof(err));
+	ok = r == 1 && ev == ';' && blanks_only(line, lx.pos, len);
+	lex_free(&lx);
+	return ok;
+}
+
+/* A block waiting for its '}' to get lines added (an NGINX_CONF_EDIT_ADD). */
+struct open_add {
+	size_t edit;     /* index into the edits */
+	size_t level;    /* w->sp inside the block */
+	size_t open_at;  /* offset of the block's name */
+	char indent[64]; /* of the block's first line inside, when it starts its line */
+	bool have_indent;
+};
+
+struct batch_q {
+	const struct nginx_conf_edit *e;
+	size_t n;
+	bool *hit;
+	const char *text;
+	size_t len;
+	struct edits sp;
+	struct open_add open[NGINX_CONF_DEPTH_MAX];
+	size_t nopen;
+	size_t *noted_lines; /* line starts that got a note this batch: one note per line */
+	size_t nnoted;
+};
+
+/* The leading blanks of the line at LS (up to the first other byte, at most 63) into OUT. */
+static void indent_of(const char *text, size_t len, size_t ls, char *out, size_t n)
+{
+	size_t k = 0;
+
+	while (ls + k < len && (text[ls + k] == ' ' || text[ls + k] == '\t') && k + 1 < n)
+		k++;
+	memcpy(out, text + ls, k);
+	out[k] = '\0';
+}
+
+/* The arguments of the directive in LX become E->text; with a note, its arguments as written before go into a
+ * comment at the end of its line. */
+static int batch_args(struct walk *w, struct batch_q *q, const struct nginx_conf_edit *e, const struct lexer *lx)
+{
+	const struct arg *last = &lx->args[lx->nargs - 1];
+	size_t ls, le, cm;
+	char *ins;
+	int r;
+
+	if (!e->text || !e->text[0] || strchr(e->text, '\n') || strlen(e->text) + 2 > NGINX_CONF_LINE_MAX) {
+		str_err(w->err, w->errlen, "line %u: the new arguments of %s are empty, too long or span lines",
+			lx->args[0].line, e->name);
+		return -EINVAL;
+	}
+	if (lx->nargs == 1) {
+		ins = malloc(strlen(e->text) + 2);
+		if (!ins)
+			return -ENOMEM;
+		sprintf(ins, " %s", e->text);
+		r = edits_add(&q->sp, last->end, 0, ins);
+		free(ins);
+	} else {
+		r = edits_add(&q->sp, lx->args[1].off, last->end - lx->args[1].off, e->text);
+	}
+	if (r < 0 || !e->note)
+		return r;
+	ls = line_start(q->text, lx->args[0].off);
+	le = line_end(q->text, q->len, lx->event_pos);
+	/* What follows on the line may be anything that ends there outside a string: the note goes after it. */
+	{
+		struct lexer tail;
+		char terr[64];
+		int tev;
+
+		lex_init(&tail, q->text, le);
+		tail.pos = lx->event_pos + 1;
+		tail.line = lx->args[0].line;
+		while ((cm = (size_t)lex_next(&tail, le, &tev, terr, sizeof(terr))) == 1)
+			tail.nargs = 0;
+		cm = cm == 0 && !tail.quoted && !tail.s_quoted && !tail.d_quoted; /* a comment is fine: the note joins it */
+		lex_free(&tail);
+		if (!cm) {
+			str_err(w->err, w->errlen, "line %u: the line of %s ends inside a string", lx->args[0].line,
+				e->name);
+			return -EINVAL;
+		}
+	}
+	if (memchr(q->text + lx->args[0].off, '\n', lx->event_pos - lx->args[0].off)) {
+		/* the note goes on the line of the ';', and the way back looks for the name there */
+		str_err(w->err, w->errlen, "line %u: %s spans lines", lx->args[0].line, e->name);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < q->nnoted; i++)
+		if (q->noted_lines[i] == ls) {
+			str_err(w->err, w->errlen, "line %u: two notes on one line", lx->args[0].line);
+			return -EINVAL;
+		}
+	/* A line that has the note already keeps it: it holds the arguments of before the first edit. */
+	{
+		char mark[160];
+		size_t ml = (size_t)snprintf(mark, sizeof(mark), " # %s: ", e->note);
+
+		if (le - ls >= ml && memmem(q->text + ls, le - ls, mark, ml))
+			return 0;
+	}
+	{
+		size_t raw = lx->nargs > 1 ? last->end - lx->args[1].off : 0;
+		size_t need = strlen(e->note) + strlen(e->name) + raw + 16;
+		size_t *v = realloc(q->noted_lines, (q->nnoted + 1) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		q->noted_lines = v;
+		q->noted_lines[q->nnoted++] = ls;
+		ins = malloc(need);
+		if (!ins)
+			return -ENOMEM;
+		snprintf(ins, need, " # %s: %s was %.*s", e->note, e->name, (int)raw,
+			 raw ? q->text + lx->args[1].off : "");
+		r = edits_add(&q->sp, le, 0, ins);
+		free(ins);
+	}
+	return r;
+}
+
+static int batch_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct batch_q *q = w->ctx;
+	bool matched = false;
+	int r;
+
+	(void)file;
+	/* The first line inside a block that waits for lines: their indentation. */
+	if (q->nopen && q->open[q->nopen - 1].level == w->sp && !q->open[q->nopen - 1].have_indent) {
+		struct open_add *o = &q->open[q->nopen - 1];
+		size_t ls = line_start(q->text, lx->args[0].off);
+
+		if (blanks_only(q->text, ls, lx->args[0].off) && lx->args[0].off - ls < sizeof(o->indent)) {
+			indent_of(q->text, q->len, ls, o->indent, sizeof(o->indent));
+			o->have_indent = true;
+		}
+	}
+	for (size_t i = 0; i < q->n; i++) {
+		const struct nginx_conf_edit *e = &q->e[i];
+
+		if (e->op == NGINX_CONF_EDIT_APPEND || e->start != lx->args[0].off)
+			continue;
+		if (!arg_is(lx->text, &lx->args[0], e->name))
+			continue;
+		if (q->hit[i] || matched) {
+			str_err(w->err, w->errlen, "line %u: %s edited twice", lx->args[0].line, e->name);
+			return -EINVAL;
+		}
+		q->hit[i] = matched = true;
+		if (e->op == NGINX_CONF_EDIT_ARGS) {
+			if (ev != ';') {
+				str_err(w->err, w->errlen, "line %u: %s is a block here", lx->args[0].line, e->name);
+				return -EINVAL;
+			}
+			r = batch_args(w, q, e, lx);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (ev != '{') {
+			str_err(w->err, w->errlen, "line %u: %s is not a block", lx->args[0].line, e->name);
+			return -EINVAL;
+		}
+		if (q->nopen == NGINX_CONF_DEPTH_MAX) {
+			str_err(w->err, w->errlen, "blocks nested too deep");
+			return -EINVAL;
+		}
+		q->open[q->nopen] = (struct open_add){ .edit = i, .level = w->sp + 1, .open_at = lx->args[0].off };
+		q->nopen++;
+	}
+	return 0;
+}
+
+/* The '}' of a block that waits for lines: they go on lines of their own before it. */
+static int batch_close(struct walk *w, size_t file, unsigned line, size_t pos)
+{
+	struct batch_q *q = w->ctx;
+	struct open_add *o;
+	const struct nginx_conf_edit *e;
+	const char *p, *nl;
+	char indent[64];
+	size_t ls = line_start(q->text, pos), cap, k = 0;
+	bool joined, first = true;
+	char *ins;
+	int r;
+
+	(void)file;
+	(void)line;
+	if (!q->nopen || q->open[q->nopen - 1].level != w->sp)
+		return 0;
+	o = &q->open[--q->nopen];
+	e = &q->e[o->edit];
+	joined = !blanks_only(q->text, ls, pos);
+	if (joined) {
+		/* The line now ends at this '}': a note of an argument edit before it on the line moves here with it,
+		 * or it would follow the '}' onto another line than its directive's. */
+		size_t le = line_end(q->text, q->len, pos);
+
+		for (size_t i = 0; i < q->sp.n; i++)
+			if (q->sp.v[i].off == le && q->sp.v[i].del == 0 && strncmp(q->sp.v[i].ins, " # ", 3) == 0 &&
+			    strstr(q->sp.v[i].ins, " was "))
+				q->sp.v[i].off = pos;
+	}
+	if (o->have_indent) {
+		snprintf(indent, sizeof(indent), "%s", o->indent);
+	} else {
+		/* No line of its own inside: one tab deeper than the line the block opens on, or its '}' line. */
+		indent_of(q->text, q->len, joined ? line_start(q->text, o->open_at) : ls, indent, sizeof(indent) - 1);
+		strcat(indent, "\t");
+	}
+	cap = strlen(e->text) * 2 + 64 + (e->note ? strlen(e->note) + 16 : 0);
+	for (p = e->text; *p; p++)
+		cap += *p == '\n' ? strlen(indent) + (e->note ? strlen(e->note) + 16 : 0) : 0;
+	ins = malloc(cap);
+	if (!ins)
+		return -ENOMEM;
+	if (joined)
+		ins[k++] = '\n';
+	for (p = e->text; *p; p = nl ? nl + 1 : p + strlen(p)) {
+		size_t l;
+
+		nl = strchr(p, '\n');
+		l = nl ? (size_t)(nl - p) : strlen(p);
+		if (l == 0)
+			continue;
+		k += (size_t)snprintf(ins + k, cap - k, "%s%.*s", indent, (int)l, p);
+		/* In a block closed on the line of its last directive, the first line's note also owns the line
+		 * break before it (nginx_conf_unedit takes both). */
+		if (e->note)
+			k += (size_t)snprintf(ins + k, cap - k, " # %s%s", e->note, joined && first ? " (new line)" : "");
+		ins[k++] = '\n';
+		ins[k] = '\0';
+		first = false;
+	}
+	ins[k] = '\0';
+	r = edits_add(&q->sp, joined ? pos : ls, 0, ins);
+	free(ins);
+	return r;
+}
+
+/* Whether TEXT (an edit's) is lines of one directive each. */
+static bool lines_ok(const char *text)
+{
+	const char *p = text, *nl;
+	bool any = false;
+
+	for (; *p; p = nl ? nl + 1 : p + strlen(p)) {
+		size_t l;
+
+		nl = strchr(p, '\n');
+		l = nl ? (size_t)(nl - p) : strlen(p);
+		if (l == 0)
+			continue;
+		if (!one_directive(p, l))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+int nginx_conf_edit(const char *text, size_t len, const struct nginx_conf_edit *edits, size_t n, char **out,
+		    size_t *outlen, char *err, size_t errlen)
+{
+	struct batch_q *q;
+	struct walk *w;
+	int r = 0;
+
+	*out = NULL;
+	*outlen = 0;
+	str_err(err, errlen, "%s", "");
+	for (size_t i = 0; i < n; i++) {
+		const struct nginx_conf_edit *e = &edits[i];
+
+		if (e->note && !note_ok(e->note)) {
+			str_err(err, errlen, "edit %zu: a note is one printable line without '#'", i);
+			return -EINVAL;
+		}
+		if (e->op == NGINX_CONF_EDIT_ADD && (!e->text || !lines_ok(e->text))) {
+			str_err(err, errlen, "edit %zu: what is added is whole directives, one per line", i);
+			return -EINVAL;
+		}
+		if (e->op == NGINX_CONF_EDIT_APPEND) {
+			char e2[128];
+
+			if (!e->text || !e->text[0] || walk_one(NULL, NULL, e->text, strlen(e->text), e2, sizeof(e2)) != 0 ||
+			    (e->note && strchr(e->text, '#'))) {
+				str_err(err, errlen, "edit %zu: what is appended does not read as whole directives%s", i,
+					e->note ? " without comments" : "");
+				return -EINVAL;
+			}
+		}
+		if (e->op != NGINX_CONF_EDIT_APPEND && (!e->name || !e->name[0])) {
+			str_err(err, errlen, "edit %zu: no directive named", i);
+			return -EINVAL;
+		}
+	}
+	q = calloc(1, sizeof(*q));
+	w = calloc(1, sizeof(*w));
+	if (!q || !w || !(q->hit = calloc(n ? n : 1, sizeof(*q->hit)))) {
+		if (q)
+			free(q->hit);
+		free(q);
+		free(w);
+		return -ENOMEM;
+	}
+	q->e = edits;
+	q->n = n;
+	q->text = text;
+	q->len = len;
+	w->fn = batch_fn;
+	w->on_close = batch_close;
+	w->ctx = q;
+	w->err = err;
+	w->errlen = errlen;
+	r = walk_text(w, 0, "(file)", text, len);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct nginx_conf_edit *e = &edits[i];
+
+		if (e->op == NGINX_CONF_EDIT_APPEND) {
+			size_t l = strlen(e->text), lines = 1, k = 0;
+			bool joined = len && text[len - 1] != '\n', first = true;
+			char *ins;
+
+			for (const char *p = e->text; *p; p++)
+				lines += *p == '\n';
+			ins = malloc(l + 3 + (e->note ? lines * (strlen(e->note) + 16) : 0));
+			if (!ins) {
+				r = -ENOMEM;
+				break;
+			}
+			if (joined)
+				ins[k++] = '\n';
+			/* Line by line, each with the note (the first one's owning the line break added before it). */
+			for (const char *p = e->text, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+				size_t ll;
+
+				nl = strchr(p, '\n');
+				ll = nl ? (size_t)(nl - p) : strlen(p);
+				memcpy(ins + k, p, ll);
+				k += ll;
+				if (e->note && ll)
+					k += (size_t)sprintf(ins + k, " # %s%s", e->note, joined && first ? " (new line)" : "");
+				ins[k++] = '\n';
+				first = false;
+			}
+			ins[k] = '\0';
+			r = edits_add(&q->sp, len, 0, ins);
+			free(ins);
+		} else if (!q->hit[i]) {
+			str_err(err, errlen, "no %s at offset %zu", e->name, e->start);
+			r = -ENOENT;
+		}
+	}
+	if (r == 0)
+		r = edits_apply(&q->sp, text, len, out, outlen);
+	edits_free(&q->sp);
+	free(q->noted_lines);
+	free(q->hit);
+	free(q);
+	free(w);
+	return r;
+}
+
+/* A "was" note of nginx_conf_unedit: on the line [LS, LE), the arguments of NAME go back to RAW. */
+struct was_note {
+	size_t ls, le;
+	char name[NAME_MAX_LEN];
+	const char *raw;
+	size_t rawlen;
+	bool done;
+};
+
+struct unedit_q {
+	struct was_note *v;
+	size_t n;
+	struct edits *sp;
+};
+
+static int unedit_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct unedit_q *q = w->ctx;
+
+	(void)file;
+	if (ev != ';')
+		return 0;
+	for (size_t i = 0; i < q->n; i++) {
+		struct was_note *wn = &q->v[i];
+		const struct arg *last = &lx->args[lx->nargs - 1];
+		int r;
+
+		if (wn->done || lx->args[0].off < wn->ls || lx->args[0].off >= wn->le ||
+		    !arg_is(lx->text, &lx->args[0], wn->name))
+			continue;
+		wn->done = true;
+		if (wn->rawlen == 0) {
+			/* It had no arguments: they go with the blank the edit put before them. */
+			r = edits_add(q->sp, lx->args[0].end, last->end - lx->args[0].end, "");
+		} else {
+			char *raw = malloc(wn->rawlen + 2);
+
+			if (!raw)
+				return -ENOMEM;
+			snprintf(raw, wn->rawlen + 2, "%s%.*s", lx->nargs == 1 ? " " : "", (int)wn->rawlen, wn->raw);
+			r = lx->nargs == 1 ? edits_add(q->sp, last->end, 0, raw)
+					   : edits_add(q->sp, lx->args[1].off, last->end - lx->args[1].off, raw);
+			free(raw);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int nginx_conf_unedit(const char *text, size_t len, const char *note, char **out, size_t *outlen, size_t *count,
+		      char *err, size_t errlen)
+{
+	struct edits sp = { 0 };
+	struct unedit_q q = { .sp = &sp };
+	char mark[160];
+	size_t ml, ls = 0;
+	int r = 0;
+
+	*out = NULL;
+	*outlen = 0;
+	*count = 0;
+	str_err(err, errlen, "%s", "");
+	if (!note_ok(note)) {
+		str_err(err, errlen, "a note is one printable line without '#'");
+		return -EINVAL;
+	}
+	ml = (size_t)snprintf(mark, sizeof(mark), " # %s", note);
+	while (ls < len && r == 0) {
+		size_t le = line_end(text, len, ls), m = 0;
+		const char *tail;
+		size_t tl;
+		bool found = false;
+
+		/* The last mark on the line. */
+		for (size_t at = ls; at + ml <= le; at++)
+			if (memcmp(text + at, mark, ml) == 0) {
+				m = at;
+				found = true;
+			}
+		if (!found) {
+			ls = le + 1;
+			continue;
+		}
+		tail = text + m + ml;
+		tl = le - (m + ml);
+		if (tl == 0) {
+			r = edits_add(&sp, ls, (le < len ? le + 1 : le) - ls, "");
+			(*count)++;
+		} else if (tl == 11 && memcmp(tail, " (new line)", 11) == 0) {
+			size_t from = ls > 0 && text[ls - 1] == '\n' ? ls - 1 : ls;
+
+			/* The line break before it was added with it: both go, and its own. */
+			r = edits_add(&sp, from, (le < len ? le + 1 : le) - from, "");
+			(*count)++;
+		} else if (tl > 2 && tail[0] == ':' && tail[1] == ' ') {
+			const char *was = memmem(tail + 2, tl - 2, " was ", 5);
+			struct was_note *v;
+			size_t nl;
+
+			nl = was ? (size_t)(was - tail - 2) : 0;
+			if (!was || nl == 0 || nl >= NAME_MAX_LEN) {
+				str_err(err, errlen, "line at offset %zu: a note of %s that does not say what was there", ls,
+					note);
+				r = -EINVAL;
+				break;
+			}
+			v = realloc(q.v, (q.n + 1) * sizeof(*v));
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			q.v = v;
+			memset(&v[q.n], 0, sizeof(v[q.n]));
+			v[q.n].ls = ls;
+			v[q.n].le = le;
+			memcpy(v[q.n].name, tail + 2, nl);
+			v[q.n].raw = was + 5;
+			v[q.n].rawlen = (size_t)(text + le - (was + 5));
+			q.n++;
+			r = edits_add(&sp, m, le - m, "");
+			(*count)++;
+		}
+		ls = le + 1;
+	}
+	if (r == 0 && q.n) {
+		r = walk_one(unedit_fn, &q, text, len, err, errlen);
+		for (size_t i = 0; r == 0 && i < q.n; i++)
+			if (!q.v[i].done) {
+				str_err(err, errlen, "no %s on the line of its note at offset %zu", q.v[i].name, q.v[i].ls);
+				r = -EINVAL;
+			}
+	}
+	if (r == 0)
+		r = edits_apply(&sp, text, len, out, outlen);
+	edits_free(&sp);
+	free(q.v);
+	return r;
+}
+
+/* nginx_conf_same_but_args: the arguments of the directives named in NAMES rewritten as their values, each
+ * behind a '\1' (no word holds one), so that two texts compare equal when only how those are written differs. */
+struct canon_q {
+	const char *const *names;
+	size_t n;
+	struct edits *sp;
+};
+
+static int canon_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
+{
+	struct canon_q *q = w->ctx;
+	const struct arg *last = &lx->args[lx->nargs - 1];
+	char word[NGINX_CONF_TOKEN_MAX + 2];
+	struct sbuf_lite {
+		char *p;
+		size_t n, cap;
+	} b = { 0 };
+	bool named = false;
+	int r;
+
+	(void)file;
+	if (ev != ';' || lx->nargs < 2)
+		return 0;
+	for (size_t i = 0; i < q->n && !named; i++)
+		named = arg_is(lx->text, &lx->args[0], q->names[i]);
+	if (!named)
+		return 0;
+	for (size_t i = 1; i < lx->nargs; i++) {
+		int k = arg_value(lx->text, &lx->args[i], word + 1, sizeof(word) - 1);
+
+		if (k < 0) {
+			free(b.p);
+			return -EINVAL;
+		}
+		word[0] = '\1';
+		if (b.n + (size_t)k + 2 > b.cap) {
+			size_t cap = (b.cap + (size_t)k + 2) * 2;
+			char *p = realloc(b.p, cap);
+
+			if (!p) {
+				free(b.p);
+				return -ENOMEM;
+			}
+			b.p = p;
+			b.cap = cap;
+		}
+		memcpy(b.p + b.n, word, (size_t)k + 1);
+		b.n += (size_t)k + 1;
+		b.p[b.n] = '\0';
+	}
+	r = edits_add(q->sp, lx->args[1].off, last->end - lx->args[1].off, b.p ? b.p : "");
+	free(b.p);
+	return r;
+}
+
+static int canon(const char *text, size_t len, const char *const *names, size_t n, char **out, size_t *outlen)
+{
+	struct edits sp = { 0 };
+	struct canon_q q = { .names = names, .n = n, .sp = &sp };
+	char err[64];
+	int r = walk_one(canon_fn, &q, text, len, err, sizeof(err));
+
+	if (r == 0)
+		r = edits_apply(&sp, text, len, out, outlen);
+	edits_free(&sp);
+	return r;
+}
+
+bool nginx_conf_same_but_args(const char *a, size_t alen, const char *b, size_t blen, const char *const *names,
+			      size_t n)
+{
+	char *ca = NULL, *cb = NULL;
+	size_t la = 0, lb = 0;
+	bool same = false;
+
+	if (canon(a, alen, names, n, &ca, &la) == 0 && canon(b, blen, names, n, &cb, &lb) == 0)
+		same = la == lb && memcmp(ca, cb, la) == 0;
+	free(ca);
+	free(cb);
+	return same;
+}
+
+int nginx_conf_file_each(const char *text, size_t len, const char *name, struct nginx_conf_found **out, size_t *n,
+			 char *err, size_t errlen)
+{
+	struct each_q q = { .context = "", .name = name, .any = true };
+	int r = walk_one(each_fn, &q, text, len, err, errlen);
+
+	*out = NULL;
+	*n = 0;
+	if (r < 0) {
+		free(q.v);
+		return r;
+	}
+	*out = q.v;
+	*n = q.n;
+	return 0;
 }

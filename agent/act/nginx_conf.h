@@ -5,10 +5,12 @@
  * (ngx_conf_read_token: comments, single and double quotes, backslash escapes, `${var}`, a `}` inside a word), and
  * a walk of the configuration with every `include` expanded in place, so that each directive is seen in its
  * context ("main", "events", "http", "http/server", ...) with its file and line. On top of that it answers what the
- * nginx drivers ask: where a directive is set, whether a file is included and where, which `listen` directives
- * open which sockets, and the text of a file with the `backlog=` parameter of some `listen` directives set, or with
- * the arguments of one directive replaced in place. It
- * edits text only: it never reads or writes a file, spawns nginx or logs (knob_nginx.c does that).
+ * nginx drivers ask: where a directive is set (once, or every time), whether a file is included and where, which
+ * `listen` directives open which sockets, and the text of a file with the `backlog=` parameter of some `listen`
+ * directives set, with the arguments of one directive replaced in place, or with a batch of edits made
+ * (arguments replaced, lines added to a block, blocks appended) whose noted ones can be taken back alone, byte for
+ * byte, from the file as it is later (nginx_conf_unedit). It edits text only: it never reads or writes a file,
+ * spawns nginx or logs (the drivers do that).
  *
  * The dump is untrusted input: anything malformed, a file that does not tokenize, unbalanced braces, includes
  * nested deeper than NGINX_CONF_INCLUDE_DEPTH or more than NGINX_CONF_FILES_MAX files gives -EINVAL with the
@@ -118,6 +120,21 @@ int nginx_conf_nested(const struct nginx_conf *c, const char *context, const cha
 		      struct nginx_conf_directive *first, char *first_context, size_t first_contextlen, size_t *count,
 		      char *err, size_t errlen);
 
+/* A directive found by nginx_conf_find_each, with the context it stands in. */
+struct nginx_conf_found {
+	struct nginx_conf_directive d;
+	char context[NGINX_CONF_CONTEXT_MAX];
+};
+
+/*
+ * Every directive NAME directly in CONTEXT and in the blocks nested inside it (for "http": http, http/server,
+ * http/server/location, ...; not those in upstream blocks, as nginx_conf_nested), in the order nginx reads them;
+ * the directive of a file included twice once. Malloc'd into *OUT (*N of them, NULL when none). 0, -EINVAL with
+ * ERR, -ENOMEM.
+ */
+int nginx_conf_find_each(const struct nginx_conf *c, const char *context, const char *name,
+			 struct nginx_conf_found **out, size_t *n, char *err, size_t errlen);
+
 /* Every listen directive of http, stream and mail servers, in the order nginx reads them (malloc'd into *OUT). */
 int nginx_conf_listens(const struct nginx_conf *c, struct nginx_listen **out, size_t *n, char *err, size_t errlen);
 
@@ -173,6 +190,61 @@ int nginx_conf_file_at(const char *text, size_t len, size_t start, const char *n
 int nginx_conf_file_find(const char *text, size_t len, const char *name, struct nginx_conf_directive *out,
 			 char *err, size_t errlen);
 
+/* The directives NAME of TEXT (one file alone, includes not followed), at any depth, in order, into *OUT as
+ * nginx_conf_find_each (their context relative to the file: "main", "server", ...). */
+int nginx_conf_file_each(const char *text, size_t len, const char *name, struct nginx_conf_found **out, size_t *n,
+			 char *err, size_t errlen);
+
+/* One edit of nginx_conf_edit. */
+enum nginx_conf_edit_op {
+	/* The arguments of the directive NAME at START become TEXT (a line of words, not empty), as
+	 * nginx_conf_set_args_at does. With NOTE, the arguments as written before go into a comment at the end of its
+	 * line, "# NOTE: NAME was ARGS", unless the line has one already (it keeps the first); only blanks or a
+	 * comment may follow the directive on its line, and its arguments may not span lines. */
+	NGINX_CONF_EDIT_ARGS,
+	/* TEXT, whole directives one per line (no block, no comment), goes at the end of the block NAME whose name is
+	 * at START: each on a line of its own before the '}', indented as the block's first line, ending in
+	 * "# NOTE" with a NOTE. A '}' that shares its line with a directive then goes to a line of its own, and the
+	 * first added line's note reads "# NOTE (new line)". */
+	NGINX_CONF_EDIT_ADD,
+	/* TEXT (whole directives and blocks) goes at the end of the file, on lines of its own, each ending in "# NOTE"
+	 * with a NOTE (TEXT then holds no comment; after a last line without its line break, the first one's reads
+	 * "# NOTE (new line)"); START and NAME are unused. */
+	NGINX_CONF_EDIT_APPEND
+};
+
+struct nginx_conf_edit {
+	enum nginx_conf_edit_op op;
+	size_t start;     /* offset of NAME in the file's text (as nginx_conf_node's start, nginx_conf_directive's) */
+	const char *name;
+	const char *text;
+	const char *note; /* NULL, or a printable line without '#' (such as "ngx-autotune upstream_keepalive") */
+};
+
+/*
+ * TEXT (one whole file) with the N EDITS made, every other byte as it was; the new text (NUL-terminated,
+ * malloc'd) into *OUT and *OUTLEN. 0, -ENOENT with ERR (no NAME at an edit's START), -EINVAL with ERR (TEXT does
+ * not tokenize, an edit's TEXT or NOTE is not as above, an edit names a block for a directive or the reverse, one
+ * directive edited twice), -ENOMEM.
+ */
+int nginx_conf_edit(const char *text, size_t len, const struct nginx_conf_edit *edits, size_t n, char **out,
+		    size_t *outlen, char *err, size_t errlen);
+
+/*
+ * TEXT without what nginx_conf_edit wrote with NOTE: the lines it added go (a "(new line)" one with the line break
+ * before it), the arguments it replaced come back from their "was" comments, which go. Every other byte stays, so
+ * a file edited only with NOTE comes back byte for byte, and edits made since by anyone else stay. *COUNT: the notes
+ * taken back. 0, -EINVAL with ERR (TEXT does not tokenize, a "was" note names no directive of its line), -ENOMEM.
+ */
+int nginx_conf_unedit(const char *text, size_t len, const char *note, char **out, size_t *outlen, size_t *count,
+		      char *err, size_t errlen);
+
+/* Whether texts A and B read the same to nginx and differ in bytes only in how the arguments of the directives
+ * named in NAMES (N of them) are written ("9" and 9, blanks inside the arguments): then either can stand for the
+ * other. False when either does not tokenize. */
+bool nginx_conf_same_but_args(const char *a, size_t alen, const char *b, size_t blen, const char *const *names,
+			      size_t n);
+
 /* What nginx_conf_walk shows: a directive, the start or end of a block, or a file an include brings in. */
 enum nginx_conf_event {
 	NGINX_CONF_DIRECTIVE,  /* "name args;" */
@@ -186,6 +258,8 @@ struct nginx_conf_node {
 	enum nginx_conf_event event;
 	size_t file;         /* index into files[] of the text it stands in */
 	unsigned line;       /* of the name; BLOCK_END: of the '}'; INCLUDE: of the include directive */
+	size_t start, end;   /* offsets in that file's text: of the name and of the ';' or '{' that ends it (INCLUDE:
+				the include directive's); BLOCK_END: both of the '}' */
 	size_t included;     /* INCLUDE: index into files[] of the file brought in */
 	const char *context; /* "main", "events", "http/server", ...: where it stands (a block: outside itself) */
 	size_t depth;        /* blocks open around it */
@@ -208,5 +282,7 @@ int nginx_conf_walk(const struct nginx_conf *c, nginx_conf_visit_fn fn, void *ct
  * -E2BIG when it does not fit (a word is never longer than NGINX_CONF_TOKEN_MAX in a dump nginx printed), or
  * -EINVAL when I is out of range. */
 int nginx_conf_node_word(const struct nginx_conf_node *node, size_t i, char *buf, size_t buflen);
+/* Where word I of NODE is written in its file's text: [*OFF, *END), quotes included. 0 or -EINVAL. */
+int nginx_conf_node_span(const struct nginx_conf_node *node, size_t i, size_t *off, size_t *end);
 
 #endif

@@ -820,6 +820,79 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 	return ctl->have ? &ctl->conf : NULL;
 }
 
+int nginx_ctl_conf_now(struct nginx_ctl *ctl, const struct knob_env *env, struct nginx_conf *out, char *why,
+		       size_t whylen)
+{
+	const struct nginx_conf *c = nginx_ctl_conf_peek(ctl, env);
+	size_t cap = 1, len = 0;
+	char **texts, *dump;
+	size_t *lens;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return -EAGAIN;
+	texts = calloc(c->nfiles, sizeof(*texts));
+	lens = calloc(c->nfiles, sizeof(*lens));
+	if (!texts || !lens) {
+		free(texts);
+		free(lens);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nfiles && r == 0; i++) {
+		/* A file that cannot be read now is taken as nginx last read it. */
+		if (nginx_ctl_read_file(c->files[i].path, NGINX_CTL_FILE_MAX, &texts[i], &lens[i]) < 0)
+			texts[i] = NULL;
+		cap += strlen(c->files[i].path) + 32 + (texts[i] ? lens[i] : c->files[i].len);
+		if (cap > NGINX_CONF_DUMP_MAX)
+			r = -EFBIG;
+	}
+	dump = r == 0 ? malloc(cap) : NULL;
+	if (r == 0 && !dump)
+		r = -ENOMEM;
+	for (size_t i = 0; i < c->nfiles && r == 0; i++) {
+		const char *t = texts[i] ? texts[i] : c->files[i].text;
+		size_t tl = texts[i] ? lens[i] : c->files[i].len;
+
+		len += (size_t)snprintf(dump + len, cap - len, "# configuration file %s:\n", c->files[i].path);
+		memcpy(dump + len, t, tl);
+		len += tl;
+		dump[len++] = '\n';
+	}
+	for (size_t i = 0; i < c->nfiles; i++)
+		free(texts[i]);
+	free(texts);
+	free(lens);
+	if (r == 0) {
+		char err[KNOB_WHY_MAX];
+
+		r = nginx_conf_parse(dump, len, out, err, sizeof(err));
+		if (r < 0)
+			str_err(why, whylen, "nginx's files as they are now: %s", err);
+	}
+	free(dump);
+	return r;
+}
+
+int nginx_ctl_workers(const struct knob_env *env, pid_t master, pid_t *out, size_t max, size_t *n)
+{
+	pid_t now[CHILDREN_MAX];
+	size_t k;
+	int r = children_of(env, master, now, CHILDREN_MAX, &k);
+
+	*n = 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < k; i++) {
+		if (!is_worker(env, now[i]))
+			continue;
+		if (*n == max)
+			return -ENOSPC;
+		out[(*n)++] = now[i];
+	}
+	return 0;
+}
+
 /* ---- nginx -T for others -------------------------------------------------------------------------------------- */
 
 struct dump_req {
@@ -1102,9 +1175,13 @@ static void change_check(struct nginx_change *ch, bool final)
 
 		if (ch->ops->committed)
 			ch->ops->committed(ch);
-		if (ch->stragglers)
-			snprintf(note, sizeof(note), "%zu old worker%s never got nginx's quit and got SIGQUIT from the agent",
-				 ch->stragglers, ch->stragglers == 1 ? "" : "s");
+		snprintf(note, sizeof(note), "%s", ch->note);
+		if (ch->stragglers) {
+			size_t l = strlen(note);
+
+			snprintf(note + l, sizeof(note) - l, "%s%zu old worker%s never got nginx's quit and got SIGQUIT from "
+				 "the agent", l ? "; " : "", ch->stragglers, ch->stragglers == 1 ? "" : "s");
+		}
 		nginx_change_finish(ch, 0, note);
 		return;
 	}

@@ -66,6 +66,17 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
  * with nginx's complaint (or the timeout) in MSG and *OUT NULL. */
 int nginx_ctl_run(const struct knob_env *env, const char *flag, char **out, size_t *len, char *msg, size_t msglen);
 
+/*
+ * The cached dump's files as they are on disk now, parsed into OUT (nginx_conf_free it): what a driver's read must
+ * see right after its own write, before nginx -T runs again (which this starts in the background when the dump is
+ * old). A file that cannot be read is taken as the dump has it. 0, -EAGAIN (no dump yet), -errno with WHY.
+ */
+int nginx_ctl_conf_now(struct nginx_ctl *ctl, const struct knob_env *env, struct nginx_conf *out, char *why,
+		       size_t whylen);
+/* The worker processes of MASTER (its children titled "nginx: worker process"; not those shutting down) into OUT.
+ * 0, -ENOSPC (more than MAX), -errno. */
+int nginx_ctl_workers(const struct knob_env *env, pid_t master, pid_t *out, size_t max, size_t *n);
+
 /* ---- files ---------------------------------------------------------------------------------------------------- */
 
 /* Whether ENV's root is the host's "/" (then nginx's namespaces are real, not a fake tree). */
@@ -137,7 +148,7 @@ struct nginx_change_ops {
 	void (*free)(void *priv);
 };
 
-/* A change in flight. The fields are the driver's to read; FILES, NUDGING and MSG are also its to set. */
+/* A change in flight. The fields are the driver's to read; FILES, NUDGING, MSG and NOTE are also its to set. */
 struct nginx_change {
 	const struct nginx_change_ops *ops;
 	void *priv;               /* the driver's */
@@ -149,6 +160,7 @@ struct nginx_change {
 	size_t nfiles;
 	bool nudging;             /* the next reload is the first of two: files get their NUDGE text, then NEW */
 	char msg[KNOB_WHY_MAX];   /* why the last step failed */
+	char note[KNOB_WHY_MAX];  /* the driver's: what to say when the change completes (another parameter it moved) */
 	/* private */
 	struct nginx_change **slot;
 	knob_done_fn done;

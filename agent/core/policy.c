@@ -41,6 +41,7 @@ static const struct kind_info {
 	[POLICY_NGINX_DIRECTIVE] = {"nginx_directive", T(KNOB_T_INT) | T(KNOB_T_ONOFF) | T(KNOB_T_CPULIST)},
 	[POLICY_LISTEN_QUEUE] = {"listen_queue", T(KNOB_T_INT)},
 	[POLICY_LISTEN_PARAM] = {"listen_param", T(KNOB_T_ONOFF)},
+	[POLICY_UPSTREAM_KEEPALIVE] = {"upstream_keepalive", T(KNOB_T_INT)},
 };
 
 /*
@@ -82,6 +83,10 @@ static const struct cap {
 	{POLICY_NGINX_DIRECTIVE, "worker_connections", 16, 1048576},
 	{POLICY_NGINX_DIRECTIVE, "worker_rlimit_nofile", 1024, 4194304},
 	{POLICY_NGINX_DIRECTIVE, "keepalive_requests", 1, 1000000},
+	/* Idle connections kept per worker and upstream: past a few thousand they only hold the backends' slots. */
+	{POLICY_UPSTREAM_KEEPALIVE, NULL, 0, 4096},
+	/* zlib's levels. */
+	{POLICY_NGINX_DIRECTIVE, "gzip_comp_level", 1, 9},
 	/* A nice value: never above the kernel's threads (-20) nor below everything else (19). */
 	{POLICY_NGINX_DIRECTIVE, "worker_priority", -20, 19},
 };
@@ -107,6 +112,7 @@ static const struct directive {
 	{"sendfile", "http", KNOB_T_ONOFF},
 	{"tcp_nopush", "http", KNOB_T_ONOFF},
 	{"tcp_nodelay", "http", KNOB_T_ONOFF},
+	{"gzip_comp_level", "http", KNOB_T_INT},
 };
 
 /* Sysctl trees a policy may write: the network stack, the VM, the scheduler and the file limits nginx needs. */
@@ -840,7 +846,7 @@ static int set_key(struct knob_policy *p, enum key_id k, const char *value, char
 			}
 		}
 		return snprintf(msg, ml, "not one of sysctl, irq_affinity, rps, rps_flows, sched_slice, nginx_directive, "
-				"listen_queue, listen_param"), -EINVAL;
+				"listen_queue, listen_param, upstream_keepalive"), -EINVAL;
 	case K_TARGET:
 		if (!value[0] || strlen(value) >= sizeof(p->target))
 			return snprintf(msg, ml, "empty or longer than %zu characters", sizeof(p->target) - 1), -EINVAL;
@@ -1066,6 +1072,11 @@ static int check_target(const struct knob_policy *p, char *err, size_t errlen)
 			return fail_at(err, errlen, p->path, line, "knob %s: target must be reuseport or deferred (the "
 				       "listen parameters the agent manages)", p->name);
 		return 0;
+	case POLICY_UPSTREAM_KEEPALIVE:
+		if (strcmp(p->target, "*") != 0)
+			return fail_at(err, errlen, p->path, line, "knob %s: target must be * (every proxy_pass the knob "
+				       "can give keepalive)", p->name);
+		return 0;
 	case POLICY_NGINX_DIRECTIVE:
 		d = find_directive(p->target);
 		if (!d)
@@ -1234,6 +1245,7 @@ static int check_unique(const struct policy_set *set, const struct knob_policy *
 		if (!clash && p->kind == q->kind) {
 			switch (p->kind) {
 			case POLICY_SCHED_SLICE:
+			case POLICY_UPSTREAM_KEEPALIVE:
 				clash = true;
 				break;
 			case POLICY_NGINX_DIRECTIVE:

@@ -1,10 +1,12 @@
 /* The `nginx -T` parser (agent/act/nginx_conf.c): split the dump, walk it with includes expanded reading every
  * word, find directives and listen sockets, and make the edits the nginx drivers make, checking that each edit
- * changes what it says and nothing else. */
+ * changes what it says and nothing else, and that noted edits come back byte for byte. */
 #include "fuzz.h"
 #include "act/nginx_conf.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 
 static int on_node(void *ctx, const struct nginx_conf_node *n)
 {
@@ -86,6 +88,68 @@ static void edit_backlog(const struct nginx_conf *c, const struct nginx_listen *
 	}
 }
 
+/* The first block and the first directive with arguments of one file, as the upstream keepalive driver edits. */
+struct firsts {
+	size_t file;
+	bool have_block, have_dir;
+	size_t block_at, dir_at;
+	char block[64], dir[64];
+};
+
+static int on_first(void *ctx, const struct nginx_conf_node *n)
+{
+	struct firsts *f = ctx;
+
+	if (n->file != f->file)
+		return 0;
+	if (n->event == NGINX_CONF_BLOCK && !f->have_block &&
+	    nginx_conf_node_word(n, 0, f->block, sizeof(f->block)) > 0) {
+		f->have_block = true;
+		f->block_at = n->start;
+	} else if (n->event == NGINX_CONF_DIRECTIVE && n->nwords >= 2 && !f->have_dir &&
+		   nginx_conf_node_word(n, 0, f->dir, sizeof(f->dir)) > 0) {
+		f->have_dir = true;
+		f->dir_at = n->start;
+	}
+	return 0;
+}
+
+/* Noted edits (lines added to a block, arguments replaced, a block appended) and the way back: byte for byte, unless
+ * the file had the note already. Two texts the same but for how some arguments are written compare so both ways. */
+static void edit_noted(const struct nginx_conf *c, size_t file)
+{
+	static const char note[] = "ngx-autotune fuzz", mark[] = " # ngx-autotune fuzz";
+	const struct nginx_conf_file *f = &c->files[file];
+	struct firsts fi = { .file = file };
+	struct nginx_conf_edit e[3];
+	char err[256], *out = NULL, *back = NULL;
+	size_t n = 0, outlen = 0, backlen = 0, count = 0;
+	const char *names[] = { fi.dir };
+	int r;
+
+	if (nginx_conf_walk(c, on_first, &fi, err, sizeof(err)) < 0)
+		return;
+	if (fi.have_block)
+		e[n++] = (struct nginx_conf_edit){ NGINX_CONF_EDIT_ADD, fi.block_at, fi.block,
+						   "proxy_http_version 1.1;\nproxy_set_header Connection \"\";", note };
+	if (fi.have_dir)
+		e[n++] = (struct nginx_conf_edit){ NGINX_CONF_EDIT_ARGS, fi.dir_at, fi.dir, "64", note };
+	e[n++] = (struct nginx_conf_edit){ NGINX_CONF_EDIT_APPEND, 0, NULL, "upstream u {\n\tkeepalive 1;\n}", note };
+	r = nginx_conf_edit(f->text, f->len, e, n, &out, &outlen, err, sizeof(err));
+	FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOENT || r == -ENOMEM);
+	if (r != 0)
+		return;
+	FUZZ_CHECK(out[outlen] == '\0');
+	r = nginx_conf_unedit(out, outlen, note, &back, &backlen, &count, err, sizeof(err));
+	FUZZ_CHECK(r == 0 || r == -ENOMEM || memmem(f->text, f->len, mark, sizeof(mark) - 1));
+	if (r == 0 && !memmem(f->text, f->len, mark, sizeof(mark) - 1))
+		FUZZ_CHECK(backlen == f->len && memcmp(back, f->text, f->len) == 0 && count >= n);
+	if (fi.have_dir)
+		FUZZ_CHECK(nginx_conf_same_but_args(f->text, f->len, f->text, f->len, names, 1));
+	free(back);
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct nginx_conf_directive d;
@@ -114,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r = nginx_conf_included(&c, c.files[f].path, ctx, sizeof(ctx), err, sizeof(err));
 		FUZZ_CHECK(r == 0 || r == -ENOENT || r == -EINVAL);
 		edit_directive(&c.files[f]);
+		edit_noted(&c, f);
 	}
 	r = nginx_conf_listens(&c, &l, &n, err, sizeof(err));
 	FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOMEM || r == -E2BIG);

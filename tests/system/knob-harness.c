@@ -53,7 +53,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: knob-harness [--nginx-bin B] [--nginx-conf C] [--include-dir D] [--pid-file F]\n"
 			"                    [--timeout-ms N] [--root R] KIND TARGET CONTEXT TYPE ACTION...\n"
-			"  KIND: nginx_directive | listen_queue; ACTION: probe | read | write VALUE\n");
+			"  KIND: nginx_directive | listen_queue | listen_param | upstream_keepalive;\n"
+			"  ACTION: probe | read | write VALUE\n");
 	return 2;
 }
 
@@ -108,6 +109,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(argv[i], "listen_param") == 0) {
 		pol.kind = POLICY_LISTEN_PARAM;
 		k.ops = &knob_listen_param_ops;
+	} else if (strcmp(argv[i], "upstream_keepalive") == 0) {
+		pol.kind = POLICY_UPSTREAM_KEEPALIVE;
+		k.ops = &knob_upstream_ops;
 	} else {
 		return usage();
 	}

@@ -8,7 +8,9 @@
 # first, and a write of its first value puts nginx.conf back byte for byte. The listen queue: with somaxconn 16 in the
 # namespace, raising somaxconn alone leaves the live backlog at 16; the driver's write of 4096 makes it 4096 (ss
 # and inet_diag), and writing the original back restores the operator's files byte for byte and somaxconn; 511,
-# nginx's default backlog, takes two reloads each way.
+# nginx's default backlog, takes two reloads each way. gzip_comp_level set in http and a location: the knob edits
+# them in place and comes back byte for byte; worker_connections 768 -> 4096 under a master whose soft file limit is
+# 1024 raises worker_rlimit_nofile to 8192 in the same change (the new workers have it), and back.
 TEST_NAME=nginx-knobs
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -379,4 +381,109 @@ idle="$(idle_state "$NS" $PORT) $(idle_state "$NS" $PORT2)"
 [ ! -e "$INC/listen-param-backup" ] && [ ! -e "$INC/listen-deferred-backup" ] ||
 	fail "backups left: $(ls -R "$INC")"
 ok "deferred and reuseport on, then off: nginx.conf and the site byte for byte, accepted at once again, no backup"
+# ---- gzip_comp_level where the operator set it; worker_connections with the workers' file limit -----------------
+# A second nginx as Debian ships it (worker_connections 768 in nginx.conf's events block) with gzip_comp_level 9 in
+# http and 2 in one location, its master started with a soft file limit of 1024 (prlimit), as systemd leaves it.
+N2=$TMP/nginx2
+INC2=$N2/ngx-autotune
+PORT3=8095
+mkdir -p "$N2/logs" "$INC2"
+cat >"$N2/nginx.conf" <<EOT
+include $INC2/main.conf;
+worker_processes 2;
+pid $N2/nginx.pid;
+error_log $N2/logs/error.log warn;
+events {
+	worker_connections 768;
+	# multi_accept on;
+}
+http {
+	include $INC2/http.conf;
+	access_log off;
+	gzip on;
+	gzip_types text/plain;
+	gzip_comp_level 9;
+	server {
+		listen 127.0.0.1:$PORT3;
+		location / { return 200 "two\n"; }
+		location /api { gzip_comp_level "2"; return 200 "api\n"; }
+	}
+}
+EOT
+: >"$INC2/main.conf"
+: >"$INC2/events.conf"
+: >"$INC2/http.conf"
+cp -a "$N2" "$TMP/orig2"
+# The hard limit stays the test's own (at least 8192 here): a test without CAP_SYS_RESOURCE cannot raise it.
+HARD=$(ulimit -Hn)
+[ "$HARD" = unlimited ] || [ "$HARD" -ge 8192 ] || fail "the test's hard file limit is $HARD, below 8192"
+ip netns exec "$NS" prlimit --nofile=1024:"$HARD" nginx -c "$N2/nginx.conf" || fail "the second nginx did not start"
+CLEANUP+=("kill -QUIT \$(cat $N2/nginx.pid)")
+wait_for 5 test -s "$N2/nginx.pid" || fail "no pid file for the second nginx"
+MASTER2=$(cat "$N2/nginx.pid")
+h2() {
+	"$HARNESS" --nginx-conf "$N2/nginx.conf" --include-dir "$INC2" --pid-file "$N2/nginx.pid" --timeout-ms 5000 "$@"
+}
+# The soft file limit of each worker of the second nginx, sorted and unique ("8192", or "1024 8192" when mixed).
+nofile2() {
+	local w
+	for w in $(ps --ppid "$MASTER2" -o pid=,args= | awk '$2 == "nginx:" && $3 == "worker" && NF == 4 { print $1 }'); do
+		awk '/^Max open files/ { print $4 }' "/proc/$w/limits"
+	done | sort -un | tr '\n' ' ' | sed 's/ $//'
+}
+wait_for 5 sh -c "[ \$(ps --ppid $MASTER2 -o pid= | wc -l) -eq 2 ]" || fail "the second nginx has no two workers"
+[ "$(nofile2)" = 1024 ] || fail "the workers' file limit is $(nofile2), not the master's 1024"
+
+out=$(h2 nginx_directive gzip_comp_level http int probe read write 5 read) || fail "gzip_comp_level 5: $out"
+echo "$out" | grep -qxF "probe rc=0 why=set in 2 places, the highest (9) at $N2/nginx.conf:14 (http): the knob is the highest; a write sets those at it and lowers any other above the value, in place" ||
+	fail "gzip_comp_level's probe: $out"
+echo "$out" | grep -qx "read rc=0 value=9" && echo "$out" | grep -qx "read rc=0 value=5" || fail "gzip reads: $out"
+sed 's/^\tgzip_comp_level 9;/\tgzip_comp_level 5;/' "$TMP/orig2/nginx.conf" | cmp -s - "$N2/nginx.conf" ||
+	fail "nginx.conf is not the operator's with 9 -> 5: $(diff "$TMP/orig2/nginx.conf" "$N2/nginx.conf")"
+nginx -q -T -c "$N2/nginx.conf" 2>/dev/null | grep -q 'location /api { gzip_comp_level "2"; return 200' ||
+	fail "nginx -T does not show the location's own level 2"
+[ "$(ip netns exec "$NS" curl -s -H 'Accept-Encoding: gzip' -o /dev/null -w '%{size_download}' \
+	"http://127.0.0.1:$PORT3/")" -gt 0 ] || fail "no gzip answer"
+out=$(h2 nginx_directive gzip_comp_level http int probe write 9 read) || fail "gzip_comp_level 9: $out"
+echo "$out" | grep -qx "read rc=0 value=9" || fail "gzip does not read 9 again: $out"
+cmp -s "$TMP/orig2/nginx.conf" "$N2/nginx.conf" || fail "nginx.conf not back byte for byte after gzip 9"
+[ ! -e "$INC2/directive-backup" ] || fail "a gzip backup left: $(ls "$INC2/directive-backup")"
+ok "gzip_comp_level 9 (http) and 2 (location): 5 edits the http one alone in place, 9 gives nginx.conf back byte for byte"
+
+out=$(h2 nginx_directive worker_connections events int probe read write 4096 read) || fail "worker_connections 4096: $out"
+echo "$out" | grep -qx "probe rc=0 why=set in $N2/nginx.conf:6 (edited there)" || fail "worker_connections' probe: $out"
+echo "$out" | grep -qx "read rc=0 value=768" && echo "$out" | grep -qx "read rc=0 value=4096" ||
+	fail "worker_connections reads: $out"
+echo "$out" | grep -qxF "write rc=0 msg=worker_rlimit_nofile 1024 (the master's) -> 8192 in $INC2/main.conf with it (twice 4096)" ||
+	fail "the write does not say it moved the file limit: $out"
+[ "$(nofile2)" = 8192 ] || fail "the new workers' file limit is $(nofile2), not 8192"
+printf 'worker_rlimit_nofile 8192;\n' | cmp -s - "$INC2/main.conf" || fail "main.conf: $(cat "$INC2/main.conf")"
+sed 's/^\tworker_connections 768;/\tworker_connections 4096;/' "$TMP/orig2/nginx.conf" | cmp -s - "$N2/nginx.conf" ||
+	fail "nginx.conf is not the operator's with 768 -> 4096: $(diff "$TMP/orig2/nginx.conf" "$N2/nginx.conf")"
+grep -qx "before 1024 inherited" "$INC2/worker-nofile.state" || fail "state: $(cat "$INC2/worker-nofile.state")"
+out=$(h2 nginx_directive worker_connections events int probe) || fail "worker_connections' probe after: $out"
+echo "$out" | grep -qxF "probe rc=0 why=set in $N2/nginx.conf:6 (edited there); worker_rlimit_nofile 8192 set with it in $INC2/main.conf (before: 1024, the master's)" ||
+	fail "the knob does not say it moved the file limit: $out"
+ok "worker_connections 768 -> 4096 under a soft limit of 1024: worker_rlimit_nofile 8192 in main.conf in the same change, workers at $(nofile2)"
+out=$(h2 nginx_directive worker_connections events int probe write 768 read) || fail "worker_connections 768: $out"
+echo "$out" | grep -qx "read rc=0 value=768" || fail "worker_connections does not read 768 again: $out"
+echo "$out" | grep -qF "msg=worker_rlimit_nofile 8192 -> 1024 (the master's again: the line went)" || fail "revert: $out"
+cmp -s "$TMP/orig2/nginx.conf" "$N2/nginx.conf" && cmp -s "$TMP/orig2/ngx-autotune/main.conf" "$INC2/main.conf" ||
+	fail "not back byte for byte: $(diff -r "$TMP/orig2" "$N2")"
+[ "$(nofile2)" = 1024 ] || fail "the workers' file limit after the revert: $(nofile2)"
+[ ! -e "$INC2/worker-nofile.state" ] && [ ! -e "$INC2/nofile-backup" ] && [ ! -e "$INC2/directive-backup" ] ||
+	fail "state or backups left: $(ls -R "$INC2")"
+ok "worker_connections back to 768: nginx.conf and main.conf byte for byte, workers at 1024, no state left"
+# A hard limit of 4096: without CAP_SYS_RESOURCE the workers cannot go past it (nginx's setrlimit fails), with it
+# they may go up to fs.nr_open. The driver asks for what nginx can set, and the workers have it.
+prlimit --pid "$MASTER2" --nofile=1024:4096 || fail "prlimit on the master"
+if [ $((0x$(awk '/^CapEff:/ { print $2 }' "/proc/$MASTER2/status") >> 24 & 1)) = 1 ]; then want=8192; else want=4096; fi
+out=$(h2 nginx_directive worker_connections events int probe write 4096) || fail "worker_connections 4096, hard 4096: $out"
+[ "$(nofile2)" = "$want" ] || fail "hard limit 4096: workers at $(nofile2), not $want: $out"
+out=$(h2 nginx_directive worker_connections events int probe write 768) || fail "worker_connections 768 again: $out"
+cmp -s "$TMP/orig2/nginx.conf" "$N2/nginx.conf" && cmp -s "$TMP/orig2/ngx-autotune/main.conf" "$INC2/main.conf" ||
+	fail "not back byte for byte after the hard limit: $(diff -r "$TMP/orig2" "$N2")"
+ok "master's hard limit 4096: worker_connections 4096 gives workers $want (what nginx can set here), and back"
+kill -QUIT "$MASTER2"
+
 echo "# $checks checks passed"

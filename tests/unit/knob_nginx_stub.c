@@ -1,5 +1,6 @@
 /*
- * Test-only stand-ins for the nginx drivers (act/knob_nginx.c, act/knob_listen.c), so the other drivers' tests
+ * Test-only stand-ins for the nginx drivers (act/knob_nginx.c, act/knob_listen.c, act/knob_listen_param.c,
+ * act/knob_upstream.c), so the other drivers' tests
  * link without nginx: knob_ops_for() names these tables. Every operation says "not supported".
  */
 #include <errno.h>
@@ -56,6 +57,14 @@ const struct knob_ops knob_listen_ops = {
 
 const struct knob_ops knob_listen_param_ops = {
 	.kind = "listen_param",
+	.probe = stub_probe,
+	.read = stub_read,
+	.write = stub_write,
+	.release = stub_release,
+};
+
+const struct knob_ops knob_upstream_ops = {
+	.kind = "upstream_keepalive",
 	.probe = stub_probe,
 	.read = stub_read,
 	.write = stub_write,

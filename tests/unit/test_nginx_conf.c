@@ -1017,6 +1017,335 @@ static void test_walk(void **state)
 	free(w);
 }
 
+/* ---- nginx_conf_find_each, nginx_conf_file_each ------------------------------------------------------------ */
+
+static void test_find_each(void **state)
+{
+	static const char dump[] =
+		"# configuration file /e/nginx.conf:\n"
+		"events { }\n"
+		"http {\n"
+		"\tgzip_comp_level 9;\n"
+		"\tupstream app { server 127.0.0.1:9; gzip_comp_level 3; }\n"
+		"\tinclude /e/site;\n"
+		"\tinclude /e/site;\n"
+		"}\n"
+		"\n"
+		"# configuration file /e/site:\n"
+		"server {\n"
+		"\tlisten 80;\n"
+		"\tlocation / { gzip_comp_level \"2\"; location /x { gzip_comp_level 5; } }\n"
+		"}\n";
+	struct nginx_conf_found *f = NULL;
+	struct nginx_conf c;
+	char err[256] = "";
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(parse_str(dump, &c, err, sizeof(err)), 0);
+	assert_int_equal(nginx_conf_find_each(&c, "http", "gzip_comp_level", &f, &n, err, sizeof(err)), 0);
+	/* http's, then the site's two once (it is included twice); the upstream's is another directive */
+	assert_int_equal(n, 3);
+	assert_string_equal(f[0].context, "http");
+	assert_string_equal(f[0].d.args[0], "9");
+	assert_int_equal(f[0].d.line, 3);
+	assert_string_equal(c.files[f[1].d.file].path, "/e/site");
+	assert_string_equal(f[1].context, "http/server/location");
+	assert_string_equal(f[1].d.args[0], "2");
+	assert_int_equal(f[1].d.start, (size_t)(strstr(c.files[1].text, "gzip_comp_level") - c.files[1].text));
+	assert_string_equal(f[2].context, "http/server/location/location");
+	assert_string_equal(f[2].d.args[0], "5");
+	free(f);
+	/* Nothing: NULL and 0; "events" finds nothing nested either */
+	assert_int_equal(nginx_conf_find_each(&c, "http", "gzip", &f, &n, err, sizeof(err)), 0);
+	assert_null(f);
+	assert_int_equal(n, 0);
+	assert_int_equal(nginx_conf_find_each(&c, "http/server", "gzip_comp_level", &f, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	free(f);
+	/* one file alone: every depth, the upstream's included */
+	assert_int_equal(nginx_conf_file_each(c.files[0].text, c.files[0].len, "gzip_comp_level", &f, &n, err,
+					      sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(f[1].context, "http/upstream");
+	assert_string_equal(f[1].d.args[0], "3");
+	free(f);
+	assert_int_equal(nginx_conf_file_each("a { b 1;", 8, "b", &f, &n, err, sizeof(err)), -EINVAL);
+	assert_null(f);
+	assert_true(err[0] != '\0');
+	nginx_conf_free(&c);
+}
+
+/* ---- nginx_conf_edit ----------------------------------------------------------------------------------------- */
+
+#define NOTE "ngx-autotune test"
+
+/* One batch: up to three edits, each at the first occurrence of AT (its Nth with "AT@N") in TEXT. */
+static const struct edit_case {
+	const char *text;
+	struct {
+		enum nginx_conf_edit_op op;
+		const char *at, *name, *text, *note;
+	} e[3];
+	int rc;
+	const char *want;
+} edit_cases[] = {
+	/* arguments, plain and noted (once per line; a line's own comment stays before the note) */
+	{ "http { gzip_comp_level 9; }\n", { { NGINX_CONF_EDIT_ARGS, "gzip", "gzip_comp_level", "5", NULL } }, 0,
+	  "http { gzip_comp_level 5; }\n" },
+	{ "upstream b {\n\tkeepalive  16 ;   # mine\n}\n", { { NGINX_CONF_EDIT_ARGS, "keepalive", "keepalive", "64",
+	  NOTE } }, 0, "upstream b {\n\tkeepalive  64 ;   # mine # " NOTE ": keepalive was 16\n}\n" },
+	{ "l {\n\tproxy_pass http://127.0.0.1:8080/x;\n}", { { NGINX_CONF_EDIT_ARGS, "proxy_pass", "proxy_pass",
+	  "http://ngxat_up_127_0_0_1_8080/x", NOTE } }, 0,
+	  "l {\n\tproxy_pass http://ngxat_up_127_0_0_1_8080/x; # " NOTE ": proxy_pass was http://127.0.0.1:8080/x\n}" },
+	{ "a \"1\" '2'; # x\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "3", NOTE } }, 0,
+	  "a 3; # x # " NOTE ": a was \"1\" '2'\n" },
+	{ "multi_accept;\n", { { NGINX_CONF_EDIT_ARGS, "multi_accept", "multi_accept", "on", NOTE } }, 0,
+	  "multi_accept on; # " NOTE ": multi_accept was \n" },
+	/* a line noted already keeps its first note */
+	{ "k 2; # " NOTE ": k was 1\n", { { NGINX_CONF_EDIT_ARGS, "k", "k", "3", NOTE } }, 0,
+	  "k 3; # " NOTE ": k was 1\n" },
+	/* lines added at the end of a block, indented as its first line; one tab deeper when it has none */
+	{ "server {\n    location / {\n        proxy_pass http://b;\n    }\n}\n",
+	  { { NGINX_CONF_EDIT_ADD, "location", "location", "proxy_http_version 1.1;\nproxy_set_header Connection \"\";",
+	      NOTE } }, 0,
+	  "server {\n    location / {\n        proxy_pass http://b;\n        proxy_http_version 1.1; # " NOTE "\n"
+	  "        proxy_set_header Connection \"\"; # " NOTE "\n    }\n}\n" },
+	{ "upstream b {\n}\n", { { NGINX_CONF_EDIT_ADD, "upstream", "upstream", "keepalive 8;", NULL } }, 0,
+	  "upstream b {\n\tkeepalive 8;\n}\n" },
+	/* a block closed on the line of its last directive: the '}' goes to a line of its own, noted */
+	{ "\tlocation / { proxy_pass http://b; }\n", { { NGINX_CONF_EDIT_ADD, "location", "location",
+	  "proxy_http_version 1.1;\nkeepalive_timeout 5s;", NOTE } }, 0,
+	  "\tlocation / { proxy_pass http://b; \n\t\tproxy_http_version 1.1; # " NOTE " (new line)\n"
+	  "\t\tkeepalive_timeout 5s; # " NOTE "\n}\n" },
+	/* several at once, in two blocks and an argument; the nested block's lines go into it alone */
+	{ "a {\n\tb {\n\t\tx 1;\n\t}\n\ty 2;\n}\n",
+	  { { NGINX_CONF_EDIT_ADD, "a", "a", "z 3;", NULL }, { NGINX_CONF_EDIT_ADD, "b", "b", "w 4;", NULL },
+	    { NGINX_CONF_EDIT_ARGS, "y", "y", "5", NULL } }, 0,
+	  "a {\n\tb {\n\t\tx 1;\n\t\tw 4;\n\t}\n\ty 5;\n\tz 3;\n}\n" },
+	/* a noted argument and lines added to the block closed on its line: the note stays with its directive */
+	{ "server { listen 80; location / { x 1; } }\n",
+	  { { NGINX_CONF_EDIT_ADD, "location", "location", "y 2;", NOTE }, { NGINX_CONF_EDIT_ARGS, "listen", "listen",
+	    "81", NOTE }, { NGINX_CONF_EDIT_ADD, "server", "server", "z 3;", NOTE } }, 0,
+	  "server { listen 81; location / { x 1;  # " NOTE ": listen was 80\n\ty 2; # " NOTE " (new line)\n}"
+	  " \n\tz 3; # " NOTE " (new line)\n}\n" },
+	/* a file's end */
+	{ "http {\n}", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "upstream u {\n\tserver 127.0.0.1:1;\n}", NULL } }, 0,
+	  "http {\n}\nupstream u {\n\tserver 127.0.0.1:1;\n}\n" },
+	{ "", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "x 1;\n", NULL } }, 0, "x 1;\n" },
+	/* noted: line by line, so that the way back takes the block out whole */
+	{ "# mine\n", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "upstream u {\n\tkeepalive 2;\n}", NOTE } }, 0,
+	  "# mine\nupstream u { # " NOTE "\n\tkeepalive 2; # " NOTE "\n} # " NOTE "\n" },
+	{ "x 1;", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "y 2;", NOTE } }, 0, "x 1;\ny 2; # " NOTE " (new line)\n" },
+	{ "", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "y 2; # c", NOTE } }, -EINVAL, NULL },
+	/* refused: a clear error and no text */
+	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "b", "2", NULL } }, -ENOENT, NULL },
+	{ "a { }\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NULL } }, -EINVAL, NULL },
+	{ "a 1;\n", { { NGINX_CONF_EDIT_ADD, "a", "a", "b 2;", NULL } }, -EINVAL, NULL },
+	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "", NULL } }, -EINVAL, NULL },
+	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2\n3", NULL } }, -EINVAL, NULL },
+	/* more on the line: the note goes after it; a line that ends inside a string takes none */
+	{ "u { a 1; b 2; }\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "3", NOTE } }, 0,
+	  "u { a 3; b 2; } # " NOTE ": a was 1\n" },
+	{ "a 1; b \"x\ny\";\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NOTE } }, -EINVAL, NULL },
+	{ "a 1\n 2;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NOTE } }, -EINVAL, NULL },
+	{ "a 1; a 2;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "3", NOTE }, { NGINX_CONF_EDIT_ARGS, "a@2", "a", "4",
+	  NOTE } }, -EINVAL, NULL },
+	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", "has # in it" } }, -EINVAL, NULL },
+	{ "a { }\n", { { NGINX_CONF_EDIT_ADD, "a", "a", "b 1; c 2;", NULL } }, -EINVAL, NULL },
+	{ "a { }\n", { { NGINX_CONF_EDIT_ADD, "a", "a", "b { }", NULL } }, -EINVAL, NULL },
+	{ "a { }\n", { { NGINX_CONF_EDIT_ADD, "a", "a", "b 1; # c", NULL } }, -EINVAL, NULL },
+	{ "a { }\n", { { NGINX_CONF_EDIT_ADD, "a", "a", "b \"1;", NULL } }, -EINVAL, NULL },
+	{ "a { }\n", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "b {", NULL } }, -EINVAL, NULL },
+	{ "a { \n", { { NGINX_CONF_EDIT_APPEND, NULL, NULL, "b 1;", NULL } }, -EINVAL, NULL },
+	{ "a 1;\n", { { NGINX_CONF_EDIT_ARGS, "a", "a", "2", NULL }, { NGINX_CONF_EDIT_ARGS, "a", "a", "3", NULL } },
+	  -EINVAL, NULL },
+};
+
+/* The offset of AT in TEXT ("AT@N": its Nth occurrence). */
+static size_t offset_of(const char *text, const char *at)
+{
+	char word[64];
+	const char *p = text, *sep = strchr(at, '@');
+	int nth = sep ? atoi(sep + 1) : 1;
+
+	snprintf(word, sizeof(word), "%.*s", (int)(sep ? sep - at : (long)strlen(at)), at);
+	for (int i = 0; i < nth; i++) {
+		p = strstr(i ? p + 1 : p, word);
+		assert_non_null(p);
+	}
+	return (size_t)(p - text);
+}
+
+static void test_edit(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(edit_cases) / sizeof(edit_cases[0]); i++) {
+		const struct edit_case *t = &edit_cases[i];
+		struct nginx_conf_edit e[3];
+		char err[256] = "", *out = NULL, *back = NULL;
+		size_t n = 0, outlen = 0, backlen = 0, count = 0;
+		bool noted = false;
+		int r;
+
+		for (; n < 3 && (t->e[n].name || t->e[n].op == NGINX_CONF_EDIT_APPEND) && t->e[n].text; n++) {
+			e[n] = (struct nginx_conf_edit){ .op = t->e[n].op, .name = t->e[n].name, .text = t->e[n].text,
+							 .note = t->e[n].note };
+			e[n].start = t->e[n].at ? offset_of(t->text, t->e[n].at) : 0;
+			noted = noted || t->e[n].note;
+		}
+		r = nginx_conf_edit(t->text, strlen(t->text), e, n, &out, &outlen, err, sizeof(err));
+		if (r != t->rc)
+			fail_msg("case %zu: %d, want %d (%s)", i, r, t->rc, err);
+		if (r != 0) {
+			assert_null(out);
+			assert_true(err[0] != '\0');
+			continue;
+		}
+		if (strcmp(out, t->want) != 0)
+			fail_msg("case %zu: got [%s], want [%s]", i, out, t->want);
+		assert_int_equal(outlen, strlen(t->want));
+		/* The way back from the noted edits: byte for byte (case 5 was noted before this edit). */
+		if (noted && i != 5) {
+			assert_int_equal(nginx_conf_unedit(out, outlen, NOTE, &back, &backlen, &count, err, sizeof(err)),
+					 0);
+			if (strcmp(back, t->text) != 0)
+				fail_msg("case %zu: unedit gave [%s], want [%s]", i, back, t->text);
+			assert_true(count > 0);
+			free(back);
+		}
+		free(out);
+	}
+}
+
+/* nginx_conf_unedit: what others changed since stays; a note without its directive is refused. */
+static void test_unedit(void **state)
+{
+	static const char text[] = "upstream b {\n\tserver x;\n\tkeepalive 16;\n}\nserver {\n\tlocation / {\n"
+				   "\t\tproxy_pass http://b;\n\t}\n}\n";
+	struct nginx_conf_edit e[2];
+	char err[256] = "", *out = NULL, *back = NULL, *mixed = NULL;
+	size_t outlen, backlen, count = 0, mixedlen;
+
+	(void)state;
+	e[0] = (struct nginx_conf_edit){ NGINX_CONF_EDIT_ARGS, (size_t)(strstr(text, "keepalive") - text), "keepalive",
+					 "64", NOTE };
+	e[1] = (struct nginx_conf_edit){ NGINX_CONF_EDIT_ADD, (size_t)(strstr(text, "location") - text), "location",
+					 "proxy_http_version 1.1;", NOTE };
+	assert_int_equal(nginx_conf_edit(text, strlen(text), e, 2, &out, &outlen, err, sizeof(err)), 0);
+	/* someone else edits the same file afterwards: server x becomes y, a line is added */
+	{
+		struct nginx_conf_edit o[2] = {
+			{ NGINX_CONF_EDIT_ARGS, (size_t)(strstr(out, "server x") - out), "server", "y", NULL },
+			{ NGINX_CONF_EDIT_ADD, (size_t)(strstr(out, "location") - out), "location", "gzip on;", NULL },
+		};
+
+		assert_int_equal(nginx_conf_edit(out, outlen, o, 2, &mixed, &mixedlen, err, sizeof(err)), 0);
+	}
+	assert_int_equal(nginx_conf_unedit(mixed, mixedlen, NOTE, &back, &backlen, &count, err, sizeof(err)), 0);
+	assert_int_equal(count, 2);
+	assert_string_equal(back, "upstream b {\n\tserver y;\n\tkeepalive 16;\n}\nserver {\n\tlocation / {\n"
+				  "\t\tproxy_pass http://b;\n\t\tgzip on;\n\t}\n}\n");
+	free(back);
+	/* another note is not ours: nothing taken back */
+	assert_int_equal(nginx_conf_unedit(out, outlen, "ngx-autotune other", &back, &backlen, &count, err,
+					   sizeof(err)), 0);
+	assert_int_equal(count, 0);
+	assert_string_equal(back, out);
+	free(back);
+	free(out);
+	free(mixed);
+	/* a "was" note whose directive has gone, or that does not say what was there */
+	{
+		static const char gone[] = "x 1; # " NOTE ": keepalive was 16\n", mute[] = "x 1; # " NOTE ": x\n";
+
+		assert_int_equal(nginx_conf_unedit(gone, sizeof(gone) - 1, NOTE, &back, &backlen, &count, err,
+						   sizeof(err)), -EINVAL);
+		assert_null(back);
+		assert_true(err[0] != '\0');
+		assert_int_equal(nginx_conf_unedit(mute, sizeof(mute) - 1, NOTE, &back, &backlen, &count, err,
+						   sizeof(err)), -EINVAL);
+	}
+	assert_int_equal(nginx_conf_unedit("x 1;\n", 5, "bad # note", &back, &backlen, &count, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(nginx_conf_unedit("x \"1;\n", 6, NOTE, &back, &backlen, &count, err, sizeof(err)), 0);
+	free(back);
+}
+
+/* nginx_conf_same_but_args: the same to nginx, other bytes only in the named directives' arguments. */
+static const struct same_case {
+	const char *a, *b;
+	bool same;
+} same_cases[] = {
+	{ "http { gzip_comp_level 9; }\n", "http { gzip_comp_level \"9\"; }\n", true },
+	{ "http { gzip_comp_level 9; }\n", "http { gzip_comp_level  '9'  ; }\n", false }, /* the blank before ';' */
+	{ "http { gzip_comp_level  9  ; }\n", "http { gzip_comp_level  '9'  ; }\n", true },
+	{ "http { gzip_comp_level 9; }\n", "http { gzip_comp_level 5; }\n", false },
+	{ "http { gzip_comp_level 9; }\n", "http { gzip_comp_level 9; } \n", false },
+	{ "a \"x y\";\nworker_connections 1;\n", "a \"x y\";\nworker_connections \"1\";\n", true },
+	{ "a \"x y\";\n", "a x y;\n", false }, /* not a named directive: bytes count */
+	{ "worker_connections \"x y\";\n", "worker_connections x y;\n", false }, /* one word is not two */
+	{ "worker_connections 1;\n", "worker_connections 1;", false },
+	{ "worker_connections 1;\n", "worker_connections \"1;\n", false },
+};
+
+static void test_same_but_args(void **state)
+{
+	static const char *const names[] = { "gzip_comp_level", "worker_connections" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(same_cases) / sizeof(same_cases[0]); i++) {
+		const struct same_case *t = &same_cases[i];
+
+		if (nginx_conf_same_but_args(t->a, strlen(t->a), t->b, strlen(t->b), names, 2) != t->same)
+			fail_msg("case %zu: not %s", i, t->same ? "the same" : "different");
+		assert_true(nginx_conf_same_but_args(t->a, strlen(t->a), t->a, strlen(t->a), names, 2) ||
+			    i == sizeof(same_cases) / sizeof(same_cases[0]) - 1);
+	}
+}
+
+/* Each node of the walk says where it is written: the name's offset and the ';', '{' or '}'. */
+struct span_rec {
+	const struct nginx_conf *c;
+	bool ok;
+	size_t n;
+};
+
+static int span_check(void *ctx, const struct nginx_conf_node *node)
+{
+	struct span_rec *s = ctx;
+	const char *t = s->c->files[node->file].text;
+	size_t off, end;
+
+	if (node->event == NGINX_CONF_BLOCK_END) {
+		s->ok = s->ok && t[node->start] == '}' && node->start == node->end;
+	} else if (node->event == NGINX_CONF_INCLUDE) {
+		s->ok = s->ok && strncmp(t + node->start, "include", 7) == 0 && t[node->end] == ';';
+	} else {
+		s->ok = s->ok && t[node->end] == (node->event == NGINX_CONF_BLOCK ? '{' : ';') &&
+			nginx_conf_node_span(node, 0, &off, &end) == 0 && off == node->start &&
+			nginx_conf_node_span(node, node->nwords, &off, &end) == -EINVAL;
+		if (node->nwords > 1 && nginx_conf_node_span(node, node->nwords - 1, &off, &end) == 0)
+			s->ok = s->ok && end <= node->end;
+	}
+	s->n++;
+	return 0;
+}
+
+static void test_node_offsets(void **state)
+{
+	struct nginx_conf c;
+	struct span_rec s = { .c = &c, .ok = true };
+	char err[256];
+
+	(void)state;
+	parse_fixture("debian.txt", &c);
+	assert_int_equal(nginx_conf_walk(&c, span_check, &s, err, sizeof(err)), 0);
+	assert_true(s.ok);
+	assert_true(s.n > 50);
+	nginx_conf_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1041,6 +1370,11 @@ int main(void)
 		cmocka_unit_test(test_walk),
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_listen_param),
+		cmocka_unit_test(test_find_each),
+		cmocka_unit_test(test_edit),
+		cmocka_unit_test(test_unedit),
+		cmocka_unit_test(test_same_but_args),
+		cmocka_unit_test(test_node_offsets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -249,6 +249,21 @@ static const struct bad_case bad[] = {
 	{"[knob r]\nkind = sysctl\ntarget = net.ipv4.tcp_rmem\ntype = intvec 3\nmin = 4096 4096 4096\n"
 	 "max = 4096 4096 1073741824\nstep = x2\nobjective = http.p99_ms lower\n",
 	 "t.policy:6: knob r: max 1073741824 is above the hard limit"},
+	{"[knob u]\nkind = upstream_keepalive\ntarget = *\ntype = int\nmin = 0\nmax = 8192\nstep = +64\n"
+	 "objective = http.5xx_rate lower\n", "t.policy:6: knob u: max 8192 is above the hard limit 4096 for "
+					     "upstream_keepalive"},
+	{"[knob u]\nkind = upstream_keepalive\ntarget = app\ntype = int\nmin = 0\nmax = 64\nstep = +64\n"
+	 "objective = http.5xx_rate lower\n", "t.policy:3: knob u: target must be *"},
+	{"[knob u]\nkind = upstream_keepalive\ntarget = *\ntype = onoff\nobjective = http.5xx_rate lower\n",
+	 "t.policy:4: knob u: kind upstream_keepalive does not take type onoff"},
+	{"[knob u]\nkind = upstream_keepalive\ntarget = *\ntype = int\nmin = 0\nmax = 64\nstep = +64\n"
+	 "objective = http.5xx_rate lower\n[knob v]\nkind = upstream_keepalive\ntarget = *\ntype = int\nmin = 0\n"
+	 "max = 64\nstep = +64\nobjective = http.5xx_rate lower\n", "t.policy:11: knob v: writes what knob u (t.policy:2) writes"},
+	{"[knob g]\nkind = nginx_directive\ntarget = gzip_comp_level\ncontext = http\ntype = int\nmin = 1\nmax = 10\n"
+	 "step = +1\nobjective = http.p99_ms lower\n", "t.policy:7: knob g: max 10 is above the hard limit 9 for "
+						      "gzip_comp_level"},
+	{"[knob g]\nkind = nginx_directive\ntarget = gzip_comp_level\ncontext = server\ntype = int\nmin = 1\n"
+	 "max = 9\nstep = +1\nobjective = http.p99_ms lower\n", "t.policy:4: knob g: context: not one of main"},
 	{"[knob a]\nkind = sysctl\ntarget = net.core.a\ntype = int\nmin = -5\nmax = 10\nstep = x2\n"
 	 "objective = http.p99_ms lower\n", "t.policy:7: knob a: a factor step needs min >= 0"},
 	{KNOB_A("max_step = x4\n"), "t.policy:8: knob a: max_step must be a difference (+4096) like step"},

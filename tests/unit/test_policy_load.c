@@ -175,6 +175,7 @@ static void test_shipped_policies_validate(void **state)
 		"net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "irq_affinity", "rps", "rps_flows",
 		"sched.base_slice", "nginx.worker_processes", "nginx.worker_connections", "nginx.worker_cpu_affinity",
 		"nginx.multi_accept", "nginx.accept_mutex", "nginx.keepalive_requests", "listen_queue",
+		"nginx.gzip_comp_level", "nginx.upstream_keepalive",
 	};
 	struct policy_set set;
 	const struct knob_policy *p;
@@ -204,6 +205,18 @@ static void test_shipped_policies_validate(void **state)
 	assert_string_equal(p->constraints[0].other, "net.core.rmem_max");
 	assert_string_equal(policy_find(&set, "net.ipv4.tcp_wmem")->constraints[0].other, "net.core.wmem_max");
 	assert_int_equal(policy_find(&set, "net.ipv4.ip_local_port_range")->nelem, 2);
+	assert_string_equal(policy_find(&set, "net.ipv4.ip_local_port_range")->trigger, "port_exhaustion");
+	/* its fallback: the same trigger, 2 (loopback only) and 1 (every connection) in play, never 0 */
+	p = policy_find(&set, "net.ipv4.tcp_tw_reuse");
+	assert_non_null(p);
+	assert_string_equal(p->trigger, "port_exhaustion");
+	assert_true(p->kind == POLICY_SYSCTL && p->min[0] == 1 && p->max[0] == 2 && p->approval_required);
+	{
+		char err[256];
+
+		assert_int_equal(policy_check(&set, p, "2", "1", no_value, NULL, err, sizeof(err)), 0);
+		assert_int_equal(policy_check(&set, p, "1", "0", no_value, NULL, err, sizeof(err)), -ERANGE);
+	}
 	assert_int_equal(policy_find(&set, "irq_affinity")->type, KNOB_T_CPUMAP);
 	assert_string_equal(policy_find(&set, "irq_affinity")->target, "*");
 	assert_int_equal(policy_find(&set, "rps")->type, KNOB_T_CPUMAP);
@@ -211,6 +224,23 @@ static void test_shipped_policies_validate(void **state)
 	assert_int_equal(policy_find(&set, "nginx.multi_accept")->type, KNOB_T_ONOFF);
 	assert_int_equal(policy_find(&set, "nginx.worker_cpu_affinity")->type, KNOB_T_CPULIST);
 	assert_string_equal(policy_find(&set, "nginx.worker_connections")->context, "events");
+	p = policy_find(&set, "nginx.gzip_comp_level");
+	assert_true(p->min[0] == 1 && p->max[0] == 9 && p->approval_required && !p->trigger[0]);
+	assert_string_equal(p->objective.metric, "cpu.busy_per_kreq");
+	assert_int_equal(p->objective.dir, POLICY_LOWER_IS_BETTER);
+	p = policy_find(&set, "nginx.upstream_keepalive");
+	assert_int_equal(p->kind, POLICY_UPSTREAM_KEEPALIVE);
+	assert_true(p->min[0] == 0 && p->max[0] == 1024 && p->approval_required);
+	{
+		char next[32], err[256];
+
+		/* 0 -> 64 in one change, as the planner steps */
+		assert_int_equal(policy_step_value(p, "0", true, next, sizeof(next)), 0);
+		assert_string_equal(next, "64");
+		assert_int_equal(policy_check(&set, p, "0", "64", no_value, NULL, err, sizeof(err)), 0);
+	}
+	assert_string_equal(p->objective.metric, "http.5xx_rate");
+	assert_string_equal(p->guardrails[0].metric, "client.failure_rate");
 	assert_false(policy_find(&set, "net.core.busy_poll")->enabled);
 	assert_true(policy_forbidden(&set, "net.ipv4.tcp_tw_recycle"));
 	assert_int_equal(set.nforbidden, 1);
