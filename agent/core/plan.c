@@ -19,7 +19,7 @@ typedef int (*value_fn)(const char *knob, char *out, size_t outlen, void *ctx);
 /*
  * Knobs that fix their symptom by going down or apart; every other knob goes up. A shorter scheduler slice lets a
  * woken worker run sooner; a shorter FIN timeout frees orphaned sockets sooner; a wider port range gives more
- * local ports.
+ * local ports; tcp_tw_reuse 1 lets every outgoing connection take a port still in TIME_WAIT.
  */
 static const struct dir_rule {
 	enum policy_kind kind;
@@ -29,6 +29,8 @@ static const struct dir_rule {
 	{POLICY_SCHED_SLICE, NULL, PLAN_DOWN},
 	{POLICY_SYSCTL, "net.ipv4.tcp_fin_timeout", PLAN_DOWN},
 	{POLICY_SYSCTL, "net.ipv4.ip_local_port_range", PLAN_APART},
+	/* 2 (loopback only, the default) -> 1 (every outgoing connection may reuse a port in TIME_WAIT) */
+	{POLICY_SYSCTL, "net.ipv4.tcp_tw_reuse", PLAN_DOWN},
 };
 
 static const char *const dir_names[] = {[PLAN_UP] = "up", [PLAN_DOWN] = "down", [PLAN_APART] = "apart"};
