@@ -414,28 +414,57 @@ static bool block_void(const struct judge *j, const struct block_summary *s, con
 /* ---- what clients got ------------------------------------------------------------------------------------ */
 
 #define GOOD_RATE "http.good_rate"
+#define CLIENT_FAILURES "client.failure_rate"
 
-/* Good responses' signed log ratio in pair PE: the objective's d when the objective counts them, else the
- * guardrail's that does; NAN when neither is measured in it. */
-static double good_d(const struct judge *j, const struct judge_pair_ev *pe)
+/* Metric W's signed log ratio in pair PE, as the objective or as a guardrail (a binomial one's rates); NAN when it
+ * is not measured in it. */
+static double metric_d(const struct judge *j, const char *w, const struct judge_pair_ev *pe)
 {
-	if (strcmp(j->ev.objective, GOOD_RATE) == 0)
+	if (strcmp(j->ev.objective, w) == 0)
 		return pe->d;
 	for (size_t g = 0; g < j->ev.nguard; g++)
-		if (strcmp(j->ev.guard[g].metric, GOOD_RATE) == 0 && j->ev.guard[g].test == JUDGE_TEST_NONINF)
-			return pe->g[g];
+		if (strcmp(j->ev.guard[g].metric, w) == 0)
+			return j->ev.guard[g].test == JUDGE_TEST_NONINF ? pe->g[g] : pe->gr[g];
 	return NAN;
 }
 
-/* Good responses' d over the valid pairs that measured them, in order. */
-static size_t good_ds(const struct judge *j, double *out)
+/* W's d over the valid pairs that measured it, in order. */
+static size_t metric_ds(const struct judge *j, const char *w, double *out)
 {
 	size_t n = 0;
 
 	for (unsigned i = 0; i < j->ev.npairs; i++)
-		if (!j->ev.pair[i].is_void && isfinite(good_d(j, &j->ev.pair[i])))
-			out[n++] = good_d(j, &j->ev.pair[i]);
+		if (!j->ev.pair[i].is_void && isfinite(metric_d(j, w, &j->ev.pair[i])))
+			out[n++] = metric_d(j, w, &j->ev.pair[i]);
 	return n;
+}
+
+/* The witness of what clients got: good responses when any valid pair measured them, else the synthetic client's
+ * failures when any did (a host blind to its requests: no access log nginx writes), else NULL. */
+static const char *witness(const struct judge *j)
+{
+	double x[JUDGE_PAIRS_MAX];
+
+	if (metric_ds(j, GOOD_RATE, x) > 0)
+		return GOOD_RATE;
+	if (metric_ds(j, CLIENT_FAILURES, x) > 0)
+		return CLIENT_FAILURES;
+	return NULL;
+}
+
+/* The witness's d in pair PE (NAN: none), and over the valid pairs (their count). */
+static double good_d(const struct judge *j, const struct judge_pair_ev *pe)
+{
+	const char *w = witness(j);
+
+	return w ? metric_d(j, w, pe) : NAN;
+}
+
+static size_t good_ds(const struct judge *j, double *out)
+{
+	const char *w = witness(j);
+
+	return w ? metric_ds(j, w, out) : 0;
 }
 
 /* The first outcome metric compared by its log ratio (latency among them; good responses too unless NOT_GOOD) shown
@@ -499,8 +528,13 @@ static bool outcome_gain_shown(const struct judge *j, char *buf, size_t len)
 	    stats_mean_sd(x, h, &h1, &m2) < 0 || stats_mean_sd(x + h, n - h, &h2, &m2) < 0 || !(h1 > 0 && h2 > 0) ||
 	    !outcomes_not_worse(j))
 		return false;
-	if (evfmt_metric_change(GOOD_RATE, POLICY_HIGHER_IS_BETTER, mean, lo, hi, buf, len) < 0)
-		snprintf(buf, len, "good responses rose");
+	{
+		const char *w = witness(j);
+		enum policy_direction dir = strcmp(w, GOOD_RATE) == 0 ? POLICY_HIGHER_IS_BETTER : POLICY_LOWER_IS_BETTER;
+
+		if (evfmt_metric_change(w, dir, mean, lo, hi, buf, len) < 0)
+			snprintf(buf, len, "%s better", w);
+	}
 	return true;
 }
 
@@ -519,12 +553,14 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 		double ga, gb;
 		bool p95;
 
-		pe->g[g] = pair_p[g] = NAN;
+		pe->g[g] = pe->gr[g] = pair_p[g] = NAN;
 		if (va->is_void || vb->is_void)
 			continue;
 		ge->available = true;
 		if (ge->test == JUDGE_TEST_BINOMIAL) {
 			pair_p[g] = pe->g[g] = binom_p(va->num, vb->num, va->den, vb->den, ge->dir, j->cfg.guard_margin);
+			if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) == 0)
+				pe->gr[g] = log_ratio(ga, gb, ge->dir);
 			ge->events_a += va->num;
 			ge->events_b += vb->num;
 			ge->exposure_a += va->den;
@@ -730,7 +766,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	pe->requests_a = a->requests;
 	pe->requests_b = b->requests;
 	for (size_t g = 0; g < POLICY_GUARDRAILS_MAX; g++)
-		pe->g[g] = NAN;
+		pe->g[g] = pe->gr[g] = NAN;
 	/* What the trial cost while the old value was in force, whatever becomes of the pair. */
 	if (a->v[0].count && isfinite(a->v[0].num) && a->v[0].num >= 0)
 		ev->a_events = (isfinite(ev->a_events) ? ev->a_events : 0.0) + a->v[0].num;

@@ -30,6 +30,8 @@
  * harm at 2x in one pair, 5xx ceiling 2%, 3 consecutive void blocks, 4 void pairs, power 0.8 at 2 x delta; the
  * sequential rule at alpha_seq 0.05 with tau 2 (the prior sd of the effect in noise units) from 2 valid pairs.
  *
+ * What clients got is witnessed by good responses per second when the trial measures them, else by the synthetic
+ * client's failure share (a host blind to its requests still sees its own client fail): "good responses" below.
  * Outcomes decide (DESIGN.md): every trial also watches what clients get (plan_trial_outcomes: good responses per
  * second, the synthetic client's failures and median, the 5xx share), as implied guardrails that end a trial only
  * on clear harm (a counted one by its conditional test, a continuous one by the early harm bound over three pairs
@@ -120,6 +122,7 @@ struct judge_pair_ev {
 	double d;             /* signed log ratio; NAN for a void pair */
 	double requests_a, requests_b;
 	double g[POLICY_GUARDRAILS_MAX]; /* per guardrail: d (non-inferiority) or the pair's p value (binomial) */
+	double gr[POLICY_GUARDRAILS_MAX]; /* binomial guardrails: the signed log ratio of their rates (NAN else) */
 };
 
 struct judge_evidence {

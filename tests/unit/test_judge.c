@@ -1032,6 +1032,44 @@ static void test_outcome_keep(void **state)
 	assert_false(ev->outcome_keep);
 }
 
+/* A host blind to its requests (no access log nginx writes: no good responses measured), worker_connections 768
+ * under 2000 clients: nginx 1.22 logs no "worker_connections are not enough" (the objective sees nothing in either
+ * arm), and the synthetic client fails nearly every request in A, none in B. Its failures witness what clients got:
+ * kept on them. */
+static void test_outcome_keep_blind(void **state)
+{
+	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
+		{"client.failure_rate", POLICY_LOWER_IS_BETTER, true},
+	};
+	const struct om a[] = {{"nginx.err.worker_connections", 0, 0, 40}, {"http.good_rate", 0, 0, 0},
+			       {"client.failure_rate", 0, 29, 32}};
+	const struct om b[] = {{"nginx.err.worker_connections", 0, 0, 40}, {"http.good_rate", 0, 0, 0},
+			       {"client.failure_rate", 0, 0, 32}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++) {
+		struct block_summary sa, sb;
+
+		summ_om(&sa, a, ARRAY_LEN(a), 10000);
+		summ_om(&sb, b, ARRAY_LEN(b), 10000);
+		sa.v[1].is_void = sb.v[1].is_void = true; /* no good responses counted */
+		assert_int_equal(judge_add_pair(&j, &sa, &sb, k & 1, &done), 0);
+	}
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->outcome_keep);
+	assert_non_null(strstr(ev->reason, "clients got more: client failure share"));
+}
+
 /* An implied guardrail is no one-pair trip: the synthetic client's median four times worse in one pair of eight
  * (a few dozen requests) does not stop a clear gain; nor does it block the keep. */
 static void test_implied_one_pair(void **state)
@@ -1130,7 +1168,7 @@ int main(void)
 		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
 		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_outcome_outweighs_internal), cmocka_unit_test(test_block_good_rate),
 		cmocka_unit_test(test_outcome_harm_beats_internal_gain), cmocka_unit_test(test_outcome_keep),
-		cmocka_unit_test(test_implied_one_pair),
+		cmocka_unit_test(test_implied_one_pair), cmocka_unit_test(test_outcome_keep_blind),
 		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
 	};
 
