@@ -76,7 +76,7 @@ struct controller {
 	size_t ncauses;
 	int64_t causes_checked_ms;           /* when they were checked; 0: never */
 	bool wants_causes;                   /* the last plan held a symptom back for a check of its causes */
-	int64_t symptom_since_ms;            /* when a symptom's knob was first held back for its causes (0: none is) */
+	int64_t actionable_since_ms;         /* since when the report has been actionable without a break (0: it is not) */
 };
 
 void controller_config_default(struct controller_config *cfg)
@@ -783,18 +783,24 @@ static void observe(struct controller *ctl)
 		if (!gross_only(&early)) {
 			set_reason(ctl, "watching: %zu of %zu ticks in the window; %s", ctl->rep.ticks,
 				   ctl->cfg.detect.window_ticks, ctl->rep.status);
+			ctl->actionable_since_ms = 0;
 			return;
 		}
 		rep = &early;
 	}
+	if (!rep->actionable)
+		ctl->actionable_since_ms = 0;
+	else if (!ctl->actionable_since_ms)
+		ctl->actionable_since_ms = ctl->now_ms;
 	causes.v = ctl->causes;
 	causes.n = ctl->ncauses;
-	/* A symptom's knob waits for a check of its causes made once the symptom had lasted causes_wait_ms (every
-	 * probe has seen it by then: the socket states are counted every 10 s). Without a wait the caller does not
-	 * check causes on demand, and symptoms never wait. */
+	/* Nothing is proposed on causes checked before the host got busy (the doctor's check at the start sees no
+	 * load: no demand on worker_connections, no clients per worker to size upstream keepalive by): the check must
+	 * be made once it had been busy for causes_wait_ms (every probe has seen the load by then: the socket states
+	 * are counted every 10 s). Without a wait the caller does not check causes on demand, and nothing waits. */
 	causes.fresh = !ctl->cfg.causes_wait_ms ||
-		       (ctl->symptom_since_ms > 0 &&
-			ctl->causes_checked_ms >= ctl->symptom_since_ms + ctl->cfg.causes_wait_ms);
+		       (ctl->actionable_since_ms > 0 &&
+			ctl->causes_checked_ms >= ctl->actionable_since_ms + ctl->cfg.causes_wait_ms);
 	ctl->wants_causes = false;
 	if (plan_next(ctl->set, rep, &causes, ctl->value_of, ctl->value_ctx, &ctl->mem, &ctl->cfg.plan, ctl->now_ms,
 		      &out) < 0) {
@@ -804,16 +810,10 @@ static void observe(struct controller *ctl)
 	if (!out.proposed) {
 		set_reason(ctl, "%s", out.reason);
 		ctl->advice[0] = '\0';
-		if (!out.wants_causes) {
-			ctl->symptom_since_ms = 0;
-			return;
-		}
-		if (!ctl->symptom_since_ms)
-			ctl->symptom_since_ms = ctl->now_ms;
-		ctl->wants_causes = ctl->now_ms >= ctl->symptom_since_ms + ctl->cfg.causes_wait_ms;
+		ctl->wants_causes = out.wants_causes && ctl->actionable_since_ms > 0 &&
+				    ctl->now_ms >= ctl->actionable_since_ms + ctl->cfg.causes_wait_ms;
 		return;
 	}
-	ctl->symptom_since_ms = 0;
 	if (ctl->cfg.mode == CONTROLLER_MODE_OBSERVE) {
 		char advice[CONTROLLER_TEXT_MAX];
 

@@ -27,8 +27,8 @@
  *   that objective are withdrawn at once until the calibration ages out. A calibration raises K above the plan's
  *   for a noisy objective, never below it (the guardrails were not calibrated and need their pairs).
  * - A proposal rests on a full detector window (window_ticks), never on the first min_ticks.
- * - Causes before symptoms (plan.h): the caller's causes are tried first, and a symptom's knob waits until they were
- *   checked after the symptom had lasted causes_wait_ms (the report's wants_causes asks the caller for a check).
+ * - Causes before symptoms (plan.h): the caller's causes are tried first, and nothing is proposed until they were
+ *   checked after the host had been busy causes_wait_ms (the report's wants_causes asks the caller for a check).
  * - After a verdict the detectors' windows are reset (they describe the host before or during the trial).
  * - Time must not go backwards during a calibration or trial: that ends it as error.
  */
@@ -118,9 +118,9 @@ struct controller_config {
 	 * measured time, after the policy's settle. 0 signal_events: off. */
 	double signal_events;
 	int64_t measure_min_ms;
-	/* Causes (controller_set_causes): a symptom's knob is proposed only when they were checked after the symptom
-	 * had lasted this long (from then the report asks for a check: wants_causes). 0: the caller does not check
-	 * them on demand, symptoms go at once (the causes it sets are still tried first). */
+	/* Causes (controller_set_causes): nothing is proposed until they were checked after the report had been
+	 * actionable (the host busy) this long (from then the report asks for a check: wants_causes). 0: the caller
+	 * does not check them on demand, and nothing waits (the causes it sets are still tried first). */
 	int64_t causes_wait_ms;
 	struct detect_config detect;
 	struct plan_config plan;

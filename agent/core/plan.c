@@ -791,7 +791,15 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, con
 		put(out->reason, sizeof(out->reason), "no proposal: %s", rep->status);
 		return 0;
 	}
-	/* Causes before symptoms: the doctor's findings whose fix the agent can make. */
+	/* Causes before symptoms: the doctor's findings whose fix the agent can make, checked under the load of now
+	 * (found on a real nginx: a check at the agent's start sized upstream keepalive for no clients, and a listen
+	 * queue would have been raised behind workers out of connections the check had not seen yet). */
+	if (causes && !causes->fresh) {
+		out->wants_causes = true;
+		put(out->reason, sizeof(out->reason), "no proposal yet: the causes are checked under this load first; %s",
+		    rep->status);
+		return 0;
+	}
 	nc = order_causes(causes, order);
 	for (size_t i = 0; i < nc; i++)
 		if (try_cause(set, order[i], value_of, ctx, mem, cfg, now_ms, out) == 0)
@@ -822,12 +830,6 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, con
 	/* A symptom's knob waits for a check of its causes: found on a real nginx (issue 21), the listen queue was
 	 * raised while the workers' connections, the cause, were never looked at. */
 	qsort(cands, n, sizeof(cands[0]), cmp_cand);
-	if (causes && !causes->fresh) {
-		out->wants_causes = true;
-		put(out->reason, sizeof(out->reason), "no proposal yet: %s fires; its causes are being checked first",
-		    rep->r[cands[0].id].name);
-		return 0;
-	}
 	for (size_t i = 0; i < n; i++) {
 		/* nginx cannot open files: accepts fail, the accept queue fills, upstream connections fail, and a
 		 * reload may not bring workers up. Only the file limit's own fix is proposed while it lasts (found on a

@@ -10,8 +10,8 @@
  *
  * Order (documented in one place, here): causes first (struct plan_cause: the doctor's findings whose fix the agent
  * can make, demand before limits), then the symptoms' knobs. A knob's trigger must fire on a valid, sustained
- * reading of an actionable report, and while causes are in play (plan_next's CAUSES) they must have been checked
- * since the symptom began. Candidates are ranked by (1) their detector, in the order of enum detect_id (files out,
+ * reading of an actionable report, and while causes are in play (plan_next's CAUSES) nothing is proposed before
+ * they were checked under the load of now. Candidates are ranked by (1) their detector, in the order of enum detect_id (files out,
  * lost connections, then lost packets, then CPU placement and latency, then efficiency and leaks), (2) policies
  * with approval = auto first (their authors marked them safe to try alone), (3) knob name, byte order. Two causes
  * hold others back, also on a reading that is not valid yet but saw an event in the last ticks (recent): while
@@ -38,7 +38,7 @@
 #define PLAN_REVERTED_MAX 4   /* reverted values remembered per knob (the oldest is forgotten first) */
 #define PLAN_SKIPPED_MAX 16   /* candidates whose reason for being passed over is reported */
 #define PLAN_REASON_MAX 320
-#define PLAN_EVIDENCE_MAX 320 /* a proposal's evidence: a detector's reading or a cause's finding */
+#define PLAN_EVIDENCE_MAX 400 /* a proposal's evidence: a detector's reading or a cause's finding (the journal keeps 400) */
 #define PLAN_CAUSES_MAX 32    /* causes one plan_next weighs */
 #define PLAN_CAUSE_ID_MAX 48
 
@@ -98,8 +98,8 @@ struct plan_cause {
 	char evidence[PLAN_EVIDENCE_MAX];     /* the finding's evidence, with its figures */
 };
 
-/* The causes of one plan_next. FRESH: they were checked since the symptoms that fire now began, so a symptom's knob
- * may be proposed when no cause can move; while not fresh, symptoms wait (plan_outcome.wants_causes). */
+/* The causes of one plan_next. FRESH: they were checked under the load of now (since the report became actionable);
+ * while not fresh nothing is proposed, cause or symptom (plan_outcome.wants_causes asks for a check). */
 struct plan_causes {
 	const struct plan_cause *v;
 	size_t n;
@@ -128,8 +128,8 @@ struct plan_skip {
 
 struct plan_outcome {
 	bool proposed;
-	bool wants_causes;          /* a symptom's knob would be proposed, but its causes have not been checked since
-				     * it began: the caller should have them checked (the doctor) */
+	bool wants_causes;          /* the causes were not checked under this load: the caller should have them
+				     * checked (the doctor) before anything is proposed */
 	struct plan_proposal prop;
 	char reason[PLAN_REASON_MAX];           /* why nothing is proposed, or what is: one sentence */
 	struct plan_skip skipped[PLAN_SKIPPED_MAX]; /* triggered knobs passed over, in rank order */

@@ -1026,8 +1026,8 @@ static void test_time_backwards(void **state)
 /* ---- report, determinism, arguments ------------------------------------------------------------------------- */
 
 /*
- * Causes before symptoms: with causes_wait_ms set, a symptom's knob waits until its causes were checked after it
- * had lasted that long (the report asks for the check: wants_causes, once the wait is over); a check made before
+ * Causes before symptoms: with causes_wait_ms set, nothing is proposed until the causes were checked after the host
+ * had been busy that long (the report asks for the check: wants_causes, once the wait is over); a check made before
  * does not count. A cause the check finds is proposed instead of the symptom's knob.
  */
 static void test_causes_wait(void **state)
@@ -1046,7 +1046,7 @@ static void test_causes_wait(void **state)
 	run(&h, 60); /* the window fills: the squeeze fires */
 	controller_report(h.ctl, &rep);
 	assert_int_equal(h.proposals, 0);
-	assert_non_null(strstr(rep.reason, "its causes are being checked first"));
+	assert_non_null(strstr(rep.reason, "the causes are checked under this load first"));
 	since = h.now;
 	while (!rep.wants_causes && h.now < since + 20000) {
 		step(&h);
