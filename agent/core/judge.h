@@ -41,7 +41,8 @@
  * more than delta in the pair (and over the pairs so far) at no worse client latency, and the trial goes on; at
  * the verdict a gain of good responses shown as a keep is (t bound, sign test, halves) keeps the change whatever an
  * internal objective says, and where an outcome objective did not show harm ("outcome keep": the symptom a policy
- * judges on may not show in a trial, as nginx 1.22 out of connections logs no error while its clients time out). With no good responses measured, internal figures guard as before.
+ * judges on may not show in a trial, as nginx 1.22 out of connections logs no error while its clients time out).
+ * With nothing of what clients got measured, internal figures guard as before.
  *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
  * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.

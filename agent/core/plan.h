@@ -11,9 +11,10 @@
  * Order (documented in one place, here): causes first (struct plan_cause: the doctor's findings whose fix the agent
  * can make, demand before limits), then the symptoms' knobs. A knob's trigger must fire on a valid, sustained
  * reading of an actionable report, and while causes are in play (plan_next's CAUSES) nothing is proposed before
- * they were checked under the load of now. Candidates are ranked by (1) their detector, in the order of enum detect_id (files out,
- * lost connections, then lost packets, then CPU placement and latency, then efficiency and leaks), (2) policies
- * with approval = auto first (their authors marked them safe to try alone), (3) knob name, byte order. Two causes
+ * they were checked under the load of now. Candidates are ranked by (1) their detector, in the order of enum
+ * detect_id (files out, lost connections, then lost packets, then CPU placement and latency, then efficiency and
+ * leaks), (2) policies with approval = auto first (their authors marked them safe to try alone), (3) knob name,
+ * byte order. Two causes
  * hold others back, also on a reading that is not valid yet but saw an event in the last ticks (recent): while
  * nginx is out of files (file_limit) only file_limit's knobs are tried (the fix or nothing); while the workers
  * run out of connections, the listen-overflow knobs are passed over (the queue fills behind workers that cannot
@@ -38,7 +39,7 @@
 #define PLAN_REVERTED_MAX 4   /* reverted values remembered per knob (the oldest is forgotten first) */
 #define PLAN_SKIPPED_MAX 16   /* candidates whose reason for being passed over is reported */
 #define PLAN_REASON_MAX 320
-#define PLAN_EVIDENCE_MAX 400 /* a proposal's evidence: a detector's reading or a cause's finding (the journal keeps 400) */
+#define PLAN_EVIDENCE_MAX 400 /* a proposal's evidence (a reading or a finding); the journal keeps 400 */
 #define PLAN_CAUSES_MAX 32    /* causes one plan_next weighs */
 #define PLAN_CAUSE_ID_MAX 48
 
