@@ -204,6 +204,8 @@
 /* The sequential rule and the harm while judging (added keys). */
 #define API_K_EARLY "early"             /* kept by the sequential rule before K pairs */
 #define API_K_OUTCOME_KEEP "outcome_keep" /* kept on good responses, its internal objective not deciding */
+#define API_K_PER_SECOND "per_second"   /* the objective (a count per 1k requests) compared per second: no request
+					 * was counted */
 #define API_K_BAYES_FACTOR "bayes_factor" /* its Bayes factor over the valid pairs (null before one) */
 #define API_K_NOISE_SD "noise_sd"       /* the calibration's sd of d it counted (null: none) */
 #define API_K_NOISE_PAIRS "noise_pairs"

@@ -166,8 +166,14 @@ static void arm_means(const struct judge_evidence *ev, double *a, double *b, uns
 		*out_b += pe->outage == 'b';
 		if (pe->is_void || pe->outage || !isfinite(pe->a) || !isfinite(pe->b))
 			continue;
-		evfmt_uncorrect(ev->objective, pe->a, pe->requests_a, &va);
-		evfmt_uncorrect(ev->objective, pe->b, pe->requests_b, &vb);
+		/* Per second (no requests counted), the half event stays in: its share is unknown here. */
+		if (ev->per_second) {
+			va = pe->a;
+			vb = pe->b;
+		} else {
+			evfmt_uncorrect(ev->objective, pe->a, pe->requests_a, &va);
+			evfmt_uncorrect(ev->objective, pe->b, pe->requests_b, &vb);
+		}
 		sa += va;
 		sb += vb;
 		n++;
@@ -195,14 +201,21 @@ static void evidence_text(json_t *o, const struct judge_evidence *ev)
 
 	arm_means(ev, &ma, &mb, &out_a, &out_b);
 	if (ev->objective[0] && isfinite(ma) && isfinite(mb)) {
-		evfmt_value(ev->objective, ma, a, sizeof(a));
-		evfmt_value(ev->objective, mb, b, sizeof(b));
+		evfmt_value_unit(ev->per_second ? EVFMT_UNIT_PER_S : evfmt_unit_of(ev->objective), ma, a, sizeof(a));
+		evfmt_value_unit(ev->per_second ? EVFMT_UNIT_PER_S : evfmt_unit_of(ev->objective), mb, b, sizeof(b));
 		/* With a zero arm the judge's ratio is its half-event correction's: the values say what happened. */
 		if (ma != 0 && mb != 0)
 			rc_change = evfmt_objective_change(ev->dir, ev->mean, ev->lower, ev->upper, change,
 							   sizeof(change));
-		rc_line = evfmt_summary(ev->objective, ev->dir, ma, mb, ev->mean, ev->lower, ev->upper, line,
-					sizeof(line));
+		if (ev->per_second) {
+			/* The arms in their own unit (per second), then the change as evfmt_summary says it. */
+			snprintf(line, sizeof(line), "%s %s -> %s%s%s", evfmt_label(ev->objective), a, b,
+				 rc_change == 0 ? ", " : "", rc_change == 0 ? change : "");
+			rc_line = 0;
+		} else {
+			rc_line = evfmt_summary(ev->objective, ev->dir, ma, mb, ev->mean, ev->lower, ev->upper, line,
+						sizeof(line));
+		}
 	} else if (ev->objective[0] && (out_a || out_b)) {
 		rc_change = evfmt_objective_change(ev->dir, ev->mean, ev->lower, ev->upper, change, sizeof(change));
 		snprintf(line, sizeof(line), "%s", evfmt_label(ev->objective));
@@ -267,6 +280,7 @@ json_t *verdict_json_evidence(const struct judge_evidence *ev)
 	put(o, API_K_TRIPS, trips);
 	put(o, API_K_EARLY, json_boolean(ev->early));
 	put(o, API_K_OUTCOME_KEEP, json_boolean(ev->outcome_keep));
+	put(o, API_K_PER_SECOND, json_boolean(ev->per_second));
 	put(o, API_K_BAYES_FACTOR, num(exp(ev->log_bf)));
 	put(o, API_K_NOISE_SD, num(ev->noise_sd));
 	put(o, API_K_NOISE_PAIRS, json_integer(ev->noise_n));

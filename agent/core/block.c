@@ -470,6 +470,11 @@ int block_acc_add(struct block_acc *acc, const struct metric_registry *reg, cons
 		}
 		if (!ok)
 			continue;
+		if (d->kind == BLOCK_PER_KREQ) {
+			acc->num_s[m] += num;
+			acc->den_s[m] += dt_ms / 1000.0;
+			acc->ticks_s[m]++;
+		}
 		if (d->den >= 0) {
 			den = acc->in[d->den].v;
 			if (!good(den))
@@ -548,6 +553,15 @@ void block_acc_finish(const struct block_acc *acc, struct block_summary *out)
 			}
 			v->num = v->value;
 			v->den = 1.0;
+		} else if (d->kind == BLOCK_PER_KREQ && !(acc->den[m] > 0) && (double)acc->ticks_s[m] >= need) {
+			/* No request counted (a host blind to them: an access log nginx does not write counts 0 every
+			 * tick): the count per second of the block. */
+			v->per_second = true;
+			v->ticks = acc->ticks_s[m];
+			v->num = acc->num_s[m];
+			v->den = acc->den_s[m];
+			if (v->den > 0 && isfinite(v->num))
+				v->value = v->value_p95 = v->num / v->den;
 		} else {
 			v->ticks = acc->ticks[m];
 			v->num = acc->num[m];
@@ -559,6 +573,10 @@ void block_acc_finish(const struct block_acc *acc, struct block_summary *out)
 		}
 		/* A run's figures arrive in one frame per run: one run in the window is a measurement. */
 		v->is_void = (d->kind == BLOCK_RUN ? v->ticks == 0 : (double)v->ticks < need) || !isfinite(v->value);
+		/* Good responses where no request at all was counted are not measured (an access log nginx does not
+		 * write counts 0 every tick), not zero. */
+		if (d->den == BLOCK_DEN_SECONDS && !(out->requests > 0))
+			v->is_void = true;
 	}
 	out->is_void = out->v[0].is_void;
 }

@@ -11,6 +11,8 @@
  * A tick counts for a metric only when every input of that metric is present and finite in its frame, so a
  * numerator and its denominator always cover the same ticks; a metric whose ticks fall short of
  * (1 - max_missing) of the window is void (loadgen.* excepted), and a block whose objective (the first metric) is void is void.
+ * A count per 1000 requests whose block counted no requests (a host blind to them) is measured per second instead,
+ * as the same block's seconds are its exposure (block_value.per_second; the judge compares only like with like).
  * Must not: decide anything (that is judge.c), allocate, read clocks or files. Metric names with a wildcard are
  * refused (-EOPNOTSUPP): a block value is one series.
  */
@@ -56,6 +58,8 @@ struct block_value {
 	double value;      /* NAN when void; quantiles: the named percentile in ms */
 	double value_p95;  /* quantiles: p95 of the same histogram (the fallback under 1000 requests); else value */
 	double nobs;       /* quantiles: requests in the histogram */
+	bool per_second;   /* a count per 1000 requests measured per second instead: the block counted no requests
+			    * (a host blind to them: no access log nginx writes) */
 };
 
 /* A count with its exposure, for the hard guardrails: NAN when the inputs were never present. */
@@ -116,6 +120,8 @@ struct block_acc {
 	bool any_frame;
 	uint32_t frames;
 	double num[BLOCK_METRICS_MAX], den[BLOCK_METRICS_MAX];
+	double num_s[BLOCK_METRICS_MAX], den_s[BLOCK_METRICS_MAX]; /* BLOCK_PER_KREQ: the sums per second */
+	uint32_t ticks_s[BLOCK_METRICS_MAX];
 	uint32_t ticks[BLOCK_METRICS_MAX];
 	struct hist lat, clat;     /* nginx's request times (ms); the synthetic client's (us) */
 	uint32_t lat_ticks, clat_ticks;

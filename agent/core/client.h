@@ -29,7 +29,7 @@ struct client_request {
 	bool connected;      /* a connection was made for it (connect_us is valid) */
 	uint64_t connect_us; /* from the start to the connection */
 	uint64_t ttfb_us;    /* from the start to the first byte of the answer */
-	uint64_t total_us;   /* from the start to the end of the answer */
+	uint64_t total_us;   /* from the start to the end of the answer, or to the timeout */
 };
 
 /* A tick's requests. Histograms are in microseconds (core/hist's unit read as us). */
@@ -37,7 +37,7 @@ struct client_tick {
 	uint32_t requests, failures, timeouts; /* failures does not include timeouts */
 	struct hist connect;  /* every connection made, whatever became of its request */
 	struct hist ttfb;     /* answered requests (CLIENT_OK) only */
-	struct hist total;    /* answered requests only */
+	struct hist total;    /* answered requests, and timed-out ones at the time they were given */
 };
 
 /* Zero T. */

@@ -206,13 +206,17 @@ static void millis(struct out *o, double ms)
 
 int evfmt_value(const char *metric, double v, char *buf, size_t len)
 {
+	return evfmt_value_unit(evfmt_unit_of(metric), v, buf, len);
+}
+
+int evfmt_value_unit(enum evfmt_unit unit, double v, char *buf, size_t len)
+{
 	static const char *const suffix[] = {
 		[EVFMT_UNIT_PER_KREQ] = "/1k req",       [EVFMT_UNIT_MS_PER_KREQ] = " ms/1k req",
 		[EVFMT_UNIT_CPU_PER_KREQ] = " CPU ms/1k req", [EVFMT_UNIT_PER_KCONN] = "/1k conn",
 		[EVFMT_UNIT_REQ_PER_S] = " req/s",       [EVFMT_UNIT_PER_RUN] = " per run",
-		[EVFMT_UNIT_PAGES] = " pages",
+		[EVFMT_UNIT_PAGES] = " pages",           [EVFMT_UNIT_PER_S] = "/s",
 	};
-	enum evfmt_unit unit = evfmt_unit_of(metric);
 	struct out o;
 	double pct;
 

@@ -47,6 +47,7 @@ enum evfmt_unit {
 	EVFMT_UNIT_REQ_PER_S,    /* a load generator's request rate */
 	EVFMT_UNIT_PER_RUN,      /* a load generator's count, the mean over its runs */
 	EVFMT_UNIT_PAGES,        /* memory pages (tcp.sockstat.mem_pages) */
+	EVFMT_UNIT_PER_S,        /* events per second (a count measured where no request was counted) */
 };
 
 /* Which way is better, for the word at the end of a change; EVFMT_SENSE_NONE writes none. */
@@ -62,6 +63,8 @@ enum evfmt_sense evfmt_sense_of(enum policy_direction dir);
 /* One block value V of METRIC in its unit: "486/1k req", "< 1 ms", "0.42 ms", "0.5%", "41 CPU ms/1k req";
  * "n/a" for a V that is not finite. */
 int evfmt_value(const char *metric, double v, char *buf, size_t len);
+/* The same in UNIT. */
+int evfmt_value_unit(enum evfmt_unit unit, double v, char *buf, size_t len);
 /* The arms of METRIC: "listen overflows 486/1k req -> 0/1k req" (its label, then A -> B). */
 int evfmt_arms(const char *metric, double a, double b, char *buf, size_t len);
 /* The relative change B/A = RATIO with bounds [LO, HI] (both NAN: no interval yet), by the rules above: "fell 78%

@@ -182,7 +182,7 @@ static int pair_values(const struct block_value *va, const struct block_value *v
 		       double *b, bool *p95)
 {
 	*p95 = false;
-	if (va->is_void || vb->is_void)
+	if (va->is_void || vb->is_void || va->per_second != vb->per_second)
 		return -ENODATA;
 	if (va->kind == BLOCK_QUANTILE) {
 		*p95 = va->nobs < min_req || vb->nobs < min_req;
@@ -658,6 +658,38 @@ static bool seq_keep(const struct judge *j)
 	return true;
 }
 
+/*
+ * The sequential rule on what clients got (the witness), for an objective that does not show the change (an
+ * internal figure, or a symptom that stays out of the trial: nginx 1.22 logs no error when its connections run
+ * out): every valid pair's witness better, the objective not shown worse, no outcome shown worse, and the witness's
+ * Bayes factor of an effect above ln(1 + delta) past 1 / alpha_seq. Its change in words into BUF.
+ */
+static bool seq_outcome_keep(const struct judge *j, char *buf, size_t len)
+{
+	const struct judge_evidence *ev = &j->ev;
+	double x[JUDGE_PAIRS_MAX], y[JUDGE_PAIRS_MAX], mean, sd, lo, hi, bf;
+	size_t n = good_ds(j, x);
+	const char *w = witness(j);
+
+	if (!w || !(j->cfg.alpha_seq > 0.0) || n < j->cfg.seq_min || n != ev->nvalid || outcome_worse(j, false))
+		return false;
+	if (!ev->objective_internal && ev->upper < -log1p(j->cfg.delta))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!(x[i] > 0.0))
+			return false;
+		y[i] = fmin(x[i], log(JUDGE_SEQ_CLIP)) - log1p(j->cfg.delta);
+	}
+	bf = stats_seq_t_logbf(y, n, 0.0, 0.0, j->cfg.seq_tau);
+	if (!(bf >= -log(j->cfg.alpha_seq)))
+		return false;
+	bounds(x, n, j->cfg.alpha, &mean, &sd, &lo, &hi, NULL);
+	if (evfmt_metric_change(w, strcmp(w, GOOD_RATE) == 0 ? POLICY_HIGHER_IS_BETTER : POLICY_LOWER_IS_BETTER, mean,
+				lo, hi, buf, len) < 0)
+		snprintf(buf, len, "%s better", w);
+	return true;
+}
+
 /* Kept on what clients got, when the objective did not show the gain and good responses rose as a keep must show:
  * whatever an internal objective says, and where an outcome objective is not shown worse (a symptom that did not
  * show in this trial: nginx 1.22 out of connections logs no error, its clients time out). True when it ended so. */
@@ -833,6 +865,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 		return 0;
 	}
 	pe->p95 = p95;
+	ev->per_second = a->v[0].per_second;
 	pe->d = log_ratio(pe->a, pe->b, ev->dir);
 	ev->nvalid++;
 
@@ -872,6 +905,15 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 		finish(j, VERDICT_KEEP, "%s better: %s after %u of %u pairs (sequential rule: Bayes factor %.3g > %.0f), "
 		       "every pair agrees", ev->objective, change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)),
 		       ev->nvalid, j->cfg.pairs, exp(ev->log_bf), 1.0 / j->cfg.alpha_seq);
+	} else if (!j->done && ev->nvalid < j->cfg.pairs && !(ev->mean > log1p(j->cfg.delta))) {
+		char gain[EVFMT_TEXT_MAX];
+
+		if (seq_outcome_keep(j, gain, sizeof(gain))) {
+			ev->early = ev->outcome_keep = true;
+			finish(j, VERDICT_KEEP, "clients got more: %s after %u of %u pairs (sequential rule), every pair "
+			       "agrees; %s %s", gain, ev->nvalid, j->cfg.pairs, ev->objective,
+			       change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)));
+		}
 	}
 	if (!j->done && ev->nvalid >= j->cfg.pairs)
 		decide(j);

@@ -146,6 +146,8 @@ struct judge_evidence {
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
 	bool objective_internal;        /* the objective is an internal figure (block_metric_outcome) */
+	bool per_second;                /* the objective, a count per 1000 requests, was compared per second: the host
+					 * counted no requests (block_value.per_second) */
 	bool outcome_keep;              /* kept on what clients got (good responses) although the objective did not
 					 * show the gain */
 	double a_events;                /* harm while judging: the objective's events in the A blocks (a counted

@@ -288,12 +288,73 @@ static void test_block_good_rate(void **state)
 		put(&fr[i], reg, "http.2xx", 90);
 		put(&fr[i], reg, "http.3xx", i == 7 ? NAN : 5);
 		put(&fr[i], reg, "http.5xx", 50); /* not good */
+		put(&fr[i], reg, "http.requests", 145);
 	}
 	assert_int_equal(block_reduce(acc, &spec, reg, fr, 20, 0, 10000, 0, &s), 0);
 	assert_false(s.is_void);
 	assert_int_equal(s.v[0].ticks, 19);
 	assert_close(s.v[0].value, 190.0, 1e-9);
 	assert_close(s.v[0].den, 9.5, 1e-9);
+	/* An access log nginx does not write counts no request: good responses are not measured, not zero. */
+	for (int i = 0; i < 20; i++) {
+		put(&fr[i], reg, "http.2xx", 0);
+		put(&fr[i], reg, "http.3xx", 0);
+		put(&fr[i], reg, "http.5xx", 0);
+		put(&fr[i], reg, "http.requests", 0);
+	}
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 20, 0, 10000, 0, &s), 0);
+	assert_true(s.v[0].is_void);
+	for (int i = 0; i < 20; i++)
+		frame_free(&fr[i]);
+	metric_registry_free(reg);
+	free(acc);
+}
+
+/* A count per 1000 requests where the block counted no request (a host blind to them: no access log nginx writes) is
+ * measured per second; a block that counted requests keeps its unit, and the judge compares only like with like. */
+static void test_block_per_second(void **state)
+{
+	static const char *const names[] = {"nginx.err.worker_connections"};
+	struct metric_registry *reg;
+	struct block_spec spec;
+	struct block_acc *acc = malloc(sizeof(*acc));
+	struct block_summary blind, seen;
+	struct frame fr[20];
+	struct judge_config cfg;
+	struct judge j;
+	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false};
+	bool done = false;
+
+	(void)state;
+	assert_non_null(acc);
+	assert_int_equal(metric_registry_new(&reg), 0);
+	assert_int_equal(block_spec_init(&spec, names, ARRAY_LEN(names), 500), 0);
+	for (int i = 0; i < 20; i++) {
+		frame_init(&fr[i]);
+		fr[i].ts_ms = i * 500;
+		fr[i].dt_s = 0.5;
+		put(&fr[i], reg, "nginx.err.worker_connections", 3);
+		/* an access log nginx does not write: 0 requests every tick, or none read at all */
+		if (i % 2)
+			put(&fr[i], reg, "http.requests", 0);
+	}
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 20, 0, 10000, 0, &blind), 0);
+	assert_false(blind.is_void);
+	assert_true(blind.v[0].per_second);
+	assert_close(blind.v[0].value, 6.0, 1e-9); /* 3 a tick of 500 ms */
+	for (int i = 0; i < 20; i++)
+		put(&fr[i], reg, "http.requests", 100);
+	assert_int_equal(block_reduce(acc, &spec, reg, fr, 20, 0, 10000, 0, &seen), 0);
+	assert_false(seen.v[0].per_second);
+	assert_close(seen.v[0].value, 30.0, 1e-9); /* 3 per 100 requests: 30 per 1000 */
+	/* One block of each: not compared. */
+	judge_config_default(&cfg);
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	assert_int_equal(judge_add_pair(&j, &blind, &seen, false, &done), 0);
+	assert_int_equal(judge_evidence(&j)->nvoid, 1);
+	assert_int_equal(judge_add_pair(&j, &blind, &blind, false, &done), 0);
+	assert_int_equal(judge_evidence(&j)->nvalid, 1);
+	assert_true(judge_evidence(&j)->per_second);
 	for (int i = 0; i < 20; i++)
 		frame_free(&fr[i]);
 	metric_registry_free(reg);
@@ -1016,11 +1077,25 @@ static void test_outcome_keep(void **state)
 		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
 	ev = judge_evidence(&j);
 	assert_true(done);
-	assert_int_equal(ev->nvalid, 8); /* the objective's harm did not end it early */
+	/* Not reverted early on the objective's harm: kept early on what clients got, by the sequential rule. */
 	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->early);
+	assert_true(ev->nvalid < 8);
 	assert_true(ev->outcome_keep);
 	assert_true(ev->objective_internal);
 	assert_non_null(strstr(ev->reason, "clients got more: good responses"));
+	/* The fixed-K rule alone gives the same verdict at K. */
+	cfg.alpha_seq = 0;
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	done = false;
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_int_equal(ev->nvalid, 8);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_true(ev->outcome_keep);
+	assert_false(ev->early);
+	cfg.alpha_seq = 0.05;
 
 	/* CPU per request 30% worse and clients got nothing more: reverted as before. */
 	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
@@ -1166,7 +1241,7 @@ int main(void)
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
 		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
-		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_outcome_outweighs_internal), cmocka_unit_test(test_block_good_rate),
+		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_outcome_outweighs_internal), cmocka_unit_test(test_block_good_rate), cmocka_unit_test(test_block_per_second),
 		cmocka_unit_test(test_outcome_harm_beats_internal_gain), cmocka_unit_test(test_outcome_keep),
 		cmocka_unit_test(test_implied_one_pair), cmocka_unit_test(test_outcome_keep_blind),
 		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
