@@ -788,10 +788,15 @@ static void observe(struct controller *ctl)
 		}
 		rep = &early;
 	}
+	/* Busy since the start of the ticks that made the report actionable (a full window, or a gross finding's last
+	 * ticks): a check of the causes made after that start plus the wait has seen the load. */
 	if (!rep->actionable)
 		ctl->actionable_since_ms = 0;
-	else if (!ctl->actionable_since_ms)
-		ctl->actionable_since_ms = ctl->now_ms;
+	else if (!ctl->actionable_since_ms) {
+		ctl->actionable_since_ms = ctl->now_ms - (int64_t)(1000.0 * fmin(rep->window_s, 3600.0));
+		if (ctl->actionable_since_ms <= 0)
+			ctl->actionable_since_ms = 1;
+	}
 	causes.v = ctl->causes;
 	causes.n = ctl->ncauses;
 	/* Nothing is proposed on causes checked before the host got busy (the doctor's check at the start sees no
