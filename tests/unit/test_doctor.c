@@ -384,6 +384,8 @@ static void upstream_bound(struct doctor_facts *f)
 	doctor_facts_add_upstream(f, "10.0.0.5:8080", 13, 600);
 }
 static void few_lines(struct doctor_facts *f) { upstream_bound(f); f->log_lines = 50; }
+/* Connects that fail on nginx's side (no local port left) count as upstream time: not the upstream's. */
+static void connects_fail(struct doctor_facts *f) { upstream_bound(f); f->err_addr_not_avail = 1200; }
 static void upstream_and_critical(struct doctor_facts *f) { upstream_bound(f); f->tw_recycle = 1; }
 static void conn_errors(struct doctor_facts *f) { f->err_worker_connections = 7; }
 static void nofile_low(struct doctor_facts *f) { f->worker_nofile = 8192; no_agent_log(f); }
@@ -421,6 +423,7 @@ static const struct conf_case live_cases[] = {
 	{ "tuned.txt", upstream_bound, "W http.upstream_time\n" },
 	{ "tuned.txt", upstream_and_critical, "W http.upstream_time\nC kernel.tcp_tw_recycle\n" },
 	{ "tuned.txt", few_lines, "" },
+	{ "tuned.txt", connects_fail, "C kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
 	{ "untuned.txt", conn_errors, "C nginx.worker_connections[peak] => nginx.worker_connections 1536!\n"
 				       "W agent.include[events]\n"
 				       "W agent.include[http]\n"
