@@ -1,6 +1,8 @@
 /* The `nginx -T` parser (agent/act/nginx_conf.c): split the dump, walk it with includes expanded reading every
  * word, find directives and listen sockets, and make the edits the nginx drivers make, checking that each edit
  * changes what it says and nothing else, and that noted edits come back byte for byte. */
+#define _GNU_SOURCE
+
 #include "fuzz.h"
 #include "act/nginx_conf.h"
 
