@@ -197,6 +197,21 @@ int ctl_read_token(const char *path, char *out, size_t outlen, char *err, size_t
 	return 0;
 }
 
+bool ctl_name_ok(const char *verb, const char *what, const char *arg)
+{
+	if (!arg[0] || arg[0] == '-') {
+		fprintf(stderr, "ngxctl %s: '%s' is not a %s name%s (ngxctl %s --help)\n", verb, arg, what,
+			arg[0] ? ": names do not start with '-'" : "", verb);
+		return false;
+	}
+	if (strpbrk(arg, "/&#? \t") || strlen(arg) > 128) {
+		fprintf(stderr, "ngxctl %s: '%s' is not a %s name: no '/', '&', '#', '?' or blank, at most 128 "
+				"characters\n", verb, arg, what);
+		return false;
+	}
+	return true;
+}
+
 void ctl_print_json(json_t *v)
 {
 	/* Non-ASCII as \\uXXXX: a C1 control (U+009B is a CSI on some terminals) reaches no terminal raw. */

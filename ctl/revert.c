@@ -149,5 +149,21 @@ const struct ctl_verb verb_revert = {
 	.usage = "ID|--all [--offline] | --setup [--force]",
 	.summary = "put change ID (or every change) back; --offline works with the agent stopped; --setup puts "
 		   "back the files of ngxctl setup",
+	.help = "Puts a change back, in whatever state it is (kept, in trial, or still being applied: a write under way,\n"
+		"an nginx -t and reload, is let finish and the value is put back right after it), and says what it did:\n"
+		"one line per knob with the changes undone, the value put back, and done, pending, already, skipped\n"
+		"(in conflict) or failed.\n"
+		"\n  ID          the change to undo: its knob gets back the value it had before (ngxctl history)\n"
+		"  --all       every knob the agent has written or is writing, back to its original value\n"
+		"  --offline   with the agent stopped: runs ngx-autotune --revert (as root) on the same store\n"
+		"  --setup     puts back the files of ngxctl setup, byte for byte (ngx-autotune --revert-setup)\n"
+		"  --force     with --setup: also when a file was changed since\n"
+		"\nExamples:\n"
+		"  ngxctl revert 12\n"
+		"  ngxctl revert --all\n"
+		"  ngxctl revert --all --offline\n"
+		"  ngxctl revert --setup\n",
+	.exits = "with --offline or --setup, those of ngx-autotune (0 done, 1 refused or failed); 4 also when\n"
+		 "a knob's revert write failed",
 	.exec = revert_exec,
 };
