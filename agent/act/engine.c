@@ -691,7 +691,9 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 		set_knob_state(e, ek, ENGINE_KNOB_UNSUPPORTED, why[0] ? why : strerror(-r));
 	if (c == KNOB_ERR_READONLY) {
 		e->observe_only = true;
-		snprintf(e->observe_why, sizeof(e->observe_why), "%s refused a write: %s", ek->k.name, strerror(-r));
+		/* What refused, in the driver's words (knob_refusal: "refused: ..."), else the errno. */
+		snprintf(e->observe_why, sizeof(e->observe_why), "%s refused a write: %s", ek->k.name,
+			 strstr(why, "refused: ") ? strstr(why, "refused: ") + strlen("refused: ") : strerror(-r));
 	}
 	if (j->purpose == JOB_ARM || j->purpose == JOB_FINAL) {
 		if (e->trial_id == j->change_id)
