@@ -423,8 +423,8 @@ void knob_refusal(const char *path, int r, char *why, size_t whylen)
 
 	if (r == -EROFS) {
 		if (mount_of(path, mnt, sizeof(mnt), &ro) == 0 && ro)
-			snprintf(why, whylen, "refused: %.120s is mounted read-only here (a container mounts /proc/sys "
-				 "and /sys so): the host's own root can set it", mnt);
+			snprintf(why, whylen, "refused: %.120s is mounted read-only here (as a container, or a unit's "
+				 "ProtectKernelTunables=, mounts /proc/sys and /sys): the host's own root can set it", mnt);
 		else
 			snprintf(why, whylen, "refused: %s", strerror(EROFS));
 	} else if (r == -EACCES || r == -EPERM) {

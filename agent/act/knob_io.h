@@ -48,9 +48,10 @@ int knob_write_file(const char *path, const char *text);
 int knob_can_write(const char *path);
 /*
  * What refused a write to PATH with R, in words, into WHY: for -EROFS the mount that holds PATH read-only (a
- * container mounts /proc/sys and /sys so), for -EACCES and -EPERM who the agent is (not root; root of a user
- * namespace, as in an unprivileged container; root without the capability), else strerror. Reads
- * /proc/self/mountinfo, /proc/self/uid_map and /proc/self/status: the agent's own view, whatever ENV->root.
+ * container, or a unit with ProtectKernelTunables=, mounts /proc/sys and /sys so), for -EACCES and -EPERM who the
+ * agent is (not root; root of a user namespace, as in an unprivileged container; root without the capability),
+ * else strerror. Reads /proc/self/mountinfo and /proc/self/uid_map: the agent's own view (PATH is the real path,
+ * the configured root included).
  */
 void knob_refusal(const char *path, int r, char *why, size_t whylen);
 /* Whether this network namespace is not the host's: net/core exists under ENV->root's /proc/sys but
