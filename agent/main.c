@@ -103,6 +103,7 @@ static void offline_tick(uv_timer_t *t)
 /* --revert: the same engine, journal and drivers as the running agent, then exit. */
 static int run_offline_revert(struct agent *a, const char *arg)
 {
+	struct engine_revert_report *rep;
 	struct failed_ctx failed = {0};
 	char err[512];
 	int64_t id = 0, first = 0;
@@ -112,12 +113,23 @@ static int run_offline_revert(struct agent *a, const char *arg)
 		str_to_i64(arg, 1, INT64_MAX, &id); /* checked in parse_args */
 	/* The rows this run journals come after the newest one now. */
 	store_changes_query(a->store, "", 0, 0, 1, newest_cb, &first);
-	r = engine_revert(a->engine, id, getenv("SUDO_USER") ? getenv("SUDO_USER") : "offline", agent_now_ms(a),
-			  err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "ngx-autotune: revert: %s\n", err);
+	rep = malloc(sizeof(*rep));
+	if (!rep) {
+		fprintf(stderr, "ngx-autotune: revert: out of memory\n");
 		return 1;
 	}
+	r = engine_revert(a->engine, id, getenv("SUDO_USER") ? getenv("SUDO_USER") : "offline", agent_now_ms(a),
+			  rep, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "ngx-autotune: revert: %s\n", err);
+		free(rep);
+		return 1;
+	}
+	/* Knob by knob; a write still under way here (nginx) is waited for below. */
+	for (size_t i = 0; i < rep->n; i++)
+		if (rep->items[i].outcome == ENGINE_REVERT_SKIPPED || rep->items[i].outcome == ENGINE_REVERT_ALREADY)
+			printf("%s: %s\n", rep->items[i].knob, rep->items[i].why);
+	free(rep);
 	if (engine_busy(a->engine)) {
 		a->timer.data = a;
 		uv_timer_start(&a->timer, offline_tick, 100, 100);

@@ -128,7 +128,9 @@
 #define API_K_DETAIL "detail"
 #define API_K_CREATED "created_ms"
 #define API_K_UPDATED "updated_ms"
-#define API_K_STARTED "started"
+#define API_K_STARTED "started" /* POST /v1/revert, /v1/changes/ID/revert: revert writes queued */
+#define API_K_PENDING "pending" /* ... of which still queued or under way at the answer */
+#define API_K_MORE "more"       /* ... knobs beyond those listed in "knobs" */
 #define API_K_COMMENT "comment"
 #define API_K_NOW "now" /* POST /v1/proposals: true applies at once, without a trial */
 #define API_K_PROPOSALS "proposals"

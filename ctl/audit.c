@@ -78,10 +78,8 @@ static int audit_exec(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "ngxctl audit: unexpected argument '%s'\n", argv[optind]);
 		return CTL_EXIT_USAGE;
 	}
-	if ((knob && strpbrk(knob, "&#? ")) || (actor && strpbrk(actor, "&#? "))) {
-		fprintf(stderr, "ngxctl audit: a knob or actor name has no '&', '#', '?' or blank\n");
+	if ((knob && !ctl_name_ok("audit", "knob", knob)) || (actor && !ctl_name_ok("audit", "actor", actor)))
 		return CTL_EXIT_USAGE;
-	}
 	sbuf_init(&q);
 	sbuf_printf(&q, "%s?%s=%lld", API_PATH_AUDIT, API_Q_LIMIT, (long long)count);
 	if (knob)
@@ -136,5 +134,16 @@ const struct ctl_verb verb_audit = {
 	.name = "audit",
 	.usage = "[--since AGO] [--until AGO] [--knob K] [--actor A] [--before ID] [-n N]",
 	.summary = "the audit trail, newest first: who asked for what, what the agent did",
+	.help = "The audit trail, newest first (GET /v1/audit): who asked for what and what the agent did; an event\n"
+		"repeated with nothing in between is shown once with its count (x2).\n"
+		"\n  -s, --since AGO           from AGO: a duration ago (90s, 2h, 7d) or ms since the epoch\n"
+		"  -u, --until AGO           up to AGO (the same forms)\n"
+		"  -k, --knob KNOB           only the events of KNOB\n"
+		"  -a, --actor NAME          only the events of NAME (a user, token:NAME, agent)\n"
+		"  -b, --before ID           the events before event ID (the last line says which to page on)\n"
+		"  -n, --count COUNT         at most COUNT events, 1..1000 (default 50)\n"
+		"\nExamples:\n"
+		"  ngxctl audit --since 1h\n"
+		"  ngxctl audit --actor root --knob nginx.keepalive_requests\n",
 	.exec = audit_exec,
 };

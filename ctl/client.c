@@ -1,8 +1,13 @@
 #include <curl/curl.h>
 #include <errno.h>
+#include <grp.h>
+#include <libgen.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "proto.h"
@@ -50,13 +55,62 @@ static void term_safe_json(json_t *v)
 	}
 }
 
+static bool in_group(gid_t gid)
+{
+	gid_t groups[256];
+	int n = getgroups(256, groups);
+
+	if (getegid() == gid)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * Why the socket at PATH refused this user (connect() answered EACCES or EPERM): the socket's (or its directory's)
+ * mode, owner and group, and who asks. Connecting to a Unix socket needs write permission on it, and search
+ * permission on the directories above it.
+ */
+static void why_denied(const char *path, char *err, size_t errlen)
+{
+	const struct passwd *me = getpwuid(geteuid());
+	char dir[CONFIG_PATH_MAX], grp[64], own[64], user[64];
+	const char *what = path;
+	struct stat st;
+
+	/* getpwuid's answer is overwritten by the next call: copied. */
+	snprintf(user, sizeof(user), "%s", me ? me->pw_name : "?");
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (stat(path, &st) < 0) {
+		what = dirname(dir);
+		if (stat(what, &st) < 0) {
+			snprintf(err, errlen, "cannot reach the agent at %s: permission denied (user %s cannot reach the "
+				 "socket's directory)", path, user);
+			return;
+		}
+	}
+	snprintf(grp, sizeof(grp), "%s", getgrgid(st.st_gid) ? getgrgid(st.st_gid)->gr_name : "?");
+	snprintf(own, sizeof(own), "%s", getpwuid(st.st_uid) ? getpwuid(st.st_uid)->pw_name : "?");
+	if (!in_group(st.st_gid))
+		snprintf(err, errlen, "permission denied on %s %s (mode %04o, owner %s, group %s): user %s is not in "
+			 "group %s; add it (usermod -aG %s %s, then log in again) or use sudo; the agent is not the cause",
+			 what == path ? "the agent's socket" : "the socket's directory", what, (unsigned)(st.st_mode & 07777),
+			 own, grp, user, grp, grp, user);
+	else
+		snprintf(err, errlen, "permission denied on %s %s (mode %04o, owner %s, group %s): its mode gives "
+			 "group %s no %s", what == path ? "the agent's socket" : "the socket's directory", what,
+			 (unsigned)(st.st_mode & 07777), own, grp, grp, what == path ? "write" : "search");
+}
+
 static int request(const struct ctl *ctl, const char *path, const char *body, json_t **out, char *err, size_t errlen)
 {
 	char url[CONFIG_PATH_MAX + 1024], auth[600], cerr[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
 	struct sbuf resp;
 	json_error_t jerr;
-	long code = 0;
+	long code = 0, os_errno = 0;
 	CURLcode rc;
 	CURL *h = curl_easy_init();
 	json_t *j;
@@ -94,12 +148,24 @@ static int request(const struct ctl *ctl, const char *path, const char *body, js
 	rc = curl_easy_perform(h);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	else
+		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hdrs);
 	if (rc != CURLE_OK) {
-		snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)",
-			 ctl->url[0] ? ctl->url : ctl->socket, cerr[0] ? cerr : curl_easy_strerror(rc));
 		sbuf_free(&resp);
+		/* Over the socket, connect()'s errno tells a refusal of this user from an agent that is not there. */
+		if (!ctl->url[0] && rc == CURLE_COULDNT_CONNECT && (os_errno == EACCES || os_errno == EPERM)) {
+			why_denied(ctl->socket, err, errlen);
+			return -EACCES;
+		}
+		if (!ctl->url[0] && rc == CURLE_COULDNT_CONNECT && (os_errno == ENOENT || os_errno == ECONNREFUSED))
+			snprintf(err, errlen, "cannot reach the agent: %s %s (is ngx-autotune running? systemctl status "
+				 "ngx-autotune; or its [agent] socket is elsewhere: -s, -c)",
+				 os_errno == ENOENT ? "no socket at" : "nothing listens on", ctl->socket);
+		else
+			snprintf(err, errlen, "cannot reach the agent at %s: %s (is ngx-autotune running?)",
+				 ctl->url[0] ? ctl->url : ctl->socket, cerr[0] ? cerr : curl_easy_strerror(rc));
 		return rc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
 	}
 	j = json_loads(sbuf_str(&resp), 0, &jerr);
@@ -195,6 +261,21 @@ int ctl_read_token(const char *path, char *out, size_t outlen, char *err, size_t
 		return -EINVAL;
 	}
 	return 0;
+}
+
+bool ctl_name_ok(const char *verb, const char *what, const char *arg)
+{
+	if (!arg[0] || arg[0] == '-') {
+		fprintf(stderr, "ngxctl %s: '%s' is not a %s name%s (ngxctl %s --help)\n", verb, arg, what,
+			arg[0] ? ": names do not start with '-'" : "", verb);
+		return false;
+	}
+	if (strpbrk(arg, "/&#? \t") || strlen(arg) > 128) {
+		fprintf(stderr, "ngxctl %s: '%s' is not a %s name: no '/', '&', '#', '?' or blank, at most 128 "
+				"characters\n", verb, arg, what);
+		return false;
+	}
+	return true;
 }
 
 void ctl_print_json(json_t *v)

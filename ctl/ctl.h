@@ -32,8 +32,11 @@ struct ctl {
 struct ctl_verb {
 	const char *name;
 	const char *usage;   /* arguments, after the verb */
-	const char *summary; /* one line for --help */
-	int (*exec)(struct ctl *ctl, int argc, char **argv); /* exit code */
+	const char *summary; /* one line for ngxctl --help */
+	const char *help;    /* ngxctl VERB --help: its arguments and options, then examples; lines end in \n */
+	const char *exits;   /* its own exit codes, a sentence after the common ones ("1 warnings, ..."), or NULL */
+	/* The exit code. ARGV[0] is the verb; main answers --help and -h before the verb sees them. */
+	int (*exec)(struct ctl *ctl, int argc, char **argv);
 };
 
 extern const struct ctl_verb verb_status;
@@ -65,6 +68,10 @@ int ctl_fail(const char *err, int r);
 /* The token in PATH (the first line that is not a comment: SECRET or NAME:SECRET) into OUT. 0 or -errno with
  * ERR. */
 int ctl_read_token(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+/* Whether ARG, a name given to VERB (WHAT: "knob", "actor"), can be one: not empty, no '-' first (an option
+ * mistyped, or one this verb does not know, is never sent to the agent as a name), none of "/&#?" or a blank (it
+ * goes into a URL). Else a usage message on stderr. */
+bool ctl_name_ok(const char *verb, const char *what, const char *arg);
 /* Print a JSON value to stdout, indented. */
 void ctl_print_json(json_t *v);
 

@@ -55,6 +55,12 @@ const struct ctl_verb verb_approve = {
 	.name = "approve",
 	.usage = "ID [--comment TEXT]",
 	.summary = "let the agent try proposal ID (a measured trial; kept only if it helps)",
+	.help = "Lets the agent try proposal ID (ngxctl proposals) in an A/B trial; the judge keeps it only if it helps.\n"
+		"\n  ID                 the proposal's change id\n"
+		"  -m, --comment TEXT a comment, for the journal and the audit trail\n"
+		"\nExamples:\n"
+		"  ngxctl approve 12\n"
+		"  ngxctl approve 12 --comment 'change window 14:00'\n",
 	.exec = approve_exec,
 };
 
@@ -62,5 +68,10 @@ const struct ctl_verb verb_reject = {
 	.name = "reject",
 	.usage = "ID [--comment TEXT]",
 	.summary = "refuse proposal ID; the agent remembers and does not ask again soon",
+	.help = "Refuses proposal ID (ngxctl proposals); the agent remembers and does not propose it again soon.\n"
+		"\n  ID                 the proposal's change id\n"
+		"  -m, --comment TEXT a comment, for the journal and the audit trail\n"
+		"\nExample:\n"
+		"  ngxctl reject 12 --comment 'not during the sale'\n",
 	.exec = reject_exec,
 };

@@ -244,6 +244,11 @@ const struct ctl_verb verb_advisories = {
 	.name = "advisories",
 	.usage = "[--json]",
 	.summary = "the running agent's advisories (as doctor, never run locally); exit 0 clean, 1 warnings, 2 critical",
+	.help = "The running agent's advisories, as ngxctl doctor shows them, never run locally.\n"
+		"\n  --json  print the API's JSON\n"
+		"\nExample:\n"
+		"  ngxctl advisories\n",
+	.exits = "1 warnings and no critical finding, 2 critical findings",
 	.exec = advisories_exec,
 };
 
@@ -251,5 +256,13 @@ const struct ctl_verb verb_doctor = {
 	.name = "doctor",
 	.usage = "[--json] [--local]",
 	.summary = "advisories with evidence; exit 0 clean, 1 warnings, 2 critical",
+	.help = "The doctor's findings (GET /v1/advisories), each with its evidence and fix; with no agent answering, or\n"
+		"with --local, the same checks run here by ngx-autotune --doctor (counters since boot).\n"
+		"\n  --json   print the report's JSON\n"
+		"  --local  run the checks here even when an agent answers\n"
+		"\nExamples:\n"
+		"  ngxctl doctor\n"
+		"  ngxctl doctor --local --json\n",
+	.exits = "1 warnings and no critical finding, 2 critical findings, 3 also when there is no report",
 	.exec = doctor_exec,
 };

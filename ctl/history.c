@@ -45,6 +45,8 @@ static int history_exec(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "ngxctl history: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (knob && !ctl_name_ok("history", "knob", knob))
+		return 2;
 	snprintf(path, sizeof(path), "%s?%s=%lld%s%s", API_PATH_CHANGES, API_Q_LIMIT, (long long)count,
 		 knob ? "&" API_Q_KNOB "=" : "", knob ? knob : "");
 	if ((rc = ctl_get(ctl, path, &r, err, sizeof(err))) < 0)
@@ -83,5 +85,12 @@ const struct ctl_verb verb_history = {
 	.name = "history",
 	.usage = "[--knob KNOB] [-n COUNT]",
 	.summary = "the change journal, newest first, with each change's state and why",
+	.help = "The change journal, newest first (GET /v1/changes): each change's knob, from -> to, state, actor and why,\n"
+		"and a second line with its latest detail; revert rows end in [revert].\n"
+		"\n  -k, --knob KNOB    only the changes of KNOB\n"
+		"  -n, --count COUNT  at most COUNT changes, 1..1000 (default 20)\n"
+		"\nExamples:\n"
+		"  ngxctl history\n"
+		"  ngxctl history --knob net.core.somaxconn -n 5\n",
 	.exec = history_exec,
 };

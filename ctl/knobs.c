@@ -80,5 +80,11 @@ const struct ctl_verb verb_knobs = {
 	.name = "knobs",
 	.usage = "",
 	.summary = "every guarded knob: live value, original, bounds, state",
+	.help = "Every knob the policies define (GET /v1/knobs): state (ok, conflict, unsupported, disabled), live value,\n"
+		"original value, bounds and whether a change needs approval; a second line says why a knob is not ok.\n"
+		"Takes no arguments.\n"
+		"\nExamples:\n"
+		"  ngxctl knobs\n"
+		"  ngxctl -j knobs | jq '.knobs[] | select(.state == \"conflict\")'\n",
 	.exec = knobs_exec,
 };

@@ -3,6 +3,7 @@
  */
 #include <curl/curl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,10 @@ static const struct ctl_verb *const verbs[] = {
 	&verb_propose, &verb_trial, &verb_show,  &verb_history,   &verb_audit,   &verb_revert,
 	&verb_pause,  &verb_resume, &verb_clear,  &verb_doctor, &verb_advisories, &verb_setup,
 };
+
+#define COMMON_EXITS                                                                                            \
+	"0 ok, 2 usage, 3 the agent could not be reached (or failed), 4 the agent refused the request (see the\n" \
+	"message), 5 no such change, proposal or knob, 6 not allowed (a token, or the socket's group)"
 
 static void usage(FILE *f)
 {
@@ -33,9 +38,26 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %s%s%s\n      %s\n", verbs[i]->name, verbs[i]->usage[0] ? " " : "", verbs[i]->usage,
 			verbs[i]->summary);
-	fprintf(f, "\nExit codes: 0 ok, 2 usage, 3 the agent could not be reached (or failed), 4 the agent refused the\n"
-		   "request (see the message), 5 no such change, proposal or knob, 6 not allowed (a token, or the\n"
-		   "socket's group); doctor: 1 warnings, 2 critical findings.\n");
+	fprintf(f, "\nngxctl VERB --help: the verb's options, examples and exit codes.\n"
+		   "\nExit codes: " COMMON_EXITS "; doctor: 1 warnings, 2 critical findings.\n");
+}
+
+/* ngxctl VERB --help: its usage, what it does, its options and examples, its exit codes. */
+static void verb_help(const struct ctl_verb *v)
+{
+	printf("usage: ngxctl [OPTIONS] %s%s%s\n%s.\nOPTIONS come before the verb: ngxctl --help.\n\n%s\nExit codes: "
+	       COMMON_EXITS ".\n", v->name, v->usage[0] ? " " : "", v->usage, v->summary, v->help);
+	if (v->exits)
+		printf("%s: %s.\n", v->name, v->exits);
+}
+
+/* Whether the verb's arguments ask for its help: --help or -h, before a "--" ends the options. */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return true;
+	return false;
 }
 
 int main(int argc, char **argv)
@@ -70,6 +92,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* A verb's help needs no agent, no socket and no configuration. */
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[optind], verbs[i]->name) == 0 && wants_help(argc - optind, argv + optind)) {
+			verb_help(verbs[i]);
+			return 0;
+		}
 	if (!url && !sock)
 		url = getenv("NGXCTL_URL");
 	if (!token_file)

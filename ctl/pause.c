@@ -44,6 +44,11 @@ const struct ctl_verb verb_pause = {
 	.name = "pause",
 	.usage = "",
 	.summary = "stop proposing and trying (a trial under way is rolled back)",
+	.help = "Stops the tuning loop proposing and trying; a trial under way is rolled back and an approved proposal that\n"
+		"has not started is withdrawn. Kept changes stay. Takes no arguments.\n"
+		"\nExamples:\n"
+		"  ngxctl pause\n"
+		"  ngxctl resume\n",
 	.exec = pause_exec,
 };
 
@@ -51,5 +56,8 @@ const struct ctl_verb verb_resume = {
 	.name = "resume",
 	.usage = "",
 	.summary = "propose and try again after a pause",
+	.help = "Lets the tuning loop propose and try again after ngxctl pause. Takes no arguments.\n"
+		"\nExample:\n"
+		"  ngxctl resume\n",
 	.exec = resume_exec,
 };

@@ -49,5 +49,10 @@ const struct ctl_verb verb_proposals = {
 	.name = "proposals",
 	.usage = "",
 	.summary = "the agent's proposals waiting for a decision, with their evidence",
+	.help = "The agent's own proposals waiting for a decision, or approved and not started yet (GET /v1/proposals),\n"
+		"with the evidence behind each. Takes no arguments.\n"
+		"\nExamples:\n"
+		"  ngxctl proposals\n"
+		"  ngxctl approve 12\n",
 	.exec = proposals_exec,
 };

@@ -32,6 +32,8 @@ static int propose_exec(struct ctl *ctl, int argc, char **argv)
 	}
 	memcpy(knob, argv[optind], (size_t)(eq - argv[optind]));
 	knob[eq - argv[optind]] = '\0';
+	if (!ctl_name_ok("propose", "knob", knob))
+		return 2;
 	body = json_pack("{s:s, s:s, s:s, s:b}", API_K_KNOB, knob, API_K_VALUE, eq + 1, API_K_WHY, why ? why : "",
 			 API_K_NOW, now);
 	rc = ctl_post(ctl, API_PATH_PROPOSALS, body, &r, err, sizeof(err));
@@ -59,5 +61,14 @@ const struct ctl_verb verb_propose = {
 	.name = "propose",
 	.usage = "KNOB=VALUE [--why TEXT] [--now]",
 	.summary = "an operator's change, validated by its policy and tried A/B (--now: applied at once)",
+	.help = "An operator's change of one knob, checked by its policy (bounds, step, constraints) and journaled. By default\n"
+		"it is tried A/B and the judge keeps or reverts it; with --now it is applied at once and kept after the\n"
+		"policy's settle time.\n"
+		"\n  KNOB=VALUE     a knob of ngxctl knobs and its new value\n"
+		"  -w, --why TEXT why, for the journal\n"
+		"  -n, --now      apply at once, without a trial\n"
+		"\nExamples:\n"
+		"  ngxctl propose net.core.somaxconn=4096 --why 'listen overflows on :443'\n"
+		"  ngxctl propose --now nginx.keepalive_requests=2000\n",
 	.exec = propose_exec,
 };

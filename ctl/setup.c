@@ -47,5 +47,13 @@ const struct ctl_verb verb_setup = {
 	.name = "setup",
 	.usage = "[--apply]",
 	.summary = "prepare nginx for the agent: print the diff; --apply writes it, backed up (revert --setup)",
+	.help = "Prepares nginx for the agent: the include files, stub_status on loopback and the timing log fields. Without\n"
+		"--apply it prints the diff; with --apply it writes it (as root), each file backed up, undone by\n"
+		"ngxctl revert --setup. Runs ngx-autotune --setup with the configuration of -c.\n"
+		"\n  --apply  write the changes, then nginx -t and a reload\n"
+		"\nExamples:\n"
+		"  ngxctl setup\n"
+		"  ngxctl setup --apply\n",
+	.exits = "those of ngx-autotune --setup, which it runs (see ngx-autotune(8))",
 	.exec = setup_exec,
 };

@@ -76,5 +76,11 @@ const struct ctl_verb verb_show = {
 	.name = "show",
 	.usage = "ID",
 	.summary = "one change: who, why, its state, and the judge's evidence",
+	.help = "One change of the journal (GET /v1/changes/ID): who asked and why, its state, and for a verdict the judge's\n"
+		"evidence in the objective's unit (arms, change with its interval, pairs, guardrails).\n"
+		"\n  ID  a change id, from ngxctl history\n"
+		"\nExamples:\n"
+		"  ngxctl show 12\n"
+		"  ngxctl -j show 12\n",
 	.exec = show_exec,
 };

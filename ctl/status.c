@@ -113,5 +113,10 @@ const struct ctl_verb verb_status = {
 	.name = "status",
 	.usage = "",
 	.summary = "the agent's state, tick, store and probe health",
+	.help = "Shows the agent's state, its status line, tick, nginx master and workers, store, advice and the health of\n"
+		"each probe (GET /v1/status). Takes no arguments; -j before the verb prints the API's JSON.\n"
+		"\nExamples:\n"
+		"  ngxctl status\n"
+		"  ngxctl -j status | jq .probes\n",
 	.exec = status_exec,
 };

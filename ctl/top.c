@@ -169,5 +169,11 @@ const struct ctl_verb verb_top = {
 	.name = "top",
 	.usage = "[-n COUNT] [-i INTERVAL]",
 	.summary = "live per-second view: requests/s, server and client p99, client failures, listen overflows, time_squeeze, drops, softirq per core",
+	.help = "A live view of the newest frame, redrawn each interval on a terminal, one line per frame otherwise.\n"
+		"\n  -n, --count COUNT        stop after COUNT frames (1..1000000); default: until Ctrl-C\n"
+		"  -i, --interval INTERVAL  time between two requests, 100ms..1h (default 1s)\n"
+		"\nExamples:\n"
+		"  ngxctl top\n"
+		"  ngxctl top -n 10 -i 500ms > frames.txt\n",
 	.exec = top_exec,
 };

@@ -55,5 +55,9 @@ const struct ctl_verb verb_trial = {
 	.name = "trial",
 	.usage = "",
 	.summary = "the tuning loop: its state, the trial's arm, pair and running estimate in the objective's unit",
+	.help = "The tuning loop (GET /v1/trials/current): its state and mode, the trial's change, arm and pair, and the\n"
+		"running estimate in the objective's unit. Takes no arguments.\n"
+		"\nExample:\n"
+		"  ngxctl trial\n",
 	.exec = trial_exec,
 };

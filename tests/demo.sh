@@ -20,6 +20,12 @@ case $secs in '' | *[!0-9]*) echo "usage: tests/demo.sh [SECONDS] (as root)" >&2
 
 [ -n "${NGXAT_SKIP_DEPS:-}" ] || packaging/debian-deps.sh || exit 1
 if [ ! -x build/ngx-autotune ]; then
+	if [ -e config.status ]; then
+		# An in-place ./configure (or an in-tree dpkg-buildpackage before debian/rules built out of tree).
+		echo "tests/demo.sh: this source tree is configured in place (./config.status), so build/ cannot be" \
+			"configured: run 'make distclean' here first" >&2
+		exit 1
+	fi
 	autoreconf -fi && mkdir -p build && (cd build && ../configure >configure.out) || exit 1
 fi
 make -s -C build -j"$(nproc)" ngx-autotune ngxctl tests/system/notify-listen || exit 1

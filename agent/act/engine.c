@@ -37,6 +37,8 @@ struct job {
 	bool checked;            /* a change's new value: asserted within its policy just before the write */
 	bool recovery;           /* puts back what a previous run or a stopped trial left: READY waits for it */
 	bool unjournaled;        /* no row of its own (change_id 0): the store could not take one (see restore) */
+	bool behind;             /* a revert queued behind another write of its knob: at its turn, nothing is
+				  * written when the knob already reads its value */
 };
 
 struct eknob {
@@ -448,6 +450,24 @@ static int queue(struct engine *e, enum job_purpose purpose, int64_t change_id, 
 	return 0;
 }
 
+/* The last write of knob I queued or under way, or NULL. */
+static struct job *queued_on(struct engine *e, size_t i)
+{
+	for (size_t j = e->njobs; j-- > 0;)
+		if (e->jobs[j].knob == i)
+			return &e->jobs[j];
+	return NULL;
+}
+
+/* Whether a revert of knob I is queued or under way. */
+static bool revert_queued(const struct engine *e, size_t i)
+{
+	for (size_t j = 0; j < e->njobs; j++)
+		if (e->jobs[j].knob == i && e->jobs[j].purpose == JOB_REVERT)
+			return true;
+	return false;
+}
+
 /* For the system tests: NGXAT_TEST_CRASH=journaled kills the agent between a journal row and its write, as a power
  * cut or kill -9 would, so that recovery at the next start can be checked for real. */
 static void crash_point(const char *where)
@@ -671,7 +691,9 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 		set_knob_state(e, ek, ENGINE_KNOB_UNSUPPORTED, why[0] ? why : strerror(-r));
 	if (c == KNOB_ERR_READONLY) {
 		e->observe_only = true;
-		snprintf(e->observe_why, sizeof(e->observe_why), "%s refused a write: %s", ek->k.name, strerror(-r));
+		/* What refused, in the driver's words (knob_refusal: "refused: ..."), else the errno. */
+		snprintf(e->observe_why, sizeof(e->observe_why), "%s refused a write: %s", ek->k.name,
+			 strstr(why, "refused: ") ? strstr(why, "refused: ") + strlen("refused: ") : strerror(-r));
 	}
 	if (j->purpose == JOB_ARM || j->purpose == JOB_FINAL) {
 		if (e->trial_id == j->change_id)
@@ -681,9 +703,10 @@ static void finish_failed(struct engine *e, struct job *j, int r, const char *wh
 			e->arm_cb(e->arm_ctx, false);
 	}
 	/* A failed apply may have left part of the value (a vector, an IRQ map): put the old value back, journaled
-	 * as a revert of this change. Nothing more when the host refuses writes altogether. */
+	 * as a revert of this change. Nothing more when the host refuses writes altogether, or when an operator's
+	 * revert of the knob is queued behind this write already (it puts the value back). */
 	if ((j->purpose == JOB_APPLY || j->purpose == JOB_ARM || j->purpose == JOB_FINAL) && c != KNOB_ERR_READONLY &&
-	    store_change_get(e->st, j->change_id, &row) == 0) {
+	    !revert_queued(e, j->knob) && store_change_get(e->st, j->change_id, &row) == 0) {
 		char live[KNOB_VALUE_MAX];
 
 		if (knob_read(&ek->k, live, sizeof(live)) == 0 && strcmp(live, row.old_value) != 0)
@@ -766,6 +789,20 @@ static void run_jobs(struct engine *e)
 
 		ek->report_ms = 0;
 		r = guard(e, j, why, sizeof(why));
+		if (r == 0 && j->behind) {
+			char live[KNOB_VALUE_MAX];
+
+			/* The write it waited for may have left the value it puts back (a failed apply undone). */
+			if (knob_read(&ek->k, live, sizeof(live)) == 0 && strcmp(live, j->value) == 0) {
+				struct job done = *j;
+
+				pop_job(e);
+				snprintf(why, sizeof(why), "nothing to write: it read %.180s once the write before it ended",
+					 live);
+				complete(e, &done, 0, why);
+				continue;
+			}
+		}
 		if (r == 0)
 			r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
 		if (r == -EINPROGRESS) {
@@ -867,39 +904,156 @@ int engine_apply_now(struct engine *e, const char *knob, const char *value, cons
 	return 0;
 }
 
-/* Revert one knob to TARGET (its original, or the old value of change REVERTS). */
+static const char *const revert_outcome_names[] = {"done", "pending", "already", "skipped", "failed"};
+
+const char *engine_revert_outcome_name(enum engine_revert_outcome o)
+{
+	return revert_outcome_names[o];
+}
+
+/* A new line of REP for knob EK (NULL when REP is NULL or full: then it is counted). */
+static struct engine_revert_item *report_item(struct engine_revert_report *rep, const struct eknob *ek)
+{
+	struct engine_revert_item *it;
+
+	if (!rep)
+		return NULL;
+	if (rep->n == ENGINE_REVERT_KNOBS) {
+		rep->more++;
+		return NULL;
+	}
+	it = &rep->items[rep->n++];
+	memset(it, 0, sizeof(*it));
+	snprintf(it->knob, sizeof(it->knob), "%s", ek->k.name);
+	return it;
+}
+
+static int changes_cb(void *ctx, const struct change_row *row)
+{
+	struct engine_revert_item *it = ctx;
+
+	if (row->kind == CHANGE_KIND_CHANGE && it->nchanges < ENGINE_REVERT_CHANGES)
+		it->changes[it->nchanges++] = row->id;
+	return 0;
+}
+
+/* Revert one knob to TARGET (its original, or the old value of change REVERTS); IT (NULL: not wanted) says what
+ * was done. A write of the knob queued or under way (an nginx -t and reload take a while, and a reload is not
+ * recalled halfway) is let finish: the revert is queued behind it. 1 when a revert row was journaled and its write
+ * queued, 0 when there is nothing to write, or -errno. */
 static int revert_knob(struct engine *e, size_t i, const char *target, int64_t reverts, const char *actor,
-		       const char *why)
+		       const char *why, struct engine_revert_item *it)
 {
 	struct eknob *ek = &e->knobs[i];
+	struct job *last = queued_on(e, i);
 	char live[KNOB_VALUE_MAX];
-	int r = knob_read(&ek->k, live, sizeof(live));
+	int64_t row = 0;
+	int r;
 
+	if (it)
+		snprintf(it->to, sizeof(it->to), "%s", target);
+	if (last) {
+		int64_t before = last->change_id;
+
+		if (last->purpose == JOB_REVERT && strcmp(last->value, target) == 0) {
+			if (it) {
+				it->row = last->change_id;
+				it->outcome = ENGINE_REVERT_PENDING;
+				snprintf(it->why, sizeof(it->why), "a revert to %.100s is queued already", target);
+			}
+			return 0;
+		}
+		r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, i, last->value, target, reverts, actor, why,
+				      &row);
+		if (r < 0)
+			return r;
+		e->jobs[e->njobs - 1].behind = true;
+		if (it) {
+			it->row = row;
+			it->outcome = ENGINE_REVERT_PENDING;
+			snprintf(it->why, sizeof(it->why), "behind the write of change %lld, under way: put back once it ends",
+				 (long long)before);
+		}
+		return 1;
+	}
+	r = knob_read(&ek->k, live, sizeof(live));
 	if (r < 0)
 		return r;
 	if (strcmp(live, target) == 0) {
-		/* Nothing to write; the journal still says the change is undone. */
-		if (reverts)
+		/* Nothing to write; the journal still says the change is undone (a trial's arm A in force reads the
+		 * original: the trial ends here, and the tuning loop sees it end). */
+		if (reverts) {
 			set_state(e, reverts, CHANGE_REVERTED, "%s already reads %s", ek->k.name, target);
+		} else if (ek->rec.has_original && strcmp(target, ek->rec.original) == 0) {
+			ek->rec.has_written = false;
+			ek->rec.last_written[0] = '\0';
+			save_rec(e, ek);
+			store_changes_query(e->st, ek->k.name, (1u << CHANGE_KEPT) | (1u << CHANGE_TRIAL), 0, 0,
+					    mark_reverted_cb, e);
+		}
 		if (e->trial_id && e->trial_knob == i)
 			e->trial_id = 0;
+		if (it) {
+			it->outcome = ENGINE_REVERT_ALREADY;
+			snprintf(it->why, sizeof(it->why), "already reads %.200s", target);
+		}
 		return 0;
 	}
 	/* A revert puts back the host's own value, which may be outside today's bounds: it is not checked
 	 * against the policy (it is not a new value), only journaled like any write. */
-	r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, i, live, target, reverts, actor, why, NULL);
-	return r < 0 ? r : 1;
+	r = journal_and_queue(e, JOB_REVERT, CHANGE_KIND_REVERT, i, live, target, reverts, actor, why, &row);
+	if (r < 0)
+		return r;
+	if (it) {
+		it->row = row;
+		it->outcome = ENGINE_REVERT_PENDING; /* settled by revert_settle once the queue has run */
+	}
+	return 1;
 }
 
-int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_t now_ms, char *err, size_t errlen)
+/* After the queue ran: which of REP's writes are done, failed, or still queued or under way. */
+static void revert_settle(struct engine *e, struct engine_revert_report *rep)
+{
+	rep->pending = 0;
+	for (size_t i = 0; i < rep->n; i++) {
+		struct engine_revert_item *it = &rep->items[i];
+		struct change_row *row;
+		bool queued = false;
+
+		if (it->outcome != ENGINE_REVERT_PENDING)
+			continue;
+		for (size_t j = 0; j < e->njobs && it->row; j++)
+			queued |= e->jobs[j].change_id == it->row;
+		if (queued || !it->row || !(row = malloc(sizeof(*row)))) {
+			if (!it->why[0])
+				snprintf(it->why, sizeof(it->why), "its write is under way");
+			rep->pending++;
+			continue;
+		}
+		if (store_change_get(e->st, it->row, row) == 0 && row->state == CHANGE_FAILED) {
+			it->outcome = ENGINE_REVERT_FAILED;
+			snprintf(it->why, sizeof(it->why), "%.250s", row->detail);
+		} else {
+			it->outcome = ENGINE_REVERT_DONE;
+			it->why[0] = '\0';
+		}
+		free(row);
+	}
+}
+
+int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_t now_ms,
+		  struct engine_revert_report *rep, char *err, size_t errlen)
 {
 	int started = 0, r;
 
 	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
+	if (rep)
+		memset(rep, 0, offsetof(struct engine_revert_report, items));
 	if (!can_write(e, err, errlen))
 		return -EROFS;
 	if (change_id) {
 		struct change_row row;
+		struct engine_revert_item *it;
 		struct eknob *ek;
 
 		r = store_change_get(e->st, change_id, &row);
@@ -926,32 +1080,63 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 			return -EBUSY;
 		}
 		audit(e, actor, "revert", row.knob, change_id, "ok", "requested");
-		r = revert_knob(e, (size_t)(ek - e->knobs), row.old_value, change_id, actor, "operator revert");
+		it = report_item(rep, ek);
+		if (it) {
+			it->changes[0] = change_id;
+			it->nchanges = 1;
+		}
+		r = revert_knob(e, (size_t)(ek - e->knobs), row.old_value, change_id, actor, "operator revert", it);
 		if (r < 0) {
 			snprintf(err, errlen, "%s: %s", row.knob, strerror(-r));
 			return r;
 		}
 		run_jobs(e);
+		if (rep) {
+			rep->writes = r;
+			revert_settle(e, rep);
+		}
 		return r;
 	}
 	audit(e, actor, "revert-all", NULL, 0, "ok", "requested");
 	store_changes_query(e->st, "", 1u << CHANGE_KEPT, 0, 0, orphan_cb, e);
 	for (size_t i = 0; i < e->n; i++) {
 		struct eknob *ek = &e->knobs[i];
+		struct engine_revert_item *it;
 
-		if (!ek->rec.has_original || !ek->rec.has_written)
+		/* Every knob the agent has written, and every knob it is writing now (an apply under way has not
+		 * marked the knob written yet). */
+		if (!ek->rec.has_original || (!ek->rec.has_written && !queued_on(e, i)))
 			continue;
+		it = report_item(rep, ek);
+		if (it) {
+			snprintf(it->to, sizeof(it->to), "%s", ek->rec.original);
+			store_changes_query(e->st, ek->k.name,
+					    (1u << CHANGE_KEPT) | (1u << CHANGE_TRIAL) | (1u << CHANGE_APPLYING), 0,
+					    ENGINE_REVERT_CHANGES, changes_cb, it);
+		}
 		if (ek->state == ENGINE_KNOB_CONFLICT) {
 			/* Invariant 5 holds for reverts too: someone else's value is not overwritten. */
 			audit(e, actor, "revert", ek->k.name, 0, "skipped", "in conflict: %s", ek->why);
+			if (it) {
+				it->outcome = ENGINE_REVERT_SKIPPED;
+				snprintf(it->why, sizeof(it->why), "in conflict: %.200s", ek->why);
+			}
 			continue;
 		}
 		r = revert_knob(e, i, ek->rec.original, 0, actor, actor_is_agent(actor) ? "revert of every change at stop"
-										       : "operator revert of every change");
+										       : "operator revert of every change", it);
 		if (r > 0)
 			started++;
+		else if (r < 0 && it) {
+			it->outcome = ENGINE_REVERT_FAILED;
+			snprintf(it->why, sizeof(it->why), "%s", strerror(-r));
+		}
 	}
 	run_jobs(e);
+	if (rep) {
+		rep->writes = started;
+		revert_settle(e, rep);
+	}
 	return started;
 }
 
@@ -1187,19 +1372,32 @@ void engine_tick(struct engine *e, int64_t now_ms)
 void engine_stop(struct engine *e, bool revert_all, int64_t now_ms)
 {
 	char err[KNOB_WHY_MAX];
+	int64_t id = 0;
+	size_t knob = 0;
 
 	e->now_ms = e->env->now_ms = now_ms; /* the drivers read no clock */
 	if (revert_all) {
-		engine_revert(e, 0, "agent", now_ms, err, sizeof(err));
+		engine_revert(e, 0, "agent", now_ms, NULL, err, sizeof(err));
 		return;
 	}
-	/* Invariant 6: stop is not revert; only the change being measured goes back. */
+	/* Invariant 6: stop is not revert; only the change being measured goes back, also when its first write is
+	 * still under way (it goes back once that write ends). */
+	if (!e->trial_id)
+		for (size_t j = 0; j < e->njobs; j++)
+			if (e->jobs[j].purpose == JOB_APPLY || e->jobs[j].purpose == JOB_ARM) {
+				id = e->jobs[j].change_id;
+				knob = e->jobs[j].knob;
+			}
 	if (e->trial_id) {
+		id = e->trial_id;
+		knob = e->trial_knob;
+	}
+	if (id) {
 		struct change_row row;
 
-		if (store_change_get(e->st, e->trial_id, &row) == 0 &&
-		    revert_knob(e, e->trial_knob, row.old_value, row.id, "agent", "stopped during its trial") < 0)
-			restore_unjournaled(e, e->trial_knob, row.old_value, row.id); /* the store is full or gone */
+		if (store_change_get(e->st, id, &row) == 0 &&
+		    revert_knob(e, knob, row.old_value, row.id, "agent", "stopped during its trial", NULL) < 0)
+			restore_unjournaled(e, knob, row.old_value, row.id); /* the store is full or gone */
 		run_jobs(e);
 	}
 }
@@ -1331,6 +1529,11 @@ int engine_set_arm(struct engine *e, int64_t id, const char *value, const char *
 		snprintf(err, errlen, "an arm is the change's old or new value");
 		return -EINVAL;
 	}
+	if (revert_queued(e, (size_t)(ek - e->knobs))) {
+		/* An operator's revert waits behind the write under way: it ends the trial, and no arm goes after it. */
+		snprintf(err, errlen, "a revert of %s is under way", row.knob);
+		return -ECANCELED;
+	}
 	if (!can_write(e, err, errlen))
 		return -EROFS;
 	if (row.state == CHANGE_PROPOSED || row.state == CHANGE_APPROVED) {
@@ -1388,6 +1591,8 @@ int engine_end_trial(struct engine *e, int64_t id, enum change_state final, cons
 	ek = find(e, row.knob);
 	if (!ek)
 		return -ENOENT;
+	if (revert_queued(e, (size_t)(ek - e->knobs)))
+		return -EALREADY; /* an operator's revert is under way: it ends the trial (and the row) itself */
 	if (!value || (knob_read(&ek->k, live, sizeof(live)) == 0 && strcmp(live, value) == 0)) {
 		/* Nothing to write (or the agent must not write: a conflict, an operator revert). */
 		if (knob_read(&ek->k, live, sizeof(live)) < 0)

@@ -87,13 +87,45 @@ int engine_check(struct engine *e, const char *knob, const char *value, struct e
  * (the operator approved it by asking). engine_check's errors, -EIO when the write failed and was undone. */
 int engine_apply_now(struct engine *e, const char *knob, const char *value, const char *actor, const char *why,
 		     int64_t now_ms, int64_t *change_id, char *err, size_t errlen);
-/* Revert change ID (0: every knob the agent changed, back to its original). Ends a change in flight on those
- * knobs. Journaled as revert rows. The number of writes started, or -errno with ERR. */
-int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_t now_ms, char *err, size_t errlen);
+/* What a revert did to one knob. */
+enum engine_revert_outcome {
+	ENGINE_REVERT_DONE,    /* written and read back */
+	ENGINE_REVERT_PENDING, /* its write is queued or under way (an nginx -t and reload), perhaps behind a write of
+				* the same knob that was under way when the revert was asked for */
+	ENGINE_REVERT_ALREADY, /* the knob already read the value: nothing to write */
+	ENGINE_REVERT_SKIPPED, /* in conflict: someone else's value is not written over (invariant 5) */
+	ENGINE_REVERT_FAILED   /* the write failed (why) */
+};
+#define ENGINE_REVERT_CHANGES 8 /* changes named per knob */
+#define ENGINE_REVERT_KNOBS 64  /* knobs named per revert; the rest are counted */
+struct engine_revert_item {
+	char knob[KNOB_NAME_MAX];
+	int64_t changes[ENGINE_REVERT_CHANGES]; /* the changes it undoes, newest first */
+	size_t nchanges;
+	int64_t row; /* the revert row journaled for it, 0 if none */
+	char to[KNOB_VALUE_MAX];
+	enum engine_revert_outcome outcome;
+	char why[KNOB_WHY_MAX];
+};
+struct engine_revert_report {
+	size_t n, more;   /* knobs named in items, knobs beyond those */
+	int writes;       /* revert rows journaled and their writes queued by this revert */
+	int pending;      /* knobs whose revert is still queued or under way when engine_revert returns */
+	struct engine_revert_item items[ENGINE_REVERT_KNOBS];
+};
+/* Name of a revert outcome ("done", "pending", ...). */
+const char *engine_revert_outcome_name(enum engine_revert_outcome o);
+/* Revert change ID (0: every knob the agent changed, back to its original), in whatever state it is: kept, in
+ * trial, or being applied (a write of the knob queued or under way is not recalled halfway: the revert goes behind
+ * it and puts the value back once it is done). Journaled as revert rows. REP (NULL: not wanted) says what it did,
+ * knob by knob. The number of writes started, or -errno with ERR. */
+int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_t now_ms,
+		  struct engine_revert_report *rep, char *err, size_t errlen);
 /* An operator says a conflict is settled: the live value becomes the knob's original, the agent may act again. */
 int engine_clear_conflict(struct engine *e, const char *knob, const char *actor, int64_t now_ms, char *err,
 			  size_t errlen);
-/* SIGTERM (invariant 6): put back the change in flight only; with REVERT_ALL, every change (revert_on_stop). */
+/* SIGTERM (invariant 6): put back the change in flight only (in trial, or its write under way); with REVERT_ALL,
+ * every change (revert_on_stop). */
 void engine_stop(struct engine *e, bool revert_all, int64_t now_ms);
 /* Whether a write is still under way (an asynchronous driver has not completed). */
 bool engine_busy(const struct engine *e);

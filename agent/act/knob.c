@@ -374,6 +374,85 @@ int knob_can_write(const char *path)
 	return 0;
 }
 
+/* The mount point of the mount in /proc/self/mountinfo that holds PATH (the longest prefix) into MNT, and whether it
+ * is read-only. 0, or -ENOENT when none is found. */
+static int mount_of(const char *path, char *mnt, size_t mntlen, bool *ro)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	size_t best = 0;
+	int r = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char point[1024], opts[512];
+		size_t n;
+
+		/* ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ...; a blank in a mount point is written \040. */
+		if (sscanf(line, "%*s %*s %*s %*s %1023s %511s", point, opts) != 2)
+			continue;
+		n = strlen(point);
+		if (n < best || strncmp(path, point, n) != 0 ||
+		    (path[n] != '/' && path[n] != '\0' && !(n == 1 && point[0] == '/')))
+			continue;
+		best = n;
+		snprintf(mnt, mntlen, "%s", point);
+		*ro = strcmp(opts, "ro") == 0 || strncmp(opts, "ro,", 3) == 0;
+		r = 0;
+	}
+	fclose(f);
+	return r;
+}
+
+/* Whether this process's user namespace maps the whole range of ids: it is the host's. */
+static bool userns_is_host(void)
+{
+	char map[256];
+	unsigned long a, b, c;
+
+	if (knob_read_file("/proc/self/uid_map", map, sizeof(map)) < 0)
+		return true; /* no user namespaces here */
+	return sscanf(map, "%lu %lu %lu", &a, &b, &c) == 3 && a == 0 && b == 0 && c == 4294967295UL;
+}
+
+void knob_refusal(const char *path, int r, char *why, size_t whylen)
+{
+	char mnt[1024];
+	bool ro = false;
+
+	if (r == -EROFS) {
+		if (mount_of(path, mnt, sizeof(mnt), &ro) == 0 && ro)
+			snprintf(why, whylen, "refused: %.120s is mounted read-only here (as a container, or a unit's "
+				 "ProtectKernelTunables=, mounts /proc/sys and /sys): the host's own root can set it", mnt);
+		else
+			snprintf(why, whylen, "refused: %s", strerror(EROFS));
+	} else if (r == -EACCES || r == -EPERM) {
+		if (geteuid() != 0)
+			snprintf(why, whylen, "refused: %s: the agent runs as uid %u, not root", strerror(-r),
+				 (unsigned)geteuid());
+		else if (!userns_is_host())
+			snprintf(why, whylen, "refused: %s: the agent is root of a user namespace (an unprivileged "
+				 "container), not of the host", strerror(-r));
+		else
+			snprintf(why, whylen, "refused: %s to root: a capability the agent lacks, a security module or "
+				 "the unit's sandbox", strerror(-r));
+	} else {
+		snprintf(why, whylen, "%s", strerror(-r));
+	}
+}
+
+bool knob_netns_not_host(const struct knob_env *env)
+{
+	char core[512], probe[512];
+	struct stat st;
+
+	if (knob_path(env, core, sizeof(core), "/proc/sys/net/core") < 0 ||
+	    knob_path(env, probe, sizeof(probe), "/proc/sys/net/core/netdev_max_backlog") < 0)
+		return false;
+	return stat(core, &st) == 0 && S_ISDIR(st.st_mode) && stat(probe, &st) < 0 && errno == ENOENT;
+}
+
 static bool is_blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';

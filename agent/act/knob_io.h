@@ -46,6 +46,18 @@ int knob_write_fd(int fd, const char *text);
 int knob_write_file(const char *path, const char *text);
 /* Whether PATH can be opened for writing (nothing is written). 0 or -errno. */
 int knob_can_write(const char *path);
+/*
+ * What refused a write to PATH with R, in words, into WHY: for -EROFS the mount that holds PATH read-only (a
+ * container, or a unit with ProtectKernelTunables=, mounts /proc/sys and /sys so), for -EACCES and -EPERM who the
+ * agent is (not root; root of a user namespace, as in an unprivileged container; root without the capability),
+ * else strerror. Reads /proc/self/mountinfo and /proc/self/uid_map: the agent's own view (PATH is the real path,
+ * the configured root included).
+ */
+void knob_refusal(const char *path, int r, char *why, size_t whylen);
+/* Whether this network namespace is not the host's: net/core exists under ENV->root's /proc/sys but
+ * netdev_max_backlog, which the kernel registers in the initial namespace only, does not. Host-wide net.* sysctls
+ * are then absent here (in a container with a network of its own) while the host has them. */
+bool knob_netns_not_host(const struct knob_env *env);
 /* Strip blanks (space, tab, newline) at both ends of S in place; returns S. */
 char *knob_trim(char *s);
 /* S, whole, as a decimal int64 ('-' allowed, no '+', no blanks). 0, -EINVAL or -ERANGE. */

@@ -299,7 +299,10 @@ static int irq_probe(struct knob *k, char *why, size_t whylen)
 			return -ENOTSUP;
 		r = knob_can_write(path);
 		if (r < 0) {
-			snprintf(why, whylen, "IRQ %u: smp_affinity_list not writable: %s", irqs[i], strerror(-r));
+			char refused[KNOB_WHY_MAX];
+
+			knob_refusal(path, r, refused, sizeof(refused));
+			snprintf(why, whylen, "IRQ %u: smp_affinity_list not writable: %s", irqs[i], refused);
 			return -ENOTSUP;
 		}
 	}

@@ -125,7 +125,10 @@ static int rps_probe(struct knob *k, char *why, size_t whylen)
 		return -ENOTSUP;
 	}
 	if (r < 0) {
-		snprintf(why, whylen, "%s: rps_cpus not writable: %s", dev, strerror(-r));
+		char refused[KNOB_WHY_MAX];
+
+		knob_refusal(path, r, refused, sizeof(refused));
+		snprintf(why, whylen, "%s: rps_cpus not writable: %s", dev, refused);
 		return -ENOTSUP;
 	}
 	r = rps_read(k, val, sizeof(val));
@@ -314,6 +317,11 @@ static int flows_probe(struct knob *k, char *why, size_t whylen)
 		return -ENOTSUP;
 	}
 	r = flows_read(k, val, sizeof(val));
+	if (r == -ENOENT && knob_netns_not_host(k->env)) {
+		snprintf(why, whylen, "net.core.rps_sock_flow_entries: not in this network namespace, which is not the "
+			 "host's (a container's): a host-wide sysctl is set on the host");
+		return -ENOENT;
+	}
 	if (r == -ENOENT) {
 		snprintf(why, whylen, "no net.core.rps_sock_flow_entries (kernel built without CONFIG_RPS)");
 		return -ENOENT;
@@ -325,7 +333,10 @@ static int flows_probe(struct knob *k, char *why, size_t whylen)
 	entries_path(k, path, sizeof(path));
 	r = knob_can_write(path);
 	if (r < 0) {
-		snprintf(why, whylen, "net.core.rps_sock_flow_entries not writable: %s", strerror(-r));
+		char refused[KNOB_WHY_MAX];
+
+		knob_refusal(path, r, refused, sizeof(refused));
+		snprintf(why, whylen, "net.core.rps_sock_flow_entries not writable: %s", refused);
 		return -ENOTSUP;
 	}
 	return 0;

@@ -303,6 +303,12 @@ static int sysctl_probe(struct knob *k, char *why, size_t whylen)
 		return -ENOTSUP;
 	}
 	r = sysctl_get(k, val, sizeof(val));
+	if (r == -ENOENT && strncmp(name, "net.", 4) == 0 && knob_netns_not_host(k->env)) {
+		/* A container with a network of its own: host-wide sysctls are the host's, and absent here. */
+		snprintf(why, whylen, "%s: not in this network namespace, which is not the host's (a container's): "
+			 "a host-wide sysctl is set on the host", name);
+		return -ENOENT;
+	}
 	if (r == -ENOENT) {
 		snprintf(why, whylen, "%s: not on this kernel", name);
 		return -ENOENT;
@@ -327,7 +333,10 @@ static int sysctl_probe(struct knob *k, char *why, size_t whylen)
 	}
 	fd = sysctl_open(k, name, path, O_WRONLY | O_NONBLOCK);
 	if (fd < 0) {
-		snprintf(why, whylen, "%s: not writable: %s", name, strerror(-fd));
+		char refused[KNOB_WHY_MAX];
+
+		knob_refusal(path, fd, refused, sizeof(refused));
+		snprintf(why, whylen, "%s: not writable: %s", name, refused);
 		return -ENOTSUP;
 	}
 	close(fd);
@@ -363,7 +372,10 @@ static int sysctl_write(struct knob *k, const char *value, char *why, size_t why
 	}
 	fd = sysctl_open(k, name, path, O_WRONLY | O_TRUNC);
 	if (fd < 0) {
-		snprintf(why, whylen, "open %s: %s", path, strerror(-fd));
+		char refused[KNOB_WHY_MAX];
+
+		knob_refusal(path, fd, refused, sizeof(refused));
+		snprintf(why, whylen, "open %s: %s", path, refused);
 		return fd;
 	}
 	r = knob_write_fd(fd, ktext);

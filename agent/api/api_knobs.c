@@ -324,6 +324,28 @@ bool api_knobs_is_post(const char *url)
 
 /* The status for an engine error. -EIO is the store's (nothing was written: 500); a write the host refused or
  * garbled after its row was journaled, and undone, is answered 502 by its caller. */
+/* What a revert did: {"started", "pending", "more", "knobs": [{"knob", "changes", "id", "to", "outcome",
+ * "detail"}]}; "id" is the revert row (null when none was written). */
+static json_t *revert_json(const struct engine_revert_report *rep)
+{
+	json_t *knobs = json_array();
+
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct engine_revert_item *it = &rep->items[i];
+		json_t *ids = json_array();
+
+		for (size_t j = 0; j < it->nchanges; j++)
+			json_array_append_new(ids, json_integer((json_int_t)it->changes[j]));
+		json_array_append_new(knobs, json_pack("{s:s, s:o, s:o, s:s, s:s, s:s}", API_K_KNOB, it->knob,
+						       API_K_CHANGES, ids, API_K_ID,
+						       it->row ? json_integer((json_int_t)it->row) : json_null(),
+						       API_K_TO, it->to, API_K_OUTCOME,
+						       engine_revert_outcome_name(it->outcome), API_K_DETAIL, it->why));
+	}
+	return json_pack("{s:i, s:i, s:I, s:o}", API_K_STARTED, rep->writes, API_K_PENDING, rep->pending, API_K_MORE,
+			 (json_int_t)rep->more, API_K_KNOBS, knobs);
+}
+
 static unsigned status_of(int r)
 {
 	switch (r) {
@@ -486,10 +508,18 @@ enum MHD_Result api_knobs_post(struct api *api, struct MHD_Connection *c, const 
 	if (!api->a->engine)
 		return api_send_problem(c, 409, "no knobs: policies are not loaded");
 	if (strcmp(url, API_PATH_REVERT) == 0 || (change_path(url, &id, &rest))) {
-		r = engine_revert(api->a->engine, id, actor, agent_now_ms(api->a), err, sizeof(err));
-		if (r < 0)
+		struct engine_revert_report *rep = malloc(sizeof(*rep));
+
+		if (!rep)
+			return api_send_problem(c, 503, "out of memory");
+		r = engine_revert(api->a->engine, id, actor, agent_now_ms(api->a), rep, err, sizeof(err));
+		if (r < 0) {
+			free(rep);
 			return api_send_problem(c, status_of(r), "%s", err);
-		return api_send_json(c, 202, json_pack("{s:i}", API_K_STARTED, r), "application/json");
+		}
+		sent = api_send_json(c, 202, revert_json(rep), "application/json");
+		free(rep);
+		return sent;
 	}
 	{
 		/* /v1/knobs/NAME/clear-conflict */

@@ -1334,17 +1334,47 @@ static const char *log_format_of(const struct doctor_node *n)
 	"\"request_time\":$request_time,\"upstream_response_time\":\"$upstream_response_time\","                    \
 	"\"upstream_addr\":\"$upstream_addr\",\"bytes\":$body_bytes_sent}';"
 
+/* Whether log format text TEXT has the times the agent needs: $request_time, and $upstream_response_time where
+ * nginx proxies. */
+static bool log_timed(const struct ctx *c, const char *text)
+{
+	return strstr(text, "$request_time") && (!c->proxies || strstr(text, "$upstream_response_time"));
+}
+
+/* Whether the log the agent reads ([nginx] access_log) is written, by an access_log in http {}, in a format with
+ * the times it needs. Then the formats of the operator's other logs (Debian's combined access.log beside the log of
+ * ngxctl setup) are the operator's business: nothing to warn about. */
+static bool agent_log_timed(const struct ctx *c)
+{
+	char text[8192];
+
+	if (!c->f->access_log[0] || c->http == DOCTOR_TOP)
+		return false;
+	for (size_t i = c->http + 1; i < c->conf->nodes[c->http].end; i++) {
+		const struct doctor_node *n = &c->conf->nodes[i];
+		const char *file;
+
+		if (n->kind != DOCTOR_DIRECTIVE || strcmp(n->name, "access_log") != 0 || !(file = log_file(n)) ||
+		    strcmp(file, c->f->access_log) != 0)
+			continue;
+		if (log_format_text(c, log_format_of(n), text, sizeof(text)) && log_timed(c, text))
+			return true;
+	}
+	return false;
+}
+
 static void check_access_log(struct ctx *c)
 {
 	const char *formats[32];
 	size_t nformats = 0, nlogs = 0, buffered_missing = 0;
 	const struct doctor_node *first_unbuffered = NULL;
-	bool agent_log_found = false, agent_log_unsure = false;
+	bool agent_log_found = false, agent_log_unsure = false, timed = false;
 	char text[8192];
 	struct doctor_finding *f;
 
 	if (c->http == DOCTOR_TOP)
 		return;
+	timed = agent_log_timed(c);
 	for (size_t i = c->http + 1; i < c->conf->nodes[c->http].end; i++) {
 		const struct doctor_node *n = &c->conf->nodes[i];
 		const char *file, *fmt;
@@ -1371,12 +1401,12 @@ static void check_access_log(struct ctx *c)
 		for (k = 0; k < nformats; k++)
 			if (strcmp(formats[k], fmt) == 0)
 				break;
-		if (k < nformats || nformats == 32)
+		if (k < nformats || nformats == 32 || timed)
 			continue;
 		formats[nformats++] = fmt;
 		if (!log_format_text(c, fmt, text, sizeof(text)))
 			continue; /* nginx -T would have refused an unknown format */
-		if (!strstr(text, "$request_time") || (c->proxies && !strstr(text, "$upstream_response_time"))) {
+		if (!log_timed(c, text)) {
 			bool req = strstr(text, "$request_time") != NULL;
 
 			f = add(c, "nginx.log_format_timing", fmt, DOCTOR_WARNING,

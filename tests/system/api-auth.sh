@@ -130,8 +130,12 @@ runuser -u $OTHER -- curl -s --unix-socket "$TMP/api.sock" http://localhost/v1/s
 	fail "with the socket at 0660, a non-member could still connect"
 runuser -u $MEMBER -- curl -sf --unix-socket "$TMP/api.sock" http://localhost/v1/status >/dev/null ||
 	fail "with the socket at 0660, a member cannot connect"
+# ngxctl says it is the socket's permission and which group, not that the agent is down (issue 23).
+out=$(runuser -u $OTHER -- "$TMP/ngxctl" -s "$TMP/api.sock" status 2>&1)
+[ $? = 6 ] && grep -q "permission denied on the agent's socket $TMP/api.sock (mode 0660, owner root, group $GRP): user $OTHER is not in group $GRP" <<<"$out" &&
+	! grep -q "running" <<<"$out" || fail "ngxctl as a non-member at 0660 (exit 6, the group named): $out"
 chmod 0666 "$TMP/api.sock"
-ok "with the socket at 0660 (the default), a non-member cannot connect at all; a member can"
+ok "with the socket at 0660 (the default), a non-member cannot connect at all, and ngxctl names the socket's group; a member can"
 
 # ---- TCP ----
 tcp() { curl -s -o "$TMP/body" -D "$TMP/head" -w '%{http_code}' "$@"; }

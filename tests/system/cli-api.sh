@@ -53,6 +53,23 @@ grep -q "is ngx-autotune running" "$TMP/down.out" || fail "ngxctl down message: 
 [ $? = 2 ] || fail "unknown verb does not exit 2"
 ok "ngxctl: agent down -> exit 3 with a hint; unknown verb -> exit 2"
 
+# Every verb answers --help (and -h) with its usage, and refuses an argument that starts with '-' before it sends
+# anything: the agent is down here, so a request would exit 3, not 2. The verbs are those ngxctl --help lists.
+verbs=$("$NGXCTL" --help | awk '/^Verbs:/ { f = 1; next } /^$/ { f = 0 } f && /^  [a-z]/ { print $1 }')
+[ "$(wc -l <<<"$verbs")" = 18 ] || fail "ngxctl --help lists $(wc -l <<<"$verbs") verbs, want 18: $verbs"
+for v in $verbs; do
+	for h in --help -h; do
+		out=$("$NGXCTL" -s "$TMP/api.sock" $v $h 2>&1) || fail "ngxctl $v $h exits $?: $out"
+		head -1 <<<"$out" | grep -q "^usage: ngxctl \[OPTIONS\] $v\( \|\$\)" && grep -q "^Exit codes: 0 ok" <<<"$out" &&
+			grep -q "^  ngxctl .*$v" <<<"$out" || fail "ngxctl $v $h: no usage, example or exit codes: $out"
+	done
+	for arg in -zz=1 "-- -zz=1"; do
+		out=$("$NGXCTL" -s "$TMP/api.sock" $v $arg 2>&1)
+		[ $? = 2 ] || fail "ngxctl $v $arg: exit $? (2 wanted: refused before any request): $out"
+	done
+done
+ok "ngxctl VERB --help and -h for each of the 18 verbs: usage, examples, exit codes, exit 0; an argument starting with '-' is refused before any request (exit 2)"
+
 "$AGENT" --foreground -c "$TMP/agent.conf" --root "$R" >"$TMP/agent.log" 2>&1 &
 CLEANUP+=("kill $!")
 wait_for 10 test -S "$TMP/api.sock" || fail "agent did not start"
@@ -110,6 +127,16 @@ out=$(ctl propose net.core.somaxconn=99999999 2>&1)
 ctl audit --knob 'a&b' >/dev/null 2>&1
 [ $? = 2 ] || fail "ngxctl audit with a bad knob name does not exit 2"
 ok "exit codes: 5 unknown id, 4 refused by the agent, 2 usage"
+# Issue 23: clear-conflict --help sent a POST for a knob named "--help", which stayed in the audit trail.
+n0=$(api "/v1/audit?limit=1000" | jq '[.audit[].count] | add')
+ctl clear-conflict --help | grep -q "^usage: ngxctl \[OPTIONS\] clear-conflict KNOB" || fail "clear-conflict --help"
+for args in "clear-conflict -x" "clear-conflict -- --help" "propose -- -x=1" "history --knob -x" "audit --actor -x"; do
+	ctl $args >/dev/null 2>&1
+	[ $? = 2 ] || fail "ngxctl $args: exit $?, want 2"
+done
+n1=$(api "/v1/audit?limit=1000" | jq '[.audit[].count] | add')
+[ "$n1" = "$n0" ] || fail "a flag reached the agent as a name: $(api '/v1/audit?limit=3')"
+ok "with the agent up, --help and names starting with '-' send nothing (audit trail unchanged at $n0 events)"
 ctl revert --all >/dev/null || fail "revert --all"
 ctl revert --all >/dev/null || fail "revert --all (again)"
 ctl audit -n 5 >"$TMP/audit.out" || fail "ngxctl audit"

@@ -25,6 +25,13 @@ wait_for() { # wait_for SECONDS COMMAND...: poll every 0.2 s until it succeeds
 	return 1
 }
 deb=$(ls /root/pkgs/ngx-autotune_*.deb)
+# /etc/nginx as Debian's packages left it, before ours: every entry with its type, mode and link target, and every
+# file's checksum. Removal and purge must give it back exactly (invariant 11).
+nginx_files() {
+	(cd /etc/nginx && find . -printf '%y %m %p %l\n' | sort && find . -type f -exec md5sum {} + | sort -k 2)
+}
+nginx_files >/root/etc-nginx.stock
+nginx_stock() { nginx_files | diff /root/etc-nginx.stock -; }
 
 # Debian's nginx, as installed: its own unit, its stock configuration.
 check "nginx.service is active" systemctl is-active nginx
@@ -165,11 +172,43 @@ check "ngxctl revert --setup refuses: http.conf changed since the setup" sh -c \
 check "ngxctl revert --setup --force puts nginx's files back" ngxctl revert --setup --force
 check "nginx.conf is Debian's again, byte for byte" sh -c '[ -z "$(dpkg --verify nginx-common nginx 2>&1)" ]'
 
-# Purge: stopped, its state and group gone.
+# Removal leaves the host as the package found it (issue 23: nginx.conf kept the setup's include lines, its
+# stub_status server and a JSON log nobody read, and purge deleted the backups). With the setup applied and an
+# operator's edit in a file of it, apt remove refuses and names the command; without the edit it puts the kept
+# change and the setup back: /etc/nginx as Debian's packages left it, after remove and after purge.
 systemctl start ngx-autotune
+check "ngxctl setup --apply (again, for the removal)" ngxctl setup --apply
+check "systemctl reload ngx-autotune" systemctl reload ngx-autotune
+echo "# an operator's note" >>/etc/nginx/ngx-autotune/setup.conf
+remove_refused() {
+	local out
+	out=$(env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q ngx-autotune 2>&1) && { echo "$out"; return 1; }
+	echo "$out" | grep -q "ngxctl revert --setup --force" && echo "$out" | grep -q "setup.conf changed since" &&
+		[ "$(dpkg-query -W -f '${Status}' ngx-autotune)" = "install ok installed" ] || { echo "$out"; return 1; }
+}
+check "apt-get remove refuses while a file of the setup has an operator's edit, and names the command" remove_refused
+check "the refused removal left the agent running" wait_for 20 systemctl is-active ngx-autotune
+sed -i '$d' /etc/nginx/ngx-autotune/setup.conf # the edit undone: the file is as the setup wrote it
+# A kept change of nginx for the removal to put back: nginx.policy's settle times cut to 1 s by an override.
+sed 's/^settle = .*/settle = 1s/' /usr/share/ngx-autotune/policies/nginx.policy >/etc/ngx-autotune/policies.d/nginx.policy
+check "systemctl reload ngx-autotune (the override)" systemctl reload ngx-autotune
+check "ngxctl propose nginx.keepalive_requests=3000 --now" propose_when_free nginx.keepalive_requests=3000 --now
+id=$(ngxctl --json history | jq -r '.changes[0].id')
+check "the change is kept after its settle time (1 s)" wait_for 30 kept
+check "nginx runs it" sh -c 'nginx -T 2>/dev/null | grep -q "keepalive_requests 3000;"'
+check "apt-get remove ngx-autotune" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q ngx-autotune
+check "removal put the kept change back: nginx runs Debian's keepalive_requests" \
+	sh -c '! nginx -T 2>/dev/null | grep -q "keepalive_requests 3000;"'
+check "after apt remove, /etc/nginx is as Debian's packages left it, byte for byte" nginx_stock
+check "nginx still serves after the removal" sh -c 'systemctl is-active nginx && curl -sf -o /dev/null http://127.0.0.1/'
+rm /etc/ngx-autotune/policies.d/nginx.policy # the operator's own file: dpkg keeps a directory that holds one
+
+# Purge: stopped, its state, log and group gone.
 check "apt-get purge ngx-autotune" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q ngx-autotune
 check "purge stopped the agent" sh -c '! pgrep -x ngx-autotune'
-check "purge removed /var/lib/ngx-autotune, /etc/ngx-autotune and the group" \
-	sh -c '[ ! -e /var/lib/ngx-autotune ] && [ ! -e /etc/ngx-autotune ] && ! getent group ngx-autotune'
+check "purge removed /var/lib/ngx-autotune, /etc/ngx-autotune, the setup's log and the group" \
+	sh -c '[ ! -e /var/lib/ngx-autotune ] && [ ! -e /etc/ngx-autotune ] && [ ! -e /var/log/nginx/ngx-autotune.log ] &&
+		! getent group ngx-autotune'
+check "after apt purge, /etc/nginx is as Debian's packages left it, byte for byte" nginx_stock
 check "nginx still serves" sh -c 'systemctl is-active nginx && curl -sf -o /dev/null http://127.0.0.1/'
 done_all=1

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Faults around nginx, with the real agent and a real nginx in a network namespace this test creates (nothing of
 # the host's is changed): an nginx -t that crashes and one that hangs (a wrapper script is the configured nginx
-# binary), kill -9 of the agent at random points of a change of nginx.keepalive_requests (journaled, tested,
+# binary), an operator's revert (--all, and of the change) while the change's nginx -t is held on a fifo (issue 23:
+# "revert started: 0 knob write(s)" and the change then kept; about 2 s), kill -9 of the agent at random points of a change of nginx.keepalive_requests (journaled, tested,
 # reloaded, in trial), and a stub_status that answers garbage or too slowly. Each time: nginx's configuration ends
 # as the operator wrote it (byte for byte) unless a change is rightly in force, READY=1 comes only when that holds,
 # the journal has no change left in applying, and status and the log say what failed. Set FAULTS_SEED to replay
@@ -32,6 +33,7 @@ for a; do
 	if [ "\$a" = -t ]; then
 		[ "\$mode" = crash ] && kill -SEGV \$\$
 		[ "\$mode" = hang ] && exec sleep 57.$$
+		[ "\$mode" = gate ] && read -r go <$TMP/gate
 	fi
 done
 exec nginx "\$@"
@@ -71,6 +73,30 @@ for mode in crash hang; do
 done
 wait_for 5 sh -c "! pgrep -f '^sleep 57.$$\$'" || fail "the hung nginx -t is still running"
 rm -f "$TMP/mode"
+
+# ---- a revert asked while a change of nginx is being applied (its nginx -t held on a fifo) ----------------------
+# The operator's revert covers a change whose nginx -t and reload are still under way: it is put back once that
+# write is done, and the answer says so. Costs about 2 s (four nginx -t and reloads).
+mkfifo "$TMP/gate"
+for how in all one; do
+	echo gate >"$TMP/mode"
+	ctl propose --now nginx.keepalive_requests=2000 >/dev/null || fail "revert $how: propose"
+	id=$(api "/v1/changes?knob=nginx.keepalive_requests" | jq '[.changes[] | select(.kind == "change")][0].id')
+	[ "$(change_state "$id")" = applying ] || fail "revert $how: change $id is $(change_state "$id"), want applying"
+	if [ $how = all ]; then out=$(ctl revert --all 2>&1); else out=$(ctl revert "$id" 2>&1); fi ||
+		fail "revert $how during the apply: $out"
+	rm -f "$TMP/mode"
+	timeout 10 sh -c "echo go >'$TMP/gate'" || fail "revert $how: nginx -t never waited at the gate"
+	sed 's/^/# /' <<<"$out"
+	grep -q "1 knob write" <<<"$out" && grep -q "change $id" <<<"$out" && grep -q "pending" <<<"$out" ||
+		fail "revert $how during the apply does not say what it does: $out"
+	wait_for 15 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$id | jq -e '.state == \"reverted\"'" ||
+		fail "revert $how during the apply: change $id is $(change_state "$id"), want reverted ($out)"
+	wait_for 5 same_conf || fail "revert $how: nginx's files are not the operator's: $(diff -r "$TMP/inc.orig" "$INC")"
+	[ "$(knob_live)" = 1000 ] || fail "revert $how: nginx.keepalive_requests reads $(knob_live), want 1000"
+	[ "$(stuck_rows)" = 0 ] || fail "revert $how: rows left in applying"
+	ok "ngxctl revert $([ $how = all ] && echo --all || echo ID) while change $id's nginx -t and reload are under way: put back once done, said so ($(head -1 <<<"$out"))"
+done
 
 # ---- kill -9 at random points of a change (journal, nginx -t, reload, trial) -----------------------------------
 for round in 1 2 3; do

@@ -11,7 +11,11 @@ TEST_NAME=package
 need_cmd dpkg-buildpackage dpkg-deb lintian rpmspec pkg-config git
 
 deb=$(build_deb) || fail "dpkg-buildpackage failed (see $builddir/packages/build.log)"
-ok "built $(basename "$deb")"
+# Automake refuses an out-of-tree configure of a source tree configured in place ("source directory already
+# configured"): tests/demo.sh's build/ failed after an in-tree dpkg-buildpackage (issue 23).
+[ ! -e "$builddir/packages/src/config.status" ] ||
+	fail "dpkg-buildpackage configured the source tree in place: an out-of-tree configure of it then fails"
+ok "built $(basename "$deb"), out of tree (the source tree is left unconfigured)"
 
 lintian --pedantic --display-info "$deb" >"$TMP/lintian.out" 2>&1
 grep -E '^(E|W): ' "$TMP/lintian.out" && fail "lintian: errors or warnings (above)"

@@ -165,6 +165,13 @@ static void no_agent_log(struct doctor_facts *f)
 	f->access_log[0] = '\0';
 }
 
+/* ngxctl setup --apply ran: the agent reads the log and the stub_status of the setup's setup.conf. */
+static void setup_applied(struct doctor_facts *f)
+{
+	snprintf(f->access_log, sizeof(f->access_log), FX "setup/logs/ngx-autotune.log");
+	snprintf(f->stub_url, sizeof(f->stub_url), "http://127.0.0.1:8190/nginx_status");
+}
+
 static void backend_5s(struct doctor_facts *f)
 {
 	no_agent(f);
@@ -190,6 +197,15 @@ static const struct conf_case conf_cases[] = {
 	  "I nginx.listen_backlog_default[*:80]\n"
 	  "I nginx.listen_backlog_default[[::]:80]\n" },
 	{ "tuned.txt", NULL, "" },
+	/* Debian's configuration after ngxctl setup --apply: the agent reads its own ngxat_json log, written beside
+	 * Debian's combined access.log, whose format is the operator's business (issue 23: log_format_timing[combined]
+	 * stayed, "fix: ngxctl setup --apply", and doctor exited 1 for ever). */
+	{ "setup.txt", setup_applied,
+	  "W nginx.upstream_keepalive[app] => nginx.upstream_keepalive 64\n"
+	  "I nginx.access_log_buffer\n"
+	  "I nginx.listen_backlog_default[*:80]\n"
+	  "I nginx.listen_backlog_default[127.0.0.1:8190]\n"
+	  "I nginx.listen_backlog_default[[::]:80]\n" },
 	/* worker_processes 1 on 4 CPUs, worker_rlimit_nofile below worker_connections, accept_mutex on without
 	 * reuseport, backlog=65535 above somaxconn 4096, rcvbuf= and sndbuf= on a listen; nginx writes no access
 	 * log for the agent. */
