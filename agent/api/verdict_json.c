@@ -208,10 +208,12 @@ static void evidence_text(json_t *o, const struct judge_evidence *ev)
 			rc_change = evfmt_objective_change(ev->dir, ev->mean, ev->lower, ev->upper, change,
 							   sizeof(change));
 		if (ev->per_second) {
-			/* The arms in their own unit (per second), then the change as evfmt_summary says it. */
-			snprintf(line, sizeof(line), "%s %s -> %s%s%s", evfmt_label(ev->objective), a, b,
-				 rc_change == 0 ? ", " : "", rc_change == 0 ? change : "");
-			rc_line = 0;
+			/* The arms in their own unit (per second), then the change as evfmt_summary says it (a line cut
+			 * short is still readable). */
+			int k = snprintf(line, sizeof(line), "%s %s -> %s%s%s", evfmt_label(ev->objective), a, b,
+					 rc_change == 0 ? ", " : "", rc_change == 0 ? change : "");
+
+			rc_line = k >= 0 && (size_t)k < sizeof(line) ? 0 : -ENOSPC;
 		} else {
 			rc_line = evfmt_summary(ev->objective, ev->dir, ma, mb, ev->mean, ev->lower, ev->upper, line,
 						sizeof(line));
