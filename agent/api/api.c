@@ -821,7 +821,7 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen)
 	api->a = a;
 	api->unix_l.fd = api->tcp_l.fd = -1;
 	api->tcp_l.tcp = true;
-	api->reserve_fd = -1;
+	api->reserve_fd = api->head_epfd = -1;
 	r = api_conns_init(api);
 	if (r < 0)
 		snprintf(err, errlen, "the API's connection table: %s", strerror(-r));
@@ -890,6 +890,10 @@ void api_stop(struct api *api)
 	if (api->deadlines.data) {
 		uv_timer_stop(&api->deadlines);
 		uv_close((uv_handle_t *)&api->deadlines, on_closed);
+	}
+	if (api->heads.data) {
+		uv_poll_stop(&api->heads);
+		uv_close((uv_handle_t *)&api->heads, on_closed);
 	}
 	stop_listener(&api->unix_l);
 	stop_listener(&api->tcp_l);

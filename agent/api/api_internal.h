@@ -68,6 +68,8 @@ struct api {
 	struct api_conn *conns;
 	struct api_conn *adding;  /* the connection being handed to MHD (its NOTIFY_STARTED) */
 	uv_timer_t deadlines;     /* the earliest deadline of a connection */
+	int head_epfd;            /* epoll set (edge-triggered) of the connections whose head is not complete yet */
+	uv_poll_t heads;          /* the loop's watch of head_epfd */
 	int reserve_fd;           /* given up to accept (and refuse) a connection when the agent is out of files */
 	uint64_t refused, evicted, expired;
 };
