@@ -290,18 +290,23 @@ static void url_knob(const char *url, const char *body, size_t len, char *out, s
  * Every act leaves an audit row with its actor and peer: the engine's own (propose, approve, revert...), written
  * while the request is handled, or else (pause, resume, an act refused with 4xx) this one: the request and the
  * HTTP status it got. One row per act, so that the same act repeated collapses into one row with a count. Every
- * refusal (401, 403) is a "denied" row.
+ * refusal (401, 403) is a "denied" row. The detail quotes the client's body and the problem it got (which may quote
+ * the body too): it is stored escaped as termsafe.h escapes (a byte that is not UTF-8 made every later GET
+ * /v1/audit fail, issue 22 R7; raw control bytes reached the log), and cut only between characters.
  */
 static void audit_request(struct api *api, struct api_req *req, const char *url, bool denied)
 {
 	static const char *const fields_fmt[] = {"NGXAT_ACTOR=%s", "NGXAT_PEER=%s", "NGXAT_KNOB=%s"};
 	struct audit_row *row = calloc(1, sizeof(*row));
-	char fields[3][96];
+	char fields[3][96], *raw = malloc(sizeof(row->detail));
 	const char *fv[] = {fields[0], fields[1], fields[2], NULL};
 	int n;
 
-	if (!row)
+	if (!row || !raw) {
+		free(row);
+		free(raw);
 		return;
+	}
 	row->ts = agent_now_ms(api->a);
 	snprintf(row->actor, sizeof(row->actor), "%s", req->actor[0] ? req->actor : "unknown");
 	snprintf(row->peer, sizeof(row->peer), "%s", req->peer);
@@ -312,12 +317,14 @@ static void audit_request(struct api *api, struct api_req *req, const char *url,
 		snprintf(row->outcome, sizeof(row->outcome), "%u", req->status);
 	else
 		snprintf(row->outcome, sizeof(row->outcome), "error");
-	n = snprintf(row->detail, sizeof(row->detail), "POST %.300s", url);
+	n = snprintf(raw, sizeof(row->detail), "POST %.300s", url);
 	if (!denied && req->len)
-		n += snprintf(row->detail + n, sizeof(row->detail) - (size_t)n, " %.1000s%s", req->body,
+		n += snprintf(raw + n, sizeof(row->detail) - (size_t)n, " %.1000s%s", req->body,
 			      req->len > 1000 ? "..." : "");
 	if (req->status >= 400 && req->problem[0])
-		snprintf(row->detail + n, sizeof(row->detail) - (size_t)n, ": %s", req->problem);
+		snprintf(raw + n, sizeof(row->detail) - (size_t)n, ": %s", req->problem);
+	termsafe_escape(raw, strlen(raw), row->detail, sizeof(row->detail));
+	free(raw);
 	if (store_audit_append(api->a->store, row) == 0)
 		events_audit(row);
 	for (int i = 0; i < 3; i++)

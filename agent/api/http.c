@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "api/wire_text.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -97,8 +98,9 @@ static const char *status_title(unsigned status)
 /* The problem object (RFC 9457) for STATUS with DETAIL. */
 static json_t *problem_json(unsigned status, const char *detail)
 {
-	return json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE, status_title(status),
-			 API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail);
+	/* A detail may quote what a client sent (jansson's error near a byte that is not UTF-8): wire_text. */
+	return json_pack("{s:s, s:s, s:i, s:o}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE, status_title(status),
+			 API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, wire_text(detail));
 }
 
 enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)

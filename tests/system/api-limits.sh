@@ -15,6 +15,9 @@
 #   closed are dropped at once; the 10, completed, are answered. Costs about 4 s.
 # - why and comment with control characters are refused 400; a row stored with ESC, CR and LF is shown escaped by
 #   ngxctl history.
+# - A body with a byte that is not UTF-8 (and one cut at 1000 bytes inside a character) is stored escaped in the
+#   audit trail, and a raw row planted in the store is answered escaped: GET /v1/audit and ngxctl audit answer
+#   (issue 22, R7: 503 "Cannot allocate memory" for good). About 1 s.
 TEST_EXCLUSIVE=1
 TEST_NAME=apilimits
 . "$(dirname "$0")/lib.sh"
@@ -397,4 +400,35 @@ out=$("$NGXCTL" -s "$TMP/api.sock" history) || fail "ngxctl history"
 LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out" && fail "ngxctl history printed a control character: $(od -c <<<"$out" | head)"
 grep -qF 'x\x1b[2J\r\nforged\xc2\x9b31m' <<<"$out" || fail "ngxctl history did not escape the row: $out"
 ok "ngxctl history shows a stored row with ESC, CR, LF and a C1 CSI escaped"
+
+# ---- R7 (issue 22): one byte that is not UTF-8 may not poison the audit trail ----
+# A body of {"why":"\xff"} (refused 400) and one cut at 1000 bytes inside a two-byte character were stored raw in
+# the audit row, which jansson then refused to render: GET /v1/audit and ngxctl audit answered 503 "store: Cannot
+# allocate memory" from then on. What is stored is escaped; a raw row already stored (an older agent) is escaped
+# where it is rendered.
+printf '{"why":"\xff"}' >"$TMP/bad.json"
+code=$(curl -s -o "$TMP/bad.out" -w '%{http_code}' --unix-socket "$TMP/api.sock" --data-binary @"$TMP/bad.json" \
+	http://localhost/v1/pause)
+[ "$code" = 400 ] || fail "{\"why\":\"\\xff\"} to /v1/pause: $code $(cat "$TMP/bad.out")"
+"$PY" -c 'import sys; sys.stdout.write("{\"why\":\"x" + "\u00e9" * 800 + "\"}")' >"$TMP/cut.json"
+code=$(curl -s -o "$TMP/bad.out" -w '%{http_code}' --unix-socket "$TMP/api.sock" --data-binary @"$TMP/cut.json" \
+	http://localhost/v1/pause)
+[ "$code" = 400 ] || fail "a long why to /v1/pause: $code $(cat "$TMP/bad.out")"
+"$PY" - "$TMP/store/ngx-autotune.db" <<'PYEOF' || fail "cannot plant an audit row that is not UTF-8"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.execute("INSERT INTO audit(ts, last_ts, actor, peer, action, outcome, detail) VALUES"
+           " (1, 1, CAST(X'726f6f74ff' AS TEXT), 'unix:uid=0', 'request', '400', CAST(X'6f6c64c3' AS TEXT))")
+db.commit()
+PYEOF
+out=$(curl -s -w '\n%{http_code}' --unix-socket "$TMP/api.sock" 'http://localhost/v1/audit?limit=1000')
+[ "${out##*$'\n'}" = 200 ] || fail "GET /v1/audit after a byte that is not UTF-8: ${out##*$'\n'} ${out%$'\n'*}"
+body=${out%$'\n'*}
+jq -e '[.audit[].detail | select(test("^POST /v1/pause \\{\"why\":\"\\\\xff\"\\}"))] | length == 1' <<<"$body" >/dev/null ||
+	fail "the row of {\"why\":\"\\xff\" is not stored escaped: $(jq -c '[.audit[] | select(.detail | test("pause"))]' <<<"$body")"
+jq -e '[.audit[] | select(.actor == "root\\xff" and .detail == "old\\xc3")] | length == 1' <<<"$body" >/dev/null ||
+	fail "the planted row is not rendered escaped: $(jq -c '.audit[-1]' <<<"$body")"
+out=$("$NGXCTL" -s "$TMP/api.sock" audit -n 1000) || fail "ngxctl audit after a byte that is not UTF-8: $out"
+grep -qF 'old\xc3' <<<"$out" || fail "ngxctl audit does not show the planted row: $out"
+ok "a body with a byte that is not UTF-8 (and one cut inside a character) is stored escaped; a raw row stored before is rendered escaped; GET /v1/audit and ngxctl audit answer"
 echo "PASS: $checks checks"
