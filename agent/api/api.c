@@ -443,8 +443,8 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 	enum MHD_Result r;
 	bool allowed;
 
-	/* Every request, the first of a connection (already checked raw, api_conn.c) and those kept alive after it:
-	 * an answer queued now makes MHD close the connection, so no second request hides in this one's body. */
+	/* The connection's one request (its head already checked raw, api_conn.c; every answer closes the connection,
+	 * http.c), as libmicrohttpd parsed it: an answer queued now closes the connection before any body is read. */
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
 	if (http_framing_check(&f, strcmp(version, MHD_HTTP_VERSION_1_0) != 0, detail, sizeof(detail)) < 0)
 		return api_send_problem(c, 400, "%s", detail);
@@ -464,8 +464,8 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 			return api_send_problem(c, 405, "%s is not a method of this API", method);
 		if (upload_size || has_body(c))
 			return api_send_problem(c, 413, "GET requests take no body");
-		/* Answered on the next call, once MHD has the whole request: an answer queued with the headers makes
-		 * libmicrohttpd (0.9.75) close the connection after it, so no client could keep one alive. */
+		/* Answered on the next call, once MHD has the whole request (an answer queued with the headers makes
+		 * libmicrohttpd 0.9.75 discard the rest of the request). */
 		req->get = true;
 		return MHD_YES;
 	}

@@ -9,7 +9,9 @@
 # - 64 addresses with one connection each fill the tokenless share: a 65th gets 503 problem+json at once.
 # - Framing: two Content-Lengths, Content-Length with Transfer-Encoding (and a request smuggled behind it), no
 #   Host, two Hosts, two Origins, a request line of garbage, a malformed header: each is 400 problem+json, answered
-#   once, the connection closed; a second request on a kept-alive connection is held to the same rules.
+#   once, the connection closed. A second request on a connection (a space before the colon, a folded header, a bare
+#   CR: libmicrohttpd took them as they came and a body ran as a request of its own, issue 22 R8) is never read:
+#   every answer closes its connection.
 # - 10 half-sent requests ("G", half a request line, half a header) held 3 s, over both listeners: the agent's CPU
 #   (utime + stime of /proc/PID/stat) stays under 20% of a core (issue 22, R1: it spun at 100%); 5 whose client
 #   closed are dropped at once; the 10, completed, are answered. Costs about 4 s.
@@ -250,21 +252,48 @@ def framing():
         ("two Origins", tcp, "POST /v1/pause HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1:%d\r\nOrigin: http://evil\r\nContent-Length: 0\r\n\r\n" % (PORT, PORT), "more than one Origin"),
         ("garbage", unix, "\x16\x03\x01\x00\xa5\x01\x00", "the request line is not"),
         ("a malformed header", unix, "GET /v1/status HTTP/1.1\r\n" + H + "X-No-Colon\r\n\r\n", "a header line is not NAME: VALUE"),
-        ("a second request framed two ways", unix, "GET /v1/status HTTP/1.1\r\n" + H + "\r\nPOST /v1/pause HTTP/1.1\r\n" + H + "Content-Length: 2\r\nContent-Length: 9\r\n\r\n{}", "more than one Content-Length"),
     ]
     for name, mk, req, want in cases:
         d, closed = raw(mk, req.encode("latin-1"))
-        if name.startswith("a second"):
-            first, _, d = d.partition(b"HTTP/1.1 400")
-            d = b"HTTP/1.1 400" + d
-            if status_of(first) != 200:
-                fail("%s: the first request: %r" % (name, first[:200]))
         if status_of(d) != 400 or not closed or len(re.findall(rb"HTTP/1\.1 \d\d\d ", d)) != 1:
             fail("%s: %r (closed: %s)" % (name, d[:400], closed))
         p = problem(d)
         if want not in p["detail"]:
             fail("%s: detail %r" % (name, p["detail"]))
     print("ok: each framing case is 400 problem+json, answered once, the connection closed")
+    # Issue 22, R8: libmicrohttpd parses the requests after a connection's first (only the first's head is checked
+    # raw), and it takes "Content-Length : 38" for no length (the body, a request of its own, was executed), and
+    # folded headers and bare CRs as they come. Every connection now carries one request: its first answer says
+    # Connection: close, and nothing after it on the connection is read (whether sent at once or after the answer).
+    inner = "POST /v1/pause HTTP/1.1\r\n" + H + "\r\n"
+    seconds = [
+        ("a space before the colon", "POST /v1/resume HTTP/1.1\r\n" + H + "Content-Length : %d\r\n\r\n%s" % (len(inner), inner)),
+        ("a folded Content-Length", "POST /v1/resume HTTP/1.1\r\n" + H + "Content-Length: \r\n %d\r\n\r\n%s" % (len(inner), inner)),
+        ("a bare CR", "GET /v1/status HTTP/1.1\r\n" + H + "X-A: a\rContent-Length: 0\r\n\r\n" + inner),
+        ("framed two ways", "POST /v1/pause HTTP/1.1\r\n" + H + "Content-Length: 2\r\nContent-Length: 9\r\n\r\n{}"),
+    ]
+    first = "GET /v1/status HTTP/1.1\r\n" + H + "\r\n"
+    for name, second in seconds:
+        for at_once in (True, False):
+            s = unix()
+            s.sendall(first.encode() + (second.encode() if at_once else b""))
+            d, closed = read_all(s, 0.5)
+            if not at_once and not closed:
+                try:
+                    s.sendall(second.encode())
+                except OSError:
+                    pass
+                more, closed = read_all(s, 2.0)
+                d += more
+            s.close()
+            head = d.partition(b"\r\n\r\n")[0].lower()
+            if status_of(d) != 200 or not closed or len(re.findall(rb"HTTP/1\.1 \d\d\d ", d)) != 1 or \
+                    b"connection: close" not in head:
+                fail("a second request with %s (%s): %r (closed: %s)" % (name, "at once" if at_once else "after the answer", d[:400], closed))
+    t = json.loads(raw(unix, ("GET /v1/trials/current HTTP/1.1\r\n" + H + "Connection: close\r\n\r\n").encode())[0].partition(b"\r\n\r\n")[2])
+    if t.get("paused") is not False:
+        fail("a request hidden in a second request's body was executed: paused %r" % t.get("paused"))
+    print("ok: a second request on a connection (a space before the colon, folded, a bare CR, framed two ways; sent at once or after the answer) is never read: one answer, Connection: close; the request hidden in its body was not executed")
 
 def slow_one():
     s = unix()
