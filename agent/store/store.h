@@ -183,8 +183,9 @@ int store_knob_put(struct store *st, const struct knob_row *row);
 int store_original_note(struct store *st, const char *knob, const char *original);
 typedef int (*store_original_cb)(void *ctx, const char *knob, const char *original);
 /* The originals file of the store at STORE_PATH, line by line in the order written (the last line of a knob is its
- * original); CB's non-zero stops and is returned. 0, -ENOENT (no such file), -EBADMSG (a malformed line: ERR says
- * which), -errno. */
+ * original); CB's non-zero stops and is returned. A malformed line is skipped and the lines after it still read:
+ * then -EBADMSG at the end, ERR naming each such line (FILE:LINE and its start). 0, -ENOENT (no such file), -errno
+ * (ERR says which). */
 int store_originals_read(const char *store_path, store_original_cb cb, void *ctx, char *err, size_t errlen);
 
 /* Append ROW (id set), or, when the newest row is the same event (actor, peer, action, knob, change, outcome,
