@@ -444,6 +444,8 @@ int main(int argc, char **argv)
 	store_options_default(&so);
 	so.frames_retention_s = a->cfg.frames_retention_ms / 1000;
 	so.rollups_retention_s = a->cfg.rollups_retention_ms / 1000;
+	so.audit_retention_s = a->cfg.audit_retention_ms / 1000;
+	so.denied_retention_s = a->cfg.denied_retention_ms / 1000;
 	if (m.revert && strcmp(m.revert, "all") == 0 && stat(a->cfg.store_path, &sb) < 0 && errno == ENOENT) {
 		/* No store to open: one made now would be empty, and a second revert would find nothing to do in it. */
 		log_warn("there is no store %s", a->cfg.store_path);

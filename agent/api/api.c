@@ -67,16 +67,17 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 	}
 }
 
-/* The API's own connections: open now, and since the start refused (no place), closed to make room, timed out. */
+/* The API's own connections: open now, and since the start refused (no place), closed to make room, timed out;
+ * and the requests refused for who sent them. */
 static json_t *conns_json(const struct api *api)
 {
 	size_t open = 0;
 
 	for (size_t i = 0; i < api->nslots; i++)
 		open += api->adm[i].used && !api->adm[i].closing;
-	return json_pack("{s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open, API_K_CONNS_REFUSED,
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open, API_K_CONNS_REFUSED,
 			 (json_int_t)api->refused, API_K_CONNS_EVICTED, (json_int_t)api->evicted, API_K_CONNS_EXPIRED,
-			 (json_int_t)api->expired);
+			 (json_int_t)api->expired, API_K_CONNS_DENIED, (json_int_t)(api->denied_401 + api->denied_403));
 }
 
 static json_t *status_json(struct api *api)
@@ -287,6 +288,87 @@ static void url_knob(const char *url, const char *body, size_t len, char *out, s
 }
 
 /*
+ * Requests refused for who sent them are counted, and sampled into the audit trail: each was a synced row and a log
+ * line, and an unprivileged user varying the path wrote 2,032 a second (issue 22, R4). The first refusal of each
+ * kind (the same row: actor, peer, status, path and problem) in API_DENIED_WINDOW_MS is a row and a log line; the
+ * others in that window are counted into the row when the window ends (on the heartbeat, and at stop). Kinds beyond
+ * API_DENIED_KINDS at once share one row a window. So refusals add at most API_DENIED_KINDS + 1 rows a minute
+ * whoever sends them, kept [store] denied_retention.
+ */
+static uint64_t row_hash(const struct audit_row *row)
+{
+	const char *const parts[] = {row->actor, row->peer, row->outcome, row->detail};
+	uint64_t h = 14695981039346656037ULL; /* FNV-1a; a collision only merges two kinds' counts */
+
+	for (size_t i = 0; i < 4; i++)
+		for (const char *p = parts[i];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+			if (!*p)
+				break;
+		}
+	return h;
+}
+
+/* The refusals sampled out of K's window counted into its row; K is free again. */
+static void denied_close(struct api *api, struct api_denied_kind *k)
+{
+	if (k->more && k->row_id && store_audit_add(api->a->store, k->row_id, (int64_t)k->more, k->last_ms) == 0)
+		log_info("%s denied from %s: %llu more requests refused %s in the minute of audit row %lld, counted there",
+			 k->actor, k->peer, (unsigned long long)k->more, k->outcome, (long long)k->row_id);
+	else if (k->more)
+		log_warn("%s denied from %s: %llu more requests refused %s; the audit trail could not count them",
+			 k->actor, k->peer, (unsigned long long)k->more, k->outcome);
+	*k = (struct api_denied_kind){0};
+}
+
+/* Close the windows that have ended (ALL: every one). */
+static void denied_flush(struct api *api, bool all)
+{
+	int64_t now = agent_now_ms(api->a);
+
+	for (size_t i = 0; i <= API_DENIED_KINDS; i++)
+		if (api->denied[i].used && (all || now - api->denied[i].since_ms >= API_DENIED_WINDOW_MS))
+			denied_close(api, &api->denied[i]);
+}
+
+/* Whether ROW (a refusal) is written (the first of its kind in a window: *KIND takes its id; *SHARED: as the row of
+ * the kinds beyond the others) or only counted into a row written before. */
+static bool denied_sample(struct api *api, const struct audit_row *row, struct api_denied_kind **kind,
+			  bool *shared)
+{
+	struct api_denied_kind *k, *slot = NULL;
+	int64_t now = agent_now_ms(api->a);
+	uint64_t h = row_hash(row);
+
+	denied_flush(api, false);
+	for (size_t i = 0; i < API_DENIED_KINDS; i++) {
+		k = &api->denied[i];
+		if (k->used && k->hash == h) {
+			k->more++;
+			k->last_ms = now;
+			return false;
+		}
+		if (!k->used && !slot)
+			slot = k;
+	}
+	if (!slot) {
+		slot = &api->denied[API_DENIED_KINDS];
+		*shared = true;
+		if (slot->used) {
+			slot->more++;
+			slot->last_ms = now;
+			return false;
+		}
+	}
+	*slot = (struct api_denied_kind){.used = true, .hash = h, .since_ms = now, .last_ms = now};
+	snprintf(slot->actor, sizeof(slot->actor), "%s", *shared ? "*" : row->actor);
+	snprintf(slot->peer, sizeof(slot->peer), "%s", *shared ? "*" : row->peer);
+	snprintf(slot->outcome, sizeof(slot->outcome), "%s", row->outcome);
+	*kind = slot;
+	return true;
+}
+
+/*
  * Every act leaves an audit row with its actor and peer: the engine's own (propose, approve, revert...), written
  * while the request is handled, or else (pause, resume, an act refused with 4xx) this one: the request and the
  * HTTP status it got. One row per act, so that the same act repeated collapses into one row with a count. Every
@@ -300,8 +382,14 @@ static void audit_request(struct api *api, struct api_req *req, const char *url,
 	struct audit_row *row = calloc(1, sizeof(*row));
 	char fields[3][96], *raw = malloc(sizeof(row->detail));
 	const char *fv[] = {fields[0], fields[1], fields[2], NULL};
+	struct api_denied_kind *kind = NULL;
+	bool shared = false;
 	int n;
 
+	if (denied && req->status == 401)
+		api->denied_401++;
+	else if (denied)
+		api->denied_403++;
 	if (!row || !raw) {
 		free(row);
 		free(raw);
@@ -310,7 +398,7 @@ static void audit_request(struct api *api, struct api_req *req, const char *url,
 	row->ts = agent_now_ms(api->a);
 	snprintf(row->actor, sizeof(row->actor), "%s", req->actor[0] ? req->actor : "unknown");
 	snprintf(row->peer, sizeof(row->peer), "%s", req->peer);
-	snprintf(row->action, sizeof(row->action), "%s", denied ? "denied" : "request");
+	snprintf(row->action, sizeof(row->action), "%s", denied ? STORE_AUDIT_DENIED : "request");
 	url_knob(url, req->body, req->len, row->knob, sizeof(row->knob));
 	row->change_id = url_id(url);
 	if (req->status)
@@ -324,9 +412,21 @@ static void audit_request(struct api *api, struct api_req *req, const char *url,
 	if (req->status >= 400 && req->problem[0])
 		snprintf(raw + n, sizeof(row->detail) - (size_t)n, ": %s", req->problem);
 	termsafe_escape(raw, strlen(raw), row->detail, sizeof(row->detail));
+	if (denied && !denied_sample(api, row, &kind, &shared)) {
+		free(raw);
+		free(row);
+		return;
+	}
+	if (shared) {
+		snprintf(raw, sizeof(row->detail), "the first of the refusals of more than %d kinds in a minute, counted "
+			 "in this row: %.3900s", API_DENIED_KINDS, row->detail);
+		termsafe_escape(raw, strlen(raw), row->detail, sizeof(row->detail)); /* cut between characters */
+	}
 	free(raw);
 	if (store_audit_append(api->a->store, row) == 0)
 		events_audit(row);
+	if (kind)
+		kind->row_id = row->id;
 	for (int i = 0; i < 3; i++)
 		snprintf(fields[i], sizeof(fields[i]), fields_fmt[i], i == 0 ? row->actor : i == 1 ? row->peer : row->knob);
 	log_fields(denied ? LOG_WARNING : LOG_INFO, fv, "%s %s from %s: %s (%s)", row->actor, row->action, row->peer,
@@ -778,6 +878,7 @@ static void on_heartbeat(uv_timer_t *t)
 {
 	struct api *api = t->data;
 
+	denied_flush(api, false);
 	events_publish(API_EV_STATUS, status_json(api));
 }
 
@@ -886,6 +987,7 @@ void api_stop(struct api *api)
 	if (!api)
 		return;
 	handles = api->open_handles > 0;
+	denied_flush(api, true);
 	events_set_listener(NULL, NULL);
 	/* MHD must not be stopped with a suspended connection: every stream is resumed and ends first. */
 	api_events_close_all(api);

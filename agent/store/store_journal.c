@@ -23,6 +23,7 @@ enum {
 	J_KNOB_PUT,
 	J_AUDIT_LAST,
 	J_AUDIT_BUMP,
+	J_AUDIT_ADD,
 	J_AUDIT_INSERT,
 	J_AUDIT_QUERY,
 	J_COUNT
@@ -46,6 +47,7 @@ static const char *const jsql[J_COUNT] = {
 	[J_AUDIT_LAST] = "SELECT id, actor, peer, action, knob, change_id, outcome, detail FROM audit"
 			 " ORDER BY id DESC LIMIT 1",
 	[J_AUDIT_BUMP] = "UPDATE audit SET count = count + 1, last_ts = ?2 WHERE id = ?1",
+	[J_AUDIT_ADD] = "UPDATE audit SET count = count + ?2, last_ts = MAX(last_ts, ?3) WHERE id = ?1",
 	[J_AUDIT_INSERT] = "INSERT INTO audit(ts, last_ts, actor, peer, action, knob, change_id, outcome, detail)"
 			   " VALUES(?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[J_AUDIT_QUERY] = "SELECT " AUDIT_COLS " FROM audit WHERE (?1 = 0 OR ts >= ?1) AND (?2 = 0 OR ts < ?2)"
@@ -402,6 +404,22 @@ static int audit_flush(struct store *st)
 	memmove(st->audit_held, st->audit_held + done, (st->audit_nheld - done) * sizeof(*st->audit_held));
 	st->audit_nheld -= done;
 	return r;
+}
+
+int store_audit_add(struct store *st, int64_t id, int64_t n, int64_t last_ts)
+{
+	int rc;
+	sqlite3_stmt *s = stmt(st, J_AUDIT_ADD, &rc);
+
+	if (rc != SQLITE_OK)
+		return fail(st, "audit", rc);
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, n);
+	sqlite3_bind_int64(s, 3, last_ts);
+	rc = durable(st, s);
+	if (rc != SQLITE_OK)
+		return fail(st, "audit", rc);
+	return sqlite3_changes(st->db) ? 0 : -ENOENT;
 }
 
 size_t store_audit_held(const struct store *st)

@@ -17,6 +17,9 @@
 #   closed are dropped at once; the 10, completed, are answered. Costs about 4 s.
 # - why and comment with control characters are refused 400; a row stored with ESC, CR and LF is shown escaped by
 #   ngxctl history.
+# - 300 POSTs of another user on the socket and 300 tokenless over TCP, each to another path, all refused 403 (issue
+#   22, R4: each was a synced audit row and a log line): counted in /v1/status and /metrics, 17 audit rows and 17 log
+#   lines (16 kinds, then one shared row); at stop the rows count the 600. About 3 s.
 # - A body with a byte that is not UTF-8 (and one cut at 1000 bytes inside a character) is stored escaped in the
 #   audit trail, and a raw row planted in the store is answered escaped: GET /v1/audit and ngxctl audit answer
 #   (issue 22, R7: 503 "Cannot allocate memory" for good). About 1 s.
@@ -366,6 +369,64 @@ def half_sent(pid):
     print("ok: 10 half-sent requests held 3 s: the agent used %.1f%% of a core; 5 closed half-sent were dropped at once; "
           "each held one, completed, was answered 200" % (share * 100))
 
+def api_json(path):
+    d, _ = raw(unix, ("GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" % path).encode())
+    return d.partition(b"\r\n\r\n")[2]
+
+def denied_rows():
+    return [r for r in json.loads(api_json("/v1/audit?limit=1000"))["audit"] if r["action"] == "denied"]
+
+def denied(user, log):
+    # Issue 22, R4: every refused request was an audit row (a synced write) and a log line, and an unprivileged user
+    # varying the path wrote 2,032 a second. Now they are counted (/v1/status, /metrics) and sampled: the first of
+    # each kind (the same row) in a minute is a row and a log line, the others are counted into it, and beyond 16
+    # kinds a minute the rest share one row: 600 refusals to 600 paths make 17 rows (the counts are checked at stop).
+    n0 = json.loads(api_json("/v1/status"))["api"].get("denied", 0)
+    rows0, lines0 = len(denied_rows()), open(log, "rb").read().count(b" denied from ")
+    code = ("import socket,sys\n"
+            "bad=0\n"
+            "for i in range(300):\n"
+            "  s=socket.socket(socket.AF_UNIX);s.connect(sys.argv[1])\n"
+            "  s.sendall(b'POST /v1/changes/%d/revert HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n' % (i + 1))\n"
+            "  d=b''\n"
+            "  while True:\n"
+            "    b=s.recv(65536)\n"
+            "    if not b: break\n"
+            "    d+=b\n"
+            "  bad+=not d.startswith(b'HTTP/1.1 403 ')\n"
+            "  s.close()\n"
+            "print(bad)\n")
+    out = subprocess.run(["setpriv", "--reuid=" + user, "--regid=" + user, "--clear-groups", sys.executable, "-c",
+                          code, SOCK], stdout=subprocess.PIPE, check=True).stdout
+    if int(out) != 0:
+        fail("%s of 300 POSTs of another user were not answered 403" % out.strip().decode())
+    for i in range(300):
+        d, _ = raw(tcp, ("POST /v1/changes/%d/revert HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n"
+                         "Connection: close\r\n\r\n" % (i + 1, PORT)).encode())
+        if status_of(d) != 403:
+            fail("a tokenless POST over TCP: %r" % d[:200])
+    n = json.loads(api_json("/v1/status"))["api"].get("denied", 0) - n0
+    if n != 600:
+        fail("/v1/status api.denied grew by %d for 600 refused requests" % n)
+    prom = api_json("/metrics").decode()
+    m = re.search(r'^ngxat_api_requests_denied_total\{status="403"\} (\d+)$', prom, re.M)
+    if not m or int(m.group(1)) < 600:
+        fail("/metrics: %r" % [l for l in prom.splitlines() if "denied" in l])
+    rows = denied_rows()
+    new = len(rows) - rows0
+    lines = open(log, "rb").read().count(b" denied from ") - lines0
+    if new != 17 or lines != 17:
+        fail("600 refused requests to 600 paths wrote %d audit rows and %d log lines, not 17 and 17" % (new, lines))
+    if not any(r["actor"] == user and r["detail"].startswith("POST /v1/changes/1/revert: ") and r["outcome"] == "403"
+               for r in rows):
+        fail("no row for the first refused request of %s: %r" % (user, rows[:2]))
+    shared = [r for r in rows if r["detail"].startswith("the first of the refusals of more than 16 kinds in a minute, "
+                                                         "counted in this row: POST /v1/changes/17/revert: ")]
+    if len(shared) != 1:
+        fail("no shared row for the refusals beyond 16 kinds: %r" % rows[:3])
+    print("ok: 600 refused requests (300 of another user on the socket, 300 tokenless over TCP, each to another "
+          "path): counted 600 in /v1/status and /metrics, 17 audit rows and 17 log lines")
+
 def attacker(user, secs):
     """2000 connections to the socket from a process running as another user, held SECS; prints how many opened."""
     code = ("import socket,sys,time\n"
@@ -388,6 +449,8 @@ elif what == "framing":
     framing()
 elif what == "slow":
     slow_one()
+elif what == "denied":
+    denied(sys.argv[4], sys.argv[5])
 elif what == "half":
     half_sent(int(sys.argv[4]))
 elif what == "flood":
@@ -398,6 +461,7 @@ PYEOF
 run() { "$PY" "$TMP/attack.py" "$TMP/api.sock" "$PORT" "$@" || fail "$1"; }
 run wedge && ok "the 64-idle wedge: closed at the deadline, the API answers after (socket and TCP)"
 run half "$AGENT_PID" && ok "half-sent requests: the agent waits on their sockets (near idle), answers them once whole"
+run denied "$ATT" "$TMP/agent.log" && ok "refused requests: counted, one audit row and one log line per kind a minute"
 run framing && ok "framing: every case refused 400 problem+json, one answer, connection closed"
 run slow && ok "slowloris: a byte a second is cut at the request deadline"
 run refused && ok "no place may be taken: one more connection gets 503 problem+json at once"
@@ -460,4 +524,16 @@ jq -e '[.audit[] | select(.actor == "root\\xff" and .detail == "old\\xc3")] | le
 out=$("$NGXCTL" -s "$TMP/api.sock" audit -n 1000) || fail "ngxctl audit after a byte that is not UTF-8: $out"
 grep -qF 'old\xc3' <<<"$out" || fail "ngxctl audit does not show the planted row: $out"
 ok "a body with a byte that is not UTF-8 (and one cut inside a character) is stored escaped; a raw row stored before is rendered escaped; GET /v1/audit and ngxctl audit answer"
+
+# ---- R4: the refusals sampled out of the trail are counted into its rows (at the latest when the agent stops) ----
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "the agent did not stop cleanly"
+n=$("$PY" - "$TMP/store/ngx-autotune.db" <<'PYEOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+print(db.execute("SELECT count(*), sum(count) FROM audit WHERE action = 'denied'").fetchone())
+PYEOF
+)
+[ "$n" = "(17, 600)" ] || fail "the denied rows (rows, refusals counted) are $n, not 17 rows counting 600"
+ok "at stop, the refusals sampled out are counted into their rows: 17 rows count the 600"
 echo "PASS: $checks checks"
