@@ -9,13 +9,13 @@
 #     the ways out, never starts afresh; --revert all puts the knobs back from the originals file;
 #   - the originals file with a malformed line, or gone with the store (issue 22, R9): --revert all puts back what the
 #     good lines hold and exits 1 naming the damaged line; with no record at all it exits 1 naming the knobs as they
-#     read now, and makes no store. About 5 s.
+#     read now, and makes no store; the originals file immutable: a proposal is answered 500, not 400. About 5 s.
 # The host's own sysctls are never touched: every knob is a file of the fake tree.
 TEST_EXCLUSIVE=1
 TEST_NAME=faults-store
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd jq curl sqlite3 mount umount
+need_cmd jq curl sqlite3 mount umount chattr
 
 R=$TMP/root
 make_fake_root "$R" 4242
@@ -171,6 +171,17 @@ ok "the store gone mid-trial: no fresh start, no READY=1; --revert all puts the 
 rm -f "$DB" "$DB-wal" "$DB-shm" "$DB.originals"
 start_agent
 wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1 on a new store"
+# The originals file immutable (chattr +i): its EPERM is the server's failure, 500, not a refused request's 400.
+: >"$DB.originals"
+chattr +i "$DB.originals" || fail "chattr +i"
+CLEANUP+=("chattr -i $DB.originals")
+code=$(curl -s -o "$TMP/body" -w '%{http_code}' --unix-socket "$TMP/api.sock" \
+	-d '{"knob":"net.core.somaxconn","value":"4096","now":true}' http://localhost/v1/proposals)
+chattr -i "$DB.originals"
+[ "$code" = 500 ] && grep -q "cannot keep a copy of net.core.somaxconn's original value: Operation not permitted" "$TMP/body" ||
+	fail "a proposal with the originals file immutable: $code $(cat "$TMP/body")"
+[ "$(cat "$SOMAX")" = 128 ] || fail "somaxconn written without a copy of its original"
+ok "the originals file cannot be written (immutable): the proposal is answered 500 (not 400), nothing written"
 ctl propose --now net.core.somaxconn=4096 >/dev/null || fail "propose somaxconn"
 sid=$(api "/v1/changes?knob=net.core.somaxconn" | jq '[.changes[] | select(.kind == "change")][0].id')
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$sid | jq -e '.state == \"kept\"'" ||
