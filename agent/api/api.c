@@ -490,6 +490,17 @@ static enum MHD_Result allow_tcp(struct api *api, struct MHD_Connection *c, stru
 
 /* ---- dispatch -------------------------------------------------------------------------------------------- */
 
+/* The request's Content-Length (checked digits, http_frame.c), 0 when it has none; saturated at INT64_MAX. */
+static int64_t content_length(struct MHD_Connection *c)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	int64_t n = 0;
+
+	if (len && str_to_i64(len, 0, INT64_MAX, &n) < 0)
+		n = INT64_MAX;
+	return n;
+}
+
 /* Whether the request announces a body: MHD calls the handler before reading it. */
 static bool has_body(struct MHD_Connection *c)
 {
@@ -575,8 +586,16 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 					API_PATH_REVERT ", " API_PATH_CHANGES "/ID/revert, " API_PATH_KNOBS
 					"/NAME/clear-conflict, " API_PATH_PAUSE ", " API_PATH_RESUME ")", url);
 	r = l->tcp ? allow_tcp(api, c, req, &allowed) : allow_unix(api, c, req, &allowed);
-	if (!allowed)
+	if (!allowed) {
 		audit_request(api, req, url, true);
+		return r;
+	}
+	/* A body announced over the limit is refused now: returning without an answer would make libmicrohttpd send
+	 * "100 Continue" to a client that asked (Expect), and read a body that is refused anyway. */
+	if (content_length(c) > API_BODY_MAX) {
+		r = api_send_problem(c, 413, "request bodies are at most %d bytes", API_BODY_MAX);
+		audit_request(api, req, url, false);
+	}
 	return r;
 }
 

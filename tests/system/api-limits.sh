@@ -297,6 +297,17 @@ def framing():
     if t.get("paused") is not False:
         fail("a request hidden in a second request's body was executed: paused %r" % t.get("paused"))
     print("ok: a second request on a connection (a space before the colon, folded, a bare CR, framed two ways; sent at once or after the answer) is never read: one answer, Connection: close; the request hidden in its body was not executed")
+    # Issue 22: "100 Continue" was sent for a body over the limit, which was then read and refused. The head alone
+    # is answered 413 at once (no 100 Continue), and the connection closed.
+    d, closed = raw(unix, ("POST /v1/pause HTTP/1.1\r\n" + H + "Content-Length: 16385\r\nExpect: 100-continue\r\n\r\n").encode())
+    if status_of(d) != 413 or b" 100 " in d.split(b"\r\n", 1)[0] or b"100 Continue" in d or not closed:
+        fail("a body over the limit with Expect: 100-continue: %r (closed: %s)" % (d[:300], closed))
+    if "at most 16384 bytes" not in problem(d)["detail"]:
+        fail("413 detail: %r" % problem(d))
+    d, closed = raw(unix, ("POST /v1/pause HTTP/1.1\r\n" + H + "Content-Length: 2\r\nExpect: 100-continue\r\n\r\n").encode(), 0.5)
+    if not d.startswith(b"HTTP/1.1 100 Continue\r\n"):
+        fail("a body within the limit with Expect: 100-continue is not asked for: %r" % d[:200])
+    print("ok: Expect: 100-continue with a body over the limit is answered 413 at once, without 100 Continue; within the limit, 100 Continue")
 
 def slow_one():
     s = unix()
@@ -524,6 +535,23 @@ jq -e '[.audit[] | select(.actor == "root\\xff" and .detail == "old\\xc3")] | le
 out=$("$NGXCTL" -s "$TMP/api.sock" audit -n 1000) || fail "ngxctl audit after a byte that is not UTF-8: $out"
 grep -qF 'old\xc3' <<<"$out" || fail "ngxctl audit does not show the planted row: $out"
 ok "a body with a byte that is not UTF-8 (and one cut inside a character) is stored escaped; a raw row stored before is rendered escaped; GET /v1/audit and ngxctl audit answer"
+# Refused bodies reached the log raw (binary and control bytes): escaped as for a terminal, cut at 1000 bytes.
+printf '{"why":"\033[2J\001\377"}' >"$TMP/ctl.json"
+code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$TMP/api.sock" --data-binary @"$TMP/ctl.json" \
+	http://localhost/v1/pause)
+[ "$code" = 400 ] || fail "a body with ESC, SOH and 0xff: $code"
+"$PY" - "$TMP/agent.log" <<'PYEOF' || fail "the log holds raw bytes of a client"
+import re, sys
+for n, line in enumerate(open(sys.argv[1], "rb"), 1):
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        sys.exit("line %d is not UTF-8: %r" % (n, line[:200]))
+    if re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text.rstrip("\n")):
+        sys.exit("line %d has a control character: %r" % (n, line[:200]))
+PYEOF
+grep -qF 'POST /v1/pause {"why":"\x1b[2J\x01\xff"}' "$TMP/agent.log" || fail "the refused body is not in the log, escaped"
+ok "refused bodies reach the log escaped (ESC, SOH, 0xff as \\xNN), never raw"
 
 # ---- R4: the refusals sampled out of the trail are counted into its rows (at the latest when the agent stops) ----
 kill -TERM "$AGENT_PID"
