@@ -314,14 +314,17 @@ static void denied_close(struct api *api, struct api_denied_kind *k)
 	*k = (struct api_denied_kind){0};
 }
 
-/* Close the windows that have ended (ALL: every one). */
+/* Close the windows that have ended (ALL: every one; a clock stepped back ends them too). */
 static void denied_flush(struct api *api, bool all)
 {
 	int64_t now = agent_now_ms(api->a);
 
-	for (size_t i = 0; i <= API_DENIED_KINDS; i++)
-		if (api->denied[i].used && (all || now - api->denied[i].since_ms >= API_DENIED_WINDOW_MS))
+	for (size_t i = 0; i <= API_DENIED_KINDS; i++) {
+		const struct api_denied_kind *k = &api->denied[i];
+
+		if (k->used && (all || now - k->since_ms >= API_DENIED_WINDOW_MS || now < k->since_ms))
 			denied_close(api, &api->denied[i]);
+	}
 }
 
 /* Whether ROW (a refusal) is written (the first of its kind in a window: *KIND takes its id; *SHARED: as the row of

@@ -7,7 +7,8 @@
  * connection is accepted at once and is admitted, takes the place of an idle one (admit_decide), or is answered
  * 503 and closed. An admitted connection's first request line and headers are read (peeked) here, held to
  * http_frame's rules and to the request deadline, and only then handed to MHD (MHD_add_connection), which reads
- * them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept or of the last answer.
+ * them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept. Every answer closes its
+ * connection (http.c), so the head checked here is the only one a connection carries.
  *
  * A head is peeked, not read, so its bytes stay in the socket until MHD reads them: a level-triggered watch of that
  * socket would report it readable again at once, and a connection that sent half a request line spun the loop at
