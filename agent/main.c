@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -100,8 +100,43 @@ static void offline_tick(uv_timer_t *t)
 		uv_stop(a->loop);
 }
 
+/* What --revert all had to go on when the store could not be read: the originals file, damaged or missing. */
+struct originals_used {
+	bool missing;      /* no originals file either: nothing is known of what the agent changed */
+	char damage[1024]; /* the originals file's damaged lines (their knobs could not be put back), "" if none */
+};
+
+/* No record of what the agent changed: an error naming the managed knobs as they read now, never "nothing to put
+ * back" (issue 22, R9: a changed sysctl stayed changed and the revert said it had put back all there was). */
+static int revert_without_record(struct agent *a)
+{
+	struct engine_knob_report *k = malloc(sizeof(*k));
+	char list[2048];
+	size_t off = 0, shown = 0, n = engine_knob_count(a->engine);
+
+	list[0] = '\0';
+	for (size_t i = 0; k && i < n; i++) {
+		engine_knob_report(a->engine, i, k);
+		if (!k->live_ok)
+			continue;
+		if (off + strlen(k->name) + strlen(k->live) + 8 < sizeof(list) - 32) {
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s=%s", shown ? ", " : "", k->name, k->live);
+			shown++;
+		} else {
+			snprintf(list + off, sizeof(list) - off, "%s...", shown ? ", " : "");
+			break;
+		}
+	}
+	free(k);
+	fprintf(stderr, "ngx-autotune: revert: nothing could be put back: there is no store %s and no originals file "
+		"%s%s, so nothing is known of what the agent changed (if it ever ran here, both were lost: restore them "
+		"from a backup). The knobs its policies manage read now: %s\n", a->cfg.store_path, a->cfg.store_path,
+		STORE_ORIGINALS_SUFFIX, shown ? list : "(none readable)");
+	return 1;
+}
+
 /* --revert: the same engine, journal and drivers as the running agent, then exit. */
-static int run_offline_revert(struct agent *a, const char *arg)
+static int run_offline_revert(struct agent *a, const char *arg, const struct originals_used *orig)
 {
 	struct engine_revert_report *rep;
 	struct failed_ctx failed = {0};
@@ -109,6 +144,8 @@ static int run_offline_revert(struct agent *a, const char *arg)
 	int64_t id = 0, first = 0;
 	int r;
 
+	if (orig->missing)
+		return revert_without_record(a);
 	if (strcmp(arg, "all") != 0)
 		str_to_i64(arg, 1, INT64_MAX, &id); /* checked in parse_args */
 	/* The rows this run journals come after the newest one now. */
@@ -147,6 +184,12 @@ static int run_offline_revert(struct agent *a, const char *arg)
 			failed.knob, failed.detail);
 		return 1;
 	}
+	if (orig->damage[0]) {
+		printf("reverted: %d knob write(s), from the originals file's good lines\n", r);
+		fprintf(stderr, "ngx-autotune: revert: the originals file is damaged, the knobs of these lines could not be "
+			"put back: %s\n", orig->damage);
+		return 1;
+	}
 	printf("reverted: %d knob write(s)%s\n", r, r ? "" : " (nothing to put back)");
 	return 0;
 }
@@ -163,18 +206,28 @@ static int seed_original(void *ctx, const char *knob, const char *original)
 	return store_knob_put(ctx, &row);
 }
 
-/* --revert all when the store is lost (empty, gone, damaged): a scratch store in memory holds the originals the
- * originals file kept, and the same engine puts every knob back to them. Its journal dies with the process: the
- * log has each write. */
-static int open_from_originals(struct agent *a, char *err, size_t errlen)
+/* --revert all when the store is lost (empty, gone, damaged, never made): a scratch store in memory holds the
+ * originals the originals file kept, and the same engine puts every knob back to them. Its journal dies with the
+ * process: the log has each write. A damaged line is skipped (the others are still put back) and a missing file
+ * leaves nothing to go on: both are noted in USED, and the revert ends in an error that names them. */
+static int open_from_originals(struct agent *a, struct originals_used *used, char *err, size_t errlen)
 {
 	int r = store_open_memory(&a->store, err, errlen);
 
 	if (r < 0)
 		return r;
-	r = store_originals_read(a->cfg.store_path, seed_original, a->store, err, errlen);
-	if (r < 0)
+	r = store_originals_read(a->cfg.store_path, seed_original, a->store, used->damage, sizeof(used->damage));
+	if (r == -ENOENT) {
+		used->damage[0] = '\0';
+		used->missing = true;
+		return 0;
+	}
+	if (r < 0 && r != -EBADMSG) {
+		snprintf(err, errlen, "%.400s", used->damage);
 		return r;
+	}
+	if (r < 0)
+		log_err("the originals file is damaged: %s", used->damage);
 	log_warn("the store is lost: putting every knob back to the originals kept in %s%s", a->cfg.store_path,
 		 STORE_ORIGINALS_SUFFIX);
 	return 0;
@@ -323,7 +376,9 @@ int main(int argc, char **argv)
 {
 	struct agent *a = calloc(1, sizeof(*a));
 	struct modes m = {0};
+	struct originals_used orig = {0};
 	struct store_options so;
+	struct stat sb;
 	char err[512];
 	int r, rc = 1;
 
@@ -401,10 +456,18 @@ int main(int argc, char **argv)
 	store_options_default(&so);
 	so.frames_retention_s = a->cfg.frames_retention_ms / 1000;
 	so.rollups_retention_s = a->cfg.rollups_retention_ms / 1000;
-	r = store_open(a->cfg.store_path, &so, a->reg, &a->store, err, sizeof(err));
-	if ((r == -ENODATA || r == -EIO) && m.revert && strcmp(m.revert, "all") == 0) {
-		log_err("cannot open the store: %s", err);
-		r = open_from_originals(a, err, sizeof(err));
+	so.audit_retention_s = a->cfg.audit_retention_ms / 1000;
+	so.denied_retention_s = a->cfg.denied_retention_ms / 1000;
+	if (m.revert && strcmp(m.revert, "all") == 0 && stat(a->cfg.store_path, &sb) < 0 && errno == ENOENT) {
+		/* No store to open: one made now would be empty, and a second revert would find nothing to do in it. */
+		log_warn("there is no store %s", a->cfg.store_path);
+		r = open_from_originals(a, &orig, err, sizeof(err));
+	} else {
+		r = store_open(a->cfg.store_path, &so, a->reg, &a->store, err, sizeof(err));
+		if ((r == -ENODATA || r == -EIO) && m.revert && strcmp(m.revert, "all") == 0) {
+			log_err("cannot open the store: %s", err);
+			r = open_from_originals(a, &orig, err, sizeof(err));
+		}
 	}
 	if (r < 0) {
 		log_err("cannot open the store: %s", err);
@@ -420,7 +483,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (m.revert) {
-		rc = run_offline_revert(a, m.revert);
+		rc = run_offline_revert(a, m.revert, &orig);
 		goto out;
 	}
 	if (strcmp(a->cfg.measure, "loadgen") == 0) {

@@ -42,6 +42,8 @@ static const struct key keys[] = {
 	{"store", "path", K_PATH, F(store_path), 0, 0},
 	{"store", "frames_retention", K_DURATION, F(frames_retention_ms), 60000, 366LL * 86400000},
 	{"store", "rollups_retention", K_DURATION, F(rollups_retention_ms), 3600000, 3660LL * 86400000},
+	{"store", "audit_retention", K_DURATION, F(audit_retention_ms), 86400000, 3660LL * 86400000},
+	{"store", "denied_retention", K_DURATION, F(denied_retention_ms), 3600000, 3660LL * 86400000},
 	{"nginx", "pid_file", K_PATH_OPT, F(pid_file), 0, 0},
 	{"nginx", "stub_status_url", K_URL, F(stub_status_url), 0, 0},
 	{"nginx", "stub_status_timeout", K_DURATION, F(stub_status_timeout_ms), 10, 10000},
@@ -87,6 +89,8 @@ void config_default(struct config *cfg)
 	strcpy(cfg->store_path, "/var/lib/ngx-autotune/ngx-autotune.db");
 	cfg->frames_retention_ms = 48LL * 3600 * 1000;
 	cfg->rollups_retention_ms = 90LL * 86400 * 1000;
+	cfg->audit_retention_ms = 365LL * 86400 * 1000;
+	cfg->denied_retention_ms = 7LL * 86400 * 1000;
 	strcpy(cfg->pid_file, "/run/nginx.pid");
 	strcpy(cfg->stub_status_url, "http://127.0.0.1/nginx_status");
 	cfg->stub_status_timeout_ms = 400;

@@ -33,6 +33,8 @@ struct config {
 	char store_path[CONFIG_PATH_MAX];
 	int64_t frames_retention_ms;
 	int64_t rollups_retention_ms;
+	int64_t audit_retention_ms;         /* audit rows, after their last event */
+	int64_t denied_retention_ms;        /* the audit rows of refused requests (action denied) */
 	/* [nginx] */
 	char pid_file[CONFIG_PATH_MAX];
 	char stub_status_url[CONFIG_PATH_MAX]; /* "" disables the stub_status probe */

@@ -46,13 +46,31 @@ static void stderr_sink(int prio, const char *msg)
 	fprintf(stderr, "%s%s\n", tag, msg);
 }
 
+/* MSG (LEN bytes, cut there) without a UTF-8 sequence the cut left partial: the lines stay UTF-8 for the journal
+ * (text escaped with termsafe.h, a client's included, was made invalid again by a cut inside a character). */
+static void cut_whole(char *msg, size_t len)
+{
+	size_t i = len, need;
+
+	while (i > 0 && len - i < 4 && ((unsigned char)msg[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0 || ((unsigned char)msg[i - 1] & 0xc0) != 0xc0)
+		return; /* ends in ASCII or stray continuation bytes: nothing partial to drop */
+	need = (unsigned char)msg[i - 1] >= 0xf0 ? 4 : (unsigned char)msg[i - 1] >= 0xe0 ? 3 : 2;
+	if (len - (i - 1) < need)
+		msg[i - 1] = '\0';
+}
+
 static void emit(int prio, const char *const *fields, const char *fmt, va_list ap)
 {
 	char msg[1024];
+	int n;
 
 	if (prio > max_level)
 		return;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n >= (int)sizeof(msg))
+		cut_whole(msg, sizeof(msg) - 1);
 	if (current_sink)
 		current_sink(prio, fields, msg);
 	else

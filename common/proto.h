@@ -58,6 +58,7 @@
 #define API_K_CONNS_REFUSED "refused"
 #define API_K_CONNS_EVICTED "evicted"
 #define API_K_CONNS_EXPIRED "expired"
+#define API_K_CONNS_DENIED "denied"     /* requests refused for who sent them (401, 403) */
 #define API_K_PROBE_NAME "name"
 #define API_K_PROBE_OK "ok"
 #define API_K_PROBE_ERROR "error"

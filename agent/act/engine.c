@@ -150,6 +150,14 @@ static void save_rec(struct engine *e, struct eknob *ek)
 		store_knob_put(e->st, &ek->rec);
 }
 
+/* R from the originals file as the engine returns it: a file's EPERM (an immutable file) is the host's failure, not
+ * a refusal by policy (policy_check's -EPERM), which callers answer differently (the API: 500, not 400). The
+ * database's own errors never carry EPERM (store_sqlite_errno). */
+static int store_errno(int r)
+{
+	return r == -EPERM ? -EACCES : r;
+}
+
 /* LIVE becomes EK's original: a copy goes to the store's originals file first, so that the host can be put back
  * even if the database is lost (store.h). A dry run writes nothing, so it records nothing either. */
 static int set_original(struct engine *e, struct eknob *ek, const char *live, char *err, size_t errlen)
@@ -158,7 +166,7 @@ static int set_original(struct engine *e, struct eknob *ek, const char *live, ch
 
 	if (r < 0) {
 		snprintf(err, errlen, "cannot keep a copy of %s's original value: %s", ek->k.name, strerror(-r));
-		return r;
+		return store_errno(r);
 	}
 	ek->rec.has_original = true;
 	snprintf(ek->rec.original, sizeof(ek->rec.original), "%s", live);

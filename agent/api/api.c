@@ -37,6 +37,7 @@
 #include "act/tuning.h"
 
 #define FRAMES_LIMIT_MAX 3600
+#define FRAMES_PAGE_BYTES (1024 * 1024) /* an answer of /v1/frames holds at most this (and at least one frame) */
 
 /* ---- GET /v1/status -------------------------------------------------------------------------------------- */
 
@@ -67,16 +68,17 @@ static void summary_with_conflicts(struct agent *a, char *out, size_t n)
 	}
 }
 
-/* The API's own connections: open now, and since the start refused (no place), closed to make room, timed out. */
+/* The API's own connections: open now, and since the start refused (no place), closed to make room, timed out;
+ * and the requests refused for who sent them. */
 static json_t *conns_json(const struct api *api)
 {
 	size_t open = 0;
 
 	for (size_t i = 0; i < api->nslots; i++)
 		open += api->adm[i].used && !api->adm[i].closing;
-	return json_pack("{s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open, API_K_CONNS_REFUSED,
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open, API_K_CONNS_REFUSED,
 			 (json_int_t)api->refused, API_K_CONNS_EVICTED, (json_int_t)api->evicted, API_K_CONNS_EXPIRED,
-			 (json_int_t)api->expired);
+			 (json_int_t)api->expired, API_K_CONNS_DENIED, (json_int_t)(api->denied_401 + api->denied_403));
 }
 
 static json_t *status_json(struct api *api)
@@ -126,21 +128,16 @@ static json_t *status_json(struct api *api)
 struct frames_ctx {
 	struct agent *a;
 	const struct metric_filter *f;
-	struct sbuf out; /* the answer, written as the store hands frames over */
+	struct frame_page page; /* the answer, written as the store hands frames over, bounded in bytes */
 	bool rollup;
-	size_t n;
 };
 
 static int on_frame(void *arg, const struct frame *fr)
 {
 	struct frames_ctx *c = arg;
 
-	if (c->n)
-		sbuf_add(&c->out, ",", 1);
-	/* The store hands a roll-up back with dt = the number of ticks; on the wire dt stays seconds. */
-	frame_json_append(&c->out, fr, c->a->reg, c->f, c->rollup);
-	c->n++;
-	return c->out.oom ? -ENOMEM : 0;
+	/* The store hands a roll-up back with dt = the number of ticks; on the wire dt stays seconds. 1: full. */
+	return frame_page_add(&c->page, fr, c->a->reg, c->f, c->rollup);
 }
 
 static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
@@ -185,26 +182,23 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	}
 	ctx.f = f;
 	ctx.rollup = rollup;
-	sbuf_init(&ctx.out);
 	/* Written directly, not through jansson objects: the same text, at a third of the CPU (bench/README.md). */
-	sbuf_puts(&ctx.out, "{\"" API_K_FRAMES "\":[");
+	frame_page_init(&ctx.page, FRAMES_PAGE_BYTES);
 	r = rollup ? store_query_rollups(a->store, t0, t1, (size_t)limit, on_frame, &ctx)
 		   : store_query_frames(a->store, t0, t1, (size_t)limit, on_frame, &ctx);
 	free(f);
 	if (r < 0) {
-		sbuf_free(&ctx.out);
+		frame_page_free(&ctx.page);
 		return r == -ENOMEM ? MHD_NO : api_send_problem(c, 503, "store query failed: %s", strerror(-r));
 	}
-	sbuf_puts(&ctx.out, "],\"" API_K_TRUNCATED "\":");
-	sbuf_puts(&ctx.out, ctx.n == (size_t)limit ? "true}" : "false}");
-	if (ctx.out.oom) {
-		sbuf_free(&ctx.out);
+	if (frame_page_end(&ctx.page, ctx.page.n == (size_t)limit) < 0) {
+		frame_page_free(&ctx.page);
 		return MHD_NO;
 	}
 	{
-		enum MHD_Result ret = api_send_body(c, 200, "application/json", ctx.out.p, ctx.out.len);
+		enum MHD_Result ret = api_send_body(c, 200, "application/json", ctx.page.out.p, ctx.page.out.len);
 
-		sbuf_free(&ctx.out);
+		frame_page_free(&ctx.page);
 		return ret;
 	}
 }
@@ -287,39 +281,148 @@ static void url_knob(const char *url, const char *body, size_t len, char *out, s
 }
 
 /*
+ * Requests refused for who sent them are counted, and sampled into the audit trail: each was a synced row and a log
+ * line, and an unprivileged user varying the path wrote 2,032 a second (issue 22, R4). The first refusal of each
+ * kind (the same row: actor, peer, status, path and problem) in API_DENIED_WINDOW_MS is a row and a log line; the
+ * others in that window are counted into the row when the window ends (on the heartbeat, and at stop). Kinds beyond
+ * API_DENIED_KINDS at once share one row a window. So refusals add at most API_DENIED_KINDS + 1 rows a minute
+ * whoever sends them, kept [store] denied_retention.
+ */
+static uint64_t row_hash(const struct audit_row *row)
+{
+	const char *const parts[] = {row->actor, row->peer, row->outcome, row->detail};
+	uint64_t h = 14695981039346656037ULL; /* FNV-1a; a collision only merges two kinds' counts */
+
+	for (size_t i = 0; i < 4; i++)
+		for (const char *p = parts[i];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+			if (!*p)
+				break;
+		}
+	return h;
+}
+
+/* The refusals sampled out of K's window counted into its row; K is free again. */
+static void denied_close(struct api *api, struct api_denied_kind *k)
+{
+	if (k->more && k->row_id && store_audit_add(api->a->store, k->row_id, (int64_t)k->more, k->last_ms) == 0)
+		log_info("%s denied from %s: %llu more requests refused %s in the minute of audit row %lld, counted there",
+			 k->actor, k->peer, (unsigned long long)k->more, k->outcome, (long long)k->row_id);
+	else if (k->more)
+		log_warn("%s denied from %s: %llu more requests refused %s; the audit trail could not count them",
+			 k->actor, k->peer, (unsigned long long)k->more, k->outcome);
+	*k = (struct api_denied_kind){0};
+}
+
+/* Close the windows that have ended (ALL: every one; a clock stepped back ends them too). */
+static void denied_flush(struct api *api, bool all)
+{
+	int64_t now = agent_now_ms(api->a);
+
+	for (size_t i = 0; i <= API_DENIED_KINDS; i++) {
+		const struct api_denied_kind *k = &api->denied[i];
+
+		if (k->used && (all || now - k->since_ms >= API_DENIED_WINDOW_MS || now < k->since_ms))
+			denied_close(api, &api->denied[i]);
+	}
+}
+
+/* Whether ROW (a refusal) is written (the first of its kind in a window: *KIND takes its id; *SHARED: as the row of
+ * the kinds beyond the others) or only counted into a row written before. */
+static bool denied_sample(struct api *api, const struct audit_row *row, struct api_denied_kind **kind,
+			  bool *shared)
+{
+	struct api_denied_kind *k, *slot = NULL;
+	int64_t now = agent_now_ms(api->a);
+	uint64_t h = row_hash(row);
+
+	denied_flush(api, false);
+	for (size_t i = 0; i < API_DENIED_KINDS; i++) {
+		k = &api->denied[i];
+		if (k->used && k->hash == h) {
+			k->more++;
+			k->last_ms = now;
+			return false;
+		}
+		if (!k->used && !slot)
+			slot = k;
+	}
+	if (!slot) {
+		slot = &api->denied[API_DENIED_KINDS];
+		*shared = true;
+		if (slot->used) {
+			slot->more++;
+			slot->last_ms = now;
+			return false;
+		}
+	}
+	*slot = (struct api_denied_kind){.used = true, .hash = h, .since_ms = now, .last_ms = now};
+	snprintf(slot->actor, sizeof(slot->actor), "%s", *shared ? "*" : row->actor);
+	snprintf(slot->peer, sizeof(slot->peer), "%s", *shared ? "*" : row->peer);
+	snprintf(slot->outcome, sizeof(slot->outcome), "%s", row->outcome);
+	*kind = slot;
+	return true;
+}
+
+/*
  * Every act leaves an audit row with its actor and peer: the engine's own (propose, approve, revert...), written
  * while the request is handled, or else (pause, resume, an act refused with 4xx) this one: the request and the
  * HTTP status it got. One row per act, so that the same act repeated collapses into one row with a count. Every
- * refusal (401, 403) is a "denied" row.
+ * refusal (401, 403) is a "denied" row. The detail quotes the client's body and the problem it got (which may quote
+ * the body too): it is stored escaped as termsafe.h escapes (a byte that is not UTF-8 made every later GET
+ * /v1/audit fail, issue 22 R7; raw control bytes reached the log), and cut only between characters.
  */
 static void audit_request(struct api *api, struct api_req *req, const char *url, bool denied)
 {
 	static const char *const fields_fmt[] = {"NGXAT_ACTOR=%s", "NGXAT_PEER=%s", "NGXAT_KNOB=%s"};
 	struct audit_row *row = calloc(1, sizeof(*row));
-	char fields[3][96];
+	char fields[3][96], *raw = malloc(sizeof(row->detail));
 	const char *fv[] = {fields[0], fields[1], fields[2], NULL};
+	struct api_denied_kind *kind = NULL;
+	bool shared = false;
 	int n;
 
-	if (!row)
+	if (denied && req->status == 401)
+		api->denied_401++;
+	else if (denied)
+		api->denied_403++;
+	if (!row || !raw) {
+		free(row);
+		free(raw);
 		return;
+	}
 	row->ts = agent_now_ms(api->a);
 	snprintf(row->actor, sizeof(row->actor), "%s", req->actor[0] ? req->actor : "unknown");
 	snprintf(row->peer, sizeof(row->peer), "%s", req->peer);
-	snprintf(row->action, sizeof(row->action), "%s", denied ? "denied" : "request");
+	snprintf(row->action, sizeof(row->action), "%s", denied ? STORE_AUDIT_DENIED : "request");
 	url_knob(url, req->body, req->len, row->knob, sizeof(row->knob));
 	row->change_id = url_id(url);
 	if (req->status)
 		snprintf(row->outcome, sizeof(row->outcome), "%u", req->status);
 	else
 		snprintf(row->outcome, sizeof(row->outcome), "error");
-	n = snprintf(row->detail, sizeof(row->detail), "POST %.300s", url);
+	n = snprintf(raw, sizeof(row->detail), "POST %.300s", url);
 	if (!denied && req->len)
-		n += snprintf(row->detail + n, sizeof(row->detail) - (size_t)n, " %.1000s%s", req->body,
+		n += snprintf(raw + n, sizeof(row->detail) - (size_t)n, " %.1000s%s", req->body,
 			      req->len > 1000 ? "..." : "");
 	if (req->status >= 400 && req->problem[0])
-		snprintf(row->detail + n, sizeof(row->detail) - (size_t)n, ": %s", req->problem);
+		snprintf(raw + n, sizeof(row->detail) - (size_t)n, ": %s", req->problem);
+	termsafe_escape(raw, strlen(raw), row->detail, sizeof(row->detail));
+	if (denied && !denied_sample(api, row, &kind, &shared)) {
+		free(raw);
+		free(row);
+		return;
+	}
+	if (shared) {
+		snprintf(raw, sizeof(row->detail), "the first of the refusals of more than %d kinds in a minute, counted "
+			 "in this row: %.3900s", API_DENIED_KINDS, row->detail);
+		termsafe_escape(raw, strlen(raw), row->detail, sizeof(row->detail)); /* cut between characters */
+	}
+	free(raw);
 	if (store_audit_append(api->a->store, row) == 0)
 		events_audit(row);
+	if (kind)
+		kind->row_id = row->id;
 	for (int i = 0; i < 3; i++)
 		snprintf(fields[i], sizeof(fields[i]), fields_fmt[i], i == 0 ? row->actor : i == 1 ? row->peer : row->knob);
 	log_fields(denied ? LOG_WARNING : LOG_INFO, fv, "%s %s from %s: %s (%s)", row->actor, row->action, row->peer,
@@ -383,6 +486,17 @@ static enum MHD_Result allow_tcp(struct api *api, struct MHD_Connection *c, stru
 
 /* ---- dispatch -------------------------------------------------------------------------------------------- */
 
+/* The request's Content-Length (checked digits, http_frame.c), 0 when it has none; saturated at INT64_MAX. */
+static int64_t content_length(struct MHD_Connection *c)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	int64_t n = 0;
+
+	if (len && str_to_i64(len, 0, INT64_MAX, &n) < 0)
+		n = INT64_MAX;
+	return n;
+}
+
 /* Whether the request announces a body: MHD calls the handler before reading it. */
 static bool has_body(struct MHD_Connection *c)
 {
@@ -436,8 +550,8 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 	enum MHD_Result r;
 	bool allowed;
 
-	/* Every request, the first of a connection (already checked raw, api_conn.c) and those kept alive after it:
-	 * an answer queued now makes MHD close the connection, so no second request hides in this one's body. */
+	/* The connection's one request (its head already checked raw, api_conn.c; every answer closes the connection,
+	 * http.c), as libmicrohttpd parsed it: an answer queued now closes the connection before any body is read. */
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
 	if (http_framing_check(&f, strcmp(version, MHD_HTTP_VERSION_1_0) != 0, detail, sizeof(detail)) < 0)
 		return api_send_problem(c, 400, "%s", detail);
@@ -457,8 +571,8 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 			return api_send_problem(c, 405, "%s is not a method of this API", method);
 		if (upload_size || has_body(c))
 			return api_send_problem(c, 413, "GET requests take no body");
-		/* Answered on the next call, once MHD has the whole request: an answer queued with the headers makes
-		 * libmicrohttpd (0.9.75) close the connection after it, so no client could keep one alive. */
+		/* Answered on the next call, once MHD has the whole request (an answer queued with the headers makes
+		 * libmicrohttpd 0.9.75 discard the rest of the request). */
 		req->get = true;
 		return MHD_YES;
 	}
@@ -468,8 +582,16 @@ static enum MHD_Result first_call(struct api_listener *l, struct MHD_Connection 
 					API_PATH_REVERT ", " API_PATH_CHANGES "/ID/revert, " API_PATH_KNOBS
 					"/NAME/clear-conflict, " API_PATH_PAUSE ", " API_PATH_RESUME ")", url);
 	r = l->tcp ? allow_tcp(api, c, req, &allowed) : allow_unix(api, c, req, &allowed);
-	if (!allowed)
+	if (!allowed) {
 		audit_request(api, req, url, true);
+		return r;
+	}
+	/* A body announced over the limit is refused now: returning without an answer would make libmicrohttpd send
+	 * "100 Continue" to a client that asked (Expect), and read a body that is refused anyway. */
+	if (content_length(c) > API_BODY_MAX) {
+		r = api_send_problem(c, 413, "request bodies are at most %d bytes", API_BODY_MAX);
+		audit_request(api, req, url, false);
+	}
 	return r;
 }
 
@@ -771,6 +893,7 @@ static void on_heartbeat(uv_timer_t *t)
 {
 	struct api *api = t->data;
 
+	denied_flush(api, false);
 	events_publish(API_EV_STATUS, status_json(api));
 }
 
@@ -821,7 +944,7 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen)
 	api->a = a;
 	api->unix_l.fd = api->tcp_l.fd = -1;
 	api->tcp_l.tcp = true;
-	api->reserve_fd = -1;
+	api->reserve_fd = api->head_epfd = -1;
 	r = api_conns_init(api);
 	if (r < 0)
 		snprintf(err, errlen, "the API's connection table: %s", strerror(-r));
@@ -879,6 +1002,7 @@ void api_stop(struct api *api)
 	if (!api)
 		return;
 	handles = api->open_handles > 0;
+	denied_flush(api, true);
 	events_set_listener(NULL, NULL);
 	/* MHD must not be stopped with a suspended connection: every stream is resumed and ends first. */
 	api_events_close_all(api);
@@ -890,6 +1014,10 @@ void api_stop(struct api *api)
 	if (api->deadlines.data) {
 		uv_timer_stop(&api->deadlines);
 		uv_close((uv_handle_t *)&api->deadlines, on_closed);
+	}
+	if (api->heads.data) {
+		uv_poll_stop(&api->heads);
+		uv_close((uv_handle_t *)&api->heads, on_closed);
 	}
 	stop_listener(&api->unix_l);
 	stop_listener(&api->tcp_l);

@@ -7,7 +7,14 @@
  * connection is accepted at once and is admitted, takes the place of an idle one (admit_decide), or is answered
  * 503 and closed. An admitted connection's first request line and headers are read (peeked) here, held to
  * http_frame's rules and to the request deadline, and only then handed to MHD (MHD_add_connection), which reads
- * them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept or of the last answer.
+ * them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept. Every answer closes its
+ * connection (http.c), so the head checked here is the only one a connection carries.
+ *
+ * A head is peeked, not read, so its bytes stay in the socket until MHD reads them: a level-triggered watch of that
+ * socket would report it readable again at once, and a connection that sent half a request line spun the loop at
+ * 100% of a core until its deadline (issue 22, R1). The sockets of heads not yet complete are therefore in an epoll
+ * set of their own, edge-triggered (a connection wakes the loop when more bytes come, or when its peer closes), and
+ * only that set's descriptor is watched by the loop.
  */
 #include "build-config.h"
 
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -40,11 +48,10 @@ struct api_conn {
 	int fd;                   /* -1: none (closed, or MHD closed it) */
 	enum conn_state state;
 	bool mhd;                 /* MHD owns the socket: it closes it */
-	bool poll_open;           /* HEAD's poll handle not yet closed */
+	bool watched;             /* HEAD: its socket is in api->head_epfd */
 	int64_t deadline_ms;      /* 0: none */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
-	uv_poll_t poll;           /* HEAD: its socket */
 };
 
 static size_t slot_of(struct api *api, const struct api_conn *k)
@@ -61,24 +68,23 @@ static struct api_conn *conn_of(struct MHD_Connection *c)
 
 static void rearm_deadlines(struct api *api);
 
-/* The slot of K is free once its socket is closed (by us or MHD) and its poll handle has closed. */
+/* The slot of K is free once its socket is closed (by us or MHD). */
 static void release(struct api *api, struct api_conn *k)
 {
-	if (k->poll_open || k->fd >= 0)
+	if (k->fd >= 0)
 		return;
 	api->adm[slot_of(api, k)] = (struct admit_entry){0};
 	k->mhd = false;
 	k->deadline_ms = 0;
 }
 
-static void on_head_poll_closed(uv_handle_t *h)
+/* K's head is no more ours to wait for: its socket leaves the set of heads. */
+static void unwatch(struct api *api, struct api_conn *k)
 {
-	struct api_conn *k = h->data;
-	struct api *api = k->l->api;
-
-	k->poll_open = false;
-	release(api, k);
-	api_handle_closed(api);
+	if (!k->watched)
+		return;
+	epoll_ctl(api->head_epfd, EPOLL_CTL_DEL, k->fd, NULL);
+	k->watched = false;
 }
 
 /*
@@ -111,12 +117,10 @@ static void drop(struct api *api, struct api_conn *k, unsigned status, const cha
 		api_kick(k->l);
 		return;
 	}
+	unwatch(api, k);
 	close(k->fd);
 	k->fd = -1;
-	if (k->poll_open)
-		uv_close((uv_handle_t *)&k->poll, on_head_poll_closed);
-	else
-		release(api, k);
+	release(api, k);
 }
 
 /* Log the Nth event of a kind: the first, then at each power of two, so that a flood leaves a few lines. */
@@ -132,7 +136,7 @@ static void hand_to_mhd(struct api *api, struct api_conn *k)
 	struct api_listener *l = k->l;
 	int fd = k->fd;
 
-	uv_close((uv_handle_t *)&k->poll, on_head_poll_closed);
+	unwatch(api, k);
 	k->state = CONN_READING;
 	k->mhd = true;
 	api->adding = k;
@@ -149,34 +153,54 @@ static void hand_to_mhd(struct api *api, struct api_conn *k)
 	api_kick(l);
 }
 
-static void on_head(uv_poll_t *p, int status, int events)
+/* K's socket reported EVENTS (epoll's): its head is complete and handed on, refused, or waited for further. */
+static void on_head(struct api *api, struct api_conn *k, uint32_t events)
 {
-	struct api_conn *k = p->data;
-	struct api *api = k->l->api;
 	char buf[HTTP_HEAD_MAX], detail[160];
 	ssize_t n;
 	int r;
 
-	(void)events;
-	if (status < 0) {
-		drop(api, k, 0, NULL);
-		return;
-	}
 	n = recv(k->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (n < 0 && (errno == EAGAIN || errno == EINTR) && !(events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
 		return;
 	if (n <= 0) {
 		drop(api, k, 0, NULL);
 		return;
 	}
 	r = http_head_check(buf, (size_t)n, detail, sizeof(detail));
-	if (r == -EAGAIN)
+	if (r == -EAGAIN && !(events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return; /* edge-triggered: the next bytes wake it again */
+	if (r == -EAGAIN) {
+		/* The peer closed (or shut its side) before its head was whole: nothing more will come. */
+		drop(api, k, 0, NULL);
 		return;
+	}
 	if (r < 0) {
 		drop(api, k, r == -EMSGSIZE ? 431 : 400, detail);
 		return;
 	}
 	hand_to_mhd(api, k);
+}
+
+/* The set of heads has events: each connection's is taken once (edge-triggered), so none is reported again until
+ * its socket changes. */
+static void on_heads(uv_poll_t *p, int status, int events)
+{
+	struct api *api = p->data;
+	struct epoll_event ev[API_ACCEPT_BATCH];
+	int n;
+
+	(void)status;
+	(void)events;
+	n = epoll_wait(api->head_epfd, ev, API_ACCEPT_BATCH, 0);
+	for (int i = 0; i < n; i++) {
+		struct api_conn *k = ev[i].data.ptr;
+
+		/* Only K's own event closes K, so a connection in this batch is still the one that was added. */
+		if (k->watched && k->fd >= 0 && k->state == CONN_HEAD)
+			on_head(api, k, ev[i].events);
+	}
+	rearm_deadlines(api);
 }
 
 static void on_deadline(uv_timer_t *t)
@@ -283,16 +307,16 @@ static void admit_one(struct api_listener *l, int fd, const struct sockaddr_stor
 	memcpy(&k->addr, sa, salen);
 	api->adm[i] = (struct admit_entry){.used = true, .since_ms = agent_now_ms(api->a), .key = key};
 	k->deadline_ms = api->adm[i].since_ms + API_REQUEST_MS;
-	if (uv_poll_init(api->a->loop, &k->poll, fd) < 0) {
+	/* Added when bytes are already there, the connection is reported at once (epoll checks readiness on ADD). */
+	if (epoll_ctl(api->head_epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){
+			.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = k}) < 0) {
+		log_warn("API: epoll_ctl: %s", strerror(errno));
 		close(fd);
 		k->fd = -1;
 		release(api, k);
 		return;
 	}
-	k->poll.data = k;
-	k->poll_open = true;
-	api->open_handles++;
-	uv_poll_start(&k->poll, UV_READABLE | UV_DISCONNECT, on_head);
+	k->watched = true;
 }
 
 static void on_accept(uv_poll_t *p, int status, int events)
@@ -332,9 +356,16 @@ int api_conns_init(struct api *api)
 		return -ENOMEM;
 	for (size_t i = 0; i < api->nslots; i++)
 		api->conns[i].fd = -1;
+	api->head_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (api->head_epfd < 0)
+		return -errno;
 	uv_timer_init(api->a->loop, &api->deadlines);
 	api->deadlines.data = api;
 	api->open_handles++;
+	uv_poll_init(api->a->loop, &api->heads, api->head_epfd);
+	api->heads.data = api;
+	api->open_handles++;
+	uv_poll_start(&api->heads, UV_READABLE, on_heads);
 	log_info("API limits: %u connections, %u per user on the socket, %u per TCP address, %u over TCP without a "
 		 "token; a whole request within %d ms", api->lim.total, api->lim.per_peer, api->lim.per_addr,
 		 api->lim.tokenless, API_REQUEST_MS);
@@ -363,6 +394,9 @@ void api_conns_free(struct api *api)
 	if (api->reserve_fd >= 0)
 		close(api->reserve_fd);
 	api->reserve_fd = -1;
+	if (api->head_epfd >= 0)
+		close(api->head_epfd);
+	api->head_epfd = -1;
 	free(api->adm);
 	free(api->conns);
 	api->adm = NULL;

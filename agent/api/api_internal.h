@@ -29,11 +29,26 @@
 #define API_STALL_S 10            /* MHD closes a connection whose answer cannot be written for this long */
 #define API_BACKLOG 512           /* a burst of connects waits here for the next accept, not in the client */
 #define API_ACCEPT_BATCH 64       /* connections accepted per wake-up of a listener, so that the loop ticks on */
+#define API_DENIED_WINDOW_MS 60000 /* of the requests refused for who sent them, the first of each kind (the same
+				    * audit row: actor, peer, status, path and problem) in this window is an audit
+				    * row; the others are counted into it */
+#define API_DENIED_KINDS 16       /* kinds sampled at once; refusals of further kinds share one row a window */
 
 struct agent;
 struct api;
 struct api_conn;
 struct sse_client;
+
+/* One kind of refused request in its sampling window (api.c). */
+struct api_denied_kind {
+	bool used;
+	uint64_t hash;            /* of its audit row's actor, peer, outcome and detail */
+	char actor[64], peer[64], outcome[32];
+	int64_t since_ms;         /* the window's start: the refusal that was written */
+	int64_t last_ms;          /* the window's last refusal */
+	int64_t row_id;           /* the audit row written (0: held while the store fails) */
+	uint64_t more;            /* refusals after it in the window, to be counted into the row */
+};
 
 /* One listening socket and its MHD daemon, driven by the loop. */
 struct api_listener {
@@ -68,8 +83,14 @@ struct api {
 	struct api_conn *conns;
 	struct api_conn *adding;  /* the connection being handed to MHD (its NOTIFY_STARTED) */
 	uv_timer_t deadlines;     /* the earliest deadline of a connection */
+	int head_epfd;            /* epoll set (edge-triggered) of the connections whose head is not complete yet */
+	uv_poll_t heads;          /* the loop's watch of head_epfd */
 	int reserve_fd;           /* given up to accept (and refuse) a connection when the agent is out of files */
 	uint64_t refused, evicted, expired;
+	/* api.c: requests refused for who sent them (401, 403) since the start, and their sampling into the audit
+	 * trail: [API_DENIED_KINDS] is the row shared by the kinds beyond the others. */
+	uint64_t denied_401, denied_403;
+	struct api_denied_kind denied[API_DENIED_KINDS + 1];
 };
 
 /* A request being read: its body, who sent it, and what it was answered. */

@@ -22,6 +22,7 @@
 #include "proto.h"
 #include "strutil.h"
 #include "termsafe.h"
+#include "api/wire_text.h"
 
 #define LIST_LIMIT_MAX 1000
 
@@ -95,15 +96,16 @@ static enum MHD_Result get_knobs(struct api *api, struct MHD_Connection *c)
 			     "application/json");
 }
 
+/* Stored rows' text goes through wire_text: one row an older agent stored raw may not fail the whole answer. */
 static json_t *change_json(const struct change_row *row)
 {
-	return json_pack("{s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", API_K_ID, (json_int_t)row->id,
-			 API_K_KNOB, row->knob, API_K_CHANGE_KIND,
+	return json_pack("{s:I, s:o, s:s, s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:I, s:I}", API_K_ID, (json_int_t)row->id,
+			 API_K_KNOB, wire_text(row->knob), API_K_CHANGE_KIND,
 			 row->kind == CHANGE_KIND_REVERT ? "revert" : "change", API_K_REVERTS,
-			 (json_int_t)row->reverts, API_K_FROM, row->old_value, API_K_TO, row->new_value, API_K_STATE,
-			 change_state_name(row->state), API_K_ACTOR, row->actor, API_K_WHY, row->why, API_K_DETAIL,
-			 row->detail, API_K_CREATED, (json_int_t)row->created_ms, API_K_UPDATED,
-			 (json_int_t)row->updated_ms);
+			 (json_int_t)row->reverts, API_K_FROM, wire_text(row->old_value), API_K_TO,
+			 wire_text(row->new_value), API_K_STATE, change_state_name(row->state), API_K_ACTOR,
+			 wire_text(row->actor), API_K_WHY, wire_text(row->why), API_K_DETAIL, wire_text(row->detail),
+			 API_K_CREATED, (json_int_t)row->created_ms, API_K_UPDATED, (json_int_t)row->updated_ms);
 }
 
 static int on_change(void *ctx, const struct change_row *row)
@@ -152,12 +154,13 @@ static enum MHD_Result get_changes(struct api *api, struct MHD_Connection *c)
 static int on_audit(void *ctx, const struct audit_row *row)
 {
 	return json_array_append_new(
-		       ctx, json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I}", API_K_ID,
+		       ctx, json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:I}", API_K_ID,
 				      (json_int_t)row->id, API_K_TS, (json_int_t)row->ts, API_K_LAST_TS,
-				      (json_int_t)row->last_ts, API_K_ACTOR, row->actor, API_K_PEER, row->peer,
-				      API_K_ACTION, row->action, API_K_KNOB, row->knob, API_K_CHANGE_ID,
-				      (json_int_t)row->change_id, API_K_OUTCOME, row->outcome, API_K_DETAIL, row->detail,
-				      API_K_COUNT, (json_int_t)row->count)) == 0
+				      (json_int_t)row->last_ts, API_K_ACTOR, wire_text(row->actor), API_K_PEER,
+				      wire_text(row->peer), API_K_ACTION, wire_text(row->action), API_K_KNOB,
+				      wire_text(row->knob), API_K_CHANGE_ID, (json_int_t)row->change_id, API_K_OUTCOME,
+				      wire_text(row->outcome), API_K_DETAIL, wire_text(row->detail), API_K_COUNT,
+				      (json_int_t)row->count)) == 0
 		       ? 0
 		       : -ENOMEM;
 }

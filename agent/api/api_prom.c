@@ -101,6 +101,15 @@ static void write_agent(struct prom_writer *w, struct agent *a)
 	    rp->store.degraded || rp->observe_only ? 1 : 0);
 }
 
+/* The API's own refusals (api.c counts them; the audit trail holds a sample). */
+static void write_api(struct prom_writer *w, const struct api *api)
+{
+	prom_family(w, "ngxat_api_requests_denied_total", PROM_COUNTER,
+		    "Requests refused for who sent them (401: no valid token; 403: may not act), since the start.");
+	labelled(w, "status", "401", (double)api->denied_401);
+	labelled(w, "status", "403", (double)api->denied_403);
+}
+
 static const char *const verdicts[] = {"keep", "revert", "inconclusive", "aborted", "error"};
 
 struct verdict_counts {
@@ -249,6 +258,7 @@ enum MHD_Result api_prom_get(struct api *api, struct MHD_Connection *c)
 
 	prom_writer_init(&w);
 	write_agent(&w, a);
+	write_api(&w, api);
 	write_journal(&w, a);
 	write_knobs(&w, a);
 	write_tuning(&w, a);
@@ -262,7 +272,7 @@ enum MHD_Result api_prom_get(struct api *api, struct MHD_Connection *c)
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, PROM_CONTENT_TYPE);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	api_common_headers(resp);
 	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return ret;

@@ -15,6 +15,7 @@
 #include "core/controller.h"
 #include "core/judge.h"
 #include "api/verdict_json.h"
+#include "api/wire_text.h"
 #include "proto.h"
 
 struct item {
@@ -180,9 +181,10 @@ void events_proposal(int64_t id, const char *knob, const char *from, const char 
 	bool decision = strcmp(state, API_PROPOSAL_APPROVED) == 0 || strcmp(state, API_PROPOSAL_REJECTED) == 0;
 
 	events_publish(API_EV_PROPOSAL,
-		       json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:s?, s:s?, s:I}", API_K_ID, (json_int_t)id, API_K_KNOB,
+		       json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:o?, s:o?, s:I}", API_K_ID, (json_int_t)id, API_K_KNOB,
 				 knob ? knob : "", API_K_FROM, from, API_K_TO, to, API_K_STATE, state, API_K_ACTOR,
-				 actor, decision ? API_K_COMMENT : API_K_WHY, why, API_K_TS, (json_int_t)now_ms));
+				 wire_text(actor), decision ? API_K_COMMENT : API_K_WHY, wire_text(why), API_K_TS,
+				 (json_int_t)now_ms));
 }
 
 void events_trial_arm(int64_t id, const char *knob, const char *arm, const char *value,
@@ -236,21 +238,22 @@ void events_verdict(int64_t id, const char *knob, const char *verdict, const cha
 
 void events_change(int64_t id, enum change_state state, const char *detail, int64_t now_ms)
 {
-	events_publish(API_EV_CHANGE, json_pack("{s:I, s:s, s:s, s:I}", API_K_ID, (json_int_t)id, API_K_STATE,
-						change_state_name(state), API_K_DETAIL, detail ? detail : "", API_K_TS,
-						(json_int_t)now_ms));
+	events_publish(API_EV_CHANGE, json_pack("{s:I, s:s, s:o, s:I}", API_K_ID, (json_int_t)id, API_K_STATE,
+						change_state_name(state), API_K_DETAIL, wire_text(detail ? detail : ""),
+						API_K_TS, (json_int_t)now_ms));
 }
 
 void events_audit(const struct audit_row *row)
 {
 	ev.audits++;
 	events_publish(API_EV_AUDIT,
-		       json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:s}", API_K_ID, (json_int_t)row->id, API_K_TS,
-				 (json_int_t)row->ts, API_K_ACTOR, row->actor, API_K_PEER, row->peer, API_K_ACTION,
-				 row->action, API_K_KNOB, row->knob, API_K_CHANGE_ID, (json_int_t)row->change_id,
-				 API_K_OUTCOME, row->outcome, API_K_DETAIL, row->detail));
+		       json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", API_K_ID, (json_int_t)row->id, API_K_TS,
+				 (json_int_t)row->ts, API_K_ACTOR, wire_text(row->actor), API_K_PEER, wire_text(row->peer),
+				 API_K_ACTION, wire_text(row->action), API_K_KNOB, wire_text(row->knob), API_K_CHANGE_ID,
+				 (json_int_t)row->change_id, API_K_OUTCOME, wire_text(row->outcome), API_K_DETAIL,
+				 wire_text(row->detail)));
 	if (strcmp(row->action, "conflict") == 0)
-		events_publish(API_EV_CONFLICT, json_pack("{s:s, s:s, s:s, s:I}", API_K_KNOB, row->knob, API_K_OUTCOME,
-							  row->outcome, API_K_DETAIL, row->detail, API_K_TS,
-							  (json_int_t)row->ts));
+		events_publish(API_EV_CONFLICT, json_pack("{s:o, s:o, s:o, s:I}", API_K_KNOB, wire_text(row->knob),
+							  API_K_OUTCOME, wire_text(row->outcome), API_K_DETAIL,
+							  wire_text(row->detail), API_K_TS, (json_int_t)row->ts));
 }

@@ -148,6 +148,67 @@ static void put_name(struct sbuf *b, const char *name)
 	sbuf_add(b, "\"", 1);
 }
 
+#define REAL_MAX 26 /* "%.17g" is at most 24 characters ("-1.2345678901234567e-308"), and ".0" may follow */
+#define I64_MAX_LEN 20
+
+size_t frame_json_bound(const struct frame *fr, const struct metric_registry *reg, const struct metric_filter *f,
+			bool rollup)
+{
+	/* {"ts":I,"dt":R,"values":{...}} and ,"ticks":I for a roll-up; each value ,"NAME":R (a name escaped at most
+	 * doubles), each pattern ,"PAT":null. */
+	size_t n = sizeof(API_K_TS) + sizeof(API_K_DT) + sizeof(API_K_VALUES) + 16 + I64_MAX_LEN + REAL_MAX;
+
+	if (rollup)
+		n += sizeof(API_K_TICKS) + 4 + I64_MAX_LEN;
+	for (size_t i = 0; i < fr->n; i++) {
+		const char *name = metric_name(reg, fr->vals[i].id);
+
+		if (name && metric_filter_match(f, name))
+			n += 2 * strlen(name) + 4 + REAL_MAX;
+	}
+	for (size_t i = 0; f && i < f->n; i++)
+		n += 2 * strlen(f->pat[i]) + 8;
+	return n;
+}
+
+#define PAGE_HEAD "{\"" API_K_FRAMES "\":["
+#define PAGE_TAIL "],\"" API_K_TRUNCATED "\":false}"
+
+void frame_page_init(struct frame_page *p, size_t max_bytes)
+{
+	*p = (struct frame_page){.max_bytes = max_bytes};
+	sbuf_init(&p->out);
+	sbuf_puts(&p->out, PAGE_HEAD);
+}
+
+int frame_page_add(struct frame_page *p, const struct frame *fr, const struct metric_registry *reg,
+		   const struct metric_filter *f, bool rollup)
+{
+	size_t need = 1 + frame_json_bound(fr, reg, f, rollup) + sizeof(PAGE_TAIL);
+
+	if (p->full || (p->n && p->out.len + need > p->max_bytes)) {
+		p->full = true;
+		return 1;
+	}
+	if (p->n)
+		sbuf_add(&p->out, ",", 1);
+	frame_json_append(&p->out, fr, reg, f, rollup);
+	p->n++;
+	return p->out.oom ? -ENOMEM : 0;
+}
+
+int frame_page_end(struct frame_page *p, bool more)
+{
+	sbuf_puts(&p->out, "],\"" API_K_TRUNCATED "\":");
+	sbuf_puts(&p->out, p->full || more ? "true}" : "false}");
+	return p->out.oom ? -ENOMEM : 0;
+}
+
+void frame_page_free(struct frame_page *p)
+{
+	sbuf_free(&p->out);
+}
+
 /* Whether exact pattern I of F is printed as null: the frame lacks it, and no earlier exact pattern is the same. */
 static bool null_pattern(const struct frame *fr, const struct metric_registry *reg, const struct metric_filter *f,
 			 size_t i)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "api/wire_text.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -33,10 +34,17 @@ void api_http_end(void)
 
 /* ---- responses ------------------------------------------------------------------------------------------- */
 
+/*
+ * One request per connection: every answer closes it. Only a connection's first head is read by the agent and held
+ * to http_frame's rules (api_conn.c); libmicrohttpd (0.9.75) parses the next ones itself, and took "Content-Length :
+ * 38" for no length (its body then ran as a request of its own), folded headers and bare CRs (issue 22, R8). A fresh
+ * connection costs about 0.35 ms of the agent's CPU (bench/README.md); ngxctl and curl open one per request anyway.
+ */
 void api_common_headers(struct MHD_Response *r)
 {
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
@@ -97,8 +105,9 @@ static const char *status_title(unsigned status)
 /* The problem object (RFC 9457) for STATUS with DETAIL. */
 static json_t *problem_json(unsigned status, const char *detail)
 {
-	return json_pack("{s:s, s:s, s:i, s:s}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE, status_title(status),
-			 API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, detail);
+	/* A detail may quote what a client sent (jansson's error near a byte that is not UTF-8): wire_text. */
+	return json_pack("{s:s, s:s, s:i, s:o}", API_K_ERR_TYPE, "about:blank", API_K_ERR_TITLE, status_title(status),
+			 API_K_ERR_STATUS, (int)status, API_K_ERR_DETAIL, wire_text(detail));
 }
 
 enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, const char *fmt, ...)

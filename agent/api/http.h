@@ -33,7 +33,7 @@ enum MHD_Result api_send_problem(struct MHD_Connection *c, unsigned status, cons
 /* A whole HTTP/1.1 answer (Connection: close) carrying the problem object for STATUS with DETAIL, written outside
  * libmicrohttpd (a connection refused, evicted or timed out), into OUT; its length in *LEN. 0 or -ENOBUFS/-ENOMEM. */
 int api_problem_message(unsigned status, const char *detail, char *out, size_t outlen, size_t *len);
-/* Add the headers every answer carries (X-Content-Type-Options, Cache-Control) to R. */
+/* Add the headers every answer carries (X-Content-Type-Options, Cache-Control, Connection: close) to R. */
 void api_common_headers(struct MHD_Response *r);
 /* A time in a query: ms since the epoch, or negative seconds relative to now. 0 or -EINVAL/-ERANGE. */
 int api_parse_time(struct agent *a, const char *s, int64_t *out);

@@ -104,6 +104,8 @@ enum {
 	S_ROLLUP_INSERT,
 	S_TRIM_FRAMES,
 	S_TRIM_ROLLUPS,
+	S_TRIM_AUDIT,
+	S_TRIM_DENIED,
 	S_QUERY_FRAMES,
 	S_QUERY_ROLLUPS,
 	S_BYTES,
@@ -127,6 +129,11 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_TRIM_FRAMES] = "DELETE FROM frames WHERE ts IN (SELECT ts FROM frames WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
 	[S_TRIM_ROLLUPS] = "DELETE FROM rollups WHERE ts IN"
 			   " (SELECT ts FROM rollups WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+	/* By the index on ts; a row whose last event is newer (a repeat collapsed into it) stays. */
+	[S_TRIM_AUDIT] = "DELETE FROM audit WHERE id IN"
+			 " (SELECT id FROM audit WHERE ts < ?1 AND last_ts < ?1 ORDER BY ts LIMIT ?2)",
+	[S_TRIM_DENIED] = "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE ts < ?1 AND last_ts < ?1"
+			  " AND action = '" STORE_AUDIT_DENIED "' ORDER BY ts LIMIT ?2)",
 	[S_QUERY_FRAMES] = "SELECT ts, dt, probes_ok, probes_bad, data FROM frames WHERE ts >= ?1 AND ts < ?2"
 			   " ORDER BY ts LIMIT ?3",
 	[S_QUERY_ROLLUPS] = "SELECT ts, n, data FROM rollups WHERE ts >= ?1 AND ts < ?2 ORDER BY ts LIMIT ?3",
@@ -137,6 +144,8 @@ void store_options_default(struct store_options *opt)
 {
 	opt->frames_retention_s = 48 * 3600;
 	opt->rollups_retention_s = 90 * 24 * 3600;
+	opt->audit_retention_s = 365 * 24 * 3600;
+	opt->denied_retention_s = 7 * 24 * 3600;
 	opt->delete_batch = 500;
 	opt->batch_ms = BATCH_DEFAULT_MS;
 }
@@ -589,7 +598,9 @@ static int open_db(const char *path, bool memory, const struct store_options *op
 		return -EINVAL;
 	}
 	if (opt->frames_retention_s < 1 || opt->frames_retention_s > INT64_MAX / 1000 || opt->rollups_retention_s < 1 ||
-	    opt->rollups_retention_s > INT64_MAX / 1000 || opt->delete_batch < 1 || opt->batch_ms < 0 ||
+	    opt->rollups_retention_s > INT64_MAX / 1000 || opt->audit_retention_s < 1 ||
+	    opt->audit_retention_s > INT64_MAX / 1000 || opt->denied_retention_s < 1 ||
+	    opt->denied_retention_s > INT64_MAX / 1000 || opt->delete_batch < 1 || opt->batch_ms < 0 ||
 	    opt->batch_ms > BATCH_MAX_MS) {
 		str_err(err, errlen, "invalid retention options");
 		return -EINVAL;
@@ -910,9 +921,9 @@ static int tick_failed(struct store *st, const char *op, int rc)
 static int write_held(struct store *st)
 {
 	struct store_batch *b = st->batch;
-	int64_t last_ts = st->last_ts, added = 0, rollups_added = 0, del_frames = 0, del_rollups = 0;
+	int64_t last_ts = st->last_ts, added = 0, rollups_added = 0, del_frames = 0, del_rollups = 0, del_audit = 0;
 	uint32_t names_max = st->names_stored;
-	bool have_last = st->have_last;
+	bool have_last = st->have_last, minute_passed = false;
 	sqlite3_stmt *s;
 	int rc;
 
@@ -939,6 +950,7 @@ static int write_held(struct store *st)
 		bool replaced = false, rollup_added = false;
 
 		if (have_last && minute_of(last_ts) != minute_of(f->ts)) {
+			minute_passed = true;
 			rc = write_rollup(st, minute_of(last_ts), &rollup_added);
 			if (rc != SQLITE_OK)
 				return tick_failed(st, "append frame (roll-up)", rc);
@@ -973,6 +985,11 @@ static int write_held(struct store *st)
 		rc = trim(st, S_TRIM_FRAMES, last_ts - st->opt.frames_retention_s * 1000, limit, &del_frames);
 		if (rc == SQLITE_OK)
 			rc = trim(st, S_TRIM_ROLLUPS, last_ts - st->opt.rollups_retention_s * 1000, limit, &del_rollups);
+		/* The audit trail once a minute: its rows come at the pace of acts, not of ticks. */
+		if (rc == SQLITE_OK && minute_passed)
+			rc = trim(st, S_TRIM_AUDIT, last_ts - st->opt.audit_retention_s * 1000, limit, &del_audit);
+		if (rc == SQLITE_OK && minute_passed)
+			rc = trim(st, S_TRIM_DENIED, last_ts - st->opt.denied_retention_s * 1000, limit, &del_audit);
 		if (rc != SQLITE_OK)
 			return tick_failed(st, "append frame (retention)", rc);
 	}

@@ -33,6 +33,9 @@ struct store;
 struct store_options {
 	int64_t frames_retention_s;  /* per-second frames kept this long (default 48 h) */
 	int64_t rollups_retention_s; /* per-minute roll-ups kept this long (default 90 days) */
+	int64_t audit_retention_s;   /* audit rows kept this long after their last event (default 365 days) */
+	int64_t denied_retention_s;  /* audit rows of refused requests (STORE_AUDIT_DENIED) kept this long (default 7
+				      * days) */
 	int delete_batch;            /* most rows retention deletes per frame written (default 500) */
 	int64_t batch_ms;            /* frames are held up to this long and written together (default 5000; 0: each
 				      * frame in its own transaction; at most 60000) */
@@ -148,6 +151,9 @@ struct knob_row {
 	int64_t updated_ms;
 };
 
+/* The action of an audit row for a request refused for who sent it (401, 403): kept denied_retention_s. */
+#define STORE_AUDIT_DENIED "denied"
+
 struct audit_row {
 	int64_t id, ts, last_ts, change_id, count;
 	char actor[64];
@@ -183,8 +189,9 @@ int store_knob_put(struct store *st, const struct knob_row *row);
 int store_original_note(struct store *st, const char *knob, const char *original);
 typedef int (*store_original_cb)(void *ctx, const char *knob, const char *original);
 /* The originals file of the store at STORE_PATH, line by line in the order written (the last line of a knob is its
- * original); CB's non-zero stops and is returned. 0, -ENOENT (no such file), -EBADMSG (a malformed line: ERR says
- * which), -errno. */
+ * original); CB's non-zero stops and is returned. A malformed line is skipped and the lines after it still read:
+ * then -EBADMSG at the end, ERR naming each such line (FILE:LINE and its start). 0, -ENOENT (no such file), -errno
+ * (ERR says which). */
 int store_originals_read(const char *store_path, store_original_cb cb, void *ctx, char *err, size_t errlen);
 
 /* Append ROW (id set), or, when the newest row is the same event (actor, peer, action, knob, change, outcome,
@@ -193,6 +200,9 @@ int store_originals_read(const char *store_path, store_original_cb cb, void *ctx
  * write fails, the row is held and written when a write commits again (ROW's id is then 0) and 0 is returned: the
  * act is recorded. -ENOSPC only when STORE_AUDIT_HELD_MAX rows are held already. */
 int store_audit_append(struct store *st, struct audit_row *row);
+/* N more events (the last at LAST_TS) counted in audit row ID, durably: events sampled out of the trail. 0, -ENOENT
+ * (no such row: trimmed, or ID 0), -errno. */
+int store_audit_add(struct store *st, int64_t id, int64_t n, int64_t last_ts);
 /* Audit rows held in memory, not yet written. */
 size_t store_audit_held(const struct store *st);
 typedef int (*store_audit_cb)(void *ctx, const struct audit_row *row);

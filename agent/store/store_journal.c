@@ -23,6 +23,7 @@ enum {
 	J_KNOB_PUT,
 	J_AUDIT_LAST,
 	J_AUDIT_BUMP,
+	J_AUDIT_ADD,
 	J_AUDIT_INSERT,
 	J_AUDIT_QUERY,
 	J_COUNT
@@ -46,6 +47,7 @@ static const char *const jsql[J_COUNT] = {
 	[J_AUDIT_LAST] = "SELECT id, actor, peer, action, knob, change_id, outcome, detail FROM audit"
 			 " ORDER BY id DESC LIMIT 1",
 	[J_AUDIT_BUMP] = "UPDATE audit SET count = count + 1, last_ts = ?2 WHERE id = ?1",
+	[J_AUDIT_ADD] = "UPDATE audit SET count = count + ?2, last_ts = MAX(last_ts, ?3) WHERE id = ?1",
 	[J_AUDIT_INSERT] = "INSERT INTO audit(ts, last_ts, actor, peer, action, knob, change_id, outcome, detail)"
 			   " VALUES(?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[J_AUDIT_QUERY] = "SELECT " AUDIT_COLS " FROM audit WHERE (?1 = 0 OR ts >= ?1) AND (?2 = 0 OR ts < ?2)"
@@ -404,6 +406,22 @@ static int audit_flush(struct store *st)
 	return r;
 }
 
+int store_audit_add(struct store *st, int64_t id, int64_t n, int64_t last_ts)
+{
+	int rc;
+	sqlite3_stmt *s = stmt(st, J_AUDIT_ADD, &rc);
+
+	if (rc != SQLITE_OK)
+		return fail(st, "audit", rc);
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, n);
+	sqlite3_bind_int64(s, 3, last_ts);
+	rc = durable(st, s);
+	if (rc != SQLITE_OK)
+		return fail(st, "audit", rc);
+	return sqlite3_changes(st->db) ? 0 : -ENOENT;
+}
+
 size_t store_audit_held(const struct store *st)
 {
 	return st->audit_nheld;
@@ -529,12 +547,27 @@ int store_original_note(struct store *st, const char *knob, const char *original
 	return r;
 }
 
+/* A damaged line of the originals file into ERR (at OFF), its start shown with anything unprintable as '?'. */
+static void note_damaged(char *err, size_t errlen, size_t *off, const char *path, int lineno, const char *line,
+			 size_t len)
+{
+	char shown[48];
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && n < sizeof(shown) - 1; i++)
+		shown[n++] = line[i] >= ' ' && line[i] < 0x7f ? line[i] : '?';
+	shown[n] = '\0';
+	if (*off < errlen)
+		*off += (size_t)snprintf(err + *off, errlen - *off, "%s%s:%d: not 'KNOB VALUE': '%s%s'",
+					 *off ? "; " : "", path, lineno, shown, len > n ? "..." : "");
+}
+
 int store_originals_read(const char *store_path, store_original_cb cb, void *ctx, char *err, size_t errlen)
 {
 	char path[600], *buf = NULL;
-	size_t cap = 0;
+	size_t cap = 0, off = 0;
 	ssize_t len;
-	int lineno = 0, r = 0;
+	int lineno = 0, r = 0, damaged = 0;
 	FILE *f;
 
 	originals_path(store_path, path, sizeof(path));
@@ -544,31 +577,33 @@ int store_originals_read(const char *store_path, store_original_cb cb, void *ctx
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 		return r;
 	}
+	if (errlen)
+		err[0] = '\0';
+	/* Every good line is used, also after a damaged one: one bad line may not keep the others' knobs changed. */
 	while (r == 0 && (len = getline(&buf, &cap, f)) >= 0) {
-		char *sp;
+		bool nul = memchr(buf, '\0', (size_t)len) != NULL;
+		size_t body = (size_t)len - (buf[len - 1] == '\n');
+		char *sp = NULL;
 
 		lineno++;
-		if (len == 0 || buf[len - 1] != '\n' || memchr(buf, '\0', (size_t)len)) {
-			/* A line cut by a crash mid-write was never synced: its knob was not written either. */
-			if (len > 0 && buf[len - 1] != '\n' && !memchr(buf, '\0', (size_t)len))
-				break;
-			snprintf(err, errlen, "%s:%d: malformed line", path, lineno);
-			r = -EBADMSG;
+		/* A line cut by a crash mid-write was never synced: its knob was not written either. */
+		if (buf[len - 1] != '\n' && !nul)
 			break;
+		if (!nul) {
+			buf[len - 1] = '\0';
+			sp = strchr(buf, ' ');
 		}
-		buf[len - 1] = '\0';
-		sp = strchr(buf, ' ');
-		if (!sp || sp == buf || (size_t)(sp - buf) >= STORE_KNOB_MAX || strlen(sp + 1) >= STORE_VALUE_MAX) {
-			snprintf(err, errlen, "%s:%d: not 'KNOB VALUE'", path, lineno);
-			r = -EBADMSG;
-			break;
+		if (nul || !sp || sp == buf || (size_t)(sp - buf) >= STORE_KNOB_MAX || strlen(sp + 1) >= STORE_VALUE_MAX) {
+			note_damaged(err, errlen, &off, path, lineno, buf, body);
+			damaged++;
+			continue;
 		}
 		*sp = '\0';
 		r = cb(ctx, buf, sp + 1);
 	}
 	free(buf);
 	fclose(f);
-	return r;
+	return r == 0 && damaged ? -EBADMSG : r;
 }
 
 int store_originals_backfill(struct store *st, char *err, size_t errlen)

@@ -6,13 +6,16 @@
 #   - full while running: the log says degraded once and writable once, never the opposite of the truth; acts made
 #     while degraded (a refused proposal, pause, resume) reach the audit trail after recovery;
 #   - the store emptied (0 bytes), truncated, or gone mid-trial: the agent refuses to start, naming the file and
-#     the ways out, never starts afresh; --revert all puts the knobs back from the originals file.
+#     the ways out, never starts afresh; --revert all puts the knobs back from the originals file;
+#   - the originals file with a malformed line, or gone with the store (issue 22, R9): --revert all puts back what the
+#     good lines hold and exits 1 naming the damaged line; with no record at all it exits 1 naming the knobs as they
+#     read now, and makes no store; the originals file immutable: a proposal is answered 500, not 400. About 5 s.
 # The host's own sysctls are never touched: every knob is a file of the fake tree.
 TEST_EXCLUSIVE=1
 TEST_NAME=faults-store
 . "$(dirname "$0")/lib.sh"
 need_root
-need_cmd jq curl sqlite3 mount umount
+need_cmd jq curl sqlite3 mount umount chattr
 
 R=$TMP/root
 make_fake_root "$R" 4242
@@ -160,4 +163,49 @@ grep -q READY=1 "$TMP/notify.log" && fail "READY=1 from an agent that could not 
 "$AGENT" -c "$TMP/agent.conf" --revert all >"$TMP/revert.out" 2>&1 || fail "revert --all: $(cat "$TMP/revert.out")"
 [ "$(cat "$BACKLOG")" = 1000 ] || fail "revert --all left the backlog at $(cat "$BACKLOG"), want 1000"
 ok "the store gone mid-trial: no fresh start, no READY=1; --revert all puts the original back from the originals file"
+
+# ---- 4. the originals file damaged or missing (issue 22, R9) --------------------------------------------------
+# One malformed line made --revert all of a lost store put nothing back; with the store and the originals both
+# gone it said "nothing to put back" and exited 0 while a changed sysctl stayed changed. Now the good lines are
+# used and the damaged ones are an error naming them; no record at all is an error naming the knobs as they read.
+rm -f "$DB" "$DB-wal" "$DB-shm" "$DB.originals"
+start_agent
+wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1 on a new store"
+# The originals file immutable (chattr +i): its EPERM is the server's failure, 500, not a refused request's 400.
+: >"$DB.originals"
+chattr +i "$DB.originals" || fail "chattr +i"
+CLEANUP+=("chattr -i $DB.originals")
+code=$(curl -s -o "$TMP/body" -w '%{http_code}' --unix-socket "$TMP/api.sock" \
+	-d '{"knob":"net.core.somaxconn","value":"4096","now":true}' http://localhost/v1/proposals)
+chattr -i "$DB.originals"
+[ "$code" = 500 ] && grep -q "cannot keep a copy of net.core.somaxconn's original value: Operation not permitted" "$TMP/body" ||
+	fail "a proposal with the originals file immutable: $code $(cat "$TMP/body")"
+[ "$(cat "$SOMAX")" = 128 ] || fail "somaxconn written without a copy of its original"
+ok "the originals file cannot be written (immutable): the proposal is answered 500 (not 400), nothing written"
+ctl propose --now net.core.somaxconn=4096 >/dev/null || fail "propose somaxconn"
+sid=$(api "/v1/changes?knob=net.core.somaxconn" | jq '[.changes[] | select(.kind == "change")][0].id')
+wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$sid | jq -e '.state == \"kept\"'" ||
+	fail "change $sid not kept"
+ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog"
+[ "$(cat "$SOMAX")" = 4096 ] && [ "$(cat "$BACKLOG")" = 2000 ] || fail "somaxconn $(cat "$SOMAX"), backlog $(cat "$BACKLOG")"
+kill -9 $AGENT_PID
+wait $AGENT_PID 2>/dev/null
+[ "$(wc -l <"$DB.originals")" = 2 ] || fail "originals: $(cat "$DB.originals")"
+sed -i '1a net.core.rmem_max' "$DB.originals" # a line without its value, between the two good ones
+: >"$DB"
+"$AGENT" -c "$TMP/agent.conf" --revert all >"$TMP/revert.out" 2>&1 &&
+	fail "--revert all with a damaged originals file exited 0: $(cat "$TMP/revert.out")"
+[ "$(cat "$SOMAX")" = 128 ] && [ "$(cat "$BACKLOG")" = 1000 ] ||
+	fail "--revert all with a damaged originals file left somaxconn $(cat "$SOMAX"), backlog $(cat "$BACKLOG"): $(cat "$TMP/revert.out")"
+grep -q "$DB.originals:2: .*net.core.rmem_max" "$TMP/revert.out" ||
+	fail "--revert all does not name the damaged line: $(cat "$TMP/revert.out")"
+echo 4096 >"$SOMAX" # as the agent left it, and then its store and originals were deleted
+rm -f "$DB" "$DB-wal" "$DB-shm" "$DB.originals"
+"$AGENT" -c "$TMP/agent.conf" --revert all >"$TMP/revert.out" 2>&1 &&
+	fail "--revert all with no store and no originals exited 0: $(cat "$TMP/revert.out")"
+grep -q "nothing to put back" "$TMP/revert.out" && fail "--revert all claims nothing to put back: $(cat "$TMP/revert.out")"
+grep -q "net.core.somaxconn=4096" "$TMP/revert.out" ||
+	fail "--revert all with no record does not name the knobs as they read: $(cat "$TMP/revert.out")"
+[ -e "$DB" ] && fail "--revert all made a new, empty store (a second run would find nothing to put back)"
+ok "originals damaged: the good lines put back, the damaged one named, exit 1; no store and no originals: exit 1 naming the knobs as they read (somaxconn=4096), no store made"
 echo "# $checks checks passed"

@@ -59,6 +59,8 @@ static void test_defaults_when_missing(void **state)
 	assert_string_equal(c.store_path, "/var/lib/ngx-autotune/ngx-autotune.db");
 	assert_int_equal(c.frames_retention_ms, 48LL * 3600 * 1000);
 	assert_int_equal(c.rollups_retention_ms, 90LL * 86400 * 1000);
+	assert_int_equal(c.audit_retention_ms, 365LL * 86400 * 1000);
+	assert_int_equal(c.denied_retention_ms, 7LL * 86400 * 1000);
 	assert_int_equal(c.socket_mode, 0660);
 	assert_true(c.probe_netlink);
 	assert_int_equal(c.doctor_interval_ms, 300000);
@@ -76,7 +78,8 @@ static void test_every_key(void **state)
 	(void)state;
 	write_conf("; comment\n[agent]\ntick_interval = 250ms\nroot = /tmp/fake\nsocket = /tmp/s.sock\n"
 		   "socket_mode = 0600\nsocket_group = wheel\nlog_level = debug\n"
-		   "[store]\npath = /tmp/x.db\nframes_retention = 2h\nrollups_retention = 7d\n"
+		   "[store]\npath = /tmp/x.db\nframes_retention = 2h\nrollups_retention = 7d\naudit_retention = 30d\n"
+		   "denied_retention = 12h\n"
 		   "[nginx]\npid_file = /tmp/nginx.pid\nstub_status_url = http://127.0.0.1:8080/st\n"
 		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\n"
 		   "[doctor]\ninterval = 90s\nbackend_keepalive_timeout = 5s\n"
@@ -93,6 +96,8 @@ static void test_every_key(void **state)
 	assert_string_equal(c.store_path, "/tmp/x.db");
 	assert_int_equal(c.frames_retention_ms, 2 * 3600 * 1000);
 	assert_int_equal(c.rollups_retention_ms, 7LL * 86400 * 1000);
+	assert_int_equal(c.audit_retention_ms, 30LL * 86400 * 1000);
+	assert_int_equal(c.denied_retention_ms, 12LL * 3600 * 1000);
 	assert_string_equal(c.stub_status_url, "http://127.0.0.1:8080/st");
 	assert_int_equal(c.stub_status_timeout_ms, 150);
 	assert_string_equal(c.access_log, "");

@@ -264,6 +264,46 @@ static void test_helpers(void **state)
 	free(ev);
 }
 
+/* Issue 22, R7: a stored row with bytes that are not UTF-8 (an older agent stored a client's body raw; a cut inside
+ * a character) is published, escaped, instead of failing (jansson refuses it); UTF-8 stays as it is. */
+static void test_not_utf8(void **state)
+{
+	struct audit_row row;
+	const char *type;
+	json_t *o;
+
+	(void)state;
+	events_init(1);
+	memset(&row, 0, sizeof(row));
+	row.id = 7;
+	strcpy(row.actor, "root\xff");
+	strcpy(row.action, "conflict");
+	strcpy(row.knob, "k");
+	strcpy(row.outcome, "400");
+	strcpy(row.detail, "POST /v1/pause {\"why\":\"\xff\"} caf\xc3\xa9 \xc3");
+	events_audit(&row);
+	assert_int_equal(events_last_id(), 2);
+	o = data_of(1, &type);
+	assert_string_equal(type, API_EV_AUDIT);
+	assert_string_equal(json_string_value(json_object_get(o, API_K_ACTOR)), "root\\xff");
+	assert_string_equal(json_string_value(json_object_get(o, API_K_DETAIL)),
+			    "POST /v1/pause {\"why\":\"\\xff\"} caf\xc3\xa9 \\xc3");
+	json_decref(o);
+	o = data_of(2, &type);
+	assert_string_equal(type, API_EV_CONFLICT);
+	assert_string_equal(json_string_value(json_object_get(o, API_K_DETAIL)),
+			    "POST /v1/pause {\"why\":\"\\xff\"} caf\xc3\xa9 \\xc3");
+	json_decref(o);
+	events_change(7, CHANGE_FAILED, "nginx -t: \xfe", 2);
+	o = data_of(3, &type);
+	assert_string_equal(json_string_value(json_object_get(o, API_K_DETAIL)), "nginx -t: \\xfe");
+	json_decref(o);
+	events_proposal(7, "k", "1", "2", API_PROPOSAL_MADE, "agent", "why \xc3", 3);
+	o = data_of(4, &type);
+	assert_string_equal(json_string_value(json_object_get(o, API_K_WHY)), "why \\xc3");
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +311,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_ring_bounds, teardown),
 		cmocka_unit_test(test_peer),
 		cmocka_unit_test_teardown(test_helpers, teardown),
+		cmocka_unit_test_teardown(test_not_utf8, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,6 +142,10 @@ static void test_frames(void **state)
 				if (strcmp(sbuf_str(&b), want) != 0)
 					fail_msg("frame %zu, filter '%s', rollup %d:\n wrote   %s\n jansson %s", mask,
 						 filters[k], rollup, sbuf_str(&b), want);
+				if (frame_json_bound(&fr, reg, k ? &f : NULL, rollup) < b.len)
+					fail_msg("frame %zu, filter '%s', rollup %d: bound %zu < %zu written", mask,
+						 filters[k], rollup, frame_json_bound(&fr, reg, k ? &f : NULL, rollup),
+						 b.len);
 				sbuf_free(&b);
 				free(want);
 			}
@@ -151,11 +155,122 @@ static void test_frames(void **state)
 	metric_registry_free(reg);
 }
 
+/* The longest texts a value can print: the bound must hold for them too. */
+static void test_bound_worst(void **state)
+{
+	static const double worst[] = {-1.2345678901234567e-308, -0.00012345678901234567, -12345678901234567.0,
+				       -1.7976931348623157e308, -4.9406564584124654e-324, -99999999999999999.0};
+	struct metric_registry *reg;
+	struct frame fr;
+	uint32_t id;
+	char name[METRIC_NAME_MAX];
+
+	(void)state;
+	assert_int_equal(metric_registry_new(&reg), 0);
+	frame_init(&fr);
+	fr.ts_ms = INT64_MIN;
+	fr.dt_s = worst[0];
+	for (size_t i = 0; i < ARRAY_LEN(worst); i++) {
+		memset(name, '"', sizeof(name) - 1); /* every character escaped */
+		name[sizeof(name) - 1] = '\0';
+		name[i] = 'a';
+		assert_int_equal(metric_intern(reg, name, &id), 0);
+		assert_int_equal(frame_put(&fr, id, worst[i]), 0);
+	}
+	for (int rollup = 0; rollup <= 1; rollup++) {
+		struct sbuf b;
+
+		fr.dt_s = rollup ? -9.2233720368547758e18 : worst[0];
+		sbuf_init(&b);
+		frame_json_append(&b, &fr, reg, NULL, rollup);
+		assert_true(frame_json_bound(&fr, reg, NULL, rollup) >= b.len);
+		sbuf_free(&b);
+	}
+	frame_free(&fr);
+	metric_registry_free(reg);
+}
+
+/* Issue 22, R2: a page of frames never holds more than its bytes (one hour of frames of a host of 64 CPUs was a 39
+ * MB answer); the frames that fit are all there, in order, and truncated says more follow. */
+static void test_page(void **state)
+{
+	struct metric_registry *reg;
+	struct frame_page page;
+	struct frame fr;
+	json_t *o;
+	size_t fitted = 0;
+
+	(void)state;
+	assert_int_equal(metric_registry_new(&reg), 0);
+	frame_init(&fr);
+	for (int cpu = 0; cpu < 64; cpu++) {
+		static const char *const kinds[] = {"user", "system", "softirq", "idle", "iowait"};
+
+		for (size_t k = 0; k < ARRAY_LEN(kinds); k++) {
+			char name[64];
+			uint32_t id;
+
+			snprintf(name, sizeof(name), "cpu.%d.%s", cpu, kinds[k]);
+			assert_int_equal(metric_intern(reg, name, &id), 0);
+			assert_int_equal(frame_put(&fr, id, 0.1 * cpu + (double)k / 3.0), 0);
+		}
+	}
+	/* 64 KiB: some frames fit, not all of 1000. */
+	frame_page_init(&page, 65536);
+	for (int i = 0; i < 1000; i++) {
+		int r;
+
+		fr.ts_ms = 1764500000000 + i * 1000;
+		fr.dt_s = 1.0;
+		r = frame_page_add(&page, &fr, reg, NULL, false);
+		assert_true(r == 0 || r == 1);
+		if (r == 1)
+			break;
+		fitted++;
+	}
+	assert_true(fitted > 1 && fitted < 1000);
+	assert_int_equal(page.n, fitted);
+	assert_true(page.full);
+	assert_int_equal(frame_page_add(&page, &fr, reg, NULL, false), 1);
+	assert_int_equal(frame_page_end(&page, false), 0);
+	assert_true(page.out.len <= 65536);
+	o = json_loadb(page.out.p, page.out.len, 0, NULL);
+	assert_non_null(o);
+	assert_true(json_is_true(json_object_get(o, API_K_TRUNCATED)));
+	assert_int_equal(json_array_size(json_object_get(o, API_K_FRAMES)), fitted);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, API_K_FRAMES), fitted - 1),
+							    API_K_TS)), 1764500000000 + (int64_t)(fitted - 1) * 1000);
+	json_decref(o);
+	frame_page_free(&page);
+	/* All fit: truncated only when the caller says more may follow; the first frame goes in whatever its size. */
+	for (int more = 0; more <= 1; more++) {
+		frame_page_init(&page, 1 << 20);
+		assert_int_equal(frame_page_add(&page, &fr, reg, NULL, true), 0);
+		assert_int_equal(frame_page_add(&page, &fr, reg, NULL, true), 0);
+		assert_int_equal(frame_page_end(&page, more), 0);
+		o = json_loadb(page.out.p, page.out.len, 0, NULL);
+		assert_non_null(o);
+		assert_int_equal(json_is_true(json_object_get(o, API_K_TRUNCATED)), more);
+		json_decref(o);
+		frame_page_free(&page);
+	}
+	frame_page_init(&page, 10);
+	assert_int_equal(frame_page_add(&page, &fr, reg, NULL, false), 0);
+	assert_int_equal(frame_page_add(&page, &fr, reg, NULL, false), 1);
+	assert_int_equal(frame_page_end(&page, false), 0);
+	assert_int_equal(page.n, 1);
+	frame_page_free(&page);
+	frame_free(&fr);
+	metric_registry_free(reg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reals),
 		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_bound_worst),
+		cmocka_unit_test(test_page),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

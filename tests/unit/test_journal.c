@@ -273,6 +273,73 @@ static void test_audit_peers(void **state)
 	assert_int_equal(a.r[0].count, 2);
 }
 
+static int frame_at(struct fx *f, int64_t ts);
+
+/* Issue 22, R4: the audit trail has a retention, checked once a minute (when a frame starts a new minute): a row
+ * goes when its last event is older than audit_retention, a refused request's row (denied) older than
+ * denied_retention; a repeat collapsed into an old row keeps it. store_audit_add counts sampled refusals in. */
+static void test_audit_retention(void **state)
+{
+	static const struct {
+		const char *action, *detail;
+		int64_t age_s, last_age_s; /* ts and last_ts before now */
+		bool kept;
+	} rows[] = {
+		{"propose", "an act of 2 h ago", 7200, 7200, false},
+		{"denied", "a refusal of 2 h ago", 7200, 7200, false},
+		{"propose", "an act of 30 min ago", 1800, 1800, true},
+		{"denied", "a refusal of 30 min ago", 1800, 1800, false},
+		{"denied", "a refusal of 5 min ago", 300, 300, true},
+		{"conflict", "an act of 2 h ago, repeated 1 min ago", 7200, 60, true},
+	};
+	const int64_t now = 1700000040000; /* a minute's start */
+	struct fx *f = *state;
+	struct store_options opt;
+	struct audit_row r;
+	struct aud a = {0};
+	int64_t denied_id = 0;
+	char err[256];
+
+	store_close(f->st);
+	store_options_default(&opt);
+	opt.audit_retention_s = 3600;
+	opt.denied_retention_s = 600;
+	opt.batch_ms = 0;
+	assert_int_equal(store_open(f->path, &opt, f->reg, &f->st, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		strcpy(r.actor, "bob");
+		snprintf(r.action, sizeof(r.action), "%s", rows[i].action);
+		snprintf(r.detail, sizeof(r.detail), "%s", rows[i].detail);
+		strcpy(r.outcome, "403");
+		r.ts = now - rows[i].age_s * 1000;
+		assert_int_equal(store_audit_append(f->st, &r), 0);
+		if (rows[i].last_age_s != rows[i].age_s) {
+			r.ts = now - rows[i].last_age_s * 1000;
+			assert_int_equal(store_audit_append(f->st, &r), 0);
+		}
+		if (i == 4)
+			denied_id = r.id;
+	}
+	assert_int_equal(store_audit_add(f->st, denied_id, 299, now - 240000), 0);
+	assert_int_equal(store_audit_add(f->st, 999999, 1, now), -ENOENT);
+	/* No frame has started a new minute yet: nothing is trimmed. */
+	assert_int_equal(frame_at(f, now - 1000), 0);
+	assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 0, collect_audit, &a), 0);
+	assert_int_equal(a.n, 6);
+	assert_int_equal(frame_at(f, now), 0);
+	a.n = 0;
+	assert_int_equal(store_audit_query(f->st, 0, 0, "", "", 0, 0, collect_audit, &a), 0);
+	assert_int_equal(a.n, 3);
+	/* Newest first: the collapsed act, the recent refusal (with its sampled count), the act of 30 min. */
+	assert_string_equal(a.r[0].detail, rows[5].detail);
+	assert_int_equal(a.r[0].count, 2);
+	assert_string_equal(a.r[1].detail, rows[4].detail);
+	assert_int_equal(a.r[1].count, 300);
+	assert_int_equal(a.r[1].last_ts, now - 240000);
+	assert_string_equal(a.r[2].detail, rows[2].detail);
+}
+
 /* ---- faults: the store's health, held audit rows, a lost store, the originals file ------------------------- */
 
 static sqlite3 *captured_db;
@@ -520,8 +587,28 @@ static void test_originals(void **state)
 	fp = fopen(orig, "w");
 	fputs("nospace\n", fp);
 	fclose(fp);
+	o.n = 0;
 	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), -EBADMSG);
-	assert_non_null(strstr(err, ":1:"));
+	assert_non_null(strstr(err, ":1: not 'KNOB VALUE': 'nospace'"));
+	assert_int_equal(o.n, 0);
+	/* Issue 22, R9: one damaged line stopped the read, and a lost store's revert put nothing back. Every good line
+	 * is read, also after damaged ones; each damaged line is named (a NUL shown as '?'). */
+	fp = fopen(orig, "w");
+	fputs("net.core.somaxconn 128\nnet.core.rmem_max\nnet.core.netdev_budget 300\nx\001y\n", fp);
+	fputc('\0', fp);
+	fputs("z 1\nnet.core.netdev_max_backlog 1000\n", fp);
+	fclose(fp);
+	o.n = 0;
+	assert_int_equal(store_originals_read(f->path, collect_orig, &o, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(o.n, 3);
+	assert_string_equal(o.knob[0], "net.core.somaxconn");
+	assert_string_equal(o.knob[1], "net.core.netdev_budget");
+	assert_string_equal(o.knob[2], "net.core.netdev_max_backlog");
+	assert_string_equal(o.value[2], "1000");
+	assert_non_null(strstr(err, ":2: not 'KNOB VALUE': 'net.core.rmem_max'"));
+	assert_non_null(strstr(err, ":4: not 'KNOB VALUE': 'x?y'"));
+	assert_non_null(strstr(err, ":5: not 'KNOB VALUE': '?z 1'"));
+	assert_null(strstr(err, ":1:"));
 	/* A store from before the originals file gets one at open, from its knobs table. */
 	assert_int_equal(unlink(orig), 0);
 	memset(&k, 0, sizeof(k));
@@ -543,6 +630,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_retention, setup, teardown),
 		cmocka_unit_test(test_states),
 		cmocka_unit_test_setup_teardown(test_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
