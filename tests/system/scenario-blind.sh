@@ -36,36 +36,12 @@ ip netns exec "$NS" nginx -p "$NGINX_DIR" -c "$NGINX_CONF" -e "$NGINX_DIR/logs/e
 CLEANUP+=("nginx_stop $NGINX_DIR/nginx.pid")
 wait_for 5 test -s "$NGINX_DIR/nginx.pid" || fail "no pid file"
 : >"$TMP/elsewhere.log"
-mkdir -p "$TMP/inc" # the agent's directory, as the package makes it (nginx includes nothing of it here)
-cat >"$TMP/agent.conf" <<EOT
-[agent]
-tick_interval = 500ms
-socket = $TMP/api.sock
-socket_group =
-[store]
-path = $TMP/store/ngx-autotune.db
-[policies]
-dir = $srcdir/policies
-override_dir = $TMP/policies.d
-[nginx]
-pid_file = $NGINX_DIR/nginx.pid
-access_log = $TMP/elsewhere.log
-error_log = $NGINX_DIR/logs/error.log
-conf = $NGINX_CONF
-include_dir = $TMP/inc
-[tuning]
-mode = propose
-pairs = 8
-block = 4s
-calibrate_pairs = 0
-changes_per_hour = 60
-cooldown = 5s
-EOT
-# CI-length trials, as scn_agent_conf makes them: the shipped policies with a 2 s settle.
-mkdir -p "$TMP/policies.d"
-for p in $SCN_POLICIES; do
-	sed 's/^settle = .*/settle = 2s/' "$srcdir/policies/$p.policy" >"$TMP/policies.d/$p.policy"
-done
+INC=$TMP/inc
+mkdir -p "$INC" # the agent's directory, as the package makes it (nginx includes nothing of it here)
+# CI-length trials (scn_agent_conf), with the defaults for stub_status (nothing answers there) and an access log
+# nginx does not write.
+scn_agent_conf "$TMP/agent.conf" $PORT
+sed -i -e '/^stub_status_url = /d' -e "s|^access_log = .*|access_log = $TMP/elsewhere.log|" "$TMP/agent.conf"
 scn_start_agent
 ctl pause >/dev/null || fail "ngxctl pause"
 ok "Debian's stock nginx.conf in $NS; the agent's stub_status_url answers nothing, its access log is not nginx's"

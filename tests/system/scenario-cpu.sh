@@ -36,6 +36,8 @@ echo "# good responses before: $before/s"
 [ "$before" -gt 0 ] || fail "wrk got no good response"
 SCN_POLICIES="nginx"
 scn_agent_conf "$TMP/agent.conf" $PORT
+# 250 ms ticks: the detectors' 60-tick window, which each proposal waits for, is 15 s (CI time)
+sed -i 's/^tick_interval = .*/tick_interval = 250ms/' "$TMP/agent.conf"
 scn_start_agent
 scn_load "$NS" 400 "${WRK[@]}"
 ok "nginx in $NS with worker_processes 1 on $cpus CPUs, gzip_comp_level 9, 100 clients ($before good responses/s)"

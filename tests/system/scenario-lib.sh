@@ -273,13 +273,19 @@ scn_trial_end() {
 }
 
 # scn_backend NS PORT DELAY: a second nginx in NS on 127.0.0.1:PORT that answers every request after DELAY seconds
-# (echo_sleep of libnginx-mod-http-echo: the worker is not blocked), without logs. Its files are in $TMP/backend.
+# (echo_sleep of libnginx-mod-http-echo: the worker is not blocked), or at once with "backend ok" when DELAY is empty,
+# without logs, keeping its clients' connections (keepalive_requests 100000). Its files are in $TMP/backend.
 scn_backend() {
-	local ns=$1 port=$2 delay=$3 d=$TMP/backend mod=/usr/lib/nginx/modules/ngx_http_echo_module.so
-	[ -f $mod ] || return 77
+	local ns=$1 port=$2 delay=$3 d=$TMP/backend mod=/usr/lib/nginx/modules/ngx_http_echo_module.so load="" loc
+	loc='location / { return 200 "backend ok\n"; }'
+	if [ -n "$delay" ]; then
+		[ -f $mod ] || return 77
+		load="load_module $mod;"
+		loc="location / { echo_sleep $delay; echo \"slow answer\"; }"
+	fi
 	mkdir -p "$d/logs"
 	cat >"$d/nginx.conf" <<EOT
-load_module $mod;
+$load
 worker_processes 1;
 pid $d/nginx.pid;
 error_log $d/logs/error.log warn;
@@ -294,7 +300,7 @@ http {
 	keepalive_requests 100000;
 	server {
 		listen 127.0.0.1:$port backlog=4096;
-		location / { echo_sleep $delay; echo "slow answer"; }
+		$loc
 	}
 }
 EOT
