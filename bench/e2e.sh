@@ -279,34 +279,11 @@ wrk_load() {
 	ip netns exec "$LOAD_NS" timeout $((secs + 20)) wrk -d"${secs}s" "$@" "${LOAD_ARGS[@]}" "$LOAD_URL"
 }
 
-# backend_start: the proxy scenario's backend in the namespace: a second nginx on BPORT answering "backend ok" that
-# keeps its connections (keepalive_requests 100000), without logs.
+# backend_start: the proxy scenario's backend (scn_backend): "backend ok" at once on BPORT in nginx's namespace.
 backend_start() {
-	local b=$TMP/backend
-	mkdir -p "$b/logs"
-	cat >"$b/nginx.conf" <<EOT
-worker_processes 1;
-pid $b/nginx.pid;
-error_log $b/logs/error.log warn;
-events { worker_connections 16384; }
-http {
-	access_log off;
-	client_body_temp_path $b/tmp_body;
-	proxy_temp_path $b/tmp_proxy;
-	fastcgi_temp_path $b/tmp_fastcgi;
-	uwsgi_temp_path $b/tmp_uwsgi;
-	scgi_temp_path $b/tmp_scgi;
-	keepalive_requests 100000;
-	keepalive_timeout 300s;
-	server {
-		listen 127.0.0.1:$BPORT backlog=4096;
-		location / { return 200 "backend ok\n"; }
-	}
+	scn_backend "$NS" "$BPORT" ""
 }
-EOT
-	ip netns exec "$NS" nginx -p "$b" -c "$b/nginx.conf" -e "$b/logs/error.log" || return 1
-	wait_for 5 test -s "$b/nginx.pid"
-}
+
 # stall_start / stall_stop: the scenario's worker stalls (STALL_MS), around a measurement or a convergence.
 stall_start() {
 	STALL_PID=
