@@ -1618,7 +1618,11 @@ static void check_port_range(struct ctx *c)
 		       (long long)fa->err_addr_not_avail);
 	put(f->fix, sizeof(f->fix), "reuse upstream connections first (upstream keepalive); then widen the range: "
 	    "sysctl -w net.ipv4.ip_local_port_range=\"1024 65000\", and net.ipv4.tcp_tw_reuse=1");
-	remedy(f, "net.ipv4.ip_local_port_range", true, "%s", "");
+	/* A proposal names a cause the agent can show: nginx's own connect()s failing for want of a port. Churn and
+	 * TIME_WAIT alone may be another program's (a load generator beside nginx) or nginx's server side, whose
+	 * TIME_WAIT sockets hold the listen port, not a local one: advice, not a change. */
+	if (addr_errs)
+		remedy(f, "net.ipv4.ip_local_port_range", true, "%s", "");
 }
 
 static void check_conntrack(struct ctx *c)

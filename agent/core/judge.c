@@ -21,6 +21,7 @@ void judge_config_default(struct judge_config *cfg)
 	cfg->alpha_early = 0.01;
 	cfg->alpha_guard = 0.001;
 	cfg->guard_margin = 0.10;
+	cfg->latency_floor_ms = 5.0;
 	cfg->gross_harm = 1.0;
 	cfg->error_ceiling = 0.02;
 	cfg->power = 0.8;
@@ -46,7 +47,9 @@ int judge_config_check(const struct judge_config *c)
 	if (!c || !(c->delta > 0.0 && c->delta <= 1.0) || !level_ok(c->alpha) || !level_ok(c->alpha_sign) ||
 	    !level_ok(c->alpha_early) || !level_ok(c->alpha_guard))
 		return -EINVAL;
-	if (!(c->guard_margin >= 0.0 && c->guard_margin <= 10.0) || !(c->gross_harm >= 0.0 && c->gross_harm <= 1000.0) ||
+	if (!(c->guard_margin >= 0.0 && c->guard_margin <= 10.0) ||
+	    !(c->latency_floor_ms >= 0.0 && c->latency_floor_ms <= 60000.0) ||
+	    !(c->gross_harm >= 0.0 && c->gross_harm <= 1000.0) ||
 	    !(c->error_ceiling > 0.0 && c->error_ceiling <= 1.0) || !(c->power >= 0.5 && c->power < 1.0) ||
 	    !(c->quantile_min_requests >= 0.0 && c->quantile_min_requests < 1e12))
 		return -EINVAL;
@@ -568,6 +571,11 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 			ge->p = binom_p(ge->events_a, ge->events_b, ge->exposure_a, ge->exposure_b, ge->dir,
 					j->cfg.guard_margin);
 		} else if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) == 0) {
+			/* A latency (a quantile, in ms) below the floor is as good as the floor for harm. */
+			if (va->kind == BLOCK_QUANTILE) {
+				ga = fmax(ga, j->cfg.latency_floor_ms);
+				gb = fmax(gb, j->cfg.latency_floor_ms);
+			}
 			pe->g[g] = log_ratio(ga, gb, ge->dir);
 		}
 	}

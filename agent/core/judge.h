@@ -79,6 +79,9 @@ struct judge_config {
 	double alpha_early;      /* one-sided level of the early harm bounds (objective and continuous guardrails) */
 	double alpha_guard;      /* one-sided level of the conditional counter tests */
 	double guard_margin;     /* relative worsening a guardrail may show and still hold */
+	double latency_floor_ms; /* a latency guardrail counts a block's value below this as this: a change within it
+				  * is no harm a client notices (sub-millisecond medians move with the CPU the
+				  * load generator takes, not with what clients wait for) */
 	double gross_harm;       /* one pair worse by this factor - 1 ends the trial (0: off) */
 	double error_ceiling;    /* 5xx share that trips in B when A stays under it */
 	double power;            /* calibration: power wanted at an effect of 2 x delta */

@@ -417,8 +417,9 @@ static void unknown_all(struct doctor_facts *f) { doctor_facts_init(f); }
 
 static const struct conf_case live_cases[] = {
 	{ "tuned.txt", tw_recycle, "C kernel.tcp_tw_recycle\n" },
-	{ "tuned.txt", ports_warn, "W kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
-	{ "tuned.txt", ports_crit, "C kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
+	/* Churn and TIME_WAIT alone (a load generator beside nginx, nginx's own server side): advice, no proposal. */
+	{ "tuned.txt", ports_warn, "W kernel.ip_local_port_range\n" },
+	{ "tuned.txt", ports_crit, "C kernel.ip_local_port_range\n" },
 	{ "tuned.txt", ports_errs, "C kernel.ip_local_port_range => net.ipv4.ip_local_port_range +!\n" },
 	{ "tuned.txt", ports_quiet, "" }, /* TIME_WAIT from clients, no connect churn */
 	{ "tuned.txt", conntrack_warn, "W kernel.conntrack\n" },

@@ -1171,6 +1171,54 @@ static void test_implied_one_pair(void **state)
 	assert_false(ev->guard[0].failed);
 }
 
+/* The latency floor (scenario-keepalive on a CI machine): keepalive_requests 1 -> 100 served four times the
+ * requests while the synthetic client's median went 0.12 ms -> 0.27..0.75 ms on the two CPUs wrk shares. Below the
+ * 5 ms floor that is no harm: kept. The same ratio above the floor (2 ms -> 8 ms) still ends the trial. */
+static void test_latency_floor(void **state)
+{
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric guard[] = {{"client.p50_ms", POLICY_LOWER_IS_BETTER, true}};
+	const struct om a[] = {{"tcp.listen_overflows", 0, 500, 10}, {"client.p50_ms", 0.12, 0, 0}};
+	const struct om b[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 0.6, 0, 0}};
+	const struct om a_ms[] = {{"tcp.listen_overflows", 0, 500, 10}, {"client.p50_ms", 2, 0, 0}};
+	const struct om b_ms[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 8, 0, 0}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	assert_true(cfg.latency_floor_ms == 5.0);
+	cfg.alpha_seq = 0;
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_KEEP);
+	assert_false(ev->guard[0].failed);
+
+	done = false;
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a_ms, b_ms, ARRAY_LEN(a_ms), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_int_equal(ev->verdict, VERDICT_ABORTED);
+	assert_true(ev->guard[0].failed);
+
+	/* Without the floor the sub-millisecond one is harm, as it was. */
+	cfg.latency_floor_ms = 0;
+	done = false;
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
+	assert_int_equal(judge_evidence(&j)->verdict, VERDICT_ABORTED);
+	cfg.latency_floor_ms = -1;
+	assert_int_equal(judge_config_check(&cfg), -EINVAL);
+}
+
 /* An arm that served nothing while the other served is an outage: the worst block, not missing data. */
 static void test_outage(void **state)
 {
@@ -1244,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_outcome_outweighs_internal), cmocka_unit_test(test_block_good_rate), cmocka_unit_test(test_block_per_second),
 		cmocka_unit_test(test_outcome_harm_beats_internal_gain), cmocka_unit_test(test_outcome_keep),
 		cmocka_unit_test(test_implied_one_pair), cmocka_unit_test(test_outcome_keep_blind),
+		cmocka_unit_test(test_latency_floor),
 		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
 	};
 
