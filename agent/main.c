@@ -132,7 +132,7 @@ static int revert_without_record(struct agent *a)
 		"%s%s, so nothing is known of what the agent changed (if it ever ran here, both were lost: restore them "
 		"from a backup). The knobs its policies manage read now: %s\n", a->cfg.store_path, a->cfg.store_path,
 		STORE_ORIGINALS_SUFFIX, shown ? list : "(none readable)");
-	return 1;
+	return 4; /* apart from 1: a package's removal goes on where the agent never ran (debian/prerm) */
 }
 
 /* --revert: the same engine, journal and drivers as the running agent, then exit. */
