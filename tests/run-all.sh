@@ -27,6 +27,7 @@ top=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 passed=0 failed=0 skipped=0
 failures=()
+reasons=()
 skips=()
 if [ "${NGXAT_REQUIRE_ALL:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "$(id -u)" = 0 ]; }; then
 	export NGXAT_REQUIRE_ALL=1
@@ -59,6 +60,11 @@ count_log() { # add the counts of an automake test-suite.log
 	skipped=$((skipped + ${s:-0}))
 	if [ "$f" -gt 0 ]; then
 		failures+=("tests in $log")
+		# Each failed test's first reason, for the summary: a CI page that shows only the end still says why.
+		while IFS= read -r line; do
+			reasons+=("$line")
+		done < <(awk '/^(FAIL|ERROR): tests\/[^ ]*$/ { t = $2; seen = 0; next }
+			t != "" && !seen && /^(FAIL: |not ok |Error: |[^ ]*: error: )/ { print t ": " substr($0, 1, 300); seen = 1 }' "$log")
 		# Show what failed: the log holds each failing test's output.
 		awk '/^(FAIL|ERROR): /{p=1} p{print} /^(PASS|SKIP): /{p=0}' "$log" | tail -n 200
 	fi
@@ -123,6 +129,9 @@ summary() { # the final lines: what failed, what skipped and why, and the counts
 	echo
 	if [ ${#failures[@]} -gt 0 ]; then
 		printf 'failed: %s\n' "${failures[@]}"
+	fi
+	if [ ${#reasons[@]} -gt 0 ]; then
+		printf 'why: %s\n' "${reasons[@]}"
 	fi
 	if [ ${#skips[@]} -gt 0 ]; then
 		printf 'skipped: %s\n' "${skips[@]}"
