@@ -72,6 +72,8 @@ struct agent {
 
 	int64_t start_ms;         /* wall clock at start */
 	uint64_t start_mono_ms;
+	uint64_t slot_mono_ms;    /* when the tick scheduled last was due (loop time), 0 before the first */
+	int64_t stall_logged_ms;  /* wall clock of the last "loop held" warning */
 	int64_t last_tick_ms;     /* wall clock of the last tick */
 	uint64_t ticks, late, stored;
 	double tick_cpu_ms;       /* CPU of the tick being built (loop thread part) */

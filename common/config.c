@@ -381,45 +381,18 @@ int config_client_url(const struct config *cfg, size_t i, char *out, size_t outl
 
 /* ---- trust of the files the configuration names ------------------------------------------------------------ */
 
-/* Owner to ask of a file: root's are trusted by any agent; an agent run by another user trusts that user's too. */
-static uid_t expected_owner(const char *path, bool follow)
-{
-	struct stat st;
-
-	return (follow ? stat(path, &st) : lstat(path, &st)) == 0 && st.st_uid == 0 ? 0 : geteuid();
-}
-
-/* PATH's directory that holds NAME as an executable (NAME without a slash), into FOUND; false if none. */
-static bool find_on_path(const char *name, char *found, size_t len)
-{
-	const char *d = getenv("PATH");
-
-	for (d = d ? d : "/usr/bin:/bin"; *d; d += *d == ':') {
-		size_t n = strcspn(d, ":");
-
-		if (n && (size_t)snprintf(found, len, "%.*s/%s", (int)n, d, name) < len && access(found, X_OK) == 0)
-			return true;
-		d += n;
-	}
-	return false;
-}
-
-/* A program the agent runs as root: the file it resolves to. Links are followed here (the package manager's
- * alternatives are links), so what is checked is the file that runs. A missing program is not a trust problem:
- * running it fails, and says so. */
+/* A program the agent runs as root: the file it resolves to, every link on the way followed only when trusted (the
+ * package manager's alternatives are root's links), so what is checked is the file that runs. A missing program is
+ * not a trust problem: running it fails, and says so. */
 static int check_program(const char *name, const char *because, char *err, size_t errlen)
 {
-	char found[CONFIG_PATH_MAX], *real;
-	struct stat st;
-	int r = 0;
+	char found[CONFIG_PATH_MAX];
+	int r;
 
-	if (!strchr(name, '/') && !find_on_path(name, found, sizeof(found)))
+	if (trust_find_program(name, found, sizeof(found)) < 0)
 		return 0;
-	real = realpath(strchr(name, '/') ? name : found, NULL);
-	if (real && stat(real, &st) == 0)
-		r = trust_check_stat(real, &st, expected_owner(real, true), because, err, errlen);
-	free(real);
-	return r;
+	r = trust_walk(found, geteuid(), TRUST_FOLLOW | TRUST_MAY_BE_ABSENT, because, NULL, err, errlen);
+	return r < 0 ? r : 0;
 }
 
 int config_check_trust(const struct config *cfg, const char *path, char *err, size_t errlen)
@@ -435,7 +408,7 @@ int config_check_trust(const struct config *cfg, const char *path, char *err, si
 	int r;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (files[i].path[0] && (r = trust_check_path(files[i].path, expected_owner(files[i].path, false), true,
+		if (files[i].path[0] && (r = trust_check_path(files[i].path, geteuid(), true,
 							      files[i].because, err, errlen)) < 0)
 			return r;
 	if (cfg->nginx_bin[0] && (r = check_program(cfg->nginx_bin, runs, err, errlen)) < 0)

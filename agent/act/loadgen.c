@@ -32,7 +32,7 @@ struct loadgen {
 	bool have_result;
 	struct loadgen_result res;
 	uint64_t runs, failures;
-	char last_error[256];
+	char last_error[640];
 	double last_rps, last_p99;
 	uint32_t ids[8];                 /* the frame metrics, interned at the first result */
 	bool interned;
@@ -120,7 +120,7 @@ static void run_done(struct spawn *sp)
 	lg->runs++;
 	if (sp->spawn_rc < 0) {
 		snprintf(lg->last_error, sizeof(lg->last_error), "%s: cannot start: %s", lg->argv_tpl[0],
-			 uv_strerror(sp->spawn_rc));
+			 sp->refused[0] ? sp->refused : uv_strerror(sp->spawn_rc));
 	} else if (sp->timed_out) {
 		snprintf(lg->last_error, sizeof(lg->last_error), "%s: killed past its length and %d s of grace",
 			 lg->argv_tpl[0], LOADGEN_GRACE_MS / 1000);
@@ -159,7 +159,8 @@ static void start_run(struct loadgen *lg, enum phase ph, int64_t secs)
 		argv[i] = bufs[i];
 	}
 	argv[lg->nargs] = NULL;
-	r = spawn_start(lg->loop, argv, LOADGEN_OUT_MAX, 4096, secs * 1000 + LOADGEN_GRACE_MS, run_done, lg, &lg->cur);
+	r = spawn_start_trusted(lg->loop, argv, "the load generator the agent runs as root", LOADGEN_OUT_MAX, 4096,
+				secs * 1000 + LOADGEN_GRACE_MS, run_done, lg, &lg->cur);
 	if (r < 0) {
 		lg->cur = NULL;
 		lg->failures++;

@@ -36,7 +36,7 @@ struct loadgen_status {
 	bool running;
 	const char *phase;         /* "idle", "background", "warm-up", "measured" */
 	uint64_t runs, failures;   /* finished runs, and those that gave no figures */
-	char last_error[256];      /* why the last failed run failed */
+	char last_error[640];      /* why the last failed run failed */
 	double last_rps, last_p99_ms;
 };
 

@@ -25,6 +25,7 @@
 #include "act/spawn.h"
 #include "netns.h"
 #include "strutil.h"
+#include "trust.h"
 
 #define POLL_MS 50           /* generation checks after a reload */
 #define DUMP_FRESH_MS 2000   /* probes within this share one nginx -T */
@@ -223,46 +224,53 @@ int nginx_ctl_write_fd(int fd, const char *data, size_t len)
 	return 0;
 }
 
-static int sync_dir_of(const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-	int fd, r = 0;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		return 0;
-	if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t mode)
 {
-	char tmp[PATH_MAX];
-	const char *slash = strrchr(path, '/');
+	static const char because[] = "a file the agent writes as root";
+	char dir[PATH_MAX], tmp[64], err[512];
+	const char *slash = strrchr(path, '/'), *base;
 	struct stat st;
-	int fd, r;
+	int dfd, sfd, fd, r;
+	bool exists;
 
-	if (!slash)
+	if (!slash || !slash[1])
 		return -EINVAL;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%.*s/.ngxat-tmp.XXXXXX", (int)(slash - path), path) >= sizeof(tmp))
+	if ((size_t)snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path) >= sizeof(dir))
 		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	base = slash + 1;
+	/* The directory is walked from / and kept open: every step below is relative to what was checked (issue 22,
+	 * R3), and the name itself is never a link (nginx_change_add_file resolves them first). */
+	r = trust_walk(dir, geteuid(), 0, because, &dfd, err, sizeof(err));
+	if (r < 0)
+		return r;
+	exists = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!exists && errno != ENOENT) {
+		r = -errno;
+		goto out;
+	}
+	if (exists && (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode))) {
+		r = S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL;
+		goto out;
+	}
+	if (exists && ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		r = -EPERM;
+		goto out;
+	}
+	for (int i = 0;; i++) {
+		static unsigned seq;
+
+		snprintf(tmp, sizeof(tmp), ".ngxat-tmp.%ld.%u", (long)getpid(), seq++);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST || i == 100)
+			break;
+	}
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
 	r = nginx_ctl_write_fd(fd, data, len);
 	if (r == 0) {
-		if (stat(path, &st) == 0) {
+		if (exists) {
 			if (fchown(fd, st.st_uid, st.st_gid) < 0 && errno != EPERM)
 				r = -errno;
 			if (r == 0 && fchmod(fd, st.st_mode & 07777) < 0)
@@ -275,13 +283,20 @@ int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t 
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
+	if (r == 0 && renameat(dfd, tmp, dfd, base) < 0)
 		r = -errno;
 	if (r < 0) {
-		unlink(tmp);
-		return r;
+		unlinkat(dfd, tmp, 0);
+		goto out;
 	}
-	return sync_dir_of(path);
+	sfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0 || fsync(sfd) < 0)
+		r = -errno;
+	if (sfd >= 0)
+		close(sfd);
+out:
+	close(dfd);
+	return r;
 }
 
 
@@ -350,7 +365,8 @@ static void child_result(struct spawn *sp, const char *what, int64_t timeout_ms,
 	child_message(&sp->ebuf, text, sizeof(text));
 	if (sp->spawn_rc < 0) {
 		res->rc = sp->spawn_rc;
-		str_err(res->msg, sizeof(res->msg), "cannot run %s: %s", what, strerror(-sp->spawn_rc));
+		str_err(res->msg, sizeof(res->msg), "cannot run %s: %s", what,
+			sp->refused[0] ? sp->refused : strerror(-sp->spawn_rc));
 	} else if (sp->timed_out) {
 		res->rc = -ETIMEDOUT;
 		str_err(res->msg, sizeof(res->msg), "%s did not finish within %lld ms and was killed", what,
@@ -412,7 +428,8 @@ static int nginx_spawn(const struct knob_env *env, uv_loop_t *loop, char **argv,
 		ns = netns_open_pid(env->nginx_pid);
 	if (ns >= 0 && netns_enter(ns, &saved) < 0)
 		saved = -1;
-	r = spawn_start(loop, argv, max_out, TEST_OUT_MAX, timeout_ms, cb, ctx, NULL);
+	r = spawn_start_trusted(loop, argv, "the nginx binary the agent runs as root", max_out, TEST_OUT_MAX, timeout_ms,
+				cb, ctx, NULL);
 	if (netns_leave(saved) < 0)
 		abort(); /* the loop thread left in nginx's namespace would be wrong for everything it does next */
 	if (ns >= 0)

@@ -94,7 +94,10 @@ int nginx_ctl_write_fd(int fd, const char *data, size_t len);
 /*
  * Replace the file at PATH (not a symlink: callers resolve) with DATA: a temporary file beside it (a dot name, so
  * no include glob loads it), synced, given the owner and mode of the file it replaces (MODE for a new one),
- * renamed over it, and the directory synced. 0 or -errno; PATH is unchanged on failure.
+ * renamed over it, and the directory synced. Its directory must pass trust_walk (root or the agent's user own every
+ * component, none writable by others) and is used through the descriptor that walk opened; a file it replaces must
+ * be a regular file owned by root or the agent's user, writable by no one else. 0 or -errno (-EPERM, -ELOOP: not
+ * trusted); PATH is unchanged on failure.
  */
 int nginx_ctl_write_file(const char *path, const char *data, size_t len, mode_t mode);
 

@@ -67,7 +67,8 @@ static bool policy_name(const char *name, size_t *len)
 /* Open and check DIR->path, and list its policy files, sorted. 1 when it is absent and MAY_BE_ABSENT. */
 static int open_dir(struct dir *d, uid_t owner, bool may_be_absent, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st, wst;
+	char none[1];
 	struct dirent *de;
 	DIR *dp;
 	int fd, r;
@@ -92,6 +93,18 @@ static int open_dir(struct dir *d, uid_t owner, bool may_be_absent, char *err, s
 	r = check_trust(d->path, &st, owner, err, errlen);
 	if (r < 0)
 		return r;
+	/* Every directory above it too (issue 22, R3: one a user owns could swap this one after the check), and the
+	 * walk must reach the directory opened. */
+	r = trust_walk(d->path, owner, 0, "a policy decides what is written as root", &fd, err ? err : none,
+		       err ? errlen : sizeof(none));
+	if (r < 0)
+		return r;
+	if (fstat(fd, &wst) < 0 || wst.st_dev != st.st_dev || wst.st_ino != st.st_ino) {
+		close(fd);
+		fmt_err(err, errlen, "%s: changed while being opened: refused", d->path);
+		return -EAGAIN;
+	}
+	close(fd);
 	fd = dup(d->fd);
 	dp = fd < 0 ? NULL : fdopendir(fd);
 	if (!dp) {

@@ -4,9 +4,14 @@
 #include "act/spawn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/trust.h"
 
 static void spawn_closed(uv_handle_t *h)
 {
@@ -115,8 +120,9 @@ static void spawn_exit(uv_process_t *p, int64_t status, int term_signal)
 	spawn_maybe_done(sp);
 }
 
-int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, int64_t timeout_ms, spawn_fn cb,
-		void *ctx, struct spawn **out)
+/* Start FILE with ARGV, or (FILE NULL) end at once with REFUSED_RC: the callback runs as for a failed start. */
+static int start(uv_loop_t *loop, const char *file, char **argv, size_t max_out, size_t max_err, int64_t timeout_ms,
+		 spawn_fn cb, void *ctx, struct spawn **out, int refused_rc, const char *refused)
 {
 	struct spawn *sp = calloc(1, sizeof(*sp));
 	uv_process_options_t opt;
@@ -141,15 +147,21 @@ int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, in
 	stdio[1].data.stream = (uv_stream_t *)&sp->out;
 	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
 	stdio[2].data.stream = (uv_stream_t *)&sp->err;
-	opt.file = argv[0];
+	opt.file = file;
 	opt.args = argv;
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
 	opt.exit_cb = spawn_exit;
-	sp->spawn_rc = uv_spawn(loop, &sp->proc, &opt);
-	sp->proc.data = sp;
-	sp->open++;
-	sp->proc_open = true;
+	if (file) {
+		sp->spawn_rc = uv_spawn(loop, &sp->proc, &opt);
+		sp->proc.data = sp;
+		sp->open++;
+		sp->proc_open = true;
+	} else {
+		/* Never started, and no process handle: the pipes and the timer close, then the callback runs. */
+		sp->spawn_rc = refused_rc;
+		snprintf(sp->refused, sizeof(sp->refused), "%s", refused);
+	}
 	if (out)
 		*out = sp;
 	if (sp->spawn_rc < 0) {
@@ -165,6 +177,41 @@ int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, in
 	uv_read_start((uv_stream_t *)&sp->err, spawn_alloc, spawn_read);
 	uv_timer_start(&sp->timer, spawn_timer, timeout_ms > 0 ? (uint64_t)timeout_ms : 10000, 0);
 	return 0;
+}
+
+int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, int64_t timeout_ms, spawn_fn cb,
+		void *ctx, struct spawn **out)
+{
+	return start(loop, argv[0], argv, max_out, max_err, timeout_ms, cb, ctx, out, 0, "");
+}
+
+int spawn_start_trusted(uv_loop_t *loop, char **argv, const char *because, size_t max_out, size_t max_err,
+			int64_t timeout_ms, spawn_fn cb, void *ctx, struct spawn **out)
+{
+	char path[4096], file[64], err[512];
+	int fd = -1, r, fl;
+
+	r = trust_find_program(argv[0], path, sizeof(path));
+	if (r < 0) {
+		snprintf(err, sizeof(err), "%s: %s", argv[0], r == -ENOENT ? "not found in PATH" : strerror(-r));
+		return start(loop, NULL, argv, max_out, max_err, timeout_ms, cb, ctx, out, r, err);
+	}
+	r = trust_walk(path, geteuid(), TRUST_FOLLOW, because, &fd, err, sizeof(err));
+	if (r < 0)
+		return start(loop, NULL, argv, max_out, max_err, timeout_ms, cb, ctx, out, r, err);
+	/* The child execs what the walk checked: the descriptor stays open across the fork (a script's interpreter
+	 * reads it by that name too), and is closed here once the child has it. */
+	fl = fcntl(fd, F_GETFD);
+	if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0) {
+		r = -errno;
+		close(fd);
+		snprintf(err, sizeof(err), "%.200s: %s", path, strerror(-r));
+		return start(loop, NULL, argv, max_out, max_err, timeout_ms, cb, ctx, out, r, err);
+	}
+	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
+	r = start(loop, file, argv, max_out, max_err, timeout_ms, cb, ctx, out, 0, "");
+	close(fd);
+	return r;
 }
 
 

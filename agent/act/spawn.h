@@ -37,6 +37,7 @@ struct spawn {
 	int64_t status;
 	int term_signal;
 	int spawn_rc;
+	char refused[512]; /* spawn_start_trusted: why the program was not run (spawn_rc -EPERM or -ELOOP), or "" */
 	spawn_fn cb;
 	void *ctx;
 };
@@ -49,6 +50,15 @@ struct spawn {
  */
 int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, int64_t timeout_ms, spawn_fn cb,
 		void *ctx, struct spawn **out);
+/*
+ * spawn_start for a program run as root whose path must be trusted (trust.h): ARGV[0] (looked up in PATH) is walked
+ * from / with every component, and the link it may be (the alternatives), owned by root or the agent's user and
+ * writable by no one else, and the program is run from the descriptor that walk opened (/proc/self/fd/N), not by
+ * its name again: a link swapped after the walk changes nothing (issue 22, R3). A program that is not trusted ends
+ * like one that cannot start, with the reason in sp->refused; BECAUSE says why it is checked.
+ */
+int spawn_start_trusted(uv_loop_t *loop, char **argv, const char *because, size_t max_out, size_t max_err,
+			int64_t timeout_ms, spawn_fn cb, void *ctx, struct spawn **out);
 /* Kill SP's child now (SIGKILL); its callback still runs once, with killed set. */
 void spawn_kill(struct spawn *sp);
 

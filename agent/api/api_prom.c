@@ -58,7 +58,7 @@ static void write_agent(struct prom_writer *w, struct agent *a)
 	one(w, "ngxat_tick_interval_seconds", PROM_GAUGE, "The configured tick interval.", (double)rp->tick_ms / 1000.0);
 	one(w, "ngxat_ticks_total", PROM_COUNTER, "Ticks completed.", (double)rp->ticks);
 	one(w, "ngxat_ticks_late_total", PROM_COUNTER,
-	    "Ticks skipped because the previous one was still waiting for its stub_status fetch.", (double)rp->late);
+	    "Ticks skipped: the previous one still waited for its stub_status fetch, or the loop was held past their time.", (double)rp->late);
 	one(w, "ngxat_last_tick_timestamp_seconds", PROM_GAUGE,
 	    "When the last tick was taken, seconds since the epoch (0 before the first).",
 	    (double)rp->last_tick_ms / 1000.0);

@@ -8,7 +8,9 @@
  *   the old one in between would be lost if we left it at once. On the switch an unterminated last line of the old
  *   file is delivered, since nothing will complete it.
  * - Our file is shorter than our position (copytruncate): read again from 0; the partial line is dropped, because
- *   its remainder was truncated away.
+ *   its remainder was truncated away. So is a file whose last bytes before our position are no longer the bytes we
+ *   read there (the MARK): truncated and written past our position again between two polls (issue 22: 460 of 1,300
+ *   lines were lost that way).
  * - The path is gone: a renamed-away file is still followed; a deleted one (no links left) is read to its end and
  *   closed, so that we do not pin its disk space, and the poll reports -ENOENT until the path reappears.
  * A file that appears after logtail_open is new and is read from its start.
@@ -27,6 +29,9 @@
 
 /* Read size: large enough that a busy access log is a few reads a tick. */
 #define CHUNK 65536
+/* The last bytes read, compared with the file at each poll: log lines carry a time, so 64 of them differ once the
+ * file was rewritten. */
+#define MARK 64
 
 struct logtail {
 	char *path;
@@ -36,6 +41,8 @@ struct logtail {
 	off_t off;		/* bytes of the current file consumed so far */
 	size_t len;		/* bytes of an incomplete line held in line[] */
 	bool skipping;		/* the current line overflowed: drop bytes up to its newline */
+	size_t marklen;		/* bytes in mark[]: the last ones before off */
+	char mark[MARK];
 	char line[LOGTAIL_LINE_MAX];
 	char chunk[CHUNK];
 };
@@ -59,8 +66,12 @@ static int open_file(struct logtail *t, bool at_end)
 	t->off = 0;
 	t->len = 0;
 	t->skipping = false;
+	t->marklen = 0;
 	/* Only regular files have an end to start from; a FIFO is read as it comes. */
 	if (at_end && S_ISREG(st.st_mode)) {
+		size_t n = st.st_size < MARK ? (size_t)st.st_size : MARK;
+		ssize_t got = n ? pread(fd, t->mark, n, st.st_size - (off_t)n) : 0;
+
 		if (lseek(fd, st.st_size, SEEK_SET) < 0) {
 			int e = errno;
 
@@ -69,8 +80,38 @@ static int open_file(struct logtail *t, bool at_end)
 			return -e;
 		}
 		t->off = st.st_size;
+		t->marklen = got == (ssize_t)n ? n : 0;
 	}
 	return 0;
+}
+
+/* The last MARK bytes read now include S[0..N). */
+static void remember(struct logtail *t, const char *s, size_t n)
+{
+	if (n >= MARK) {
+		memcpy(t->mark, s + n - MARK, MARK);
+		t->marklen = MARK;
+		return;
+	}
+	if (t->marklen + n > MARK) {
+		size_t drop = t->marklen + n - MARK;
+
+		memmove(t->mark, t->mark + drop, t->marklen - drop);
+		t->marklen -= drop;
+	}
+	memcpy(t->mark + t->marklen, s, n);
+	t->marklen += n;
+}
+
+/* Whether the bytes before our position are still the ones we read (a regular file of at least OFF bytes). */
+static bool mark_holds(const struct logtail *t)
+{
+	char now[MARK];
+
+	if (t->marklen == 0 || t->off < (off_t)t->marklen)
+		return true;
+	return pread(t->fd, now, t->marklen, t->off - (off_t)t->marklen) == (ssize_t)t->marklen &&
+	       memcmp(now, t->mark, t->marklen) == 0;
 }
 
 static void close_file(struct logtail *t, logtail_line_cb cb, void *ctx)
@@ -187,6 +228,7 @@ static int drain(struct logtail *t, size_t *budget, logtail_line_cb cb, void *ct
 			return 0;
 		t->off += n;
 		*budget -= (size_t)n;
+		remember(t, t->chunk, (size_t)n);
 		feed(t, t->chunk, (size_t)n, cb, ctx);
 	}
 	/* A budget spent exactly at the end is not a backlog; only a regular file can tell. */
@@ -209,12 +251,13 @@ int logtail_poll(struct logtail *t, size_t max_bytes, logtail_line_cb cb, void *
 	if (t->fd >= 0) {
 		if (fstat(t->fd, &cur) < 0)
 			return -errno;
-		if (S_ISREG(cur.st_mode) && cur.st_size < t->off) {
+		if (S_ISREG(cur.st_mode) && (cur.st_size < t->off || !mark_holds(t))) {
 			if (lseek(t->fd, 0, SEEK_SET) < 0)
 				return -errno;
 			t->off = 0;
 			t->len = 0;
 			t->skipping = false;
+			t->marklen = 0;
 		}
 		path_ok = stat(t->path, &at_path) == 0;
 		if (!path_ok && errno != ENOENT)

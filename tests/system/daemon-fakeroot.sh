@@ -113,6 +113,18 @@ wait_for 10 sh -c "curl -s --unix-socket '$TMP/api.sock' http://localhost/v1/sta
 	jq -e '.probes[] | select(.name == \"softirqs\") | .ok'" || fail "probe did not recover"
 ok "a failing probe is reported (API and ngxctl status) and recovers"
 
+# A stall of the loop (issue 22: a 3.4 s one was not seen): the agent held 3.4 s (SIGSTOP, as a blocking call or a
+# host out of CPU would) counts the 300 ms ticks it skipped as late, and says so in its log.
+late0=$(api /v1/status | jq .tick.late)
+kill -STOP $AGENT_PID
+sleep 3.4
+kill -CONT $AGENT_PID
+wait_for 5 sh -c "curl -s --unix-socket '$TMP/api.sock' http://localhost/v1/status | jq -e '.tick.late >= $late0 + 8'" ||
+	fail "a 3.4 s stall is not counted in tick.late: $late0 -> $(api /v1/status | jq .tick.late)"
+grep -Eq "loop was held [0-9]+ ms past a tick's time: [0-9]+ tick\(s\) skipped" "$TMP/agent.log" ||
+	fail "the stall is not logged: $(tail -3 "$TMP/agent.log")"
+ok "a 3.4 s stall: tick.late $late0 -> $(api /v1/status | jq .tick.late), logged"
+
 # SIGHUP with a broken configuration keeps the running one.
 cp "$TMP/agent.conf" "$TMP/agent.conf.good"
 printf '[agent]\ntick_interval = 500ms\nbogus = 1\n' >>"$TMP/agent.conf"

@@ -469,26 +469,26 @@ static void test_trust(void **state)
 	/* The configuration: writable by its group, owned by someone else, a link. */
 	assert_int_equal(chmod(conf, 0664), 0);
 	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "agent.conf: writable by group or others (mode 0664): refused"));
+	assert_non_null(strstr(err, "agent.conf is writable by group or others (mode 0664): refused"));
 	assert_int_equal(chmod(conf, 0644), 0);
 	assert_int_equal(chown(conf, 65534, 65534), 0);
 	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "agent.conf: owned by uid 65534, not 0: refused"));
+	assert_non_null(strstr(err, "agent.conf is owned by uid 65534, not root: refused"));
 	assert_int_equal(chown(conf, 0, 0), 0);
 	assert_int_equal(symlink(conf, link), 0);
 	assert_int_equal(config_check_trust(&c, link, err, sizeof(err)), -ELOOP);
-	assert_non_null(strstr(err, "link.conf: a symbolic link: refused"));
+	assert_non_null(strstr(err, "link.conf is a symbolic link (name the file itself): refused"));
 
 	/* The include directory (the token file has its own, stricter check where the API reads it). */
 	assert_int_equal(chmod(inc, 01777), 0);
 	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "include: writable by group or others (mode 1777)"));
+	assert_non_null(strstr(err, "include is writable by group or others (mode 1777)"));
 	assert_int_equal(chmod(inc, 0755), 0);
 
 	/* A program run as root: checked where its link leads, so a link to a writable file is refused. */
 	assert_int_equal(chmod(prog, 0777), 0);
 	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "wrk: writable by group or others (mode 0777)"));
+	assert_non_null(strstr(err, "wrk is writable by group or others (mode 0777)"));
 	assert_int_equal(chmod(prog, 0755), 0);
 	unlink(link);
 	assert_int_equal(symlink(prog, link), 0);
@@ -496,8 +496,21 @@ static void test_trust(void **state)
 	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), 0);
 	assert_int_equal(chown(prog, 65534, 65534), 0);
 	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "wrk: owned by uid 65534"));
+	assert_non_null(strstr(err, "wrk is owned by uid 65534"));
 	assert_int_equal(chown(prog, 0, 0), 0);
+
+	/* Issue 22, R3: every directory on the way counts, and the link itself: a user who owns the directory, or the
+	 * link, could swap what it names after the check. */
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "is owned by uid 65534, not root: refused"));
+	assert_non_null(strstr(err, dir));
+	assert_int_equal(chown(dir, 0, 0), 0);
+	assert_int_equal(lchown(link, 65534, 65534), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "link.conf is a link owned by uid 65534, not root"));
+	assert_int_equal(lchown(link, 0, 0), 0);
+	assert_int_equal(config_check_trust(&c, conf, err, sizeof(err)), 0);
 
 	/* An include directory not there yet (before ngxctl setup) is not refused. */
 	unlink(tok);

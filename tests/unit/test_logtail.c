@@ -256,6 +256,44 @@ static void test_copytruncate_restarts_at_zero(void **state)
 	logtail_close(t);
 }
 
+/* Issue 22: truncated and written past our position again between two polls (460 of 1,300 lines were lost): the
+ * bytes before our position are not the ones read there, so the file is read again from its start. */
+static void test_truncate_refill_within_a_poll(void **state)
+{
+	struct fixture *f = *state;
+	struct logtail *t;
+	char line[64];
+
+	assert_int_equal(logtail_open(f->path, &t), 0);
+	append(f->path, "10:00:01 GET /a 200\n10:00:02 GET /b 200\n");
+	expect_lines(t, f, 0, "10:00:01 GET /a 200", "10:00:02 GET /b 200", NULL);
+	assert_int_equal(truncate(f->path, 0), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(line, sizeof(line), "10:00:0%d GET /new/%d 200\n", 3 + i, i);
+		append(f->path, line);
+	}
+	expect_lines(t, f, 0, "10:00:03 GET /new/0 200", "10:00:04 GET /new/1 200", "10:00:05 GET /new/2 200",
+		     "10:00:06 GET /new/3 200", "10:00:07 GET /new/4 200", NULL);
+	/* Appends after it are read from where it stands, once. */
+	append(f->path, "10:00:08 GET /c 200\n");
+	expect_lines(t, f, 0, "10:00:08 GET /c 200", NULL);
+	logtail_close(t);
+}
+
+/* Opened at the end of a file that is then rewritten longer: the mark taken at open catches it too. */
+static void test_refill_after_open_at_end(void **state)
+{
+	struct fixture *f = *state;
+	struct logtail *t;
+
+	append(f->path, "10:00:01 old line\n");
+	assert_int_equal(logtail_open(f->path, &t), 0);
+	assert_int_equal(truncate(f->path, 0), 0);
+	append(f->path, "10:00:02 new line one\n10:00:03 new line two\n");
+	expect_lines(t, f, 0, "10:00:02 new line one", "10:00:03 new line two", NULL);
+	logtail_close(t);
+}
+
 static void test_missing_then_created(void **state)
 {
 	struct fixture *f = *state;
@@ -410,6 +448,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rename_rotation_loses_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_then_create_waits_for_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copytruncate_restarts_at_zero, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncate_refill_within_a_poll, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refill_after_open_at_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_then_created, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_bytes_bounds_each_poll, setup, teardown),

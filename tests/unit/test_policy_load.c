@@ -418,6 +418,11 @@ static void test_wrong_owner(void **state)
 	snprintf(want, sizeof(want), "%s: owned by uid 65534, not 0: refused", t.over);
 	expect_refusal(&t, 0, -EPERM, want);
 	assert_int_equal(chown(t.over, 0, 0), 0);
+	/* Issue 22, R3: the directory above them handed to nobody, who could swap either after the check. */
+	assert_int_equal(chown(t.root, 65534, 65534), 0);
+	snprintf(want, sizeof(want), "%s is owned by uid 65534, not root: refused", t.root);
+	expect_refusal(&t, 0, -EPERM, want);
+	assert_int_equal(chown(t.root, 0, 0), 0);
 	tmp_remove(&t);
 }
 
