@@ -396,9 +396,11 @@ static int spec_for(const struct plant *p, struct block_spec *spec, struct polic
 		names[1] = "http.p99_ms";
 		names[2] = "http.5xx_rate";
 	}
+	memset(obj, 0, sizeof(*obj));
 	snprintf(obj->metric, sizeof(obj->metric), "%s", names[0]);
 	obj->dir = POLICY_LOWER_IS_BETTER;
 	for (size_t i = 0; i < 2; i++) {
+		memset(&guard[i], 0, sizeof(guard[i])); /* the policy's own guardrails: not implied */
 		snprintf(guard[i].metric, sizeof(guard[i].metric), "%s", names[1 + i]);
 		guard[i].dir = POLICY_LOWER_IS_BETTER;
 	}
