@@ -93,6 +93,10 @@ struct nginx_listen {
 
 /* Split the standard output of `nginx -T` (LEN bytes at DUMP, copied) into OUT. 0, -EINVAL with ERR, -ENOMEM. */
 int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen);
+/* nginx_conf_parse without the copy: DUMP (malloc'd, LEN bytes and room for one more, which gets a NUL) becomes
+ * OUT's buf, freed with it by nginx_conf_free, and freed here on failure. What the agent reads from nginx is parsed
+ * this way, so that one dump is held once. */
+int nginx_conf_parse_owned(char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen);
 
 /* Free what nginx_conf_parse allocated; C is left empty. NULL and an empty C are allowed. */
 void nginx_conf_free(struct nginx_conf *c);

@@ -118,6 +118,36 @@ static void test_split_multi(void **state)
 	nginx_conf_free(&c);
 }
 
+/* The agent's path: the dump nginx printed is parsed where it lies (the files are pieces of it), one copy of it in
+ * memory, not two; the same split as from a copy; the buffer is the conf's to free, also when it does not parse. */
+static void test_parse_owned(void **state)
+{
+	struct nginx_conf c, copy;
+	char err[256];
+	size_t len;
+	char *dump = load("multi.txt", &len), *bad;
+
+	(void)state;
+	assert_int_equal(nginx_conf_parse(dump, len, &copy, err, sizeof(err)), 0);
+	assert_ptr_not_equal(copy.buf, dump);
+	assert_int_equal(nginx_conf_parse_owned(dump, len, &c, err, sizeof(err)), 0);
+	assert_ptr_equal(c.buf, dump);
+	assert_int_equal(c.nfiles, copy.nfiles);
+	for (size_t i = 0; i < c.nfiles; i++) {
+		assert_true(c.files[i].text >= dump && c.files[i].text + c.files[i].len <= dump + len);
+		assert_string_equal(c.files[i].path, copy.files[i].path);
+		assert_int_equal(c.files[i].len, copy.files[i].len);
+		assert_memory_equal(c.files[i].text, copy.files[i].text, c.files[i].len);
+	}
+	nginx_conf_free(&copy);
+	nginx_conf_free(&c); /* frees DUMP: a leak or a double free shows in the ASan build */
+	bad = strdup("not a dump\n");
+	assert_non_null(bad);
+	assert_int_equal(nginx_conf_parse_owned(bad, strlen(bad), &c, err, sizeof(err)), -EINVAL);
+	assert_null(c.buf);
+	assert_int_equal(nginx_conf_parse_owned(NULL, 0, &c, err, sizeof(err)), -EINVAL);
+}
+
 static void test_split_debian(void **state)
 {
 	struct nginx_conf c;
@@ -1350,6 +1380,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_multi),
+		cmocka_unit_test(test_parse_owned),
 		cmocka_unit_test(test_split_debian),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_find_long_argument),
