@@ -106,6 +106,9 @@ struct doctor_facts {
 	char include_dir[DOCTOR_PATH_MAX];        /* where nginx should include the agent's files ("" unknown) */
 	char access_log[DOCTOR_PATH_MAX];         /* the access log the agent reads ("" none) */
 	char nginx_halt[DOCTOR_EVIDENCE_MAX];     /* why the agent stopped changing nginx ("" it has not) */
+	/* Why nginx -T gave no configuration, when it is the agent's own bound: -EFBIG (more than [nginx] dump_max),
+	 * -ENOMEM (nginx ran out of [nginx] memory_max); 0 otherwise. */
+	int conf_rc;
 	int64_t backend_keepalive_ms; /* how long the backends keep idle connections ([doctor]); 0 unknown */
 	/* the host */
 	int64_t cpus;
