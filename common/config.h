@@ -20,7 +20,7 @@
  * runs (in the unit's cgroup, whose MemoryMax=64M counts both) stay below 64 MiB with room to spare (measured:
  * bench/big-conf.sh; the figures in ngx-autotune.conf(5)).
  */
-#define CONFIG_NGINX_DUMP_MAX (8 << 20)
+#define CONFIG_NGINX_DUMP_MAX (4 << 20)
 #define CONFIG_NGINX_MEMORY_MAX (32 << 20)
 
 struct config {

@@ -1001,8 +1001,8 @@ static int each_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
 		size_t cap = q->cap ? q->cap * 2 : 4;
 		struct nginx_conf_found *v;
 
-		if (q->n >= NGINX_CONF_LISTENS_MAX) {
-			str_err(w->err, w->errlen, "more than %d %s directives", NGINX_CONF_LISTENS_MAX, q->name);
+		if (q->n >= NGINX_CONF_EACH_MAX) {
+			str_err(w->err, w->errlen, "%s is set in more than %d places", q->name, NGINX_CONF_EACH_MAX);
 			return -EINVAL;
 		}
 		v = realloc(q->v, cap * sizeof(*v));

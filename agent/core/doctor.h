@@ -31,7 +31,9 @@
 #define DOCTOR_REF_MAX 96
 #define DOCTOR_WHERE_MAX 320
 #define DOCTOR_FINDINGS_MAX 256 /* findings of one run; more are counted in doctor_report.dropped */
-#define DOCTOR_NODES_MAX 1000000 /* nodes of one configuration */
+/* Nodes of one configuration: each takes about 200 bytes with its words, so this bounds the model to about 10 MiB
+ * (the contents of map, geo and types blocks are not nodes; diagnose/doctor_conf.c). */
+#define DOCTOR_NODES_MAX 50000
 #define DOCTOR_NICS_MAX 16
 #define DOCTOR_CPUS_MAX 1024
 #define DOCTOR_UPSTREAMS_MAX 64 /* distinct upstream addresses kept from the access log */

@@ -66,7 +66,7 @@ static void test_defaults_when_missing(void **state)
 	assert_int_equal(c.doctor_interval_ms, 300000);
 	assert_int_equal(c.backend_keepalive_ms, 0);
 	assert_int_equal(c.cooldown_ms, 60000);
-	assert_int_equal(c.nginx_dump_max, 8 << 20);
+	assert_int_equal(c.nginx_dump_max, 4 << 20);
 	assert_int_equal(c.nginx_memory_max, 32 << 20);
 	assert_int_equal(config_load("/nonexistent/agent.conf", true, &c, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/agent.conf"));
