@@ -510,6 +510,7 @@ static void turn_done(struct spawn *sp)
 {
 	struct turn *t = sp->ctx, *next;
 	struct nginx_ctl *ctl = t->ctl;
+	int r;
 
 	next = ctl->waiting;
 	if (next)
@@ -520,12 +521,12 @@ static void turn_done(struct spawn *sp)
 	/* CTL stays while NEXT is queued (turns counts it); without one, the callback may free it. */
 	t->cb(sp);
 	free(t);
-	if (next && turn_start(next) < 0) {
+	if (next && (r = turn_start(next)) < 0) {
 		/* Its caller was told it started: it ends (from the loop, as always) as a child that could not start. */
 		struct spawn failed;
 
 		memset(&failed, 0, sizeof(failed));
-		failed.spawn_rc = -ENOMEM;
+		failed.spawn_rc = r;
 		failed.ctx = next;
 		turn_done(&failed);
 	}
