@@ -155,6 +155,8 @@ void agent_knob_env(struct agent *a)
 	agent_nginx_follow(a, a->env.nginx_pid);
 	a->env.include_dir = a->cfg.include_dir;
 	a->env.nginx_timeout_ms = a->cfg.nginx_timeout_ms;
+	a->env.nginx_dump_max = (size_t)a->cfg.nginx_dump_max;
+	a->env.nginx_memory_max = (size_t)a->cfg.nginx_memory_max;
 }
 
 void agent_nginx_follow(struct agent *a, pid_t pid)

@@ -16,14 +16,14 @@
 
 enum key_type {
 	K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING, K_MEASURE, K_COMMAND,
-	K_LISTEN, K_HTTP_URL
+	K_LISTEN, K_HTTP_URL, K_SIZE
 };
 
 struct key {
 	const char *section, *name;
 	enum key_type type;
 	size_t off;
-	int64_t lo, hi; /* durations, in ms */
+	int64_t lo, hi; /* durations, in ms; sizes, in bytes */
 };
 
 #define F(field) offsetof(struct config, field)
@@ -53,6 +53,9 @@ static const struct key keys[] = {
 	{"nginx", "conf", K_PATH_OPT, F(nginx_conf), 0, 0},
 	{"nginx", "include_dir", K_PATH, F(include_dir), 0, 0},
 	{"nginx", "timeout", K_DURATION, F(nginx_timeout_ms), 100, 120000},
+	/* Up to NGINX_CONF_DUMP_MAX (agent/act/nginx_conf.h), the most the parser takes. */
+	{"nginx", "dump_max", K_SIZE, F(nginx_dump_max), 64 << 10, 64 << 20},
+	{"nginx", "memory_max", K_SIZE, F(nginx_memory_max), 8 << 20, 16LL << 30},
 	{"tuning", "mode", K_TUNING, F(mode), 0, 0},
 	{"tuning", "changes_per_hour", K_INT, F(changes_per_hour), 1, 60},
 	{"tuning", "cooldown", K_DURATION, F(cooldown_ms), 0, 86400000},
@@ -99,6 +102,8 @@ void config_default(struct config *cfg)
 	strcpy(cfg->nginx_bin, "/usr/sbin/nginx");
 	strcpy(cfg->include_dir, "/etc/nginx/ngx-autotune");
 	cfg->nginx_timeout_ms = 10000;
+	cfg->nginx_dump_max = CONFIG_NGINX_DUMP_MAX;
+	cfg->nginx_memory_max = CONFIG_NGINX_MEMORY_MAX;
 	snprintf(cfg->policy_dir, sizeof(cfg->policy_dir), "%s", NGXAT_POLICY_DIR);
 	strcpy(cfg->policy_override_dir, "/etc/ngx-autotune/policies.d");
 	strcpy(cfg->mode, "propose");
@@ -213,6 +218,12 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 		if (r < 0)
 			snprintf(msg, msglen, "%s: '%s' is not a duration between %lldms and %lldms (e.g. 500ms, 2s, 48h, 90d)",
 				 k->name, value, (long long)k->lo, (long long)k->hi);
+		return r;
+	case K_SIZE:
+		r = str_to_size(value, k->lo, k->hi, (int64_t *)(void *)field);
+		if (r < 0)
+			snprintf(msg, msglen, "%s: '%s' is not a size from %lldK to %lldM (e.g. 65536, 512K, 8M)", k->name,
+				 value, (long long)(k->lo >> 10), (long long)(k->hi >> 20));
 		return r;
 	case K_MODE:
 		r = str_to_mode(value, (unsigned *)(void *)field);

@@ -15,6 +15,13 @@
 #define CONFIG_PATH_MAX 512
 #define CONFIG_CLIENT_REQUESTS_MAX 32 /* [client] requests_per_tick */
 #define CONFIG_CLIENT_URLS_MAX 4      /* URLs in [client] url */
+/*
+ * [nginx] dump_max and memory_max by default: the agent with the largest dump it keeps and one nginx -T or -t it
+ * runs (in the unit's cgroup, whose MemoryMax=64M counts both) stay below 64 MiB with room to spare (measured:
+ * bench/big-conf.sh; the figures in ngx-autotune.conf(5)).
+ */
+#define CONFIG_NGINX_DUMP_MAX (4 << 20)
+#define CONFIG_NGINX_MEMORY_MAX (32 << 20)
 
 struct config {
 	/* [agent] */
@@ -45,6 +52,8 @@ struct config {
 	char nginx_conf[CONFIG_PATH_MAX];      /* its main configuration ("" = nginx's built-in default) */
 	char include_dir[CONFIG_PATH_MAX];     /* the agent's nginx include files */
 	int64_t nginx_timeout_ms;              /* bound on nginx -t and on a reload's new workers */
+	int64_t nginx_dump_max;                /* bytes of one nginx -T the agent keeps and parses */
+	int64_t nginx_memory_max;              /* data limit (RLIMIT_DATA) of the nginx -t and -T it runs */
 	/* [tuning] */
 	char mode[16];            /* observe | propose | auto */
 	int64_t changes_per_hour; /* trials that may start in an hour */

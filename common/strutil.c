@@ -74,6 +74,52 @@ int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out
 	return -EINVAL;
 }
 
+int str_to_size(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		int64_t bytes;
+	} units[] = {{"", 1}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}};
+	char *end;
+	long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) != 0)
+			continue;
+		if (v > INT64_MAX / units[i].bytes)
+			return -ERANGE;
+		v *= units[i].bytes;
+		if (v < lo || v > hi)
+			return -ERANGE;
+		*out = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+size_t str_size(char *out, size_t n, uint64_t bytes)
+{
+	int k;
+
+	if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+		k = snprintf(out, n, "%llu MiB", (unsigned long long)(bytes >> 20));
+	else if (bytes >= (1u << 20))
+		k = snprintf(out, n, "%.1f MiB", (double)bytes / (1u << 20));
+	else if (bytes >= 1024 && bytes % 1024 == 0)
+		k = snprintf(out, n, "%llu KiB", (unsigned long long)(bytes >> 10));
+	else if (bytes >= 1024)
+		k = snprintf(out, n, "%.1f KiB", (double)bytes / 1024);
+	else
+		k = snprintf(out, n, "%llu bytes", (unsigned long long)bytes);
+	return k < 0 ? 0 : (size_t)k;
+}
+
 int str_to_mode(const char *s, unsigned *out)
 {
 	char *end;

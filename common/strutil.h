@@ -21,6 +21,12 @@ int str_to_bool(const char *s, bool *out);
 /* A duration "250ms", "1s", "5m", "48h", "90d" (a bare number is seconds) into ms within [lo_ms, hi_ms].
  * 0, -EINVAL, -ERANGE. */
 int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out);
+/* A size in bytes, "65536", "512K", "8M", "1G" (powers of 1024, as systemd's MemoryMax=), within [lo, hi].
+ * 0, -EINVAL, -ERANGE. */
+int str_to_size(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* BYTES for a person into OUT: "8 MiB", "20.3 MiB", "512 KiB", "97.7 KiB", "1000 bytes". Returns the length
+ * written. */
+size_t str_size(char *out, size_t n, uint64_t bytes);
 /* Octal file mode "0660". 0, -EINVAL. */
 int str_to_mode(const char *s, unsigned *out);
 /* A TCP listen address "IPv4:PORT", "[IPv6]:PORT" or "localhost:PORT" (numeric, no name lookup) into SA (a

@@ -37,6 +37,8 @@ struct knob_env {
 	const char *nginx_prefix; /* nginx's -p, where its relative paths resolve ("" or NULL = its default) */
 	const char *include_dir; /* where the agent's nginx include files live (/etc/nginx/ngx-autotune) */
 	int64_t nginx_timeout_ms; /* bound on nginx -t and on waiting for a new worker generation */
+	size_t nginx_dump_max;   /* bytes of one nginx -T the agent keeps and parses (0: NGINX_CTL_DUMP_MAX_DEFAULT) */
+	size_t nginx_memory_max; /* data limit of an nginx -t or -T child (0: NGINX_CTL_MEMORY_MAX_DEFAULT) */
 	struct nginx_ctl *nginx; /* runs nginx and caches its dump for the nginx drivers (NULL: they are unsupported) */
 	int64_t now_ms;          /* wall ms as the engine last saw it (set each tick): drivers read no clock */
 	/* The policies in force (set by the engine; NULL: none known). A driver that moves another knob's parameter

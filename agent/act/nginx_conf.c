@@ -476,7 +476,7 @@ static int split_finish(struct split *s, size_t end, char *err, size_t errlen)
  * A candidate header at P is taken only where nginx could have printed one: the file before it ends cleanly there
  * (its last byte is followed by the newline nginx adds), the path is new, and an include read so far names it.
  */
-int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen)
+int nginx_conf_parse_owned(char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen)
 {
 	struct patterns pats = { 0 };
 	struct split s;
@@ -488,12 +488,11 @@ int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char 
 	str_err(err, errlen, "%s", "");
 	if (!dump || len == 0 || len > NGINX_CONF_DUMP_MAX) {
 		str_err(err, errlen, "nginx -T printed %zu bytes", len);
+		free(dump);
 		return -EINVAL;
 	}
-	out->buf = malloc(len + 1);
-	if (!out->buf)
-		return -ENOMEM;
-	memcpy(out->buf, dump, len);
+	/* The files' texts are pieces of the dump itself, cut in place: no copy of it is made. */
+	out->buf = dump;
 	out->buf[len] = '\0';
 	if (!header_at(out->buf, len, 0, &ps, &pe, &next)) {
 		str_err(err, errlen, "not the output of nginx -T: it does not start with \"%s/...:\"", HEADER);
@@ -577,6 +576,21 @@ fail:
 	patterns_free(&pats);
 	nginx_conf_free(out);
 	return r;
+}
+
+int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen)
+{
+	char *copy;
+
+	if (!dump || len == 0 || len > NGINX_CONF_DUMP_MAX)
+		return nginx_conf_parse_owned(NULL, len, out, err, errlen);
+	copy = malloc(len + 1);
+	if (!copy) {
+		memset(out, 0, sizeof(*out));
+		return -ENOMEM;
+	}
+	memcpy(copy, dump, len);
+	return nginx_conf_parse_owned(copy, len, out, err, errlen);
 }
 
 void nginx_conf_free(struct nginx_conf *c)
@@ -987,8 +1001,8 @@ static int each_fn(struct walk *w, size_t file, const struct lexer *lx, int ev)
 		size_t cap = q->cap ? q->cap * 2 : 4;
 		struct nginx_conf_found *v;
 
-		if (q->n >= NGINX_CONF_LISTENS_MAX) {
-			str_err(w->err, w->errlen, "more than %d %s directives", NGINX_CONF_LISTENS_MAX, q->name);
+		if (q->n >= NGINX_CONF_EACH_MAX) {
+			str_err(w->err, w->errlen, "%s is set in more than %d places", q->name, NGINX_CONF_EACH_MAX);
 			return -EINVAL;
 		}
 		v = realloc(q->v, cap * sizeof(*v));

@@ -33,6 +33,10 @@
 #define NGINX_CONF_DEPTH_MAX 64         /* nested blocks */
 #define NGINX_CONF_ARGS_MAX 4096        /* words of one directive */
 #define NGINX_CONF_LISTENS_MAX 65536    /* listen directives in one configuration */
+/* Directives nginx_conf_find_each and nginx_conf_file_each return: each holds its arguments by value (8.5 KiB), so
+ * this bounds their answer to 2.2 MiB (3,700 gzip_comp_level in as many locations, 150 KiB of configuration, took
+ * 31 MiB and the agent was OOM-killed under MemoryMax=64M) */
+#define NGINX_CONF_EACH_MAX 256
 #define NGINX_CONF_WORD_MAX 1040        /* an argument returned by value: a CPU mask of 1024 bits fits */
 #define NGINX_CONF_ADDR_MAX 256         /* a listen address */
 #define NGINX_CONF_LINE_MAX 2048        /* a directive nginx_conf_set_directive writes */
@@ -93,6 +97,10 @@ struct nginx_listen {
 
 /* Split the standard output of `nginx -T` (LEN bytes at DUMP, copied) into OUT. 0, -EINVAL with ERR, -ENOMEM. */
 int nginx_conf_parse(const char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen);
+/* nginx_conf_parse without the copy: DUMP (malloc'd, LEN bytes and room for one more, which gets a NUL) becomes
+ * OUT's buf, freed with it by nginx_conf_free, and freed here on failure. What the agent reads from nginx is parsed
+ * this way, so that one dump is held once. */
+int nginx_conf_parse_owned(char *dump, size_t len, struct nginx_conf *out, char *err, size_t errlen);
 
 /* Free what nginx_conf_parse allocated; C is left empty. NULL and an empty C are allowed. */
 void nginx_conf_free(struct nginx_conf *c);
@@ -130,7 +138,7 @@ struct nginx_conf_found {
  * Every directive NAME directly in CONTEXT and in the blocks nested inside it (for "http": http, http/server,
  * http/server/location, ...; not those in upstream blocks, as nginx_conf_nested), in the order nginx reads them;
  * the directive of a file included twice once. Malloc'd into *OUT (*N of them, NULL when none). 0, -EINVAL with
- * ERR, -ENOMEM.
+ * ERR (also when there are more than NGINX_CONF_EACH_MAX), -ENOMEM.
  */
 int nginx_conf_find_each(const struct nginx_conf *c, const char *context, const char *name,
 			 struct nginx_conf_found **out, size_t *n, char *err, size_t errlen);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "act/spawn.h"
+#include "config.h"
 #include "netns.h"
 #include "strutil.h"
 #include "trust.h"
@@ -45,6 +46,9 @@ struct nginx_ctl {
 	bool have;
 	int64_t at;                 /* ENV->now_ms when it was taken */
 	bool stale;                 /* a change has ended since */
+	int fail_rc;                /* the last nginx_ctl_conf's nginx -T failed (-errno), at FAIL_AT, saying FAIL_WHY */
+	int64_t fail_at;
+	char fail_why[KNOB_WHY_MAX];
 	bool refreshing;            /* a background nginx -T is running */
 	const struct knob_env *refresh_env;
 	unsigned users;
@@ -55,6 +59,10 @@ struct nginx_ctl {
 	bool halted;
 	pid_t halt_pid;             /* the master it happened to: a new master (nginx restarted) lifts it */
 	char halt[1024];
+	/* The nginx children on the loop, one at a time (nginx_start): one runs, the others wait in order. */
+	bool child_running;
+	struct turn *waiting;
+	unsigned turns;             /* running and waiting: CTL is not freed before they have ended */
 };
 
 /* What a finished child means: RC 0 (exit 0) or -errno; MSG its complaint; OUT its standard output. */
@@ -356,10 +364,17 @@ static void child_message(const struct outbuf *b, char *msg, size_t msglen)
 			*c = ' ';
 }
 
-/* The result of a finished child (its stdout moves into RES). */
+/* Whether the child failed for want of memory under the data limit the agent gave it (nginx says "malloc(N) failed
+ * (12: Cannot allocate memory)", or "mmap(...) failed" with the same errno). */
+static bool out_of_memory(const struct spawn *sp)
+{
+	return sp->data_max && sp->ebuf.p && memmem(sp->ebuf.p, sp->ebuf.len, "(12: ", 5);
+}
+
+/* The result of a finished child (its stdout moves into RES, without the slack of its growth). */
 static void child_result(struct spawn *sp, const char *what, int64_t timeout_ms, struct nginx_ctl_result *res)
 {
-	char text[KNOB_WHY_MAX];
+	char text[KNOB_WHY_MAX], got[32], max[32];
 
 	memset(res, 0, sizeof(*res));
 	child_message(&sp->ebuf, text, sizeof(text));
@@ -373,7 +388,19 @@ static void child_result(struct spawn *sp, const char *what, int64_t timeout_ms,
 			(long long)timeout_ms);
 	} else if (sp->obuf.over) {
 		res->rc = -EFBIG;
-		str_err(res->msg, sizeof(res->msg), "%s printed more than %zu bytes", what, sp->obuf.max);
+		str_size(got, sizeof(got), sp->obuf.total);
+		str_size(max, sizeof(max), sp->obuf.max);
+		if (strcmp(what, "nginx -T") == 0)
+			str_err(res->msg, sizeof(res->msg), "nginx -T printed %s, more than the %s the agent reads "
+				"([nginx] dump_max)", got, max);
+		else
+			str_err(res->msg, sizeof(res->msg), "%s printed %s, more than %s", what, got, max);
+	} else if ((sp->term_signal || sp->status != 0) && out_of_memory(sp)) {
+		/* Not a refusal of the configuration: nginx could not read it within its limit. */
+		res->rc = -ENOMEM;
+		str_size(max, sizeof(max), sp->data_max);
+		str_err(res->msg, sizeof(res->msg), "%s ran out of memory within the %s the agent lets it use "
+			"([nginx] memory_max): %s", what, max, text);
 	} else if (sp->term_signal || sp->status != 0) {
 		res->rc = -EIO;
 		if (text[0])
@@ -382,7 +409,10 @@ static void child_result(struct spawn *sp, const char *what, int64_t timeout_ms,
 			str_err(res->msg, sizeof(res->msg), "%s exited with %s %d", what,
 				sp->term_signal ? "signal" : "status", sp->term_signal ? sp->term_signal : (int)sp->status);
 	} else {
-		res->out = sp->obuf.p;
+		/* Without the slack of its growth, with room for the NUL the parser puts after it. */
+		char *p = sp->obuf.p ? realloc(sp->obuf.p, sp->obuf.len + 1) : NULL;
+
+		res->out = p ? p : sp->obuf.p;
 		res->outlen = sp->obuf.len;
 		sp->obuf.p = NULL;
 	}
@@ -412,29 +442,137 @@ static int64_t timeout_of(const struct knob_env *env)
 	return env->nginx_timeout_ms > 0 ? env->nginx_timeout_ms : 10000;
 }
 
+/* The most of one nginx -T the agent keeps: ENV's [nginx] dump_max, never past what the parser takes. */
+static size_t dump_max_of(const struct knob_env *env)
+{
+	size_t m = env->nginx_dump_max ? env->nginx_dump_max : CONFIG_NGINX_DUMP_MAX;
+
+	return m < NGINX_CONF_DUMP_MAX ? m : NGINX_CONF_DUMP_MAX;
+}
+
 /*
  * spawn_start for nginx -t and -T, forked in nginx's network namespace: nginx -t binds every listen address, and one
  * that exists only in nginx's namespace (a container's or a namespace's own address) fails in any other (found on a
  * real nginx in a namespace: "bind() to 10.78.0.1:18490 failed (99: Cannot assign requested address)", and every
  * nginx knob refused). Under a fake root the pid is no real process: the agent's own namespace, as when the
  * namespace cannot be entered.
+ *
+ * The child runs with ENV's [nginx] memory_max as its data limit: it runs in the agent's cgroup (the unit's
+ * MemoryMax counts it), and nginx reading a large configuration takes many times its size (measured, nginx 1.22:
+ * 12x for maps, 200x for server blocks), so that without a limit the cgroup's OOM killer would end it, or the
+ * agent. A failed prlimit leaves the child unlimited, as before; the agent goes on.
  */
 static int nginx_spawn(const struct knob_env *env, uv_loop_t *loop, char **argv, size_t max_out, int64_t timeout_ms,
 		       spawn_fn cb, void *ctx)
 {
+	size_t mem = env->nginx_memory_max ? env->nginx_memory_max : CONFIG_NGINX_MEMORY_MAX;
 	int ns = -1, saved = -1, r;
+	struct spawn *sp = NULL;
 
 	if (env->nginx_pid > 0 && (!env->root || strcmp(env->root, "/") == 0))
 		ns = netns_open_pid(env->nginx_pid);
 	if (ns >= 0 && netns_enter(ns, &saved) < 0)
 		saved = -1;
 	r = spawn_start_trusted(loop, argv, "the nginx binary the agent runs as root", max_out, TEST_OUT_MAX, timeout_ms,
-				cb, ctx, NULL);
+				cb, ctx, &sp);
 	if (netns_leave(saved) < 0)
 		abort(); /* the loop thread left in nginx's namespace would be wrong for everything it does next */
 	if (ns >= 0)
 		close(ns);
+	if (r == 0 && sp && mem != SIZE_MAX)
+		spawn_limit_data(sp, mem);
 	return r;
+}
+
+/* ---- one child at a time ------------------------------------------------------------------------------------- */
+
+/*
+ * The agent's nginx children on its loop (the cached dump's refresh, the doctor's nginx -T, a change's -T and -t)
+ * run one at a time, in the order asked, when the environment has a controller: each may use [nginx] memory_max,
+ * and two at once would need twice that beside the agent in its cgroup (found: the refresh and the doctor's
+ * nginx -T at start, 32 MiB each, made the OOM killer end one under MemoryMax=64M). The blocking runs on a private
+ * loop (nginx_ctl_conf's probe pass, the command line) are not queued: they cannot wait for the loop they block.
+ */
+struct turn {
+	struct nginx_ctl *ctl;
+	const struct knob_env *env;
+	const char *flag;  /* "-t" or "-T": the command line is made when its turn comes, from ENV as it is then */
+	size_t max_out;
+	int64_t timeout_ms;
+	spawn_fn cb;
+	void *ctx;
+	struct turn *next;
+};
+
+static int turn_start(struct turn *t);
+
+static void turn_done(struct spawn *sp)
+{
+	struct turn *t = sp->ctx, *next;
+	struct nginx_ctl *ctl = t->ctl;
+	int r;
+
+	next = ctl->waiting;
+	if (next)
+		ctl->waiting = next->next;
+	ctl->turns--;
+	ctl->child_running = next != NULL; /* held for NEXT: a child the callback asks for goes after it */
+	sp->ctx = t->ctx;
+	/* CTL stays while NEXT is queued (turns counts it); without one, the callback may free it. */
+	t->cb(sp);
+	free(t);
+	if (next && (r = turn_start(next)) < 0) {
+		/* Its caller was told it started: it ends (from the loop, as always) as a child that could not start. */
+		struct spawn failed;
+
+		memset(&failed, 0, sizeof(failed));
+		failed.spawn_rc = r;
+		failed.ctx = next;
+		turn_done(&failed);
+	}
+}
+
+static int turn_start(struct turn *t)
+{
+	char *argv[8];
+
+	t->ctl->child_running = true;
+	argv_of(t->env, t->flag, argv);
+	return nginx_spawn(t->env, t->env->loop, argv, t->max_out, t->timeout_ms, turn_done, t);
+}
+
+/* `nginx FLAG` on ENV->loop as nginx_spawn does, in its turn (above). 0, or -ENOMEM (CB will not run). */
+static int nginx_start(const struct knob_env *env, const char *flag, size_t max_out, int64_t timeout_ms, spawn_fn cb,
+		       void *ctx)
+{
+	struct nginx_ctl *ctl = env->nginx;
+	struct turn *t, **tail;
+	char *argv[8];
+
+	if (!ctl) {
+		argv_of(env, flag, argv);
+		return nginx_spawn(env, env->loop, argv, max_out, timeout_ms, cb, ctx);
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	*t = (struct turn){ .ctl = ctl, .env = env, .flag = flag, .max_out = max_out, .timeout_ms = timeout_ms,
+			    .cb = cb, .ctx = ctx };
+	ctl->turns++;
+	if (!ctl->child_running) {
+		int r = turn_start(t);
+
+		if (r < 0) {
+			ctl->turns--;
+			ctl->child_running = false;
+			free(t);
+		}
+		return r;
+	}
+	for (tail = &ctl->waiting; *tail; tail = &(*tail)->next)
+		;
+	*tail = t;
+	return 0;
 }
 
 struct sync_run {
@@ -500,7 +638,7 @@ int nginx_ctl_run(const struct knob_env *env, const char *flag, char **out, size
 	*len = 0;
 	if (strcmp(flag, "-t") != 0 && strcmp(flag, "-T") != 0 && strcmp(flag, "-V") != 0)
 		return -EINVAL;
-	run_sync(env, flag, NGINX_CONF_DUMP_MAX, &res);
+	run_sync(env, flag, dump_max_of(env), &res);
 	if (res.rc < 0) {
 		str_err(msg, msglen, "%s", res.msg);
 		free(res.out);
@@ -718,7 +856,7 @@ static void dump_clear(struct nginx_ctl *ctl)
 /* Free CTL if nginx_ctl_free was called and nothing of it runs any more. */
 static void free_if_done(struct nginx_ctl *ctl)
 {
-	if (!ctl->freeing || ctl->refreshing || ctl->change)
+	if (!ctl->freeing || ctl->refreshing || ctl->change || ctl->turns)
 		return;
 	dump_clear(ctl);
 	free(ctl);
@@ -743,13 +881,15 @@ void nginx_ctl_drop(struct nginx_ctl *ctl)
 		dump_clear(ctl);
 }
 
-/* Replace the cached dump with OUT (LEN bytes). 0 or -errno with WHY. */
-static int dump_store(struct nginx_ctl *ctl, const struct knob_env *env, const char *out, size_t len, char *why,
+/* Replace the cached dump with OUT (LEN bytes, malloc'd with room for a NUL: taken, freed on failure too). The
+ * previous one goes once the new one has parsed: a dump that does not parse leaves the one in use. 0 or -errno with
+ * WHY. */
+static int dump_store(struct nginx_ctl *ctl, const struct knob_env *env, char *out, size_t len, char *why,
 		      size_t whylen)
 {
 	struct nginx_conf c;
 	char err[KNOB_WHY_MAX];
-	int r = nginx_conf_parse(out, len, &c, err, sizeof(err));
+	int r = nginx_conf_parse_owned(out, len, &c, err, sizeof(err));
 
 	if (r < 0) {
 		str_err(why, whylen, "nginx -T: %s", err);
@@ -760,6 +900,7 @@ static int dump_store(struct nginx_ctl *ctl, const struct knob_env *env, const c
 	ctl->have = true;
 	ctl->stale = false;
 	ctl->at = env->now_ms;
+	ctl->fail_rc = 0;
 	return 0;
 }
 
@@ -771,9 +912,19 @@ static void dump_refreshed(struct spawn *sp)
 	child_result(sp, "nginx -T", 0, &res);
 	ctl->refreshing = false;
 	/* The environment is dereferenced only while a knob holds the dump, i.e. while it exists. */
-	if (res.rc == 0 && ctl->users > 0 && !ctl->freeing)
-		dump_store(ctl, ctl->refresh_env, res.out, res.outlen, NULL, 0);
-	free(res.out);
+	if (ctl->users > 0 && !ctl->freeing) {
+		if (res.rc == 0)
+			res.rc = dump_store(ctl, ctl->refresh_env, res.out, res.outlen, res.msg, sizeof(res.msg));
+		else
+			free(res.out);
+		if (res.rc < 0) {
+			ctl->fail_rc = res.rc;
+			ctl->fail_at = ctl->refresh_env->now_ms;
+			snprintf(ctl->fail_why, sizeof(ctl->fail_why), "%s", res.msg);
+		}
+	} else {
+		free(res.out);
+	}
 	free_if_done(ctl);
 }
 
@@ -781,20 +932,30 @@ const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob
 					size_t whylen)
 {
 	struct nginx_ctl_result res;
-	int64_t age = env->now_ms - ctl->at;
+	int64_t age = env->now_ms - ctl->at, fail_age = env->now_ms - ctl->fail_at;
 
 	*rc = 0;
 	if (ctl->have && !ctl->stale && age >= 0 && age <= DUMP_FRESH_MS)
 		return &ctl->conf;
-	run_sync(env, "-T", NGINX_CONF_DUMP_MAX, &res);
-	if (res.rc < 0) {
-		*rc = res.rc;
-		str_err(why, whylen, "%s", res.msg);
+	/* A failure is shared the same way: the knobs of one probe pass wait for one nginx -T, not one each (with a
+	 * configuration nginx cannot read within its memory, 31 runs held the start for 4 s). */
+	if (ctl->fail_rc && !ctl->stale && fail_age >= 0 && fail_age <= DUMP_FRESH_MS) {
+		*rc = ctl->fail_rc;
+		str_err(why, whylen, "%s", ctl->fail_why);
 		return NULL;
 	}
-	*rc = dump_store(ctl, env, res.out, res.outlen, why, whylen);
-	free(res.out);
-	return *rc < 0 ? NULL : &ctl->conf;
+	run_sync(env, "-T", dump_max_of(env), &res);
+	if (res.rc == 0) {
+		res.rc = dump_store(ctl, env, res.out, res.outlen, res.msg, sizeof(res.msg));
+		if (res.rc == 0)
+			return &ctl->conf;
+	}
+	ctl->fail_rc = res.rc;
+	ctl->fail_at = env->now_ms;
+	snprintf(ctl->fail_why, sizeof(ctl->fail_why), "%s", res.msg);
+	*rc = res.rc;
+	str_err(why, whylen, "%s", res.msg);
+	return NULL;
 }
 
 void *nginx_ctl_knob_priv(struct knob *k, size_t size)
@@ -812,6 +973,7 @@ void nginx_ctl_forget(struct nginx_ctl *ctl)
 	if (!ctl)
 		return;
 	ctl->stale = true;
+	ctl->fail_rc = 0;
 	ctl->halted = false;
 	ctl->halt[0] = '\0';
 }
@@ -823,13 +985,13 @@ const char *nginx_ctl_halted(const struct nginx_ctl *ctl, pid_t master)
 
 const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct knob_env *env)
 {
-	int64_t age = env->now_ms - ctl->at;
+	int64_t age = env->now_ms - ctl->at, fail_age = env->now_ms - ctl->fail_at;
+	/* nginx -T failed lately (a configuration above the agent's bounds fails the same way every time): once per
+	 * DUMP_STALE_MS, not at every read. */
+	bool failed = ctl->fail_rc && !ctl->stale && fail_age >= 0 && fail_age <= DUMP_STALE_MS;
 
-	if (env->loop && !ctl->refreshing && (!ctl->have || ctl->stale || age < 0 || age > DUMP_STALE_MS)) {
-		char *argv[8];
-
-		argv_of(env, "-T", argv);
-		if (nginx_spawn(env, env->loop, argv, NGINX_CONF_DUMP_MAX, timeout_of(env), dump_refreshed, ctl) == 0) {
+	if (env->loop && !ctl->refreshing && !failed && (!ctl->have || ctl->stale || age < 0 || age > DUMP_STALE_MS)) {
+		if (nginx_start(env, "-T", dump_max_of(env), timeout_of(env), dump_refreshed, ctl) == 0) {
 			ctl->refreshing = true;
 			ctl->refresh_env = env;
 		}
@@ -841,53 +1003,57 @@ int nginx_ctl_conf_now(struct nginx_ctl *ctl, const struct knob_env *env, struct
 		       size_t whylen)
 {
 	const struct nginx_conf *c = nginx_ctl_conf_peek(ctl, env);
-	size_t cap = 1, len = 0;
-	char **texts, *dump;
-	size_t *lens;
+	size_t cap = 0, len = 0, max = dump_max_of(env);
+	char *dump = NULL, err[KNOB_WHY_MAX], size[32];
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!c)
 		return -EAGAIN;
-	texts = calloc(c->nfiles, sizeof(*texts));
-	lens = calloc(c->nfiles, sizeof(*lens));
-	if (!texts || !lens) {
-		free(texts);
-		free(lens);
-		return -ENOMEM;
-	}
+	/* One file at a time into the dump: no more than the dump and one file are held beside the cached one. */
 	for (size_t i = 0; i < c->nfiles && r == 0; i++) {
+		char *text = NULL, *p;
+		size_t tl = 0, need;
+		const char *t;
+
 		/* A file that cannot be read now is taken as nginx last read it. */
-		if (nginx_ctl_read_file(c->files[i].path, NGINX_CTL_FILE_MAX, &texts[i], &lens[i]) < 0)
-			texts[i] = NULL;
-		cap += strlen(c->files[i].path) + 32 + (texts[i] ? lens[i] : c->files[i].len);
-		if (cap > NGINX_CONF_DUMP_MAX)
+		if (nginx_ctl_read_file(c->files[i].path, NGINX_CTL_FILE_MAX, &text, &tl) < 0)
+			text = NULL;
+		t = text ? text : c->files[i].text;
+		tl = text ? tl : c->files[i].len;
+		need = len + strlen(c->files[i].path) + 32 + tl;
+		if (need > max) {
+			str_size(size, sizeof(size), max);
+			str_err(why, whylen, "nginx's files as they are now are more than the %s the agent reads ([nginx] "
+				"dump_max)", size);
 			r = -EFBIG;
-	}
-	dump = r == 0 ? malloc(cap) : NULL;
-	if (r == 0 && !dump)
-		r = -ENOMEM;
-	for (size_t i = 0; i < c->nfiles && r == 0; i++) {
-		const char *t = texts[i] ? texts[i] : c->files[i].text;
-		size_t tl = texts[i] ? lens[i] : c->files[i].len;
+		} else if (need + 1 > cap) {
+			size_t ncap = cap * 2 > need + 1 ? cap * 2 : need + 1;
 
-		len += (size_t)snprintf(dump + len, cap - len, "# configuration file %s:\n", c->files[i].path);
-		memcpy(dump + len, t, tl);
-		len += tl;
-		dump[len++] = '\n';
+			ncap = ncap < max + 1 ? ncap : max + 1;
+			p = realloc(dump, ncap);
+			if (p) {
+				dump = p;
+				cap = ncap;
+			} else {
+				r = -ENOMEM;
+			}
+		}
+		if (r == 0) {
+			len += (size_t)snprintf(dump + len, cap - len, "# configuration file %s:\n", c->files[i].path);
+			memcpy(dump + len, t, tl);
+			len += tl;
+			dump[len++] = '\n';
+		}
+		free(text);
 	}
-	for (size_t i = 0; i < c->nfiles; i++)
-		free(texts[i]);
-	free(texts);
-	free(lens);
-	if (r == 0) {
-		char err[KNOB_WHY_MAX];
-
-		r = nginx_conf_parse(dump, len, out, err, sizeof(err));
-		if (r < 0)
-			str_err(why, whylen, "nginx's files as they are now: %s", err);
+	if (r < 0) {
+		free(dump);
+		return r;
 	}
-	free(dump);
+	r = nginx_conf_parse_owned(dump, len, out, err, sizeof(err));
+	if (r < 0)
+		str_err(why, whylen, "nginx's files as they are now: %s", err);
 	return r;
 }
 
@@ -931,7 +1097,6 @@ static void dump_finished(struct spawn *sp)
 int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx)
 {
 	struct dump_req *q = malloc(sizeof(*q));
-	char *argv[8];
 	int r;
 
 	if (!q)
@@ -939,8 +1104,7 @@ int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx
 	q->done = done;
 	q->ctx = ctx;
 	q->timeout_ms = timeout_of(env);
-	argv_of(env, "-T", argv);
-	r = nginx_spawn(env, env->loop, argv, NGINX_CONF_DUMP_MAX, q->timeout_ms, dump_finished, q);
+	r = nginx_start(env, "-T", dump_max_of(env), q->timeout_ms, dump_finished, q);
 	if (r < 0)
 		free(q);
 	return r;
@@ -1338,11 +1502,8 @@ static void change_tested(struct spawn *sp)
 
 void nginx_change_test(struct nginx_change *ch)
 {
-	char *argv[8];
-	int r;
+	int r = nginx_start(ch->env, "-t", TEST_OUT_MAX, timeout_of(ch->env), change_tested, ch);
 
-	argv_of(ch->env, "-t", argv);
-	r = nginx_spawn(ch->env, ch->env->loop, argv, TEST_OUT_MAX, timeout_of(ch->env), change_tested, ch);
 	if (r < 0)
 		nginx_change_fail(ch, r, "cannot run nginx -t: %s", strerror(-r));
 }
@@ -1365,8 +1526,18 @@ static void change_dumped(struct spawn *sp)
 		nginx_change_finish(ch, res.rc, res.msg);
 		return;
 	}
-	r = nginx_conf_parse(res.out, res.outlen, &c, err, sizeof(err));
-	free(res.out);
+	/* The newest dump: it replaces the cached one (which the drivers read meanwhile) rather than being held beside
+	 * it, while a knob holds the cache. */
+	if (ch->ctl->users > 0 && !ch->ctl->freeing) {
+		r = dump_store(ch->ctl, ch->env, res.out, res.outlen, err, sizeof(err));
+		if (r < 0) {
+			nginx_change_finish(ch, r, err);
+			return;
+		}
+		ch->ops->dumped(ch, &ch->ctl->conf);
+		return;
+	}
+	r = nginx_conf_parse_owned(res.out, res.outlen, &c, err, sizeof(err));
 	if (r < 0) {
 		nginx_change_finish(ch, r, err);
 		return;
@@ -1381,7 +1552,6 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 	struct knob_env *env = k->env;
 	struct nginx_ctl *ctl = env->nginx;
 	struct nginx_change *ch;
-	char *argv[8];
 	int r;
 
 	if (!env->loop || !ctl) {
@@ -1425,8 +1595,7 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 	uv_timer_init(env->loop, &ch->deadline);
 	ch->poll.data = ch;
 	ch->deadline.data = ch;
-	argv_of(env, "-T", argv);
-	r = nginx_spawn(env, env->loop, argv, NGINX_CONF_DUMP_MAX, timeout_of(env), change_dumped, ch);
+	r = nginx_start(env, "-T", dump_max_of(env), timeout_of(env), change_dumped, ch);
 	if (r < 0) {
 		nginx_change_orphan(ch);
 		change_close(ch);

@@ -6,6 +6,10 @@
  * (new worker pids; every old worker gone or "shutting down"); a failure puts the previous files back. One change
  * runs at a time per nginx_ctl (-EBUSY otherwise): a second reload would blur the generation check.
  *
+ * Every nginx -T keeps at most ENV->nginx_dump_max bytes (more fails, counted), every nginx child runs with
+ * ENV->nginx_memory_max as its data limit, and those on the agent's loop run one at a time: the agent's memory and
+ * its children's stay within a bound whatever nginx's configuration ([nginx] dump_max, memory_max).
+ *
  * Its state (the dump, the change in flight) lives in struct nginx_ctl, owned by whoever owns the knob
  * environment (ENV->nginx). It reads no clock: the dump's age is measured with ENV->now_ms, the time its caller
  * hands in, and a reload's deadline is a timer on ENV->loop. It decides nothing about values and never logs: the
@@ -35,8 +39,9 @@ void nginx_ctl_free(struct nginx_ctl *ctl);
 /* Completion of nginx_ctl_dump: RC 0 and nginx's standard output (OUT, LEN bytes, malloc'd: DONE frees it), or
  * -errno with MSG (nginx's own complaint, or a timeout) and OUT NULL. */
 typedef void (*nginx_ctl_dump_fn)(int rc, const char *msg, char *out, size_t len, void *ctx);
-/* Run `nginx -q -T` as a child on ENV->loop. DONE runs exactly once, later, from the loop. 0, or -ENOMEM (DONE
- * will not run). Needs no nginx_ctl: the doctor calls it too. */
+/* Run `nginx -q -T` as a child on ENV->loop, in its turn after the other nginx children of ENV->nginx when there is
+ * one (one runs at a time), bounded by ENV's nginx_dump_max and nginx_memory_max. DONE runs exactly once, later,
+ * from the loop. 0, or -ENOMEM (DONE will not run). Needs no nginx_ctl: the doctor calls it too. */
 int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx);
 
 /* K's driver state of SIZE bytes (k->priv), made zeroed on first use, when K's driver starts using the dump of
@@ -46,7 +51,8 @@ void *nginx_ctl_knob_priv(struct knob *k, size_t size);
 void nginx_ctl_hold(struct nginx_ctl *ctl);
 void nginx_ctl_drop(struct nginx_ctl *ctl);
 /* The dump, taken now (blocking, on a private loop) unless the cached one is fresh (the engine probes every knob
- * in one pass: they share one run). NULL with -errno in *RC and WHY. */
+ * in one pass: they share one run, and one failure). NULL with -errno in *RC and WHY: -EFBIG above ENV's
+ * nginx_dump_max, -ENOMEM when nginx ran out of nginx_memory_max. */
 const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob_env *env, int *rc, char *why,
 					size_t whylen);
 /* Take the cached dump as stale: the next nginx_ctl_conf runs nginx -T again, whatever its age (the agent's

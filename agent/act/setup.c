@@ -126,6 +126,10 @@ static int target_find(const struct setup_opts *o, bool check_conf, const char *
 	t->env.nginx_bin = cfg->nginx_bin;
 	t->env.include_dir = cfg->include_dir;
 	t->env.nginx_timeout_ms = cfg->nginx_timeout_ms;
+	/* From the command line, outside the unit's MemoryMax: any configuration the parser takes, nginx unbounded
+	 * ([nginx] dump_max and memory_max bound the agent). */
+	t->env.nginx_dump_max = NGINX_CONF_DUMP_MAX;
+	t->env.nginx_memory_max = SIZE_MAX;
 	t->env.nginx_conf = t->run.conf;
 	t->env.nginx_prefix = t->run.prefix;
 	t->pid = pid_file_pid(cfg);

@@ -1,10 +1,13 @@
 /*
  * spawn: child processes on the libuv loop. See spawn.h.
  */
+#define _GNU_SOURCE
+
 #include "act/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,8 @@
 #include <unistd.h>
 
 #include "common/trust.h"
+
+#define READ_CHUNK 65536 /* room kept free for one read */
 
 static void spawn_closed(uv_handle_t *h)
 {
@@ -45,9 +50,15 @@ static void spawn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct outbuf *b = h == (uv_handle_t *)&sp->out ? &sp->obuf : &sp->ebuf;
 
 	(void)suggested;
-	if (b->cap - b->len < 65536 && b->cap < b->max + 65536) {
-		size_t cap = b->cap ? b->cap * 2 : 65536;
-		char *p = realloc(b->p, cap + 1);
+	if (b->cap - b->len < READ_CHUNK && b->cap < b->max + READ_CHUNK) {
+		size_t cap = b->cap ? b->cap * 2 : READ_CHUNK;
+		char *p;
+
+		/* Never past MAX and one read beyond it (where what outgrows MAX is read and dropped): a doubling adds
+		 * no slack above the bound. */
+		if (cap > b->max + READ_CHUNK)
+			cap = b->max + READ_CHUNK;
+		p = realloc(b->p, cap + 1);
 
 		if (p) {
 			b->p = p;
@@ -66,17 +77,13 @@ static void spawn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 	(void)buf;
 	if (nread > 0) {
+		/* What outgrows MAX is read and dropped, and counted: the caller can say how much there was (the child
+		 * runs to its end or its deadline; its output costs no memory past MAX). */
+		b->total += (size_t)nread;
 		b->len += (size_t)nread;
-		if (!is_out) {
-			/* Only the start of stderr makes a message; the rest is read and dropped. */
-			if (b->len > b->max)
-				b->len = b->max;
-			return;
-		}
-		if (b->len > b->max && !b->over) {
-			b->over = true;
-			if (!sp->exited)
-				uv_process_kill(&sp->proc, SIGKILL);
+		if (b->len > b->max) {
+			b->len = b->max;
+			b->over = is_out;
 		}
 		return;
 	}
@@ -214,6 +221,17 @@ int spawn_start_trusted(uv_loop_t *loop, char **argv, const char *because, size_
 	return r;
 }
 
+int spawn_limit_data(struct spawn *sp, size_t bytes)
+{
+	struct rlimit rl = { .rlim_cur = bytes, .rlim_max = bytes };
+
+	if (sp->spawn_rc < 0 || sp->exited || sp->proc.pid <= 0)
+		return -ESRCH;
+	if (prlimit(sp->proc.pid, RLIMIT_DATA, &rl, NULL) < 0)
+		return -errno;
+	sp->data_max = bytes;
+	return 0;
+}
 
 void spawn_kill(struct spawn *sp)
 {

@@ -2,7 +2,8 @@
  * spawn: one child process on the libuv loop, its stdout and stderr read into memory, with a deadline.
  *
  * Owns the child's handles (process, two pipes, a timer) and their buffers until the callback has run. It kills
- * the child (SIGKILL) past its deadline or when its standard output outgrows its bound, and never blocks the loop.
+ * the child (SIGKILL) past its deadline, keeps at most a bound of each output (the rest is read, counted and
+ * dropped: memory stays within the bound whatever the child prints), and never blocks the loop.
  * It must not interpret what the child printed (the callers do: nginx -t / -T, a load generator).
  */
 #ifndef NGXAT_SPAWN_H
@@ -15,10 +16,11 @@
 
 #define SPAWN_KILL_GRACE_MS 1000 /* after SIGKILL or exit, for the pipes to close */
 
-/* What a child printed on one pipe: P[0..LEN), OVER when it outgrew MAX (the rest was dropped). */
+/* What a child printed on one pipe: P[0..LEN) (P has room for a byte more), at most MAX bytes; TOTAL is how much it
+ * printed; OVER (stdout only) when that was more than MAX (the rest was dropped). */
 struct outbuf {
 	char *p;
-	size_t len, cap, max;
+	size_t len, cap, max, total;
 	bool over;
 };
 
@@ -37,14 +39,15 @@ struct spawn {
 	int64_t status;
 	int term_signal;
 	int spawn_rc;
+	size_t data_max;   /* the child's RLIMIT_DATA set by spawn_limit_data, or 0 */
 	char refused[512]; /* spawn_start_trusted: why the program was not run (spawn_rc -EPERM or -ELOOP), or "" */
 	spawn_fn cb;
 	void *ctx;
 };
 
 /*
- * Run ARGV (no shell; ARGV[0] looked up in PATH) on LOOP with stdout kept up to MAX_OUT bytes (more kills the
- * child) and stderr up to MAX_ERR (more is dropped), killed past TIMEOUT_MS. CB(sp) runs exactly once, later, from
+ * Run ARGV (no shell; ARGV[0] looked up in PATH) on LOOP with stdout kept up to MAX_OUT bytes and stderr up to
+ * MAX_ERR (more is counted and dropped), killed past TIMEOUT_MS. CB(sp) runs exactly once, later, from
  * LOOP, with CTX in sp->ctx; SP is freed after it returns. OUT (may be NULL) gets SP for spawn_kill until then.
  * 0, or -ENOMEM (CB will not run). A program that cannot start ends with spawn_rc < 0.
  */
@@ -59,6 +62,11 @@ int spawn_start(uv_loop_t *loop, char **argv, size_t max_out, size_t max_err, in
  */
 int spawn_start_trusted(uv_loop_t *loop, char **argv, const char *because, size_t max_out, size_t max_err,
 			int64_t timeout_ms, spawn_fn cb, void *ctx, struct spawn **out);
+/* Limit the data segment (RLIMIT_DATA: the heap and private mappings, what nginx allocates) of SP's running child
+ * to BYTES: past it, its allocations fail (nginx says "malloc() failed (12: Cannot allocate memory)") instead of
+ * growing into the memory the agent's cgroup shares with it. Set right after the exec, before the program has read
+ * its input. 0, -ESRCH (no child runs), -errno of prlimit(2). */
+int spawn_limit_data(struct spawn *sp, size_t bytes);
 /* Kill SP's child now (SIGKILL); its callback still runs once, with killed set. */
 void spawn_kill(struct spawn *sp);
 

@@ -480,9 +480,16 @@ static void check_config_readable(struct ctx *c)
 		"nginx -T");
 	put(f->evidence, sizeof(f->evidence), "%s: the configuration checks did not run",
 	    c->conf_err && c->conf_err[0] ? c->conf_err : "no configuration");
-	put(f->fix, sizeof(f->fix),
-	    "check [nginx] binary and conf in the agent's configuration, and that `nginx -T` succeeds for the "
-	    "agent's user");
+	if (c->f->conf_rc == -EFBIG || c->f->conf_rc == -ENOMEM)
+		/* The agent's own bound on its memory, not a fault of nginx's: the nginx knobs stay off until raised. */
+		put(f->fix, sizeof(f->fix),
+		    "the nginx knobs are off (observation and the kernel knobs go on); to tune nginx here, raise [nginx] "
+		    "%s in the agent's configuration and the unit's MemoryMax with it (ngx-autotune.conf(5))",
+		    c->f->conf_rc == -EFBIG ? "dump_max" : "memory_max");
+	else
+		put(f->fix, sizeof(f->fix),
+		    "check [nginx] binary and conf in the agent's configuration, and that `nginx -T` succeeds for the "
+		    "agent's user");
 }
 
 static void check_worker_processes(struct ctx *c)

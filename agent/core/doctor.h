@@ -31,7 +31,9 @@
 #define DOCTOR_REF_MAX 96
 #define DOCTOR_WHERE_MAX 320
 #define DOCTOR_FINDINGS_MAX 256 /* findings of one run; more are counted in doctor_report.dropped */
-#define DOCTOR_NODES_MAX 1000000 /* nodes of one configuration */
+/* Nodes of one configuration: each takes about 200 bytes with its words, so this bounds the model to about 10 MiB
+ * (the contents of map, geo and types blocks are not nodes; diagnose/doctor_conf.c). */
+#define DOCTOR_NODES_MAX 50000
 #define DOCTOR_NICS_MAX 16
 #define DOCTOR_CPUS_MAX 1024
 #define DOCTOR_UPSTREAMS_MAX 64 /* distinct upstream addresses kept from the access log */
@@ -106,6 +108,9 @@ struct doctor_facts {
 	char include_dir[DOCTOR_PATH_MAX];        /* where nginx should include the agent's files ("" unknown) */
 	char access_log[DOCTOR_PATH_MAX];         /* the access log the agent reads ("" none) */
 	char nginx_halt[DOCTOR_EVIDENCE_MAX];     /* why the agent stopped changing nginx ("" it has not) */
+	/* Why nginx -T gave no configuration, when it is the agent's own bound: -EFBIG (more than [nginx] dump_max),
+	 * -ENOMEM (nginx ran out of [nginx] memory_max); 0 otherwise. */
+	int conf_rc;
 	int64_t backend_keepalive_ms; /* how long the backends keep idle connections ([doctor]); 0 unknown */
 	/* the host */
 	int64_t cpus;

@@ -713,9 +713,17 @@ static void job_work(uv_work_t *w)
 	read_nics(j);
 	read_log_tail(j);
 	if (j->dump) {
+		struct nginx_conf nc;
 		char err[400];
+		int r = nginx_conf_parse_owned(j->dump, j->dumplen, &nc, err, sizeof(err));
 
-		if (doctor_conf_from_dump(j->dump, j->dumplen, &conf, err, sizeof(err)) == 0)
+		/* The dump is the parse's now (freed with it): one copy of it, not two. */
+		j->dump = NULL;
+		if (r == 0) {
+			r = doctor_conf_from_nginx(&nc, &conf, err, sizeof(err));
+			nginx_conf_free(&nc);
+		}
+		if (r == 0)
 			have_conf = true;
 		else
 			snprintf(j->conf_err, sizeof(j->conf_err), "the output of nginx -T: %s", err);
@@ -723,8 +731,6 @@ static void job_work(uv_work_t *w)
 	j->rc = doctor_check(have_conf ? &conf : NULL, j->conf_err, f, &j->rep);
 	if (have_conf)
 		doctor_conf_free(&conf);
-	free(j->dump);
-	j->dump = NULL;
 }
 
 /* ---- runs ------------------------------------------------------------------------------------------------- */
@@ -868,6 +874,7 @@ static void on_dump(int rc, const char *msg, char *out, size_t len, void *ctx)
 
 	j->dump = out;
 	j->dumplen = len;
+	j->facts.conf_rc = rc == -EFBIG || rc == -ENOMEM ? rc : 0;
 	if (rc < 0 && msg && strstr(msg, "nginx -T"))
 		snprintf(j->conf_err, sizeof(j->conf_err), "%s", msg);
 	else if (rc < 0)

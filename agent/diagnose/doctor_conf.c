@@ -13,7 +13,24 @@ struct build {
 	size_t cap;
 	char *err;
 	size_t errlen;
+	size_t skip;   /* inside a block of data (below): its nesting, 0 outside */
 };
+
+/*
+ * Blocks whose contents are data that nginx's own handlers read (a map's keys and values, a geo's networks, the
+ * MIME types), not directives: the doctor checks none of them, and a map of redirects is where a configuration of
+ * many megabytes spends them (each entry a node of about 200 bytes: 4 MiB of map made 20 MiB of model). The block
+ * itself stays, its contents are passed over.
+ */
+static bool data_block(const char *name)
+{
+	static const char *const names[] = { "map", "geo", "types", "split_clients", "charset_map" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
 
 static int grow(struct build *b, size_t n)
 {
@@ -40,6 +57,13 @@ static int on_node(void *ctx, const struct nginx_conf_node *node)
 	enum doctor_node_kind kind;
 	int r;
 
+	if (b->skip) {
+		if (node->event == NGINX_CONF_BLOCK)
+			b->skip++;
+		else if (node->event == NGINX_CONF_BLOCK_END && --b->skip == 0)
+			return doctor_conf_add(b->out, DOCTOR_END, file, node->line, NULL, 0);
+		return 0;
+	}
 	switch (node->event) {
 	case NGINX_CONF_BLOCK_END:
 		return doctor_conf_add(b->out, DOCTOR_END, file, node->line, NULL, 0);
@@ -67,7 +91,10 @@ static int on_node(void *ctx, const struct nginx_conf_node *node)
 	}
 	r = doctor_conf_add(b->out, kind, file, node->line, (const char *const *)b->words, node->nwords);
 	if (r == -E2BIG)
-		snprintf(b->err, b->errlen, "more than %d directives", DOCTOR_NODES_MAX);
+		snprintf(b->err, b->errlen, "more than %d directives outside blocks of data (map, geo, types)",
+			 DOCTOR_NODES_MAX);
+	if (r == 0 && kind == DOCTOR_BLOCK && data_block(b->words[0]))
+		b->skip = 1;
 	return r;
 }
 

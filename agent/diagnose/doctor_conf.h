@@ -2,8 +2,10 @@
  * doctor_conf: nginx's configuration, as `nginx -T` prints it, turned into the doctor's model (core/doctor.h).
  *
  * Owns only the translation: nginx_conf.c splits and walks the dump (includes expanded, nginx's own tokenizer),
- * and every directive, block start and end and included file becomes one node with all of its words. Pure text
- * work like nginx_conf.c: no files, no processes, no logging, so the unit tests run it on fixture dumps.
+ * and every directive, block start and end and included file becomes one node with all of its words, except the
+ * contents of blocks of data (map, geo, types, split_clients, charset_map), which the doctor does not check and
+ * which hold most of a large configuration. Pure text work like nginx_conf.c: no files, no processes, no logging,
+ * so the unit tests run it on fixture dumps.
  */
 #ifndef NGXAT_DOCTOR_CONF_H
 #define NGXAT_DOCTOR_CONF_H

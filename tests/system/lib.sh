@@ -95,6 +95,58 @@ wait_for() {
 	done
 }
 
+# memcg_new BYTES: a memory cgroup limited to BYTES, as a unit's MemoryMax= makes one, for the processes a test
+# starts in it with memcg_run (their children stay in it, as a unit's do); its directory in MEMCG. cgroup v2: under
+# the unified hierarchy's root (its memory controller on); v1: under this shell's own memory cgroup. Removed at
+# exit. Returns 1 when neither can be made here.
+memcg_new() {
+	local name=ngxat-${TEST_NAME:-test}-$$ own
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || return 1
+		MEMCG=/sys/fs/cgroup/$name
+		mkdir "$MEMCG" 2>/dev/null || return 1
+		CLEANUP+=("memcg_remove $MEMCG")
+		echo "$1" >"$MEMCG/memory.max" || return 1
+		[ ! -f "$MEMCG/memory.swap.max" ] || echo 0 >"$MEMCG/memory.swap.max"
+	else
+		own=$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)
+		[ -n "$own" ] && [ -d "/sys/fs/cgroup/memory$own" ] || return 1
+		MEMCG=/sys/fs/cgroup/memory${own%/}/$name
+		mkdir "$MEMCG" 2>/dev/null || return 1
+		CLEANUP+=("memcg_remove $MEMCG")
+		echo "$1" >"$MEMCG/memory.limit_in_bytes" || return 1
+	fi
+}
+
+# memcg_run COMMAND... &: COMMAND in MEMCG, in the background only: the subshell becomes it (exec), so that $! is
+# COMMAND's pid.
+memcg_run() {
+	exec sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$MEMCG" "$@"
+}
+
+# memcg_oom_kills: how many processes the OOM killer ended in MEMCG.
+memcg_oom_kills() {
+	if [ -f "$MEMCG/memory.events" ]; then
+		awk '$1 == "oom_kill" { print $2 }' "$MEMCG/memory.events"
+	else
+		awk '$1 == "oom_kill" { print $2 }' "$MEMCG/memory.oom_control"
+	fi
+}
+
+# memcg_peak: the most memory MEMCG held (MiB; v1 and kernels before 5.19 count the page cache its processes read
+# too, and v2 before 5.19 has no peak: then the current figure).
+memcg_peak() {
+	local f
+	for f in memory.peak memory.max_usage_in_bytes memory.current; do
+		[ -f "$MEMCG/$f" ] && { echo $(($(cat "$MEMCG/$f") >> 20)); return; }
+	done
+}
+
+# memcg_remove DIR: DIR once its processes are gone (killed by the cleanup before this).
+memcg_remove() {
+	[ ! -d "$1" ] || wait_for 5 rmdir "$1"
+}
+
 # idle_state NS PORT: nginx's side of a connection to 127.0.0.1:PORT that says nothing, after 0.3 s: ESTAB
 # (accepted) or SYN-RECV (the listen's deferred keeps it until the first bytes come, or for nginx's 1 s
 # TCP_DEFER_ACCEPT: then the client's answer to the SYN-ACK sent again establishes it; measured, 20 of 20 at 1.5 s).

@@ -66,6 +66,8 @@ static void test_defaults_when_missing(void **state)
 	assert_int_equal(c.doctor_interval_ms, 300000);
 	assert_int_equal(c.backend_keepalive_ms, 0);
 	assert_int_equal(c.cooldown_ms, 60000);
+	assert_int_equal(c.nginx_dump_max, 4 << 20);
+	assert_int_equal(c.nginx_memory_max, 32 << 20);
 	assert_int_equal(config_load("/nonexistent/agent.conf", true, &c, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/agent.conf"));
 }
@@ -81,7 +83,8 @@ static void test_every_key(void **state)
 		   "[store]\npath = /tmp/x.db\nframes_retention = 2h\nrollups_retention = 7d\naudit_retention = 30d\n"
 		   "denied_retention = 12h\n"
 		   "[nginx]\npid_file = /tmp/nginx.pid\nstub_status_url = http://127.0.0.1:8080/st\n"
-		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\n"
+		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\ndump_max = 512K\n"
+		   "memory_max = 1G\n"
 		   "[doctor]\ninterval = 90s\nbackend_keepalive_timeout = 5s\n"
 		   "[tuning]\ncooldown = 5s\n"
 		   "[probes]\nnetlink = no\ninterrupts = off\nworkers = false\n");
@@ -106,6 +109,8 @@ static void test_every_key(void **state)
 	assert_false(c.probe_workers);
 	assert_int_equal(c.doctor_interval_ms, 90000);
 	assert_int_equal(c.backend_keepalive_ms, 5000);
+	assert_int_equal(c.nginx_dump_max, 512 << 10);
+	assert_int_equal(c.nginx_memory_max, 1 << 30);
 }
 
 static const struct {
@@ -132,6 +137,9 @@ static const struct {
 	{"[probes]\nnetlink = maybe\n", "not yes or no", 2},
 	{"[doctor]\ninterval = 5s\n", "between 30000ms and 86400000ms", 2},
 	{"[doctor]\nbackend_keepalive_timeout = 2h\n", "between 0ms and 3600000ms", 2},
+	{"[nginx]\ndump_max = 65M\n", "dump_max: '65M' is not a size from 64K to 64M (e.g. 65536, 512K, 8M)", 2},
+	{"[nginx]\ndump_max = 8 MB\n", "dump_max: '8 MB' is not a size", 2},
+	{"[nginx]\nmemory_max = 4M\n", "memory_max: '4M' is not a size from 8192K to 16384M", 2},
 	{"[doctor]\nenabled = yes\n", "unknown key 'enabled' in section [doctor]", 2},
 	{"[agent]\nlog_level = info\nlog_level = bogus\ntick_interval = x\n", "not one of error", 3},
 	{"[tuning]\nmeasure = active\n", "not passive or loadgen", 2},
@@ -291,6 +299,32 @@ static void test_strutil(void **state)
 	assert_int_equal(str_to_duration_ms("5 s", 0, INT64_MAX, &v), -EINVAL);
 	assert_int_equal(str_to_duration_ms("-5s", 0, INT64_MAX, &v), -EINVAL);
 	assert_int_equal(str_to_duration_ms("9223372036854775807d", 0, INT64_MAX, &v), -ERANGE);
+	assert_int_equal(str_to_size("65536", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(str_to_size("512K", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 512 << 10);
+	assert_int_equal(str_to_size("8M", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 8 << 20);
+	assert_int_equal(str_to_size("2G", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 2LL << 30);
+	assert_int_equal(str_to_size("8m", 0, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(str_to_size("8MB", 0, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(str_to_size("-8M", 0, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(str_to_size("9223372036854775807K", 0, INT64_MAX, &v), -ERANGE);
+	assert_int_equal(str_to_size("65M", 0, 64 << 20, &v), -ERANGE);
+	{
+		static const struct {
+			uint64_t bytes;
+			const char *text;
+		} sizes[] = {{8 << 20, "8 MiB"}, {21 << 20 | 1 << 19, "21.5 MiB"}, {64 << 10, "64 KiB"},
+			     {100035, "97.7 KiB"}, {1000, "1000 bytes"}, {0, "0 bytes"}};
+		char out[32];
+
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			assert_int_equal(str_size(out, sizeof(out), sizes[i].bytes), strlen(sizes[i].text));
+			assert_string_equal(out, sizes[i].text);
+		}
+	}
 	assert_int_equal(str_to_bool("Yes", &b), 0);
 	assert_true(b);
 	assert_int_equal(str_to_bool("nope", &b), -EINVAL);

@@ -596,6 +596,77 @@ static void test_bad_dumps(void **state)
 	}
 }
 
+/* The entries of map, geo and types blocks are data, not directives: the model keeps the blocks and not their
+ * contents (a map of redirects is where a large configuration spends its megabytes), an include in one too. */
+static void test_data_blocks(void **state)
+{
+	static const char dump[] =
+		"# configuration file /x/nginx.conf:\n"
+		"http {\n"
+		"\tmap $uri $to { /a /b; /c /d; include /x/more.map; }\n"
+		"\tgeo $net { default 0; 10.0.0.0/8 1; }\n"
+		"\tinclude /x/mime.types;\n"
+		"\tserver { listen 80; }\n"
+		"}\n"
+		"\n"
+		"# configuration file /x/more.map:\n"
+		"/e /f;\n"
+		"\n"
+		"# configuration file /x/mime.types:\n"
+		"types { text/html html; }\n";
+	/* the include directive, then the file it brings in */
+	static const char *const names[] = { "http", "map", "", "geo", "", "include", "include", "types", "", "server",
+					     "listen", "", "" };
+	struct doctor_conf conf;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(doctor_conf_from_dump(dump, strlen(dump), &conf, err, sizeof(err)), 0);
+	assert_int_equal(conf.n, sizeof(names) / sizeof(names[0]));
+	for (size_t i = 0; i < conf.n; i++)
+		assert_string_equal(conf.nodes[i].name, names[i]);
+	assert_int_equal(conf.nodes[1].nargs, 2);
+	assert_string_equal(conf.nodes[1].args[1], "$to");
+	assert_int_equal(conf.nodes[1].end, 2);
+	assert_int_equal(conf.nodes[10].parent, 9);
+	doctor_conf_free(&conf);
+}
+
+/* nginx -T refused by the agent's own bounds (issue 22, R5): the finding says the nginx knobs are off and names
+ * the setting to raise, not a fault of nginx's configuration. */
+static void test_dump_over_bound(void **state)
+{
+	static const struct {
+		int rc;
+		const char *err, *setting;
+	} cases[] = {
+		{ -EFBIG, "nginx -T printed 20.0 MiB, more than the 8 MiB the agent reads ([nginx] dump_max)", "dump_max" },
+		{ -ENOMEM, "nginx -T ran out of memory within the 32 MiB the agent lets it use ([nginx] memory_max): "
+			   "[emerg] malloc(2097152) failed (12: Cannot allocate memory)", "memory_max" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct doctor_facts *f = malloc(sizeof(*f));
+		struct doctor_report rep = { 0 };
+		char got[1024], fix[512];
+
+		assert_non_null(f);
+		healthy(f, "tuned.txt");
+		f->conf_rc = cases[i].rc;
+		assert_int_equal(doctor_check(NULL, cases[i].err, f, &rep), 0);
+		render(&rep, got, sizeof(got));
+		assert_string_equal(got, "W doctor.nginx_config\n");
+		snprintf(fix, sizeof(fix), "the nginx knobs are off (observation and the kernel knobs go on); to tune nginx "
+			 "here, raise [nginx] %s in the agent's configuration and the unit's MemoryMax with it "
+			 "(ngx-autotune.conf(5))", cases[i].setting);
+		assert_string_equal(rep.v[0].fix, fix);
+		assert_non_null(strstr(rep.v[0].evidence, cases[i].err));
+		doctor_report_free(&rep);
+		free(f);
+	}
+}
+
 /* Truncating a real dump anywhere gives a configuration or a clear error, never a crash. */
 static void test_truncated(void **state)
 {
@@ -718,6 +789,8 @@ int main(void)
 		cmocka_unit_test(test_live_cases),
 		cmocka_unit_test(test_live_evidence),
 		cmocka_unit_test(test_bad_dumps),
+		cmocka_unit_test(test_dump_over_bound),
+		cmocka_unit_test(test_data_blocks),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_conf_model),
 		cmocka_unit_test(test_state),

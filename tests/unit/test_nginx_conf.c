@@ -118,6 +118,36 @@ static void test_split_multi(void **state)
 	nginx_conf_free(&c);
 }
 
+/* The agent's path: the dump nginx printed is parsed where it lies (the files are pieces of it), one copy of it in
+ * memory, not two; the same split as from a copy; the buffer is the conf's to free, also when it does not parse. */
+static void test_parse_owned(void **state)
+{
+	struct nginx_conf c, copy;
+	char err[256];
+	size_t len;
+	char *dump = load("multi.txt", &len), *bad;
+
+	(void)state;
+	assert_int_equal(nginx_conf_parse(dump, len, &copy, err, sizeof(err)), 0);
+	assert_ptr_not_equal(copy.buf, dump);
+	assert_int_equal(nginx_conf_parse_owned(dump, len, &c, err, sizeof(err)), 0);
+	assert_ptr_equal(c.buf, dump);
+	assert_int_equal(c.nfiles, copy.nfiles);
+	for (size_t i = 0; i < c.nfiles; i++) {
+		assert_true(c.files[i].text >= dump && c.files[i].text + c.files[i].len <= dump + len);
+		assert_string_equal(c.files[i].path, copy.files[i].path);
+		assert_int_equal(c.files[i].len, copy.files[i].len);
+		assert_memory_equal(c.files[i].text, copy.files[i].text, c.files[i].len);
+	}
+	nginx_conf_free(&copy);
+	nginx_conf_free(&c); /* frees DUMP: a leak or a double free shows in the ASan build */
+	bad = strdup("not a dump\n");
+	assert_non_null(bad);
+	assert_int_equal(nginx_conf_parse_owned(bad, strlen(bad), &c, err, sizeof(err)), -EINVAL);
+	assert_null(c.buf);
+	assert_int_equal(nginx_conf_parse_owned(NULL, 0, &c, err, sizeof(err)), -EINVAL);
+}
+
 static void test_split_debian(void **state)
 {
 	struct nginx_conf c;
@@ -1019,6 +1049,44 @@ static void test_walk(void **state)
 
 /* ---- nginx_conf_find_each, nginx_conf_file_each ------------------------------------------------------------ */
 
+/* nginx_conf_find_each answers at most NGINX_CONF_EACH_MAX directives (each holds its arguments by value): more is
+ * an error, not 8.5 KiB more per directive. */
+static void test_find_each_bound(void **state)
+{
+	struct nginx_conf_found *f = NULL;
+	struct nginx_conf c;
+	char err[256] = "", *dump, *p;
+	size_t n = 0;
+
+	(void)state;
+	for (int k = NGINX_CONF_EACH_MAX; k <= NGINX_CONF_EACH_MAX + 1; k++) {
+		dump = malloc(64 + (size_t)k * 64);
+		assert_non_null(dump);
+		p = dump + sprintf(dump, "# configuration file /e/nginx.conf:\nhttp {\n");
+		for (int i = 0; i < k; i++)
+			p += sprintf(p, "location /%d { gzip_comp_level 1; }\n", i);
+		sprintf(p, "}\n\n");
+		assert_int_equal(parse_str(dump, &c, err, sizeof(err)), 0);
+		if (k == NGINX_CONF_EACH_MAX) {
+			assert_int_equal(nginx_conf_find_each(&c, "http", "gzip_comp_level", &f, &n, err, sizeof(err)), 0);
+			assert_int_equal(n, NGINX_CONF_EACH_MAX);
+			free(f);
+			assert_int_equal(nginx_conf_file_each(c.files[0].text, c.files[0].len, "gzip_comp_level", &f, &n,
+							      err, sizeof(err)), 0);
+			assert_int_equal(n, NGINX_CONF_EACH_MAX);
+			free(f);
+		} else {
+			assert_int_equal(nginx_conf_find_each(&c, "http", "gzip_comp_level", &f, &n, err, sizeof(err)),
+					 -EINVAL);
+			assert_string_equal(err, "gzip_comp_level is set in more than 256 places");
+			assert_int_equal(nginx_conf_file_each(c.files[0].text, c.files[0].len, "gzip_comp_level", &f, &n,
+							      err, sizeof(err)), -EINVAL);
+		}
+		nginx_conf_free(&c);
+		free(dump);
+	}
+}
+
 static void test_find_each(void **state)
 {
 	static const char dump[] =
@@ -1350,6 +1418,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_multi),
+		cmocka_unit_test(test_parse_owned),
 		cmocka_unit_test(test_split_debian),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_find_long_argument),
@@ -1371,6 +1440,7 @@ int main(void)
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_listen_param),
 		cmocka_unit_test(test_find_each),
+		cmocka_unit_test(test_find_each_bound),
 		cmocka_unit_test(test_edit),
 		cmocka_unit_test(test_unedit),
 		cmocka_unit_test(test_same_but_args),

@@ -1,11 +1,15 @@
 /*
  * Tests for nginx_ctl's runner and dump cache, against a stand-in nginx: a shell script that counts its runs,
  * prints a dump whose worker_connections is the number of the run (so each test knows which run a dump came
- * from), and fails like nginx does while a file FAIL exists. The dump's age is measured with the now_ms the tests
- * hand in, never a clock; a stale dump is refreshed in the background only when there is a loop to run it on.
+ * from), and fails like nginx does while a file FAIL exists. While BIG exists it prints a dump with a comment of
+ * that many bytes; while NOMEM exists it fails as nginx does when an allocation fails; while LIMITED exists it
+ * waits until its data limit (ulimit -d, KiB) is the number in LIMITED and writes it to "limit". The dump's age is
+ * measured with the now_ms the tests hand in, never a clock; a stale dump is refreshed in the background only when
+ * there is a loop to run it on.
  */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,8 +57,19 @@ static int setup(void **state)
 		    "n=$(( $(cat runs 2>/dev/null || echo 0) + 1 ))\n"
 		    "echo $n > runs\n"
 		    "echo \"$*\" >> args\n"
+		    "if [ -e LIMITED ]; then\n"
+		    "  while [ \"$(ulimit -d)\" != \"$(cat LIMITED)\" ]; do :; done; ulimit -d > limit\n"
+		    "fi\n"
 		    "if [ -e FAIL ]; then\n"
 		    "  echo 'nginx: [emerg] unknown directive \"bogus\" in /x/nginx.conf:3' >&2; exit 1\n"
+		    "fi\n"
+		    "if [ -e NOMEM ]; then\n"
+		    "  echo \"nginx: [emerg] malloc(2097152) failed (12: Cannot allocate memory)\" >&2\n"
+		    "  echo 'nginx: configuration file /x/nginx.conf test failed' >&2; exit 1\n"
+		    "fi\n"
+		    "if [ -e BIG ]; then\n"
+		    "  printf '# configuration file /x/nginx.conf:\\nevents { worker_connections %%s; }\\n#' $n\n"
+		    "  head -c $(cat BIG) /dev/zero | tr '\\0' x; printf '\\n\\n'; exit 0\n"
 		    "fi\n"
 		    "case \" $* \" in *' -V '*)\n"
 		    "  printf 'nginx version: nginx/1.22.1\\nconfigure arguments: --prefix=/usr/share/nginx\\n' >&2;;\n"
@@ -91,14 +106,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* How many times the stand-in ran. */
-static int runs(const struct fx *f)
+/* The number in the stand-in's file NAME, 0 when there is none. */
+static int file_number(const struct fx *f, const char *name)
 {
 	char p[128];
 	FILE *fp;
 	int n = 0;
 
-	path_in(f, "runs", p, sizeof(p));
+	path_in(f, name, p, sizeof(p));
 	fp = fopen(p, "r");
 	if (!fp)
 		return 0;
@@ -107,19 +122,32 @@ static int runs(const struct fx *f)
 	return n;
 }
 
-static void set_fail(const struct fx *f, bool on)
+/* How many times the stand-in ran. */
+static int runs(const struct fx *f)
+{
+	return file_number(f, "runs");
+}
+
+/* Create the stand-in's file NAME holding TEXT, or (TEXT NULL) remove it. */
+static void set_file(const struct fx *f, const char *name, const char *text)
 {
 	char p[128];
 	FILE *fp;
 
-	path_in(f, "FAIL", p, sizeof(p));
-	if (!on) {
+	path_in(f, name, p, sizeof(p));
+	if (!text) {
 		assert_int_equal(unlink(p), 0);
 		return;
 	}
 	fp = fopen(p, "w");
 	assert_non_null(fp);
-	fclose(fp);
+	fputs(text, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static void set_fail(const struct fx *f, bool on)
+{
+	set_file(f, "FAIL", on ? "" : NULL);
 }
 
 /* The run a dump came from (its worker_connections). */
@@ -191,9 +219,168 @@ static void test_dump_fails(void **state)
 	assert_null(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why)));
 	assert_int_equal(rc, -EIO);
 	assert_string_equal(why, "[emerg] unknown directive \"bogus\" in /x/nginx.conf:3");
-	/* a failure is not cached */
+	/* the other probes of the same pass share the failure: one run, not one per knob */
 	set_fail(f, false);
+	why[0] = '\0';
+	f->env.now_ms = 2000;
+	assert_null(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why)));
+	assert_int_equal(rc, -EIO);
+	assert_string_equal(why, "[emerg] unknown directive \"bogus\" in /x/nginx.conf:3");
+	assert_int_equal(runs(f), 1);
+	/* and no longer */
+	f->env.now_ms = 2001;
 	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 2);
+	/* the agent's reload (nginx_ctl_forget) runs it again at once */
+	set_fail(f, true);
+	f->env.now_ms = 10000;
+	assert_null(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why)));
+	set_fail(f, false);
+	nginx_ctl_forget(f->ctl);
+	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 4);
+	nginx_ctl_drop(f->ctl);
+}
+
+/*
+ * The bounds of issue 22 (R5): a dump above [nginx] dump_max is read to its end, counted and refused (the agent
+ * keeps at most the bound of it); nginx runs with [nginx] memory_max as its data limit, and running out of it is
+ * told apart from a configuration nginx refuses.
+ */
+static void test_dump_bounds(void **state)
+{
+	struct fx *f = *state;
+	const struct nginx_conf *c;
+	char why[256] = "", text[32];
+	int rc;
+
+	nginx_ctl_hold(f->ctl);
+	f->env.nginx_dump_max = 64 << 10;
+	f->env.nginx_memory_max = 8 << 20;
+	/* under the bound: kept and parsed, the file whole (the events line, "#", the comment and its line break) */
+	set_file(f, "BIG", "65000");
+	f->env.now_ms = 1000;
+	c = nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why));
+	assert_int_equal(rc, 0);
+	assert_int_equal(run_of(c), 1);
+	assert_int_equal(c->files[0].len, 33 + 1 + 65000 + 1);
+	/* over it: refused, with the size nginx printed and the setting */
+	set_file(f, "BIG", "100000");
+	f->env.now_ms = 10000;
+	assert_null(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why)));
+	assert_int_equal(rc, -EFBIG);
+	assert_string_equal(why, "nginx -T printed 97.7 KiB, more than the 64 KiB the agent reads ([nginx] dump_max)");
+	set_file(f, "BIG", NULL);
+	/* the child runs with the data limit (8 MiB is 8192 KiB for ulimit -d) */
+	snprintf(text, sizeof(text), "%d", 8 << 10);
+	set_file(f, "LIMITED", text);
+	f->env.now_ms = 20000;
+	assert_int_equal(run_of(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why))), 3);
+	assert_int_equal(file_number(f, "limit"), 8 << 10);
+	set_file(f, "LIMITED", NULL);
+	/* nginx out of that memory: -ENOMEM with the setting, not -EIO (a refused configuration) */
+	set_file(f, "NOMEM", "");
+	f->env.now_ms = 30000;
+	assert_null(nginx_ctl_conf(f->ctl, &f->env, &rc, why, sizeof(why)));
+	assert_int_equal(rc, -ENOMEM);
+	assert_string_equal(why, "nginx -T ran out of memory within the 8 MiB the agent lets it use ([nginx] memory_max): "
+				 "[emerg] malloc(2097152) failed (12: Cannot allocate memory)");
+	nginx_ctl_drop(f->ctl);
+}
+
+/* This process's children (zombies included: the loop has not reaped them). */
+static int children(void)
+{
+	char path[300], buf[512], *p;
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir("/proc");
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		FILE *fp;
+		long ppid;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) && sscanf(p + 1, " %*c %ld", &ppid) == 1 &&
+		    ppid == (long)getpid())
+			n++;
+		fclose(fp);
+	}
+	closedir(d);
+	return n;
+}
+
+struct order {
+	int seen[4];
+	int n;
+};
+
+static void on_dump_order(int rc, const char *msg, char *out, size_t len, void *ctx)
+{
+	struct order *o = ctx;
+	struct nginx_conf c;
+	char err[256];
+
+	(void)msg;
+	assert_int_equal(rc, 0);
+	assert_int_equal(nginx_conf_parse_owned(out, len, &c, err, sizeof(err)), 0);
+	o->seen[o->n++] = run_of(&c);
+	nginx_conf_free(&c);
+}
+
+/* The refresh of the dump and the doctor's nginx -T run one after the other, never side by side: each may use
+ * [nginx] memory_max, and two would need twice that in the agent's cgroup. */
+static void test_one_child(void **state)
+{
+	struct fx *f = *state;
+	struct order o = { 0 };
+
+	nginx_ctl_hold(f->ctl);
+	f->env.loop = &f->loop;
+	f->env.now_ms = 1000;
+	assert_int_equal(children(), 0);
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env)); /* starts the refresh */
+	assert_int_equal(nginx_ctl_dump(&f->env, on_dump_order, &o), 0);
+	assert_int_equal(nginx_ctl_dump(&f->env, on_dump_order, &o), 0);
+	/* uv_spawn returns once the child has exec'd: only the first one runs (or has ended, unreaped) */
+	assert_int_equal(children(), 1);
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(runs(f), 3);
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 1);
+	assert_int_equal(o.n, 2);
+	assert_int_equal(o.seen[0], 2);
+	assert_int_equal(o.seen[1], 3);
+	nginx_ctl_drop(f->ctl);
+}
+
+/* A refresh that failed is not tried again at every read: once per 30 s, or at once after nginx_ctl_forget. */
+static void test_refresh_failed(void **state)
+{
+	struct fx *f = *state;
+
+	nginx_ctl_hold(f->ctl);
+	f->env.loop = &f->loop;
+	set_fail(f, true);
+	f->env.now_ms = 1000;
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env));
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(runs(f), 1);
+	f->env.now_ms = 31000;
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env));
+	assert_false(uv_loop_alive(&f->loop));
+	f->env.now_ms = 31001;
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env));
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(runs(f), 2);
+	set_fail(f, false);
+	nginx_ctl_forget(f->ctl);
+	assert_null(nginx_ctl_conf_peek(f->ctl, &f->env));
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_int_equal(run_of(nginx_ctl_conf_peek(f->ctl, &f->env)), 3);
 	nginx_ctl_drop(f->ctl);
 }
 
@@ -382,6 +569,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_dump_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dump_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_child, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dump_for_doctor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_for_setup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_refused, setup, teardown),
