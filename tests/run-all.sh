@@ -64,7 +64,7 @@ count_log() { # add the counts of an automake test-suite.log
 		while IFS= read -r line; do
 			reasons+=("$line")
 		done < <(awk '/^(FAIL|ERROR): tests\/[^ ]*$/ { t = $2; seen = 0; next }
-			t != "" && !seen && /^(FAIL: |not ok |Error: |[^ ]*: error: )/ { print t ": " substr($0, 1, 300); seen = 1 }' "$log")
+			t != "" && !seen && /^(FAIL: |not ok |Error: |[^ ]*: error: |[^ ]*: runtime error: |==[0-9]+==ERROR: |\[  ERROR   \] )/ { print t ": " substr($0, 1, 300); seen = 1 }' "$log")
 		# Show what failed: the log holds each failing test's output.
 		awk '/^(FAIL|ERROR): /{p=1} p{print} /^(PASS|SKIP): /{p=0}' "$log" | tail -n 200
 	fi
