@@ -433,7 +433,7 @@ int loop_reload(struct agent *a)
 	if (strcmp(cfg.measure, a->cfg.measure) != 0 || strcmp(cfg.loadgen_command, a->cfg.loadgen_command) != 0 ||
 	    cfg.loadgen_run_ms != a->cfg.loadgen_run_ms)
 		log_warn("reload: [tuning] measure and [loadgen] take effect at the next start");
-	api_reload(a->api, &cfg); /* the token file again; a new listen address waits for the next start */
+	api_reload(a->api, &cfg); /* the token file again; the TCP listener opened, moved or closed */
 	a->cfg = cfg;
 	log_set_level(cfg.log_level);
 	sampler_reconfigure(a->sampler, &a->cfg);

@@ -140,6 +140,8 @@
 #define API_K_ARM "arm"
 #define API_K_PAIR "pair"
 #define API_K_PAIRS "pairs"
+#define API_K_CALIB_PAIR "calibration_pair"   /* the A/A pair being measured (1-based), 0 when not calibrating */
+#define API_K_CALIB_PAIRS "calibration_pairs" /* of how many */
 #define API_K_EFFECT "effect"
 #define API_K_EFFECT_LO "effect_lo"
 #define API_K_EFFECT_HI "effect_hi"

@@ -39,6 +39,10 @@ static int trial_exec(struct ctl *ctl, int argc, char **argv)
 			printf(", arm %s, pair %lld of %lld", s(r, API_K_ARM),
 			       (long long)json_integer_value(json_object_get(r, API_K_PAIR)),
 			       (long long)json_integer_value(json_object_get(r, API_K_PAIRS)));
+		else if (json_integer_value(json_object_get(r, API_K_CALIB_PAIRS)))
+			printf(", calibration pair %lld of %lld (A/A: the old value in both blocks)",
+			       (long long)json_integer_value(json_object_get(r, API_K_CALIB_PAIR)),
+			       (long long)json_integer_value(json_object_get(r, API_K_CALIB_PAIRS)));
 		putchar('\n');
 	}
 	/* The running estimate in the objective's unit, from the agent's readable evidence (after the first valid pair). */

@@ -139,6 +139,41 @@ static void set_state(struct engine *e, int64_t id, enum change_state s, const c
 		events_change(id, s, detail, e->now_ms);
 }
 
+/*
+ * Change ID is undone (WHAT says how: "reverted by change 7"). A change the judge ended keeps its verdict: the
+ * sentence and evidence that tuning.c wrote ("reason; {evidence}") stay in its detail after WHAT, so that ngxctl
+ * show, the console and the verdict counts of /metrics still have them once it is reverted. When both do not fit,
+ * the verdict stays as it was (the state says reverted; the revert row names the change it undoes).
+ */
+static void set_undone(struct engine *e, int64_t id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void set_undone(struct engine *e, int64_t id, const char *fmt, ...)
+{
+	struct change_row *row = malloc(sizeof(*row));
+	char what[512], *detail = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (row && store_change_get(e->st, id, row) == 0 && strstr(row->detail, "; {\"") &&
+	    (detail = malloc(sizeof(row->detail)))) {
+		size_t a = strlen(what), b = strlen(row->detail);
+
+		if (a + 2 + b < sizeof(row->detail)) {
+			memcpy(detail, what, a);
+			memcpy(detail + a, "; ", 2);
+			memcpy(detail + a + 2, row->detail, b + 1);
+		} else {
+			memcpy(detail, row->detail, b + 1);
+		}
+	}
+	if (store_change_update(e->st, id, CHANGE_REVERTED, detail ? detail : what, e->now_ms) == 0)
+		events_change(id, CHANGE_REVERTED, detail ? detail : what, e->now_ms);
+	free(detail);
+	free(row);
+}
+
 static void save_rec(struct engine *e, struct eknob *ek)
 {
 	snprintf(ek->rec.name, sizeof(ek->rec.name), "%s", ek->k.name);
@@ -554,7 +589,7 @@ static int mark_reverted_cb(void *ctx, const struct change_row *row)
 	struct engine *e = ctx;
 
 	if (row->kind == CHANGE_KIND_CHANGE)
-		set_state(e, row->id, CHANGE_REVERTED, "reverted");
+		set_undone(e, row->id, "reverted");
 	return 0;
 }
 
@@ -644,6 +679,17 @@ static void finish_ok(struct engine *e, struct job *j, const char *note)
 		audit(e, "agent", "reapply", ek->k.name, j->change_id, "ok", "kept value %s re-applied", j->value);
 		break;
 	case JOB_REVERT:
+		/* The change undone first: marked once, by this revert, before the others of the knob below. */
+		if (j->reverts) {
+			struct change_row undone;
+
+			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED) {
+				if (j->change_id)
+					set_undone(e, j->reverts, "reverted by change %lld", (long long)j->change_id);
+				else
+					set_undone(e, j->reverts, "put back while the store could not take a row");
+			}
+		}
 		/* The knob is the host's own again: not managed until the agent writes it next. */
 		if (ek->rec.has_original && strcmp(j->value, ek->rec.original) == 0) {
 			ek->rec.has_written = false;
@@ -655,17 +701,6 @@ static void finish_ok(struct engine *e, struct job *j, const char *note)
 			snprintf(ek->rec.last_written, sizeof(ek->rec.last_written), "%s", j->value);
 		}
 		save_rec(e, ek);
-		if (j->reverts) {
-			struct change_row undone;
-
-			if (store_change_get(e->st, j->reverts, &undone) == 0 && undone.state != CHANGE_FAILED) {
-				if (j->change_id)
-					set_state(e, j->reverts, CHANGE_REVERTED, "reverted by change %lld",
-						  (long long)j->change_id);
-				else
-					set_state(e, j->reverts, CHANGE_REVERTED, "put back while the store could not take a row");
-			}
-		}
 		if (j->change_id)
 			set_state(e, j->change_id, CHANGE_KEPT, "put back: reads back %s%s%s", j->value, sep, note);
 		audit(e, "agent", "revert", ek->k.name, j->change_id ? j->change_id : j->reverts, "ok", "back to %s%s%s%s",
@@ -991,7 +1026,7 @@ static int revert_knob(struct engine *e, size_t i, const char *target, int64_t r
 		/* Nothing to write; the journal still says the change is undone (a trial's arm A in force reads the
 		 * original: the trial ends here, and the tuning loop sees it end). */
 		if (reverts) {
-			set_state(e, reverts, CHANGE_REVERTED, "%s already reads %s", ek->k.name, target);
+			set_undone(e, reverts, "%s already reads %s", ek->k.name, target);
 		} else if (ek->rec.has_original && strcmp(target, ek->rec.original) == 0) {
 			ek->rec.has_written = false;
 			ek->rec.last_written[0] = '\0';
@@ -1151,7 +1186,7 @@ int engine_revert(struct engine *e, int64_t change_id, const char *actor, int64_
 static int supersede_cb(void *ctx, const struct change_row *row)
 {
 	if (row->kind == CHANGE_KIND_CHANGE)
-		set_state(ctx, row->id, CHANGE_REVERTED, "superseded: an operator's value became the original");
+		set_undone(ctx, row->id, "superseded: an operator's value became the original");
 	return 0;
 }
 

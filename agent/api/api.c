@@ -740,41 +740,46 @@ static int bind_socket(struct api *api, const struct config *cfg, char *err, siz
 	return 0;
 }
 
-static int bind_tcp(struct api *api, const struct config *cfg, char *err, size_t errlen)
+/* A listening TCP socket on LISTEN (*FD), the names it answers to (HOSTS) and its address (SA, SALEN): 0, or -errno
+ * with ERR and nothing open. */
+static int open_tcp(const char *listen_on, bool listen_any, int *fd_out, struct api_hosts *hosts,
+		    struct sockaddr_storage *sa, unsigned *salen, char *err, size_t errlen)
 {
-	struct sockaddr_storage sa;
-	unsigned salen;
 	bool loopback;
 	int fd, e, one = 1;
 
-	if (str_to_listen(cfg->api_listen, &sa, &salen, &loopback) < 0 ||
-	    api_hosts_init(&api->tcp_l.hosts, cfg->api_listen) < 0) {
-		snprintf(err, errlen, "[api] listen: '%s' is not ADDRESS:PORT", cfg->api_listen);
+	if (str_to_listen(listen_on, sa, salen, &loopback) < 0 || api_hosts_init(hosts, listen_on) < 0) {
+		snprintf(err, errlen, "[api] listen: '%s' is not ADDRESS:PORT", listen_on);
 		return -EINVAL;
 	}
 	/* The configuration refuses this too; the check is repeated where the socket is bound. */
-	if (!loopback && !cfg->api_listen_any) {
-		snprintf(err, errlen, "[api] listen: %s is not a loopback address and listen_any is not set",
-			 cfg->api_listen);
+	if (!loopback && !listen_any) {
+		snprintf(err, errlen, "[api] listen: %s is not a loopback address and listen_any is not set", listen_on);
 		return -EPERM;
 	}
-	fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		e = errno;
 		snprintf(err, errlen, "socket: %s", strerror(e));
 		return -e;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sa.ss_family == AF_INET6)
+	if (sa->ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, API_BACKLOG) < 0) {
+	if (bind(fd, (struct sockaddr *)sa, *salen) < 0 || listen(fd, API_BACKLOG) < 0) {
 		e = errno;
-		snprintf(err, errlen, "[api] listen: bind %s: %s", cfg->api_listen, strerror(e));
+		snprintf(err, errlen, "[api] listen: bind %s: %s", listen_on, strerror(e));
 		close(fd);
 		return -e;
 	}
-	api->tcp_l.fd = fd;
+	*fd_out = fd;
 	return 0;
+}
+
+static int bind_tcp(struct api *api, const struct config *cfg, char *err, size_t errlen)
+{
+	return open_tcp(cfg->api_listen, cfg->api_listen_any, &api->tcp_l.fd, &api->tcp_l.hosts, &api->tcp_sa,
+			&api->tcp_salen, err, errlen);
 }
 
 /* Put T (may be NULL) in force in place of the tokens there were, which are wiped. */
@@ -831,22 +836,128 @@ int api_check_config(const struct config *cfg, char *err, size_t errlen)
 	return r == -ENOENT ? 0 : r;
 }
 
-void api_reload(struct api *api, struct config *cfg)
+static int start_listener(struct api *api, struct api_listener *l, const char *what, char *err, size_t errlen);
+
+/* Tokens of CFG for the TCP listener at a reload: the ones in force stay when the file is refused. False when there
+ * were none in force before and the file is refused (a listener that would have none must not open). */
+static bool reload_tokens(struct api *api, const struct config *cfg, bool had_listener)
 {
 	char err[512];
 
+	if (load_tokens(api, cfg, err, sizeof(err)) == 0) {
+		log_info("API tokens: %s", api->tokens ? "reloaded" : api->no_tokens);
+		return true;
+	}
+	if (!had_listener) {
+		log_err("reload: no TCP listener on %s: %s", cfg->api_listen, err);
+		return false;
+	}
+	log_err("reload: the API tokens are kept as they were: %s", err);
+	return true;
+}
+
+/* The TCP listener stops accepting: its connections not yet handed to MHD are closed, its event streams end (their
+ * clients reconnect to where it is now, or learn it is gone), and its socket is closed. Its MHD daemon stays: it
+ * finishes the requests it has, and takes a new socket's connections if the listener comes back. */
+static void close_tcp(struct api *api)
+{
+	api_conns_stop(&api->tcp_l);
+	api_events_end(api, &api->tcp_l);
+	if (api->tcp_l.fd >= 0)
+		close(api->tcp_l.fd);
+	api->tcp_l.fd = -1;
+}
+
+/*
+ * [api] listen moved to CFG's (or was set, or emptied) at a reload: bind the new socket before the old one closes,
+ * so that a refused address (taken, not loopback) leaves the listener where it was. An address that the old
+ * socket holds itself (0.0.0.0:9180 after 127.0.0.1:9180) is bound after the old one closes, and the old one is
+ * bound again if that fails. 0, or -errno with the listener as it was.
+ */
+static int move_tcp(struct api *api, const struct config *cfg)
+{
+	const struct config *old = &api->a->cfg;
+	bool had = api->tcp_l.fd >= 0;
+	struct sockaddr_storage sa;
+	struct api_hosts hosts;
+	unsigned salen;
+	char err[512];
+	int fd = -1, r;
+
+	if (!cfg->api_listen[0]) {
+		close_tcp(api);
+		set_tokens(api, NULL);
+		log_info("reload: the API's TCP listener on %s is closed", old->api_listen);
+		return 0;
+	}
+	if (!reload_tokens(api, cfg, had))
+		return -EACCES;
+	/* The same address spelt another way (localhost:9180 for 127.0.0.1:9180): the socket stays. */
+	if (had && str_to_listen(cfg->api_listen, &sa, &salen, &(bool){false}) == 0 && salen == api->tcp_salen &&
+	    memcmp(&sa, &api->tcp_sa, salen) == 0 && api_hosts_init(&hosts, cfg->api_listen) == 0) {
+		api->tcp_l.hosts = hosts;
+		return 0;
+	}
+	r = open_tcp(cfg->api_listen, cfg->api_listen_any, &fd, &hosts, &sa, &salen, err, sizeof(err));
+	if (r == -EADDRINUSE && had) {
+		close_tcp(api);
+		r = open_tcp(cfg->api_listen, cfg->api_listen_any, &fd, &hosts, &sa, &salen, err, sizeof(err));
+		if (r < 0) {
+			char again[512];
+
+			if (open_tcp(old->api_listen, old->api_listen_any, &api->tcp_l.fd, &api->tcp_l.hosts, &api->tcp_sa,
+				     &api->tcp_salen, again, sizeof(again)) < 0 ||
+			    api_conns_listen(&api->tcp_l) < 0) {
+				log_err("reload: %s; and the old one cannot be bound again: %s: no TCP listener now", err,
+					again);
+				return 1;
+			}
+		}
+	}
+	if (r < 0) {
+		log_err("reload: the API stays on %s: %s", had ? old->api_listen : "the Unix socket only", err);
+		return r;
+	}
+	if (had)
+		close_tcp(api);
+	api->tcp_l.fd = fd;
+	api->tcp_l.hosts = hosts;
+	api->tcp_sa = sa;
+	api->tcp_salen = salen;
+	if (api->tcp_l.mhd)
+		r = api_conns_listen(&api->tcp_l);
+	else
+		r = start_listener(api, &api->tcp_l, cfg->api_listen, err, sizeof(err));
+	if (r < 0) {
+		log_err("reload: no TCP listener: %s", r == -ENOMEM ? strerror(ENOMEM) : err);
+		close_tcp(api);
+		return 1;
+	}
+	log_info("reload: API on %s now%s%s: reads for anyone who can connect, actions %s", cfg->api_listen,
+		 had ? ", not " : "", had ? old->api_listen : "", api->tokens ? "with a bearer token" : api->no_tokens);
+	return 0;
+}
+
+void api_reload(struct api *api, struct config *cfg)
+{
+	const struct config *old;
+	int r;
+
 	if (!api)
 		return;
-	if (strcmp(cfg->api_listen, api->a->cfg.api_listen) != 0 || cfg->api_listen_any != api->a->cfg.api_listen_any)
-		log_warn("reload: a new [api] listen takes effect at the next start");
-	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "%s", api->a->cfg.api_listen);
-	cfg->api_listen_any = api->a->cfg.api_listen_any;
-	if (!api->tcp_l.mhd)
+	old = &api->a->cfg;
+	if (strcmp(cfg->api_listen, old->api_listen) != 0) {
+		r = move_tcp(api, cfg);
+		if (r > 0) /* neither the new nor the old address: none, and the configuration says so */
+			cfg->api_listen[0] = '\0';
+		if (r < 0) {
+			snprintf(cfg->api_listen, sizeof(cfg->api_listen), "%s", old->api_listen);
+			cfg->api_listen_any = old->api_listen_any;
+		}
 		return;
-	if (load_tokens(api, cfg, err, sizeof(err)) < 0)
-		log_err("reload: the API tokens are kept as they were: %s", err);
-	else
-		log_info("API tokens: %s", api->tokens ? "reloaded" : api->no_tokens);
+	}
+	if (api->tcp_l.fd >= 0)
+		reload_tokens(api, cfg, true);
 }
 
 static void free_api(struct api *api)
@@ -930,7 +1041,10 @@ static int start_listener(struct api *api, struct api_listener *l, const char *w
 	l->kick.data = l;
 	api->open_handles += 3;
 	api_http_watch(l);
-	api_conns_listen(l);
+	if (api_conns_listen(l) < 0) {
+		snprintf(err, errlen, "%s: %s", what, strerror(ENOMEM));
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -982,7 +1096,6 @@ static void stop_listener(struct api_listener *l)
 	if (l->mhd) {
 		if (l->api->open_handles)
 			uv_poll_stop(&l->poll);
-		uv_close((uv_handle_t *)&l->accept_poll, on_listener_closed);
 		api_conns_stop(l);
 		MHD_stop_daemon(l->mhd);
 		l->mhd = NULL;

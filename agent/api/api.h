@@ -24,8 +24,9 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen);
 /* What api_start would refuse in CFG's [api] section that the configuration cannot see (the token file). For -n.
  * 0 or -errno with ERR. */
 int api_check_config(const struct config *cfg, char *err, size_t errlen);
-/* A reload: the token file is read again (the old tokens stay if it is bad); a new listen address is put back
- * into CFG (it takes effect at the next start). */
+/* A reload: the token file is read again (the old tokens stay if it is bad); a new [api] listen opens, moves or
+ * closes the TCP listener (bound before the old socket closes); one that cannot be put in force is logged and the
+ * address in force is put back into CFG. */
 void api_reload(struct api *api, struct config *cfg);
 /* Stop serving, close the socket and remove its file; NULL is fine. Safe before the loop is closed. */
 void api_stop(struct api *api);

@@ -372,17 +372,35 @@ int api_conns_init(struct api *api)
 	return 0;
 }
 
-void api_conns_listen(struct api_listener *l)
+/* The closed watch of a listening socket: the listener may have a new one by now. */
+static void on_accept_closed(uv_handle_t *h)
 {
-	uv_poll_init(l->api->a->loop, &l->accept_poll, l->fd);
-	l->accept_poll.data = l;
+	struct api *api = ((struct api_listener *)h->data)->api;
+
+	free(h);
+	api_handle_closed(api);
+}
+
+int api_conns_listen(struct api_listener *l)
+{
+	l->accept_poll = malloc(sizeof(*l->accept_poll));
+	if (!l->accept_poll)
+		return -ENOMEM;
+	uv_poll_init(l->api->a->loop, l->accept_poll, l->fd);
+	l->accept_poll->data = l;
 	l->api->open_handles++;
-	uv_poll_start(&l->accept_poll, UV_READABLE, on_accept);
+	uv_poll_start(l->accept_poll, UV_READABLE, on_accept);
+	return 0;
 }
 
 void api_conns_stop(struct api_listener *l)
 {
 	struct api *api = l->api;
+
+	/* Closing a poll handle stops its watch at once: the socket may be closed (or replaced) right after. */
+	if (l->accept_poll)
+		uv_close((uv_handle_t *)l->accept_poll, on_accept_closed);
+	l->accept_poll = NULL;
 
 	for (size_t i = 0; api->conns && i < api->nslots; i++)
 		if (api->adm[i].used && api->conns[i].l == l && !api->conns[i].mhd)

@@ -153,6 +153,24 @@ void api_events_notify(void *arg)
 		api_kick(&api->tcp_l);
 }
 
+void api_events_end(struct api *api, struct api_listener *l)
+{
+	bool any = false;
+
+	for (struct sse_client *cl = api->clients; cl; cl = cl->next_c) {
+		if (cl->l != l)
+			continue;
+		cl->ending = true;
+		any = true;
+		if (cl->suspended) {
+			cl->suspended = false;
+			MHD_resume_connection(cl->c);
+		}
+	}
+	if (any)
+		api_kick(l);
+}
+
 /*
  * MHD must not be stopped with a suspended connection, and a stream cut here would look broken to its client: each
  * stream is resumed to send what it has left and its terminating chunk, and MHD is run a few times to write them. A

@@ -11,6 +11,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "api/admit.h"
@@ -57,7 +58,8 @@ struct api_listener {
 	struct MHD_Daemon *mhd;   /* NULL: not started */
 	int fd;
 	uv_poll_t poll;           /* MHD's epoll fd */
-	uv_poll_t accept_poll;    /* the listening socket: accepted here, never by MHD */
+	uv_poll_t *accept_poll;   /* the listening socket (fd): accepted here, never by MHD; NULL: none now (a reload
+				   * closed the TCP listener, or moves it: a new socket gets a new watch) */
 	uv_timer_t timer;         /* MHD's own timeout */
 	uv_timer_t kick;          /* runs MHD soon after an event stream was resumed */
 	struct api_hosts hosts;   /* TCP: the Host values it answers to */
@@ -66,6 +68,8 @@ struct api_listener {
 struct api {
 	struct agent *a;
 	struct api_listener unix_l, tcp_l;
+	struct sockaddr_storage tcp_sa; /* the address tcp_l's socket is bound to */
+	unsigned tcp_salen;
 	char path[CONFIG_PATH_MAX];
 	gid_t group;              /* the socket's group: its members may act */
 	char group_name[64];
@@ -111,9 +115,10 @@ void api_handle_closed(struct api *api);
 
 /* api_conn.c: the connection table, sized from the file limit. 0 or -ENOMEM. */
 int api_conns_init(struct api *api);
-/* api_conn.c: accept on L's listening socket (admitted, or refused with 503 at once). */
-void api_conns_listen(struct api_listener *l);
-/* api_conn.c: stop accepting on L; close the connections still being read before MHD had them. */
+/* api_conn.c: accept on L's listening socket (admitted, or refused with 503 at once). 0 or -ENOMEM. */
+int api_conns_listen(struct api_listener *l);
+/* api_conn.c: stop accepting on L (its watch is closed, not its socket); close the connections still being read
+ * before MHD had them. */
 void api_conns_stop(struct api_listener *l);
 /* api_conn.c: free the table (all connections are closed). */
 void api_conns_free(struct api *api);
@@ -133,6 +138,9 @@ void api_conn_tokened(struct MHD_Connection *c);
 enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct MHD_Connection *c);
 /* api_events.c: after a publish: wake the streams waiting for it, drop those too far behind. */
 void api_events_notify(void *api);
+/* api_events.c: the streams of listener L send what they have left and end with the terminating chunk, as MHD
+ * writes them (a reload closed or moved L's socket: its clients reconnect to where it is now, or learn it is gone). */
+void api_events_end(struct api *api, struct api_listener *l);
 /* api_events.c: before the daemons stop: every stream sends what it has left and ends with its terminating chunk. */
 void api_events_close_all(struct api *api);
 

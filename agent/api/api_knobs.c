@@ -233,6 +233,8 @@ static enum MHD_Result get_trial(struct api *api, struct MHD_Connection *c)
 		      API_K_ARM, controller_arm_name(r->arm), API_K_PAIR, (int)r->pair, API_K_PAIRS, (int)r->pairs,
 		      API_K_UNTIL, (json_int_t)r->until_ms, API_K_VERDICT, judge_verdict_name(r->verdict), API_K_REASON,
 		      r->reason);
+	json_object_set_new(o, API_K_CALIB_PAIR, json_integer(r->calib_pair));
+	json_object_set_new(o, API_K_CALIB_PAIRS, json_integer(r->calib_pairs));
 	json_object_set_new(o, API_K_EFFECT, isfinite(r->effect) ? json_real(r->effect) : json_null());
 	json_object_set_new(o, API_K_EFFECT_LO, isfinite(r->effect_lo) ? json_real(r->effect_lo) : json_null());
 	json_object_set_new(o, API_K_EFFECT_HI, isfinite(r->effect_hi) ? json_real(r->effect_hi) : json_null());

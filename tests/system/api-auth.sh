@@ -11,7 +11,8 @@
 # - GET /v1/events: a stream sees the acts as they happen (audit, proposal, trial arm), ids increase, Last-Event-ID
 #   replays and a stale one gets a reset; at most 16 streams; a client that stops reading is dropped and the loop
 #   keeps ticking; at SIGTERM the open streams end with the terminating chunk (not cut).
-# - The token file and the listen address are checked at start and by -n, with clear errors.
+# - The token file and the listen address are checked at start and by -n, with clear errors; SIGHUP moves, closes
+#   and opens the TCP listener (a port that cannot be bound leaves it where it was).
 TEST_NAME=apiauth
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -368,6 +369,52 @@ wait_for 5 grep -q "API tokens: no token file" "$TMP/agent.log" || fail "a remov
 [ "$(tcp -X POST -H "Authorization: Bearer $NEW_SECRET" -d '{}' "$TURL/v1/resume")" = 403 ] || fail "no token file: not read-only"
 jq -e '.detail | test("read-only: no token file")' "$TMP/body" >/dev/null || fail "read-only body: $(cat "$TMP/body")"
 ok "SIGHUP: a new token file takes effect, a bad one is refused (the tokens stay), none makes TCP read-only (403)"
+
+# SIGHUP opens, moves and closes the TCP listener as [api] listen says (ngx-autotune.conf(5)); the new socket is
+# bound before the old one closes, so an address that cannot be bound leaves the listener where it was. A stream of
+# the old address ends with the terminating chunk (its client reconnects to where the listener is now).
+PORT2=$((PORT + 100))
+hup() { # hup: SIGHUP, and wait until the agent has read its configuration again
+	local n
+	n=$(grep -c "configuration reloaded from" "$TMP/agent.log")
+	kill -HUP $AGENT_PID
+	wait_for 5 sh -c "[ \$(grep -c 'configuration reloaded from' '$TMP/agent.log') -gt $n ]" || fail "no reload after SIGHUP"
+}
+listening() { ss -ltnpH "sport = :$1" | grep -q "pid=$AGENT_PID,"; }
+(curl -sN --max-time 20 "$TURL/v1/events" >"$TMP/moved.out" 2>&1; echo "rc $?" >>"$TMP/moved.out") &
+MOVED=$!
+CLEANUP+=("kill $MOVED")
+wait_for 5 grep -q '^retry:' "$TMP/moved.out" || fail "the stream on :$PORT did not start"
+sed -i "s/^listen = .*/listen = 127.0.0.1:$PORT2/" "$TMP/agent.conf"
+hup
+[ "$(tcp "http://127.0.0.1:$PORT2/v1/status")" = 200 ] || fail "moved to :$PORT2: no answer there: $(tail -3 "$TMP/agent.log")"
+listening $PORT2 && ! listening $PORT || fail "after the move: $(ss -ltnpH "( sport = :$PORT or sport = :$PORT2 )")"
+curl -s "$TURL/v1/status" >/dev/null && fail ":$PORT still answers after the move"
+grep -q "reload: API on 127.0.0.1:$PORT2 now, not 127.0.0.1:$PORT" "$TMP/agent.log" || fail "the move is not logged"
+wait $MOVED
+[ "$(tail -n 1 "$TMP/moved.out")" = "rc 0" ] || fail "the stream of the old address was cut, not ended (curl $(tail -n 1 "$TMP/moved.out"))"
+"$PY" -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); print("bound", flush=True); time.sleep(30)' \
+	$PORT >"$TMP/taken.out" &
+TAKEN=$!
+CLEANUP+=("kill $TAKEN")
+wait_for 5 grep -q bound "$TMP/taken.out" || fail "could not take :$PORT for the test"
+sed -i "s/^listen = .*/listen = 127.0.0.1:$PORT/" "$TMP/agent.conf"
+hup
+grep -q "reload: the API stays on 127.0.0.1:$PORT2: \[api\] listen: bind 127.0.0.1:$PORT: Address already in use" "$TMP/agent.log" ||
+	fail "a taken port on reload: $(tail -3 "$TMP/agent.log")"
+[ "$(tcp "http://127.0.0.1:$PORT2/v1/status")" = 200 ] || fail "the listener did not stay on :$PORT2 when :$PORT was taken"
+kill $TAKEN
+wait $TAKEN 2>/dev/null
+sed -i "/^listen = /d" "$TMP/agent.conf"
+hup
+curl -s "http://127.0.0.1:$PORT2/v1/status" >/dev/null && fail ":$PORT2 still answers with [api] listen removed"
+listening $PORT2 && fail "still listening on :$PORT2"
+grep -q "reload: the API's TCP listener on 127.0.0.1:$PORT2 is closed" "$TMP/agent.log" || fail "the close is not logged"
+sed -i "s/^\[api\]\$/[api]\nlisten = 127.0.0.1:$PORT/" "$TMP/agent.conf"
+hup
+[ "$(tcp "$TURL/v1/status")" = 200 ] || fail "[api] listen set again: no answer on :$PORT: $(tail -3 "$TMP/agent.log")"
+ok "SIGHUP: [api] listen moved (:$PORT -> :$PORT2, the old stream ended), kept where it was when the new port is taken, closed, opened again"
 
 # The streams end with the terminating chunk, not cut: curl exits 0 where a stream closed mid-way makes it exit 18
 # (a browser reports ERR_INCOMPLETE_CHUNKED_ENCODING and the console shows a broken stream at every agent restart).

@@ -365,14 +365,16 @@ calibrate_pairs = 0
 EOT
 }
 
-# squeeze_plant [SECONDS]: every 100 ms, 20 requests of 5 ms; time_squeeze grows by 10 at budget 300, by 1 at 600 or
-# more; the workers' scheduler figures move. Bounded: SECONDS (default 150).
+# squeeze_plant [SECONDS [REQUEST_TIME [SQUEEZES]]]: every 100 ms, 20 requests of REQUEST_TIME (default 0.005 s:
+# 5 ms); time_squeeze grows by SQUEEZES (default 10) at budget 300, by a tenth of that (rounded down) at 600 or
+# more; the workers' scheduler figures move. Bounded: SECONDS (default 150). 10 per 100 ms is a gross symptom
+# (detect.h: proposed before the window is full, and tried without an A/A calibration); 2 is not.
 squeeze_plant() {
-	local sq=3 run=1000000 wait=2000000 b i w line n=$((${1:-150} * 10))
-	line='{"time":"2026-01-01T00:00:00+00:00","status":200,"request_time":0.005,"upstream_response_time":"","upstream_addr":"","bytes":12}'
+	local sq=3 run=1000000 wait=2000000 b i w line n=$((${1:-150} * 10)) hi=${3:-10} lo=$((${3:-10} / 10))
+	line='{"time":"2026-01-01T00:00:00+00:00","status":200,"request_time":'"${2:-0.005}"',"upstream_response_time":"","upstream_addr":"","bytes":12}'
 	for ((i = 0; i < n; i++)); do
 		b=$(cat "$BUDGET" 2>/dev/null || echo 300)
-		if [ "$b" -ge 600 ]; then sq=$((sq + 1)); else sq=$((sq + 10)); fi
+		if [ "$b" -ge 600 ]; then sq=$((sq + lo)); else sq=$((sq + hi)); fi
 		printf '%08x 00000000 %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n%08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001\n' \
 			$((i * 100)) "$sq" $((i * 50)) >"$R/proc/4242/net/softnet_stat.tmp"
 		mv "$R/proc/4242/net/softnet_stat.tmp" "$R/proc/4242/net/softnet_stat"
