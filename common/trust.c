@@ -172,7 +172,8 @@ int trust_walk(const char *path, uid_t owner, int flags, const char *because, in
 		nfd = openat(w->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0) {
 			r = -errno;
-			if (r == -ENOENT && last && (flags & TRUST_MAY_BE_ABSENT)) {
+			/* Absent, or a directory on the way absent: nothing there to trust or to use yet. */
+			if (r == -ENOENT && (flags & TRUST_MAY_BE_ABSENT)) {
 				close(w->fd);
 				w->fd = -1;
 				r = 1;

@@ -21,7 +21,7 @@
 #define TRUST_LINKS_MAX 40 /* as the kernel's own limit on links followed in one lookup */
 
 enum {
-	TRUST_MAY_BE_ABSENT = 1 << 0, /* the final name may not exist: 1 is returned */
+	TRUST_MAY_BE_ABSENT = 1 << 0, /* the path may not exist (its final name or a directory on the way): 1 */
 	TRUST_FOLLOW = 1 << 1, /* the final name may be a trusted link, followed (a program: the alternatives) */
 };
 
@@ -33,8 +33,9 @@ int trust_check_stat(const char *path, const struct stat *st, uid_t owner, const
  * Walk PATH (relative to the working directory when it does not start with '/') from / one component at a time,
  * each opened with O_PATH|O_NOFOLLOW relative to the last, and check each as the header says, root or OWNER
  * trusted. With FD non-NULL, *FD gets an O_PATH|O_CLOEXEC descriptor of what PATH names (the caller closes it).
- * 0; 1 when the final name does not exist and FLAGS has TRUST_MAY_BE_ABSENT; else -EPERM (untrusted), -ELOOP (a
- * link where none may be, or too many), or -errno of the lookup, with "PATH: what: refused (BECAUSE)" in ERR.
+ * 0; 1 when the path does not exist (its final name or a directory on the way) and FLAGS has
+ * TRUST_MAY_BE_ABSENT; else -EPERM (untrusted), -ELOOP (a link where none may be, or too many), or -errno of the
+ * lookup, with "PATH: what: refused (BECAUSE)" in ERR.
  */
 int trust_walk(const char *path, uid_t owner, int flags, const char *because, int *fd, char *err, size_t errlen);
 /* PATH itself is not a symbolic link, and every component passes trust_walk with OWNER (and root) trusted. 1 when

@@ -83,6 +83,9 @@ static void test_plain(void **state)
 	assert_int_equal(walk("d/none", 0, NULL, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "/d/none: No such file or directory: refused (a test)"));
 	assert_int_equal(walk("d/none", TRUST_MAY_BE_ABSENT, NULL, err, sizeof(err)), 1);
+	/* A directory on the way absent too (an include_dir before ngxctl setup, under a directory not made yet). */
+	assert_int_equal(walk("d/none/deeper", TRUST_MAY_BE_ABSENT, NULL, err, sizeof(err)), 1);
+	assert_int_equal(walk("d/none/deeper", 0, NULL, err, sizeof(err)), -ENOENT);
 	/* A file where a directory should be. */
 	assert_int_equal(walk("d/f/x", 0, NULL, err, sizeof(err)), -ENOTDIR);
 	/* The final object writable by others, a directory on the way writable without the sticky bit. */
