@@ -45,12 +45,15 @@ int str_to_bool(const char *s, bool *out)
 	return -EINVAL;
 }
 
-int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out)
+/* A unit's suffix and what one of it is worth. */
+struct unit {
+	const char *suffix;
+	int64_t scale;
+};
+
+/* S: a decimal integer and one of the N suffixes of UNITS, scaled, within [LO, HI]: 0, -EINVAL or -ERANGE. */
+static int scaled(const char *s, const struct unit *units, size_t n, int64_t lo, int64_t hi, int64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		int64_t ms;
-	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000}};
 	char *end;
 	long long v;
 
@@ -60,13 +63,13 @@ int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out
 	v = strtoll(s, &end, 10);
 	if (errno == ERANGE)
 		return -ERANGE;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (strcmp(end, units[i].suffix) != 0)
 			continue;
-		if (v > INT64_MAX / units[i].ms)
+		if (v > INT64_MAX / units[i].scale)
 			return -ERANGE;
-		v *= units[i].ms;
-		if (v < lo_ms || v > hi_ms)
+		v *= units[i].scale;
+		if (v < lo || v > hi)
 			return -ERANGE;
 		*out = v;
 		return 0;
@@ -74,33 +77,19 @@ int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out
 	return -EINVAL;
 }
 
+int str_to_duration_ms(const char *s, int64_t lo_ms, int64_t hi_ms, int64_t *out)
+{
+	static const struct unit units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
+					    {"", 1000}};
+
+	return scaled(s, units, sizeof(units) / sizeof(units[0]), lo_ms, hi_ms, out);
+}
+
 int str_to_size(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		int64_t bytes;
-	} units[] = {{"", 1}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}};
-	char *end;
-	long long v;
+	static const struct unit units[] = {{"", 1}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}};
 
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].suffix) != 0)
-			continue;
-		if (v > INT64_MAX / units[i].bytes)
-			return -ERANGE;
-		v *= units[i].bytes;
-		if (v < lo || v > hi)
-			return -ERANGE;
-		*out = v;
-		return 0;
-	}
-	return -EINVAL;
+	return scaled(s, units, sizeof(units) / sizeof(units[0]), lo, hi, out);
 }
 
 size_t str_size(char *out, size_t n, uint64_t bytes)
