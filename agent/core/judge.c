@@ -12,6 +12,8 @@
 #include "evfmt.h"
 #include "stats.h"
 
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 void judge_config_default(struct judge_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -107,7 +109,8 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 		g->test = count ? JUDGE_TEST_BINOMIAL : JUDGE_TEST_NONINF;
 		g->implied = guard[i].implied;
 		g->internal = !block_metric_outcome(g->metric);
-		g->p = g->mean = g->lower = g->upper = NAN;
+		g->latency = kind == BLOCK_QUANTILE;
+		g->p = g->mean = g->lower = g->upper = g->saved_ms = g->cost_ms = NAN;
 	}
 	snprintf(ev->reason, sizeof(ev->reason), "trial running: 0 of %u pairs", cfg->pairs);
 	return 0;
@@ -470,6 +473,112 @@ static size_t good_ds(const struct judge *j, double *out)
 	return w ? metric_ds(j, w, out) : 0;
 }
 
+/*
+ * The clients' time ledger. A latency compares the answers of each arm; a change that answers what the other arm
+ * dropped or failed changes which requests are answered (found on real nginx: upstream keepalive turned 98% 502s into
+ * answers after the backend's 20 ms, and the synthetic client's median "rose 92%"; a deeper accept queue cut
+ * overflows 1840/s -> 1134/s and the median of those let in rose 89%). Every request counts in one unit, the time
+ * its client lost: a dropped connection or a failed request JUDGE_LOST_MS, a slower answer its latency's rise (a
+ * quantile's shift stands in for every request's, which overstates the cost of a p99). Per 1000 requests of a pair:
+ * saved by fewer drops (events per 1000 requests) and fewer failures (shares), each kind counted once (the metric
+ * that saved least when one of them lost, else the one that saved most), against the cost of latency guardrail G.
+ */
+enum loss_kind { LOSS_NONE, LOSS_DROP, LOSS_FAIL };
+
+static enum loss_kind loss_kind(const char *metric)
+{
+	static const char *const drops[] = {"tcp.listen_overflows", "tcp.listen_drops", "tcp.reqq_full_drop",
+					    "nginx.unhandled"};
+	static const char *const fails[] = {"http.5xx_rate", "client.failure_rate"};
+
+	for (size_t i = 0; i < COUNT(drops); i++)
+		if (strcmp(metric, drops[i]) == 0)
+			return LOSS_DROP;
+	for (size_t i = 0; i < COUNT(fails); i++)
+		if (strcmp(metric, fails[i]) == 0)
+			return LOSS_FAIL;
+	return LOSS_NONE;
+}
+
+/* Fold one metric's saving S (ms per 1000 requests) into its kind's: the least when one lost, else the most. */
+static void fold_saving(double *kind, bool *any, double s)
+{
+	if (!isfinite(s))
+		return;
+	if (!*any)
+		*kind = s;
+	else if (s < 0 || *kind < 0)
+		*kind = fmin(*kind, s);
+	else
+		*kind = fmax(*kind, s);
+	*any = true;
+}
+
+/* Pair PE's saving in ms per 1000 requests (NAN: nothing to weigh). */
+static double pair_saved_ms(const struct judge *j, const struct judge_pair_ev *pe)
+{
+	double drop = 0.0, fail = 0.0;
+	bool any_drop = false, any_fail = false;
+	enum loss_kind k = loss_kind(j->ev.objective);
+
+	/* The objective per second (no requests counted) has no per-request unit. */
+	if (k != LOSS_NONE && !j->ev.per_second && pe->outage == 0)
+		fold_saving(k == LOSS_DROP ? &drop : &fail, k == LOSS_DROP ? &any_drop : &any_fail,
+			    (pe->a - pe->b) * (k == LOSS_DROP ? 1.0 : 1000.0) * JUDGE_LOST_MS);
+	for (size_t g = 0; g < j->ev.nguard; g++) {
+		k = loss_kind(j->ev.guard[g].metric);
+		if (k != LOSS_NONE && j->ev.guard[g].test == JUDGE_TEST_BINOMIAL)
+			fold_saving(k == LOSS_DROP ? &drop : &fail, k == LOSS_DROP ? &any_drop : &any_fail,
+				    (pe->ga[g] - pe->gb[g]) * (k == LOSS_DROP ? 1.0 : 1000.0) * JUDGE_LOST_MS);
+	}
+	return any_drop || any_fail ? drop + fail : NAN;
+}
+
+/* Whether latency guardrail G's rise cost clients less time than fewer drops and failures saved them, summed over the
+ * valid pairs (two or more, each with both weighed: an overflow burst comes and goes, so one pair's saving may be
+ * small while the next is large); the means per pair into SAVED_MS and COST_MS. */
+static bool latency_paid(const struct judge *j, size_t g, double *saved_ms, double *cost_ms)
+{
+	const struct judge_guard_ev *ge = &j->ev.guard[g];
+	double saved = 0.0, cost = 0.0;
+	unsigned n = 0;
+
+	*saved_ms = *cost_ms = NAN;
+	if (!ge->latency || ge->internal || ge->dir != POLICY_LOWER_IS_BETTER)
+		return false;
+	for (unsigned i = 0; i < j->ev.npairs; i++) {
+		const struct judge_pair_ev *pe = &j->ev.pair[i];
+		double s, c;
+
+		if (pe->is_void || !isfinite(pe->ga[g]) || !isfinite(pe->gb[g]))
+			continue;
+		s = pair_saved_ms(j, pe);
+		c = (pe->gb[g] - pe->ga[g]) * 1000.0;
+		if (!isfinite(s) || !isfinite(c))
+			return false;
+		saved += s, cost += c, n++;
+	}
+	if (n < 2 || !(saved > 0.0) || !(saved > cost))
+		return false;
+	*saved_ms = saved / n;
+	*cost_ms = cost / n;
+	return true;
+}
+
+/* latency_paid, recorded in G (outweighed, the ledger's means) when it holds. */
+static bool latency_outweighed(struct judge *j, size_t g)
+{
+	struct judge_guard_ev *ge = &j->ev.guard[g];
+	double saved, cost;
+
+	if (!latency_paid(j, g, &saved, &cost))
+		return false;
+	ge->outweighed = true;
+	ge->saved_ms = saved;
+	ge->cost_ms = cost;
+	return true;
+}
+
 /* The first outcome metric compared by its log ratio (latency among them; good responses too unless NOT_GOOD) shown
  * worse than the margin over the valid pairs so far (its one-sided upper bound below it; one pair: its value), or
  * NULL: "at no worse client latency". One noisy pair of a few dozen synthetic requests is not shown harm. */
@@ -479,10 +588,11 @@ static const struct judge_guard_ev *outcome_worse(const struct judge *j, bool no
 
 	for (size_t g = 0; g < j->ev.nguard; g++) {
 		const struct judge_guard_ev *ge = &j->ev.guard[g];
-		double x[JUDGE_PAIRS_MAX], mean, sd, lo, hi;
+		double x[JUDGE_PAIRS_MAX], mean, sd, lo, hi, saved, cost;
 		size_t k;
 
-		if (ge->internal || ge->test != JUDGE_TEST_NONINF || (not_good && strcmp(ge->metric, GOOD_RATE) == 0))
+		if (ge->internal || ge->test != JUDGE_TEST_NONINF || (not_good && strcmp(ge->metric, GOOD_RATE) == 0) ||
+		    latency_paid(j, g, &saved, &cost))
 			continue;
 		k = valid_g(j, g, x);
 		if (k == 1 && x[0] < margin)
@@ -564,14 +674,16 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 		double ga, gb;
 		bool p95;
 
-		pe->g[g] = pe->gr[g] = pair_p[g] = NAN;
+		pe->g[g] = pe->gr[g] = pe->ga[g] = pe->gb[g] = pair_p[g] = NAN;
 		if (va->is_void || vb->is_void)
 			continue;
 		ge->available = true;
 		if (ge->test == JUDGE_TEST_BINOMIAL) {
 			pair_p[g] = pe->g[g] = binom_p(va->num, vb->num, va->den, vb->den, ge->dir, j->cfg.guard_margin);
-			if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) == 0)
+			if (pair_values(va, vb, j->cfg.quantile_min_requests, &ga, &gb, &p95) == 0) {
 				pe->gr[g] = log_ratio(ga, gb, ge->dir);
+				pe->ga[g] = ga, pe->gb[g] = gb;
+			}
 			ge->events_a += va->num;
 			ge->events_b += vb->num;
 			ge->exposure_a += va->den;
@@ -585,6 +697,7 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 				gb = fmax(gb, j->cfg.latency_floor_ms);
 			}
 			pe->g[g] = log_ratio(ga, gb, ge->dir);
+			pe->ga[g] = ga, pe->gb[g] = gb;
 		}
 	}
 	for (size_t g = 0; g < ev->nguard; g++) {
@@ -619,8 +732,8 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 				continue;
 		}
 		/* Internal figures explain and guard against cost; they do not end a change that serves clients
-		 * better. */
-		if (ge->internal && outcome_better(j, pe)) {
+		 * better. Nor does a latency that rose by less than the clients' time fewer drops and failures saved. */
+		if ((ge->internal && outcome_better(j, pe)) || latency_outweighed(j, g)) {
 			ge->outweighed = true;
 			continue;
 		}
@@ -666,10 +779,13 @@ static bool seq_keep(const struct judge *j)
 			continue;
 		if (!(pe->d > 0.0))
 			return false;
-		for (size_t g = 0; g < ev->nguard; g++)
+		for (size_t g = 0; g < ev->nguard; g++) {
+			double saved, cost;
+
 			if (ev->guard[g].test == JUDGE_TEST_NONINF && !ev->guard[g].implied && !ev->guard[g].outweighed &&
-			    isfinite(pe->g[g]) && !(pe->g[g] > margin))
+			    isfinite(pe->g[g]) && !(pe->g[g] > margin) && !latency_paid(j, g, &saved, &cost))
 				return false;
+		}
 	}
 	return true;
 }
@@ -768,7 +884,7 @@ static void decide(struct judge *j)
 		struct judge_guard_ev *ge = &ev->guard[g];
 
 		if (ge->test == JUDGE_TEST_NONINF && ge->available && !ge->noninf_shown && !ge->implied) {
-			if (ge->internal && outcome_gain_shown(j, gain, sizeof(gain))) {
+			if ((ge->internal && outcome_gain_shown(j, gain, sizeof(gain))) || latency_outweighed(j, g)) {
 				ge->outweighed = true;
 				continue;
 			}
@@ -820,7 +936,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	pe->requests_a = a->requests;
 	pe->requests_b = b->requests;
 	for (size_t g = 0; g < POLICY_GUARDRAILS_MAX; g++)
-		pe->g[g] = pe->gr[g] = NAN;
+		pe->g[g] = pe->gr[g] = pe->ga[g] = pe->gb[g] = NAN;
 	/* What the trial cost while the old value was in force, whatever becomes of the pair. */
 	if (a->v[0].count && isfinite(a->v[0].num) && a->v[0].num >= 0)
 		ev->a_events = (isfinite(ev->a_events) ? ev->a_events : 0.0) + a->v[0].num;

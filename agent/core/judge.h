@@ -42,7 +42,9 @@
  * the verdict a gain of good responses shown as a keep is (t bound, sign test, halves) keeps the change whatever an
  * internal objective says, and where an outcome objective did not show harm ("outcome keep": the symptom a policy
  * judges on may not show in a trial, as nginx 1.22 out of connections logs no error while its clients time out).
- * With nothing of what clients got measured, internal figures guard as before.
+ * With nothing of what clients got measured, internal figures guard as before. A latency guardrail whose rise cost
+ * clients less time than fewer drops and failures saved them (JUDGE_LOST_MS each), summed over the pairs, is
+ * outweighed too: the answers of the two arms are not the same requests then.
  *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
  * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.
@@ -62,6 +64,10 @@
 #define JUDGE_OUTAGE_FACTOR 1000.0     /* an outage block is this many times worse than the block that served */
 #define JUDGE_OUTAGE_MIN_REQUESTS 50.0 /* the serving block of an outage pair served at least this many */
 #define JUDGE_SEQ_CLIP 10.0            /* the sequential rule counts a pair better than 10x as 10x */
+/* A client's time lost to one dropped connection (its SYN is sent again after the kernel's initial RTO, 1 s) or to
+ * one failed request (it tries again or goes without: no less): the unit in which slower answers are weighed against
+ * fewer drops and failures (the clients' time ledger, judge.c). */
+#define JUDGE_LOST_MS 1000.0
 
 enum judge_verdict {
 	VERDICT_NONE,          /* the trial goes on */
@@ -107,7 +113,11 @@ struct judge_guard_ev {
 	enum judge_guard_test test;
 	bool implied;         /* added for what clients get (plan_trial_outcomes): ends the trial on clear harm only */
 	bool internal;        /* an internal figure (block_metric_outcome): a shown gain of outcomes outweighs it */
-	bool outweighed;      /* it showed harm that a gain of good responses outweighed (the trial went on) */
+	bool outweighed;      /* it showed harm that a gain of good responses outweighed (the trial went on), or a
+			       * latency whose rise cost clients less time than fewer drops and failures saved */
+	bool latency;         /* a latency quantile (block kind BLOCK_QUANTILE), in ms */
+	double saved_ms, cost_ms; /* latency: the clients' time ledger per 1000 requests, mean over the valid pairs:
+				   * saved by fewer drops and failures, cost by slower answers (NAN: not weighed) */
 	bool available;       /* present in at least one valid pair */
 	bool failed;
 	unsigned failed_pair; /* 1-based pair that failed it, 0 when it held */
@@ -127,6 +137,8 @@ struct judge_pair_ev {
 	double requests_a, requests_b;
 	double g[POLICY_GUARDRAILS_MAX]; /* per guardrail: d (non-inferiority) or the pair's p value (binomial) */
 	double gr[POLICY_GUARDRAILS_MAX]; /* binomial guardrails: the signed log ratio of their rates (NAN else) */
+	double ga[POLICY_GUARDRAILS_MAX], gb[POLICY_GUARDRAILS_MAX]; /* per guardrail: its values in A and B (a share
+					 * for a count, ms for a latency, floored at latency_floor_ms; NAN: none) */
 };
 
 struct judge_evidence {

@@ -28,7 +28,8 @@ cleanup() {
 	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
 		eval "${CLEANUP[$i]}" >/dev/null 2>&1 || true
 	done
-	rm -rf "$TMP"
+	# NGXAT_KEEP_TMP=1 keeps the test's files (store, logs, configs) for a post-mortem
+	if [ "${NGXAT_KEEP_TMP:-}" = 1 ]; then echo "# kept: $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 

@@ -157,7 +157,7 @@ static void assert_grown_from(json_t *got, json_t *want, const char *where)
 					    "summary",	  "upper",	 "early",	"bayes_factor",
 					    "noise_sd",	  "noise_pairs", "a_events",	"a_seconds",
 					    "outage",	  "implied",	 "internal",	"outweighed",
-					    "outcome_keep", "per_second"};
+					    "outcome_keep", "per_second", "saved_ms",	"cost_ms"};
 	const char *key;
 	json_t *v;
 	size_t i;
