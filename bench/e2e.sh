@@ -325,6 +325,9 @@ apply() {
 	while read -r kv; do [ -n "$kv" ] && sysctl -qw "$kv"; done <"$d/host.sysctl"
 	mkdir -p "$TMP/run/logs"
 	: >"$TMP/run/logs/access.log"
+	# Debian's modules-enabled loads modules/NAME.so relative to the prefix (/usr/share/nginx): the run's prefix has
+	# the same modules
+	[ -e "$TMP/run/modules" ] || ln -s "$(readlink -f /usr/share/nginx/modules)" "$TMP/run/modules"
 	if [ -n "$BACKEND" ]; then
 		backend_start || return 1
 	fi

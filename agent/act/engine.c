@@ -1,7 +1,6 @@
 #include "act/engine.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 
 #include "core/policy.h"
 #include "api/events.h"
+#include "act/crash.h"
 #include "log.h"
 
 #define MAX_KNOBS 256
@@ -509,16 +509,6 @@ static bool revert_queued(const struct engine *e, size_t i)
 		if (e->jobs[j].knob == i && e->jobs[j].purpose == JOB_REVERT)
 			return true;
 	return false;
-}
-
-/* For the system tests: NGXAT_TEST_CRASH=journaled kills the agent between a journal row and its write, as a power
- * cut or kill -9 would, so that recovery at the next start can be checked for real. */
-static void crash_point(const char *where)
-{
-	const char *c = getenv("NGXAT_TEST_CRASH");
-
-	if (c && strcmp(c, where) == 0)
-		raise(SIGKILL);
 }
 
 /* Journal a row (invariant 2: before the write) and queue the write. */

@@ -19,7 +19,8 @@
  * original value instead; somaxconn goes back to BEFORE if it still reads SET (else someone else changed it, and it
  * is left alone); and once nginx runs with that, the state and the backups are removed. This works the same from a
  * restarted agent or an offline revert, since all it needs is on disk. Any other write edits backlog= and keeps the
- * first backups.
+ * first backups; with no state, a write of the value every socket already has is nothing to do (no backlog= written,
+ * no state: recovery after a kill in arm A, which had put the files back already).
  *
  * Every write is a change of nginx_ctl (asynchronous: nginx -T, the files, nginx -t, reload, new generation; see
  * nginx_ctl.h) that this driver plans, with two additions: the change is complete only when inet_diag shows the new
@@ -837,6 +838,12 @@ static void listen_dumped(struct nginx_change *ch, const struct nginx_conf *c)
 		lc->st.original = min;
 		lc->st.so_before = so_cur;
 		lc->st.so_set = so_cur;
+		/* Already so, with nothing of ours to put back: no edit, no state (a kill in arm A after the revert
+		 * removed the state, then recovery's write of the original, wrote backlog=511 and a state file). */
+		if (lc->value == min && min == max && so_cur >= lc->value) {
+			nginx_change_finish(ch, 0, NULL);
+			return;
+		}
 	}
 	lc->clear_state = lc->st.have && lc->value == lc->st.original;
 	r = lc->clear_state ? listen_plan_restore(ch) : 0;

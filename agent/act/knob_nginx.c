@@ -9,7 +9,8 @@
  * changes; a write that brings the file back to that backup but for this directive's value formatting (the revert
  * to the first value) writes the backup itself, and the backup is removed once nginx runs it. A directive set
  * nowhere is one line of the agent's CONTEXT.conf (context main, events or http; its backup and byte-exact
- * revert follow the same rule, so a revert to nginx's default removes the line), which the operator includes
+ * revert follow the same rule, and a write of nginx's default removes the line whatever the file's state, with or
+ * without a backup: plan_own_edit), which the operator includes
  * once in nginx.conf: `include DIR/main.conf;` at the top level, `include DIR/events.conf;` inside events {} and
  * `include DIR/http.conf;` inside http {}; the other lines of that file are left as they are. Reading: the
  * operator's directive as their file reads now, else the line in our file when nginx includes that file in that
@@ -391,6 +392,8 @@ struct directive_change {
 	enum knob_type type;
 	char args[NGINX_CONF_LINE_MAX]; /* the new arguments */
 	bool remove;
+	bool bare;                      /* our include file: the value is what nginx has without the line (its
+					 * default), so the line goes (plan_own_edit) */
 	char backup[PATH_MAX];          /* the operator's file's backup, removed once the file is back to it */
 	char **made, **done;            /* backups this write made (gone if it fails), and those whose work it ends */
 	size_t nmade, ndone;
@@ -688,7 +691,8 @@ static int edit_text(const struct nginx_change *ch, const char *text, size_t len
 
 	if (w)
 		return nginx_conf_set_args_at(text, len, w->d.start, dc->target, dc->args, out, outlen, err, errlen);
-	return nginx_conf_set_directive(text, len, dc->target, dc->remove ? NULL : dc->args, out, outlen, err, errlen);
+	return nginx_conf_set_directive(text, len, dc->target, dc->remove || dc->bare ? NULL : dc->args, out, outlen,
+					err, errlen);
 }
 
 /*
@@ -718,6 +722,8 @@ static int backup_or_restore(struct nginx_change *ch, const struct knob *k, cons
 			*newlen = baklen;
 			bak = NULL;
 		}
+	} else if (r == -ENOENT && !w && (dc->remove || dc->bare)) {
+		r = 0; /* our line goes: the file as nginx has it by default needs no backup to come back to */
 	} else if (r == -ENOENT) {
 		r = nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir));
 		if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -770,13 +776,39 @@ static int plan_operator_edit(struct nginx_change *ch, const struct knob *k, con
 	return nginx_change_add_file(ch, f->path, cur, curlen, new, newlen);
 }
 
-/* The edit of a directive in our include file for its context. */
+/* The backup of PATH goes when the file (TEXT) is back to it: one made before a kill cut the write it was for. */
+static void drop_backup_if(struct nginx_change *ch, const char *path, const char *text, size_t len)
+{
+	char bpath[PATH_MAX], dir[PATH_MAX], *bak;
+	size_t baklen;
+
+	if (nginx_ctl_backup_path(ch->env, BACKUP_DIR, path, bpath, sizeof(bpath)) < 0 ||
+	    nginx_ctl_read_file(bpath, NGINX_CTL_FILE_MAX, &bak, &baklen) < 0)
+		return;
+	if (baklen == len && (len == 0 || memcmp(bak, text, len) == 0)) {
+		unlink(bpath);
+		if (nginx_ctl_own_path(ch->env, BACKUP_DIR, dir, sizeof(dir)) == 0)
+			rmdir(dir);
+	}
+	free(bak);
+}
+
+/*
+ * The edit of a directive in our include file for its context. A value that nginx has without the line (its default;
+ * worker_rlimit_nofile: the master's own limit) is no line: the line goes, whatever state the file is in, so that a
+ * write of the original puts the file back as the operator had it even when its backup is gone (found on a real
+ * nginx: killed in arm A of a keepalive_requests trial, after the backup went, recovery wrote
+ * `keepalive_requests 1000;` into http.conf, and a later one in the operator's http {} failed nginx -t). Nothing
+ * to change: no file (directive_dumped finishes without a reload).
+ */
 static int plan_own_edit(struct nginx_change *ch, const struct knob *k)
 {
-	const struct directive_change *dc = ch->priv;
-	char ours[PATH_MAX], *old = NULL, *new = NULL;
+	struct directive_change *dc = ch->priv;
+	char ours[PATH_MAX], bare[NGINX_CONF_LINE_MAX], *old = NULL, *new = NULL;
 	size_t oldlen = 0, newlen = 0;
 	int r = include_path(ch->env, dc->context, ours, sizeof(ours));
+
+	dc->bare = !dc->remove && args_in(k, "", 0, NULL, bare, sizeof(bare)) == 0 && strcmp(bare, dc->args) == 0;
 
 	if (r == 0) {
 		r = nginx_ctl_read_file(ours, NGINX_CTL_FILE_MAX, &old, &oldlen);
@@ -788,6 +820,12 @@ static int plan_own_edit(struct nginx_change *ch, const struct knob *k)
 		return r;
 	}
 	r = edit_text(ch, old ? old : "", oldlen, NULL, &new, &newlen, ch->msg, sizeof(ch->msg));
+	if (r == 0 && newlen == oldlen && (oldlen == 0 || memcmp(new, old, oldlen) == 0)) {
+		drop_backup_if(ch, ours, old, oldlen);
+		free(old);
+		free(new);
+		return 0;
+	}
 	if (r == 0 && old)
 		r = backup_or_restore(ch, k, ours, old, oldlen, NULL, &new, &newlen);
 	if (r < 0) {
@@ -1429,6 +1467,10 @@ static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c
 	}
 	if (r < 0) {
 		nginx_change_finish(ch, r, ch->msg);
+		return;
+	}
+	if (ch->nfiles == 0) {
+		nginx_change_finish(ch, 0, NULL); /* the files already read so: nothing to reload */
 		return;
 	}
 	r = nginx_change_write(ch);

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "act/crash.h"
 #include "act/spawn.h"
 #include "config.h"
 #include "netns.h"
@@ -1210,6 +1211,8 @@ struct nginx_change_file *nginx_change_file(const struct nginx_change *ch, const
 
 int nginx_change_write(struct nginx_change *ch)
 {
+	if (ch->nfiles)
+		crash_point("backed-up");
 	for (size_t i = 0; i < ch->nfiles; i++) {
 		struct nginx_change_file *f = &ch->files[i];
 		const char *text = ch->nudging ? f->nudge : f->new;

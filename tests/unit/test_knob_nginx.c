@@ -627,7 +627,7 @@ static void test_gzip_set_nowhere(void **state)
 {
 	struct fx *f = *state;
 	const struct knob_policy *pol;
-	char why[KNOB_WHY_MAX] = "", live[32];
+	char why[KNOB_WHY_MAX] = "", live[32], bak[PATH_MAX];
 	struct knob k;
 
 	need_nginx(f);
@@ -645,6 +645,18 @@ static void test_gzip_set_nowhere(void **state)
 	expect_write(f, &k, "4");
 	assert_file(f, "/etc/ngx-autotune/http.conf", "# Managed by ngx-autotune.\ngzip_comp_level 4;\n");
 	expect_write(f, &k, "1");
+	assert_file(f, "/etc/ngx-autotune/http.conf", "# Managed by ngx-autotune.\n");
+	/* nginx's default again, with the file already so: nothing written, no line, no backup (recovery after a kill
+	 * in arm A, issue 22 R6: it wrote "gzip_comp_level 1;"). */
+	expect_write(f, &k, "1");
+	assert_file(f, "/etc/ngx-autotune/http.conf", "# Managed by ngx-autotune.\n");
+	/* The line there and its backup gone (a kill after the backup went): the default still removes the line. */
+	expect_write(f, &k, "4");
+	backup_of(f, "directive-backup", "/etc/ngx-autotune/http.conf", bak, sizeof(bak));
+	assert_true(exists(bak));
+	assert_int_equal(unlink(bak), 0);
+	expect_write(f, &k, "1");
+	assert_false(exists(bak));
 	assert_file(f, "/etc/ngx-autotune/http.conf", "# Managed by ngx-autotune.\n");
 	k.ops->release(&k);
 }
