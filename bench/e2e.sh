@@ -395,9 +395,10 @@ converge() {
 		[ "$SETTLE" = policy ] || sed -i "s/^settle = .*/settle = $SETTLE/" "$TMP/policies.d/rps.policy"
 	fi
 	# The agent as an operator has it beside Debian's stock nginx: no [nginx] conf (it follows the running master's
-	# -c), the setup applied from its printed diff first.
+	# -c) and no stub_status_url (the setup adds its own status server), the setup applied from its printed diff
+	# first.
 	if [ -n "$SETUP" ]; then
-		sed -i '/^conf = /d' "$TMP/agent.conf"
+		sed -i '/^conf = /d; /^stub_status_url = /d' "$TMP/agent.conf"
 		"$AGENT" --setup --apply -c "$TMP/agent.conf" >"$TMP/setup.out" 2>&1 ||
 			fail "setup failed: $(tail -5 "$TMP/setup.out")"
 		echo "# setup: $(head -1 "$TMP/setup.out")"
