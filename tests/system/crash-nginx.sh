@@ -35,6 +35,18 @@ files_as_before() {
 	[ -z "$(ls -A "$INC/directive-backup" 2>/dev/null)" ] || fail "$1: backups left: $(ls "$INC/directive-backup")"
 }
 
+# recovered ID WHAT: the agent started again after WHAT; at READY=1 the recovery must be complete: every file byte for
+# byte, change ID reverted. Then waits for the end of the agent's cooldown (no trial before the next kill).
+recovered() {
+	local st
+	scn_start_agent
+	files_as_before "restarted after $2"
+	st=$(change_state "$1")
+	[ "$st" = reverted ] || fail "change $1 is $st after the restart ($2)"
+	ok "$2: at READY=1 every file byte for byte, change $1 reverted"
+	wait_for 30 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current | jq -e '.arm == \"none\"' >/dev/null"
+}
+
 # try_change KNOB VALUE: an operator's KNOB=VALUE proposed and approved; prints its id.
 try_change() {
 	local id st
@@ -63,14 +75,7 @@ crash() {
 	sleep 1
 	kill -9 "$AGENT_PID"
 	wait "$AGENT_PID" 2>/dev/null
-	scn_start_agent
-	# READY=1 has been sent: the recovery must be complete.
-	files_as_before "restarted after a kill in arm $arm of $knob=$value"
-	st=$(change_state "$id")
-	[ "$st" = reverted ] || fail "change $id is $st after the restart"
-	ok "$knob=$value killed in arm $arm: at READY=1 every file byte for byte, change $id reverted"
-	# the next trial must not start before the agent has settled: wait for its cooldown
-	wait_for 30 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current | jq -e '.arm == \"none\"' >/dev/null"
+	recovered "$id" "$knob=$value killed in arm $arm"
 }
 
 # crash_window KNOB VALUE: the agent killed where an nginx change has written its backups and state but not its files
@@ -84,12 +89,7 @@ crash_window() {
 	id=$(try_change "$knob" "$value") || fail "$id"
 	wait_for 60 sh -c "! kill -0 $AGENT_PID 2>/dev/null" || fail "the agent did not reach the crash point"
 	wait "$AGENT_PID" 2>/dev/null
-	scn_start_agent
-	files_as_before "restarted after a kill between the backups and the files of $knob=$value"
-	st=$(change_state "$id")
-	[ "$st" = reverted ] || fail "change $id is $st after the restart"
-	ok "$knob=$value killed between its backups and its files: at READY=1 every file byte for byte"
-	wait_for 30 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current | jq -e '.arm == \"none\"' >/dev/null"
+	recovered "$id" "$knob=$value killed between its backups and its files"
 }
 
 KA="grep -q 'keepalive_requests 300;' $INC/http.conf"
