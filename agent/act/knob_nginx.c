@@ -1469,7 +1469,8 @@ static void directive_dumped(struct nginx_change *ch, const struct nginx_conf *c
 		nginx_change_finish(ch, r, ch->msg);
 		return;
 	}
-	if (ch->nfiles == 0) {
+	if (ch->nfiles == 0 && !((struct directive_change *)ch->priv)->nofile_state_written &&
+	    !((struct directive_change *)ch->priv)->nofile_clear) {
 		nginx_change_finish(ch, 0, NULL); /* the files already read so: nothing to reload */
 		return;
 	}
