@@ -645,10 +645,10 @@ static void check_worker_connections(struct ctx *c)
 		put(f->fix, sizeof(f->fix), "raise worker_connections (the agent's worker_connections policy can try "
 		    "it), with worker_rlimit_nofile at least twice as high");
 		/* Room for the demand seen at the share above, a power of two per worker; twice today's at least, and
-		 * four times where the demand seen is only a floor: nginx refused connections, or held as many as it
-		 * accepts (7/8 of them: those the limit kept waiting or turned away are not all seen; found on Debian's stock 768 under 2000 clients: 1536
-		 * was kept in one run and reverted in the other, the errors fell by half or not at all, while 4096
-		 * served them all). */
+		 * four times where the demand seen is only a floor: nginx refused connections, or holds as many as it
+		 * accepts (7/8 of them), and those the limit kept waiting or turned away are not all seen (found on
+		 * Debian's stock 768 under 2000 clients: 1536 was kept in one run and reverted in the other, the errors
+		 * fell by half or not at all, while 3072 served them all). */
 		if (errs || (known(demand) && (double)demand >= CONN_ACCEPT_STOP * (double)total))
 			want = 4 * c->worker_connections;
 		if (known(demand) && wp > 0) {

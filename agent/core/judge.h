@@ -137,8 +137,9 @@ struct judge_pair_ev {
 	double requests_a, requests_b;
 	double g[POLICY_GUARDRAILS_MAX]; /* per guardrail: d (non-inferiority) or the pair's p value (binomial) */
 	double gr[POLICY_GUARDRAILS_MAX]; /* binomial guardrails: the signed log ratio of their rates (NAN else) */
-	double ga[POLICY_GUARDRAILS_MAX], gb[POLICY_GUARDRAILS_MAX]; /* per guardrail: its values in A and B (a share
-					 * for a count, ms for a latency, floored at latency_floor_ms; NAN: none) */
+	double ga[POLICY_GUARDRAILS_MAX], gb[POLICY_GUARDRAILS_MAX]; /* per guardrail: its block values in A and B (a
+					 * count's rate: a share, or events per 1000 requests; a latency in ms, floored
+					 * at latency_floor_ms; NAN: none) */
 };
 
 struct judge_evidence {
