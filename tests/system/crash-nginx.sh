@@ -44,7 +44,8 @@ recovered() {
 	st=$(change_state "$1")
 	[ "$st" = reverted ] || fail "change $1 is $st after the restart ($2)"
 	ok "$2: at READY=1 every file byte for byte, change $1 reverted"
-	wait_for 30 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current | jq -e '.arm == \"none\"' >/dev/null"
+	wait_for 30 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current | jq -e '.arm == \"none\"' >/dev/null" ||
+		fail "still in a trial after the recovery: $(ctl trial)"
 }
 
 # try_change KNOB VALUE: an operator's KNOB=VALUE proposed and approved; prints its id.
@@ -112,8 +113,11 @@ crash_window nginx.worker_connections 2048
 crash_window listen_queue 1022
 [ ! -e "$INC/listen-queue.state" ] || fail "listen-queue.state left: $(cat "$INC/listen-queue.state")"
 
-ctl revert --all >/dev/null 2>&1
-sleep 3
+ctl revert --all >/dev/null || fail "ngxctl revert --all"
+# every write it started has ended: none applying
+wait_for 30 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes |
+	jq -e '[.changes[] | select(.state == \"applying\")] | length == 0' >/dev/null" ||
+	fail "revert --all still applying: $(api /v1/changes | jq -c '[.changes[] | select(.state == "applying")]')"
 files_as_before "after ngxctl revert --all"
 ok "ngxctl revert --all afterwards: every file byte for byte"
 kill -TERM "$AGENT_PID"
