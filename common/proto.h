@@ -180,6 +180,7 @@
 #define API_K_EVENTS_B "events_b"
 #define API_K_SHOWN "shown"
 #define API_K_IMPLIED "implied"         /* a guardrail of what clients get, watched in every trial */
+#define API_K_LEDGER "ledger"           /* implied for the clients' time ledger alone: it ends no trial */
 #define API_K_INTERNAL "internal"       /* a figure internal to the host, not what clients get */
 #define API_K_OUTWEIGHED "outweighed"   /* its harm was outweighed by more good responses */
 #define API_K_SAVED_MS "saved_ms"       /* a latency's ledger: clients' ms saved per 1000 requests by fewer drops and

@@ -108,6 +108,7 @@ static json_t *guard_json(const struct judge_guard_ev *ge)
 	put(o, API_K_FAILED, json_boolean(ge->failed));
 	put(o, API_K_FAILED_PAIR, json_integer(ge->failed_pair));
 	put(o, API_K_IMPLIED, json_boolean(ge->implied));
+	put(o, API_K_LEDGER, json_boolean(ge->ledger));
 	put(o, API_K_INTERNAL, json_boolean(ge->internal));
 	put(o, API_K_OUTWEIGHED, json_boolean(ge->outweighed));
 	/* Only where the clients' time ledger weighed a latency (judge.c). */

@@ -39,6 +39,8 @@ static const struct derived_def {
 	{"nginx.worker_imbalance", false, false, {"nginx.worker_run_max_ms"}, "nginx.worker_run_mean_ms", 1.0},
 	{"softnet.drop_rate", true, false, {"softnet.dropped"}, "softnet.processed", 1.0},
 	{"tcp.retrans_rate", true, false, {"tcp.retrans_segs"}, "tcp.out_segs", 1.0},
+	/* Clients' ms spent waiting in accept queues per 1000 requests: time no request's latency counts. */
+	{"tcp.accept_wait", false, false, {"listen.wait_ms"}, "http.requests", 1e-3},
 };
 
 static const struct {
@@ -62,7 +64,7 @@ static const char *const summed_counts[] = {
 };
 static const char *const summed_amounts[] = {
 	"nginx.worker_run_ms", "nginx.worker_run_max_ms", "nginx.worker_run_mean_ms", "nginx.worker_wait_ms",
-	"http.request_ms_sum", "http.upstream_ms_sum",
+	"http.request_ms_sum", "http.upstream_ms_sum", "listen.wait_ms",
 };
 
 static bool in_list(const char *name, const char *const *list, size_t n)
@@ -142,7 +144,7 @@ int block_metric_kind(const char *name, enum block_kind *kind, bool *count)
 static const char *const outcome_names[] = {
 	"http.good_rate", "http.2xx", "http.3xx", "http.5xx", "http.5xx_rate", "http.502", "http.504", "http.p50_ms",
 	"http.p90_ms", "http.p99_ms", "http.mean_ms", "http.timeouts", "tcp.listen_overflows", "tcp.listen_drops",
-	"tcp.reqq_full_drop", "softnet.dropped", "softnet.drop_rate", "nginx.unhandled",
+	"tcp.reqq_full_drop", "softnet.dropped", "softnet.drop_rate", "nginx.unhandled", "tcp.accept_wait",
 };
 static const char *const outcome_prefixes[] = { "client.", "loadgen.", "nginx.err." };
 

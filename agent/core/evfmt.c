@@ -50,6 +50,7 @@ static const struct {
 	{"softnet.dropped", "softnet drops"},
 	{"softnet.time_squeeze", "softnet time squeezes"},
 	{"tcp.abort_on_memory", "TCP aborts on memory"},
+	{"tcp.accept_wait", "wait for accept"},
 	{"tcp.estab_resets", "TCP resets"},
 	{"tcp.listen_drops", "listen drops"},
 	{"tcp.listen_overflows", "listen overflows"},
@@ -140,6 +141,8 @@ enum evfmt_unit evfmt_unit_of(const char *metric)
 			return EVFMT_UNIT_PER_KREQ;
 		if (strcmp(metric, "http.good_rate") == 0)
 			return EVFMT_UNIT_REQ_PER_S;
+		if (strcmp(metric, "tcp.accept_wait") == 0)
+			return EVFMT_UNIT_MS_PER_KREQ;
 		return EVFMT_UNIT_SHARE;
 	case BLOCK_PER_KREQ:
 		return strstr(metric, "_ms") ? EVFMT_UNIT_MS_PER_KREQ : EVFMT_UNIT_PER_KREQ;

@@ -108,6 +108,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 		g->dir = guard[i].dir;
 		g->test = count ? JUDGE_TEST_BINOMIAL : JUDGE_TEST_NONINF;
 		g->implied = guard[i].implied;
+		g->ledger = guard[i].implied && guard[i].ledger;
 		g->internal = !block_metric_outcome(g->metric);
 		g->latency = kind == BLOCK_QUANTILE;
 		g->p = g->mean = g->lower = g->upper = g->saved_ms = g->cost_ms = NAN;
@@ -139,6 +140,8 @@ const struct judge_evidence *judge_evidence(const struct judge *j)
 	return &j->ev;
 }
 
+static bool latency_outweighed(struct judge *j, size_t g);
+
 __attribute__((format(printf, 3, 4))) static void finish(struct judge *j, enum judge_verdict v, const char *fmt, ...)
 {
 	va_list ap;
@@ -148,6 +151,13 @@ __attribute__((format(printf, 3, 4))) static void finish(struct judge *j, enum j
 	va_end(ap);
 	j->ev.verdict = v;
 	j->done = true;
+	/* A keep beside a latency shown worse rests on the clients' time ledger: the evidence shows it. */
+	for (size_t g = 0; v == VERDICT_KEEP && g < j->ev.nguard; g++) {
+		const struct judge_guard_ev *ge = &j->ev.guard[g];
+
+		if (ge->latency && !ge->outweighed && ge->upper < -log1p(j->cfg.guard_margin))
+			latency_outweighed(j, g);
+	}
 }
 
 /* The objective's change from signed log ratios, in words (evfmt: "fell 78% [71%, 83%] (better)", never a
@@ -479,16 +489,19 @@ static size_t good_ds(const struct judge *j, double *out)
  * answers after the backend's 20 ms, and the synthetic client's median "rose 92%"; a deeper accept queue cut
  * overflows 1840/s -> 1134/s and the median of those let in rose 89%). Every request counts in one unit, the time
  * its client lost: a dropped connection or a failed request JUDGE_LOST_MS, a slower answer its latency's rise (a
- * quantile's shift stands in for every request's, which overstates the cost of a p99). Per 1000 requests of a pair:
- * saved by fewer drops (events per 1000 requests) and fewer failures (shares), each kind counted once (the metric
- * that saved least when one of them lost, else the one that saved most), against the cost of latency guardrail G.
+ * quantile's shift stands in for every request's, which overstates the cost of a p99), a connection's wait in an
+ * accept queue its time there (tcp.accept_wait: no request's latency counts it). Per 1000 requests of a pair: saved
+ * by fewer drops (events per 1000 requests), fewer failures (shares) and less waiting to be accepted (ms per 1000
+ * requests), each kind counted once (the metric that saved least when one of them lost, else the one that saved
+ * most), against the cost of latency guardrail G.
  */
-enum loss_kind { LOSS_NONE, LOSS_DROP, LOSS_FAIL };
+enum loss_kind { LOSS_NONE, LOSS_DROP, LOSS_FAIL, LOSS_WAIT };
 
 static enum loss_kind loss_kind(const char *metric)
 {
+	/* nginx.err.worker_connections: a connection nginx accepted and closed at once, out of connections. */
 	static const char *const drops[] = {"tcp.listen_overflows", "tcp.listen_drops", "tcp.reqq_full_drop",
-					    "nginx.unhandled"};
+					    "nginx.unhandled", "nginx.err.worker_connections"};
 	static const char *const fails[] = {"http.5xx_rate", "client.failure_rate"};
 
 	for (size_t i = 0; i < COUNT(drops); i++)
@@ -497,7 +510,23 @@ static enum loss_kind loss_kind(const char *metric)
 	for (size_t i = 0; i < COUNT(fails); i++)
 		if (strcmp(metric, fails[i]) == 0)
 			return LOSS_FAIL;
-	return LOSS_NONE;
+	return strcmp(metric, "tcp.accept_wait") == 0 ? LOSS_WAIT : LOSS_NONE;
+}
+
+/* Ms per 1000 requests a metric of kind K saved from A to B, given its block values (per 1000 requests, shares). */
+static double loss_saved_ms(enum loss_kind k, double a, double b)
+{
+	switch (k) {
+	case LOSS_DROP:
+		return (a - b) * JUDGE_LOST_MS;
+	case LOSS_FAIL:
+		return (a - b) * 1000.0 * JUDGE_LOST_MS;
+	case LOSS_WAIT:
+		return a - b;
+	case LOSS_NONE:
+		break;
+	}
+	return NAN;
 }
 
 /* Fold one metric's saving S (ms per 1000 requests) into its kind's: the least when one lost, else the most. */
@@ -517,21 +546,22 @@ static void fold_saving(double *kind, bool *any, double s)
 /* Pair PE's saving in ms per 1000 requests (NAN: nothing to weigh). */
 static double pair_saved_ms(const struct judge *j, const struct judge_pair_ev *pe)
 {
-	double drop = 0.0, fail = 0.0;
-	bool any_drop = false, any_fail = false;
+	double kind[LOSS_WAIT + 1] = {0}, sum = 0.0;
+	bool any[LOSS_WAIT + 1] = {false}, some = false;
 	enum loss_kind k = loss_kind(j->ev.objective);
 
 	/* The objective per second (no requests counted) has no per-request unit. */
 	if (k != LOSS_NONE && !j->ev.per_second && pe->outage == 0)
-		fold_saving(k == LOSS_DROP ? &drop : &fail, k == LOSS_DROP ? &any_drop : &any_fail,
-			    (pe->a - pe->b) * (k == LOSS_DROP ? 1.0 : 1000.0) * JUDGE_LOST_MS);
+		fold_saving(&kind[k], &any[k], loss_saved_ms(k, pe->a, pe->b));
 	for (size_t g = 0; g < j->ev.nguard; g++) {
 		k = loss_kind(j->ev.guard[g].metric);
-		if (k != LOSS_NONE && j->ev.guard[g].test == JUDGE_TEST_BINOMIAL)
-			fold_saving(k == LOSS_DROP ? &drop : &fail, k == LOSS_DROP ? &any_drop : &any_fail,
-				    (pe->ga[g] - pe->gb[g]) * (k == LOSS_DROP ? 1.0 : 1000.0) * JUDGE_LOST_MS);
+		if (k != LOSS_NONE)
+			fold_saving(&kind[k], &any[k], loss_saved_ms(k, pe->ga[g], pe->gb[g]));
 	}
-	return any_drop || any_fail ? drop + fail : NAN;
+	for (k = LOSS_DROP; k <= LOSS_WAIT; k++)
+		if (any[k])
+			sum += kind[k], some = true;
+	return some ? sum : NAN;
 }
 
 /* Whether latency guardrail G's rise cost clients less time than fewer drops and failures saved them, summed over the
@@ -591,7 +621,8 @@ static const struct judge_guard_ev *outcome_worse(const struct judge *j, bool no
 		double x[JUDGE_PAIRS_MAX], mean, sd, lo, hi, saved, cost;
 		size_t k;
 
-		if (ge->internal || ge->test != JUDGE_TEST_NONINF || (not_good && strcmp(ge->metric, GOOD_RATE) == 0) ||
+		if (ge->internal || ge->ledger || ge->test != JUDGE_TEST_NONINF ||
+		    (not_good && strcmp(ge->metric, GOOD_RATE) == 0) ||
 		    latency_paid(j, g, &saved, &cost))
 			continue;
 		k = valid_g(j, g, x);
@@ -707,6 +738,10 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 		char c[EVFMT_TEXT_MAX], why[JUDGE_REASON_MAX];
 		size_t k;
 
+		/* Weighed in the ledger, not a guardrail of its own: listen overflows come in bursts (a binomial
+		 * test would call noise harm), and their clear harm trips the trial (trip_overflow). */
+		if (ge->ledger)
+			continue;
 		if (ge->test == JUDGE_TEST_BINOMIAL) {
 			if (isnan(pair_p[g]) || !(pair_p[g] < j->cfg.alpha_guard || ge->p < j->cfg.alpha_guard))
 				continue;

@@ -112,6 +112,7 @@ struct judge_guard_ev {
 	enum policy_direction dir;
 	enum judge_guard_test test;
 	bool implied;         /* added for what clients get (plan_trial_outcomes): ends the trial on clear harm only */
+	bool ledger;          /* implied for the clients' time ledger alone: weighed, it ends no trial */
 	bool internal;        /* an internal figure (block_metric_outcome): a shown gain of outcomes outweighs it */
 	bool outweighed;      /* it showed harm that a gain of good responses outweighed (the trial went on), or a
 			       * latency whose rise cost clients less time than fewer drops and failures saved */

@@ -55,6 +55,8 @@ struct policy_metric {
 	enum policy_direction dir;
 	bool implied;                      /* not the policy's: one of what clients get, watched in every trial
 					    * (plan.c); it ends a trial on clear harm only */
+	bool ledger;                       /* implied for the clients' time ledger alone (judge.c): weighed, it
+					    * ends no trial (the judge's overflow trip stands for clear harm) */
 };
 
 

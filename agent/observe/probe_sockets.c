@@ -103,6 +103,15 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		sampler_put_gauge(s, fr, "tcp.served.silent", st.served_silent);
 		sampler_put_gauge(s, fr, "tcp.outgoing.time_wait", st.outgoing_time_wait);
 	}
+	/* Connections waiting to be accepted, as time: each one's client waits the tick out (an instant's count
+	 * standing for the tick), summed in blocks per 1000 requests (tcp.accept_wait, the clients' time ledger). */
+	{
+		double waiting = 0;
+
+		for (size_t i = 0; i < nlq; i++)
+			waiting += lq[i].queued;
+		sampler_put_gauge(s, fr, "listen.wait_ms", waiting * (double)s->cfg.tick_ms);
+	}
 	/* Per port, summed over addresses and reuseport sockets; fill is the fullest socket's share. */
 	for (size_t i = 0; i < nlq; i++) {
 		uint32_t queued = 0, backlog = 0;

@@ -35,8 +35,8 @@ static void put(struct frame *fr, struct metric_registry *reg, const char *name,
 
 static void test_block_reduce(void **state)
 {
-	static const char *const names[] = {"cpu.busy_per_kreq", "http.p99_ms", "http.5xx_rate", "tcp.listen_overflows",
-					    "nginx.active"};
+	static const char *const names[] = {"cpu.busy_per_kreq", "http.p99_ms", "http.5xx_rate",
+					    "tcp.listen_overflows", "nginx.active", "tcp.accept_wait"};
 	struct metric_registry *reg;
 	struct block_spec spec;
 	struct block_acc *acc = malloc(sizeof(*acc));
@@ -61,6 +61,7 @@ static void test_block_reduce(void **state)
 		put(&fr[i], reg, "cpu.all.softirq", 5);
 		put(&fr[i], reg, "tcp.listen_overflows", 2);
 		put(&fr[i], reg, "nginx.active", i);
+		put(&fr[i], reg, "listen.wait_ms", 3000); /* 3 connections waited out the tick to be accepted */
 		put(&fr[i], reg, "http.lat.b10", 99); /* 99 requests of 10 ms, one of ~100 ms (bucket 43: 96..103) */
 		if (i >= 30) /* a bucket interned mid-block is still picked up */
 			put(&fr[i], reg, "http.lat.b43", 1);
@@ -86,6 +87,11 @@ static void test_block_reduce(void **state)
 	assert_close(s.v[3].value, 20.0, 1e-9); /* 2 per 100 requests */
 	assert_int_equal(s.v[4].kind, BLOCK_MEAN);
 	assert_close(s.v[4].value, 39.5, 1e-9);
+	/* 3 s waited for 100 requests a tick: 30 s of clients' time per 1000 requests */
+	assert_int_equal(s.v[5].kind, BLOCK_RATIO);
+	assert_false(s.v[5].count);
+	assert_close(s.v[5].value, 30000.0, 1e-6);
+	assert_true(block_metric_outcome("tcp.accept_wait"));
 	assert_close(s.overflows.events, 80, 0);
 	assert_true(isnan(s.unhandled.events)); /* never sampled */
 
@@ -322,7 +328,7 @@ static void test_block_per_second(void **state)
 	struct frame fr[20];
 	struct judge_config cfg;
 	struct judge j;
-	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false, false};
 	bool done = false;
 
 	(void)state;
@@ -444,9 +450,9 @@ static void summ(struct block_summary *s, double cpu, double p99, double e5xx, d
 
 static void start(struct judge *j, const struct judge_config *cfg)
 {
-	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false};
-	static const struct policy_metric guard[] = {{"http.p99_ms", POLICY_LOWER_IS_BETTER, false},
-						     {"http.5xx_rate", POLICY_LOWER_IS_BETTER, false}};
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false};
+	static const struct policy_metric guard[] = {{"http.p99_ms", POLICY_LOWER_IS_BETTER, false, false},
+						     {"http.5xx_rate", POLICY_LOWER_IS_BETTER, false, false}};
 
 	assert_int_equal(judge_start(j, cfg, &obj, guard, 2), 0);
 }
@@ -530,7 +536,7 @@ static void test_verdicts(void **state)
 /* Under 1000 requests p99 is compared as p95: a p99 doubled by a few slow requests is no gross harm. */
 static void test_p95_fallback(void **state)
 {
-	static const struct policy_metric obj = {"http.p99_ms", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"http.p99_ms", POLICY_LOWER_IS_BETTER, false, false};
 	static const char *const names[] = {"http.p99_ms"};
 	struct judge_config cfg;
 	struct judge j;
@@ -797,7 +803,7 @@ static void count_block(struct block_summary *s, double num, double den)
  * counts (the demo reverted netdev_budget in pair 1 on 0 -> 0.0188/1k req); 200 against none ends it at once. */
 static void test_gross_harm_counts(void **state)
 {
-	static const struct policy_metric obj = {"softnet.time_squeeze", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"softnet.time_squeeze", POLICY_LOWER_IS_BETTER, false, false};
 	struct judge_config cfg;
 	struct judge j;
 	struct block_summary a, b;
@@ -825,7 +831,7 @@ static void test_gross_harm_counts(void **state)
  * without that baseline it aborts as before, and with it a B far above the old rate still reverts in pair 1. */
 static void test_bursty_baseline(void **state)
 {
-	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false, false};
 	struct judge_config cfg;
 	struct judge j;
 	struct block_summary a, b;
@@ -867,7 +873,7 @@ static void test_bursty_baseline(void **state)
 
 	/* a p99 objective with a few overflows before the trial: B's thousands a second are still new harm */
 	{
-		static const struct policy_metric p99 = {"http.p99_ms", POLICY_LOWER_IS_BETTER, false};
+		static const struct policy_metric p99 = {"http.p99_ms", POLICY_LOWER_IS_BETTER, false, false};
 
 		assert_int_equal(judge_start(&j, &cfg, &p99, NULL, 0), 0);
 		judge_set_baseline(&j, NAN, 0.1);
@@ -979,11 +985,11 @@ static void pair_om(struct judge *j, const struct om *a, const struct om *b, siz
  * guardrail outweighed, not failed. Without the gain of good responses the same guardrail still ends the trial. */
 static void test_outcome_outweighs_internal(void **state)
 {
-	static const struct policy_metric obj = {"http.good_rate", POLICY_HIGHER_IS_BETTER, false};
+	static const struct policy_metric obj = {"http.good_rate", POLICY_HIGHER_IS_BETTER, false, false};
 	static const struct policy_metric guard[] = {
-		{"nginx.worker_wait_ratio", POLICY_LOWER_IS_BETTER, false},
-		{"client.failure_rate", POLICY_LOWER_IS_BETTER, true},
-		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+		{"nginx.worker_wait_ratio", POLICY_LOWER_IS_BETTER, false, false},
+		{"client.failure_rate", POLICY_LOWER_IS_BETTER, true, false},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false},
 	};
 	const struct om a[] = {{"http.good_rate", 100, 0, 0}, {"nginx.worker_wait_ratio", 0.02, 0, 0},
 			       {"client.failure_rate", 0, 30, 300}, {"client.p50_ms", 80, 0, 0}};
@@ -1026,10 +1032,10 @@ static void test_outcome_outweighs_internal(void **state)
  * (40% fewer in every pair): the implied guardrail ends it on clear harm after three pairs, never kept. */
 static void test_outcome_harm_beats_internal_gain(void **state)
 {
-	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false};
 	static const struct policy_metric guard[] = {
-		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
-		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true, false},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false},
 	};
 	const struct om a[] = {{"cpu.busy_per_kreq", 100, 0, 0}, {"http.good_rate", 100, 0, 0}, {"client.p50_ms", 20, 0, 0}};
 	const struct om b[] = {{"cpu.busy_per_kreq", 50, 0, 0}, {"http.good_rate", 60, 0, 0}, {"client.p50_ms", 20, 0, 0}};
@@ -1056,10 +1062,10 @@ static void test_outcome_harm_beats_internal_gain(void **state)
  * doubled: kept on what clients got, and the reason says so. */
 static void test_outcome_keep(void **state)
 {
-	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false};
 	static const struct policy_metric guard[] = {
-		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
-		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true},
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true, false},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false},
 	};
 	const struct om a[] = {{"cpu.busy_per_kreq", 100, 0, 0}, {"http.good_rate", 100, 0, 0}, {"client.p50_ms", 40, 0, 0}};
 	const struct om b[] = {{"cpu.busy_per_kreq", 130, 0, 0}, {"http.good_rate", 200, 0, 0}, {"client.p50_ms", 21, 0, 0}};
@@ -1113,12 +1119,12 @@ static void test_outcome_keep(void **state)
  * while what clients got was measured and not shown worse. Without any measure of what clients got, it still does. */
 static void test_internal_unshown(void **state)
 {
-	static const struct policy_metric obj = {"nginx.worker_imbalance", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"nginx.worker_imbalance", POLICY_LOWER_IS_BETTER, false, false};
 	static const struct policy_metric guard[] = {
-		{"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false},
-		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
+		{"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false},
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true, false},
 	};
-	static const struct policy_metric guard_blind[] = {{"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false}};
+	static const struct policy_metric guard_blind[] = {{"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false}};
 	static const double cpu_b[] = {80, 125, 82, 122, 84, 124, 81, 124};
 	const struct om a[] = {{"nginx.worker_imbalance", 2.0, 0, 0}, {"cpu.busy_per_kreq", 100, 0, 0},
 			       {"http.good_rate", 1000, 0, 0}};
@@ -1160,10 +1166,10 @@ static void test_internal_unshown(void **state)
  * kept on them. */
 static void test_outcome_keep_blind(void **state)
 {
-	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false};
+	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false, false};
 	static const struct policy_metric guard[] = {
-		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true},
-		{"client.failure_rate", POLICY_LOWER_IS_BETTER, true},
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true, false},
+		{"client.failure_rate", POLICY_LOWER_IS_BETTER, true, false},
 	};
 	const struct om a[] = {{"nginx.err.worker_connections", 0, 0, 40}, {"http.good_rate", 0, 0, 0},
 			       {"client.failure_rate", 0, 29, 32}};
@@ -1196,8 +1202,8 @@ static void test_outcome_keep_blind(void **state)
  * (a few dozen requests) does not stop a clear gain; nor does it block the keep. */
 static void test_implied_one_pair(void **state)
 {
-	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
-	static const struct policy_metric guard[] = {{"client.p50_ms", POLICY_LOWER_IS_BETTER, true}};
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false, false};
+	static const struct policy_metric guard[] = {{"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false}};
 	const struct om a[] = {{"tcp.listen_overflows", 0, 500, 10}, {"client.p50_ms", 10, 0, 0}};
 	const struct om b[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 10, 0, 0}};
 	const struct om b_slow[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 40, 0, 0}};
@@ -1223,8 +1229,8 @@ static void test_implied_one_pair(void **state)
  * 5 ms floor that is no harm: kept. The same ratio above the floor (2 ms -> 8 ms) still ends the trial. */
 static void test_latency_floor(void **state)
 {
-	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
-	static const struct policy_metric guard[] = {{"client.p50_ms", POLICY_LOWER_IS_BETTER, true}};
+	static const struct policy_metric obj = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false, false};
+	static const struct policy_metric guard[] = {{"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false}};
 	const struct om a[] = {{"tcp.listen_overflows", 0, 500, 10}, {"client.p50_ms", 0.12, 0, 0}};
 	const struct om b[] = {{"tcp.listen_overflows", 0, 1, 10}, {"client.p50_ms", 0.6, 0, 0}};
 	/* 1 drop fewer per 1000 requests saves clients 1 s; 3 ms more for each of them costs 3 s (test_time_ledger) */
@@ -1277,10 +1283,10 @@ static void test_latency_floor(void **state)
  * requests does not pay for 15 ms more on every answer, and more failures pay for nothing. */
 static void test_time_ledger(void **state)
 {
-	static const struct policy_metric o5xx = {"http.5xx_rate", POLICY_LOWER_IS_BETTER, false};
-	static const struct policy_metric oovf = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false};
-	static const struct policy_metric guard[] = {{"client.failure_rate", POLICY_LOWER_IS_BETTER, true},
-						     {"client.p50_ms", POLICY_LOWER_IS_BETTER, true}};
+	static const struct policy_metric o5xx = {"http.5xx_rate", POLICY_LOWER_IS_BETTER, false, false};
+	static const struct policy_metric oovf = {"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, false, false};
+	static const struct policy_metric guard[] = {{"client.failure_rate", POLICY_LOWER_IS_BETTER, true, false},
+						     {"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false}};
 	const struct om pa[] = {{"http.5xx_rate", 0, 980, 1000}, {"client.failure_rate", 0, 48, 96},
 				{"client.p50_ms", 0.4, 0, 0}};
 	const struct om pb[] = {{"http.5xx_rate", 0, 0.03, 1000}, {"client.failure_rate", 0, 0, 96},
@@ -1334,6 +1340,90 @@ static void test_time_ledger(void **state)
 			assert_true(isnan(ev->guard[1].saved_ms));
 		}
 	}
+}
+
+/* What the connections that were not answered lost is weighed in every trial, a guardrail of no policy's.
+ * worker_connections 128 -> 1024 under 1000 clients (CI): "worker_connections are not enough" 0.05 -> 0.002 per 1000
+ * requests, good responses 2.4x, the synthetic client's median (floored at 5 ms) 3.5x: 12.5 s more per 1000 requests.
+ * In arm A the connections nginx had no room for waited in the accept queue (512 of them, 6 s blocks of 110868
+ * requests: 27.7 s per 1000 requests) or were refused (listen overflows, 23 per 1000 requests); neither was a
+ * guardrail of the policy's, and the median alone ended the trial. Either one weighed pays for the median; neither,
+ * it ends the trial as on CI. A change that refuses more connections or makes them wait longer in B is refused by
+ * what else it did, never by the ledger's metrics on their own: overflows come in bursts. */
+static void test_ledger_unanswered(void **state)
+{
+	static const struct policy_metric obj = {"nginx.err.worker_connections", POLICY_LOWER_IS_BETTER, false, false};
+	static const struct policy_metric guard[] = {
+		{"client.failure_rate", POLICY_LOWER_IS_BETTER, false, false},
+		{"http.good_rate", POLICY_HIGHER_IS_BETTER, true, false},
+		{"client.p50_ms", POLICY_LOWER_IS_BETTER, true, false},
+		{"tcp.accept_wait", POLICY_LOWER_IS_BETTER, true, true},
+		{"tcp.listen_overflows", POLICY_LOWER_IS_BETTER, true, true},
+	};
+	const struct om a[] = {{"nginx.err.worker_connections", 0, 0.05, 1}, {"client.failure_rate", 0, 1, 118},
+			       {"http.good_rate", 18500, 0, 0}, {"client.p50_ms", 5, 0, 0},
+			       {"tcp.accept_wait", 27700, 0, 0}, {"tcp.listen_overflows", 0, 23, 1}};
+	const struct om b[] = {{"nginx.err.worker_connections", 0, 0.002, 1}, {"client.failure_rate", 0, 0, 118},
+			       {"http.good_rate", 40000, 0, 0}, {"client.p50_ms", 17.5, 0, 0},
+			       {"tcp.accept_wait", 0.5, 0, 0}, {"tcp.listen_overflows", 0, 0, 1}};
+	const struct om a0[] = {{"nginx.err.worker_connections", 0, 0.05, 1}, {"client.failure_rate", 0, 1, 118},
+				{"http.good_rate", 18500, 0, 0}, {"client.p50_ms", 5, 0, 0},
+				{"tcp.accept_wait", 100, 0, 0}, {"tcp.listen_overflows", 0, 10, 1}};
+	const struct om worse[] = {{"nginx.err.worker_connections", 0, 0.002, 1}, {"client.failure_rate", 0, 0, 118},
+				   {"http.good_rate", 18500, 0, 0}, {"client.p50_ms", 5, 0, 0},
+				   {"tcp.accept_wait", 900, 0, 0}, {"tcp.listen_overflows", 0, 40, 1}};
+	/* which guardrails the judge has: all, without the overflows, without the wait, without either */
+	const struct {
+		size_t skip[2];
+		enum judge_verdict want;
+	} cases[] = {{{9, 9}, VERDICT_KEEP}, {{4, 9}, VERDICT_KEEP}, {{3, 9}, VERDICT_KEEP}, {{3, 4}, VERDICT_ABORTED}};
+	struct judge_config cfg;
+	struct judge j;
+	const struct judge_evidence *ev;
+	bool done;
+
+	(void)state;
+	judge_config_default(&cfg);
+	for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+		struct policy_metric g[ARRAY_LEN(guard)];
+		struct om ma[ARRAY_LEN(a)], mb[ARRAY_LEN(b)];
+		size_t n = 0;
+
+		ma[0] = a[0], mb[0] = b[0];
+		for (size_t i = 0; i < ARRAY_LEN(guard); i++)
+			if (i != cases[c].skip[0] && i != cases[c].skip[1]) {
+				g[n] = guard[i];
+				ma[n + 1] = a[i + 1], mb[n + 1] = b[i + 1];
+				n++;
+			}
+		done = false;
+		start_om(&j, &cfg, &obj, g, n);
+		for (int k = 0; k < 8 && !done; k++)
+			pair_om(&j, ma, mb, n + 1, k, &done);
+		ev = judge_evidence(&j);
+		assert_true(done);
+		assert_int_equal(ev->verdict, cases[c].want);
+		assert_string_equal(ev->guard[2].metric, "client.p50_ms");
+		if (cases[c].want == VERDICT_KEEP) {
+			assert_true(ev->guard[2].outweighed);
+			assert_true(ev->guard[2].saved_ms > ev->guard[2].cost_ms);
+			assert_true(ev->guard[n - 1].ledger);
+			assert_false(ev->guard[n - 1].failed);
+		} else {
+			assert_true(ev->guard[2].failed);
+		}
+	}
+
+	/* More refused and longer waits in B, nothing else worse: the ledger's metrics end nothing on their own. */
+	done = false;
+	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(&j, a0, worse, ARRAY_LEN(a0), k, &done);
+	ev = judge_evidence(&j);
+	assert_true(done);
+	assert_false(ev->guard[3].failed);
+	assert_false(ev->guard[4].failed);
+	assert_int_not_equal(ev->verdict, VERDICT_ABORTED);
 }
 
 /* An arm that served nothing while the other served is an outage: the worst block, not missing data. */
@@ -1411,6 +1501,7 @@ int main(void)
 		cmocka_unit_test(test_implied_one_pair), cmocka_unit_test(test_outcome_keep_blind),
 		cmocka_unit_test(test_latency_floor), cmocka_unit_test(test_internal_unshown),
 		cmocka_unit_test(test_time_ledger),
+		cmocka_unit_test(test_ledger_unanswered),
 		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
 	};
 

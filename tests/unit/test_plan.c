@@ -570,7 +570,7 @@ static void test_proposal_contents(void **state)
 	assert_string_equal(o.prop.trial.objective.metric, "softnet.time_squeeze");
 	assert_int_equal(o.prop.trial.objective.dir, POLICY_LOWER_IS_BETTER);
 	/* The policy's guardrails, then what clients get (implied), in plan_trial_outcomes' order. */
-	assert_int_equal(o.prop.trial.nguardrails, 6);
+	assert_int_equal(o.prop.trial.nguardrails, 8);
 	assert_string_equal(o.prop.trial.guardrails[0].metric, "http.p99_ms");
 	assert_false(o.prop.trial.guardrails[0].implied);
 	assert_string_equal(o.prop.trial.guardrails[1].metric, "nginx.worker_wait_ratio");
@@ -582,6 +582,14 @@ static void test_proposal_contents(void **state)
 	assert_string_equal(o.prop.trial.guardrails[4].metric, "http.5xx_rate");
 	assert_string_equal(o.prop.trial.guardrails[5].metric, "client.p50_ms");
 	assert_true(o.prop.trial.guardrails[5].implied);
+	assert_false(o.prop.trial.guardrails[5].ledger);
+	/* The connections' wait to be accepted and those the kernel refused: weighed in the clients' time ledger, no
+	 * guardrails of their own. */
+	assert_string_equal(o.prop.trial.guardrails[6].metric, "tcp.accept_wait");
+	assert_true(o.prop.trial.guardrails[6].implied);
+	assert_true(o.prop.trial.guardrails[6].ledger);
+	assert_string_equal(o.prop.trial.guardrails[7].metric, "tcp.listen_overflows");
+	assert_true(o.prop.trial.guardrails[7].ledger);
 
 	/* listen_queue needs approval and settles for a minute (a reload). */
 	{

@@ -119,10 +119,10 @@ static const char new_evidence[] =
 	",\"sign\":{\"better\":2,\"worse\":0,\"p\":0.25},\"halves\":[0.1,null],\"trips\":{\"overflow\":false,\"unhand"
 	"led\":true,\"errors\":false},\"early\":false,\"outcome_keep\":false,\"per_second\":false,\"bayes_factor\":1,\"noise_sd\":0,\"noise_pairs\":0,\"a_events\":0,\"a_seconds\":0,"
 	"\"guardrails\":[{\"metric\":\"http.5xx_rate\",\"test\":\"binomial\",\"available"
-	"\":true,\"failed\":false,\"failed_pair\":0,\"implied\":false,\"internal\":false,\"outweighed\":false,\"events_a\":12,\"events_b\":1e6,\"p\":0.000123457,\"label\":\"5x"
+	"\":true,\"failed\":false,\"failed_pair\":0,\"implied\":false,\"ledger\":false,\"internal\":false,\"outweighed\":false,\"events_a\":12,\"events_b\":1e6,\"p\":0.000123457,\"label\":\"5x"
 	"x share\",\"arm_a\":\"0.3%\",\"arm_b\":\"244x\",\"change_text\":\"rose 81000x (worse)\",\"summary\":\"5xx sh"
 	"are 0.3% -> 244x, rose 81000x (worse)\"},{\"metric\":\"http.p99_ms\",\"test\":\"noninferiority\",\"available"
-	"\":true,\"failed\":true,\"failed_pair\":2,\"implied\":false,\"internal\":false,\"outweighed\":false,\"mean\":-0.5,\"lower\":-123457,\"upper\":0.03,\"shown\":false,\"l"
+	"\":true,\"failed\":true,\"failed_pair\":2,\"implied\":false,\"ledger\":false,\"internal\":false,\"outweighed\":false,\"mean\":-0.5,\"lower\":-123457,\"upper\":0.03,\"shown\":false,\"l"
 	"abel\":\"p99 latency\",\"arm_a\":\"\",\"arm_b\":\"\",\"change_text\":\"\",\"summary\":\"\"}],\"pairs_detail"
 	"\":[{\"order\":\"AB\",\"void\":false,\"a\":100,\"b\":80,\"d\":0.223144,\"req_a\":4000,\"req_b\":4100,\"g\":["
 	"0.5,0.01]},{\"order\":\"BA\",\"void\":true,\"a\":null,\"b\":null,\"d\":null,\"req_a\":0,\"req_b\":3,\"g\":[n"
@@ -157,7 +157,8 @@ static void assert_grown_from(json_t *got, json_t *want, const char *where)
 					    "summary",	  "upper",	 "early",	"bayes_factor",
 					    "noise_sd",	  "noise_pairs", "a_events",	"a_seconds",
 					    "outage",	  "implied",	 "internal",	"outweighed",
-					    "outcome_keep", "per_second", "saved_ms",	"cost_ms"};
+					    "outcome_keep", "per_second", "saved_ms",	"cost_ms",
+					    "ledger"};
 	const char *key;
 	json_t *v;
 	size_t i;
