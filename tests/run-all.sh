@@ -26,6 +26,7 @@ cd "$(dirname "$0")/.."
 top=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 passed=0 failed=0 skipped=0
+timings=()
 failures=()
 reasons=()
 skips=()
@@ -34,11 +35,20 @@ if [ "${NGXAT_REQUIRE_ALL:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "$(id -u)" = 
 	echo "every check must run here (CI as root, or NGXAT_REQUIRE_ALL=1): a skip without an allowed reason fails"
 fi
 
+timed() { # timed NAME COMMAND...: COMMAND's status; its seconds go to the summary's "where the time went"
+	local name=$1 t0=$SECONDS rc
+	shift
+	"$@"
+	rc=$?
+	timings+=("$((SECONDS - t0)) s $name")
+	return $rc
+}
+
 step() { # step NAME COMMAND...: a build step counts as one test
 	local name=$1
 	shift
 	echo "=== $name"
-	if "$@"; then
+	if timed "$name" "$@"; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))
@@ -125,8 +135,12 @@ count_skips() { # count_skips BUILDDIR: the skips of the tests in BUILDDIR/check
 	done < <(grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL): ' "$dir/check.out")
 }
 
-summary() { # the final lines: what failed, what skipped and why, and the counts
+summary() { # the final lines: where the time went, what failed, what skipped and why, and the counts
 	echo
+	if [ ${#timings[@]} -gt 0 ]; then
+		echo "=== where the time went (of $SECONDS s)"
+		printf '%s\n' "${timings[@]}"
+	fi
 	if [ ${#failures[@]} -gt 0 ]; then
 		printf 'failed: %s\n' "${failures[@]}"
 	fi
@@ -176,8 +190,8 @@ rm -rf build && mkdir build
 step "configure (-Werror)" sh -c 'cd build && ../configure --enable-werror >configure.out 2>&1 || { tail -30 configure.out; exit 1; }' &&
 	step "make (-Werror)" make -C build -j"$jobs" &&
 	unit=$(make -s -C build print-unit-tests) && system=$(make -s -C build print-system-tests) && {
-	run_check build "$unit"
-	run_check build "$system"
+	timed "unit and simulation tests" run_check build "$unit"
+	timed "system tests" run_check build "$system"
 	# where the time went: the slowest system tests, from the line each one's cleanup prints
 	echo "=== slowest system tests (seconds, once each held its lock)"
 	for log in build/tests/system/*.log; do
@@ -220,7 +234,7 @@ rm -rf build-asan && mkdir build-asan
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werror CFLAGS='$san' LDFLAGS='$san' >configure.out 2>&1 || { tail -30 configure.out; exit 1; }" &&
 	step "make (ASan+UBSan)" make -C build-asan -j"$jobs" &&
-	ASAN_OPTIONS=detect_leaks=1 run_check build-asan \
+	ASAN_OPTIONS=detect_leaks=1 timed "tests under ASan+UBSan" run_check build-asan \
 		"$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh tests/system/knobs-journal.sh tests/system/tuning-loop.sh tests/system/api-auth.sh"
 
 # 3. Every parser's libFuzzer target (tests/fuzz/README.md), built with clang, ASan and UBSan in a build of its own,

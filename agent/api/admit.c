@@ -49,7 +49,7 @@ bool admit_key_eq(const struct admit_key *a, const struct admit_key *b)
 	return key_cmp(a, b) == 0;
 }
 
-enum scope { SCOPE_CLIENT, SCOPE_TOKENLESS, SCOPE_ALL };
+enum scope { SCOPE_CLIENT, SCOPE_TOKENLESS, SCOPE_PENDING, SCOPE_ALL };
 
 static bool live(const struct admit_entry *e)
 {
@@ -62,7 +62,8 @@ static bool in_scope(const struct admit_entry *e, enum scope s, const struct adm
 		return false;
 	switch (s) {
 	case SCOPE_CLIENT: return admit_key_eq(&e->key, k);
-	case SCOPE_TOKENLESS: return e->key.tcp && !e->tokened;
+	case SCOPE_TOKENLESS: return e->key.tcp && !e->tokened && !e->pending;
+	case SCOPE_PENDING: return e->key.tcp && e->pending;
 	default: return true;
 	}
 }
@@ -144,13 +145,18 @@ void admit_decide(struct admit_entry *e, size_t n, const struct admit_limits *li
 		}
 		evicted = true;
 	}
-	/* A newcomer is always tokenless on TCP: it may take a place only from an address holding more than it. */
+	/* Whether a TCP newcomer has a token its head will show. Over the tokenless share it takes a place from an
+	 * address holding more than it, else it waits pending for its head (as many as the share again: a token
+	 * holder's connection is not refused because others hold the share, found with 64 slow readers). */
 	if (!evicted && k->tcp && count(e, n, SCOPE_TOKENLESS, k) >= lim->tokenless) {
-		if (!evict(e, n, SCOPE_TOKENLESS, k, (unsigned)mine + 1, &out->victim)) {
+		if (evict(e, n, SCOPE_TOKENLESS, k, (unsigned)mine + 1, &out->victim)) {
+			evicted = true;
+		} else if (count(e, n, SCOPE_PENDING, k) < lim->tokenless) {
+			out->pending = true;
+		} else {
 			out->why = "the share of connections without a token is taken";
 			return;
 		}
-		evicted = true;
 	}
 	if (!evicted && count(e, n, SCOPE_ALL, k) >= lim->total) {
 		if (!evict(e, n, SCOPE_ALL, k, (unsigned)mine + 1, &out->victim)) {
@@ -161,4 +167,20 @@ void admit_decide(struct admit_entry *e, size_t n, const struct admit_limits *li
 	}
 	out->verdict = evicted ? ADMIT_EVICT : ADMIT_ACCEPT;
 	out->why = NULL;
+}
+
+bool admit_head(struct admit_entry *e, size_t n, const struct admit_limits *lim, size_t slot, bool tokened)
+{
+	struct admit_entry *x = &e[slot];
+
+	if (tokened)
+		x->tokened = true;
+	if (!x->pending)
+		return true;
+	x->pending = false;
+	/* Counted in the share now, itself included. */
+	if (tokened || count(e, n, SCOPE_TOKENLESS, &x->key) <= lim->tokenless)
+		return true;
+	x->pending = true;
+	return false;
 }

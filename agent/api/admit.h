@@ -31,6 +31,8 @@ struct admit_entry {
 	bool closing;            /* evicted or expired: no longer counted, the slot not yet free */
 	bool busy;               /* its request is complete and being answered (or streamed): never evicted */
 	bool tokened;            /* TCP: a request on it showed a valid token, it left the tokenless share */
+	bool pending;            /* TCP: admitted over the tokenless share before its head showed a token
+				  * (admit_head decides when it does) */
 	int64_t since_ms;        /* accepted, or its last answer ended: the oldest goes first */
 	struct admit_key key;
 };
@@ -53,6 +55,7 @@ struct admit_decision {
 	size_t slot;
 	size_t victim;
 	const char *why;         /* the share that was full (static text) */
+	bool pending;            /* TCP, over the tokenless share: take SLOT pending, its head decides (admit_head) */
 };
 
 /* The limits for a process that may open NOFILE files. */
@@ -64,5 +67,10 @@ bool admit_key_eq(const struct admit_key *a, const struct admit_key *b);
 /* Where a newcomer K goes in table E of N slots under LIM: *OUT. Marks the victim closing. */
 void admit_decide(struct admit_entry *e, size_t n, const struct admit_limits *lim, const struct admit_key *k,
 		  struct admit_decision *out);
+
+/* SLOT's head is complete, with a valid token (TOKENED) or not. A pending connection with a token leaves the
+ * tokenless share as any tokened one does; without one it joins that share if the share has room now, else it is
+ * refused (false: answer 503 "the share of connections without a token is taken" and close). True otherwise. */
+bool admit_head(struct admit_entry *e, size_t n, const struct admit_limits *lim, size_t slot, bool tokened);
 
 #endif

@@ -5,9 +5,10 @@
  * epoll set and puts it back only on a later MHD_run, which nothing calls once its idle connections have timed out,
  * so the accept queue filled and the API never answered again. Here the listening socket is always polled: every
  * connection is accepted at once and is admitted, takes the place of an idle one (admit_decide), or is answered
- * 503 and closed. An admitted connection's first request line and headers are read (peeked) here, held to
- * http_frame's rules and to the request deadline, and only then handed to MHD (MHD_add_connection), which reads
- * them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept. Every answer closes its
+ * 503 and closed; a TCP one over the share of connections without a token is admitted pending, and its head
+ * decides (admit_head: a token holder is not refused because others hold that share). An admitted connection's
+ * first request line and headers are read (peeked) here, held to http_frame's rules and to the request deadline,
+ * and only then handed to MHD (MHD_add_connection), which reads them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept. Every answer closes its
  * connection (http.c), so the head checked here is the only one a connection carries.
  *
  * A head is peeked, not read, so its bytes stay in the socket until MHD reads them: a level-triggered watch of that
@@ -153,6 +154,17 @@ static void hand_to_mhd(struct api *api, struct api_conn *k)
 	api_kick(l);
 }
 
+/* Whether the complete head BUF (N bytes) shows a token of the token file. */
+static bool head_tokened(const struct api *api, const char *buf, size_t n)
+{
+	char auth[API_TOKEN_SECRET_MAX + 64];
+	const char *tok;
+	size_t len;
+
+	return api->tokens && http_head_value(buf, n, "Authorization", auth, sizeof(auth)) == 0 &&
+	       api_bearer(auth, &tok, &len) == 0 && api_tokens_match(api->tokens, tok, len) != NULL;
+}
+
 /* K's socket reported EVENTS (epoll's): its head is complete and handed on, refused, or waited for further. */
 static void on_head(struct api *api, struct api_conn *k, uint32_t events)
 {
@@ -177,6 +189,13 @@ static void on_head(struct api *api, struct api_conn *k, uint32_t events)
 	}
 	if (r < 0) {
 		drop(api, k, r == -EMSGSIZE ? 431 : 400, detail);
+		return;
+	}
+	/* Admitted pending over the tokenless share: its head says whether it had a token. */
+	if (api->adm[slot_of(api, k)].pending &&
+	    !admit_head(api->adm, api->nslots, &api->lim, slot_of(api, k), head_tokened(api, buf, (size_t)n))) {
+		count_event(&api->refused, "refused", "TCP", "the share of connections without a token is taken");
+		drop(api, k, 503, "the API is busy: the share of connections without a token is taken; try again");
 		return;
 	}
 	hand_to_mhd(api, k);
@@ -305,7 +324,8 @@ static void admit_one(struct api_listener *l, int fd, const struct sockaddr_stor
 	k = &api->conns[i];
 	*k = (struct api_conn){.l = l, .fd = fd, .state = CONN_HEAD, .addrlen = salen};
 	memcpy(&k->addr, sa, salen);
-	api->adm[i] = (struct admit_entry){.used = true, .since_ms = agent_now_ms(api->a), .key = key};
+	api->adm[i] = (struct admit_entry){
+		.used = true, .pending = d.pending, .since_ms = agent_now_ms(api->a), .key = key};
 	k->deadline_ms = api->adm[i].since_ms + API_REQUEST_MS;
 	/* Added when bytes are already there, the connection is reported at once (epoll checks readiness on ADD). */
 	if (epoll_ctl(api->head_epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){

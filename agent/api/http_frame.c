@@ -189,3 +189,28 @@ int http_head_check(const char *buf, size_t len, char *detail, size_t detlen)
 	}
 	return http_framing_check(&f, http11, detail, detlen);
 }
+
+int http_head_value(const char *buf, size_t len, const char *name, char *out, size_t outlen)
+{
+	const char *p = buf, *end = buf + (len > HTTP_HEAD_MAX ? HTTP_HEAD_MAX : len), *next, *colon, *v;
+	size_t n, vlen;
+
+	for (int i = 0; i < 2 && p < end && line(p, end, &n, &next) && n == 0; i++)
+		p = next;
+	if (!line(p, end, &n, &next))
+		return -ENOENT;
+	for (p = next; line(p, end, &n, &next) && n > 0; p = next) {
+		colon = memchr(p, ':', n);
+		if (!colon || !named(p, (size_t)(colon - p), name))
+			continue;
+		v = colon + 1;
+		vlen = n - (size_t)(v - p);
+		trim(&v, &vlen);
+		if (vlen >= outlen)
+			return -ENOSPC;
+		memcpy(out, v, vlen);
+		out[vlen] = '\0';
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -30,5 +30,8 @@ int http_framing_check(const struct http_framing *f, bool http11, char *detail, 
 /* The head at the start of BUF (LEN bytes): 0 when it is complete and well formed; -EAGAIN: not complete yet;
  * -EMSGSIZE: longer than HTTP_HEAD_MAX; -EBADMSG: malformed or framed two ways, with DETAIL. */
 int http_head_check(const char *buf, size_t len, char *detail, size_t detlen);
+/* Header NAME's value in a head http_head_check found complete (BUF, LEN bytes), without the blanks around it, into
+ * OUT (NUL-terminated): 0; -ENOENT: no such header; -ENOSPC: longer than OUTLEN - 1. The first one counts. */
+int http_head_value(const char *buf, size_t len, const char *name, char *out, size_t outlen);
 
 #endif

@@ -6,7 +6,9 @@
 #   127.0.0.2 fill the tokenless share, and a third address still gets in (one of theirs gives way).
 # - A flood of 2000 connections from another user on the socket and 2000 over TCP, with a slowloris of 200 over TCP
 #   (a byte a second): every `ngxctl status` run meanwhile answers, each within 2 s (a wedged API never does).
-# - 64 addresses with one connection each fill the tokenless share: a 65th gets 503 problem+json at once.
+# - 64 addresses with one connection each fill the tokenless share: a 65th address's request without a token gets
+#   503 problem+json at once, while a token holder's from a 66th is answered (issue 22: it was refused, counted
+#   tokenless at accept); 64 more that send nothing wait pending for their heads, and one more gets 503 at once.
 # - Framing: two Content-Lengths, Content-Length with Transfer-Encoding (and a request smuggled behind it), no
 #   Host, two Hosts, two Origins, a request line of garbage, a malformed header: each is 400 problem+json, answered
 #   once, the connection closed. A second request on a connection (a space before the colon, a folded header, a bare
@@ -40,11 +42,14 @@ chmod 755 "$TMP"
 userdel "$ATT" >/dev/null 2>&1
 useradd -M -U -s /usr/sbin/nologin "$ATT" || fail "useradd $ATT"
 CLEANUP+=("userdel $ATT; groupdel $ATT")
+# The token file is written before the last case (a reload reads it): until then the TCP listener is read-only.
+TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat >>"$TMP/agent.conf" <<EOT
 [agent]
 socket_mode = 0666
 [api]
 listen = 127.0.0.1:$PORT
+token_file = $TMP/api.tokens
 EOT
 "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!
@@ -57,6 +62,7 @@ cat >"$TMP/attack.py" <<'PYEOF'
 import json, os, re, socket, subprocess, sys, threading, time
 
 SOCK, PORT = sys.argv[1], int(sys.argv[2])
+TOKEN = os.environ.get("NGXAT_TOKEN", "")
 
 def unix():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -158,22 +164,41 @@ def wedge():
 
 def refused_at_once():
     # One connection from each of 64 addresses fills the tokenless share, and none holds more than a newcomer would:
-    # no place can be taken, so the 65th address is answered 503 at once.
+    # no place can be taken. A newcomer is admitted pending: its head decides. Without a token, 503 at once.
     conns = [tcp("127.0.2.%d" % a) for a in range(1, 65)]
     time.sleep(0.3)
     t0 = time.time()
-    d, closed = read_all(tcp("127.0.2.65"), 2.0)
+    s = tcp("127.0.2.65")
+    s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % PORT)
+    d, closed = read_all(s, 2.0)
     took = time.time() - t0
     if status_of(d) != 503 or not closed or took > 2.0:  # at once, not at the 10 s request deadline
-        fail("one connection over the tokenless share: %r closed=%s in %.3f s" % (d[:300], closed, took))
+        fail("a request without a token over the tokenless share: %r closed=%s in %.3f s" % (d[:300], closed, took))
     p = problem(d)
     if p["status"] != 503 or "the share of connections without a token is taken" not in p["detail"]:
         fail("503 problem: %r" % p)
-    if any(read_all(c, 0.01)[1] for c in conns):
+    # A token holder's connection is not refused because others hold the tokenless share.
+    s = tcp("127.0.2.66")
+    s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+              % (PORT, TOKEN.encode()))
+    d, closed = read_all(s, 5.0)
+    if status_of(d) != 200:
+        fail("a token holder's request beside a full tokenless share: %r" % d[:300])
+    # As many again wait pending for their heads; one more is refused at once, its head not waited for.
+    pend = [tcp("127.0.3.%d" % a) for a in range(1, 65)]
+    time.sleep(0.3)
+    t0 = time.time()
+    d, closed = read_all(tcp("127.0.3.65"), 2.0)
+    took2 = time.time() - t0
+    if status_of(d) != 503 or not closed or took2 > 2.0:
+        fail("one connection over the pending share: %r closed=%s in %.3f s" % (d[:300], closed, took2))
+    if any(read_all(c, 0.01)[1] for c in conns + pend):
         fail("a connection of the full share was closed")
-    for c in conns:
+    for c in conns + pend:
         c.close()
-    print("ok: 64 tokenless addresses with one connection each; a 65th is answered 503 problem+json at once (%.0f ms)" % (took * 1000))
+    print("ok: 64 tokenless addresses with one connection each; a 65th's request without a token is answered 503 "
+          "problem+json at once (%.0f ms), a token holder's is answered; 64 pending, one more 503 at once (%.0f ms)"
+          % (took * 1000, took2 * 1000))
 
 def flood(ngxctl):
     stop = time.time() + 14
@@ -475,7 +500,10 @@ run half "$AGENT_PID" && ok "half-sent requests: the agent waits on their socket
 run denied "$ATT" "$TMP/agent.log" && ok "refused requests: counted, one audit row and one log line per kind a minute"
 run framing && ok "framing: every case refused 400 problem+json, one answer, connection closed"
 run slow && ok "slowloris: a byte a second is cut at the request deadline"
-run refused && ok "no place may be taken: one more connection gets 503 problem+json at once"
+printf 'ops:%s\n' "$TOKEN" >"$TMP/api.tokens" && chmod 600 "$TMP/api.tokens" || fail "token file"
+kill -HUP "$AGENT_PID"
+wait_for 10 grep -q "API tokens: reloaded" "$TMP/agent.log" || fail "the token file was not read at the reload"
+NGXAT_TOKEN=$TOKEN run refused && ok "no place may be taken: a request without a token gets 503 problem+json at once, a token holder's is answered"
 run flood "$ATT" "$NGXCTL" -s "$TMP/api.sock" && ok "ngxctl status answered (each within 2 s) under 4000 connections and a slowloris of 200"
 api /v1/status | jq -e '.tick.count > 0' >/dev/null || fail "the agent stopped answering"
 kill -0 "$AGENT_PID" || fail "the agent died"

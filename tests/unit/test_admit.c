@@ -108,16 +108,66 @@ static void test_tokenless(void **state)
 	admit_decide(e, N, &lim, &c, &d);
 	assert_int_equal(d.verdict, ADMIT_EVICT);
 	assert_int_equal(d.victim, 1);
-	/* Now .1, .2 and .3 hold one each: a fourth address would become no lighter than any, so it is refused. */
+	/* Now .1, .2 and .3 hold one each: a fourth address would become no lighter than any, so none gives way; it
+	 * waits pending for its head (test_pending). */
 	put(e, 1, c, 9, false);
 	decide(e, N, tcp_key(4), &d);
-	assert_int_equal(d.verdict, ADMIT_REFUSE);
-	assert_string_equal(d.why, "the share of connections without a token is taken");
+	assert_int_equal(d.verdict, ADMIT_ACCEPT);
+	assert_true(d.pending);
 	/* A connection that showed a token leaves the share: room again, and a Unix peer never counts in it. */
 	e[0].tokened = true;
 	decide(e, N, tcp_key(4), &d);
 	assert_int_equal(d.verdict, ADMIT_ACCEPT);
+	assert_false(d.pending);
 	assert_int_equal(d.slot, 3);
+}
+
+/* Over the tokenless share with no place to take, a TCP newcomer waits pending for its head (as many as the share
+ * again): a token holder's connection is not refused because others hold the share (issue 22: 64 slow readers). */
+static void test_pending(void **state)
+{
+	struct admit_entry e[N] = {0};
+	struct admit_decision d;
+	size_t slot;
+
+	(void)state;
+	put(e, 0, tcp_key(1), 1, true);
+	put(e, 1, tcp_key(2), 2, true);
+	put(e, 2, tcp_key(3), 3, true);
+	decide(e, N, tcp_key(4), &d);
+	assert_int_equal(d.verdict, ADMIT_ACCEPT);
+	assert_true(d.pending);
+	slot = d.slot;
+	e[slot] = (struct admit_entry){.used = true, .pending = true, .since_ms = 4, .key = tcp_key(4)};
+	/* Its head shows a token: admitted, out of the tokenless share. */
+	assert_true(admit_head(e, N, &lim, slot, true));
+	assert_true(e[slot].tokened);
+	assert_false(e[slot].pending);
+	/* Another with no token while the share is still full: refused. */
+	decide(e, N, tcp_key(5), &d);
+	assert_true(d.pending);
+	e[d.slot] = (struct admit_entry){.used = true, .pending = true, .since_ms = 5, .key = tcp_key(5)};
+	assert_false(admit_head(e, N, &lim, d.slot, false));
+	/* With room in the share by then (one left), it joins it. */
+	e[0] = (struct admit_entry){0};
+	assert_true(admit_head(e, N, &lim, d.slot, false));
+	assert_false(e[d.slot].pending);
+	assert_false(e[d.slot].tokened);
+	/* Not pending (the Unix socket, or in the share from the start): its head changes nothing but the token. */
+	assert_true(admit_head(e, N, &lim, 1, false));
+	/* The pending share full: one more is refused at once. */
+	for (uint8_t a = 10; a < 13; a++) {
+		decide(e, N, tcp_key(a), &d);
+		assert_int_equal(d.verdict, ADMIT_ACCEPT);
+		assert_true(d.pending);
+		e[d.slot] = (struct admit_entry){.used = true, .pending = true, .since_ms = a, .key = tcp_key(a)};
+	}
+	decide(e, N, tcp_key(20), &d);
+	assert_int_equal(d.verdict, ADMIT_REFUSE);
+	assert_string_equal(d.why, "the share of connections without a token is taken");
+	/* A Unix peer never waits pending. */
+	decide(e, N, unix_key(7), &d);
+	assert_false(d.pending);
 }
 
 static void test_total(void **state)
@@ -169,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_accept_and_own_share),
 		cmocka_unit_test(test_tokenless),
+		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_total),
 		cmocka_unit_test(test_no_free_slot),
 	};

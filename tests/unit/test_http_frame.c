@@ -32,6 +32,29 @@ static void test_good(void **state)
 			       sizeof(d)), 0);
 }
 
+/* A header's value in a complete head: the first of its name (any case), without the blanks around it. */
+static void test_head_value(void **state)
+{
+	static const char head[] = "\r\nGET /v1/status HTTP/1.1\r\nHost: x\r\nauthorization:   Bearer abc  \r\n"
+				   "Authorization: Bearer second\r\nX-Empty:\r\n\r\nAuthorization: in the body";
+	char v[32];
+
+	(void)state;
+	assert_int_equal(http_head_value(head, strlen(head), "Authorization", v, sizeof(v)), 0);
+	assert_string_equal(v, "Bearer abc");
+	assert_int_equal(http_head_value(head, strlen(head), "host", v, sizeof(v)), 0);
+	assert_string_equal(v, "x");
+	assert_int_equal(http_head_value(head, strlen(head), "X-Empty", v, sizeof(v)), 0);
+	assert_string_equal(v, "");
+	assert_int_equal(http_head_value(head, strlen(head), "Origin", v, sizeof(v)), -ENOENT);
+	assert_int_equal(http_head_value(head, strlen(head), "Authorization", v, 10), -ENOSPC);
+	/* The request line is no header, and nothing after the head's end is. */
+	assert_int_equal(http_head_value(head, strlen(head), "GET /v1/status HTTP/1.1\r\nHost", v, sizeof(v)),
+			 -ENOENT);
+	assert_int_equal(http_head_value("GET / HTTP/1.1\r\n\r\nHost: y\r\n", 23, "Host", v, sizeof(v)), -ENOENT);
+	assert_int_equal(http_head_value("GET / HT", 8, "Host", v, sizeof(v)), -ENOENT);
+}
+
 static void test_incomplete(void **state)
 {
 	char d[128], big[HTTP_HEAD_MAX + 16];
@@ -138,6 +161,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_head_value),
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_syntax),
