@@ -8,8 +8,9 @@
  * 503 and closed; a TCP one over the share of connections without a token is admitted pending, and its head
  * decides (admit_head: a token holder is not refused because others hold that share). An admitted connection's
  * first request line and headers are read (peeked) here, held to http_frame's rules and to the request deadline,
- * and only then handed to MHD (MHD_add_connection), which reads them again from the socket. Deadlines: a whole request within API_REQUEST_MS of accept. Every answer closes its
- * connection (http.c), so the head checked here is the only one a connection carries.
+ * and only then handed to MHD (MHD_add_connection), which reads them again from the socket. Deadlines: a whole
+ * request within API_REQUEST_MS of accept. Every answer closes its connection (http.c), so the head checked here is
+ * the only one a connection carries.
  *
  * A head is peeked, not read, so its bytes stay in the socket until MHD reads them: a level-triggered watch of that
  * socket would report it readable again at once, and a connection that sent half a request line spun the loop at
