@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "termsafe.h"
+
 static int max_level = LOG_INFO;
 static log_sink_fn current_sink;
 
@@ -61,9 +63,13 @@ static void cut_whole(char *msg, size_t len)
 		msg[i - 1] = '\0';
 }
 
+/* A line is emitted escaped as for a terminal (termsafe.h) whenever it is not clean: whatever a caller put in it
+ * (a client's bytes from an access log line, a request, nginx -T), no control byte or invalid UTF-8 reaches the
+ * journal or a terminal that shows the log (issue 22). Text escaped already is clean and stays as it is. */
 static void emit(int prio, const char *const *fields, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char msg[1024], esc[1024];
+	const char *out = msg;
 	int n;
 
 	if (prio > max_level)
@@ -71,10 +77,12 @@ static void emit(int prio, const char *const *fields, const char *fmt, va_list a
 	n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (n >= (int)sizeof(msg))
 		cut_whole(msg, sizeof(msg) - 1);
+	if (!termsafe_clean(msg, strlen(msg)))
+		out = termsafe_escape(msg, strlen(msg), esc, sizeof(esc));
 	if (current_sink)
-		current_sink(prio, fields, msg);
+		current_sink(prio, fields, out);
 	else
-		stderr_sink(prio, msg);
+		stderr_sink(prio, out);
 }
 
 void log_msg(int prio, const char *fmt, ...)

@@ -1,4 +1,5 @@
-/* Unit tests for common/log.c: a message longer than a line is cut between UTF-8 characters, never inside one. */
+/* Unit tests for common/log.c: a message longer than a line is cut between UTF-8 characters, never inside one, and
+ * no line carries a control byte or invalid UTF-8, whatever its caller put in it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,10 +76,35 @@ static void test_cut_between_characters(void **state)
 	log_set_sink(NULL);
 }
 
+/* Issue 22: logs carry no raw client bytes. A caller that put a client's bytes in a message unescaped (an access
+ * log line, a request, nginx -T) still emits them escaped as for a terminal; escaped text stays as it is. */
+static void test_escaped(void **state)
+{
+	char text[1400];
+
+	(void)state;
+	log_set_sink(sink);
+	log_set_level(LOG_INFO);
+	log_msg(LOG_WARNING, "refused %s from %s", "GET /\x1b[2J\r\nX: \xff\x01 caf\xc3\xa9 \xc2\x9b", "127.0.0.1");
+	assert_string_equal(got, "refused GET /\\x1b[2J\\r\\nX: \\xff\\x01 caf\xc3\xa9 \\xc2\\x9b from 127.0.0.1");
+	log_msg(LOG_INFO, "%s", "already \\x1b escaped");
+	assert_string_equal(got, "already \\x1b escaped");
+	/* A long one: cut at the line, escaped within it, never inside an escape. */
+	memset(text, '\x1b', 1300);
+	text[1300] = '\0';
+	log_msg(LOG_INFO, "%s", text);
+	assert_true(strlen(got) <= 1023);
+	assert_int_equal(strlen(got) % 4, 0);
+	assert_memory_equal(got, "\\x1b\\x1b", 8);
+	assert_true(utf8(got));
+	log_set_sink(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cut_between_characters),
+		cmocka_unit_test(test_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
