@@ -980,6 +980,20 @@ static void pair_om(struct judge *j, const struct om *a, const struct om *b, siz
 	assert_int_equal(judge_add_pair(j, &sa, &sb, k & 1, done), 0);
 }
 
+/* A whole trial of OBJECTIVE and GUARD (NG of them) on pairs A / B of N metrics, up to 8 pairs: its evidence. */
+static const struct judge_evidence *trial_om(struct judge *j, const struct judge_config *cfg,
+					     const struct policy_metric *objective, const struct policy_metric *guard,
+					     size_t ng, const struct om *a, const struct om *b, size_t n)
+{
+	bool done = false;
+
+	start_om(j, cfg, objective, guard, ng);
+	for (int k = 0; k < 8 && !done; k++)
+		pair_om(j, a, b, n, k, &done);
+	assert_true(done);
+	return judge_evidence(j);
+}
+
 /* worker_processes 1 -> 2 under a CPU-bound load (issue 21): the workers wait longer in the run queue (an internal
  * figure, six times worse in every pair), clients get twice the good responses at a lower latency: kept, the
  * guardrail outweighed, not failed. Without the gain of good responses the same guardrail still ends the trial. */
@@ -1247,20 +1261,11 @@ static void test_latency_floor(void **state)
 	judge_config_default(&cfg);
 	assert_true(cfg.latency_floor_ms == 5.0);
 	cfg.alpha_seq = 0;
-	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
-	for (int k = 0; k < 8 && !done; k++)
-		pair_om(&j, a, b, ARRAY_LEN(a), k, &done);
-	ev = judge_evidence(&j);
-	assert_true(done);
+	ev = trial_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard), a, b, ARRAY_LEN(a));
 	assert_int_equal(ev->verdict, VERDICT_KEEP);
 	assert_false(ev->guard[0].failed);
 
-	done = false;
-	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
-	for (int k = 0; k < 8 && !done; k++)
-		pair_om(&j, a_ms, b_ms, ARRAY_LEN(a_ms), k, &done);
-	ev = judge_evidence(&j);
-	assert_true(done);
+	ev = trial_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard), a_ms, b_ms, ARRAY_LEN(a_ms));
 	assert_int_equal(ev->verdict, VERDICT_ABORTED);
 	assert_true(ev->guard[0].failed);
 
@@ -1380,7 +1385,6 @@ static void test_ledger_unanswered(void **state)
 	struct judge_config cfg;
 	struct judge j;
 	const struct judge_evidence *ev;
-	bool done;
 
 	(void)state;
 	judge_config_default(&cfg);
@@ -1396,12 +1400,7 @@ static void test_ledger_unanswered(void **state)
 				ma[n + 1] = a[i + 1], mb[n + 1] = b[i + 1];
 				n++;
 			}
-		done = false;
-		start_om(&j, &cfg, &obj, g, n);
-		for (int k = 0; k < 8 && !done; k++)
-			pair_om(&j, ma, mb, n + 1, k, &done);
-		ev = judge_evidence(&j);
-		assert_true(done);
+		ev = trial_om(&j, &cfg, &obj, g, n, ma, mb, n + 1);
 		assert_int_equal(ev->verdict, cases[c].want);
 		assert_string_equal(ev->guard[2].metric, "client.p50_ms");
 		if (cases[c].want == VERDICT_KEEP) {
@@ -1415,12 +1414,7 @@ static void test_ledger_unanswered(void **state)
 	}
 
 	/* More refused and longer waits in B, nothing else worse: the ledger's metrics end nothing on their own. */
-	done = false;
-	start_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard));
-	for (int k = 0; k < 8 && !done; k++)
-		pair_om(&j, a0, worse, ARRAY_LEN(a0), k, &done);
-	ev = judge_evidence(&j);
-	assert_true(done);
+	ev = trial_om(&j, &cfg, &obj, guard, ARRAY_LEN(guard), a0, worse, ARRAY_LEN(a0));
 	assert_false(ev->guard[3].failed);
 	assert_false(ev->guard[4].failed);
 	assert_int_not_equal(ev->verdict, VERDICT_ABORTED);
