@@ -59,6 +59,8 @@
 #define API_K_CONNS_EVICTED "evicted"
 #define API_K_CONNS_EXPIRED "expired"
 #define API_K_CONNS_DENIED "denied"     /* requests refused for who sent them (401, 403) */
+#define API_K_CONNS_OUT_BYTES "answer_bytes"     /* bytes of answers queued and not yet written */
+#define API_K_CONNS_OUT_REFUSED "answers_refused" /* answers refused 503: they would have passed the limit */
 #define API_K_PROBE_NAME "name"
 #define API_K_PROBE_OK "ok"
 #define API_K_PROBE_ERROR "error"

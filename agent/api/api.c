@@ -38,6 +38,7 @@
 
 #define FRAMES_LIMIT_MAX 3600
 #define FRAMES_PAGE_BYTES (1024 * 1024) /* an answer of /v1/frames holds at most this (and at least one frame) */
+#define FRAMES_PAGE_MIN (64 * 1024)     /* and a page is not begun with less room than this (API_OUT_MAX) */
 
 /* ---- GET /v1/status -------------------------------------------------------------------------------------- */
 
@@ -76,9 +77,11 @@ static json_t *conns_json(const struct api *api)
 
 	for (size_t i = 0; i < api->nslots; i++)
 		open += api->adm[i].used && !api->adm[i].closing;
-	return json_pack("{s:I, s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open, API_K_CONNS_REFUSED,
-			 (json_int_t)api->refused, API_K_CONNS_EVICTED, (json_int_t)api->evicted, API_K_CONNS_EXPIRED,
-			 (json_int_t)api->expired, API_K_CONNS_DENIED, (json_int_t)(api->denied_401 + api->denied_403));
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", API_K_CONNS_OPEN, (json_int_t)open,
+			 API_K_CONNS_REFUSED, (json_int_t)api->refused, API_K_CONNS_EVICTED, (json_int_t)api->evicted,
+			 API_K_CONNS_EXPIRED, (json_int_t)api->expired, API_K_CONNS_DENIED,
+			 (json_int_t)(api->denied_401 + api->denied_403), API_K_CONNS_OUT_BYTES, (json_int_t)api->out_held,
+			 API_K_CONNS_OUT_REFUSED, (json_int_t)api->out_refused);
 }
 
 static json_t *status_json(struct api *api)
@@ -151,6 +154,7 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	struct metric_filter *f = malloc(sizeof(*f));
 	struct frames_ctx ctx = {.a = a};
 	int64_t t0, t1 = agent_now_ms(a) + 1, limit = FRAMES_LIMIT_MAX;
+	size_t room;
 	bool rollup = false;
 	char err[128];
 	int r;
@@ -182,8 +186,16 @@ static enum MHD_Result get_frames(struct api *api, struct MHD_Connection *c)
 	}
 	ctx.f = f;
 	ctx.rollup = rollup;
+	/* A page fits the room the answers not yet read leave (API_OUT_MAX); below FRAMES_PAGE_MIN, a 503 at once. */
+	room = api_conn_out_room(c);
+	if (room < FRAMES_PAGE_MIN) {
+		free(f);
+		api->out_refused++;
+		return api_send_problem(c, 503, "the API is busy: its answers not yet read by their clients are at their "
+					"limit (%u MiB); try again", API_OUT_MAX >> 20);
+	}
 	/* Written directly, not through jansson objects: the same text, at a third of the CPU (bench/README.md). */
-	frame_page_init(&ctx.page, FRAMES_PAGE_BYTES);
+	frame_page_init(&ctx.page, room < FRAMES_PAGE_BYTES ? room : FRAMES_PAGE_BYTES);
 	r = rollup ? store_query_rollups(a->store, t0, t1, (size_t)limit, on_frame, &ctx)
 		   : store_query_frames(a->store, t0, t1, (size_t)limit, on_frame, &ctx);
 	free(f);

@@ -52,6 +52,7 @@ struct api_conn {
 	bool mhd;                 /* MHD owns the socket: it closes it */
 	bool watched;             /* HEAD: its socket is in api->head_epfd */
 	int64_t deadline_ms;      /* 0: none */
+	size_t out_bytes;         /* its answer's bytes charged to api->out_held until the answer ends */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 };
@@ -70,11 +71,19 @@ static struct api_conn *conn_of(struct MHD_Connection *c)
 
 static void rearm_deadlines(struct api *api);
 
+/* K's answer is written or gone: its bytes leave the total. */
+static void out_release(struct api *api, struct api_conn *k)
+{
+	api->out_held -= k->out_bytes < api->out_held ? k->out_bytes : api->out_held;
+	k->out_bytes = 0;
+}
+
 /* The slot of K is free once its socket is closed (by us or MHD). */
 static void release(struct api *api, struct api_conn *k)
 {
 	if (k->fd >= 0)
 		return;
+	out_release(api, k);
 	api->adm[slot_of(api, k)] = (struct admit_entry){0};
 	k->mhd = false;
 	k->deadline_ms = 0;
@@ -321,6 +330,8 @@ static void admit_one(struct api_listener *l, int fd, const struct sockaddr_stor
 		drop(api, &api->conns[d.victim], 503, "this connection gave way to a newer one: the API's connections "
 			     "are all taken and this one had not sent a whole request");
 	}
+	/* What the kernel holds of an answer a client does not read is bounded as the answer is (API_OUT_MAX). */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){API_OUT_SNDBUF}, sizeof(int));
 	i = d.slot;
 	k = &api->conns[i];
 	*k = (struct api_conn){.l = l, .fd = fd, .state = CONN_HEAD, .addrlen = salen};
@@ -496,6 +507,7 @@ void api_conn_answered(struct MHD_Connection *c)
 		return;
 	api = k->l->api;
 	i = slot_of(api, k);
+	out_release(api, k);
 	k->state = CONN_IDLE;
 	api->adm[i].busy = false;
 	api->adm[i].since_ms = agent_now_ms(api->a);
@@ -511,4 +523,29 @@ void api_conn_tokened(struct MHD_Connection *c)
 
 	if (k)
 		k->l->api->adm[slot_of(k->l->api, k)].tokened = true;
+}
+
+size_t api_conn_out_room(struct MHD_Connection *c)
+{
+	struct api_conn *k = conn_of(c);
+	size_t held = k ? k->l->api->out_held : 0;
+
+	return held < API_OUT_MAX ? API_OUT_MAX - held : 0;
+}
+
+bool api_conn_out_charge(struct MHD_Connection *c, size_t len)
+{
+	struct api_conn *k = conn_of(c);
+	struct api *api;
+
+	if (!k)
+		return true;
+	api = k->l->api;
+	if (len > API_OUT_MAX - (api->out_held < API_OUT_MAX ? api->out_held : API_OUT_MAX)) {
+		api->out_refused++;
+		return false;
+	}
+	api->out_held += len;
+	k->out_bytes += len;
+	return true;
 }

@@ -28,6 +28,10 @@
 #define API_REQUEST_MS 10000      /* a whole request (line, headers, body) arrives within this of its connection's
 				   * accept or last answer, or the connection is closed (408 if a request began) */
 #define API_STALL_S 10            /* MHD closes a connection whose answer cannot be written for this long */
+#define API_OUT_MAX (16u << 20)   /* bytes of answers queued and not yet written, all connections together (a
+				   * client that asks and does not read holds its answer until API_STALL_S) */
+#define API_OUT_SNDBUF 65536      /* an answer's socket send buffer (the kernel doubles it): what the kernel holds
+				   * for a client that does not read, charged to the agent's memory like the answer */
 #define API_BACKLOG 512           /* a burst of connects waits here for the next accept, not in the client */
 #define API_ACCEPT_BATCH 64       /* connections accepted per wake-up of a listener, so that the loop ticks on */
 #define API_DENIED_WINDOW_MS 60000 /* of the requests refused for who sent them, the first of each kind (the same
@@ -91,6 +95,8 @@ struct api {
 	uv_poll_t heads;          /* the loop's watch of head_epfd */
 	int reserve_fd;           /* given up to accept (and refuse) a connection when the agent is out of files */
 	uint64_t refused, evicted, expired;
+	size_t out_held;          /* bytes of answers queued and not yet written (API_OUT_MAX) */
+	uint64_t out_refused;     /* answers refused 503 because they would have passed API_OUT_MAX */
 	/* api.c: requests refused for who sent them (401, 403) since the start, and their sampling into the audit
 	 * trail: [API_DENIED_KINDS] is the row shared by the kinds beyond the others. */
 	uint64_t denied_401, denied_403;
@@ -133,6 +139,12 @@ void api_conn_answering(struct MHD_Connection *c);
 void api_conn_answered(struct MHD_Connection *c);
 /* api_conn.c: a request on C showed a valid token: C leaves the tokenless share. */
 void api_conn_tokened(struct MHD_Connection *c);
+/* api_conn.c: the bytes an answer on C may still hold, of API_OUT_MAX (all of it for a connection MHD does not
+ * know of). */
+size_t api_conn_out_room(struct MHD_Connection *c);
+/* api_conn.c: charge an answer of LEN bytes on C to API_OUT_MAX until C's answer ends; false (nothing charged) when
+ * it would pass it. */
+bool api_conn_out_charge(struct MHD_Connection *c, size_t len);
 
 /* api_events.c: GET /v1/events on listener L. */
 enum MHD_Result api_events_get(struct api *api, struct api_listener *l, struct MHD_Connection *c);

@@ -108,6 +108,11 @@ static void write_api(struct prom_writer *w, const struct api *api)
 		    "Requests refused for who sent them (401: no valid token; 403: may not act), since the start.");
 	labelled(w, "status", "401", (double)api->denied_401);
 	labelled(w, "status", "403", (double)api->denied_403);
+	one(w, "ngxat_api_answer_bytes", PROM_GAUGE, "Bytes of answers queued and not yet written to their clients.",
+	    (double)api->out_held);
+	one(w, "ngxat_api_answers_refused_total", PROM_COUNTER,
+	    "Answers refused 503 because the answers not yet written would have passed their limit.",
+	    (double)api->out_refused);
 }
 
 static const char *const verdicts[] = {"keep", "revert", "inconclusive", "aborted", "error"};

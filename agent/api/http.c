@@ -47,8 +47,10 @@ void api_common_headers(struct MHD_Response *r)
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
-enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
-			      size_t len)
+static json_t *problem_json(unsigned status, const char *detail);
+
+static enum MHD_Result queue_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+				  size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
@@ -57,6 +59,8 @@ enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const c
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	api_common_headers(r);
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	if (status == MHD_HTTP_UNAUTHORIZED)
@@ -66,6 +70,32 @@ enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const c
 	api_conn_answering(c);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Every answer is charged to the bytes of answers not yet written (API_OUT_MAX) until it ends: past them, a client
+ * is answered a short 503 instead (issue 22, R2: 128 clients that asked and did not read held 765 MiB). */
+enum MHD_Result api_send_body(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+			      size_t len)
+{
+	char detail[160];
+	json_t *o;
+	char *s;
+	enum MHD_Result ret;
+
+	if (api_conn_out_charge(c, len))
+		return queue_body(c, status, type, body, len);
+	snprintf(detail, sizeof(detail), "the API is busy: its answers not yet read by their clients are at their limit "
+		 "(%u MiB); try again", API_OUT_MAX >> 20);
+	if (current)
+		snprintf(current->problem, sizeof(current->problem), "%s", detail);
+	o = problem_json(503, detail);
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!s)
+		return MHD_NO;
+	ret = queue_body(c, 503, "application/problem+json", s, strlen(s));
+	free(s);
 	return ret;
 }
 
