@@ -1218,7 +1218,7 @@ static void where_time_goes(const struct detect *d, const struct detect_env *env
 	struct agg stub = aggregate(d, S_NGX_REQUESTS);
 	size_t timed_ticks = 0;
 	double share;
-	char side[DETECT_TEXT_MAX], seen[96], note[128] = "";
+	char side[DETECT_TEXT_MAX], seen[96], note[192] = "";
 	/* A log whose lines have no times (nginx's combined) counts requests and says nothing of where time goes;
 	 * its ticks without requests must not pass for a log that has times in a few ticks. */
 	bool untimed = timed.n >= d->cfg.min_ticks && timed.sum == 0;
@@ -1229,12 +1229,20 @@ static void where_time_goes(const struct detect *d, const struct detect_env *env
 	 * clients, stub_status late in every other tick). */
 	if (late.events >= d->cfg.min_event_ticks && late.events * 3 >= late.n && stub.n < d->cfg.min_ticks) {
 		double busy = runnable_share(d);
+		struct agg to = aggregate(d, S_CLIENT_TO);
 
-		rep->stub_saturated = busy >= d->cfg.stub_busy_share;
-		if (rep->stub_saturated)
+		/* The same evidence as the probe's (stub_late_saturated): busy workers, or the synthetic client's
+		 * requests timing out too (a CI run: stub_status late in 42 of 60 ticks, the worker runnable under 90%
+		 * of the window while it wrote to clients that read slowly, and the client's requests timed out). */
+		rep->stub_saturated = busy >= d->cfg.stub_busy_share || to.sum >= 1;
+		if (busy >= d->cfg.stub_busy_share)
 			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks, the workers runnable "
 				 "%.0f%% of the time: saturated; counts from the access log)", late.events, late.n,
 				 100 * (busy > 1 ? 1 : busy));
+		else if (rep->stub_saturated)
+			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks, %.0f of the synthetic "
+				 "client's requests timed out too: saturated; counts from the access log)", late.events,
+				 late.n, to.sum);
 		else
 			snprintf(note, sizeof(note), " (stub_status late in %zu of %zu ticks; counts from the access log)",
 				 late.events, late.n);
