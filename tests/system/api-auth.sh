@@ -15,6 +15,7 @@
 #   and opens the TCP listener (a port that cannot be bound leaves it where it was).
 TEST_NAME=apiauth
 . "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root
 need_cmd jq curl useradd userdel groupadd groupdel runuser setpriv
 PY=/usr/bin/python3

@@ -19,6 +19,7 @@
 # (debian-deps.sh). CONSOLE_PORT sets the agent's TCP port (default 18212); the browser picks its own DevTools port.
 TEST_NAME=console
 . "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root
 need_cmd jq curl ss
 PY=/usr/bin/python3 # Debian's, which has python3-websocket (a python3 earlier in PATH may not)
