@@ -111,6 +111,49 @@ int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct
 
 /* ---- reads, writes and errno classes -------------------------------------------------------------------- */
 
+/* ---- decorators (knob_dry.c, priv/knob_remote.c) ------------------------------------------------------------ */
+
+struct knob_decor *knob_decor_of(struct knob *k)
+{
+	return k->priv;
+}
+
+static int decor_probe(struct knob *k, char *why, size_t whylen)
+{
+	struct knob *real = &knob_decor_of(k)->real;
+
+	return real->ops->probe ? real->ops->probe(real, why, whylen) : 0;
+}
+
+static void decor_release(struct knob *k)
+{
+	struct knob_decor *d = knob_decor_of(k);
+
+	if (!d)
+		return;
+	if (d->real.ops->release)
+		d->real.ops->release(&d->real);
+	k->ops = d->real.ops;
+	k->priv = d->real.priv;
+	free(d);
+}
+
+int knob_decorate(struct knob *k, struct knob_decor *d, int (*read)(struct knob *, char *, size_t),
+		  int (*write)(struct knob *, const char *, char *, size_t, knob_done_fn, void *))
+{
+	if (!k || !k->ops || !k->ops->read || !d || !read || !write)
+		return -EINVAL;
+	d->real = *k;
+	d->ops.kind = k->ops->kind;
+	d->ops.probe = decor_probe;
+	d->ops.read = read;
+	d->ops.write = write;
+	d->ops.release = decor_release;
+	k->ops = &d->ops;
+	k->priv = d;
+	return 0;
+}
+
 int knob_read(struct knob *k, char *out, size_t outlen)
 {
 	if (!k || !k->ops || !k->ops->read || !out || outlen == 0)

@@ -95,6 +95,21 @@ const struct knob_ops *knob_ops_for(const char *kind);
 int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct knob *out, size_t max, size_t *n);
 
 /*
+ * A decorator over one knob's real driver (the dry run's backend, the writer's remote one): the decorator's own
+ * struct starts with this and is calloc'ed. knob_decorate puts K (ops set, priv the driver's) behind D: K's probes go
+ * to the real driver, its reads and writes to READ and WRITE (knob_decor_of gives D back, D->real the real knob),
+ * and its release releases the real driver, gives K back its driver's ops and frees D. 0 or -EINVAL.
+ */
+struct knob_decor {
+	struct knob real;    /* the real driver's knob (same name, policy and environment; its ops and priv) */
+	struct knob_ops ops; /* the decorator's, with the real driver's kind (reports name the kind) */
+};
+
+int knob_decorate(struct knob *k, struct knob_decor *d, int (*read)(struct knob *, char *, size_t),
+		  int (*write)(struct knob *, const char *, char *, size_t, knob_done_fn, void *));
+struct knob_decor *knob_decor_of(struct knob *k);
+
+/*
  * Put K (name, pol, ops, env set; priv NULL) behind the dry-run backend: probes, and reads until the first write,
  * go to its driver; writes are remembered and return 0 at once, never reach the host, and read back (-ERANGE when
  * OUTLEN is too small; -EINVAL for a value of KNOB_VALUE_MAX bytes or more). 0, -EINVAL or -ENOMEM.

@@ -13,22 +13,14 @@
 #include <string.h>
 
 struct knob_dry {
-	struct knob real;           /* the real driver's knob */
-	struct knob_ops ops;        /* the decorator's ops, with the real driver's kind (reports name the kind) */
+	struct knob_decor decor;    /* first: the real driver's knob and the decorator's ops */
 	char value[KNOB_VALUE_MAX]; /* the value "written" */
 	bool written;
 };
 
 static struct knob_dry *dry_of(struct knob *k)
 {
-	return k->priv;
-}
-
-static int dry_probe(struct knob *k, char *why, size_t whylen)
-{
-	struct knob *real = &dry_of(k)->real;
-
-	return real->ops->probe ? real->ops->probe(real, why, whylen) : 0;
+	return (struct knob_dry *)knob_decor_of(k);
 }
 
 static int dry_read(struct knob *k, char *out, size_t outlen)
@@ -36,7 +28,7 @@ static int dry_read(struct knob *k, char *out, size_t outlen)
 	struct knob_dry *d = dry_of(k);
 
 	if (!d->written)
-		return d->real.ops->read(&d->real, out, outlen);
+		return d->decor.real.ops->read(&d->decor.real, out, outlen);
 	if (strlen(d->value) >= outlen)
 		return -ERANGE;
 	strcpy(out, d->value);
@@ -58,35 +50,18 @@ static int dry_write(struct knob *k, const char *value, char *why, size_t whylen
 	return 0;
 }
 
-static void dry_release(struct knob *k)
-{
-	struct knob_dry *d = dry_of(k);
-
-	if (!d)
-		return;
-	if (d->real.ops->release)
-		d->real.ops->release(&d->real);
-	k->ops = d->real.ops;
-	k->priv = NULL;
-	free(d);
-}
-
 int knob_dry_wrap(struct knob *k)
 {
 	struct knob_dry *d;
+	int r;
 
 	if (!k || !k->ops || !k->ops->read || k->priv)
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->real = *k;
-	d->ops.kind = k->ops->kind;
-	d->ops.probe = dry_probe;
-	d->ops.read = dry_read;
-	d->ops.write = dry_write;
-	d->ops.release = dry_release;
-	k->ops = &d->ops;
-	k->priv = d;
-	return 0;
+	r = knob_decorate(k, &d->decor, dry_read, dry_write);
+	if (r < 0)
+		free(d);
+	return r;
 }

@@ -18,27 +18,19 @@
 #include "priv/wmsg.h"
 
 struct knob_remote {
-	struct knob real;
-	struct knob_ops ops;
+	struct knob_decor decor; /* first: the real driver's knob and the decorator's ops */
 	int fd;
 	uint32_t next_id;
 };
 
 static struct knob_remote *remote_of(struct knob *k)
 {
-	return k->priv;
-}
-
-static int remote_probe(struct knob *k, char *why, size_t whylen)
-{
-	struct knob *real = &remote_of(k)->real;
-
-	return real->ops->probe ? real->ops->probe(real, why, whylen) : 0;
+	return (struct knob_remote *)knob_decor_of(k);
 }
 
 static int remote_read(struct knob *k, char *out, size_t outlen)
 {
-	struct knob *real = &remote_of(k)->real;
+	struct knob *real = &remote_of(k)->decor.real;
 
 	return real->ops->read(real, out, outlen);
 }
@@ -79,36 +71,19 @@ static int remote_write(struct knob *k, const char *value, char *why, size_t why
 	return res.result;
 }
 
-static void remote_release(struct knob *k)
-{
-	struct knob_remote *r = remote_of(k);
-
-	if (!r)
-		return;
-	if (r->real.ops->release)
-		r->real.ops->release(&r->real);
-	k->ops = r->real.ops;
-	k->priv = NULL;
-	free(r);
-}
-
 int knob_remote_wrap(struct knob *k, int fd)
 {
 	struct knob_remote *r;
+	int rc;
 
 	if (!k || !k->ops || !k->ops->read || fd < 0)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->real = *k;
 	r->fd = fd;
-	r->ops.kind = k->ops->kind;
-	r->ops.probe = remote_probe;
-	r->ops.read = remote_read;
-	r->ops.write = remote_write;
-	r->ops.release = remote_release;
-	k->ops = &r->ops;
-	k->priv = r;
-	return 0;
+	rc = knob_decorate(k, &r->decor, remote_read, remote_write);
+	if (rc < 0)
+		free(r);
+	return rc;
 }

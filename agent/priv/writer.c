@@ -14,6 +14,7 @@
 #include "core/knobval.h"
 #include "core/policy.h"
 #include "priv/wmsg.h"
+#include "termsafe.h"
 
 static struct knob *find(struct writer *w, const char *name)
 {
@@ -29,16 +30,6 @@ static int value_of(const char *name, char *out, size_t outlen, void *ctx)
 	struct knob *k = find(ctx, name);
 
 	return k ? k->ops->read(k, out, outlen) : -ENOENT;
-}
-
-/* Text for a RESULT: printable, cut to fit (a driver's WHY may quote what it read). */
-static void text_of(char *dst, size_t n, const char *src)
-{
-	size_t i = 0;
-
-	for (; src[i] && i + 1 < n; i++)
-		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? ' ' : src[i];
-	dst[i] = '\0';
 }
 
 static int set(struct writer *w, const struct wmsg *m, char *why, size_t whylen)
@@ -92,7 +83,8 @@ int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out
 			break;
 		}
 	}
-	text_of(res.text, sizeof(res.text), why);
+	/* A driver's WHY may quote what it read: escaped, cut to fit. */
+	termsafe_escape(why, strlen(why), res.text, sizeof(res.text));
 	return wmsg_encode(&res, out, outlen);
 }
 
