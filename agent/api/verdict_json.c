@@ -112,7 +112,7 @@ static json_t *guard_json(const struct judge_guard_ev *ge)
 	put(o, API_K_INTERNAL, json_boolean(ge->internal));
 	put(o, API_K_OUTWEIGHED, json_boolean(ge->outweighed));
 	/* Only where the clients' time ledger weighed a latency (judge.c). */
-	if (ge->latency && ge->outweighed && isfinite(ge->saved_ms) && isfinite(ge->cost_ms)) {
+	if (ge->latency && isfinite(ge->saved_ms) && isfinite(ge->cost_ms)) {
 		put(o, API_K_SAVED_MS, num(ge->saved_ms));
 		put(o, API_K_COST_MS, num(ge->cost_ms));
 	}

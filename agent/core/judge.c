@@ -566,7 +566,7 @@ static double pair_saved_ms(const struct judge *j, const struct judge_pair_ev *p
 
 /* Whether latency guardrail G's rise cost clients less time than fewer drops and failures saved them, summed over the
  * valid pairs (two or more, each with both weighed: an overflow burst comes and goes, so one pair's saving may be
- * small while the next is large); the means per pair into SAVED_MS and COST_MS. */
+ * small while the next is large); the means per pair into SAVED_MS and COST_MS (NAN: nothing weighed). */
 static bool latency_paid(const struct judge *j, size_t g, double *saved_ms, double *cost_ms)
 {
 	const struct judge_guard_ev *ge = &j->ev.guard[g];
@@ -588,25 +588,22 @@ static bool latency_paid(const struct judge *j, size_t g, double *saved_ms, doub
 			return false;
 		saved += s, cost += c, n++;
 	}
-	if (n < 2 || !(saved > 0.0) || !(saved > cost))
+	if (n < 2)
 		return false;
 	*saved_ms = saved / n;
 	*cost_ms = cost / n;
-	return true;
+	return saved > 0.0 && saved > cost;
 }
 
-/* latency_paid, recorded in G (outweighed, the ledger's means) when it holds. */
+/* latency_paid, recorded in G: the ledger's means whenever it weighed, outweighed when it holds. */
 static bool latency_outweighed(struct judge *j, size_t g)
 {
 	struct judge_guard_ev *ge = &j->ev.guard[g];
-	double saved, cost;
+	bool paid = latency_paid(j, g, &ge->saved_ms, &ge->cost_ms);
 
-	if (!latency_paid(j, g, &saved, &cost))
-		return false;
-	ge->outweighed = true;
-	ge->saved_ms = saved;
-	ge->cost_ms = cost;
-	return true;
+	if (paid)
+		ge->outweighed = true;
+	return paid;
 }
 
 /* The first outcome metric compared by its log ratio (latency among them; good responses too unless NOT_GOOD) shown
@@ -774,7 +771,11 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 		}
 		ge->failed = true;
 		ge->failed_pair = ev->npairs;
-		finish(j, VERDICT_ABORTED, "%s", why);
+		if (isfinite(ge->saved_ms) && isfinite(ge->cost_ms))
+			finish(j, VERDICT_ABORTED, "%s; the ledger: %.0f ms per 1000 requests saved by fewer drops, "
+			       "failures and waits, against %.0f its rise cost", why, ge->saved_ms, ge->cost_ms);
+		else
+			finish(j, VERDICT_ABORTED, "%s", why);
 		return true;
 	}
 	return false;

@@ -1341,8 +1341,9 @@ static void test_time_ledger(void **state)
 			assert_true(ev->guard[1].saved_ms > ev->guard[1].cost_ms);
 			assert_true(ev->guard[1].cost_ms > 0);
 		} else {
+			/* Not paid: the ledger's figures stay where it weighed, and say so. */
 			assert_true(ev->guard[c == 3 ? 0 : 1].failed);
-			assert_true(isnan(ev->guard[1].saved_ms));
+			assert_false(ev->guard[1].saved_ms > ev->guard[1].cost_ms);
 		}
 	}
 }
@@ -1409,7 +1410,11 @@ static void test_ledger_unanswered(void **state)
 			assert_true(ev->guard[n - 1].ledger);
 			assert_false(ev->guard[n - 1].failed);
 		} else {
+			/* The abort says what the ledger weighed, and the evidence keeps it. */
 			assert_true(ev->guard[2].failed);
+			assert_false(ev->guard[2].outweighed);
+			assert_true(ev->guard[2].saved_ms < ev->guard[2].cost_ms);
+			assert_non_null(strstr(ev->reason, "; the ledger: "));
 		}
 	}
 
