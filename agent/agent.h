@@ -36,6 +36,9 @@ struct agent {
 
 	uv_loop_t *loop;
 	uv_timer_t timer;
+	uv_timer_t between;       /* the samples between ticks (loop.c: listen.wait_ms) */
+	uint64_t between_start;   /* the loop's time of the tick they follow */
+	unsigned between_i;       /* the next one's slot */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_work_t stub_work;
 	uv_work_t client_work;

@@ -81,6 +81,17 @@ int64_t client_request_timeout_ms(int64_t timeout_ms, int64_t budget_ms, uint64_
 	return t < left ? t : left;
 }
 
+int64_t client_start_delay_ms(int64_t timeout_ms, int64_t budget_ms, double u)
+{
+	int64_t slack = budget_ms - client_timeout_ms(timeout_ms, budget_ms);
+
+	if (slack <= 0 || !(u > 0))
+		return 0;
+	if (u >= 1)
+		return slack;
+	return (int64_t)(u * (double)slack);
+}
+
 bool client_cut_short(int err, int64_t given_ms, int64_t timeout_ms, int64_t budget_ms)
 {
 	return err == -ETIMEDOUT && given_ms < client_timeout_ms(timeout_ms, budget_ms);

@@ -57,6 +57,11 @@ int64_t client_timeout_ms(int64_t timeout_ms, int64_t budget_ms);
  * the budget when that is less; 0 when under 1 ms is left (no more requests this tick). The first request of a
  * tick always gets the whole client_timeout_ms. */
 int64_t client_request_timeout_ms(int64_t timeout_ms, int64_t budget_ms, uint64_t spent_us);
+/* How long after the tick a run of the tick's requests starts: U (a uniform fraction in [0, 1)) of the slack the
+ * budget leaves beside one whole timeout (client_timeout_ms), so that the first request still gets all of it; 0 when
+ * there is none. The run's budget is BUDGET_MS less that. A run at the tick's own moment sees whatever recurs in
+ * phase with the tick every time, or never. */
+int64_t client_start_delay_ms(int64_t timeout_ms, int64_t budget_ms, double u);
 /*
  * Whether a request given GIVEN_MS that ended in ERR is left out of the tick: one the budget cut short (given less
  * than client_timeout_ms of TIMEOUT_MS and BUDGET_MS) that timed out says nothing about the timeout. Every request

@@ -49,6 +49,28 @@ static void put_link(struct sampler *s, struct frame *fr, struct link_ids *c,
 		sampler_put_counter_id(s, fr, c->id[f], v[f]);
 }
 
+/* Connections waiting in the accept queues of the namespace's listening sockets. */
+static double queued_of(const struct probe_netlink_listen_queue *lq, size_t n)
+{
+	double waiting = 0;
+
+	for (size_t i = 0; i < n; i++)
+		waiting += lq[i].queued;
+	return waiting;
+}
+
+void probe_sockets_between(struct sampler *s)
+{
+	struct probe_netlink_listen_queue lq[MAX_LISTEN];
+	size_t n = 0;
+
+	/* The tick opens the client and follows nginx; an error here is the tick's to see. */
+	if (!s->nl || probe_netlink_tcp(s->nl, lq, MAX_LISTEN, &n, NULL) < 0)
+		return;
+	s->queued_sum += queued_of(lq, n);
+	s->queued_n++;
+}
+
 void probe_sockets_sample(struct sampler *s, struct frame *fr)
 {
 	struct probe_netlink_listen_queue lq[MAX_LISTEN];
@@ -64,6 +86,7 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 	if (s->nl && s->nl_pid != want) {
 		probe_netlink_close(s->nl);
 		s->nl = NULL;
+		s->queued_sum = 0, s->queued_n = 0;
 	}
 	if (!s->nl) {
 		r = probe_netlink_open(want, &s->nl, err, sizeof(err));
@@ -86,6 +109,7 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		/* A socket error may mean the namespace is gone: reopen next tick. */
 		probe_netlink_close(s->nl);
 		s->nl = NULL;
+		s->queued_sum = 0, s->queued_n = 0;
 		sampler_probe_fail(s, fr, PROBE_NETLINK, r, "netlink dump: %s", strerror(-r));
 		return;
 	}
@@ -103,13 +127,14 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		sampler_put_gauge(s, fr, "tcp.served.silent", st.served_silent);
 		sampler_put_gauge(s, fr, "tcp.outgoing.time_wait", st.outgoing_time_wait);
 	}
-	/* Connections waiting to be accepted, as time: each one's client waits the tick out (an instant's count
-	 * standing for the tick), summed in blocks per 1000 requests (tcp.accept_wait, the clients' time ledger). */
+	/* Connections waiting to be accepted, as time: the mean of the samples taken between ticks at random moments
+	 * (the loop's), else this instant's count, stands for the tick; each one's client waits the tick out. Summed
+	 * in blocks per 1000 requests: tcp.accept_wait, the clients' time ledger. An instant in phase with the tick
+	 * saw a full queue in every tick, or none, while workers stalled 300 ms of each second. */
 	{
-		double waiting = 0;
+		double waiting = s->queued_n ? s->queued_sum / s->queued_n : queued_of(lq, nlq);
 
-		for (size_t i = 0; i < nlq; i++)
-			waiting += lq[i].queued;
+		s->queued_sum = 0, s->queued_n = 0;
 		sampler_put_gauge(s, fr, "listen.wait_ms", waiting * (double)s->cfg.tick_ms);
 	}
 	/* Per port, summed over addresses and reuseport sockets; fill is the fullest socket's share. */

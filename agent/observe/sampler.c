@@ -246,6 +246,11 @@ void *sampler_client_prepare(struct sampler *s)
 	return probe_client_prepare(s);
 }
 
+void sampler_client_delay(void *handle, double u)
+{
+	probe_client_delay(handle, u);
+}
+
 void sampler_client_run(void *handle, struct client_result *res)
 {
 	probe_client_run(handle, res);
@@ -273,6 +278,12 @@ static void run_stage(struct sampler *s, struct frame *fr, enum probe_stage stag
 	for (size_t i = 0; i < NPROBES; i++)
 		if (probes[i].stage == stage && s->health[probes[i].id].enabled)
 			probes[i].sample(s, fr);
+}
+
+void sampler_listen_sample(struct sampler *s)
+{
+	if (s && netlink_on(&s->cfg))
+		probe_sockets_between(s);
 }
 
 void sampler_begin(struct sampler *s, struct frame *fr)

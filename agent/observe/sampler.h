@@ -42,6 +42,10 @@ size_t sampler_worker_pids(const struct sampler *s, pid_t *out, size_t max);
 void sampler_begin(struct sampler *s, struct frame *fr);
 /* Run every other probe except stub_status into FR (ts_ms and dt_s already set by the caller). */
 void sampler_collect(struct sampler *s, struct frame *fr);
+/* Between ticks (on the loop thread): one more sample of the connections waiting to be accepted, for listen.wait_ms
+ * (a tick's instant alone is in phase with whatever recurs at the tick's period: workers stalled each second). A
+ * listen-only dump on the netlink client the ticks opened, nothing when it is not open; no frame. */
+void sampler_listen_sample(struct sampler *s);
 /* Whether stub_status is configured. */
 bool sampler_stub_enabled(const struct sampler *s);
 /* Prepare a fetch handle for the thread pool (allocates on first use). Returns an opaque pointer or NULL. */
@@ -56,6 +60,9 @@ void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why);
 bool sampler_client_enabled(const struct sampler *s);
 /* Prepare a run of the client's requests for the thread pool. Returns an opaque pointer or NULL (no memory). */
 void *sampler_client_prepare(struct sampler *s);
+/* A run on the pool starts U (uniform in [0, 1)) into the slack its budget leaves beside one timeout, not in phase
+ * with the tick. */
+void sampler_client_delay(void *handle, double u);
 /* The blocking run, bounded by 80% of a tick; on a pool thread, it touches nothing but HANDLE and RES. */
 void sampler_client_run(void *handle, struct client_result *res);
 /* Put RES into FR and account the client's health (on the loop thread). */

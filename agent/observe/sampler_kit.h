@@ -124,6 +124,8 @@ struct sampler {
 	uint64_t states_tick;   /* tick of the last TCP state count */
 	uint64_t link_names_tick; /* tick links were last dumped whole */
 	struct link_ids link_ids[MAX_LINKS];
+	double queued_sum;      /* connections waiting to be accepted, summed over the samples since the last tick */
+	unsigned queued_n;      /* those samples (sampler_listen_sample) */
 
 	/* probe_stub.c */
 	struct stub_handle *stub; /* made by the first sampler_stub_prepare */
@@ -215,6 +217,7 @@ void probe_logs_access(struct sampler *s, struct frame *fr);
 void probe_logs_error(struct sampler *s, struct frame *fr);
 /* probe_sockets.c: listen queues, TCP states and link counters over netlink, in nginx's namespace. */
 void probe_sockets_sample(struct sampler *s, struct frame *fr);
+void probe_sockets_between(struct sampler *s);
 /* probe_stub.c: prepare a fetch (the handle is made on first use); the handle or NULL. See sampler_stub_prepare. */
 void *probe_stub_prepare(struct sampler *s);
 /* probe_stub.c: the blocking fetch, on a pool thread: touches nothing but HANDLE and RES. */
@@ -227,6 +230,8 @@ void probe_stub_skip(struct sampler *s, struct frame *fr, const char *why);
 void probe_stub_free(struct stub_handle *h);
 /* probe_client.c: prepare a run of the synthetic client (the handle is made on first use); the handle or NULL. */
 void *probe_client_prepare(struct sampler *s);
+/* probe_client.c: start the run U (uniform in [0, 1)) into the slack of its budget (client_start_delay_ms). */
+void probe_client_delay(void *handle, double u);
 /* probe_client.c: the blocking run, on a pool thread: touches nothing but HANDLE and RES. */
 void probe_client_run(void *handle, struct client_result *res);
 /* probe_client.c: put RES into FR and account the client's health (on the loop thread). */

@@ -121,6 +121,23 @@ static void test_budget(void **state)
 	assert_false(client_cut_short(-ECONNREFUSED, 300, 500, 800));
 	assert_false(client_cut_short(-ETIMEDOUT, client_request_timeout_ms(500, 400, 0), 500, 400));
 	assert_true(client_cut_short(-ETIMEDOUT, client_request_timeout_ms(500, 400, 1000), 500, 400));
+	/* A run starts into the slack beside one whole timeout, so that its first request keeps all of it: at 1 Hz and
+	 * a 500 ms timeout, anywhere in the first 300 ms of the tick; none where the timeout takes the budget. */
+	assert_int_equal(client_start_delay_ms(500, 800, 0.0), 0);
+	assert_int_equal(client_start_delay_ms(500, 800, 0.5), 150);
+	assert_int_equal(client_start_delay_ms(500, 800, 0.999999), 299);
+	assert_int_equal(client_start_delay_ms(500, 800, 1.0), 300);
+	assert_int_equal(client_start_delay_ms(500, 800, -1.0), 0);
+	assert_int_equal(client_start_delay_ms(500, 800, NAN), 0);
+	assert_int_equal(client_start_delay_ms(500, 400, 0.9), 0);
+	assert_int_equal(client_start_delay_ms(4000, 800, 0.9), 0);
+	assert_int_equal(client_start_delay_ms(500, 0, 0.9), 0);
+	for (double u = 0; u < 1; u += 0.01) {
+		int64_t d = client_start_delay_ms(500, 800, u), left = 800 - d;
+
+		assert_int_equal(client_request_timeout_ms(500, left, 0), 500);
+		assert_false(client_cut_short(-ETIMEDOUT, client_request_timeout_ms(500, left, 0), 500, left));
+	}
 }
 
 int main(void)
