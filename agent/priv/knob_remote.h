@@ -6,7 +6,8 @@
 
 #include "act/knob.h"
 
-/* Wrap K (its real driver) so that its writes go to the writer on FD (a SOCK_SEQPACKET socket): 0 or -errno. */
-int knob_remote_wrap(struct knob *k, int fd);
+/* Wrap K (its real driver) so that its writes go to the writer on FD (a SOCK_SEQPACKET socket), each answered
+ * within TIMEOUT_MS (more than 0) or -ETIMEDOUT (a late answer is dropped when it comes): 0 or -errno. */
+int knob_remote_wrap(struct knob *k, int fd, int timeout_ms);
 
 #endif

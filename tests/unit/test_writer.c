@@ -103,7 +103,7 @@ static void test_set_through_the_writer(void **state)
 	}
 	close(sv[1]);
 	assert_int_equal(knob_instantiate(&set->knobs[0], &env, &ek, 1, &n), 0);
-	assert_int_equal(knob_remote_wrap(&ek, sv[0]), 0);
+	assert_int_equal(knob_remote_wrap(&ek, sv[0], 5000), 0);
 
 	/* Within the policy: written by the writer, read back by the engine. */
 	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), 0);
@@ -160,10 +160,52 @@ static void test_set_through_the_writer(void **state)
 	free(set);
 }
 
+/* A writer that does not answer: the write ends after the wrap's timeout, and that request's late answer is dropped
+ * when the next one's comes. */
+static void test_writer_silent(void **state)
+{
+	struct knob_policy pol = {0};
+	struct knob_env env = {.root = "/nonexistent"};
+	struct knob ek = {.pol = &pol, .ops = &knob_sysctl_ops, .env = &env};
+	struct wmsg m, res = {.type = WMSG_RESULT};
+	uint8_t buf[WMSG_MAX];
+	char why[256], err[64];
+	ssize_t len;
+	int sv[2];
+
+	(void)state;
+	strcpy(ek.name, "net.core.somaxconn");
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(knob_remote_wrap(&ek, sv[0], 0), -EINVAL);
+	assert_int_equal(knob_remote_wrap(&ek, sv[0], 50), 0);
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), -ETIMEDOUT);
+	assert_string_equal(why, "the writer did not answer within 50 ms");
+	/* The writer's side got request 1; it answers it late, then answers request 2 as asked. */
+	len = recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT);
+	assert_int_equal(wmsg_decode(buf, (size_t)len, &m, err, sizeof(err)), 0);
+	assert_int_equal(m.id, 1);
+	res.id = 1, res.result = -EIO;
+	len = wmsg_encode(&res, buf, sizeof(buf));
+	assert_int_equal(send(sv[1], buf, (size_t)len, 0), len);
+	res.id = 2, res.result = 0;
+	strcpy(res.text, "written");
+	len = wmsg_encode(&res, buf, sizeof(buf));
+	assert_int_equal(send(sv[1], buf, (size_t)len, 0), len);
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), 0);
+	assert_string_equal(why, "written");
+	/* The writer gone: said so. */
+	close(sv[1]);
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), -EPIPE);
+	assert_string_equal(why, "the writer is gone");
+	ek.ops->release(&ek);
+	close(sv[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_through_the_writer),
+		cmocka_unit_test(test_writer_silent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
