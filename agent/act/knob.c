@@ -125,7 +125,7 @@ static int decor_probe(struct knob *k, char *why, size_t whylen)
 	return real->ops->probe ? real->ops->probe(real, why, whylen) : 0;
 }
 
-static void decor_release(struct knob *k)
+void knob_decor_release(struct knob *k)
 {
 	struct knob_decor *d = knob_decor_of(k);
 
@@ -148,7 +148,7 @@ int knob_decorate(struct knob *k, struct knob_decor *d, int (*read)(struct knob 
 	d->ops.probe = decor_probe;
 	d->ops.read = read;
 	d->ops.write = write;
-	d->ops.release = decor_release;
+	d->ops.release = knob_decor_release;
 	k->ops = &d->ops;
 	k->priv = d;
 	return 0;

@@ -108,6 +108,8 @@ struct knob_decor {
 int knob_decorate(struct knob *k, struct knob_decor *d, int (*read)(struct knob *, char *, size_t),
 		  int (*write)(struct knob *, const char *, char *, size_t, knob_done_fn, void *));
 struct knob_decor *knob_decor_of(struct knob *k);
+/* The decorator's release (its ops.release unless the decorator sets its own, which ends with this one). */
+void knob_decor_release(struct knob *k);
 
 /*
  * Put K (name, pol, ops, env set; priv NULL) behind the dry-run backend: probes, and reads until the first write,

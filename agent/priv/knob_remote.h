@@ -6,8 +6,11 @@
 
 #include "act/knob.h"
 
-/* Wrap K (its real driver) so that its writes go to the writer on FD (a SOCK_SEQPACKET socket), each answered
- * within TIMEOUT_MS (more than 0) or -ETIMEDOUT (a late answer is dropped when it comes): 0 or -errno. */
-int knob_remote_wrap(struct knob *k, int fd, int timeout_ms);
+struct wclient;
+
+/* Wrap K (its real driver) so that its writes go to the writer through C (which outlives K): each write answers
+ * -EINPROGRESS and calls DONE from C's loop with the writer's verdict, -ETIMEDOUT or -EPIPE; a write without DONE
+ * is -EINVAL. 0 or -errno. */
+int knob_remote_wrap(struct knob *k, struct wclient *c);
 
 #endif

@@ -32,7 +32,7 @@ static int value_of(const char *name, char *out, size_t outlen, void *ctx)
 	return k ? k->ops->read(k, out, outlen) : -ENOENT;
 }
 
-static int set(struct writer *w, const struct wmsg *m, char *why, size_t whylen)
+static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
 {
 	struct knob *k = find(w, m->name);
 	char live[KNOB_VALUE_MAX];
@@ -51,62 +51,145 @@ static int set(struct writer *w, const struct wmsg *m, char *why, size_t whylen)
 	if (r < 0)
 		return r;
 	why[0] = '\0';
-	r = k->ops->write(k, m->value, why, whylen, NULL, NULL);
-	if (r == -EINPROGRESS) {
-		/* Cannot happen with DONE NULL for a synchronous driver; an asynchronous one must not run here yet. */
+	r = k->ops->write(k, m->value, why, whylen, done, w);
+	if (r == -EINPROGRESS && !done) {
+		/* An asynchronous driver (nginx's) answers from the writer's loop (writer_serve). */
 		snprintf(why, whylen, "%s: an asynchronous driver needs the writer's loop", m->name);
 		return -EOPNOTSUPP;
 	}
 	return r;
 }
 
-int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen)
+/* Datagram BUF (LEN bytes): its id into *ID, the result (-EINPROGRESS: DONE answers it) with WHY. */
+static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_fn done, uint32_t *id, char *why,
+		   size_t whylen)
 {
-	struct wmsg m, res = {.type = WMSG_RESULT};
-	char why[WMSG_TEXT_MAX] = "";
+	struct wmsg m;
 
-	if (wmsg_decode(buf, len, &m, why, sizeof(why)) < 0) {
-		res.result = -EBADMSG;
-	} else {
-		res.id = m.id;
-		switch (m.type) {
-		case WMSG_SET:
-			res.result = set(w, &m, why, sizeof(why));
-			break;
-		case WMSG_RESULT:
-			res.result = -EPROTO;
-			snprintf(why, sizeof(why), "the engine sent an answer");
-			break;
-		default:
-			res.result = -EOPNOTSUPP;
-			snprintf(why, sizeof(why), "%s: not served by this writer yet", wmsg_type_name(m.type));
-			break;
-		}
+	*id = 0;
+	if (wmsg_decode(buf, len, &m, why, whylen) < 0)
+		return -EBADMSG;
+	*id = m.id;
+	switch (m.type) {
+	case WMSG_SET:
+		return set(w, &m, done, why, whylen);
+	case WMSG_RESULT:
+		snprintf(why, whylen, "the engine sent an answer");
+		return -EPROTO;
+	default:
+		snprintf(why, whylen, "%s: not served by this writer yet", wmsg_type_name(m.type));
+		return -EOPNOTSUPP;
 	}
-	/* A driver's WHY may quote what it read: escaped, cut to fit. */
-	termsafe_escape(why, strlen(why), res.text, sizeof(res.text));
+}
+
+/* The RESULT of request ID into OUT: its length, or -ENOSPC. A driver's WHY may quote what it read: escaped, cut
+ * to fit. */
+static int result(uint32_t id, int r, const char *why, uint8_t *out, size_t outlen)
+{
+	struct wmsg res = {.type = WMSG_RESULT, .id = id, .result = r};
+
+	termsafe_escape(why ? why : "", why ? strlen(why) : 0, res.text, sizeof(res.text));
 	return wmsg_encode(&res, out, outlen);
 }
 
-int writer_serve(struct writer *w, int fd)
+int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen)
 {
-	uint8_t in[WMSG_MAX + 1], out[WMSG_MAX];
+	char why[WMSG_TEXT_MAX] = "";
+	uint32_t id;
+	int r = request(w, buf, len, NULL, &id, why, sizeof(why));
 
-	for (;;) {
-		ssize_t n = recv(fd, in, sizeof(in), 0);
-		int len;
+	return result(id, r, why, out, outlen);
+}
 
-		if (n == 0)
-			return 0;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		len = writer_handle(w, in, (size_t)n, out, sizeof(out));
-		if (len < 0)
-			return len;
-		if (send(fd, out, (size_t)len, MSG_NOSIGNAL) < 0)
-			return -errno;
+/* ---- the writer's loop ------------------------------------------------------------------------------------- */
+
+static void on_readable(uv_poll_t *p, int status, int events);
+
+/* Answer the request in hand; 0, or -errno when the engine cannot be answered (the writer ends). */
+static int send_result(struct writer *w, int r, const char *why)
+{
+	uint8_t out[WMSG_MAX];
+	int len = result(w->id, r, why, out, sizeof(out));
+
+	if (len < 0)
+		return len;
+	if (send(w->fd, out, (size_t)len, MSG_NOSIGNAL) < 0)
+		return -errno;
+	return 0;
+}
+
+static void end(struct writer *w, int err)
+{
+	if (!w->err)
+		w->err = err;
+	if (!uv_is_closing((uv_handle_t *)&w->poll))
+		uv_close((uv_handle_t *)&w->poll, NULL);
+}
+
+/* An asynchronous write ended: answered, and the next request read. */
+static void on_written(struct knob *k, int r, const char *msg, void *ctx)
+{
+	struct writer *w = ctx;
+	int e;
+
+	(void)k;
+	w->busy = false;
+	e = send_result(w, r, msg);
+	if (e < 0)
+		end(w, e);
+	else if (!w->err)
+		uv_poll_start(&w->poll, UV_READABLE, on_readable);
+}
+
+/* One request at a time: while a write is in flight the socket holds the next ones. */
+static void on_readable(uv_poll_t *p, int status, int events)
+{
+	struct writer *w = p->data;
+	uint8_t in[WMSG_MAX + 1];
+	char why[WMSG_TEXT_MAX] = "";
+	ssize_t n;
+	int r;
+
+	(void)events;
+	if (status < 0) {
+		end(w, status);
+		return;
 	}
+	n = recv(w->fd, in, sizeof(in), MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n <= 0) {
+		end(w, n < 0 ? -errno : 0);
+		return;
+	}
+	r = request(w, in, (size_t)n, on_written, &w->id, why, sizeof(why));
+	if (r == -EINPROGRESS) {
+		w->busy = true;
+		uv_poll_stop(&w->poll);
+		return;
+	}
+	r = send_result(w, r, why);
+	if (r < 0)
+		end(w, r);
+}
+
+int writer_serve(struct writer *w, uv_loop_t *loop, int fd)
+{
+	int r;
+
+	w->fd = fd;
+	w->err = 0;
+	w->busy = false;
+	r = uv_poll_init(loop, &w->poll, fd);
+	if (r < 0)
+		return r;
+	w->poll.data = w;
+	r = uv_poll_start(&w->poll, UV_READABLE, on_readable);
+	if (r < 0) {
+		uv_close((uv_handle_t *)&w->poll, NULL);
+		uv_run(loop, UV_RUN_DEFAULT);
+		return r;
+	}
+	uv_run(loop, UV_RUN_DEFAULT);
+	return w->err;
 }

@@ -1,8 +1,11 @@
-/* Unit tests for agent/priv/writer.c and knob_remote.c: the engine's knob writes through the writer over a real
- * SOCK_SEQPACKET socketpair, the writer a forked child with its own policy and a fake root: a value the policy
- * allows is written, one past its bounds or its step is refused by the writer whatever the engine says, an unknown
- * knob and bytes that are not a message are refused with why. */
+/* Unit tests for agent/priv/writer.c, wclient.c and knob_remote.c: the engine's knob writes through the writer over
+ * a real SOCK_SEQPACKET socketpair, the writer a forked child on its own loop with its own policy and a fake root: a
+ * value the policy allows is written (by a synchronous driver, and by an asynchronous one answered from the writer's
+ * loop), one past its bounds or its step is refused by the writer whatever the engine says, an unknown knob and
+ * bytes that are not a message are refused with why; a writer that does not answer times out, its late answer is
+ * dropped, and a writer gone is said so, also to a request in flight. */
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +23,7 @@
 #include "act/knob.h"
 #include "core/policy.h"
 #include "priv/knob_remote.h"
+#include "priv/wclient.h"
 #include "priv/wmsg.h"
 #include "priv/writer.h"
 
@@ -64,20 +68,118 @@ static void policies(struct policy_set *set)
 		fail_msg("%s", err);
 }
 
-static void test_set_through_the_writer(void **state)
+/* The writer's asynchronous driver: the sysctl driver's write, answered 20 ms later from the loop (as nginx's
+ * reload is). */
+static struct {
+	uv_timer_t t;
+	struct knob *k;
+	int r;
+	char why[256];
+	knob_done_fn done;
+	void *ctx;
+} later;
+
+static void later_fire(uv_timer_t *t)
+{
+	(void)t;
+	later.done(later.k, later.r, later.why, later.ctx);
+}
+
+static int later_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx)
+{
+	(void)why;
+	(void)whylen;
+	later.k = k;
+	later.r = knob_sysctl_ops.write(k, value, later.why, sizeof(later.why), NULL, NULL);
+	if (!later.r)
+		snprintf(later.why, sizeof(later.why), "written later");
+	later.done = done;
+	later.ctx = ctx;
+	uv_timer_start(&later.t, later_fire, 20, 0);
+	return -EINPROGRESS;
+}
+
+static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bool async)
+{
+	static struct knob_ops ops;
+	struct writer w = {0};
+	struct knob wk = {0};
+	uv_loop_t loop;
+	size_t n;
+
+	uv_loop_init(&loop);
+	env->loop = &loop;
+	if (knob_instantiate(&set->knobs[0], env, &wk, 1, &n) < 0 || n != 1)
+		return 2;
+	if (async) {
+		ops = *wk.ops;
+		ops.write = later_write;
+		wk.ops = &ops;
+		uv_timer_init(&loop, &later.t);
+	}
+	w.set = set, w.knobs = &wk, w.n = 1;
+	if (writer_serve(&w, &loop, fd) != 0)
+		return 3;
+	if (async)
+		uv_close((uv_handle_t *)&later.t, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	return uv_loop_close(&loop) == 0 ? 0 : 4;
+}
+
+/* A datagram from FD, which the client's poll made non-blocking. */
+static ssize_t recv_wait(int fd, uint8_t *buf, size_t len)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	return recv(fd, buf, len, 0);
+}
+
+struct answer {
+	bool done;
+	int r;
+	char why[WMSG_TEXT_MAX];
+};
+
+static void on_answer(struct knob *k, int r, const char *msg, void *ctx)
+{
+	struct answer *a = ctx;
+
+	(void)k;
+	a->done = true;
+	a->r = r;
+	snprintf(a->why, sizeof(a->why), "%s", msg ? msg : "");
+}
+
+/* K's write of VALUE, the loop run until it is answered. */
+static int write_wait(uv_loop_t *loop, struct knob *k, const char *value, char *why, size_t whylen)
+{
+	struct answer a = {0};
+	int r = k->ops->write(k, value, why, whylen, on_answer, &a);
+
+	if (r != -EINPROGRESS)
+		return r;
+	while (!a.done)
+		uv_run(loop, UV_RUN_ONCE);
+	snprintf(why, whylen, "%s", a.why);
+	return a.r;
+}
+
+static void through_the_writer(bool async)
 {
 	struct policy_set *set = calloc(1, sizeof(*set));
 	struct knob_env env = {0};
-	struct knob wk = {0}, ek = {0};
+	struct knob ek = {0};
+	struct wclient *c;
+	uv_loop_t loop;
 	size_t n;
 	int sv[2];
 	pid_t child;
-	char why[256], got[64];
+	char why[WMSG_TEXT_MAX], got[64];
 	uint8_t buf[WMSG_MAX];
 	ssize_t len;
 	struct wmsg res;
 
-	(void)state;
 	snprintf(root, sizeof(root), "/tmp/writer-XXXXXX");
 	assert_non_null(mkdtemp(root));
 	{
@@ -93,33 +195,54 @@ static void test_set_through_the_writer(void **state)
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
-		/* The writer: its own knobs from its own policies. */
-		struct writer w = {.set = set, .knobs = &wk, .n = 1};
-
 		close(sv[0]);
-		if (knob_instantiate(&set->knobs[0], &env, &wk, 1, &n) < 0 || n != 1)
-			_exit(2);
-		_exit(writer_serve(&w, sv[1]) == 0 ? 0 : 3);
+		_exit(child_writer(set, &env, sv[1], async));
 	}
 	close(sv[1]);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	env.loop = &loop;
+	assert_int_equal(wclient_new(&loop, sv[0], 5000, &c), 0);
 	assert_int_equal(knob_instantiate(&set->knobs[0], &env, &ek, 1, &n), 0);
-	assert_int_equal(knob_remote_wrap(&ek, sv[0], 5000), 0);
+	assert_int_equal(knob_remote_wrap(&ek, c), 0);
 
 	/* Within the policy: written by the writer, read back by the engine. */
-	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), 0);
+	assert_int_equal(write_wait(&loop, &ek, "8192", why, sizeof(why)), 0);
+	assert_string_equal(why, async ? "written later" : "");
 	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 	assert_string_equal(got, "8192\n");
 	assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
 	assert_string_equal(got, "8192");
+	/* A write without a DONE: refused, the engine's knobs are asynchronous. */
+	assert_int_equal(ek.ops->write(&ek, "16384", why, sizeof(why), NULL, NULL), -EINVAL);
 	/* Past the largest step (x4 from 8192) and past the bounds: refused by the writer, the file untouched. */
-	assert_int_equal(ek.ops->write(&ek, "65535", why, sizeof(why), NULL, NULL), -ERANGE);
+	assert_int_equal(write_wait(&loop, &ek, "65535", why, sizeof(why)), -ERANGE);
 	assert_true(strlen(why) > 0);
-	assert_int_equal(ek.ops->write(&ek, "1024", why, sizeof(why), NULL, NULL), -ERANGE);
-	assert_int_equal(ek.ops->write(&ek, "lots", why, sizeof(why), NULL, NULL), -EINVAL);
+	assert_int_equal(write_wait(&loop, &ek, "1024", why, sizeof(why)), -ERANGE);
+	assert_int_equal(write_wait(&loop, &ek, "lots", why, sizeof(why)), -EINVAL);
 	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 	assert_string_equal(got, "8192\n");
+	/* Two in flight from two knobs of the engine: each answered, in order. */
+	{
+		struct knob ek2 = {0};
+		struct answer a1 = {0}, a2 = {0};
 
-	/* A knob the writer has no policy for, and bytes that are not a message. */
+		assert_int_equal(knob_instantiate(&set->knobs[0], &env, &ek2, 1, &n), 0);
+		assert_int_equal(knob_remote_wrap(&ek2, c), 0);
+		assert_int_equal(ek.ops->write(&ek, "16384", why, sizeof(why), on_answer, &a1), -EINPROGRESS);
+		assert_int_equal(ek2.ops->write(&ek2, "32768", why, sizeof(why), on_answer, &a2), -EINPROGRESS);
+		/* One write in flight per knob. */
+		assert_int_equal(ek.ops->write(&ek, "16384", why, sizeof(why), on_answer, &a1), -EBUSY);
+		while (!a1.done || !a2.done)
+			uv_run(&loop, UV_RUN_ONCE);
+		assert_int_equal(a1.r, 0);
+		assert_int_equal(a2.r, 0);
+		get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+		assert_string_equal(got, "32768\n");
+		ek2.ops->release(&ek2);
+	}
+
+	/* A knob the writer has no policy for, and bytes that are not a message (nothing in flight: the socket is
+	 * the test's). */
 	{
 		struct wmsg m = {.type = WMSG_SET, .id = 9};
 
@@ -128,21 +251,23 @@ static void test_set_through_the_writer(void **state)
 		len = wmsg_encode(&m, buf, sizeof(buf));
 		assert_true(len > 0);
 		assert_int_equal(send(sv[0], buf, (size_t)len, 0), len);
-		len = recv(sv[0], buf, sizeof(buf), 0);
+		len = recv_wait(sv[0], buf, sizeof(buf));
 		assert_int_equal(wmsg_decode(buf, (size_t)len, &res, why, sizeof(why)), 0);
 		assert_int_equal(res.id, 9);
 		assert_int_equal(res.result, -ENOENT);
 		assert_non_null(strstr(res.text, "no knob kernel.core_pattern here"));
 	}
 	assert_int_equal(send(sv[0], "\x01\x02garbage", 9, 0), 9);
-	len = recv(sv[0], buf, sizeof(buf), 0);
+	len = recv_wait(sv[0], buf, sizeof(buf));
 	assert_int_equal(wmsg_decode(buf, (size_t)len, &res, why, sizeof(why)), 0);
 	assert_int_equal(res.result, -EBADMSG);
 	assert_non_null(strstr(res.text, "shorter than a message"));
 
 	/* The engine closes: the writer ends cleanly. */
 	ek.ops->release(&ek);
-	close(sv[0]);
+	wclient_free(c);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
 	{
 		int status;
 
@@ -160,51 +285,83 @@ static void test_set_through_the_writer(void **state)
 	free(set);
 }
 
-/* A writer that does not answer: the write ends after the wrap's timeout, and that request's late answer is dropped
- * when the next one's comes. */
+static void test_set_through_the_writer(void **state)
+{
+	(void)state;
+	through_the_writer(false);
+}
+
+static void test_set_async_driver(void **state)
+{
+	(void)state;
+	through_the_writer(true);
+}
+
+/* An answer from the writer's side of SV: request ID answered R with TEXT. */
+static void answer_as_writer(int fd, uint32_t id, int r, const char *text)
+{
+	struct wmsg res = {.type = WMSG_RESULT, .id = id, .result = r};
+	uint8_t buf[WMSG_MAX];
+	int len;
+
+	snprintf(res.text, sizeof(res.text), "%s", text);
+	len = wmsg_encode(&res, buf, sizeof(buf));
+	assert_true(len > 0);
+	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
+}
+
+/* A writer that does not answer: the write ends after the client's timeout, and that request's late answer is
+ * dropped when the next one's comes; a writer gone is said so, to a request in flight and to the next. */
 static void test_writer_silent(void **state)
 {
 	struct knob_policy pol = {0};
 	struct knob_env env = {.root = "/nonexistent"};
 	struct knob ek = {.pol = &pol, .ops = &knob_sysctl_ops, .env = &env};
-	struct wmsg m, res = {.type = WMSG_RESULT};
-	uint8_t buf[WMSG_MAX];
-	char why[256], err[64];
-	ssize_t len;
+	struct answer a = {0};
+	struct wclient *c;
+	uv_loop_t loop;
+	char why[WMSG_TEXT_MAX];
 	int sv[2];
 
 	(void)state;
 	strcpy(ek.name, "net.core.somaxconn");
+	assert_int_equal(uv_loop_init(&loop), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	assert_int_equal(knob_remote_wrap(&ek, sv[0], 0), -EINVAL);
-	assert_int_equal(knob_remote_wrap(&ek, sv[0], 50), 0);
-	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), -ETIMEDOUT);
+	assert_int_equal(wclient_new(&loop, sv[0], 0, &c), -EINVAL);
+	assert_int_equal(wclient_new(&loop, sv[0], 50, &c), 0);
+	assert_int_equal(knob_remote_wrap(&ek, NULL), -EINVAL);
+	assert_int_equal(knob_remote_wrap(&ek, c), 0);
+	assert_int_equal(write_wait(&loop, &ek, "8192", why, sizeof(why)), -ETIMEDOUT);
 	assert_string_equal(why, "the writer did not answer within 50 ms");
-	/* The writer's side got request 1; it answers it late, then answers request 2 as asked. */
-	len = recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT);
-	assert_int_equal(wmsg_decode(buf, (size_t)len, &m, err, sizeof(err)), 0);
-	assert_int_equal(m.id, 1);
-	res.id = 1, res.result = -EIO;
-	len = wmsg_encode(&res, buf, sizeof(buf));
-	assert_int_equal(send(sv[1], buf, (size_t)len, 0), len);
-	res.id = 2, res.result = 0;
-	strcpy(res.text, "written");
-	len = wmsg_encode(&res, buf, sizeof(buf));
-	assert_int_equal(send(sv[1], buf, (size_t)len, 0), len);
-	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), 0);
-	assert_string_equal(why, "written");
-	/* The writer gone: said so. */
+	/* Request 1 answered late, then request 2 as asked. */
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), on_answer, &a), -EINPROGRESS);
+	answer_as_writer(sv[1], 1, -EIO, "late");
+	answer_as_writer(sv[1], 2, 0, "written");
+	while (!a.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(a.r, 0);
+	assert_string_equal(a.why, "written");
+	/* The writer goes while a request is in flight, then the next finds it gone. */
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), on_answer, &a), -EINPROGRESS);
 	close(sv[1]);
-	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), NULL, NULL), -EPIPE);
+	while (!a.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(a.r, -EPIPE);
+	assert_non_null(strstr(a.why, "the writer is gone"));
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), on_answer, &a), -EPIPE);
 	assert_string_equal(why, "the writer is gone");
 	ek.ops->release(&ek);
-	close(sv[0]);
+	wclient_free(c);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_through_the_writer),
+		cmocka_unit_test(test_set_async_driver),
 		cmocka_unit_test(test_writer_silent),
 	};
 

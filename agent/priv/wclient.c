@@ -1,0 +1,239 @@
+/*
+ * wclient: see wclient.h.
+ */
+#include "build-config.h"
+
+#include "priv/wclient.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct wclient_req {
+	uint32_t id; /* 0: a free slot */
+	uint64_t deadline;
+	wclient_done_fn done;
+	void *ctx;
+};
+
+struct wclient {
+	uv_loop_t *loop;
+	int fd;
+	int timeout_ms;
+	uint32_t next_id;
+	bool gone;    /* the writer closed its end: every request since is -EPIPE */
+	bool polling; /* the poll handle is started */
+	int open;     /* handles not yet closed (wclient_free) */
+	uv_poll_t poll;
+	uv_timer_t timer;
+	struct wclient_req req[WCLIENT_PENDING_MAX];
+};
+
+/* The slot is free before DONE runs: DONE may ask again. */
+static void answer(struct wclient_req *r, int result, const char *text)
+{
+	wclient_done_fn done = r->done;
+	void *ctx = r->ctx;
+
+	memset(r, 0, sizeof(*r));
+	done(result, text, ctx);
+}
+
+static bool in_flight(const struct wclient *c)
+{
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		if (c->req[i].id)
+			return true;
+	return false;
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* The timer for the earliest deadline in flight, the poll while one is. */
+static void arm(struct wclient *c)
+{
+	uint64_t first = 0, now = uv_now(c->loop);
+
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		if (c->req[i].id && (!first || c->req[i].deadline < first))
+			first = c->req[i].deadline;
+	if (first)
+		uv_timer_start(&c->timer, on_timer, first > now ? first - now : 0, 0);
+	else
+		uv_timer_stop(&c->timer);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct wclient *c = t->data;
+	uint64_t now = uv_now(c->loop);
+	char text[96];
+
+	snprintf(text, sizeof(text), "the writer did not answer within %d ms", c->timeout_ms);
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		if (c->req[i].id && c->req[i].deadline <= now)
+			answer(&c->req[i], -ETIMEDOUT, text);
+	arm(c);
+}
+
+/* The writer is gone: every request in flight is answered so, and no more are read. */
+static void gone(struct wclient *c, int err)
+{
+	char text[96];
+
+	c->gone = true;
+	if (c->polling)
+		uv_poll_stop(&c->poll);
+	c->polling = false;
+	snprintf(text, sizeof(text), "the writer is gone%s%s", err ? ": " : "", err ? strerror(-err) : "");
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		if (c->req[i].id)
+			answer(&c->req[i], -EPIPE, text);
+	arm(c);
+}
+
+static void on_readable(uv_poll_t *p, int status, int events)
+{
+	struct wclient *c = p->data;
+	uint8_t buf[WMSG_MAX + 1];
+	char err[128];
+
+	(void)events;
+	if (status < 0) {
+		gone(c, status);
+		return;
+	}
+	for (;;) {
+		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		struct wmsg res;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			gone(c, n < 0 ? -errno : 0);
+			return;
+		}
+		/* Not an answer: the writer is not one to trust with the rest either. */
+		if (wmsg_decode(buf, (size_t)n, &res, err, sizeof(err)) < 0 || res.type != WMSG_RESULT || res.id == 0) {
+			gone(c, -EPROTO);
+			return;
+		}
+		for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+			if (c->req[i].id == res.id) {
+				answer(&c->req[i], res.result, res.text);
+				break;
+			}
+		/* No request of that id: the answer to one that timed out, dropped. */
+	}
+	arm(c);
+	if (!in_flight(c) && c->polling) {
+		uv_poll_stop(&c->poll);
+		c->polling = false;
+	}
+}
+
+int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
+{
+	struct wclient *c;
+
+	if (!loop || fd < 0 || timeout_ms <= 0 || !out)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->fd = fd;
+	c->timeout_ms = timeout_ms;
+	if (uv_poll_init(loop, &c->poll, fd) < 0) {
+		free(c);
+		return -EINVAL;
+	}
+	uv_timer_init(loop, &c->timer);
+	c->poll.data = c->timer.data = c;
+	*out = c;
+	return 0;
+}
+
+int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, void *ctx, char *why, size_t whylen)
+{
+	uint8_t buf[WMSG_MAX];
+	struct wclient_req *slot = NULL;
+	int len;
+
+	if (!c || !m || !done)
+		return -EINVAL;
+	if (c->gone) {
+		snprintf(why, whylen, "the writer is gone");
+		return -EPIPE;
+	}
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX && !slot; i++)
+		if (!c->req[i].id)
+			slot = &c->req[i];
+	if (!slot) {
+		snprintf(why, whylen, "%d requests to the writer in flight already", WCLIENT_PENDING_MAX);
+		return -EBUSY;
+	}
+	if (++c->next_id == 0)
+		c->next_id = 1;
+	m->id = c->next_id;
+	len = wmsg_encode(m, buf, sizeof(buf));
+	if (len < 0) {
+		snprintf(why, whylen, "the request does not encode: %s", strerror(-len));
+		return len;
+	}
+	if (send(c->fd, buf, (size_t)len, MSG_NOSIGNAL) < 0) {
+		int e = errno;
+
+		if (e == EPIPE || e == ECONNRESET || e == ENOTCONN) {
+			gone(c, 0);
+			snprintf(why, whylen, "the writer is gone");
+			return -EPIPE;
+		}
+		snprintf(why, whylen, "the writer cannot be asked: %s", strerror(e));
+		return -e;
+	}
+	slot->id = m->id;
+	slot->deadline = uv_now(c->loop) + (uint64_t)c->timeout_ms;
+	slot->done = done;
+	slot->ctx = ctx;
+	if (!c->polling && uv_poll_start(&c->poll, UV_READABLE, on_readable) == 0)
+		c->polling = true;
+	arm(c);
+	return 0;
+}
+
+void wclient_cancel(struct wclient *c, const void *ctx)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		if (c->req[i].id && c->req[i].ctx == ctx)
+			memset(&c->req[i], 0, sizeof(c->req[i]));
+	arm(c);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	struct wclient *c = h->data;
+
+	if (--c->open == 0)
+		free(c);
+}
+
+void wclient_free(struct wclient *c)
+{
+	if (!c)
+		return;
+	memset(c->req, 0, sizeof(c->req));
+	c->open = 2;
+	uv_close((uv_handle_t *)&c->poll, on_closed);
+	uv_close((uv_handle_t *)&c->timer, on_closed);
+	close(c->fd);
+	c->fd = -1;
+}

@@ -1,0 +1,35 @@
+/*
+ * wclient: the engine's end of the writer's socket (issue 22), on the engine's loop.
+ *
+ * Owns the requests in flight: each gets an id of its own, is sent as one datagram (wmsg.h), and is answered
+ * exactly once, from the loop: by the writer's RESULT of the same id, by -ETIMEDOUT when none came within the
+ * timeout (a late answer is dropped when it comes), or by -EPIPE when the writer is gone. The writer answers in
+ * its own time (an nginx reload takes seconds), so the engine never waits on it.
+ */
+#ifndef NGXAT_WCLIENT_H
+#define NGXAT_WCLIENT_H
+
+#include <uv.h>
+
+#include "priv/wmsg.h"
+
+#define WCLIENT_PENDING_MAX 16 /* requests in flight at once */
+
+struct wclient;
+
+/* RESULT (0 or -errno) and TEXT (the writer's why, or the client's) of one request. */
+typedef void (*wclient_done_fn)(int result, const char *text, void *ctx);
+
+/* A client of the writer on FD (a SOCK_SEQPACKET socket; the client owns and closes it) from LOOP, each request
+ * answered within TIMEOUT_MS (more than 0). 0, -EINVAL or -ENOMEM. */
+int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out);
+/* Send request M (its id is set here); DONE(CTX) is called once, later, from the loop (it may send another request,
+ * never free the client). 0, -EBUSY (as many in
+ * flight as there may be), -EPIPE (the writer is gone), or -errno (M does not encode, the send failed), with WHY. */
+int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, void *ctx, char *why, size_t whylen);
+/* Forget the requests of CTX in flight: their DONE is not called (the knob that asked is released). */
+void wclient_cancel(struct wclient *c, const void *ctx);
+/* Close the socket, forget every request in flight (no DONE), and free C once its handles are closed. */
+void wclient_free(struct wclient *c);
+
+#endif
