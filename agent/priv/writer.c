@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -14,6 +15,7 @@
 #include "core/knobval.h"
 #include "core/policy.h"
 #include "priv/wmsg.h"
+#include "store/originals.h"
 #include "termsafe.h"
 
 static struct knob *find(struct writer *w, const char *name)
@@ -24,12 +26,90 @@ static struct knob *find(struct writer *w, const char *name)
 	return NULL;
 }
 
+static struct writer_original *original_of(struct writer *w, const struct knob *k)
+{
+	return &w->orig[k - w->knobs];
+}
+
+/* A line of the journal: the last one of a knob of the writer's is its original; others' are kept, not used. */
+static int load_line(void *ctx, const char *knob, const char *original)
+{
+	struct writer *w = ctx;
+	struct knob *k = find(w, knob);
+
+	if (k && strlen(original) < sizeof(w->orig[0].value)) {
+		snprintf(original_of(w, k)->value, sizeof(w->orig[0].value), "%s", original);
+		original_of(w, k)->known = true;
+	}
+	return 0;
+}
+
+int writer_init(struct writer *w, char *err, size_t errlen)
+{
+	int r;
+
+	if (!w || !w->originals || !w->originals[0] || (w->n && !w->knobs)) {
+		snprintf(err, errlen, "the writer needs its knobs and a journal of originals");
+		return -EINVAL;
+	}
+	w->orig = calloc(w->n ? w->n : 1, sizeof(*w->orig));
+	if (!w->orig) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	err[0] = '\0';
+	r = originals_read(w->originals, load_line, w, err, errlen);
+	return r == -ENOENT ? 0 : r;
+}
+
+void writer_free(struct writer *w)
+{
+	if (!w)
+		return;
+	free(w->orig);
+	w->orig = NULL;
+}
+
+/* Before the writer's first write of K: its live value LIVE journaled (synced) as its original. */
+static int journal_original(struct writer *w, struct knob *k, const char *live, char *why, size_t whylen)
+{
+	struct writer_original *o = original_of(w, k);
+	int r;
+
+	if (o->known)
+		return 0;
+	r = originals_note(w->originals, k->name, live);
+	if (r < 0) {
+		snprintf(why, whylen, "%s: its original %.200s cannot be journaled in %.300s (%s): not written", k->name, live,
+			 w->originals, strerror(-r));
+		return r == -EINVAL ? -EINVAL : -EIO;
+	}
+	snprintf(o->value, sizeof(o->value), "%s", live);
+	o->known = true;
+	return 0;
+}
+
 /* Another knob's live value for policy_check's constraints: -ENOENT when the writer has no such knob. */
 static int value_of(const char *name, char *out, size_t outlen, void *ctx)
 {
 	struct knob *k = find(ctx, name);
 
 	return k ? k->ops->read(k, out, outlen) : -ENOENT;
+}
+
+/* K's driver writes VALUE: its result, or -EINPROGRESS (DONE answers: the writer's loop). */
+static int drive(struct knob *k, const char *value, knob_done_fn done, struct writer *w, char *why, size_t whylen)
+{
+	int r;
+
+	why[0] = '\0';
+	r = k->ops->write(k, value, why, whylen, done, w);
+	if (r == -EINPROGRESS && !done) {
+		/* An asynchronous driver (nginx's) answers from the writer's loop (writer_serve). */
+		snprintf(why, whylen, "%s: an asynchronous driver needs the writer's loop", k->name);
+		return -EOPNOTSUPP;
+	}
+	return r;
 }
 
 static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
@@ -50,14 +130,36 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
 	r = policy_check(w->set, k->pol, live, m->value, value_of, w, why, whylen);
 	if (r < 0)
 		return r;
-	why[0] = '\0';
-	r = k->ops->write(k, m->value, why, whylen, done, w);
-	if (r == -EINPROGRESS && !done) {
-		/* An asynchronous driver (nginx's) answers from the writer's loop (writer_serve). */
-		snprintf(why, whylen, "%s: an asynchronous driver needs the writer's loop", m->name);
-		return -EOPNOTSUPP;
+	r = journal_original(w, k, live, why, whylen);
+	if (r < 0)
+		return r;
+	return drive(k, m->value, done, w, why, whylen);
+}
+
+/* RESTORE: K back to the original the writer journaled before its first write of it; no policy holds it (it is
+ * what the host had). */
+static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
+{
+	struct knob *k = find(w, m->name);
+	const struct writer_original *o;
+	char live[KNOB_VALUE_MAX];
+	int r;
+
+	if (!k) {
+		snprintf(why, whylen, "no knob %s here: no policy of the writer's names it", m->name);
+		return -ENOENT;
 	}
-	return r;
+	o = original_of(w, k);
+	if (!o->known) {
+		snprintf(why, whylen, "%s: the writer journaled no original of it (it never wrote it)", m->name);
+		return -ENOENT;
+	}
+	r = k->ops->read(k, live, sizeof(live));
+	if (r == 0 && strcmp(live, o->value) == 0) {
+		snprintf(why, whylen, "%s is its original %.200s already", m->name, o->value);
+		return 0;
+	}
+	return drive(k, o->value, done, w, why, whylen);
 }
 
 /* Datagram BUF (LEN bytes): its id into *ID, the result (-EINPROGRESS: DONE answers it) with WHY. */
@@ -73,6 +175,8 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 	switch (m.type) {
 	case WMSG_SET:
 		return set(w, &m, done, why, whylen);
+	case WMSG_RESTORE:
+		return restore(w, &m, done, why, whylen);
 	case WMSG_RESULT:
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;

@@ -4,9 +4,10 @@
  * Owns the decision to write: every SET is decoded strictly, its knob looked up among the writer's own knobs (built
  * from the policies the writer loaded itself), its value held to that policy (policy_check: enabled, not
  * forbidden, type, bounds, the largest step from the live value, constraints), and only then written by the
- * knob's real driver, synchronous ones at once, asynchronous ones (nginx's) from the writer's loop. A compromised
- * engine can ask only for what a policy already allows. WIP: RESTORE, NGINX, SOCKET and OPEN_LOG answer
- * EOPNOTSUPP.
+ * knob's real driver, synchronous ones at once, asynchronous ones (nginx's) from the writer's loop. Before its first
+ * write of a knob the writer journals the live value as its original in a file of its own (synced), and RESTORE
+ * puts back only that: a compromised engine can ask only for what a policy already allows, or for what the host
+ * had. WIP: NGINX, SOCKET and OPEN_LOG answer EOPNOTSUPP.
  */
 #ifndef NGXAT_WRITER_H
 #define NGXAT_WRITER_H
@@ -16,13 +17,21 @@
 #include <stdint.h>
 #include <uv.h>
 
-struct knob;
+#include "act/knob.h"
+
 struct policy_set;
+
+struct writer_original {
+	char value[KNOB_VALUE_MAX];
+	bool known;
+};
 
 struct writer {
 	const struct policy_set *set; /* the writer's own policies */
 	struct knob *knobs;           /* its knobs (real drivers, their environment's loop the one served on) */
 	size_t n;
+	const char *originals;        /* its journal of originals (store/originals.h), the engine's no business */
+	struct writer_original *orig; /* per knob, from the journal (writer_init) */
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;
@@ -31,6 +40,10 @@ struct writer {
 	int err;     /* why serving ended */
 };
 
+/* Load W's journal of originals (set, knobs, n and originals given): 0 (no journal yet is none written), or -errno
+ * with ERR (-EBADMSG: damaged lines, the good ones loaded). writer_free releases what it holds. */
+int writer_init(struct writer *w, char *err, size_t errlen);
+void writer_free(struct writer *w);
 /* The answer (a WMSG_RESULT datagram) to datagram BUF of LEN bytes into OUT, synchronous drivers only (an
  * asynchronous one is answered EOPNOTSUPP): its length, or -ENOSPC. */
 int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen);

@@ -102,11 +102,13 @@ static int later_write(struct knob *k, const char *value, char *why, size_t whyl
 static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bool async)
 {
 	static struct knob_ops ops;
+	char journal[128], why[256];
 	struct writer w = {0};
 	struct knob wk = {0};
 	uv_loop_t loop;
 	size_t n;
 
+	snprintf(journal, sizeof(journal), "%s/originals", root);
 	uv_loop_init(&loop);
 	env->loop = &loop;
 	if (knob_instantiate(&set->knobs[0], env, &wk, 1, &n) < 0 || n != 1)
@@ -117,9 +119,12 @@ static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bo
 		wk.ops = &ops;
 		uv_timer_init(&loop, &later.t);
 	}
-	w.set = set, w.knobs = &wk, w.n = 1;
+	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal;
+	if (writer_init(&w, why, sizeof(why)) != 0)
+		return 5;
 	if (writer_serve(&w, &loop, fd) != 0)
 		return 3;
+	writer_free(&w);
 	if (async)
 		uv_close((uv_handle_t *)&later.t, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
@@ -241,6 +246,19 @@ static void through_the_writer(bool async)
 		ek2.ops->release(&ek2);
 	}
 
+	/* The writer journaled the original once, before its first write. */
+	get_file("/originals", got, sizeof(got));
+	assert_string_equal(got, "net.core.somaxconn 4096\n");
+	{
+		struct stat sb;
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/originals", root);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_size, (off_t)strlen("net.core.somaxconn 4096\n"));
+		assert_int_equal(sb.st_mode & 0777, 0600);
+	}
+
 	/* A knob the writer has no policy for, and bytes that are not a message (nothing in flight: the socket is
 	 * the test's). */
 	{
@@ -295,6 +313,119 @@ static void test_set_async_driver(void **state)
 {
 	(void)state;
 	through_the_writer(true);
+}
+
+/* Request M straight on FD (nothing in flight through a client), its answer's result with TEXT. */
+static int ask(int fd, struct wmsg *m, char *text, size_t textlen)
+{
+	uint8_t buf[WMSG_MAX];
+	struct wmsg res;
+	char err[128];
+	ssize_t len = wmsg_encode(m, buf, sizeof(buf));
+
+	assert_true(len > 0);
+	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
+	len = recv_wait(fd, buf, sizeof(buf));
+	assert_int_equal(wmsg_decode(buf, (size_t)len, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.id, m->id);
+	snprintf(text, textlen, "%s", res.text);
+	return res.result;
+}
+
+/* A writer of its own policy and journal in the test's root, forked: its pid, the engine's end in *FD. */
+static pid_t fork_writer(struct policy_set *set, int *fd)
+{
+	struct knob_env env = {.root = root};
+	int sv[2];
+	pid_t child;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(sv[0]);
+		_exit(child_writer(set, &env, sv[1], false));
+	}
+	close(sv[1]);
+	*fd = sv[0];
+	return child;
+}
+
+static void end_writer(pid_t child, int fd)
+{
+	int status;
+
+	close(fd);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* RESTORE puts back the original the writer journaled, also after the writer was restarted; nothing else: not a
+ * knob it never wrote, not a value the engine names. */
+static void test_restore(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	struct wmsg m = {.type = WMSG_SET, .id = 1};
+	char text[WMSG_TEXT_MAX], got[64];
+	pid_t child;
+	int fd;
+
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/writer-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	{
+		char d[128];
+
+		snprintf(d, sizeof(d), "mkdir -p %s/proc/sys/net/core", root);
+		assert_int_equal(system(d), 0);
+	}
+	put_file("/proc/sys/net/core/somaxconn", "4096\n");
+	policies(set);
+
+	/* Never written: nothing to restore. */
+	child = fork_writer(set, &fd);
+	m.type = WMSG_RESTORE;
+	strcpy(m.name, "net.core.somaxconn");
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), -ENOENT);
+	assert_non_null(strstr(text, "journaled no original"));
+	strcpy(m.name, "kernel.core_pattern");
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), -ENOENT);
+	/* Written twice: one original, 4096. */
+	m.type = WMSG_SET;
+	strcpy(m.name, "net.core.somaxconn");
+	strcpy(m.value, "8192");
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), 0);
+	strcpy(m.value, "16384");
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), 0);
+	end_writer(child, fd);
+	get_file("/originals", got, sizeof(got));
+	assert_string_equal(got, "net.core.somaxconn 4096\n");
+
+	/* A writer started again knows it from its journal. */
+	child = fork_writer(set, &fd);
+	memset(m.value, 0, sizeof(m.value));
+	m.type = WMSG_RESTORE;
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), 0);
+	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+	assert_string_equal(got, "4096\n");
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), 0);
+	assert_string_equal(text, "net.core.somaxconn is its original 4096 already");
+	/* The original stays the original: the next SET journals nothing. */
+	m.type = WMSG_SET;
+	strcpy(m.value, "8192");
+	assert_int_equal(ask(fd, &m, text, sizeof(text)), 0);
+	end_writer(child, fd);
+	get_file("/originals", got, sizeof(got));
+	assert_string_equal(got, "net.core.somaxconn 4096\n");
+	{
+		char d[128];
+
+		snprintf(d, sizeof(d), "rm -rf %s", root);
+		assert_int_equal(system(d), 0);
+	}
+	policy_set_free(set);
+	free(set);
 }
 
 /* An answer from the writer's side of SV: request ID answered R with TEXT. */
@@ -362,6 +493,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_through_the_writer),
 		cmocka_unit_test(test_set_async_driver),
+		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_writer_silent),
 	};
 
