@@ -39,6 +39,7 @@ struct agent {
 	uv_timer_t between;       /* the samples between ticks (loop.c: listen.wait_ms) */
 	uint64_t between_start;   /* the loop's time of the tick they follow */
 	unsigned between_i;       /* the next one's slot */
+	uv_timer_t client_timer;  /* starts the synthetic client's run at a random moment (loop.c) */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_work_t stub_work;
 	uv_work_t client_work;

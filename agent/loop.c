@@ -272,6 +272,15 @@ static void client_after(uv_work_t *w, int status)
 	a->client_done = status != UV_ECANCELED && !a->stopping;
 }
 
+static void on_client_start(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+
+	a->client_work.data = a;
+	if (a->stopping || uv_queue_work(a->loop, &a->client_work, client_work, client_after) < 0)
+		a->client_busy = false;
+}
+
 /* A uniform fraction in [0, 1): getrandom, else the clock's low bits. */
 static double uniform01(void)
 {
@@ -291,9 +300,17 @@ static int pool_start(void *ctx, enum agent_pool_job job, void *handle)
 	int r;
 
 	*(client ? &a->client_handle : &a->stub_handle) = handle;
-	if (client)
-		sampler_client_delay(handle, uniform01());
 	w->data = a;
+	/* The client's run starts at a random moment of its slack, from the loop (a sleep on the pool thread cost
+	 * 0.2 ms of CPU a run more, bench/tick-cost.sh). */
+	if (client) {
+		int64_t d = sampler_client_delay(handle, uniform01());
+
+		if (d > 0 && uv_timer_start(&a->client_timer, on_client_start, (uint64_t)d, 0) == 0) {
+			a->client_busy = true;
+			return 0;
+		}
+	}
 	r = uv_queue_work(a->loop, w, client ? client_work : stub_work, client ? client_after : stub_after);
 	if (r == 0)
 		*(client ? &a->client_busy : &a->stub_busy) = true;
@@ -334,11 +351,13 @@ static void held_past(struct agent *a, int64_t now_wall)
 
 /* ---- samples between ticks ---------------------------------------------------------------------------------- */
 
-/* The accept queue is sampled BETWEEN_MAX times a tick, once in each of as many equal slots (at least
+/* The accept queue is sampled up to BETWEEN_MAX times a tick, once in each of as many equal slots (at least
  * BETWEEN_SLOT_MS), at a random moment of it: the mean of such samples is an unbiased estimate of the queue over the
  * tick, whatever recurs in phase with the tick (a point sample at the tick saw a full queue or none every tick while
- * workers stalled 300 ms of every second, and a deeper queue's trial was aborted on it). 0.03 ms a dump. */
-#define BETWEEN_MAX 4
+ * workers stalled 300 ms of every second, and a deeper queue's trial was aborted on it). Each costs a wake of the
+ * loop and a dump of the listening table (0.01-0.04 ms); four a second at 1 Hz added 0.5-0.7 ms of CPU a second
+ * (bench/tick-cost.sh), two and the tick's own dump dropped (probe_sockets.c) add about a fifth of that. */
+#define BETWEEN_MAX 2
 #define BETWEEN_SLOT_MS 200
 
 static unsigned between_slots(int64_t tick_ms)
@@ -423,6 +442,7 @@ static void close_all(struct agent *a)
 {
 	uv_close((uv_handle_t *)&a->timer, on_closed);
 	uv_close((uv_handle_t *)&a->between, on_closed);
+	uv_close((uv_handle_t *)&a->client_timer, on_closed);
 	uv_close((uv_handle_t *)&a->sig_term, on_closed);
 	uv_close((uv_handle_t *)&a->sig_int, on_closed);
 	uv_close((uv_handle_t *)&a->sig_hup, on_closed);
@@ -455,6 +475,7 @@ static void stop(struct agent *a, const char *why)
 	notify_stopping();
 	uv_timer_stop(&a->timer);
 	uv_timer_stop(&a->between);
+	uv_timer_stop(&a->client_timer);
 	doctor_stop(a->doctor);
 	if (a->engine) {
 		/* Invariant 6: the change in trial goes back; kept ones stay unless revert_on_stop. */
@@ -550,6 +571,8 @@ int loop_init(struct agent *a)
 	a->timer.data = a;
 	uv_timer_init(a->loop, &a->between);
 	a->between.data = a;
+	uv_timer_init(a->loop, &a->client_timer);
+	a->client_timer.data = a;
 	uv_signal_init(a->loop, &a->sig_term);
 	uv_signal_init(a->loop, &a->sig_int);
 	uv_signal_init(a->loop, &a->sig_hup);

@@ -4,9 +4,9 @@
  * serves plain HTTP on, path "/", and one location it proxies: sampler_client_default_urls), else the host and port
  * stub_status answers on with path "/". The URLs take turns; each one's first request of a tick goes on a
  * connection kept alive between ticks (the server's answer without a handshake), the others each on a fresh
- * connection (the handshake and the accept queue, which $request_time never sees). On the pool a run starts at a
- * random moment of the slack the budget leaves beside one timeout (client_start_delay_ms), so that what recurs in
- * phase with the tick is not seen always or never. Every socket is made inside
+ * connection (the handshake and the accept queue, which $request_time never sees). On the pool a run is started at a
+ * random moment of the slack the budget leaves beside one timeout (client_start_delay_ms, the caller's timer), so
+ * that what recurs in phase with the tick is not seen always or never. Every socket is made inside
  * nginx's network namespace, as the stub_status fetch's are, through stubhttp, which also times each phase.
  *
  * Like stub_status it can block, so the caller runs it: prepared on the loop, run on a pool thread (which touches
@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/client.h"
@@ -49,7 +48,7 @@ struct client_handle {
 	int netns_fd;            /* a dup of sampler.netns_fd for one run, closed by the run */
 	uint64_t netns_gen;
 	int64_t timeout_ms, budget_ms;
-	int64_t delay_ms;        /* the run starts this long after the tick (sampler_client_delay), its budget less */
+	int64_t delay_ms;        /* the run starts this long after the tick (the caller's timer), its budget less */
 	uint32_t requests;
 	char *body;              /* CLIENT_BODY_MAX bytes */
 };
@@ -152,11 +151,12 @@ void *probe_client_prepare(struct sampler *s)
 	return h;
 }
 
-void probe_client_delay(void *handle, double u)
+int64_t probe_client_delay(void *handle, double u)
 {
 	struct client_handle *h = handle;
 
 	h->delay_ms = client_start_delay_ms(h->timeout_ms, h->budget_ms, u);
+	return h->delay_ms;
 }
 
 void probe_client_run(void *handle, struct client_result *res)
@@ -165,12 +165,6 @@ void probe_client_run(void *handle, struct client_result *res)
 	int64_t budget_ms = h->budget_ms - h->delay_ms;
 	uint64_t spent_us = 0;
 
-	if (h->delay_ms > 0) {
-		struct timespec d = {.tv_sec = h->delay_ms / 1000, .tv_nsec = (h->delay_ms % 1000) * 1000000};
-
-		while (nanosleep(&d, &d) < 0 && errno == EINTR)
-			;
-	}
 	memset(res, 0, sizeof(*res));
 	client_tick_reset(&res->tick);
 	res->err = h->err;

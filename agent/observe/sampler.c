@@ -170,6 +170,7 @@ void sampler_free(struct sampler *s)
 		return;
 	close_tailers(s);
 	probe_netlink_close(s->nl);
+	free(s->lq_last);
 	probe_stub_free(s->stub);
 	probe_client_free(s->client);
 	if (s->netns_fd >= 0)
@@ -204,6 +205,7 @@ void sampler_reconfigure(struct sampler *s, const struct config *cfg)
 	if (root_changed || !cfg->probe_netlink) {
 		probe_netlink_close(s->nl);
 		s->nl = NULL;
+		s->nlq_last = 0, s->queued_sum = 0, s->queued_n = 0;
 	}
 }
 
@@ -246,9 +248,9 @@ void *sampler_client_prepare(struct sampler *s)
 	return probe_client_prepare(s);
 }
 
-void sampler_client_delay(void *handle, double u)
+int64_t sampler_client_delay(void *handle, double u)
 {
-	probe_client_delay(handle, u);
+	return probe_client_delay(handle, u);
 }
 
 void sampler_client_run(void *handle, struct client_result *res)

@@ -60,9 +60,9 @@ void sampler_stub_skip(struct sampler *s, struct frame *fr, const char *why);
 bool sampler_client_enabled(const struct sampler *s);
 /* Prepare a run of the client's requests for the thread pool. Returns an opaque pointer or NULL (no memory). */
 void *sampler_client_prepare(struct sampler *s);
-/* A run on the pool starts U (uniform in [0, 1)) into the slack its budget leaves beside one timeout, not in phase
- * with the tick. */
-void sampler_client_delay(void *handle, double u);
+/* A run on the pool is to start U (uniform in [0, 1)) into the slack its budget leaves beside one timeout, not in
+ * phase with the tick: its budget less that; the delay in ms, for the caller to wait before it queues the run. */
+int64_t sampler_client_delay(void *handle, double u);
 /* The blocking run, bounded by 80% of a tick; on a pool thread, it touches nothing but HANDLE and RES. */
 void sampler_client_run(void *handle, struct client_result *res);
 /* Put RES into FR and account the client's health (on the loop thread). */

@@ -126,6 +126,8 @@ struct sampler {
 	struct link_ids link_ids[MAX_LINKS];
 	double queued_sum;      /* connections waiting to be accepted, summed over the samples since the last tick */
 	unsigned queued_n;      /* those samples (sampler_listen_sample) */
+	struct probe_netlink_listen_queue *lq_last; /* the last one's queues (MAX_LISTEN), nlq_last of them */
+	size_t nlq_last;
 
 	/* probe_stub.c */
 	struct stub_handle *stub; /* made by the first sampler_stub_prepare */
@@ -230,8 +232,9 @@ void probe_stub_skip(struct sampler *s, struct frame *fr, const char *why);
 void probe_stub_free(struct stub_handle *h);
 /* probe_client.c: prepare a run of the synthetic client (the handle is made on first use); the handle or NULL. */
 void *probe_client_prepare(struct sampler *s);
-/* probe_client.c: start the run U (uniform in [0, 1)) into the slack of its budget (client_start_delay_ms). */
-void probe_client_delay(void *handle, double u);
+/* probe_client.c: the run is to start U (uniform in [0, 1)) into the slack of its budget (client_start_delay_ms):
+ * its budget less that, the delay in ms returned for the caller to wait. */
+int64_t probe_client_delay(void *handle, double u);
 /* probe_client.c: the blocking run, on a pool thread: touches nothing but HANDLE and RES. */
 void probe_client_run(void *handle, struct client_result *res);
 /* probe_client.c: put RES into FR and account the client's health (on the loop thread). */
