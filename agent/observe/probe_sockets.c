@@ -109,8 +109,8 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		s->link_names_tick = s->tick;
 	}
 	/* Listen queues alone cost 0.01-0.04 ms (the listening hash only); states see STATES_EVERY_MS. The queues of
-	 * the last sample between ticks stand for the tick's own, which then dumps only when it counts states: a
-	 * second dump a tick cost more than the samples between ticks did. */
+	 * the last sample between ticks (loop.c) stand for the tick's own instant, so the tick dumps them itself only
+	 * when it counts states or had no such sample (a one-shot run, a sample that failed). */
 	count_states = sampler_due(s, s->states_tick, STATES_EVERY_MS);
 	if (!count_states && s->queued_n && s->lq_last) {
 		lq = s->lq_last;
