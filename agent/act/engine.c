@@ -812,6 +812,13 @@ static int guard(struct engine *e, const struct job *j, char *why, size_t whylen
 	return -EDOM;
 }
 
+/* Whether J puts EK back to its original: a restore (the writer's backend puts back the original it journaled; the
+ * others write the value). */
+static bool puts_back_original(const struct eknob *ek, const struct job *j)
+{
+	return j->purpose == JOB_REVERT && ek->rec.has_original && strcmp(j->value, ek->rec.original) == 0;
+}
+
 static void run_jobs(struct engine *e)
 {
 	while (e->njobs && !e->waiting) {
@@ -836,7 +843,9 @@ static void run_jobs(struct engine *e)
 				continue;
 			}
 		}
-		if (r == 0)
+		if (r == 0 && puts_back_original(ek, j))
+			r = knob_restore(&ek->k, j->value, why, sizeof(why), on_done, e);
+		else if (r == 0)
 			r = knob_write(&ek->k, j->value, why, sizeof(why), on_done, e);
 		if (r == -EINPROGRESS) {
 			e->waiting = true;

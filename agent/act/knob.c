@@ -170,6 +170,17 @@ int knob_write(struct knob *k, const char *value, char *why, size_t whylen, knob
 	return k->ops->write(k, value, why, whylen, done, ctx);
 }
 
+int knob_restore(struct knob *k, const char *original, char *why, size_t whylen, knob_done_fn done, void *ctx)
+{
+	if (why && whylen)
+		why[0] = '\0';
+	if (!k || !k->ops || !original)
+		return -EINVAL;
+	if (k->ops->restore)
+		return k->ops->restore(k, original, why, whylen, done, ctx);
+	return knob_write(k, original, why, whylen, done, ctx);
+}
+
 enum knob_errclass knob_errclass(int r)
 {
 	if (r == 0)

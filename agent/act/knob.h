@@ -62,6 +62,10 @@ struct knob_ops {
 	int (*write)(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx);
 	/* Release PRIV. */
 	void (*release)(struct knob *k);
+	/* Put the knob back to the value it had before the agent's first write, ORIGINAL as the caller knows it: a
+	 * backend whose writer keeps originals of its own (knob_remote: RESTORE) has this, as write; NULL elsewhere
+	 * (knob_restore writes ORIGINAL). */
+	int (*restore)(struct knob *k, const char *original, char *why, size_t whylen, knob_done_fn done, void *ctx);
 };
 
 struct knob {
@@ -117,6 +121,10 @@ void knob_decor_release(struct knob *k);
  * OUTLEN is too small; -EINVAL for a value of KNOB_VALUE_MAX bytes or more). 0, -EINVAL or -ENOMEM.
  */
 int knob_dry_wrap(struct knob *k);
+
+/* K back to ORIGINAL, the value it had before the agent's first write: ops->restore where the backend has one,
+ * else ops->write of ORIGINAL; as knob_write. */
+int knob_restore(struct knob *k, const char *original, char *why, size_t whylen, knob_done_fn done, void *ctx);
 
 /* K's live value (ops->read), with the arguments checked. */
 int knob_read(struct knob *k, char *out, size_t outlen);

@@ -22,6 +22,8 @@ struct knob_remote {
 	struct knob *k;          /* the knob decorated, for DONE */
 	knob_done_fn done;
 	void *done_ctx;
+	bool restoring;                 /* the request in flight is a RESTORE, expecting EXPECT */
+	char expect[KNOB_VALUE_MAX];
 };
 
 static struct knob_remote *remote_of(struct knob *k)
@@ -40,16 +42,26 @@ static void remote_done(int result, const char *text, void *ctx)
 {
 	struct knob_remote *r = ctx;
 	knob_done_fn done = r->done;
+	char live[KNOB_VALUE_MAX], why[KNOB_WHY_MAX];
 
 	r->done = NULL;
+	/* The writer restores the original it journaled: one that is not the engine's is said, not taken for it. */
+	if (r->restoring && result == 0 && r->decor.real.ops->read(&r->decor.real, live, sizeof(live)) == 0 &&
+	    strcmp(live, r->expect) != 0) {
+		snprintf(why, sizeof(why), "the writer restored %.100s, the original it journaled, not %.100s", live,
+			 r->expect);
+		result = -EIO;
+		text = why;
+	}
+	r->restoring = false;
 	if (done)
 		done(r->k, result, text, r->done_ctx);
 }
 
-static int remote_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx)
+/* Send M for K (SET or RESTORE): -EINPROGRESS, DONE later. */
+static int remote_send(struct knob *k, struct wmsg *m, char *why, size_t whylen, knob_done_fn done, void *ctx)
 {
 	struct knob_remote *r = remote_of(k);
-	struct wmsg m = {.type = WMSG_SET};
 	int rc;
 
 	if (!done) {
@@ -60,19 +72,47 @@ static int remote_write(struct knob *k, const char *value, char *why, size_t why
 		snprintf(why, whylen, "%s: a write to it is in flight already", k->name);
 		return -EBUSY;
 	}
-	if (strlen(k->name) >= sizeof(m.name) || strlen(value) >= sizeof(m.value))
+	if (strlen(k->name) >= sizeof(m->name))
 		return -EINVAL;
-	strcpy(m.name, k->name);
-	strcpy(m.value, value);
+	strcpy(m->name, k->name);
 	r->k = k;
 	r->done = done;
 	r->done_ctx = ctx;
-	rc = wclient_request(r->c, &m, remote_done, r, why, whylen);
+	rc = wclient_request(r->c, m, remote_done, r, why, whylen);
 	if (rc < 0) {
 		r->done = NULL;
 		return rc;
 	}
 	return -EINPROGRESS;
+}
+
+static int remote_write(struct knob *k, const char *value, char *why, size_t whylen, knob_done_fn done, void *ctx)
+{
+	struct wmsg m = {.type = WMSG_SET};
+
+	if (strlen(value) >= sizeof(m.value))
+		return -EINVAL;
+	strcpy(m.value, value);
+	return remote_send(k, &m, why, whylen, done, ctx);
+}
+
+/* The writer puts back the original it journaled itself: ORIGINAL (the engine's belief) is not sent, only checked
+ * against what the knob reads once the writer answered (remote_done). */
+static int remote_restore(struct knob *k, const char *original, char *why, size_t whylen, knob_done_fn done,
+			  void *ctx)
+{
+	struct knob_remote *r = remote_of(k);
+	struct wmsg m = {.type = WMSG_RESTORE};
+	int rc;
+
+	if (strlen(original) >= sizeof(r->expect))
+		return -EINVAL;
+	rc = remote_send(k, &m, why, whylen, done, ctx);
+	if (rc == -EINPROGRESS) {
+		r->restoring = true;
+		snprintf(r->expect, sizeof(r->expect), "%s", original);
+	}
+	return rc;
 }
 
 /* The decorator's release frees R: a request in flight is forgotten first. */
@@ -101,7 +141,8 @@ int knob_remote_wrap(struct knob *k, struct wclient *c)
 		free(r);
 		return rc;
 	}
-	/* Its own release before the decorator's. */
+	/* Its own release before the decorator's; the writer's own originals for restores. */
 	r->decor.ops.release = remote_release;
+	r->decor.ops.restore = remote_restore;
 	return 0;
 }

@@ -170,6 +170,20 @@ static int write_wait(uv_loop_t *loop, struct knob *k, const char *value, char *
 	return a.r;
 }
 
+/* K put back to ORIGINAL (knob_restore), the loop run until it is answered. */
+static int restore_wait(uv_loop_t *loop, struct knob *k, const char *original, char *why, size_t whylen)
+{
+	struct answer a = {0};
+	int r = knob_restore(k, original, why, whylen, on_answer, &a);
+
+	if (r != -EINPROGRESS)
+		return r;
+	while (!a.done)
+		uv_run(loop, UV_RUN_ONCE);
+	snprintf(why, whylen, "%s", a.why);
+	return a.r;
+}
+
 static void through_the_writer(bool async)
 {
 	struct policy_set *set = calloc(1, sizeof(*set));
@@ -193,7 +207,8 @@ static void through_the_writer(bool async)
 		snprintf(d, sizeof(d), "mkdir -p %s/proc/sys/net/core", root);
 		assert_int_equal(system(d), 0);
 	}
-	put_file("/proc/sys/net/core/somaxconn", "4096\n");
+	/* An original below the policy's min: only a RESTORE can put it back. */
+	put_file("/proc/sys/net/core/somaxconn", "2048\n");
 	policies(set);
 	env.root = root;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
@@ -248,16 +263,26 @@ static void through_the_writer(bool async)
 
 	/* The writer journaled the original once, before its first write. */
 	get_file("/originals", got, sizeof(got));
-	assert_string_equal(got, "net.core.somaxconn 4096\n");
+	assert_string_equal(got, "net.core.somaxconn 2048\n");
 	{
 		struct stat sb;
 		char path[128];
 
 		snprintf(path, sizeof(path), "%s/originals", root);
 		assert_int_equal(stat(path, &sb), 0);
-		assert_int_equal(sb.st_size, (off_t)strlen("net.core.somaxconn 4096\n"));
+		assert_int_equal(sb.st_size, (off_t)strlen("net.core.somaxconn 2048\n"));
 		assert_int_equal(sb.st_mode & 0777, 0600);
 	}
+
+	/* The engine's revert to the original is the writer's RESTORE: the original the writer journaled, 2048, below
+	 * the policy's min (a SET of it is refused); one the engine believes otherwise is said. */
+	assert_int_equal(write_wait(&loop, &ek, "2048", why, sizeof(why)), -ERANGE);
+	assert_int_equal(restore_wait(&loop, &ek, "2048", why, sizeof(why)), 0);
+	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+	assert_string_equal(got, "2048\n");
+	assert_int_equal(restore_wait(&loop, &ek, "1024", why, sizeof(why)), -EIO);
+	assert_string_equal(why, "the writer restored 2048, the original it journaled, not 1024");
+	assert_int_equal(write_wait(&loop, &ek, "8192", why, sizeof(why)), 0);
 
 	/* A knob the writer has no policy for, and bytes that are not a message (nothing in flight: the socket is
 	 * the test's). */
