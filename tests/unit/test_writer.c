@@ -156,32 +156,85 @@ static void on_answer(struct knob *k, int r, const char *msg, void *ctx)
 	snprintf(a->why, sizeof(a->why), "%s", msg ? msg : "");
 }
 
-/* K's write of VALUE, the loop run until it is answered. */
+/* R, a write's or a restore's, and once it is in progress its answer A, the loop run until it comes. */
+static int answered(uv_loop_t *loop, int r, struct answer *a, char *why, size_t whylen)
+{
+	if (r != -EINPROGRESS)
+		return r;
+	while (!a->done)
+		uv_run(loop, UV_RUN_ONCE);
+	snprintf(why, whylen, "%s", a->why);
+	return a->r;
+}
+
+/* K's write of VALUE, answered. */
 static int write_wait(uv_loop_t *loop, struct knob *k, const char *value, char *why, size_t whylen)
 {
 	struct answer a = {0};
-	int r = k->ops->write(k, value, why, whylen, on_answer, &a);
 
-	if (r != -EINPROGRESS)
-		return r;
-	while (!a.done)
-		uv_run(loop, UV_RUN_ONCE);
-	snprintf(why, whylen, "%s", a.why);
-	return a.r;
+	return answered(loop, k->ops->write(k, value, why, whylen, on_answer, &a), &a, why, whylen);
 }
 
-/* K put back to ORIGINAL (knob_restore), the loop run until it is answered. */
+/* A fake root with somaxconn at SOMAXCONN, and SET's policies. */
+static void make_root(struct policy_set *set, const char *somaxconn)
+{
+	char d[128];
+
+	snprintf(root, sizeof(root), "/tmp/writer-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	snprintf(d, sizeof(d), "mkdir -p %s/proc/sys/net/core", root);
+	assert_int_equal(system(d), 0);
+	put_file("/proc/sys/net/core/somaxconn", somaxconn);
+	policies(set);
+}
+
+static void drop_root(struct policy_set *set)
+{
+	char d[128];
+
+	snprintf(d, sizeof(d), "rm -rf %s", root);
+	assert_int_equal(system(d), 0);
+	policy_set_free(set);
+	free(set);
+}
+
+/* A writer of its own policy and journal in the test's root, forked (its driver asynchronous: ASYNC): its pid, the
+ * engine's end in *FD. */
+static pid_t fork_writer(struct policy_set *set, bool async, int *fd)
+{
+	struct knob_env env = {.root = root};
+	int sv[2];
+	pid_t child;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(sv[0]);
+		_exit(child_writer(set, &env, sv[1], async));
+	}
+	close(sv[1]);
+	*fd = sv[0];
+	return child;
+}
+
+static void end_writer(pid_t child, int fd)
+{
+	int status;
+
+	if (fd >= 0)
+		close(fd);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* K put back to ORIGINAL (knob_restore), answered. */
 static int restore_wait(uv_loop_t *loop, struct knob *k, const char *original, char *why, size_t whylen)
 {
 	struct answer a = {0};
-	int r = knob_restore(k, original, why, whylen, on_answer, &a);
 
-	if (r != -EINPROGRESS)
-		return r;
-	while (!a.done)
-		uv_run(loop, UV_RUN_ONCE);
-	snprintf(why, whylen, "%s", a.why);
-	return a.r;
+	return answered(loop, knob_restore(k, original, why, whylen, on_answer, &a), &a, why, whylen);
 }
 
 static void through_the_writer(bool async)
@@ -199,26 +252,10 @@ static void through_the_writer(bool async)
 	ssize_t len;
 	struct wmsg res;
 
-	snprintf(root, sizeof(root), "/tmp/writer-XXXXXX");
-	assert_non_null(mkdtemp(root));
-	{
-		char d[128];
-
-		snprintf(d, sizeof(d), "mkdir -p %s/proc/sys/net/core", root);
-		assert_int_equal(system(d), 0);
-	}
 	/* An original below the policy's min: only a RESTORE can put it back. */
-	put_file("/proc/sys/net/core/somaxconn", "2048\n");
-	policies(set);
+	make_root(set, "2048\n");
 	env.root = root;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		close(sv[0]);
-		_exit(child_writer(set, &env, sv[1], async));
-	}
-	close(sv[1]);
+	child = fork_writer(set, async, &sv[0]);
 	assert_int_equal(uv_loop_init(&loop), 0);
 	env.loop = &loop;
 	assert_int_equal(wclient_new(&loop, sv[0], 5000, &c), 0);
@@ -306,26 +343,13 @@ static void through_the_writer(bool async)
 	assert_int_equal(res.result, -EBADMSG);
 	assert_non_null(strstr(res.text, "shorter than a message"));
 
-	/* The engine closes: the writer ends cleanly. */
+	/* The engine closes (the client closes its socket): the writer ends cleanly. */
 	ek.ops->release(&ek);
 	wclient_free(c);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&loop), 0);
-	{
-		int status;
-
-		assert_int_equal(waitpid(child, &status, 0), child);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
-	}
-	{
-		char d[128];
-
-		snprintf(d, sizeof(d), "rm -rf %s", root);
-		assert_int_equal(system(d), 0);
-	}
-	policy_set_free(set);
-	free(set);
+	end_writer(child, -1);
+	drop_root(set);
 }
 
 static void test_set_through_the_writer(void **state)
@@ -357,35 +381,6 @@ static int ask(int fd, struct wmsg *m, char *text, size_t textlen)
 	return res.result;
 }
 
-/* A writer of its own policy and journal in the test's root, forked: its pid, the engine's end in *FD. */
-static pid_t fork_writer(struct policy_set *set, int *fd)
-{
-	struct knob_env env = {.root = root};
-	int sv[2];
-	pid_t child;
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		close(sv[0]);
-		_exit(child_writer(set, &env, sv[1], false));
-	}
-	close(sv[1]);
-	*fd = sv[0];
-	return child;
-}
-
-static void end_writer(pid_t child, int fd)
-{
-	int status;
-
-	close(fd);
-	assert_int_equal(waitpid(child, &status, 0), child);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 /* RESTORE puts back the original the writer journaled, also after the writer was restarted; nothing else: not a
  * knob it never wrote, not a value the engine names. */
 static void test_restore(void **state)
@@ -397,19 +392,10 @@ static void test_restore(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/writer-XXXXXX");
-	assert_non_null(mkdtemp(root));
-	{
-		char d[128];
-
-		snprintf(d, sizeof(d), "mkdir -p %s/proc/sys/net/core", root);
-		assert_int_equal(system(d), 0);
-	}
-	put_file("/proc/sys/net/core/somaxconn", "4096\n");
-	policies(set);
+	make_root(set, "4096\n");
 
 	/* Never written: nothing to restore. */
-	child = fork_writer(set, &fd);
+	child = fork_writer(set, false, &fd);
 	m.type = WMSG_RESTORE;
 	strcpy(m.name, "net.core.somaxconn");
 	assert_int_equal(ask(fd, &m, text, sizeof(text)), -ENOENT);
@@ -428,7 +414,7 @@ static void test_restore(void **state)
 	assert_string_equal(got, "net.core.somaxconn 4096\n");
 
 	/* A writer started again knows it from its journal. */
-	child = fork_writer(set, &fd);
+	child = fork_writer(set, false, &fd);
 	memset(m.value, 0, sizeof(m.value));
 	m.type = WMSG_RESTORE;
 	assert_int_equal(ask(fd, &m, text, sizeof(text)), 0);
@@ -443,14 +429,7 @@ static void test_restore(void **state)
 	end_writer(child, fd);
 	get_file("/originals", got, sizeof(got));
 	assert_string_equal(got, "net.core.somaxconn 4096\n");
-	{
-		char d[128];
-
-		snprintf(d, sizeof(d), "rm -rf %s", root);
-		assert_int_equal(system(d), 0);
-	}
-	policy_set_free(set);
-	free(set);
+	drop_root(set);
 }
 
 /* An answer from the writer's side of SV: request ID answered R with TEXT. */
