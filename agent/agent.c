@@ -24,9 +24,10 @@
 #include "act/nginx_urls.h"
 #include "act/policy_load.h"
 #include "act/tuning.h"
-#include "core/parse.h"
 #include "core/policy.h"
 #include "log.h"
+#include "priv/knob_remote.h"
+#include "priv/wclient.h"
 
 int64_t agent_now_ms(const struct agent *a)
 {
@@ -161,10 +162,7 @@ void agent_knob_env(struct agent *a)
 
 void agent_nginx_follow(struct agent *a, pid_t pid)
 {
-	char path[CONFIG_PATH_MAX + 32], title[2 * CONFIG_PATH_MAX], conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
-	const char *root = strcmp(a->cfg.root, "/") == 0 ? "" : a->cfg.root;
-	ssize_t n;
-	int fd;
+	char conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
 
 	a->env.nginx_pid = pid;
 	a->env.nginx_conf = a->nginx_conf;
@@ -174,16 +172,7 @@ void agent_nginx_follow(struct agent *a, pid_t pid)
 	a->nginx_seen_pid = pid;
 	snprintf(a->nginx_conf, sizeof(a->nginx_conf), "%s", a->cfg.nginx_conf);
 	a->nginx_prefix[0] = '\0';
-	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, title, sizeof(title) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	title[n] = '\0';
-	if (parse_nginx_master_title(title, conf, sizeof(conf), prefix, sizeof(prefix)) < 0)
+	if (nginx_ctl_master_args(a->cfg.root, pid, conf, sizeof(conf), prefix, sizeof(prefix)) < 0)
 		return;
 	/* An nginx started with -c FILE (or -p DIR) is tested and dumped with the same, or nginx -t and -T would
 	 * read another configuration than the one it runs. */
@@ -214,6 +203,32 @@ int agent_lock(struct agent *a, char *err, size_t errlen)
 			 "--offline)", path);
 		return e == EWOULDBLOCK ? -EBUSY : -e;
 	}
+	return 0;
+}
+
+static int wrap_remote(struct knob *k, void *ctx)
+{
+	struct agent *a = ctx;
+
+	return knob_remote_wrap(k, a->wclient);
+}
+
+int agent_writer_client(struct agent *a, char *err, size_t errlen)
+{
+	/* An nginx change is nginx -t, a reload and the wait for its new workers, each bounded by the timeout. */
+	int64_t timeout = 3 * a->cfg.nginx_timeout_ms + 1000;
+	int r;
+
+	if (a->writer_pid <= 0)
+		return 0;
+	r = wclient_new(a->loop, a->writer_fd, (int)timeout, &a->wclient);
+	if (r < 0) {
+		snprintf(err, errlen, "the writer's client: %s", strerror(-r));
+		return r;
+	}
+	a->writer_fd = -1; /* the client's now */
+	a->env.wrap = wrap_remote;
+	a->env.wrap_ctx = a;
 	return 0;
 }
 

@@ -57,6 +57,10 @@ struct agent {
 	char nginx_conf[CONFIG_PATH_MAX];   /* nginx's -c: [nginx] conf, else the running master's */
 	char nginx_prefix[CONFIG_PATH_MAX]; /* nginx's -p, from the running master */
 	int lock_fd;              /* flock on the store's lock file: one agent (or offline revert) at a time */
+	pid_t writer_pid;         /* [agent] writer: the privileged writer process (priv/writer_main.h), else 0 */
+	int writer_fd;            /* the engine's end of its socket, until the client owns it */
+	struct wclient *wclient;  /* the client of the writer the knobs write through (priv/wclient.h) */
+	bool writer_lost;         /* the writer died: the agent stopped without a revert, exit status 1 */
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */
 
 	struct frame fr;          /* the frame being built */
@@ -105,6 +109,9 @@ void agent_knob_env(struct agent *a);
 void agent_nginx_follow(struct agent *a, pid_t pid);
 /* Take the store's lock: one agent, or one offline revert, per store (both write knobs). 0 or -errno with ERR. */
 int agent_lock(struct agent *a, char *err, size_t errlen);
+/* With a writer (a->writer_pid): its client on a->loop, and every knob made from now on writes through it. 0, or
+ * -errno with ERR. */
+int agent_writer_client(struct agent *a, char *err, size_t errlen);
 /* Policies, knobs, the tuning loop, and recovery of whatever a previous run left in flight (invariant 3). */
 int agent_start_engine(struct agent *a, char *err, size_t errlen);
 /* What a frame hands to the thread pool. */

@@ -20,6 +20,7 @@
 #include "act/tuning.h"
 #include "log.h"
 #include "notify.h"
+#include "priv/wclient.h"
 #include "strutil.h"
 
 static int64_t wall_ms(void)
@@ -395,12 +396,36 @@ static void on_between(uv_timer_t *t)
 
 /* ---- the tick ---------------------------------------------------------------------------------------------- */
 
+static void close_all(struct agent *a);
+
+/* The writer died: nothing can be written or put back, so the agent stops at once, without the reverts of a stop
+ * (they would fail); the journal keeps a change in trial, which the restart's recovery puts back (systemd restarts
+ * the agent on its exit status 1, and the writer with it). */
+static void writer_lost(struct agent *a)
+{
+	log_err("the writer (pid %d) is gone: stopping without reverts; the journal keeps what is in flight for the "
+		"next start", (int)a->writer_pid);
+	a->writer_lost = true;
+	a->stopping = true;
+	notify_stopping();
+	uv_timer_stop(&a->timer);
+	uv_timer_stop(&a->between);
+	uv_timer_stop(&a->client_timer);
+	doctor_stop(a->doctor);
+	close_all(a);
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
 	int64_t now = wall_ms();
 	double c0 = thread_cpu_ms();
 	bool was_busy;
+
+	if (wclient_gone(a->wclient)) {
+		writer_lost(a);
+		return;
+	}
 
 	held_past(a, now);
 	schedule_next(a);
@@ -450,6 +475,7 @@ static void close_all(struct agent *a)
 	a->loadgen = NULL;
 	api_stop(a->api);
 	a->api = NULL;
+	wclient_close(a->wclient); /* the writer ends when its socket closes */
 }
 
 /* Waiting for an asynchronous revert (nginx) before closing; bounded by the stop timer. */
@@ -497,6 +523,8 @@ int loop_reload(struct agent *a)
 	int r;
 
 	notify_reloading(uv_hrtime() / 1000);
+	if (a->writer_pid > 0)
+		kill(a->writer_pid, SIGHUP); /* the writer reads the policies again before its next request */
 	r = config_load(a->config_path, a->config_must_exist, &cfg, err, sizeof(err));
 	if (r == 0)
 		r = config_check_trust(&cfg, a->config_path, err, sizeof(err));
@@ -596,5 +624,5 @@ int loop_run(struct agent *a)
 	uv_timer_start(&a->timer, on_tick, 0, 0);
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
-	return 0;
+	return a->writer_lost ? 1 : 0;
 }

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -30,6 +33,8 @@
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
+#include "priv/wclient.h"
+#include "priv/writer_main.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -311,6 +316,58 @@ static int run_setup(struct agent *a, const struct modes *m)
 	return 0;
 }
 
+/* [agent] writer: the privileged writer forked now, before the store, the API or a thread exists; it keeps one end
+ * of a socket pair and the agent the other. It ignores the signals systemd sends the unit's processes to stop
+ * them: it ends when the agent closes its socket, after the agent's reverts at stop went through it. */
+static int start_writer(struct agent *a, char *err, size_t errlen)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		snprintf(err, errlen, "the writer's socket: %s", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot start the writer: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		_exit(writer_main(&a->cfg, sv[1]));
+	}
+	close(sv[1]);
+	a->writer_pid = pid;
+	a->writer_fd = sv[0];
+	log_info("the writer runs as pid %d: knob writes go through it", (int)pid);
+	return 0;
+}
+
+/* The writer's socket closed (it then ends) and the writer waited for. */
+static void end_writer(struct agent *a)
+{
+	int status;
+
+	if (a->writer_pid <= 0)
+		return;
+	if (a->wclient)
+		wclient_free(a->wclient);
+	else if (a->writer_fd >= 0)
+		close(a->writer_fd);
+	a->wclient = NULL;
+	a->writer_fd = -1;
+	if (waitpid(a->writer_pid, &status, 0) == a->writer_pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		log_warn("the writer (pid %d) ended %s %d", (int)a->writer_pid, WIFEXITED(status) ? "with status" :
+			 "by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	a->writer_pid = 0;
+}
+
 /* Returns -1 to go on, or the exit code (0 after --help/--version, 2 on a usage error). */
 static int parse_args(struct agent *a, int argc, char **argv, struct modes *m)
 {
@@ -461,6 +518,10 @@ int main(int argc, char **argv)
 		}
 		notify_use_syslog();
 	}
+	if (a->cfg.writer && !a->cfg.dry_run && !m.revert && start_writer(a, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
 	store_options_default(&so);
 	so.frames_retention_s = a->cfg.frames_retention_ms / 1000;
 	so.rollups_retention_s = a->cfg.rollups_retention_ms / 1000;
@@ -486,7 +547,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	loop_init(a);
-	if (agent_start_engine(a, err, sizeof(err)) < 0) {
+	if (agent_writer_client(a, err, sizeof(err)) < 0 || agent_start_engine(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
@@ -519,6 +580,7 @@ out:
 	tuning_free(a->tuning);
 	engine_free(a->engine);
 	nginx_ctl_free(a->env.nginx);
+	end_writer(a); /* after the knobs, which forget their requests in flight on its client */
 	if (a->lock_fd > 0)
 		close(a->lock_fd);
 	store_close(a->store);

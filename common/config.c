@@ -37,6 +37,7 @@ static const struct key keys[] = {
 	{"agent", "log_level", K_LEVEL, F(log_level), 0, 0},
 	{"agent", "dry_run", K_BOOL, F(dry_run), 0, 0},
 	{"agent", "revert_on_stop", K_BOOL, F(revert_on_stop), 0, 0},
+	{"agent", "writer", K_BOOL, F(writer), 0, 0},
 	{"policies", "dir", K_PATH, F(policy_dir), 0, 0},
 	{"policies", "override_dir", K_PATH_OPT, F(policy_override_dir), 0, 0},
 	{"store", "path", K_PATH, F(store_path), 0, 0},

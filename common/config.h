@@ -33,6 +33,7 @@ struct config {
 	int log_level;                      /* syslog priority */
 	bool dry_run;                       /* knob writes are remembered, never made */
 	bool revert_on_stop;                /* SIGTERM puts every knob back (default: only the change in trial) */
+	bool writer;                        /* knob writes go through a privileged writer process (priv/writer.h) */
 	/* [policies] */
 	char policy_dir[CONFIG_PATH_MAX];   /* shipped policies */
 	char policy_override_dir[CONFIG_PATH_MAX]; /* local overrides, same file name replaces */

@@ -60,7 +60,9 @@ static int knob_init(struct knob *k, const char *name, const struct knob_policy 
 	k->pol = pol;
 	k->ops = ops;
 	k->env = env;
-	return env->dry_run ? knob_dry_wrap(k) : 0;
+	if (env->dry_run)
+		return knob_dry_wrap(k);
+	return env->wrap ? env->wrap(k, env->wrap_ctx) : 0;
 }
 
 int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct knob *out, size_t max, size_t *n)

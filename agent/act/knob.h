@@ -44,6 +44,10 @@ struct knob_env {
 	/* The policies in force (set by the engine; NULL: none known). A driver that moves another knob's parameter
 	 * with its own (worker_connections raises worker_rlimit_nofile) holds it to that knob's bounds. */
 	const struct policy_set *policies;
+	/* Where writes go when not a dry run: WRAP puts each knob made (name, pol, ops, env set; priv NULL) behind a
+	 * backend of its own (the privileged writer's, priv/knob_remote.h) with WRAP_CTX; NULL: the real drivers. */
+	int (*wrap)(struct knob *k, void *ctx);
+	void *wrap_ctx;
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */

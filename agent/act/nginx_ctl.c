@@ -24,6 +24,7 @@
 
 #include "act/crash.h"
 #include "act/spawn.h"
+#include "core/parse.h"
 #include "config.h"
 #include "netns.h"
 #include "strutil.h"
@@ -1607,4 +1608,22 @@ int nginx_change_start(struct knob *k, const struct nginx_change_ops *ops, void 
 	ctl->change = ch;
 	*slot = ch;
 	return -EINPROGRESS;
+}
+
+int nginx_ctl_master_args(const char *root, pid_t pid, char *conf, size_t conflen, char *prefix, size_t prefixlen)
+{
+	char path[PATH_MAX], title[2 * PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", strcmp(root, "/") == 0 ? "" : root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, title, sizeof(title) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ESRCH;
+	title[n] = '\0';
+	return parse_nginx_master_title(title, conf, conflen, prefix, prefixlen) < 0 ? -EINVAL : 0;
 }

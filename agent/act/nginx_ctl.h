@@ -209,4 +209,8 @@ void nginx_change_finish(struct nginx_change *ch, int rc, const char *msg);
 /* Undo (files, then OPS->undo), reload when nginx may have taken the new files, and end CH with RC. */
 void nginx_change_fail(struct nginx_change *ch, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The -c and -p nginx's master PID runs with, from its command line under ROOT ("/" or a fake tree's): 0 with CONF
+ * and PREFIX ("" for none), or -errno (no such process, not a master's title). */
+int nginx_ctl_master_args(const char *root, pid_t pid, char *conf, size_t conflen, char *prefix, size_t prefixlen);
+
 #endif

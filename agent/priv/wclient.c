@@ -27,7 +27,9 @@ struct wclient {
 	uint32_t next_id;
 	bool gone;    /* the writer closed its end: every request since is -EPIPE */
 	bool polling; /* the poll handle is started */
-	int open;     /* handles not yet closed (wclient_free) */
+	bool closed;  /* wclient_close: the handles are closing or closed */
+	bool freeing; /* wclient_free: freed when the last handle is closed */
+	int open;     /* handles not yet closed */
 	uv_poll_t poll;
 	uv_timer_t timer;
 	struct wclient_req req[WCLIENT_PENDING_MAX];
@@ -43,14 +45,6 @@ static void answer(struct wclient_req *r, int result, const char *text)
 	done(result, text, ctx);
 }
 
-static bool in_flight(const struct wclient *c)
-{
-	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
-		if (c->req[i].id)
-			return true;
-	return false;
-}
-
 static void on_timer(uv_timer_t *t);
 
 /* The timer for the earliest deadline in flight, the poll while one is. */
@@ -58,6 +52,8 @@ static void arm(struct wclient *c)
 {
 	uint64_t first = 0, now = uv_now(c->loop);
 
+	if (c->closed)
+		return;
 	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
 		if (c->req[i].id && (!first || c->req[i].deadline < first))
 			first = c->req[i].deadline;
@@ -132,10 +128,6 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		/* No request of that id: the answer to one that timed out, dropped. */
 	}
 	arm(c);
-	if (!in_flight(c) && c->polling) {
-		uv_poll_stop(&c->poll);
-		c->polling = false;
-	}
 }
 
 int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
@@ -156,6 +148,10 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
 	}
 	uv_timer_init(loop, &c->timer);
 	c->poll.data = c->timer.data = c;
+	c->open = 2;
+	/* Polled from the start: a writer that dies while nothing is asked is seen at once (wclient_gone). */
+	if (uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT, on_readable) == 0)
+		c->polling = true;
 	*out = c;
 	return 0;
 }
@@ -168,7 +164,7 @@ int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, voi
 
 	if (!c || !m || !done)
 		return -EINVAL;
-	if (c->gone) {
+	if (c->gone || c->closed) {
 		snprintf(why, whylen, "the writer is gone");
 		return -EPIPE;
 	}
@@ -202,8 +198,6 @@ int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, voi
 	slot->deadline = uv_now(c->loop) + (uint64_t)c->timeout_ms;
 	slot->done = done;
 	slot->ctx = ctx;
-	if (!c->polling && uv_poll_start(&c->poll, UV_READABLE, on_readable) == 0)
-		c->polling = true;
 	arm(c);
 	return 0;
 }
@@ -218,22 +212,39 @@ void wclient_cancel(struct wclient *c, const void *ctx)
 	arm(c);
 }
 
+bool wclient_gone(const struct wclient *c)
+{
+	return c && c->gone;
+}
+
 static void on_closed(uv_handle_t *h)
 {
 	struct wclient *c = h->data;
 
-	if (--c->open == 0)
+	if (--c->open == 0 && c->freeing)
 		free(c);
+}
+
+void wclient_close(struct wclient *c)
+{
+	if (!c || c->closed)
+		return;
+	memset(c->req, 0, sizeof(c->req));
+	c->closed = true;
+	c->polling = false;
+	uv_close((uv_handle_t *)&c->poll, on_closed);
+	uv_close((uv_handle_t *)&c->timer, on_closed);
+	close(c->fd);
+	c->fd = -1;
 }
 
 void wclient_free(struct wclient *c)
 {
 	if (!c)
 		return;
-	memset(c->req, 0, sizeof(c->req));
-	c->open = 2;
-	uv_close((uv_handle_t *)&c->poll, on_closed);
-	uv_close((uv_handle_t *)&c->timer, on_closed);
-	close(c->fd);
-	c->fd = -1;
+	wclient_close(c);
+	if (c->open == 0)
+		free(c);
+	else
+		c->freeing = true;
 }

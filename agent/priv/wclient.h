@@ -9,6 +9,7 @@
 #ifndef NGXAT_WCLIENT_H
 #define NGXAT_WCLIENT_H
 
+#include <stdbool.h>
 #include <uv.h>
 
 #include "priv/wmsg.h"
@@ -29,7 +30,13 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out);
 int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, void *ctx, char *why, size_t whylen);
 /* Forget the requests of CTX in flight: their DONE is not called (the knob that asked is released). */
 void wclient_cancel(struct wclient *c, const void *ctx);
-/* Close the socket, forget every request in flight (no DONE), and free C once its handles are closed. */
+/* Whether the writer is gone (it closed its end, or answered what is no answer): every request is -EPIPE. The
+ * socket is polled from wclient_new on, so a writer that dies is seen while nothing is asked. */
+bool wclient_gone(const struct wclient *c);
+/* Close the socket and the handles (on the loop) and forget every request in flight (no DONE); C stays valid (every
+ * request -EPIPE) until wclient_free. */
+void wclient_close(struct wclient *c);
+/* wclient_close, and free C once its handles are closed (on the loop). */
 void wclient_free(struct wclient *c);
 
 #endif

@@ -26,6 +26,18 @@ static struct knob *find(struct writer *w, const char *name)
 	return NULL;
 }
 
+/* K by name, after the before hook asked again once for a knob not found. */
+static struct knob *lookup(struct writer *w, const char *name, char *why, size_t whylen)
+{
+	struct knob *k = find(w, name);
+
+	if (!k && w->before && w->before(w, true, why, whylen) == 0)
+		k = find(w, name);
+	if (!k)
+		snprintf(why, whylen, "no knob %s here: no policy of the writer's names it", name);
+	return k;
+}
+
 static struct writer_original *original_of(struct writer *w, const struct knob *k)
 {
 	return &w->orig[k - w->knobs];
@@ -114,14 +126,12 @@ static int drive(struct knob *k, const char *value, knob_done_fn done, struct wr
 
 static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
 {
-	struct knob *k = find(w, m->name);
+	struct knob *k = lookup(w, m->name, why, whylen);
 	char live[KNOB_VALUE_MAX];
 	int r;
 
-	if (!k) {
-		snprintf(why, whylen, "no knob %s here: no policy of the writer's names it", m->name);
+	if (!k)
 		return -ENOENT;
-	}
 	r = k->ops->read(k, live, sizeof(live));
 	if (r < 0) {
 		snprintf(why, whylen, "%s: its live value cannot be read (%s)", m->name, strerror(-r));
@@ -129,7 +139,7 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
 	}
 	r = policy_check(w->set, k->pol, live, m->value, value_of, w, why, whylen);
 	if (r < 0)
-		return r;
+		return -EDOM;
 	r = journal_original(w, k, live, why, whylen);
 	if (r < 0)
 		return r;
@@ -140,15 +150,13 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
  * what the host had). */
 static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
 {
-	struct knob *k = find(w, m->name);
+	struct knob *k = lookup(w, m->name, why, whylen);
 	const struct writer_original *o;
 	char live[KNOB_VALUE_MAX];
 	int r;
 
-	if (!k) {
-		snprintf(why, whylen, "no knob %s here: no policy of the writer's names it", m->name);
+	if (!k)
 		return -ENOENT;
-	}
 	o = original_of(w, k);
 	if (!o->known) {
 		snprintf(why, whylen, "%s: the writer journaled no original of it (it never wrote it)", m->name);
@@ -172,6 +180,8 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 	if (wmsg_decode(buf, len, &m, why, whylen) < 0)
 		return -EBADMSG;
 	*id = m.id;
+	if (w->before && m.type != WMSG_RESULT && w->before(w, false, why, whylen) < 0)
+		return -EAGAIN;
 	switch (m.type) {
 	case WMSG_SET:
 		return set(w, &m, done, why, whylen);

@@ -7,7 +7,9 @@
  * knob's real driver, synchronous ones at once, asynchronous ones (nginx's) from the writer's loop. Before its first
  * write of a knob the writer journals the live value as its original in a file of its own (synced), and RESTORE
  * puts back only that: a compromised engine can ask only for what a policy already allows, or for what the host
- * had. WIP: NGINX, SOCKET and OPEN_LOG answer EOPNOTSUPP.
+ * had. A value its policy refuses is -EDOM (the engine's own check let it through: the two disagree), whatever
+ * policy_check said, so that the engine never takes a refusal for the host's errno. WIP: NGINX, SOCKET and
+ * OPEN_LOG answer EOPNOTSUPP.
  */
 #ifndef NGXAT_WRITER_H
 #define NGXAT_WRITER_H
@@ -32,6 +34,12 @@ struct writer {
 	size_t n;
 	const char *originals;        /* its journal of originals (store/originals.h), the engine's no business */
 	struct writer_original *orig; /* per knob, from the journal (writer_init) */
+	/* Called before each request is looked at, when no write is in flight (writer_main: the knobs follow a new
+	 * nginx master or reloaded policies, the clock is read): 0, or -errno to refuse the request with WHY. NULL:
+	 * none. A request naming no knob of W's calls it again with RETRY set, once (per-interface knobs follow
+	 * nginx's namespace). */
+	int (*before)(struct writer *w, bool retry, char *why, size_t whylen);
+	void *before_ctx;
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;

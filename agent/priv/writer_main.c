@@ -1,0 +1,266 @@
+/*
+ * writer_main: the writer (writer.h) as a process of its own. See writer_main.h.
+ */
+#include "build-config.h"
+
+#include "priv/writer_main.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "act/knob.h"
+#include "act/nginx_ctl.h"
+#include "act/policy_load.h"
+#include "core/policy.h"
+#include "log.h"
+#include "priv/writer.h"
+#include "strutil.h"
+
+#define WRITER_KNOBS_MAX 256 /* as many as the engine holds */
+
+struct wmain {
+	const struct config *cfg;
+	uv_loop_t loop;
+	struct policy_set *set;
+	struct knob_env env;
+	struct knob *knobs;
+	size_t n;
+	struct writer w;
+	pid_t seen;                     /* the master whose -c and -p the environment has */
+	char conf[CONFIG_PATH_MAX];     /* nginx's -c: [nginx] conf, else the master's */
+	char prefix[CONFIG_PATH_MAX];   /* its -p */
+	char journal[CONFIG_PATH_MAX + 32];
+};
+
+static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	reload_asked = 1;
+}
+
+int writer_journal_path(const struct config *cfg, char *out, size_t outlen)
+{
+	char dir[CONFIG_PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", cfg->store_path);
+	if ((size_t)snprintf(out, outlen, "%s/%s", dirname(dir), WRITER_JOURNAL_NAME) >= outlen)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* nginx's master now, from [nginx] pid_file (under no root: the file is nginx's): 0 when none runs. */
+static pid_t master(const struct config *cfg)
+{
+	char buf[32], path[CONFIG_PATH_MAX + 32];
+	int64_t pid;
+	ssize_t n;
+	int fd = open(cfg->pid_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+	if (str_to_i64(buf, 1, 0x3fffffff, &pid) < 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/proc/%d/stat", strcmp(cfg->root, "/") == 0 ? "" : cfg->root, (int)pid);
+	return stat(path, &st) == 0 ? (pid_t)pid : 0;
+}
+
+/* The environment follows nginx's master PID: its -c and -p, as the engine's does (agent_nginx_follow). */
+static void follow(struct wmain *m, pid_t pid)
+{
+	m->env.nginx_pid = pid;
+	if (pid <= 0 || pid == m->seen)
+		return;
+	m->seen = pid;
+	snprintf(m->conf, sizeof(m->conf), "%s", m->cfg->nginx_conf);
+	m->prefix[0] = '\0';
+	{
+		char conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
+
+		if (nginx_ctl_master_args(m->cfg->root, pid, conf, sizeof(conf), prefix, sizeof(prefix)) == 0) {
+			snprintf(m->prefix, sizeof(m->prefix), "%s", prefix);
+			if (!m->cfg->nginx_conf[0])
+				snprintf(m->conf, sizeof(m->conf), "%s", conf);
+		}
+	}
+	nginx_ctl_forget(m->env.nginx);
+}
+
+static void release_knobs(struct wmain *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->knobs[i].ops && m->knobs[i].ops->release)
+			m->knobs[i].ops->release(&m->knobs[i]);
+	m->n = 0;
+}
+
+/* The knobs of the policies in force, probed as the engine probes them (a driver finds its parameter so). */
+static int build_knobs(struct wmain *m, char *err, size_t errlen)
+{
+	struct knob tmp[64];
+	int r;
+
+	release_knobs(m);
+	writer_free(&m->w);
+	m->env.policies = m->set;
+	m->env.now_ms = wall_ms();
+	for (size_t i = 0; i < m->set->n; i++) {
+		size_t got = 0;
+
+		r = knob_instantiate(&m->set->knobs[i], &m->env, tmp, 64, &got);
+		for (size_t j = 0; j < got; j++) {
+			char why[KNOB_WHY_MAX];
+
+			if (r < 0 || m->n == WRITER_KNOBS_MAX) {
+				tmp[j].ops->release(&tmp[j]);
+				continue;
+			}
+			m->knobs[m->n] = tmp[j];
+			if (m->knobs[m->n].pol->enabled && m->knobs[m->n].ops->probe)
+				m->knobs[m->n].ops->probe(&m->knobs[m->n], why, sizeof(why));
+			m->n++;
+		}
+		if (r < 0 && r != -ENOSPC) {
+			snprintf(err, errlen, "knob %s: %s", m->set->knobs[i].name, strerror(-r));
+			return r;
+		}
+	}
+	m->w.set = m->set;
+	m->w.knobs = m->knobs;
+	m->w.n = m->n;
+	m->w.originals = m->journal;
+	r = writer_init(&m->w, err, errlen);
+	if (r == -EBADMSG) {
+		/* The good lines are loaded; a knob whose line is damaged is journaled again at its next write. */
+		log_err("writer: %s", err);
+		r = 0;
+	}
+	return r;
+}
+
+static int load_policies(struct wmain *m, char *err, size_t errlen)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	int r;
+
+	if (!set)
+		return -ENOMEM;
+	r = policy_load(m->cfg->policy_dir, m->cfg->policy_override_dir, 0, set, err, errlen);
+	if (r < 0) {
+		free(set);
+		return r;
+	}
+	release_knobs(m);
+	if (m->set) {
+		policy_set_free(m->set);
+		free(m->set);
+	}
+	m->set = set;
+	return 0;
+}
+
+/* Before each request: the policies again after a SIGHUP, the knobs again for a new master (or when a knob was not
+ * found: the interfaces of nginx's namespace may be others now), and the clock the drivers are handed. */
+static int before(struct writer *w, bool retry, char *why, size_t whylen)
+{
+	struct wmain *m = w->before_ctx;
+	pid_t pid = master(m->cfg);
+	bool rebuild = retry || pid != m->env.nginx_pid;
+	int r;
+
+	m->env.now_ms = wall_ms();
+	if (reload_asked) {
+		reload_asked = 0;
+		r = load_policies(m, why, whylen);
+		if (r < 0)
+			log_err("writer: policies not reloaded, keeping the running ones: %s", why);
+		else
+			log_info("writer: policies reloaded");
+		rebuild = true;
+	}
+	follow(m, pid);
+	if (!rebuild)
+		return 0;
+	r = build_knobs(m, why, whylen);
+	if (r < 0)
+		log_err("writer: %s", why);
+	return r;
+}
+
+int writer_main(const struct config *cfg, int fd)
+{
+	struct wmain *m = calloc(1, sizeof(*m));
+	struct sigaction sa = {.sa_handler = on_hup};
+	char err[512];
+	int r;
+
+	if (!m)
+		return 1;
+	m->cfg = cfg;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	m->knobs = calloc(WRITER_KNOBS_MAX, sizeof(*m->knobs));
+	if (!m->knobs || uv_loop_init(&m->loop) < 0 || nginx_ctl_new(&m->env.nginx) < 0) {
+		log_err("writer: out of memory");
+		return 1;
+	}
+	if (writer_journal_path(cfg, m->journal, sizeof(m->journal)) < 0) {
+		log_err("writer: the store's path %s is too long for the journal of originals beside it", cfg->store_path);
+		return 1;
+	}
+	m->env.root = cfg->root;
+	m->env.loop = &m->loop;
+	m->env.nginx_bin = cfg->nginx_bin;
+	m->env.nginx_conf = m->conf;
+	m->env.nginx_prefix = m->prefix;
+	m->env.include_dir = cfg->include_dir;
+	m->env.nginx_timeout_ms = cfg->nginx_timeout_ms;
+	m->env.nginx_dump_max = (size_t)cfg->nginx_dump_max;
+	m->env.nginx_memory_max = (size_t)cfg->nginx_memory_max;
+	snprintf(m->conf, sizeof(m->conf), "%s", cfg->nginx_conf);
+	follow(m, master(cfg));
+	r = load_policies(m, err, sizeof(err));
+	if (r == 0)
+		r = build_knobs(m, err, sizeof(err));
+	if (r < 0) {
+		log_err("writer: %s", err);
+		return 1;
+	}
+	m->w.before = before;
+	m->w.before_ctx = m;
+	log_info("writer %d: %zu knobs of %zu policies, originals in %s", (int)getpid(), m->n, m->set->n, m->journal);
+	r = writer_serve(&m->w, &m->loop, fd);
+	if (r < 0)
+		log_err("writer: serving the engine ended: %s", strerror(-r));
+	release_knobs(m);
+	writer_free(&m->w);
+	nginx_ctl_free(m->env.nginx);
+	uv_run(&m->loop, UV_RUN_NOWAIT);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * writer_main: the privileged writer (writer.h) as a process of its own, forked by the agent at start when
+ * [agent] writer = yes (main.c).
+ *
+ * Owns everything the writer's decisions rest on, none of it taken from the engine: the policies, loaded from the
+ * files the configuration names (again after a SIGHUP, which the agent forwards at its own reload), the knobs
+ * built from them with their real drivers, nginx's master followed through [nginx] pid_file and its command line,
+ * a loop of its own for nginx's asynchronous drivers, and the journal of originals (WRITER_JOURNAL_NAME beside
+ * the store). It serves the engine's socket until the engine closes it.
+ */
+#ifndef NGXAT_WRITER_MAIN_H
+#define NGXAT_WRITER_MAIN_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+#define WRITER_JOURNAL_NAME "writer-originals"
+
+/* Serve the engine on FD (one end of a SOCK_SEQPACKET socketpair) with CFG until the engine closes it: the exit
+ * status, 0 or 1 (it could not start: logged). */
+int writer_main(const struct config *cfg, int fd);
+/* The writer's journal of originals: WRITER_JOURNAL_NAME in the store's directory. 0 or -ENAMETOOLONG. */
+int writer_journal_path(const struct config *cfg, char *out, size_t outlen);
+
+#endif
