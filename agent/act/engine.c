@@ -240,23 +240,15 @@ static struct eknob *adopt_orphan(struct engine *e, const char *name)
 	size_t got;
 
 	if (e->n >= MAX_KNOBS || e->norphans >= MAX_ORPHANS || store_knob_get(e->st, name, &rec) < 0 ||
-	    !rec.has_original || strncmp(name, "net.", 4) != 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") !=
-									   strlen(name))
+	    !rec.has_original)
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	snprintf(p->name, sizeof(p->name), "%s", name);
-	snprintf(p->file, sizeof(p->file), "(removed)");
-	p->kind = POLICY_SYSCTL;
-	snprintf(p->kind_name, sizeof(p->kind_name), "sysctl");
-	snprintf(p->target, sizeof(p->target), "%s", name);
-	/* The recorded original tells the shape: a vector has blanks between its elements. */
-	p->type = strchr(rec.original, ' ') ? KNOB_T_INTVEC : KNOB_T_INT;
-	p->nelem = 1;
-	for (const char *c = rec.original; *c; c++)
-		p->nelem += *c == ' ';
-	p->enabled = false;
+	if (knob_orphan_policy(name, rec.original, p) < 0) {
+		free(p);
+		return NULL;
+	}
 	ek = &e->knobs[e->n];
 	memset(ek, 0, sizeof(*ek));
 	/* Through the driver table like every knob, so that a dry run keeps its hands off orphans too. */

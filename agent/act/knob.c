@@ -111,6 +111,25 @@ int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct
 	return r == 0 && more ? -ENOSPC : r;
 }
 
+int knob_orphan_policy(const char *name, const char *original, struct knob_policy *p)
+{
+	if (strncmp(name, "net.", 4) != 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(name) ||
+	    strlen(name) >= sizeof(p->name) || strlen(name) >= sizeof(p->target))
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->file, sizeof(p->file), "(removed)");
+	p->kind = POLICY_SYSCTL;
+	snprintf(p->kind_name, sizeof(p->kind_name), "sysctl");
+	snprintf(p->target, sizeof(p->target), "%s", name);
+	p->type = strchr(original, ' ') ? KNOB_T_INTVEC : KNOB_T_INT;
+	p->nelem = 1;
+	for (const char *c = original; *c; c++)
+		p->nelem += *c == ' ';
+	p->enabled = false;
+	return 0;
+}
+
 /* ---- reads, writes and errno classes -------------------------------------------------------------------- */
 
 /* ---- decorators (knob_dry.c, priv/knob_remote.c) ------------------------------------------------------------ */

@@ -130,6 +130,12 @@ int knob_dry_wrap(struct knob *k);
  * else ops->write of ORIGINAL; as knob_write. */
 int knob_restore(struct knob *k, const char *original, char *why, size_t whylen, knob_done_fn done, void *ctx);
 
+/* Invariant 7 after a policy is removed: a sysctl changed under a policy that no longer exists stays reachable for
+ * reverts only, through a stand-in policy P (disabled, kind sysctl, its shape told by ORIGINAL: a vector has blanks
+ * between its elements). Only net.* sysctls qualify: their knob name is the sysctl's name, and the driver needs
+ * nothing else. 0, or -EINVAL for a name that is not one. */
+int knob_orphan_policy(const char *name, const char *original, struct knob_policy *p);
+
 /* K's live value (ops->read), with the arguments checked. */
 int knob_read(struct knob *k, char *out, size_t outlen);
 /* Write VALUE (ops->write) with WHY emptied first and the arguments checked. Same contract as ops->write. */

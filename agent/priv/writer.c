@@ -56,9 +56,31 @@ static int load_line(void *ctx, const char *knob, const char *original)
 	return 0;
 }
 
+/* A line of the journal of writes: the knob's last two. */
+static int load_written(void *ctx, const char *knob, const char *value)
+{
+	struct writer *w = ctx;
+	struct knob *k = find(w, knob);
+	struct writer_original *o;
+
+	if (!k || strlen(value) >= sizeof(o->last))
+		return 0;
+	o = original_of(w, k);
+	memcpy(o->prev, o->last, sizeof(o->prev));
+	snprintf(o->last, sizeof(o->last), "%s", value);
+	o->nwritten++;
+	return 0;
+}
+
+static void written_path(const struct writer *w, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s.written", w->originals);
+}
+
 int writer_init(struct writer *w, char *err, size_t errlen)
 {
-	int r;
+	char path[4096];
+	int r, r2;
 
 	if (!w || !w->originals || !w->originals[0] || (w->n && !w->knobs)) {
 		snprintf(err, errlen, "the writer needs its knobs and a journal of originals");
@@ -71,7 +93,13 @@ int writer_init(struct writer *w, char *err, size_t errlen)
 	}
 	err[0] = '\0';
 	r = originals_read(w->originals, load_line, w, err, errlen);
-	return r == -ENOENT ? 0 : r;
+	if (r == -ENOENT)
+		r = 0;
+	if (r < 0)
+		return r;
+	written_path(w, path, sizeof(path));
+	r2 = originals_read(path, load_written, w, err, errlen);
+	return r2 == -ENOENT ? 0 : r2;
 }
 
 void writer_free(struct writer *w)
@@ -80,15 +108,28 @@ void writer_free(struct writer *w)
 		return;
 	free(w->orig);
 	w->orig = NULL;
+	for (size_t i = 0; i < w->norphans; i++) {
+		w->orphans[i]->k.ops->release(&w->orphans[i]->k);
+		free(w->orphans[i]);
+	}
+	w->norphans = 0;
 }
 
-/* Before the writer's first write of K: its live value LIVE journaled (synced) as its original. */
+/* Whether LIVE is one of the writer's own last two writes of the knob (the last one may have failed, or been cut
+ * short by a crash, after it was journaled). */
+static bool own(const struct writer_original *o, const char *live)
+{
+	return (o->nwritten > 0 && strcmp(live, o->last) == 0) || (o->nwritten > 1 && strcmp(live, o->prev) == 0);
+}
+
+/* Before a write of K: its live value LIVE journaled (synced) as its original when the writer has none, or when
+ * someone else set LIVE since the writer's own last write (it is the host's value now). */
 static int journal_original(struct writer *w, struct knob *k, const char *live, char *why, size_t whylen)
 {
 	struct writer_original *o = original_of(w, k);
 	int r;
 
-	if (o->known)
+	if (o->known && (own(o, live) || strcmp(live, o->value) == 0))
 		return 0;
 	r = originals_note(w->originals, k->name, live);
 	if (r < 0) {
@@ -98,6 +139,26 @@ static int journal_original(struct writer *w, struct knob *k, const char *live, 
 	}
 	snprintf(o->value, sizeof(o->value), "%s", live);
 	o->known = true;
+	return 0;
+}
+
+/* The write of VALUE to K journaled (synced) before it is made. */
+static int journal_write(struct writer *w, struct knob *k, const char *value, char *why, size_t whylen)
+{
+	struct writer_original *o = original_of(w, k);
+	char path[4096];
+	int r;
+
+	written_path(w, path, sizeof(path));
+	r = originals_note(path, k->name, value);
+	if (r < 0) {
+		snprintf(why, whylen, "%s: the write of %.200s cannot be journaled in %.300s (%s): not written", k->name,
+			 value, path, strerror(-r));
+		return r == -EINVAL ? -EINVAL : -EIO;
+	}
+	memcpy(o->prev, o->last, sizeof(o->prev));
+	snprintf(o->last, sizeof(o->last), "%s", value);
+	o->nwritten++;
 	return 0;
 }
 
@@ -141,23 +202,82 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
 	if (r < 0)
 		return -EDOM;
 	r = journal_original(w, k, live, why, whylen);
+	if (r == 0)
+		r = journal_write(w, k, m->value, why, whylen);
 	if (r < 0)
 		return r;
 	return drive(k, m->value, done, w, why, whylen);
 }
 
+/* The last original the journal holds of NAME (a knob no policy of the writer's names now). */
+struct journal_find {
+	const char *name;
+	char value[KNOB_VALUE_MAX];
+	bool found;
+};
+
+static int find_line(void *ctx, const char *knob, const char *original)
+{
+	struct journal_find *f = ctx;
+
+	if (strcmp(knob, f->name) == 0 && strlen(original) < sizeof(f->value)) {
+		snprintf(f->value, sizeof(f->value), "%s", original);
+		f->found = true;
+	}
+	return 0;
+}
+
+/* A knob of a removed policy that the writer wrote (its original is in the journal), adopted for RESTORE only
+ * (knob_orphan_policy: net.* sysctls), as the engine adopts it: invariant 7 holds after a policy is removed. */
+static struct writer_orphan *orphan(struct writer *w, const char *name, char *why, size_t whylen)
+{
+	struct journal_find f = {.name = name};
+	struct writer_orphan *o;
+	char err[256];
+	size_t got;
+
+	for (size_t i = 0; i < w->norphans; i++)
+		if (strcmp(w->orphans[i]->k.name, name) == 0)
+			return w->orphans[i];
+	if (!w->env || w->norphans == WRITER_ORPHANS_MAX)
+		return NULL;
+	if (originals_read(w->originals, find_line, &f, err, sizeof(err)) < 0 && !f.found)
+		return NULL;
+	if (!f.found)
+		return NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	if (knob_orphan_policy(name, f.value, &o->pol) < 0 || knob_instantiate(&o->pol, w->env, &o->k, 1, &got) < 0 ||
+	    got != 1) {
+		free(o);
+		return NULL;
+	}
+	snprintf(o->original.value, sizeof(o->original.value), "%s", f.value);
+	o->original.known = true;
+	w->orphans[w->norphans++] = o;
+	snprintf(why, whylen, "%s", "");
+	return o;
+}
+
 /* RESTORE: K back to the original the writer journaled before its first write of it; no policy holds it (it is
- * what the host had). */
+ * what the host had). A knob whose policy was removed is restored too, when the writer journaled it. */
 static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
 {
 	struct knob *k = lookup(w, m->name, why, whylen);
 	const struct writer_original *o;
+	struct writer_orphan *orph = NULL;
 	char live[KNOB_VALUE_MAX];
 	int r;
 
-	if (!k)
+	if (k) {
+		o = original_of(w, k);
+	} else if ((orph = orphan(w, m->name, why, whylen))) {
+		k = &orph->k;
+		o = &orph->original;
+	} else {
 		return -ENOENT;
-	o = original_of(w, k);
+	}
 	if (!o->known) {
 		snprintf(why, whylen, "%s: the writer journaled no original of it (it never wrote it)", m->name);
 		return -ENOENT;
@@ -167,6 +287,8 @@ static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, ch
 		snprintf(why, whylen, "%s is its original %.200s already", m->name, o->value);
 		return 0;
 	}
+	if (!orph && (r = journal_write(w, k, o->value, why, whylen)) < 0)
+		return r;
 	return drive(k, o->value, done, w, why, whylen);
 }
 

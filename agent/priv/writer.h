@@ -5,8 +5,9 @@
  * from the policies the writer loaded itself), its value held to that policy (policy_check: enabled, not
  * forbidden, type, bounds, the largest step from the live value, constraints), and only then written by the
  * knob's real driver, synchronous ones at once, asynchronous ones (nginx's) from the writer's loop. Before its first
- * write of a knob the writer journals the live value as its original in a file of its own (synced), and RESTORE
- * puts back only that: a compromised engine can ask only for what a policy already allows, or for what the host
+ * write of a knob, and before a write that finds a live value it did not write itself, the writer journals the live
+ * value as its original in a file of its own (synced); each write is journaled (synced) before it is made, in a
+ * second file; RESTORE puts back only the original: a compromised engine can ask only for what a policy already allows, or for what the host
  * had. A value its policy refuses is -EDOM (the engine's own check let it through: the two disagree), whatever
  * policy_check said, so that the engine never takes a refusal for the host's errno. WIP: NGINX, SOCKET and
  * OPEN_LOG answer EOPNOTSUPP.
@@ -20,12 +21,25 @@
 #include <uv.h>
 
 #include "act/knob.h"
-
-struct policy_set;
+#include "core/policy.h"
 
 struct writer_original {
 	char value[KNOB_VALUE_MAX];
 	bool known;
+	/* The writer's own last two writes of the knob (its journal of writes, ORIGINALS.written): a live value that is
+	 * neither was set by someone else (an operator who cleared a conflict, an offline revert, a reboot), and is the
+	 * host's value, journaled as the original before the writer's next write. */
+	char last[KNOB_VALUE_MAX], prev[KNOB_VALUE_MAX];
+	unsigned nwritten;
+};
+
+#define WRITER_ORPHANS_MAX 32
+
+/* A knob of a removed policy, adopted for RESTORE only (knob_orphan_policy). */
+struct writer_orphan {
+	struct knob_policy pol; /* its stand-in policy */
+	struct knob k;
+	struct writer_original original;
 };
 
 struct writer {
@@ -33,6 +47,9 @@ struct writer {
 	struct knob *knobs;           /* its knobs (real drivers, their environment's loop the one served on) */
 	size_t n;
 	const char *originals;        /* its journal of originals (store/originals.h), the engine's no business */
+	struct knob_env *env;         /* for knobs of removed policies (RESTORE only); NULL: none restored */
+	struct writer_orphan *orphans[WRITER_ORPHANS_MAX];
+	size_t norphans;
 	struct writer_original *orig; /* per knob, from the journal (writer_init) */
 	/* Called before each request is looked at, when no write is in flight (writer_main: the knobs follow a new
 	 * nginx master or reloaded policies, the clock is read): 0, or -errno to refuse the request with WHY. NULL:

@@ -155,6 +155,7 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 	m->w.knobs = m->knobs;
 	m->w.n = m->n;
 	m->w.originals = m->journal;
+	m->w.env = &m->env;
 	r = writer_init(&m->w, err, errlen);
 	if (r == -EBADMSG) {
 		/* The good lines are loaded; a knob whose line is damaged is journaled again at its next write. */

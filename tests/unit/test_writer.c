@@ -571,6 +571,22 @@ static void test_before_hook(void **state)
 	assert_string_equal(res.text, "policies cannot be read");
 	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 	assert_string_equal(got, "8192\n");
+	/* Someone else sets 1024 (an operator clears a conflict there): the host's value now, journaled as the original
+	 * before the writer's next write, and what RESTORE puts back. The writer's own writes never move it. */
+	h.fail = 0;
+	put_file("/proc/sys/net/core/somaxconn", "1024\n");
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "4096", &res), 0);
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "8192", &res), 0);
+	assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), 0);
+	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+	assert_string_equal(got, "1024\n");
+	/* Known again after a restart, from its two journals. */
+	writer_free(&w);
+	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
+	assert_true(w.orig[0].known);
+	assert_string_equal(w.orig[0].value, "1024");
+	assert_string_equal(w.orig[0].last, "1024");
+	assert_string_equal(w.orig[0].prev, "8192");
 	writer_free(&w);
 	wk.ops->release(&wk);
 	drop_root(set);
