@@ -214,6 +214,7 @@ EOT
 agent_conf() {
 	cat >"$1" <<EOT
 [agent]
+writer = ${NGXAT_TEST_WRITER:-no}
 tick_interval = ${3:-1s}
 socket = $TMP/api.sock
 socket_group =

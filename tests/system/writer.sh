@@ -1,0 +1,117 @@
+#!/bin/bash
+# The writer in a process of its own ([agent] writer = yes, issue 22), the real agent on a fake /proc/sys (--root):
+# the agent forks one writer; a change is written by it, its original and the write journaled in its own files
+# (0600) before the write; the writer holds every value to the policies it loaded itself (reloaded on the SIGHUP
+# the agent forwards, and only then); a revert puts back an original below the policy's min (RESTORE); SIGTERM to
+# both (as systemd stops the unit's processes) reverts the change in trial through the writer, then ends both; the
+# writer killed ends the agent with status 1 and no revert, and the restart's recovery puts the trial's knob back.
+TEST_NAME=writer
+. "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
+need_cmd jq curl sqlite3 pgrep
+[ "$(id -u)" = 0 ] || skip "policy files must be owned by root: run as root"
+
+R=$TMP/root
+make_fake_root "$R" 4242 sysfs
+echo 4242 >"$TMP/nginx.pid"
+mkdir -p "$R/proc/sys/net/core"
+SOMAX=$R/proc/sys/net/core/somaxconn
+BACKLOG=$R/proc/sys/net/core/netdev_max_backlog
+echo 128 >"$SOMAX"
+echo 1000 >"$BACKLOG"
+mkdir -p "$TMP/policies.d"
+sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/listen.policy" >"$TMP/policies.d/listen.policy"
+sed 's/^settle = .*/settle = 1h/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
+NGXAT_TEST_WRITER=yes fake_root_conf "$TMP/agent.conf" "$R" ""
+grep -qx "writer = yes" "$TMP/agent.conf" || fail "the configuration has no writer = yes"
+JOURNAL=$TMP/store/writer-originals
+ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
+AGENT_PID=
+start_agent() {
+	rm -f "$TMP/notify.log"
+	"$NOTIFY_LISTEN" "$TMP/notify.sock" 60 >"$TMP/notify.log" &
+	CLEANUP+=("kill $!")
+	wait_for 5 test -S "$TMP/notify.sock" || fail "notify-listen did not start"
+	NOTIFY_SOCKET="$TMP/notify.sock" "$AGENT" --foreground -c "$TMP/agent.conf" >>"$TMP/agent.log" 2>&1 &
+	AGENT_PID=$!
+	CLEANUP+=("kill $AGENT_PID")
+	wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1"
+	WRITER_PID=$(pgrep -P "$AGENT_PID" -x ngx-autotune)
+	[ -n "$WRITER_PID" ] && [ "$(wc -w <<<"$WRITER_PID")" = 1 ] || fail "not one writer under the agent: '$WRITER_PID'"
+	CLEANUP+=("kill -9 $WRITER_PID")
+}
+change_state() { api "/v1/changes/$1" | jq -r .state; }
+
+start_agent
+grep -q "the writer runs as pid $WRITER_PID" "$TMP/agent.log" || fail "the agent does not say its writer's pid"
+ok "the agent forks one writer ($WRITER_PID)"
+
+# A change: written by the writer, after its original and the write were journaled in its own files, 0600.
+ctl propose --now net.core.somaxconn=4096 >/dev/null || fail "propose somaxconn 4096"
+wait_for 5 sh -c "[ \$(cat $SOMAX) = 4096 ]" || fail "somaxconn is $(cat "$SOMAX"), want 4096"
+[ "$(cat "$JOURNAL")" = "net.core.somaxconn 128" ] || fail "the writer's originals: $(cat "$JOURNAL" 2>&1)"
+[ "$(cat "$JOURNAL.written")" = "net.core.somaxconn 4096" ] || fail "the writer's writes: $(cat "$JOURNAL.written" 2>&1)"
+[ "$(stat -c %a "$JOURNAL")" = 600 ] && [ "$(stat -c %a "$JOURNAL.written")" = 600 ] ||
+	fail "the writer's journals are not 0600"
+wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/1 | jq -e '.state == \"kept\"'" ||
+	fail "change 1 not kept: $(change_state 1)"
+ok "a change goes through the writer: its original (128) and the write journaled by it, 0600, then kept"
+
+# The writer's own policies: lowered in the file and reloaded by the writer alone (a SIGHUP to it), the engine still
+# allows 16384; the writer refuses it, and the change fails with the writer's why, the value untouched.
+sed -i 's/^max = 65535$/max = 8192/' "$TMP/policies.d/listen.policy"
+grep -q "^max = 8192" "$TMP/policies.d/listen.policy" || fail "the policy override was not lowered"
+kill -HUP "$WRITER_PID"
+ctl propose --now net.core.somaxconn=16384 >/dev/null 2>&1
+id=$(api "/v1/changes?knob=net.core.somaxconn" | jq '.changes[0].id')
+wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$id | jq -e '.state == \"failed\"'" ||
+	fail "a value past the writer's policy: change $id is $(change_state "$id"), want failed"
+api "/v1/changes/$id" | jq -r .detail | grep -q "above the maximum 8192" ||
+	fail "the writer's refusal is not said: $(api "/v1/changes/$id" | jq -r .detail)"
+[ "$(cat "$SOMAX")" = 4096 ] || fail "a value the writer refused was written: $(cat "$SOMAX")"
+grep -q "writer: policies reloaded" "$TMP/agent.log" || fail "the writer did not say it reloaded its policies"
+# The agent's reload forwards SIGHUP: back to the shipped maximum, both allow 16384 again.
+cp "$TMP/policies.d/listen.policy" "$TMP/listen.policy.low"
+sed -i 's/^max = 8192$/max = 65535/' "$TMP/policies.d/listen.policy"
+n=$(grep -c "writer: policies reloaded" "$TMP/agent.log")
+kill -HUP "$AGENT_PID"
+wait_for 5 grep -q "configuration reloaded" "$TMP/agent.log" || fail "the agent did not reload"
+ctl propose --now net.core.somaxconn=16384 >/dev/null || fail "propose 16384 after the reload"
+wait_for 5 sh -c "[ \$(cat $SOMAX) = 16384 ]" || fail "somaxconn is $(cat "$SOMAX") after the reload, want 16384"
+[ "$(grep -c "writer: policies reloaded" "$TMP/agent.log")" -gt "$n" ] || fail "the agent's reload did not reach the writer"
+ok "the writer holds values to the policies it loaded itself (a refusal said, nothing written); the agent's SIGHUP reaches it"
+
+# The revert to 128, below the policy's min of 4096: only the writer's RESTORE can put it there.
+wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes?knob=net.core.somaxconn | jq -e '.changes[0].state == \"kept\"'" ||
+	fail "the change to 16384 was not kept"
+ctl revert --all >/dev/null || fail "ngxctl revert --all"
+wait_for 5 sh -c "[ \$(cat $SOMAX) = 128 ]" || fail "somaxconn is $(cat "$SOMAX") after revert --all, want 128"
+ok "revert --all puts back 128, below the policy's min, through the writer's RESTORE"
+
+# SIGTERM to both, as systemd sends it to the unit's processes: the change in trial goes back through the writer,
+# then both end, the agent with 0.
+ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog"
+wait_for 5 sh -c "[ \$(cat $BACKLOG) = 2000 ]" || fail "backlog not written"
+kill -TERM "$AGENT_PID" "$WRITER_PID"
+wait "$AGENT_PID"
+rc=$?
+[ $rc = 0 ] || fail "the agent exited $rc on SIGTERM"
+[ "$(cat "$BACKLOG")" = 1000 ] || fail "SIGTERM did not revert the change in trial through the writer: $(cat "$BACKLOG")"
+wait_for 5 sh -c "! kill -0 $WRITER_PID 2>/dev/null" || fail "the writer outlived the agent"
+ok "SIGTERM to both: the change in trial reverted through the writer, then both ended (agent status 0)"
+
+# The writer killed during a trial: the agent stops at once with status 1, says why, reverts nothing (it cannot);
+# the restart's recovery puts the knob back.
+start_agent
+ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog again"
+wait_for 5 sh -c "[ \$(cat $BACKLOG) = 2000 ]" || fail "backlog not written the second time"
+kill -9 "$WRITER_PID"
+wait_for 5 sh -c "! kill -0 $AGENT_PID 2>/dev/null" || fail "the agent runs on without its writer"
+wait "$AGENT_PID"
+rc=$?
+[ $rc = 1 ] || fail "the agent exited $rc when its writer died, want 1"
+grep -q "the writer (pid $WRITER_PID) is gone" "$TMP/agent.log" || fail "the agent does not say its writer is gone"
+[ "$(cat "$BACKLOG")" = 2000 ] || fail "the backlog changed with no writer: $(cat "$BACKLOG")"
+start_agent
+[ "$(cat "$BACKLOG")" = 1000 ] || fail "after the restart the backlog is $(cat "$BACKLOG"), want 1000"
+ok "the writer killed: the agent stops with status 1 and says why; the restart's recovery puts the trial's knob back"
