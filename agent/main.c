@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -318,11 +319,12 @@ static int run_setup(struct agent *a, const struct modes *m)
 
 /* [agent] writer: the privileged writer forked now, before the store, the API or a thread exists; it keeps one end
  * of a socket pair and the agent the other. It ignores the signals systemd sends the unit's processes to stop
- * them: it ends when the agent closes its socket, after the agent's reverts at stop went through it. */
+ * them: it ends when the agent closes its socket, after the agent's reverts at stop went through it, and is killed
+ * when the agent dies. */
 static int start_writer(struct agent *a, char *err, size_t errlen)
 {
+	pid_t pid, parent = getpid();
 	int sv[2];
-	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "the writer's socket: %s", strerror(errno));
@@ -336,6 +338,10 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 		return -errno;
 	}
 	if (pid == 0) {
+		/* Killed with the agent, as one process would be: a writer that finished a change its dead engine asked
+		 * for would race the restarted agent's recovery (two nginx reloads at once). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
 		close(sv[0]);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);

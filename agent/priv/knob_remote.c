@@ -2,7 +2,8 @@
  * knob_remote: the engine's backend of a knob whose writes the writer makes (issue 22), as knob_dry.c is the
  * dry run's: probes and reads go to the real driver in the engine (what it reads is world-readable), a write is a
  * WMSG_SET sent through the writer's client (wclient.h), asynchronous like nginx's drivers: -EINPROGRESS, then
- * DONE from the loop with the writer's verdict (its policy's, then its driver's), a timeout, or the writer gone.
+ * DONE from the loop with the writer's verdict (its policy's, then its driver's) or a timeout; none when the writer
+ * dies meanwhile (the agent stops: the journal has the write in flight for the restart's recovery).
  */
 #include "build-config.h"
 

@@ -9,7 +9,8 @@
 struct wclient;
 
 /* Wrap K (its real driver) so that its writes go to the writer through C (which outlives K): each write answers
- * -EINPROGRESS and calls DONE from C's loop with the writer's verdict, -ETIMEDOUT or -EPIPE; a write without DONE
+ * -EINPROGRESS and calls DONE from C's loop with the writer's verdict or -ETIMEDOUT (not at all when the writer dies
+ * meanwhile: wclient.h), and a write once the writer is gone is -EPIPE; a write without DONE
  * is -EINVAL. 0 or -errno. */
 int knob_remote_wrap(struct knob *k, struct wclient *c);
 

@@ -76,19 +76,17 @@ static void on_timer(uv_timer_t *t)
 	arm(c);
 }
 
-/* The writer is gone: every request in flight is answered so, and no more are read. */
+/* The writer is gone: no more is read, and the requests in flight are forgotten, not answered. Whether the writer
+ * made their writes before it died is not known, as with a process killed in the middle of one: the engine must not
+ * journal them as failed (the agent stops, and the restart's recovery puts back what its journal has in flight). */
 static void gone(struct wclient *c, int err)
 {
-	char text[96];
-
+	(void)err;
 	c->gone = true;
 	if (c->polling)
 		uv_poll_stop(&c->poll);
 	c->polling = false;
-	snprintf(text, sizeof(text), "the writer is gone%s%s", err ? ": " : "", err ? strerror(-err) : "");
-	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
-		if (c->req[i].id)
-			answer(&c->req[i], -EPIPE, text);
+	memset(c->req, 0, sizeof(c->req));
 	arm(c);
 }
 

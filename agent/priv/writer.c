@@ -198,9 +198,13 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
 		snprintf(why, whylen, "%s: its live value cannot be read (%s)", m->name, strerror(-r));
 		return r;
 	}
-	r = policy_check(w->set, k->pol, live, m->value, value_of, w, why, whylen);
-	if (r < 0)
-		return -EDOM;
+	/* What the host had is no policy's to refuse: a trial's A arm writes the original, which may lie outside the
+	 * bounds (keepalive_requests 1 under a min of 100), and so may a value the knob has now. */
+	if (strcmp(m->value, live) != 0 && !(original_of(w, k)->known && strcmp(m->value, original_of(w, k)->value) == 0)) {
+		r = policy_check(w->set, k->pol, live, m->value, value_of, w, why, whylen);
+		if (r < 0)
+			return -EDOM;
+	}
 	r = journal_original(w, k, live, why, whylen);
 	if (r == 0)
 		r = journal_write(w, k, m->value, why, whylen);
@@ -267,7 +271,6 @@ static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, ch
 	struct knob *k = lookup(w, m->name, why, whylen);
 	const struct writer_original *o;
 	struct writer_orphan *orph = NULL;
-	char live[KNOB_VALUE_MAX];
 	int r;
 
 	if (k) {
@@ -282,11 +285,8 @@ static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, ch
 		snprintf(why, whylen, "%s: the writer journaled no original of it (it never wrote it)", m->name);
 		return -ENOENT;
 	}
-	r = k->ops->read(k, live, sizeof(live));
-	if (r == 0 && strcmp(live, o->value) == 0) {
-		snprintf(why, whylen, "%s is its original %.200s already", m->name, o->value);
-		return 0;
-	}
+	/* Written even when it reads as the original already: a driver finishes what a kill cut short on the way
+	 * (nginx's: a backup made before its file was written goes). */
 	if (!orph && (r = journal_write(w, k, o->value, why, whylen)) < 0)
 		return r;
 	return drive(k, o->value, done, w, why, whylen);

@@ -54,7 +54,8 @@ try_change() {
 	id=$(ctl --json propose "$1=$2" --why "crash test" | jq -r '.id // empty')
 	[ -n "$id" ] || fail "ngxctl propose $1=$2: $(ctl propose "$1=$2" 2>&1)"
 	st=$(change_state "$id")
-	[ "$st" = approved ] || [ "$st" = trial ] || ctl approve "$id" >/dev/null || fail "approve $id ($st)"
+	[ "$st" = approved ] || [ "$st" = applying ] || [ "$st" = trial ] || ctl approve "$id" >/dev/null ||
+		fail "approve $id ($st)"
 	echo "$id"
 }
 
