@@ -14,8 +14,9 @@
 #include <unistd.h>
 
 struct wclient_req {
-	uint32_t id; /* 0: a free slot */
-	uint64_t deadline;
+	uv_timer_t timer; /* its timeout: a timer of the loop's, so that no clock is read here */
+	struct wclient *c;
+	uint32_t id;      /* 0: a free slot */
 	wclient_done_fn done;
 	void *ctx;
 };
@@ -31,49 +32,35 @@ struct wclient {
 	bool freeing; /* wclient_free: freed when the last handle is closed */
 	int open;     /* handles not yet closed */
 	uv_poll_t poll;
-	uv_timer_t timer;
 	struct wclient_req req[WCLIENT_PENDING_MAX];
 };
 
 /* The slot is free before DONE runs: DONE may ask again. */
+static void forget(struct wclient_req *r)
+{
+	if (r->id)
+		uv_timer_stop(&r->timer);
+	r->id = 0;
+	r->done = NULL;
+	r->ctx = NULL;
+}
+
 static void answer(struct wclient_req *r, int result, const char *text)
 {
 	wclient_done_fn done = r->done;
 	void *ctx = r->ctx;
 
-	memset(r, 0, sizeof(*r));
+	forget(r);
 	done(result, text, ctx);
 }
 
-static void on_timer(uv_timer_t *t);
-
-/* The timer for the earliest deadline in flight, the poll while one is. */
-static void arm(struct wclient *c)
+static void on_timeout(uv_timer_t *t)
 {
-	uint64_t first = 0, now = uv_now(c->loop);
-
-	if (c->closed)
-		return;
-	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
-		if (c->req[i].id && (!first || c->req[i].deadline < first))
-			first = c->req[i].deadline;
-	if (first)
-		uv_timer_start(&c->timer, on_timer, first > now ? first - now : 0, 0);
-	else
-		uv_timer_stop(&c->timer);
-}
-
-static void on_timer(uv_timer_t *t)
-{
-	struct wclient *c = t->data;
-	uint64_t now = uv_now(c->loop);
+	struct wclient_req *r = (struct wclient_req *)t;
 	char text[96];
 
-	snprintf(text, sizeof(text), "the writer did not answer within %d ms", c->timeout_ms);
-	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
-		if (c->req[i].id && c->req[i].deadline <= now)
-			answer(&c->req[i], -ETIMEDOUT, text);
-	arm(c);
+	snprintf(text, sizeof(text), "the writer did not answer within %d ms", r->c->timeout_ms);
+	answer(r, -ETIMEDOUT, text);
 }
 
 /* The writer is gone: no more is read, and the requests in flight are forgotten, not answered. Whether the writer
@@ -86,8 +73,8 @@ static void gone(struct wclient *c, int err)
 	if (c->polling)
 		uv_poll_stop(&c->poll);
 	c->polling = false;
-	memset(c->req, 0, sizeof(c->req));
-	arm(c);
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		forget(&c->req[i]);
 }
 
 static void on_readable(uv_poll_t *p, int status, int events)
@@ -125,7 +112,6 @@ static void on_readable(uv_poll_t *p, int status, int events)
 			}
 		/* No request of that id: the answer to one that timed out, dropped. */
 	}
-	arm(c);
 }
 
 int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
@@ -144,9 +130,12 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
 		free(c);
 		return -EINVAL;
 	}
-	uv_timer_init(loop, &c->timer);
-	c->poll.data = c->timer.data = c;
-	c->open = 2;
+	c->poll.data = c;
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++) {
+		uv_timer_init(loop, &c->req[i].timer);
+		c->req[i].c = c;
+	}
+	c->open = 1 + WCLIENT_PENDING_MAX;
 	/* Polled from the start: a writer that dies while nothing is asked is seen at once (wclient_gone). */
 	if (uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT, on_readable) == 0)
 		c->polling = true;
@@ -193,10 +182,9 @@ int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, voi
 		return -e;
 	}
 	slot->id = m->id;
-	slot->deadline = uv_now(c->loop) + (uint64_t)c->timeout_ms;
 	slot->done = done;
 	slot->ctx = ctx;
-	arm(c);
+	uv_timer_start(&slot->timer, on_timeout, (uint64_t)c->timeout_ms, 0);
 	return 0;
 }
 
@@ -206,8 +194,7 @@ void wclient_cancel(struct wclient *c, const void *ctx)
 		return;
 	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
 		if (c->req[i].id && c->req[i].ctx == ctx)
-			memset(&c->req[i], 0, sizeof(c->req[i]));
-	arm(c);
+			forget(&c->req[i]);
 }
 
 bool wclient_gone(const struct wclient *c)
@@ -227,11 +214,14 @@ void wclient_close(struct wclient *c)
 {
 	if (!c || c->closed)
 		return;
-	memset(c->req, 0, sizeof(c->req));
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++) {
+		forget(&c->req[i]);
+		c->req[i].timer.data = c;
+		uv_close((uv_handle_t *)&c->req[i].timer, on_closed);
+	}
 	c->closed = true;
 	c->polling = false;
 	uv_close((uv_handle_t *)&c->poll, on_closed);
-	uv_close((uv_handle_t *)&c->timer, on_closed);
 	close(c->fd);
 	c->fd = -1;
 }
