@@ -118,6 +118,7 @@ void config_default(struct config *cfg)
 	cfg->doctor_interval_ms = 300000;
 	cfg->backend_keepalive_ms = 0;
 	strcpy(cfg->api_token_file, "/etc/ngx-autotune/api.tokens");
+	cfg->writer = true;
 	cfg->probe_netlink = true;
 	cfg->probe_interrupts = true;
 	cfg->probe_workers = true;

@@ -214,7 +214,7 @@ EOT
 agent_conf() {
 	cat >"$1" <<EOT
 [agent]
-writer = ${NGXAT_TEST_WRITER:-no}
+writer = ${NGXAT_TEST_WRITER:-yes}
 tick_interval = ${3:-1s}
 socket = $TMP/api.sock
 socket_group =
@@ -319,13 +319,13 @@ write_irq_counts() {
 # fake_root_conf FILE ROOT ACCESS_LOG: an agent configuration for a fake tree made by make_fake_root (nginx pid file
 # $TMP/nginx.pid, no stub_status, no netlink, 200 ms ticks, policy overrides in $TMP/policies.d). The root is in
 # the file, not on the command line, so that anything run with only -c (ngxctl revert --offline) writes to the fake
-# tree too, never to the host. Append further sections to FILE as needed. NGXAT_TEST_WRITER=yes runs the agent with
-# its writer process ([agent] writer), for a run of a test through it.
+# tree too, never to the host. Append further sections to FILE as needed. NGXAT_TEST_WRITER=no runs the agent without
+# its writer process ([agent] writer, on by default), in one process, for a run of a test that way.
 fake_root_conf() {
 	cat >"$1" <<EOT
 [agent]
 root = $2
-writer = ${NGXAT_TEST_WRITER:-no}
+writer = ${NGXAT_TEST_WRITER:-yes}
 tick_interval = 200ms
 socket = $TMP/api.sock
 socket_group =
