@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "act/knob.h"
 #include "core/knobval.h"
@@ -231,23 +232,37 @@ static int find_line(void *ctx, const char *knob, const char *original)
 	return 0;
 }
 
+/* The original of NAME as the writer's journal has it, else as the agent's own originals file has it (a knob the
+ * agent changed before it had a writer: an upgrade), as long as that file is root's and no one else can write it
+ * (once the engine runs as a user of its own, it is not, and only the writer's journal counts). 0, or -ENOENT. */
+static int journaled(struct writer *w, const char *name, char *out, size_t outlen)
+{
+	struct journal_find f = {.name = name};
+	char err[256];
+	struct stat st;
+
+	originals_read(w->originals, find_line, &f, err, sizeof(err));
+	if (!f.found && w->fallback && stat(w->fallback, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	    !(st.st_mode & 022))
+		originals_read(w->fallback, find_line, &f, err, sizeof(err));
+	if (!f.found || strlen(f.value) >= outlen)
+		return -ENOENT;
+	snprintf(out, outlen, "%s", f.value);
+	return 0;
+}
+
 /* A knob of a removed policy that the writer wrote (its original is in the journal), adopted for RESTORE only
  * (knob_orphan_policy: net.* sysctls), as the engine adopts it: invariant 7 holds after a policy is removed. */
 static struct writer_orphan *orphan(struct writer *w, const char *name, char *why, size_t whylen)
 {
 	struct journal_find f = {.name = name};
 	struct writer_orphan *o;
-	char err[256];
 	size_t got;
 
 	for (size_t i = 0; i < w->norphans; i++)
 		if (strcmp(w->orphans[i]->k.name, name) == 0)
 			return w->orphans[i];
-	if (!w->env || w->norphans == WRITER_ORPHANS_MAX)
-		return NULL;
-	if (originals_read(w->originals, find_line, &f, err, sizeof(err)) < 0 && !f.found)
-		return NULL;
-	if (!f.found)
+	if (!w->env || w->norphans == WRITER_ORPHANS_MAX || journaled(w, name, f.value, sizeof(f.value)) < 0)
 		return NULL;
 	o = calloc(1, sizeof(*o));
 	if (!o)
@@ -282,8 +297,20 @@ static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, ch
 		return -ENOENT;
 	}
 	if (!o->known) {
-		snprintf(why, whylen, "%s: the writer journaled no original of it (it never wrote it)", m->name);
-		return -ENOENT;
+		/* Changed by the agent before it had a writer: the original its own file kept, journaled as the writer's. */
+		struct writer_original *mo = original_of(w, k);
+
+		if (journaled(w, m->name, mo->value, sizeof(mo->value)) < 0) {
+			snprintf(why, whylen, "%s: no original of it is journaled (the agent never wrote it)", m->name);
+			return -ENOENT;
+		}
+		r = originals_note(w->originals, k->name, mo->value);
+		if (r < 0) {
+			snprintf(why, whylen, "%s: its original %.200s cannot be journaled in %.300s (%s): not written",
+				 k->name, mo->value, w->originals, strerror(-r));
+			return -EIO;
+		}
+		mo->known = true;
 	}
 	/* Written even when it reads as the original already: a driver finishes what a kill cut short on the way
 	 * (nginx's: a backup made before its file was written goes). */

@@ -23,6 +23,7 @@
 #include "core/policy.h"
 #include "log.h"
 #include "priv/writer.h"
+#include "store/store.h"
 #include "strutil.h"
 
 #define WRITER_KNOBS_MAX 256 /* as many as the engine holds */
@@ -39,6 +40,7 @@ struct wmain {
 	char conf[CONFIG_PATH_MAX];     /* nginx's -c: [nginx] conf, else the master's */
 	char prefix[CONFIG_PATH_MAX];   /* its -p */
 	char journal[CONFIG_PATH_MAX + 32];
+	char fallback[CONFIG_PATH_MAX + 32]; /* the agent's originals file */
 };
 
 static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
@@ -156,6 +158,7 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 	m->w.n = m->n;
 	m->w.originals = m->journal;
 	m->w.env = &m->env;
+	m->w.fallback = m->fallback;
 	r = writer_init(&m->w, err, errlen);
 	if (r == -EBADMSG) {
 		/* The good lines are loaded; a knob whose line is damaged is journaled again at its next write. */
@@ -235,6 +238,7 @@ int writer_main(const struct config *cfg, int fd)
 		log_err("writer: the store's path %s is too long for the journal of originals beside it", cfg->store_path);
 		return 1;
 	}
+	snprintf(m->fallback, sizeof(m->fallback), "%s%s", cfg->store_path, STORE_ORIGINALS_SUFFIX);
 	m->env.root = cfg->root;
 	m->env.loop = &m->loop;
 	m->env.nginx_bin = cfg->nginx_bin;

@@ -406,7 +406,7 @@ static void test_restore(void **state)
 	m.type = WMSG_RESTORE;
 	strcpy(m.name, "net.core.somaxconn");
 	assert_int_equal(ask(fd, &m, text, sizeof(text)), -ENOENT);
-	assert_non_null(strstr(text, "journaled no original"));
+	assert_non_null(strstr(text, "no original of it is journaled"));
 	strcpy(m.name, "kernel.core_pattern");
 	assert_int_equal(ask(fd, &m, text, sizeof(text)), -ENOENT);
 	/* Written twice: one original, 4096. */
@@ -621,6 +621,48 @@ static void test_before_hook(void **state)
 	drop_root(set);
 }
 
+/* RESTORE of a knob the agent changed before it had a writer: the original the agent's own originals file kept, as
+ * long as that file is root's and no one else may write it; journaled as the writer's from then on. */
+static void test_restore_from_agent_originals(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	struct knob_env env = {0};
+	struct knob wk = {0};
+	struct writer w = {0};
+	struct wmsg res;
+	char journal[128], fallback[128], why[256], got[64];
+	size_t n;
+
+	(void)state;
+	make_root(set, "8192\n");
+	env.root = root;
+	assert_int_equal(knob_instantiate(&set->knobs[0], &env, &wk, 1, &n), 0);
+	snprintf(journal, sizeof(journal), "%s/originals", root);
+	snprintf(fallback, sizeof(fallback), "%s/store.originals", root);
+	put_file("/store.originals", "net.core.somaxconn 1024\n");
+	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal, w.fallback = fallback;
+	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
+	/* Writable by its group: not trusted, nothing restored. */
+	assert_int_equal(chmod(fallback, 0660), 0);
+	assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), -ENOENT);
+	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+	assert_string_equal(got, "8192\n");
+	assert_int_equal(chmod(fallback, 0600), 0);
+	if (geteuid() != 0) {
+		/* Not root's: refused as well (the test cannot make a file root's here). */
+		assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), -ENOENT);
+	} else {
+		assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), 0);
+		get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+		assert_string_equal(got, "1024\n");
+		get_file("/originals", got, sizeof(got));
+		assert_string_equal(got, "net.core.somaxconn 1024\n");
+	}
+	writer_free(&w);
+	wk.ops->release(&wk);
+	drop_root(set);
+}
+
 static void never(int result, const char *text, void *ctx)
 {
 	(void)result, (void)text, (void)ctx;
@@ -664,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_writer_silent),
 		cmocka_unit_test(test_before_hook),
 		cmocka_unit_test(test_writer_dies_idle),
+		cmocka_unit_test(test_restore_from_agent_originals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
