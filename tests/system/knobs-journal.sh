@@ -10,32 +10,8 @@ TEST_NAME=knobs
 need_cmd jq curl sqlite3
 [ "$(id -u)" = 0 ] || skip "policy files must be owned by root: run as root"
 
-R=$TMP/root
-make_fake_root "$R" 4242 sysfs
-echo 4242 >"$TMP/nginx.pid"
-mkdir -p "$R/proc/sys/net/core"
-SOMAX=$R/proc/sys/net/core/somaxconn
-BACKLOG=$R/proc/sys/net/core/netdev_max_backlog
-echo 128 >"$SOMAX"
-echo 1000 >"$BACKLOG"
-# Overrides: settle times short enough for a test (same file name replaces the shipped one).
-mkdir -p "$TMP/policies.d"
-sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/listen.policy" >"$TMP/policies.d/listen.policy"
-sed 's/^settle = .*/settle = 1h/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
-fake_root_conf "$TMP/agent.conf" "$R" ""
-ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
-AGENT_PID=
-start_agent() { # start_agent [ENV=VALUE...]: the agent in the background, waits for READY=1
-	rm -f "$TMP/notify.log"
-	"$NOTIFY_LISTEN" "$TMP/notify.sock" 60 >"$TMP/notify.log" &
-	CLEANUP+=("kill $!")
-	wait_for 5 test -S "$TMP/notify.sock" || fail "notify-listen did not start"
-	env "$@" NOTIFY_SOCKET="$TMP/notify.sock" "$AGENT" --foreground -c "$TMP/agent.conf" \
-		>>"$TMP/agent.log" 2>&1 &
-	AGENT_PID=$!
-	CLEANUP+=("kill $AGENT_PID")
-	wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1"
-}
+sysctl_fake_host
+start_agent() { start_fake_agent "$@"; }
 change_state() { api "/v1/changes/$1" | jq -r .state; }
 
 start_agent

@@ -344,6 +344,39 @@ netlink = no
 EOT
 }
 
+# sysctl_fake_host: the fake host of knobs-journal.sh and writer.sh: a fake root in $R=$TMP/root (nginx 4242) with
+# net.core.somaxconn 128 ($SOMAX) and net.core.netdev_max_backlog 1000 ($BACKLOG), the listen policy's settle time
+# cut to 1 s and softnet's raised to 1 h (overrides of the same name replace the shipped files), $TMP/agent.conf for
+# it, and ctl (ngxctl on its socket). start_fake_agent [ENV=VALUE...] starts the agent on it in the background
+# ($AGENT_PID) and waits for READY=1.
+sysctl_fake_host() {
+	R=$TMP/root
+	make_fake_root "$R" 4242 sysfs
+	echo 4242 >"$TMP/nginx.pid"
+	mkdir -p "$R/proc/sys/net/core"
+	SOMAX=$R/proc/sys/net/core/somaxconn
+	BACKLOG=$R/proc/sys/net/core/netdev_max_backlog
+	echo 128 >"$SOMAX"
+	echo 1000 >"$BACKLOG"
+	mkdir -p "$TMP/policies.d"
+	sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/listen.policy" >"$TMP/policies.d/listen.policy"
+	sed 's/^settle = .*/settle = 1h/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
+	fake_root_conf "$TMP/agent.conf" "$R" ""
+	AGENT_PID=
+}
+ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
+start_fake_agent() {
+	rm -f "$TMP/notify.log"
+	"$NOTIFY_LISTEN" "$TMP/notify.sock" 60 >"$TMP/notify.log" &
+	CLEANUP+=("kill $!")
+	wait_for 5 test -S "$TMP/notify.sock" || fail "notify-listen did not start"
+	env "$@" NOTIFY_SOCKET="$TMP/notify.sock" "$AGENT" --foreground -c "$TMP/agent.conf" \
+		>>"$TMP/agent.log" 2>&1 &
+	AGENT_PID=$!
+	CLEANUP+=("kill $AGENT_PID")
+	wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1"
+}
+
 # squeeze_setup: the fake host of tests/system/tuning-loop.sh, for tests that need the real agent to propose: a
 # fake root in $TMP/root (nginx 4242) whose softnet time_squeeze rises while net.core.netdev_budget ($BUDGET) is
 # 300, softnet's settle time cut to 1 s, and $TMP/agent.conf with [tuning] mode propose, 4 pairs of 2 s blocks and no

@@ -11,31 +11,11 @@ TEST_NAME=writer
 need_cmd jq curl sqlite3 pgrep
 [ "$(id -u)" = 0 ] || skip "policy files must be owned by root: run as root"
 
-R=$TMP/root
-make_fake_root "$R" 4242 sysfs
-echo 4242 >"$TMP/nginx.pid"
-mkdir -p "$R/proc/sys/net/core"
-SOMAX=$R/proc/sys/net/core/somaxconn
-BACKLOG=$R/proc/sys/net/core/netdev_max_backlog
-echo 128 >"$SOMAX"
-echo 1000 >"$BACKLOG"
-mkdir -p "$TMP/policies.d"
-sed 's/^settle = .*/settle = 1s/' "$srcdir/policies/listen.policy" >"$TMP/policies.d/listen.policy"
-sed 's/^settle = .*/settle = 1h/' "$srcdir/policies/softnet.policy" >"$TMP/policies.d/softnet.policy"
-NGXAT_TEST_WRITER=yes fake_root_conf "$TMP/agent.conf" "$R" ""
+NGXAT_TEST_WRITER=yes sysctl_fake_host
 grep -qx "writer = yes" "$TMP/agent.conf" || fail "the configuration has no writer = yes"
 JOURNAL=$TMP/store/writer-originals
-ctl() { "$NGXCTL" -s "$TMP/api.sock" "$@"; }
-AGENT_PID=
-start_agent() {
-	rm -f "$TMP/notify.log"
-	"$NOTIFY_LISTEN" "$TMP/notify.sock" 60 >"$TMP/notify.log" &
-	CLEANUP+=("kill $!")
-	wait_for 5 test -S "$TMP/notify.sock" || fail "notify-listen did not start"
-	NOTIFY_SOCKET="$TMP/notify.sock" "$AGENT" --foreground -c "$TMP/agent.conf" >>"$TMP/agent.log" 2>&1 &
-	AGENT_PID=$!
-	CLEANUP+=("kill $AGENT_PID")
-	wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1"
+start_agent() { # the agent, and its one writer ($WRITER_PID)
+	start_fake_agent
 	WRITER_PID=$(pgrep -P "$AGENT_PID" -x ngx-autotune)
 	[ -n "$WRITER_PID" ] && [ "$(wc -w <<<"$WRITER_PID")" = 1 ] || fail "not one writer under the agent: '$WRITER_PID'"
 	CLEANUP+=("kill -9 $WRITER_PID")
