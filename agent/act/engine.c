@@ -39,6 +39,8 @@ struct job {
 	bool unjournaled;        /* no row of its own (change_id 0): the store could not take one (see restore) */
 	bool behind;             /* a revert queued behind another write of its knob: at its turn, nothing is
 				  * written when the knob already reads its value */
+	char peer[64];           /* where the request that queued it came from (events_peer): its audit rows carry it
+				  * when the write completes in a later turn of the loop */
 };
 
 struct eknob {
@@ -482,6 +484,7 @@ static int queue(struct engine *e, enum job_purpose purpose, int64_t change_id, 
 	j->reverts = reverts;
 	j->knob = knob;
 	snprintf(j->value, sizeof(j->value), "%s", value);
+	snprintf(j->peer, sizeof(j->peer), "%s", events_peer());
 	return 0;
 }
 
@@ -783,7 +786,10 @@ static void on_done(struct knob *k, int result, const char *msg, void *ctx)
 	j = e->jobs[0];
 	pop_job(e);
 	e->knobs[j.knob].report_ms = 0;
+	/* Called from the loop, after the request that asked for the write was answered: its rows name its peer. */
+	events_set_peer(j.peer);
 	complete(e, &j, result, msg ? msg : "");
+	events_set_peer(NULL);
 	run_jobs(e);
 }
 
