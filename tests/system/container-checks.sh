@@ -44,6 +44,16 @@ check "apt-get install ./$(basename "$deb")" env DEBIAN_FRONTEND=noninteractive 
 check "the unit is enabled by the package" systemctl is-enabled ngx-autotune
 check "the unit is active (Type=notify: READY=1 came)" wait_for 20 systemctl is-active ngx-autotune
 check "the socket's group exists (sysusers at install)" getent group ngx-autotune
+# Privilege separation under the real unit: the main process and one writer, its child, in the unit's cgroup.
+one_writer() {
+	local main w
+	main=$(systemctl show -p MainPID --value ngx-autotune)
+	w=$(pgrep -P "$main" -x ngx-autotune)
+	echo "main $main, writer '$w'; cgroup: $(systemctl show -p ControlGroup --value ngx-autotune)"
+	[ -n "$w" ] && [ "$(wc -w <<<"$w")" = 1 ] && grep -qx ngx-autotune "/proc/$w/comm" &&
+		journalctl -u ngx-autotune -b --no-pager | grep -q "the writer runs as pid $w"
+}
+check "the unit runs the agent and its writer (two processes, the writer the main process's child)" wait_for 10 one_writer
 check "the API answers" wait_for 20 ngxctl status
 
 # Setup: the diff first, nothing written; then --apply.
