@@ -54,6 +54,8 @@ static void answer(struct wclient_req *r, int result, const char *text)
 	done(result, text, ctx);
 }
 
+static void on_closed(uv_handle_t *h);
+
 static void on_timeout(uv_timer_t *t)
 {
 	struct wclient_req *r = (struct wclient_req *)t;
@@ -137,8 +139,17 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
 	}
 	c->open = 1 + WCLIENT_PENDING_MAX;
 	/* Polled from the start: a writer that dies while nothing is asked is seen at once (wclient_gone). */
-	if (uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT, on_readable) == 0)
-		c->polling = true;
+	if (uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT, on_readable) < 0) {
+		c->fd = -1; /* the caller's still */
+		c->freeing = true;
+		for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++) {
+			c->req[i].timer.data = c;
+			uv_close((uv_handle_t *)&c->req[i].timer, on_closed);
+		}
+		uv_close((uv_handle_t *)&c->poll, on_closed);
+		return -EINVAL;
+	}
+	c->polling = true;
 	*out = c;
 	return 0;
 }

@@ -6,11 +6,13 @@
 #include "priv/writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "act/knob.h"
 #include "core/knobval.h"
@@ -80,7 +82,7 @@ static void written_path(const struct writer *w, char *out, size_t outlen)
 
 int writer_init(struct writer *w, char *err, size_t errlen)
 {
-	char path[4096];
+	char path[4096], err2[256];
 	int r, r2;
 
 	if (!w || !w->originals || !w->originals[0] || (w->n && !w->knobs)) {
@@ -96,11 +98,15 @@ int writer_init(struct writer *w, char *err, size_t errlen)
 	r = originals_read(w->originals, load_line, w, err, errlen);
 	if (r == -ENOENT)
 		r = 0;
-	if (r < 0)
+	if (r < 0 && r != -EBADMSG)
 		return r;
+	/* Also after damaged lines in the originals (their good lines are loaded): without its writes, the writer would
+	 * take each knob's tuned value for the host's at its next write. */
 	written_path(w, path, sizeof(path));
-	r2 = originals_read(path, load_written, w, err, errlen);
-	return r2 == -ENOENT ? 0 : r2;
+	r2 = originals_read(path, load_written, w, r < 0 ? err2 : err, r < 0 ? sizeof(err2) : errlen);
+	if (r2 == -ENOENT)
+		r2 = 0;
+	return r < 0 ? r : r2;
 }
 
 void writer_free(struct writer *w)
@@ -163,6 +169,24 @@ static int journal_write(struct writer *w, struct knob *k, const char *value, ch
 	return 0;
 }
 
+/* A write of K that failed: the value before it journaled again as the writer's last (it is what the knob holds),
+ * so that the failed value does not push the writer's own value out of its last two (own). A knob of no journal
+ * (an orphan) has nothing to put right. */
+static void write_failed(struct writer *w, struct knob *k)
+{
+	struct writer_original *o;
+	char before[KNOB_VALUE_MAX];
+	char why[KNOB_WHY_MAX];
+
+	if (!w->orig || k < w->knobs || k >= w->knobs + w->n)
+		return;
+	o = original_of(w, k);
+	if (o->nwritten < 2)
+		return;
+	memcpy(before, o->prev, sizeof(before));
+	journal_write(w, k, before, why, sizeof(why));
+}
+
 /* Another knob's live value for policy_check's constraints: -ENOENT when the writer has no such knob. */
 static int value_of(const char *name, char *out, size_t outlen, void *ctx)
 {
@@ -181,15 +205,18 @@ static int drive(struct knob *k, const char *value, knob_done_fn done, struct wr
 	if (r == -EINPROGRESS && !done) {
 		/* An asynchronous driver (nginx's) answers from the writer's loop (writer_serve). */
 		snprintf(why, whylen, "%s: an asynchronous driver needs the writer's loop", k->name);
-		return -EOPNOTSUPP;
+		r = -EOPNOTSUPP;
 	}
+	if (r < 0 && r != -EINPROGRESS)
+		write_failed(w, k);
 	return r;
 }
 
 static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *why, size_t whylen)
 {
 	struct knob *k = lookup(w, m->name, why, whylen);
-	char live[KNOB_VALUE_MAX];
+	char live[KNOB_VALUE_MAX], value[KNOB_VALUE_MAX];
+	struct knobval *v;
 	int r;
 
 	if (!k)
@@ -199,19 +226,33 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
 		snprintf(why, whylen, "%s: its live value cannot be read (%s)", m->name, strerror(-r));
 		return r;
 	}
+	/* Compared, journaled and written in its canonical text only: "4096 " is 4096, never a value of its own that
+	 * reads back otherwise (and would then pass for someone else's). */
+	v = malloc(sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r = knobval_parse(k->pol->type, m->value, v, why, whylen);
+	if (r == 0)
+		r = knobval_format(v, value, sizeof(value));
+	free(v);
+	if (r < 0) {
+		if (!why[0])
+			snprintf(why, whylen, "%s: not a value of its type", m->name);
+		return -EDOM;
+	}
 	/* What the host had is no policy's to refuse: a trial's A arm writes the original, which may lie outside the
 	 * bounds (keepalive_requests 1 under a min of 100), and so may a value the knob has now. */
-	if (strcmp(m->value, live) != 0 && !(original_of(w, k)->known && strcmp(m->value, original_of(w, k)->value) == 0)) {
-		r = policy_check(w->set, k->pol, live, m->value, value_of, w, why, whylen);
+	if (strcmp(value, live) != 0 && !(original_of(w, k)->known && strcmp(value, original_of(w, k)->value) == 0)) {
+		r = policy_check(w->set, k->pol, live, value, value_of, w, why, whylen);
 		if (r < 0)
 			return -EDOM;
 	}
 	r = journal_original(w, k, live, why, whylen);
 	if (r == 0)
-		r = journal_write(w, k, m->value, why, whylen);
+		r = journal_write(w, k, value, why, whylen);
 	if (r < 0)
 		return r;
-	return drive(k, m->value, done, w, why, whylen);
+	return drive(k, value, done, w, why, whylen);
 }
 
 /* The last original the journal holds of NAME (a knob no policy of the writer's names now). */
@@ -242,9 +283,26 @@ static int journaled(struct writer *w, const char *name, char *out, size_t outle
 	struct stat st;
 
 	originals_read(w->originals, find_line, &f, err, sizeof(err));
-	if (!f.found && w->fallback && stat(w->fallback, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-	    !(st.st_mode & 022))
-		originals_read(w->fallback, find_line, &f, err, sizeof(err));
+	if (!f.found && w->fallback) {
+		/* Checked by the descriptor that is read (no symlink, no file swapped in between): a regular file of root's
+		 * that no one else may write, one link, in a directory of root's that no one else may write. */
+		int fd = open(w->fallback, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+		char dir[4096], *slash, fdpath[64];
+		struct stat dt;
+
+		snprintf(dir, sizeof(dir), "%s", w->fallback);
+		slash = strrchr(dir, '/');
+		if (slash)
+			*(slash == dir ? slash + 1 : slash) = '\0';
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+		    st.st_nlink == 1 && slash && lstat(dir, &dt) == 0 && S_ISDIR(dt.st_mode) && dt.st_uid == 0 &&
+		    !(dt.st_mode & 022)) {
+			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+			originals_read(fdpath, find_line, &f, err, sizeof(err));
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!f.found || strlen(f.value) >= outlen)
 		return -ENOENT;
 	snprintf(out, outlen, "%s", f.value);
@@ -395,8 +453,9 @@ static void on_written(struct knob *k, int r, const char *msg, void *ctx)
 	struct writer *w = ctx;
 	int e;
 
-	(void)k;
 	w->busy = false;
+	if (r < 0)
+		write_failed(w, k);
 	e = send_result(w, r, msg);
 	if (e < 0)
 		end(w, e);

@@ -130,6 +130,9 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 
 	release_knobs(m);
 	writer_free(&m->w);
+	/* No knobs until all are built and their journals loaded: a failure here leaves none to find (a request names
+	 * no knob, asks for a rebuild once, and is refused), never released ones. */
+	m->w.n = 0;
 	m->env.policies = m->set;
 	m->env.now_ms = wall_ms();
 	for (size_t i = 0; i < m->set->n; i++) {
@@ -164,6 +167,10 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 		/* The good lines are loaded; a knob whose line is damaged is journaled again at its next write. */
 		log_err("writer: %s", err);
 		r = 0;
+	}
+	if (r < 0) {
+		writer_free(&m->w);
+		m->w.n = 0;
 	}
 	return r;
 }

@@ -609,13 +609,21 @@ static void test_before_hook(void **state)
 	assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), 0);
 	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 	assert_string_equal(got, "1024\n");
+	/* A value is taken in its canonical text: "16384 " is 16384, journaled and written so. */
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "4096", &res), 0);
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "16384 ", &res), 0);
+	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+	assert_string_equal(got, "16384\n");
+	assert_string_equal(w.orig[0].last, "16384");
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "lots", &res), -EDOM);
+	assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), 0);
 	/* Known again after a restart, from its two journals. */
 	writer_free(&w);
 	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
 	assert_true(w.orig[0].known);
 	assert_string_equal(w.orig[0].value, "1024");
 	assert_string_equal(w.orig[0].last, "1024");
-	assert_string_equal(w.orig[0].prev, "8192");
+	assert_string_equal(w.orig[0].prev, "16384");
 	writer_free(&w);
 	wk.ops->release(&wk);
 	drop_root(set);
@@ -648,6 +656,17 @@ static void test_restore_from_agent_originals(void **state)
 	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 	assert_string_equal(got, "8192\n");
 	assert_int_equal(chmod(fallback, 0600), 0);
+	/* A symlink to a file of root's that no one else may write: not followed. */
+	{
+		char real[160];
+
+		snprintf(real, sizeof(real), "%s/elsewhere", root);
+		assert_int_equal(rename(fallback, real), 0);
+		assert_int_equal(symlink(real, fallback), 0);
+		assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), -ENOENT);
+		assert_int_equal(unlink(fallback), 0);
+		assert_int_equal(rename(real, fallback), 0);
+	}
 	if (geteuid() != 0) {
 		/* Not root's: refused as well (the test cannot make a file root's here). */
 		assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), -ENOENT);
