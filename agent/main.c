@@ -346,7 +346,7 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGPIPE, SIG_IGN);
-		_exit(writer_main(&a->cfg, sv[1]));
+		_exit(writer_main(&a->cfg, a->config_path, a->config_must_exist, a->root_override, sv[1]));
 	}
 	close(sv[1]);
 	a->writer_pid = pid;

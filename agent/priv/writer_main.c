@@ -27,9 +27,13 @@
 #include "strutil.h"
 
 #define WRITER_KNOBS_MAX 256 /* as many as the engine holds */
+#define WRITER_RETRY_MS 5000 /* the knobs built again for a name not found at most this often */
 
 struct wmain {
-	const struct config *cfg;
+	struct config cfg;              /* the agent's configuration: read again from CONFIG_PATH after a SIGHUP */
+	const char *config_path;
+	bool config_must_exist;
+	const char *root_override;      /* --root, kept across reloads */
 	uv_loop_t loop;
 	struct policy_set *set;
 	struct knob_env env;
@@ -41,6 +45,8 @@ struct wmain {
 	char prefix[CONFIG_PATH_MAX];   /* its -p */
 	char journal[CONFIG_PATH_MAX + 32];
 	char fallback[CONFIG_PATH_MAX + 32]; /* the agent's originals file */
+	int64_t retry_ms;               /* when a knob not found last built the knobs again */
+	bool built;                     /* the last build of the knobs succeeded (else none are served) */
 };
 
 static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
@@ -100,18 +106,52 @@ static void follow(struct wmain *m, pid_t pid)
 	if (pid <= 0 || pid == m->seen)
 		return;
 	m->seen = pid;
-	snprintf(m->conf, sizeof(m->conf), "%s", m->cfg->nginx_conf);
+	snprintf(m->conf, sizeof(m->conf), "%s", m->cfg.nginx_conf);
 	m->prefix[0] = '\0';
 	{
 		char conf[CONFIG_PATH_MAX], prefix[CONFIG_PATH_MAX];
 
-		if (nginx_ctl_master_args(m->cfg->root, pid, conf, sizeof(conf), prefix, sizeof(prefix)) == 0) {
+		if (nginx_ctl_master_args(m->cfg.root, pid, conf, sizeof(conf), prefix, sizeof(prefix)) == 0) {
 			snprintf(m->prefix, sizeof(m->prefix), "%s", prefix);
-			if (!m->cfg->nginx_conf[0])
+			if (!m->cfg.nginx_conf[0])
 				snprintf(m->conf, sizeof(m->conf), "%s", conf);
 		}
 	}
 	nginx_ctl_forget(m->env.nginx);
+}
+
+/* The environment from the configuration, nginx's master looked at again. */
+static void set_env(struct wmain *m)
+{
+	m->env.root = m->cfg.root;
+	m->env.nginx_bin = m->cfg.nginx_bin;
+	m->env.include_dir = m->cfg.include_dir;
+	m->env.nginx_timeout_ms = m->cfg.nginx_timeout_ms;
+	m->env.nginx_dump_max = (size_t)m->cfg.nginx_dump_max;
+	m->env.nginx_memory_max = (size_t)m->cfg.nginx_memory_max;
+	snprintf(m->conf, sizeof(m->conf), "%s", m->cfg.nginx_conf);
+	m->seen = 0;
+	follow(m, master(&m->cfg));
+}
+
+/* After the agent's SIGHUP: its configuration again, as the agent reads it (trusted the same way); the journals stay
+ * where they were (a new store path takes effect at the next start, as the agent's does). */
+static void reload_config(struct wmain *m)
+{
+	struct config cfg;
+	char err[512];
+
+	if (config_load(m->config_path, m->config_must_exist, &cfg, err, sizeof(err)) < 0 ||
+	    config_check_trust(&cfg, m->config_path, err, sizeof(err)) < 0) {
+		log_err("writer: configuration not reloaded, keeping the running one: %s", err);
+		return;
+	}
+	if (m->root_override && m->root_override[0])
+		snprintf(cfg.root, sizeof(cfg.root), "%s", m->root_override);
+	snprintf(cfg.store_path, sizeof(cfg.store_path), "%s", m->cfg.store_path);
+	m->cfg = cfg;
+	nginx_ctl_forget(m->env.nginx);
+	set_env(m);
 }
 
 static void release_knobs(struct wmain *m)
@@ -130,8 +170,8 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 
 	release_knobs(m);
 	writer_free(&m->w);
-	/* No knobs until all are built and their journals loaded: a failure here leaves none to find (a request names
-	 * no knob, asks for a rebuild once, and is refused), never released ones. */
+	/* No knobs until all are built and their journals loaded: a failure here leaves none to find, never released
+	 * ones, and the next request builds them again (refused -EAGAIN while that fails: built). */
 	m->w.n = 0;
 	m->env.policies = m->set;
 	m->env.now_ms = wall_ms();
@@ -153,6 +193,7 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 		}
 		if (r < 0 && r != -ENOSPC) {
 			snprintf(err, errlen, "knob %s: %s", m->set->knobs[i].name, strerror(-r));
+			m->built = false;
 			return r;
 		}
 	}
@@ -172,6 +213,7 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 		writer_free(&m->w);
 		m->w.n = 0;
 	}
+	m->built = r == 0;
 	return r;
 }
 
@@ -182,7 +224,7 @@ static int load_policies(struct wmain *m, char *err, size_t errlen)
 
 	if (!set)
 		return -ENOMEM;
-	r = policy_load(m->cfg->policy_dir, m->cfg->policy_override_dir, 0, set, err, errlen);
+	r = policy_load(m->cfg.policy_dir, m->cfg.policy_override_dir, 0, set, err, errlen);
 	if (r < 0) {
 		free(set);
 		return r;
@@ -201,13 +243,21 @@ static int load_policies(struct wmain *m, char *err, size_t errlen)
 static int before(struct writer *w, bool retry, char *why, size_t whylen)
 {
 	struct wmain *m = w->before_ctx;
-	pid_t pid = master(m->cfg);
-	bool rebuild = retry || pid != m->env.nginx_pid;
+	pid_t pid = master(&m->cfg);
+	bool rebuild = pid != m->env.nginx_pid || !m->built; /* a failed build serves nothing: again, every request */
 	int r;
 
 	m->env.now_ms = wall_ms();
+	/* A knob not found: the knobs again, at most every few seconds (each build probes nginx's knobs with an
+	 * nginx -T: names no policy has must not make the writer run it on every request). */
+	if (retry && (m->retry_ms == 0 || m->env.now_ms - m->retry_ms >= WRITER_RETRY_MS || m->env.now_ms < m->retry_ms)) {
+		m->retry_ms = m->env.now_ms;
+		rebuild = true;
+	}
 	if (reload_asked) {
 		reload_asked = 0;
+		reload_config(m);
+		pid = m->env.nginx_pid;
 		r = load_policies(m, why, whylen);
 		if (r < 0)
 			log_err("writer: policies not reloaded, keeping the running ones: %s", why);
@@ -224,7 +274,7 @@ static int before(struct writer *w, bool retry, char *why, size_t whylen)
 	return r;
 }
 
-int writer_main(const struct config *cfg, int fd)
+int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd)
 {
 	struct wmain *m = calloc(1, sizeof(*m));
 	struct sigaction sa = {.sa_handler = on_hup};
@@ -233,7 +283,10 @@ int writer_main(const struct config *cfg, int fd)
 
 	if (!m)
 		return 1;
-	m->cfg = cfg;
+	m->cfg = *cfg;
+	m->config_path = config_path;
+	m->config_must_exist = must_exist;
+	m->root_override = root_override;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGHUP, &sa, NULL);
 	m->knobs = calloc(WRITER_KNOBS_MAX, sizeof(*m->knobs));
@@ -246,17 +299,10 @@ int writer_main(const struct config *cfg, int fd)
 		return 1;
 	}
 	snprintf(m->fallback, sizeof(m->fallback), "%s%s", cfg->store_path, STORE_ORIGINALS_SUFFIX);
-	m->env.root = cfg->root;
 	m->env.loop = &m->loop;
-	m->env.nginx_bin = cfg->nginx_bin;
 	m->env.nginx_conf = m->conf;
 	m->env.nginx_prefix = m->prefix;
-	m->env.include_dir = cfg->include_dir;
-	m->env.nginx_timeout_ms = cfg->nginx_timeout_ms;
-	m->env.nginx_dump_max = (size_t)cfg->nginx_dump_max;
-	m->env.nginx_memory_max = (size_t)cfg->nginx_memory_max;
-	snprintf(m->conf, sizeof(m->conf), "%s", cfg->nginx_conf);
-	follow(m, master(cfg));
+	set_env(m);
 	r = load_policies(m, err, sizeof(err));
 	if (r == 0)
 		r = build_knobs(m, err, sizeof(err));

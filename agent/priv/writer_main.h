@@ -11,6 +11,7 @@
 #ifndef NGXAT_WRITER_MAIN_H
 #define NGXAT_WRITER_MAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -18,8 +19,9 @@
 #define WRITER_JOURNAL_NAME "writer-originals"
 
 /* Serve the engine on FD (one end of a SOCK_SEQPACKET socketpair) with CFG until the engine closes it: the exit
- * status, 0 or 1 (it could not start: logged). */
-int writer_main(const struct config *cfg, int fd);
+ * status, 0 or 1 (it could not start: logged). After a SIGHUP it reads the configuration again from CONFIG_PATH
+ * (MUST_EXIST as -c gave it; ROOT_OVERRIDE, --root, kept over it). */
+int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd);
 /* The writer's journal of originals: WRITER_JOURNAL_NAME in the store's directory. 0 or -ENAMETOOLONG. */
 int writer_journal_path(const struct config *cfg, char *out, size_t outlen);
 

@@ -37,10 +37,15 @@ wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/change
 	fail "change 1 not kept: $(change_state 1)"
 ok "a change goes through the writer: its original (128) and the write journaled by it, 0600, then kept"
 
-# The writer's own policies: lowered in the file and reloaded by the writer alone (a SIGHUP to it), the engine still
-# allows 16384; the writer refuses it, and the change fails with the writer's why, the value untouched.
-sed -i 's/^max = 65535$/max = 8192/' "$TMP/policies.d/listen.policy"
-grep -q "^max = 8192" "$TMP/policies.d/listen.policy" || fail "the policy override was not lowered"
+# The writer's own policies: a lowered one in a directory of its own, which agent.conf names and only the writer reads
+# again (the SIGHUP is the writer's alone): the engine still allows 16384, the writer refuses it, and the change
+# fails with the writer's why, the value untouched.
+mkdir -p "$TMP/policies.low"
+sed 's/^max = 65535$/max = 8192/' "$TMP/policies.d/listen.policy" >"$TMP/policies.low/listen.policy"
+cp "$TMP/policies.d/softnet.policy" "$TMP/policies.low/"
+grep -q "^max = 8192" "$TMP/policies.low/listen.policy" || fail "the policy override was not lowered"
+cp "$TMP/agent.conf" "$TMP/agent.conf.full"
+sed -i "s|^override_dir = .*|override_dir = $TMP/policies.low|" "$TMP/agent.conf"
 kill -HUP "$WRITER_PID"
 ctl propose --now net.core.somaxconn=16384 >/dev/null 2>&1
 id=$(api "/v1/changes?knob=net.core.somaxconn" | jq '.changes[0].id')
@@ -51,15 +56,14 @@ api "/v1/changes/$id" | jq -r .detail | grep -q "above the maximum 8192" ||
 [ "$(cat "$SOMAX")" = 4096 ] || fail "a value the writer refused was written: $(cat "$SOMAX")"
 grep -q "writer: policies reloaded" "$TMP/agent.log" || fail "the writer did not say it reloaded its policies"
 # The agent's reload forwards SIGHUP: back to the shipped maximum, both allow 16384 again.
-cp "$TMP/policies.d/listen.policy" "$TMP/listen.policy.low"
-sed -i 's/^max = 8192$/max = 65535/' "$TMP/policies.d/listen.policy"
+cp "$TMP/agent.conf.full" "$TMP/agent.conf"
 n=$(grep -c "writer: policies reloaded" "$TMP/agent.log")
 kill -HUP "$AGENT_PID"
 wait_for 5 grep -q "configuration reloaded" "$TMP/agent.log" || fail "the agent did not reload"
 ctl propose --now net.core.somaxconn=16384 >/dev/null || fail "propose 16384 after the reload"
 wait_for 5 sh -c "[ \$(cat $SOMAX) = 16384 ]" || fail "somaxconn is $(cat "$SOMAX") after the reload, want 16384"
 [ "$(grep -c "writer: policies reloaded" "$TMP/agent.log")" -gt "$n" ] || fail "the agent's reload did not reach the writer"
-ok "the writer holds values to the policies it loaded itself (a refusal said, nothing written); the agent's SIGHUP reaches it"
+ok "the writer holds values to the policies it loaded itself, from the configuration it read again (a refusal said, nothing written); the agent's SIGHUP reaches it"
 
 # The revert to 128, below the policy's min of 4096: only the writer's RESTORE can put it there.
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes?knob=net.core.somaxconn | jq -e '.changes[0].state == \"kept\"'" ||
