@@ -329,3 +329,12 @@ good_rate() {
 		/Non-2xx/ { bad = $NF }
 		END { printf "%d\n", (t > 0 ? (n - bad) / t : 0) }'
 }
+
+# client_median NS URL SECONDS: what a new client sees, as the agent's synthetic client does: requests to URL from
+# inside NS one after another, each on a connection of its own, for SECONDS; prints the median time to the whole
+# answer in microseconds (a request that fails counts its time too), or -1 when none was made.
+client_median() {
+	ip netns exec "$1" timeout $(($3 + 10)) bash -c 'end=$((SECONDS + $2))
+		while [ $SECONDS -lt $end ]; do curl -s -o /dev/null -m 5 -w "%{time_total}\n" "$1"; done' _ "$2" "$3" |
+		awk '{ printf "%d\n", $1 * 1000000 }' | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : -1 }'
+}

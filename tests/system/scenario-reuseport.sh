@@ -65,7 +65,7 @@ ok "one worker does most of the work: proposal $id $KNOB $FROM -> $TO with its e
 scn_trial_end 300 "$id"
 st=$ST detail=$DETAIL ev=$EV
 [ "$(jq -r .objective <<<"$ev")" = nginx.worker_imbalance ] || fail "change $id ended $st; objective: $detail"
-echo "# pairs (A/B busiest over mean): $(jq -r '[.pairs_detail[] | "\(.a * 100 | floor)/\(.b * 100 | floor)"] | join(" ")' <<<"$ev")"
+echo "# pairs (A/B busiest over mean): $(jq -r '[(.pairs_detail // [])[] | "\(.a * 100 | floor)/\(.b * 100 | floor)"] | join(" ")' <<<"$ev")"
 # Whatever the verdict, reuseport must not have made the share less even: the objective's mean lies on the
 # better side (kept needs more: the judge shows the gain). A CI run's A blocks came out even after 2 of 8 pairs
 # (199 199 107 109 106 102 101 129 against 101-103): fell 19% [2.3%, 34%], a gain of 5% not shown, reverted.
@@ -111,29 +111,48 @@ reverted | aborted)
 	ok "$st ($(jq -r .reason <<<"$ev")): nginx.conf is the operator's again, one socket"
 	kill -TERM "$AGENT_PID"
 	wait "$AGENT_PID" || fail "the agent did not exit 0"
-	# wrk_rps SOCKETS: requests/s of 5 s of wrk, after nginx reloaded into SOCKETS listening sockets
+	# wrk_rps SOCKETS: "requests/s median_us": 5 s of wrk after nginx reloaded into SOCKETS listening sockets, and
+	# a new client's median time (client_median) beside it, as the agent's synthetic client asks during a trial
 	wrk_rps() {
+		local cm rps
 		kill -HUP "$(cat "$NGINX_DIR/nginx.pid")"
 		wait_for 15 sh -c "[ \$(ip netns exec '$NS' ss -Hltn 'sport = :$PORT' | wc -l) = $1 ]" ||
 			fail "$(sockets) listening sockets after the reload, not $1"
 		sleep 1
-		ip netns exec "$NS" timeout 20 wrk -t2 -c400 -d5s "http://127.0.0.1:$PORT/" |
-			awk '/^Requests\/sec:/ { printf "%d\n", $2 }'
+		(sleep 1 && client_median "$NS" "http://127.0.0.1:$PORT/" 3 >"$TMP/median") &
+		cm=$!
+		rps=$(ip netns exec "$NS" timeout 20 wrk -t2 -c400 -d5s "http://127.0.0.1:$PORT/" |
+			awk '/^Requests\/sec:/ { printf "%d\n", $2 }')
+		wait "$cm"
+		echo "$rps $(cat "$TMP/median")"
 	}
-	declare -a on off
+	declare -a on off on_ms off_ms
 	for i in 1 2 3; do
 		sed "s/^		listen 127.0.0.1:$PORT ;$/		listen 127.0.0.1:$PORT reuseport ;/" "$TMP/nginx.conf.orig" \
 			>"$NGINX_CONF"
-		on+=("$(wrk_rps 2)")
+		read -r r c <<<"$(wrk_rps 2)"
+		on+=("$r") on_ms+=("$c")
 		cp "$TMP/nginx.conf.orig" "$NGINX_CONF"
-		off+=("$(wrk_rps 1)")
+		read -r r c <<<"$(wrk_rps 1)"
+		off+=("$r") off_ms+=("$c")
 	done
 	med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
-	m_on=$(med "${on[@]}") m_off=$(med "${off[@]}")
+	m_on=$(med "${on[@]}") m_off=$(med "${off[@]}") c_on=$(med "${on_ms[@]}") c_off=$(med "${off_ms[@]}")
 	echo "# wrk: reuseport: ${on[*]} (median $m_on); without: ${off[*]} (median $m_off)"
+	echo "# a new client beside it: reuseport: ${on_ms[*]} us (median $c_on); without: ${off_ms[*]} us (median $c_off)"
 	[ -n "$m_on" ] && [ -n "$m_off" ] && [ "$m_off" -gt 0 ] || fail "wrk measured nothing: ${on[*]} / ${off[*]}"
-	[ "$m_on" -lt $((m_off * 11 / 10)) ] || fail "$st, but wrk serves $m_on with reuseport against $m_off"
-	ok "the rollback matches wrk: $m_on requests/s with reuseport against $m_off without"
+	[ -n "$c_on" ] && [ "$c_on" -ge 0 ] && [ "$c_off" -ge 0 ] || fail "the client measured nothing: ${on_ms[*]} / ${off_ms[*]}"
+	if [ "$m_on" -ge $((m_off * 11 / 10)) ]; then
+		# More served to wrk's 400 kept connections, and new clients slower (a CI run: wrk 55910 against 47808,
+		# the synthetic client's median up 59% [40%, 81%]): the one idle worker of the uneven share accepted the
+		# new connections at once. A rollback on that latency stands where the test's new client sees it too.
+		jq -e '.reason | startswith("guardrail client.p50_ms")' <<<"$ev" >/dev/null &&
+			[ "$c_on" -gt $((c_off * 11 / 10)) ] ||
+			fail "$st, but wrk serves $m_on with reuseport against $m_off (a new client: $c_on us against $c_off)"
+		ok "wrk serves more with reuseport ($m_on against $m_off), and a new client waits longer, as the guardrail said: $c_on us against $c_off"
+	else
+		ok "the rollback matches wrk: $m_on requests/s with reuseport against $m_off without"
+	fi
 	;;
 *) fail "change $id ended $st: $detail" ;;
 esac
