@@ -31,6 +31,7 @@
 #include "trust.h"
 
 #define POLL_MS 50           /* generation checks after a reload */
+#define STRAGGLER_MS 2000    /* a new generation up this long beside old workers that never got the quit */
 #define DUMP_FRESH_MS 2000   /* probes within this share one nginx -T */
 #define DUMP_STALE_MS 30000  /* reads refresh the dump in the background past this */
 #define TEST_OUT_MAX 65536   /* bytes of nginx -t output kept */
@@ -819,10 +820,15 @@ static bool fresh_workers(const struct nginx_change *ch)
 }
 
 /*
- * After the deadline, with a new generation up: old workers still working never got the master's quit (one at its
- * file limit can lose the message on the master's channel; found on a real nginx with worker_rlimit_nofile 256
- * under 1000 clients, whose old worker then lived on). Each gets the SIGQUIT the master meant, a graceful stop. The
- * number of them, 0 when the new generation is not up or none is left. One read of the children serves both.
+ * With a new generation up for STRAGGLER_MS: old workers still titled as working never got the master's quit, which
+ * it sends about 100 ms after it starts the new workers (a worker that got it retitles itself "is shutting down" in
+ * its next turn of its event loop). One at its file limit loses the message: the master first passes it the new
+ * workers' channels, its recvmsg() cannot take the descriptor ("recvmsg() returned invalid ancillary data" in the
+ * error log), and it closes its own channel, the quit with it. Found on a real nginx with worker_rlimit_nofile 256
+ * under 1000 clients, whose old worker then lived on; each such arm of a trial waited the whole [nginx] timeout
+ * (20 s in the tests) before this SIGQUIT. Each gets the SIGQUIT the master meant, a graceful stop (the same flag
+ * the channel sets: harmless to one that got the quit and has not retitled yet). The number of them, 0 when the new
+ * generation is not up or none is left. One read of the children serves both.
  */
 static size_t quit_stragglers(const struct nginx_change *ch)
 {
@@ -1340,6 +1346,7 @@ static void change_check(struct nginx_change *ch, bool final)
 		ch->drained = true;
 		ch->requit = false;
 		ch->stragglers = 0;
+		ch->straggle_polls = 0;
 		uv_timer_stop(&ch->poll);
 		uv_timer_stop(&ch->deadline);
 		free(ch->old_children);
@@ -1370,8 +1377,16 @@ static void change_check(struct nginx_change *ch, bool final)
 		nginx_change_finish(ch, 0, note);
 		return;
 	}
-	if (!final)
+	if (!final) {
+		/* Polls since the new generation came up beside old workers still working: at STRAGGLER_MS, the quit
+		 * they missed (quit_stragglers), and a whole timeout from then for them to go. */
+		if (!ch->requit && fresh_workers(ch) && ++ch->straggle_polls >= STRAGGLER_MS / POLL_MS &&
+		    (ch->stragglers = quit_stragglers(ch)) > 0) {
+			ch->requit = true;
+			uv_timer_start(&ch->deadline, change_deadline, (uint64_t)timeout_of(ch->env), 0);
+		}
 		return;
+	}
 	if (!ch->requit && (ch->stragglers = quit_stragglers(ch)) > 0) {
 		/* One more timeout for them to go; the change completes if they do. */
 		ch->requit = true;
@@ -1384,9 +1399,9 @@ static void change_check(struct nginx_change *ch, bool final)
 		nginx_change_fail(ch, -EIO, "%s; the previous configuration was put back", why);
 	} else if (fresh_workers(ch)) {
 		/* New workers came, old ones did not go even after our SIGQUIT: not a halt, nginx can start workers. */
-		nginx_change_fail(ch, -EIO, "old workers of nginx %d still work %lld ms after the agent's reload, a "
-				  "SIGQUIT from the agent included; the previous configuration was put back",
-				  (int)ch->pid, (long long)(2 * timeout_of(ch->env)));
+		nginx_change_fail(ch, -EIO, "old workers of nginx %d still work %lld ms after the agent's SIGQUIT to them "
+				  "(they missed nginx's quit); the previous configuration was put back",
+				  (int)ch->pid, (long long)timeout_of(ch->env));
 	} else {
 		char tail[480];
 

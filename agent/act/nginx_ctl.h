@@ -182,6 +182,7 @@ struct nginx_change {
 	bool draining, drained;   /* waiting (once) for an earlier generation to exit before the reload */
 	bool requit;              /* old workers that missed the master's quit got SIGQUIT from us (once) */
 	size_t stragglers;        /* how many */
+	unsigned straggle_polls;  /* polls with a new generation up beside old workers still working */
 };
 
 /*

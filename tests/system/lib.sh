@@ -57,7 +57,7 @@ skip_allowed() {
 }
 
 fail() {
-	echo "FAIL: $*"
+	echo "FAIL: $* (at ${SECONDS}s)"
 	if [ -f "$TMP/agent.log" ]; then
 		echo "--- agent log (last 40 lines)"
 		tail -n 40 "$TMP/agent.log"
@@ -65,9 +65,10 @@ fail() {
 	exit 1
 }
 
+# ok TEXT: one check passed; the seconds since the test started follow it, where the CI time goes.
 ok() {
 	checks=$((checks + 1))
-	echo "ok $checks - $*"
+	echo "ok $checks - $* (at ${SECONDS}s)"
 }
 
 need_root() {
