@@ -125,18 +125,7 @@ void agent_collect_frame(struct agent *a, int64_t now_ms, double dt_s, agent_poo
 
 int agent_load_policies(struct agent *a, struct policy_set **out, char *err, size_t errlen)
 {
-	struct policy_set *set = calloc(1, sizeof(*set));
-	int r;
-
-	if (!set)
-		return -ENOMEM;
-	r = policy_load(a->cfg.policy_dir, a->cfg.policy_override_dir, 0, set, err, errlen);
-	if (r < 0) {
-		free(set);
-		return r;
-	}
-	*out = set;
-	return 0;
+	return policy_load_new(a->cfg.policy_dir, a->cfg.policy_override_dir, 0, out, err, errlen);
 }
 
 void agent_knob_env(struct agent *a)

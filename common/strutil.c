@@ -1,5 +1,6 @@
 #include "strutil.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,25 @@ int str_to_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 	if (errno == ERANGE || v < lo || v > hi)
 		return -ERANGE;
 	*out = v;
+	return 0;
+}
+
+int str_to_pid(const char *buf, size_t len, int *out)
+{
+	char s[24];
+	int64_t v;
+	int r;
+
+	while (len > 0 && isspace((unsigned char)buf[len - 1]))
+		len--;
+	if (len == 0 || len >= sizeof(s))
+		return len == 0 ? -EINVAL : -ERANGE;
+	memcpy(s, buf, len);
+	s[len] = '\0';
+	r = str_to_i64(s, 1, 0x3fffffff, &v);
+	if (r < 0)
+		return r;
+	*out = (int)v;
 	return 0;
 }
 

@@ -16,6 +16,9 @@ struct sockaddr_storage;
 
 /* Decimal int64 in [lo, hi], the whole string. 0, -EINVAL, -ERANGE. */
 int str_to_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* The process id of a pid file's LEN bytes at BUF (nginx's: decimal, a newline after it; trailing whitespace is
+ * allowed, nothing else) in [1, 2^30). 0, -EINVAL (empty, half-written, not a number), -ERANGE. */
+int str_to_pid(const char *buf, size_t len, int *out);
 /* yes/no, true/false, on/off, 1/0. 0 or -EINVAL. */
 int str_to_bool(const char *s, bool *out);
 /* A duration "250ms", "1s", "5m", "48h", "90d" (a bare number is seconds) into ms within [lo_ms, hi_ms].

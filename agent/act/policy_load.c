@@ -431,3 +431,22 @@ int policy_load(const char *shipped_dir, const char *override_dir, uid_t owner, 
 	*out = set;
 	return 0;
 }
+
+int policy_load_new(const char *shipped_dir, const char *override_dir, uid_t owner, struct policy_set **out,
+		    char *err, size_t errlen)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	int r;
+
+	if (!set) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = policy_load(shipped_dir, override_dir, owner, set, err, errlen);
+	if (r < 0) {
+		free(set);
+		return r;
+	}
+	*out = set;
+	return 0;
+}

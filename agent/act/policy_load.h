@@ -33,6 +33,11 @@
 int policy_load(const char *shipped_dir, const char *override_dir, uid_t owner, struct policy_set *out, char *err,
 		size_t errlen);
 
+/* policy_load into a set of its own, allocated: *OUT (free with policy_set_free, then free). Returns as policy_load;
+ * *OUT untouched on error. The agent and its writer both load their policies this way. */
+int policy_load_new(const char *shipped_dir, const char *override_dir, uid_t owner, struct policy_set **out,
+		    char *err, size_t errlen);
+
 /*
  * Parse LEN bytes at BUF, the text of the policy file PATH, into SET (not validated: call policy_set_validate when
  * every file is in). No ownership checks: for tests and for checking a file an operator is about to install.

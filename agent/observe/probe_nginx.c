@@ -5,7 +5,6 @@
  */
 #include "build-config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -87,7 +86,7 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 static int read_pid_file(struct sampler *s, pid_t *out)
 {
 	struct stat st;
-	int64_t pid;
+	int pid;
 	int r;
 
 	/* Like the read below, not under --root: the pid file is nginx's, wherever the tree is. */
@@ -103,9 +102,7 @@ static int read_pid_file(struct sampler *s, pid_t *out)
 	r = procfile_read(&s->pf[PF_PIDFILE], s->cfg.pid_file, false, &s->pb, MAX_READ);
 	if (r < 0)
 		return r;
-	while (s->pb.len && isspace((unsigned char)s->pb.data[s->pb.len - 1]))
-		s->pb.data[--s->pb.len] = '\0';
-	if (str_to_i64(s->pb.data, 1, 0x3fffffff, &pid) < 0)
+	if (str_to_pid(s->pb.data, s->pb.len, &pid) < 0)
 		return -EBADMSG;
 	/* Half-written (nginx truncates, then writes) reads as empty, which is not cached: it fails above. */
 	s->pidfile_st = st;

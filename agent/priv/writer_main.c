@@ -5,7 +5,6 @@
 
 #include "priv/writer_main.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -79,21 +78,16 @@ static int64_t wall_ms(void)
 static pid_t master(const struct config *cfg)
 {
 	char buf[32], path[CONFIG_PATH_MAX + 32];
-	int64_t pid;
+	int pid;
 	ssize_t n;
 	int fd = open(cfg->pid_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 
 	if (fd < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, sizeof(buf));
 	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	while (n > 0 && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = '\0';
-	if (str_to_i64(buf, 1, 0x3fffffff, &pid) < 0)
+	if (n <= 0 || str_to_pid(buf, (size_t)n, &pid) < 0)
 		return 0;
 	snprintf(path, sizeof(path), "%s/proc/%d/stat", strcmp(cfg->root, "/") == 0 ? "" : cfg->root, (int)pid);
 	return stat(path, &st) == 0 ? (pid_t)pid : 0;
@@ -219,16 +213,11 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 
 static int load_policies(struct wmain *m, char *err, size_t errlen)
 {
-	struct policy_set *set = calloc(1, sizeof(*set));
-	int r;
+	struct policy_set *set;
+	int r = policy_load_new(m->cfg.policy_dir, m->cfg.policy_override_dir, 0, &set, err, errlen);
 
-	if (!set)
-		return -ENOMEM;
-	r = policy_load(m->cfg.policy_dir, m->cfg.policy_override_dir, 0, set, err, errlen);
-	if (r < 0) {
-		free(set);
+	if (r < 0)
 		return r;
-	}
 	release_knobs(m);
 	if (m->set) {
 		policy_set_free(m->set);

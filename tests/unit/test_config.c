@@ -279,6 +279,31 @@ static void test_listen_parse(void **state)
 	assert_int_equal(ntohl(((struct sockaddr_in *)&sa)->sin_addr.s_addr), 0x7f000001);
 }
 
+/* A pid file's text as nginx writes it, and as a reader may catch it: empty (truncated, not yet written), cut short,
+ * with trailing whitespace, or something else. */
+static void test_str_to_pid(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t len; /* 0: strlen */
+		int r, pid;
+	} cases[] = {
+		{"4242\n", 0, 0, 4242},     {"4242", 0, 0, 4242},       {"7 \t\n\n", 0, 0, 7},
+		{"4242\n", 2, 0, 42},       {"", 0, -EINVAL, 0},        {"\n", 0, -EINVAL, 0},
+		{" 4242\n", 0, -EINVAL, 0}, {"42x\n", 0, -EINVAL, 0},   {"-1\n", 0, -ERANGE, 0},
+		{"0\n", 0, -ERANGE, 0},     {"1073741824", 0, -ERANGE, 0}, {"1073741823", 0, 0, 1073741823},
+		{"123456789012345678901234567890", 0, -ERANGE, 0},       {"42\n4242\n", 0, -EINVAL, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int pid = -5, r = str_to_pid(cases[i].s, cases[i].len ? cases[i].len : strlen(cases[i].s), &pid);
+
+		if (r != cases[i].r || (r == 0 && pid != cases[i].pid) || (r < 0 && pid != -5))
+			fail_msg("case %zu: got %d pid %d", i, r, pid);
+	}
+}
+
 static void test_strutil(void **state)
 {
 	int64_t v;
@@ -563,6 +588,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loadgen, setup, teardown),
 		cmocka_unit_test(test_strutil),
+		cmocka_unit_test(test_str_to_pid),
 		cmocka_unit_test_setup_teardown(test_api_keys, setup, teardown),
 		cmocka_unit_test(test_listen_parse),
 		cmocka_unit_test(test_client_defaults),
