@@ -42,7 +42,9 @@ struct wmain {
 	pid_t seen;                     /* the master whose -c and -p the environment has */
 	char conf[CONFIG_PATH_MAX];     /* nginx's -c: [nginx] conf, else the master's */
 	char prefix[CONFIG_PATH_MAX];   /* its -p */
-	char journal[CONFIG_PATH_MAX + 32];
+	int dirfd;                      /* the writer's directory (writer_dir_open), held for its journals */
+	char dir[CONFIG_PATH_MAX + 32]; /* its path, for messages */
+	char journal[64];               /* the journal of originals through DIRFD: /proc/self/fd/N/originals */
 	char fallback[CONFIG_PATH_MAX + 32]; /* the agent's originals file */
 	int64_t retry_ms;               /* when a knob not found last built the knobs again */
 	bool built;                     /* the last build of the knobs succeeded (else none are served) */
@@ -56,14 +58,42 @@ static void on_hup(int sig)
 	reload_asked = 1;
 }
 
-int writer_journal_path(const struct config *cfg, char *out, size_t outlen)
+int writer_dir_open(const struct config *cfg, char *shown, size_t shownlen, char *err, size_t errlen)
 {
-	char dir[CONFIG_PATH_MAX];
+	char dir[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 32];
+	struct stat st;
+	int fd, r;
 
 	snprintf(dir, sizeof(dir), "%s", cfg->store_path);
-	if ((size_t)snprintf(out, outlen, "%s/%s", dirname(dir), WRITER_JOURNAL_NAME) >= outlen)
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dirname(dir), WRITER_DIR_NAME) >= sizeof(path)) {
+		snprintf(err, errlen, "the store's path %s is too long for the writer's directory beside it",
+			 cfg->store_path);
 		return -ENAMETOOLONG;
-	return 0;
+	}
+	/* The store's directory as the store makes it, then this one, closed (no umask can open it). */
+	r = store_make_parents(path);
+	if (r == 0 && mkdir(path, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r < 0) {
+		snprintf(err, errlen, "cannot make the writer's directory %s: %s", path, strerror(-r));
+		return r;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the writer's directory %s: %s%s", path, strerror(-r),
+			 r == -ELOOP || r == -ENOTDIR ? " (it must be a directory, not a link)" : "");
+		return r;
+	}
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		snprintf(err, errlen, "the writer's directory %s must be uid %d's and closed to group and others "
+			 "(it is uid %d's, mode %04o): chown %d %s; chmod 700 %s", path, (int)geteuid(), (int)st.st_uid,
+			 (unsigned)(st.st_mode & 07777), (int)geteuid(), path, path);
+		close(fd);
+		return -EPERM;
+	}
+	snprintf(shown, shownlen, "%s", path);
+	return fd;
 }
 
 static int64_t wall_ms(void)
@@ -283,10 +313,12 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 		log_err("writer: out of memory");
 		return 1;
 	}
-	if (writer_journal_path(cfg, m->journal, sizeof(m->journal)) < 0) {
-		log_err("writer: the store's path %s is too long for the journal of originals beside it", cfg->store_path);
+	m->dirfd = writer_dir_open(cfg, m->dir, sizeof(m->dir), err, sizeof(err));
+	if (m->dirfd < 0) {
+		log_err("writer: %s", err);
 		return 1;
 	}
+	snprintf(m->journal, sizeof(m->journal), "/proc/self/fd/%d/%s", m->dirfd, WRITER_JOURNAL_NAME);
 	snprintf(m->fallback, sizeof(m->fallback), "%s%s", cfg->store_path, STORE_ORIGINALS_SUFFIX);
 	m->env.loop = &m->loop;
 	m->env.nginx_conf = m->conf;
@@ -301,7 +333,8 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	}
 	m->w.before = before;
 	m->w.before_ctx = m;
-	log_info("writer %d: %zu knobs of %zu policies, originals in %s", (int)getpid(), m->n, m->set->n, m->journal);
+	log_info("writer %d: %zu knobs of %zu policies, originals in %s/%s", (int)getpid(), m->n, m->set->n, m->dir,
+		 WRITER_JOURNAL_NAME);
 	r = writer_serve(&m->w, &m->loop, fd);
 	if (r < 0)
 		log_err("writer: serving the engine ended: %s", strerror(-r));
@@ -309,5 +342,6 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	writer_free(&m->w);
 	nginx_ctl_free(m->env.nginx);
 	uv_run(&m->loop, UV_RUN_NOWAIT);
+	close(m->dirfd);
 	return r < 0 ? 1 : 0;
 }

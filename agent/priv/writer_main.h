@@ -16,13 +16,20 @@
 
 #include "config.h"
 
-#define WRITER_JOURNAL_NAME "writer-originals"
+#define WRITER_DIR_NAME "writer"          /* in the store's directory: root's, 0700 */
+#define WRITER_JOURNAL_NAME "originals"    /* in WRITER_DIR_NAME, and "originals.written" beside it */
 
 /* Serve the engine on FD (one end of a SOCK_SEQPACKET socketpair) with CFG until the engine closes it: the exit
  * status, 0 or 1 (it could not start: logged). After a SIGHUP it reads the configuration again from CONFIG_PATH
  * (MUST_EXIST as -c gave it; ROOT_OVERRIDE, --root, kept over it). */
 int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd);
-/* The writer's journal of originals: WRITER_JOURNAL_NAME in the store's directory. 0 or -ENAMETOOLONG. */
-int writer_journal_path(const struct config *cfg, char *out, size_t outlen);
+/*
+ * The writer's directory, WRITER_DIR_NAME in the store's directory, made (0700, its parents as the store makes them)
+ * when missing, opened without following a link and checked by that descriptor: a directory of the writer's own
+ * user that no group or other may enter. Its descriptor (O_CLOEXEC), or -errno with ERR; its path into SHOWN. The
+ * journals are then reached through the descriptor (/proc/self/fd/N/...), never again by a name that whoever may
+ * write the store's directory could swap.
+ */
+int writer_dir_open(const struct config *cfg, char *shown, size_t shownlen, char *err, size_t errlen);
 
 #endif

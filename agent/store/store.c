@@ -253,7 +253,7 @@ static int64_t minute_of(int64_t ts)
 }
 
 /* mkdir -p of PATH's directory, so a fresh state directory needs no install step. */
-static int make_parents(const char *path)
+int store_make_parents(const char *path)
 {
 	char *p = strdup(path);
 	int rc = 0;
@@ -615,7 +615,7 @@ static int open_db(const char *path, bool memory, const struct store_options *op
 		if (ret < 0)
 			return ret;
 		existed = access(path, F_OK) == 0;
-		ret = make_parents(path);
+		ret = store_make_parents(path);
 		if (ret < 0) {
 			str_err(err, errlen, "create directory for %s: %s", path, strerror(-ret));
 			return ret;

@@ -64,6 +64,8 @@ void store_options_default(struct store_options *opt);
  * for a store that existed, ERR says how to recover. */
 int store_open(const char *path, const struct store_options *opt, struct metric_registry *reg,
 	       struct store **out, char *err, size_t errlen);
+/* mkdir -p of PATH's directory (0750 each), as store_open makes the store's: 0 or -errno. */
+int store_make_parents(const char *path);
 /* A scratch store in memory: the schema and nothing else (the revert of a lost store seeds it from the originals
  * file). 0 or -errno with ERR. */
 int store_open_memory(struct store **out, char *err, size_t errlen);

@@ -1,10 +1,11 @@
 #!/bin/bash
 # The writer in a process of its own ([agent] writer = yes, issue 22), the real agent on a fake /proc/sys (--root):
 # the agent forks one writer; a change is written by it, its original and the write journaled in its own files
-# (0600) before the write; the writer holds every value to the policies it loaded itself (reloaded on the SIGHUP
-# the agent forwards, and only then); a revert puts back an original below the policy's min (RESTORE); SIGTERM to
-# both (as systemd stops the unit's processes) reverts the change in trial through the writer, then ends both; the
-# writer killed ends the agent with status 1 and no revert, and the restart's recovery puts the trial's knob back.
+# (0600, in its own 0700 directory, which it refuses open to others or behind a link) before the write; the writer
+# holds every value to the policies it loaded itself (reloaded on the SIGHUP the agent forwards, and only then); a
+# revert puts back an original below the policy's min (RESTORE); SIGTERM to both (as systemd stops the unit's
+# processes) reverts the change in trial through the writer, then ends both; the writer killed ends the agent with
+# status 1 and no revert, and the restart's recovery puts the trial's knob back.
 TEST_NAME=writer
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -13,7 +14,8 @@ need_cmd jq curl sqlite3 pgrep
 
 NGXAT_TEST_WRITER=yes sysctl_fake_host
 grep -qx "writer = yes" "$TMP/agent.conf" || fail "the configuration has no writer = yes"
-JOURNAL=$TMP/store/writer-originals
+WDIR=$TMP/store/writer
+JOURNAL=$WDIR/originals
 start_agent() { # the agent, and its one writer ($WRITER_PID)
 	start_fake_agent
 	WRITER_PID=$(pgrep -P "$AGENT_PID" -x ngx-autotune)
@@ -26,16 +28,18 @@ start_agent
 grep -q "the writer runs as pid $WRITER_PID" "$TMP/agent.log" || fail "the agent does not say its writer's pid"
 ok "the agent forks one writer ($WRITER_PID)"
 
-# A change: written by the writer, after its original and the write were journaled in its own files, 0600.
+# A change: written by the writer, after its original and the write were journaled in its own files, 0600, in its
+# own directory (0700, beside the store, which the engine will own).
 ctl propose --now net.core.somaxconn=4096 >/dev/null || fail "propose somaxconn 4096"
 wait_for 5 sh -c "[ \$(cat $SOMAX) = 4096 ]" || fail "somaxconn is $(cat "$SOMAX"), want 4096"
 [ "$(cat "$JOURNAL")" = "net.core.somaxconn 128" ] || fail "the writer's originals: $(cat "$JOURNAL" 2>&1)"
 [ "$(cat "$JOURNAL.written")" = "net.core.somaxconn 4096" ] || fail "the writer's writes: $(cat "$JOURNAL.written" 2>&1)"
 [ "$(stat -c %a "$JOURNAL")" = 600 ] && [ "$(stat -c %a "$JOURNAL.written")" = 600 ] ||
 	fail "the writer's journals are not 0600"
+[ "$(stat -c %a "$WDIR")" = 700 ] || fail "the writer's directory is $(stat -c %a "$WDIR"), not 0700"
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/1 | jq -e '.state == \"kept\"'" ||
 	fail "change 1 not kept: $(change_state 1)"
-ok "a change goes through the writer: its original (128) and the write journaled by it, 0600, then kept"
+ok "a change goes through the writer: its original (128) and the write journaled by it, 0600 in a 0700 directory, then kept"
 
 # The writer's own policies: a lowered one in a directory of its own, which agent.conf names and only the writer reads
 # again (the SIGHUP is the writer's alone): the engine still allows 16384, the writer refuses it, and the change
@@ -99,3 +103,24 @@ grep -q "the writer (pid $WRITER_PID) is gone" "$TMP/agent.log" || fail "the age
 start_agent
 [ "$(cat "$BACKLOG")" = 1000 ] || fail "after the restart the backlog is $(cat "$BACKLOG"), want 1000"
 ok "the writer killed: the agent stops with status 1 and says why; the restart's recovery puts the trial's knob back"
+
+# The writer's directory is the writer's alone: open to its group, or a link to another directory, the writer will
+# not start and says why, and the agent with it (status 1), nothing written.
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "the agent did not exit 0"
+refused() { # refused WHY: the agent does not start, and its log says WHY
+	local n
+	n=$(wc -l <"$TMP/agent.log")
+	timeout 10 "$AGENT" --foreground -c "$TMP/agent.conf" >>"$TMP/agent.log" 2>&1
+	rc=$?
+	[ $rc = 1 ] || fail "the agent exited $rc with $1, want 1"
+	tail -n +$((n + 1)) "$TMP/agent.log" | grep -q "writer: .*$1" || fail "the writer did not say '$1': $(tail -5 "$TMP/agent.log")"
+}
+chmod 770 "$WDIR"
+refused "must be uid 0's and closed to group and others (it is uid 0's, mode 0770)"
+chmod 700 "$WDIR"
+mv "$WDIR" "$WDIR.real" && ln -s "$WDIR.real" "$WDIR"
+refused "it must be a directory, not a link"
+rm "$WDIR" && mv "$WDIR.real" "$WDIR"
+[ "$(cat "$BACKLOG")" = 1000 ] && [ "$(cat "$SOMAX")" = 128 ] || fail "written while the writer was refused"
+ok "the writer's directory open to its group, or a link: the writer refuses to start and says why, the agent exits 1"
