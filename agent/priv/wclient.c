@@ -6,6 +6,7 @@
 #include "priv/wclient.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,47 @@ static void on_readable(uv_poll_t *p, int status, int events)
 			}
 		/* No request of that id: the answer to one that timed out, dropped. */
 	}
+}
+
+int wclient_await_hello(int fd, int timeout_ms, char *err, size_t errlen)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	uint8_t buf[WMSG_MAX];
+	char why[160];
+	struct wmsg m;
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&p, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		r = -errno;
+		snprintf(err, errlen, "waiting for the writer: %s", strerror(-r));
+		return r;
+	}
+	if (r == 0) {
+		snprintf(err, errlen, "the writer did not start within %d ms", timeout_ms);
+		return -ETIMEDOUT;
+	}
+	do
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE))) {
+		snprintf(err, errlen, "the writer ended before it started (its reason is in the log above)");
+		return -EPIPE;
+	}
+	if (n < 0) {
+		r = -errno;
+		snprintf(err, errlen, "reading the writer's start: %s", strerror(-r));
+		return r;
+	}
+	if (wmsg_decode(buf, (size_t)n, &m, why, sizeof(why)) < 0 || m.type != WMSG_RESULT || m.id != 0 ||
+	    m.result != 0 || strcmp(m.text, WMSG_HELLO) != 0) {
+		snprintf(err, errlen, "the writer's first message is not its start");
+		return -EBADMSG;
+	}
+	return 0;
 }
 
 int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)

@@ -23,6 +23,10 @@ struct wclient;
 /* RESULT (0 or -errno) and TEXT (the writer's why, or the client's) of one request. */
 typedef void (*wclient_done_fn)(int result, const char *text, void *ctx);
 
+/* Wait up to TIMEOUT_MS for the writer's first datagram on FD (writer_hello), before a client is made on it: 0; or
+ * -EPIPE (the writer ended first: it could not start, and logged why), -ETIMEDOUT, -EBADMSG (something else came
+ * first) or another -errno, with ERR. */
+int wclient_await_hello(int fd, int timeout_ms, char *err, size_t errlen);
 /* A client of the writer on FD (a SOCK_SEQPACKET socket; the client owns and closes it) from LOOP, each request
  * answered within TIMEOUT_MS (more than 0). 0, -EINVAL or -ENOMEM. */
 int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out);

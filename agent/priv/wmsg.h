@@ -42,6 +42,8 @@ enum wmsg_type {
 	WMSG_RESULT,     /* writer: the answer to request ID: RESULT, TEXT (why, or what was read back) */
 };
 
+#define WMSG_HELLO "writer ready" /* the writer's first datagram: a WMSG_RESULT of id 0 (writer_hello) */
+
 enum wmsg_nginx_op { WMSG_NGINX_TEST = 1, WMSG_NGINX_RELOAD, WMSG_NGINX_DUMP };
 enum wmsg_socket_op { WMSG_SOCKET_DIAG = 1, WMSG_SOCKET_TCP };
 

@@ -495,6 +495,19 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		end(w, r);
 }
 
+int writer_hello(int fd)
+{
+	struct wmsg m = {.type = WMSG_RESULT};
+	uint8_t buf[WMSG_MAX];
+	int n;
+
+	snprintf(m.text, sizeof(m.text), "%s", WMSG_HELLO);
+	n = wmsg_encode(&m, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	return send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -errno;
+}
+
 int writer_serve(struct writer *w, uv_loop_t *loop, int fd)
 {
 	int r;

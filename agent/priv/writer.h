@@ -74,6 +74,9 @@ void writer_free(struct writer *w);
 /* The answer (a WMSG_RESULT datagram) to datagram BUF of LEN bytes into OUT, synchronous drivers only (an
  * asynchronous one is answered EOPNOTSUPP): its length, or -ENOSPC. */
 int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen);
+/* Tell the engine on FD that the writer has started (its policies loaded, its knobs built, its journals read): a
+ * WMSG_RESULT of id 0, result 0, text WMSG_HELLO, the first datagram on the socket. 0 or -errno. */
+int writer_hello(int fd);
 /* Serve FD (a SOCK_SEQPACKET socket) on LOOP until the engine closes it, one request at a time, each answered when
  * its write ends (an nginx reload from LOOP): 0, or -errno. LOOP runs until then. */
 int writer_serve(struct writer *w, uv_loop_t *loop, int fd);

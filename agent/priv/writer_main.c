@@ -335,7 +335,9 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	m->w.before_ctx = m;
 	log_info("writer %d: %zu knobs of %zu policies, originals in %s/%s", (int)getpid(), m->n, m->set->n, m->dir,
 		 WRITER_JOURNAL_NAME);
-	r = writer_serve(&m->w, &m->loop, fd);
+	r = writer_hello(fd);
+	if (r == 0)
+		r = writer_serve(&m->w, &m->loop, fd);
 	if (r < 0)
 		log_err("writer: serving the engine ended: %s", strerror(-r));
 	release_knobs(m);

@@ -105,7 +105,7 @@ start_agent
 ok "the writer killed: the agent stops with status 1 and says why; the restart's recovery puts the trial's knob back"
 
 # The writer's directory is the writer's alone: open to its group, or a link to another directory, the writer will
-# not start and says why, and the agent with it (status 1), nothing written.
+# not start and says why, and the agent's start fails with it (status 1, never ready), nothing written.
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "the agent did not exit 0"
 refused() { # refused WHY: the agent does not start, and its log says WHY
@@ -114,7 +114,11 @@ refused() { # refused WHY: the agent does not start, and its log says WHY
 	timeout 10 "$AGENT" --foreground -c "$TMP/agent.conf" >>"$TMP/agent.log" 2>&1
 	rc=$?
 	[ $rc = 1 ] || fail "the agent exited $rc with $1, want 1"
-	tail -n +$((n + 1)) "$TMP/agent.log" | grep -q "writer: .*$1" || fail "the writer did not say '$1': $(tail -5 "$TMP/agent.log")"
+	tail -n +$((n + 1)) "$TMP/agent.log" >"$TMP/refused.log"
+	grep -q "writer: .*$1" "$TMP/refused.log" || fail "the writer did not say '$1': $(cat "$TMP/refused.log")"
+	# the agent's start fails with it: never started, never ready
+	grep -q "the writer ended before it started" "$TMP/refused.log" && ! grep -q " started: tick" "$TMP/refused.log" ||
+		fail "the agent started without its writer: $(cat "$TMP/refused.log")"
 }
 chmod 770 "$WDIR"
 refused "must be uid 0's and closed to group and others (it is uid 0's, mode 0770)"
@@ -123,4 +127,4 @@ mv "$WDIR" "$WDIR.real" && ln -s "$WDIR.real" "$WDIR"
 refused "it must be a directory, not a link"
 rm "$WDIR" && mv "$WDIR.real" "$WDIR"
 [ "$(cat "$BACKLOG")" = 1000 ] && [ "$(cat "$SOMAX")" = 128 ] || fail "written while the writer was refused"
-ok "the writer's directory open to its group, or a link: the writer refuses to start and says why, the agent exits 1"
+ok "the writer's directory open to its group, or a link: the writer refuses to start and says why, the agent's start fails (status 1)"

@@ -716,6 +716,35 @@ static void test_writer_dies_idle(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* The writer's start, as the engine waits for it before READY: its hello; its end before it (it could not start);
+ * nothing within the timeout; something else first. */
+static void test_hello(void **state)
+{
+	struct wmsg m = {.type = WMSG_RESULT, .id = 5};
+	uint8_t buf[WMSG_MAX];
+	char err[256];
+	int sv[2], n;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(wclient_await_hello(sv[0], 10, err, sizeof(err)), -ETIMEDOUT);
+	assert_non_null(strstr(err, "did not start within 10 ms"));
+	assert_int_equal(writer_hello(sv[1]), 0);
+	assert_int_equal(wclient_await_hello(sv[0], 1000, err, sizeof(err)), 0);
+	/* an answer, not the hello: a writer that says something else first is not taken as started */
+	snprintf(m.text, sizeof(m.text), "%s", WMSG_HELLO);
+	n = wmsg_encode(&m, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(send(sv[1], buf, (size_t)n, 0), n);
+	assert_int_equal(wclient_await_hello(sv[0], 1000, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(send(sv[1], "NXW1", 4, 0), 4);
+	assert_int_equal(wclient_await_hello(sv[0], 1000, err, sizeof(err)), -EBADMSG);
+	close(sv[1]);
+	assert_int_equal(wclient_await_hello(sv[0], 1000, err, sizeof(err)), -EPIPE);
+	assert_non_null(strstr(err, "ended before it started"));
+	close(sv[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_before_hook),
 		cmocka_unit_test(test_writer_dies_idle),
 		cmocka_unit_test(test_restore_from_agent_originals),
+		cmocka_unit_test(test_hello),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
