@@ -38,24 +38,25 @@ fixtures_of() { # the fixtures under SRCDIR that are seeds of target $1
 	esac
 }
 
-failed=0
-for t in "$@"; do
+# run_one TARGET: one target's run; its line (ok or FAIL, with the log's tail on a failure) in its work directory's
+# "result", and its status.
+run_one() {
+	local t=$1 name work i f dict rc execs eps cov note
 	name=${t#fuzz_}
 	work=$build/tests/fuzz/work/$name
 	rm -rf "$work"
-	mkdir -p "$work/corpus" "$work/artifacts" || exit 1
+	mkdir -p "$work/corpus" "$work/artifacts" || return 1
 	i=0
 	for f in $(cd "$src" && fixtures_of "$t"); do
 		i=$((i + 1))
-		cp "$src/$f" "$work/corpus/fixture-$i-${f##*/}" || exit 1
+		cp "$src/$f" "$work/corpus/fixture-$i-${f##*/}" || return 1
 	done
 	if [ -d "$src/tests/fuzz/seeds/$name" ]; then
-		cp "$src/tests/fuzz/seeds/$name"/* "$work/corpus/" || exit 1
+		cp "$src/tests/fuzz/seeds/$name"/* "$work/corpus/" || return 1
 	fi
 	if [ -z "$(ls -A "$work/corpus")" ]; then
-		echo "FAIL $t: no seeds (a fixture moved?)"
-		failed=$((failed + 1))
-		continue
+		echo "FAIL $t: no seeds (a fixture moved?)" >"$work/result"
+		return 1
 	fi
 	dict=()
 	case $name in api_*) dict=(-dict="$src/tests/fuzz/api.dict") ;; esac
@@ -66,14 +67,29 @@ for t in "$@"; do
 	eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log")
 	cov=$(grep -E '^#[0-9]+' "$work/log" | tail -1 | sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\).*/cov \1, ft \2/p')
 	if [ $rc -ne 0 ] || ls "$work/artifacts"/* >/dev/null 2>&1; then
-		tail -n 60 "$work/log"
-		echo "FAIL $t: exit $rc; input saved as $(ls "$work/artifacts" 2>/dev/null | head -1); log $work/log"
-		failed=$((failed + 1))
-		continue
+		{ tail -n 60 "$work/log"
+		  echo "FAIL $t: exit $rc; input saved as $(ls "$work/artifacts" 2>/dev/null | head -1); log $work/log"; } \
+			>"$work/result"
+		return 1
 	fi
 	note=
 	grep -q '^fuzz_api: without the engine' "$work/log" && note=" (without the engine: the policies are not root's)"
-	echo "ok $t: ${execs:-?} runs in ${secs}s (${eps:-?}/s), ${cov:-cov ?}, corpus $(ls "$work/corpus" | wc -l)$note"
+	echo "ok $t: ${execs:-?} runs in ${secs}s (${eps:-?}/s), ${cov:-cov ?}, corpus $(ls "$work/corpus" | wc -l)$note" \
+		>"$work/result"
+}
+
+# FUZZ_JOBS targets at a time (default: one per CPU; each is one process), their lines in the order given.
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+failed=0
+for t in "$@"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+	run_one "$t" &
+done
+wait
+for t in "$@"; do
+	r=$build/tests/fuzz/work/${t#fuzz_}/result
+	if [ -f "$r" ]; then cat "$r"; else echo "FAIL $t: no result"; fi
+	grep -q '^ok ' "$r" 2>/dev/null || failed=$((failed + 1))
 done
 [ $failed -eq 0 ] || echo "fuzz-smoke: $failed of $# targets failed"
 [ $failed -eq 0 ]
