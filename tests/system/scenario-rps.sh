@@ -64,7 +64,7 @@ ctl approve "$id" | grep -q approved || fail "ngxctl approve"
 st=$(wait_end 400 "$id") || fail "change $id still $st: $(ctl trial)"
 ev=$(api "/v1/changes/$id" | jq -r '.detail | sub("^[^{]*"; "") | fromjson? // empty')
 echo "# change $id: $st: $(jq -r .reason <<<"$ev")"
-echo "# pairs (A/B $(jq -r .objective <<<"$ev")): $(jq -r '[.pairs_detail[] | "\(.a)/\(.b)"] | join(" ")' <<<"$ev")"
+echo "# pairs (A/B $(jq -r .objective <<<"$ev")): $(jq -r '[(.pairs_detail // [])[] | "\(.a)/\(.b)"] | join(" ")' <<<"$ev")"
 live=$(ns_rps)
 kill "$LOAD_PID" 2>/dev/null
 wait "$LOAD_PID" 2>/dev/null
@@ -92,9 +92,20 @@ reverted | aborted)
 	# better, every run above every run with rps_cpus 1 (3 against 3: 1 chance in 20 if they do not differ) and
 	# its median 10% higher. (A CI run: fell 6.5% [-14%, +1.7%], reverted; wrk 53279 60911 60131 off against
 	# 46577 57354 52065: medians 15% apart, the runs overlapping.)
+	# Nor is a gain the judge measured but could not show above the 5% worth keeping: a run here, cpu.busy_per_kreq
+	# fell 10% [4.8%, 15%] (the lower bound under 5%: reverted) and wrk served 13% more with RPS off in every run.
+	# The rollback is then the judge's rule, not a wrong measure, as long as wrk's gain (on CPUs that wrk and nginx
+	# keep busy, the fall of CPU per request is the rise of requests) lies within reach of the judge's interval.
 	min_off=$(printf '%s\n' "${off[@]}" | sort -n | head -1) max_on=$(printf '%s\n' "${on[@]}" | sort -n | tail -1)
-	[ "$min_off" -le "$max_on" ] || [ "$m_off" -lt $((m_on * 11 / 10)) ] ||
-		fail "$st, but wrk serves more with RPS off in every run: ${off[*]} against ${on[*]}"
+	gain=$(awk -v a="$m_off" -v b="$m_on" 'BEGIN { printf "%.3f", a / b - 1 }')
+	hi=$(jq -r '.effect_hi // empty' <<<"$ev")
+	if [ -n "$hi" ] && jq -e '.reason | test("a gain of [0-9.]+% not shown")' <<<"$ev" >/dev/null &&
+		awk -v g="$gain" -v h="$hi" 'BEGIN { exit !(h > 0 && g <= 1.5 * h) }'; then
+		echo "# wrk's gain with RPS off, $gain, is within reach of the judge's upper bound $hi: shown too small to keep"
+	else
+		[ "$min_off" -le "$max_on" ] || [ "$m_off" -lt $((m_on * 11 / 10)) ] ||
+			fail "$st, but wrk serves more with RPS off in every run: ${off[*]} against ${on[*]} (the judge: up to $hi)"
+	fi
 	[ "$live" = 1 ] || fail "$st, but rps_cpus reads $live"
 	;;
 *) fail "change $id ended $st: $(api "/v1/changes/$id" | jq -r .detail)" ;;
