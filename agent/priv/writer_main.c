@@ -85,7 +85,13 @@ int writer_dir_open(const struct config *cfg, char *shown, size_t shownlen, char
 			 r == -ELOOP || r == -ENOTDIR ? " (it must be a directory, not a link)" : "");
 		return r;
 	}
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot stat the writer's directory %s: %s", path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 077)) {
 		snprintf(err, errlen, "the writer's directory %s must be uid %d's and closed to group and others "
 			 "(it is uid %d's, mode %04o): chown %d %s; chmod 700 %s", path, (int)geteuid(), (int)st.st_uid,
 			 (unsigned)(st.st_mode & 07777), (int)geteuid(), path, path);
