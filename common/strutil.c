@@ -36,8 +36,14 @@ int str_to_pid(const char *buf, size_t len, int *out)
 
 	while (len > 0 && isspace((unsigned char)buf[len - 1]))
 		len--;
-	if (len == 0 || len >= sizeof(s))
-		return len == 0 ? -EINVAL : -ERANGE;
+	if (len == 0 || memchr(buf, '\0', len))
+		return -EINVAL;
+	if (len >= sizeof(s)) {
+		for (size_t i = 0; i < len; i++)
+			if (buf[i] < '0' || buf[i] > '9')
+				return -EINVAL;
+		return -ERANGE;
+	}
 	memcpy(s, buf, len);
 	s[len] = '\0';
 	r = str_to_i64(s, 1, 0x3fffffff, &v);

@@ -80,6 +80,12 @@ static void written_path(const struct writer *w, char *out, size_t outlen)
 	snprintf(out, outlen, "%s.written", w->originals);
 }
 
+/* The journal's path as messages name it. */
+static const char *shown(const struct writer *w)
+{
+	return w->shown ? w->shown : w->originals;
+}
+
 int writer_init(struct writer *w, char *err, size_t errlen)
 {
 	char path[4096], err2[256];
@@ -141,7 +147,7 @@ static int journal_original(struct writer *w, struct knob *k, const char *live, 
 	r = originals_note(w->originals, k->name, live);
 	if (r < 0) {
 		snprintf(why, whylen, "%s: its original %.200s cannot be journaled in %.300s (%s): not written", k->name, live,
-			 w->originals, strerror(-r));
+			 shown(w), strerror(-r));
 		return r == -EINVAL ? -EINVAL : -EIO;
 	}
 	snprintf(o->value, sizeof(o->value), "%s", live);
@@ -159,8 +165,8 @@ static int journal_write(struct writer *w, struct knob *k, const char *value, ch
 	written_path(w, path, sizeof(path));
 	r = originals_note(path, k->name, value);
 	if (r < 0) {
-		snprintf(why, whylen, "%s: the write of %.200s cannot be journaled in %.300s (%s): not written", k->name,
-			 value, path, strerror(-r));
+		snprintf(why, whylen, "%s: the write of %.200s cannot be journaled in %.300s.written (%s): not written",
+			 k->name, value, shown(w), strerror(-r));
 		return r == -EINVAL ? -EINVAL : -EIO;
 	}
 	memcpy(o->prev, o->last, sizeof(o->prev));
@@ -365,7 +371,7 @@ static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, ch
 		r = originals_note(w->originals, k->name, mo->value);
 		if (r < 0) {
 			snprintf(why, whylen, "%s: its original %.200s cannot be journaled in %.300s (%s): not written",
-				 k->name, mo->value, w->originals, strerror(-r));
+				 k->name, mo->value, shown(w), strerror(-r));
 			return -EIO;
 		}
 		mo->known = true;

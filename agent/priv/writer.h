@@ -47,6 +47,8 @@ struct writer {
 	struct knob *knobs;           /* its knobs (real drivers, their environment's loop the one served on) */
 	size_t n;
 	const char *originals;        /* its journal of originals (store/originals.h), the engine's no business */
+	const char *shown;            /* that journal's path for messages (originals may be a /proc/self/fd path); NULL:
+				       * originals */
 	const char *fallback;         /* the agent's own originals file (STORE.originals), for knobs it changed before it
 				       * had a writer: read when root's and writable by no one else; NULL: none */
 	struct knob_env *env;         /* for knobs of removed policies (RESTORE only); NULL: none restored */

@@ -45,6 +45,7 @@ struct wmain {
 	int dirfd;                      /* the writer's directory (writer_dir_open), held for its journals */
 	char dir[CONFIG_PATH_MAX + 32]; /* its path, for messages */
 	char journal[64];               /* the journal of originals through DIRFD: /proc/self/fd/N/originals */
+	char shown[CONFIG_PATH_MAX + 48]; /* its path in DIR, for messages */
 	char fallback[CONFIG_PATH_MAX + 32]; /* the agent's originals file */
 	int64_t retry_ms;               /* when a knob not found last built the knobs again */
 	bool built;                     /* the last build of the knobs succeeded (else none are served) */
@@ -231,6 +232,7 @@ static int build_knobs(struct wmain *m, char *err, size_t errlen)
 	m->w.knobs = m->knobs;
 	m->w.n = m->n;
 	m->w.originals = m->journal;
+	m->w.shown = m->shown;
 	m->w.env = &m->env;
 	m->w.fallback = m->fallback;
 	r = writer_init(&m->w, err, errlen);
@@ -325,6 +327,7 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 		return 1;
 	}
 	snprintf(m->journal, sizeof(m->journal), "/proc/self/fd/%d/%s", m->dirfd, WRITER_JOURNAL_NAME);
+	snprintf(m->shown, sizeof(m->shown), "%s/%s", m->dir, WRITER_JOURNAL_NAME);
 	snprintf(m->fallback, sizeof(m->fallback), "%s%s", cfg->store_path, STORE_ORIGINALS_SUFFIX);
 	m->env.loop = &m->loop;
 	m->env.nginx_conf = m->conf;

@@ -80,6 +80,7 @@ run_one() {
 
 # FUZZ_JOBS targets at a time (default: one per CPU; each is one process), their lines in the order given.
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac
 failed=0
 for t in "$@"; do
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
@@ -89,7 +90,8 @@ wait
 for t in "$@"; do
 	r=$build/tests/fuzz/work/${t#fuzz_}/result
 	if [ -f "$r" ]; then cat "$r"; else echo "FAIL $t: no result"; fi
-	grep -q '^ok ' "$r" 2>/dev/null || failed=$((failed + 1))
+	# the line itself, the last: a failure's log tail comes before it
+	tail -n 1 "$r" 2>/dev/null | grep -q '^ok ' || failed=$((failed + 1))
 done
 [ $failed -eq 0 ] || echo "fuzz-smoke: $failed of $# targets failed"
 [ $failed -eq 0 ]

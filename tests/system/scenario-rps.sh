@@ -95,13 +95,14 @@ reverted | aborted)
 	# Nor is a gain the judge measured but could not show above the 5% worth keeping: a run here, cpu.busy_per_kreq
 	# fell 10% [4.8%, 15%] (the lower bound under 5%: reverted) and wrk served 13% more with RPS off in every run.
 	# The rollback is then the judge's rule, not a wrong measure, as long as wrk's gain (on CPUs that wrk and nginx
-	# keep busy, the fall of CPU per request is the rise of requests) lies within reach of the judge's interval.
+	# keep busy, the fall of CPU per request is the rise of requests) lies within the judge's interval, give or take
+	# 5 points of wrk's own spread (its 3 runs of one value: 52859 to 55260 in that run).
 	min_off=$(printf '%s\n' "${off[@]}" | sort -n | head -1) max_on=$(printf '%s\n' "${on[@]}" | sort -n | tail -1)
 	gain=$(awk -v a="$m_off" -v b="$m_on" 'BEGIN { printf "%.3f", a / b - 1 }')
 	hi=$(jq -r '.effect_hi // empty' <<<"$ev")
 	if [ -n "$hi" ] && jq -e '.reason | test("a gain of [0-9.]+% not shown")' <<<"$ev" >/dev/null &&
-		awk -v g="$gain" -v h="$hi" 'BEGIN { exit !(h > 0 && g <= 1.5 * h) }'; then
-		echo "# wrk's gain with RPS off, $gain, is within reach of the judge's upper bound $hi: shown too small to keep"
+		awk -v g="$gain" -v h="$hi" 'BEGIN { exit !(h > 0 && g <= h + 0.05) }'; then
+		echo "# wrk's gain with RPS off, $gain, is within the judge's upper bound $hi (+0.05): shown too small to keep"
 	else
 		[ "$min_off" -le "$max_on" ] || [ "$m_off" -lt $((m_on * 11 / 10)) ] ||
 			fail "$st, but wrk serves more with RPS off in every run: ${off[*]} against ${on[*]} (the judge: up to $hi)"
