@@ -4,9 +4,9 @@
 # installed with apt, nginx set up with ngxctl setup --apply, and the agent used through systemctl and ngxctl
 # until apt purge (tests/system/container-checks.sh runs inside, as a unit, and powers off). The container's
 # base (debootstrap from the machine's own Debian mirror, with nginx, wrk and the package's dependencies) is
-# built once and cached under the build directory; each run boots a fresh copy of it with a private network,
-# so its nginx and any load stay on its own loopback. Bounded: 7 minutes for the boot and the checks (one
-# change waits out its 60 s settle time).
+# built once and cached (in NGXAT_CONTAINER_CACHE, else the build directory); each run boots a fresh copy of it
+# with a private network, so its nginx and any load stay on its own loopback. Bounded: 7 minutes for the boot and
+# the checks (one change waits out its 60 s settle time).
 TEST_EXCLUSIVE=1
 TEST_NAME=container
 . "$(dirname "$0")/lib.sh"
@@ -18,22 +18,13 @@ need_cmd debootstrap systemd-nspawn dpkg-buildpackage dpkg-deb flock
 deb=$(build_deb) || fail "dpkg-buildpackage failed (see $builddir/packages/build.log)"
 ok "built $(basename "$deb")"
 
-# The Debian mirror this machine installs from (deb822 sources, else sources.list).
-mirror() {
-	local f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		awk 'BEGIN { RS = ""; FS = "\n" }
-			/Suites:[^\n]*bookworm( |$|\n)/ && !/debian-security/ {
-				for (i = 1; i <= NF; i++) if ($i ~ /^URIs:/) { split($i, u, " "); print u[2]; exit } }' "$f"
-	done
-	sed -n 's/^deb  *\(\[[^]]*\] *\)\{0,1\}\(http[^ ]*\) bookworm .*/\2/p' /etc/apt/sources.list 2>/dev/null
-}
-MIRROR=$(mirror | head -1)
-[ -n "$MIRROR" ] || fail "no bookworm mirror in /etc/apt/sources.list or sources.list.d"
-
-# The cached base: rebuilt when missing or when the package's dependencies changed.
-BASE=$builddir/container/bookworm
+# The cached base, in two layers: a debootstrap with nginx and the checks' tools (container-base.sh, which
+# tests/run-all.sh starts in the background before the build), then the package's dependencies from the .deb
+# (installed with it, then the package purged: the booted container has no network), made again when they change.
+CACHE=${NGXAT_CONTAINER_CACHE:-$builddir/container}
+bash "$srcdir/tests/system/container-base.sh" "$CACHE" ||
+	fail "the container's base could not be built (see $CACHE/base-tools.log)"
+BASE=$CACHE/bookworm
 depends=$(dpkg-deb -f "$deb" Depends)
 (
 	flock -w 900 9 || exit 1
@@ -41,20 +32,19 @@ depends=$(dpkg-deb -f "$deb" Depends)
 		exit 0
 	fi
 	rm -rf "$BASE" "$BASE.new"
-	mkdir -p "$(dirname "$BASE")"
-	timeout 900 debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm "$BASE.new" "$MIRROR" \
-		>"$builddir/container/debootstrap.log" 2>&1 || { tail -20 "$builddir/container/debootstrap.log"; exit 1; }
-	mkdir -p "$BASE.new/root/pkgs" && cp "$deb" "$BASE.new/root/pkgs/" || exit 1
-	# nginx, the tools of the checks, and the package's dependencies (installed with it, then the package
-	# purged): the booted container has no network. Not booted: the host's network, for apt.
+	cp -a "$CACHE/bookworm-tools" "$BASE.new" && mkdir -p "$BASE.new/root/pkgs" && cp "$deb" "$BASE.new/root/pkgs/" ||
+		exit 1
+	# Not booted: the host's network, for apt; the lists of the first layer, fetched again if they went stale.
 	timeout 900 systemd-nspawn -q -D "$BASE.new" --register=no --keep-unit /bin/sh -c '
 		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -q && apt-get install -y -q --no-install-recommends nginx wrk curl jq procps \
-			/root/pkgs/'"$(basename "$deb")"' && dpkg --purge ngx-autotune && apt-get clean' \
-		>"$builddir/container/base.log" 2>&1 || { tail -20 "$builddir/container/base.log"; exit 1; }
+		deb=/root/pkgs/'"$(basename "$deb")"'
+		{ apt-get install -y -q --no-install-recommends "$deb" ||
+			{ apt-get update -q && apt-get install -y -q --no-install-recommends "$deb"; }; } &&
+		dpkg --purge ngx-autotune && apt-get clean' \
+		>"$CACHE/base.log" 2>&1 || { tail -20 "$CACHE/base.log"; exit 1; }
 	rm -rf "$BASE.new/root/pkgs"
 	printf '%s' "$depends" >"$BASE.new/.ngxat-ready" && mv "$BASE.new" "$BASE"
-) 9>"$builddir/container.lock" || fail "the container's base could not be built (debootstrap from $MIRROR)"
+) 9>"$CACHE/bookworm.lock" || fail "the container's base could not be made from the first layer (see $CACHE/base.log)"
 ok "bookworm base with Debian's nginx ($(chroot "$BASE" dpkg-query -W -f '${Version}' nginx))"
 
 ROOT=$TMP/root
