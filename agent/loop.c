@@ -516,6 +516,29 @@ static void stop(struct agent *a, const char *why)
 	close_all(a);
 }
 
+static void writer_reloaded(int result, const char *text, void *ctx)
+{
+	(void)ctx;
+	if (result < 0)
+		log_warn("the writer did not take the reload: %s (%s)", text, strerror(-result));
+}
+
+/* The writer reads the configuration and the policies again before its next request: asked on its socket (an
+ * engine without the capability to signal a root process can still ask), or with a SIGHUP before its client is
+ * made. */
+static void tell_writer_reload(struct agent *a)
+{
+	struct wmsg m = {.type = WMSG_RELOAD};
+	char why[256];
+
+	if (a->wclient) {
+		if (wclient_request(a->wclient, &m, writer_reloaded, a, why, sizeof(why)) < 0)
+			log_warn("the writer was not told of the reload: %s", why);
+	} else if (a->writer_pid > 0) {
+		kill(a->writer_pid, SIGHUP);
+	}
+}
+
 int loop_reload(struct agent *a)
 {
 	struct config cfg;
@@ -523,8 +546,7 @@ int loop_reload(struct agent *a)
 	int r;
 
 	notify_reloading(uv_hrtime() / 1000);
-	if (a->writer_pid > 0)
-		kill(a->writer_pid, SIGHUP); /* the writer reads the policies again before its next request */
+	tell_writer_reload(a);
 	r = config_load(a->config_path, a->config_must_exist, &cfg, err, sizeof(err));
 	if (r == 0)
 		r = config_check_trust(&cfg, a->config_path, err, sizeof(err));

@@ -355,17 +355,21 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* The writer's socket closed (it then ends) and the writer waited for. */
+/* The writer's socket closed (it then ends; killed if it never started serving) and the writer waited for. */
 static void end_writer(struct agent *a)
 {
 	int status;
 
 	if (a->writer_pid <= 0)
 		return;
-	if (a->wclient)
+	if (a->wclient) {
 		wclient_free(a->wclient);
-	else if (a->writer_fd >= 0)
+	} else if (a->writer_fd >= 0) {
+		/* No client was made: the writer was sent nothing, so it has written nothing, and it may still be in its
+		 * start (it did not say it started within the timeout), where it would not see its socket close. */
 		close(a->writer_fd);
+		kill(a->writer_pid, SIGKILL);
+	}
 	a->wclient = NULL;
 	a->writer_fd = -1;
 	if (waitpid(a->writer_pid, &status, 0) == a->writer_pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))

@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct wclient_req {
@@ -125,10 +127,23 @@ int wclient_await_hello(int fd, int timeout_ms, char *err, size_t errlen)
 	struct wmsg m;
 	ssize_t n;
 	int r;
+	struct timespec t0, t;
+	int left = timeout_ms;
 
-	do
-		r = poll(&p, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* A signal (SIGHUP, SIGCHLD) wakes the poll early: the wait goes on for what is left of TIMEOUT_MS, not again
+	 * for all of it. */
+	while ((r = poll(&p, 1, left)) < 0 && errno == EINTR) {
+		int64_t spent;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		spent = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (spent >= timeout_ms) {
+			r = 0;
+			break;
+		}
+		left = timeout_ms - (int)spent;
+	}
 	if (r < 0) {
 		r = -errno;
 		snprintf(err, errlen, "waiting for the writer: %s", strerror(-r));

@@ -24,12 +24,13 @@ static const struct shape {
 	[WMSG_NGINX] = {F_NONE, F_NONE, WMSG_NGINX_TEST, WMSG_NGINX_DUMP},
 	[WMSG_SOCKET] = {F_NONE, F_NONE, WMSG_SOCKET_DIAG, WMSG_SOCKET_TCP},
 	[WMSG_OPEN_LOG] = {F_PATH, F_NONE, 0, 0},
+	[WMSG_RELOAD] = {F_NONE, F_NONE, 0, 0},
 	[WMSG_RESULT] = {F_TEXT, F_NONE, 0, 0},
 };
 
 static const char *const type_names[] = {
 	[WMSG_SET] = "set", [WMSG_RESTORE] = "restore", [WMSG_NGINX] = "nginx", [WMSG_SOCKET] = "socket",
-	[WMSG_OPEN_LOG] = "open-log", [WMSG_RESULT] = "result",
+	[WMSG_OPEN_LOG] = "open-log", [WMSG_RELOAD] = "reload", [WMSG_RESULT] = "result",
 };
 
 const char *wmsg_type_name(enum wmsg_type type)

@@ -39,6 +39,7 @@ enum wmsg_type {
 	WMSG_NGINX,      /* engine: OP on nginx (test, reload, dump: the dump's bytes come on a passed pipe) */
 	WMSG_SOCKET,     /* engine: a socket of kind OP opened in nginx's network namespace, passed back */
 	WMSG_OPEN_LOG,   /* engine: nginx's log at PATH opened read-only (a file nginx's configuration names) */
+	WMSG_RELOAD,     /* engine: it reloaded; read the configuration and the policies again before the next request */
 	WMSG_RESULT,     /* writer: the answer to request ID: RESULT, TEXT (why, or what was read back) */
 };
 

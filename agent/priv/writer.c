@@ -400,6 +400,12 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 		return set(w, &m, done, why, whylen);
 	case WMSG_RESTORE:
 		return restore(w, &m, done, why, whylen);
+	case WMSG_RELOAD:
+		/* What a SIGHUP from the agent asked for, from an engine that may not signal a root process: the files
+		 * are root's, so a compromised engine can only make the writer read them again. */
+		w->reload = true;
+		snprintf(why, whylen, "the configuration and the policies are read again before the next request");
+		return 0;
 	case WMSG_RESULT:
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;

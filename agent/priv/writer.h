@@ -61,6 +61,7 @@ struct writer {
 	 * nginx's namespace). */
 	int (*before)(struct writer *w, bool retry, char *why, size_t whylen);
 	void *before_ctx;
+	bool reload; /* a RELOAD came: BEFORE reads the configuration and the policies again (writer_main) */
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;

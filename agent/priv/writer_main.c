@@ -281,15 +281,18 @@ static int before(struct writer *w, bool retry, char *why, size_t whylen)
 		m->retry_ms = m->env.now_ms;
 		rebuild = true;
 	}
-	if (reload_asked) {
+	if (reload_asked || w->reload) {
+		const char *cause = w->reload ? "the agent's RELOAD" : "SIGHUP";
+
 		reload_asked = 0;
+		w->reload = false;
 		reload_config(m);
 		pid = m->env.nginx_pid;
 		r = load_policies(m, why, whylen);
 		if (r < 0)
 			log_err("writer: policies not reloaded, keeping the running ones: %s", why);
 		else
-			log_info("writer: policies reloaded");
+			log_info("writer: policies reloaded (%s)", cause);
 		rebuild = true;
 	}
 	follow(m, pid);

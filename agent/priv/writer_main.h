@@ -3,7 +3,7 @@
  * [agent] writer = yes (main.c).
  *
  * Owns everything the writer's decisions rest on, none of it taken from the engine: the policies, loaded from the
- * files the configuration names (again after a SIGHUP, which the agent forwards at its own reload), the knobs
+ * files the configuration names (again after the RELOAD the agent sends at its own reload, or a SIGHUP), the knobs
  * built from them with their real drivers, nginx's master followed through [nginx] pid_file and its command line,
  * a loop of its own for nginx's asynchronous drivers, and the journal of originals (WRITER_JOURNAL_NAME beside
  * the store). It serves the engine's socket until the engine closes it.

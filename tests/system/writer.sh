@@ -2,10 +2,10 @@
 # The writer in a process of its own ([agent] writer = yes, issue 22), the real agent on a fake /proc/sys (--root):
 # the agent forks one writer; a change is written by it, its original and the write journaled in its own files
 # (0600, in its own 0700 directory, which it refuses open to others or behind a link) before the write; the writer
-# holds every value to the policies it loaded itself (reloaded on the SIGHUP the agent forwards, and only then); a
-# revert puts back an original below the policy's min (RESTORE); SIGTERM to both (as systemd stops the unit's
-# processes) reverts the change in trial through the writer, then ends both; the writer killed ends the agent with
-# status 1 and no revert, and the restart's recovery puts the trial's knob back.
+# holds every value to the policies it loaded itself (reloaded when the agent reloads and tells it, or on its own
+# SIGHUP, and only then); a revert puts back an original below the policy's min (RESTORE); SIGTERM to both (as
+# systemd stops the unit's processes) reverts the change in trial through the writer, then ends both; the writer
+# killed ends the agent with status 1 and no revert, and the restart's recovery puts the trial's knob back.
 TEST_NAME=writer
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -59,15 +59,18 @@ api "/v1/changes/$id" | jq -r .detail | grep -q "above the maximum 8192" ||
 	fail "the writer's refusal is not said: $(api "/v1/changes/$id" | jq -r .detail)"
 [ "$(cat "$SOMAX")" = 4096 ] || fail "a value the writer refused was written: $(cat "$SOMAX")"
 grep -q "writer: policies reloaded" "$TMP/agent.log" || fail "the writer did not say it reloaded its policies"
-# The agent's reload forwards SIGHUP: back to the shipped maximum, both allow 16384 again.
+# The agent's reload tells the writer (a RELOAD on its socket, no signal): back to the shipped maximum, both allow
+# 16384 again.
 cp "$TMP/agent.conf.full" "$TMP/agent.conf"
 n=$(grep -c "writer: policies reloaded" "$TMP/agent.log")
 kill -HUP "$AGENT_PID"
 wait_for 5 grep -q "configuration reloaded" "$TMP/agent.log" || fail "the agent did not reload"
 ctl propose --now net.core.somaxconn=16384 >/dev/null || fail "propose 16384 after the reload"
 wait_for 5 sh -c "[ \$(cat $SOMAX) = 16384 ]" || fail "somaxconn is $(cat "$SOMAX") after the reload, want 16384"
-[ "$(grep -c "writer: policies reloaded" "$TMP/agent.log")" -gt "$n" ] || fail "the agent's reload did not reach the writer"
-ok "the writer holds values to the policies it loaded itself, from the configuration it read again (a refusal said, nothing written); the agent's SIGHUP reaches it"
+[ "$(grep -c "writer: policies reloaded (the agent's RELOAD)" "$TMP/agent.log")" -gt 0 ] &&
+	[ "$(grep -c "writer: policies reloaded" "$TMP/agent.log")" -gt "$n" ] ||
+	fail "the agent's reload did not reach the writer as a RELOAD: $(grep "writer: policies reloaded" "$TMP/agent.log")"
+ok "the writer holds values to the policies it loaded itself, from the configuration it read again (a refusal said, nothing written); the agent's reload reaches it as a message"
 
 # The revert to 128, below the policy's min of 4096: only the writer's RESTORE can put it there.
 wait_for 5 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes?knob=net.core.somaxconn | jq -e '.changes[0].state == \"kept\"'" ||

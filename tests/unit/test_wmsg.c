@@ -39,6 +39,7 @@ static void test_round_trip(void **state)
 		msg(WMSG_SOCKET, WMSG_SOCKET_DIAG, NULL, NULL),
 		msg(WMSG_SOCKET, WMSG_SOCKET_TCP, NULL, NULL),
 		msg(WMSG_OPEN_LOG, 0, "/var/log/nginx/access.log", NULL),
+		msg(WMSG_RELOAD, 0, NULL, NULL),
 		msg(WMSG_RESULT, 0, "nginx: [emerg] unknown directive \"x\"\tcaf\xc3\xa9", NULL),
 		msg(WMSG_RESULT, 0, "", NULL),
 	};
@@ -83,7 +84,8 @@ static void test_encode_refuses(void **state)
 		msg(WMSG_OPEN_LOG, 0, "access.log", NULL),        /* not absolute */
 		msg(WMSG_RESULT, 0, "a\x1b[2J", NULL),            /* ESC */
 		msg((enum wmsg_type)0, 0, NULL, NULL),
-		msg((enum wmsg_type)7, 0, NULL, NULL),
+		msg((enum wmsg_type)8, 0, NULL, NULL),
+		msg(WMSG_RELOAD, 1, NULL, NULL),                  /* an op where none is */
 	};
 	struct wmsg with_result = msg(WMSG_RESTORE, 0, "rps.eth0", NULL);
 	uint8_t buf[WMSG_MAX];
@@ -125,6 +127,7 @@ static void test_decode_refuses(void **state)
 		{WMSG_MAGIC, 0, 0, 0, 0, 0, "", 0, "unknown type 0"},
 		{WMSG_MAGIC, 9, 0, 0, 0, 0, "", 0, "unknown type 9"},
 		{WMSG_MAGIC, WMSG_NGINX, 0, 0, 0, 0, "", 0, "nginx: op 0 is none of its ops"},
+		{WMSG_MAGIC, WMSG_RELOAD, 0, 0, 1, 0, "a", 1, "reload: no such string in it (1 bytes)"},
 		{WMSG_MAGIC, WMSG_SET, 2, 0, 1, 1, "a1", 2, "set: op 2 is none of its ops"},
 		{WMSG_MAGIC, WMSG_SET, 0, -1, 1, 1, "a1", 2, "set: a result in a request"},
 		{WMSG_MAGIC, WMSG_RESULT, 0, 1, 0, 0, "", 0, "a result that is neither 0 nor an errno"},

@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -617,6 +620,14 @@ static void test_before_hook(void **state)
 	assert_string_equal(w.orig[0].last, "16384");
 	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "lots", &res), -EDOM);
 	assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), 0);
+	/* The agent reloaded (RELOAD, a message where a signal would need a capability): answered at once, and the
+	 * hook is asked to read the files again before the next request; nothing is written. */
+	assert_false(w.reload);
+	assert_int_equal(handle(&w, WMSG_RELOAD, "", "", &res), 0);
+	assert_non_null(strstr(res.text, "read again before the next request"));
+	assert_true(w.reload);
+	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+	assert_string_equal(got, "1024\n");
 	/* Known again after a restart, from its two journals. */
 	writer_free(&w);
 	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
@@ -745,6 +756,48 @@ static void test_hello(void **state)
 	close(sv[0]);
 }
 
+static volatile sig_atomic_t alarms;
+
+/* Each alarm interrupts a poll; the 100th (2 s) stops them. */
+static void on_alarm(int sig)
+{
+	static const struct itimerval off = {{0, 0}, {0, 0}};
+
+	(void)sig;
+	if (++alarms >= 100)
+		setitimer(ITIMER_REAL, &off, NULL);
+}
+
+/* Signals during the wait (SIGALRM every 20 ms here, as SIGHUP or SIGCHLD would come) do not start the timeout
+ * again: the wait ends within it. Before, each one restarted the whole wait, and 300 ms took as long as the signals
+ * kept coming (2 s here). */
+static void test_hello_signals(void **state)
+{
+	struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART: poll fails with EINTR */
+	struct itimerval every = {.it_interval = {0, 20000}, .it_value = {0, 20000}}, off = {{0, 0}, {0, 0}};
+	struct timespec t0, t1;
+	char err[256];
+	int sv[2];
+	int64_t ms;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	assert_int_equal(setitimer(ITIMER_REAL, &every, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* the signals stop after 2 s whatever happens, so that the old wait ended too (and failed below) */
+	alarms = 0;
+	assert_int_equal(wclient_await_hello(sv[0], 300, err, sizeof(err)), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(setitimer(ITIMER_REAL, &off, NULL), 0);
+	signal(SIGALRM, SIG_DFL);
+	ms = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_true(ms >= 300);
+	assert_true(ms < 1500);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -756,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_writer_dies_idle),
 		cmocka_unit_test(test_restore_from_agent_originals),
 		cmocka_unit_test(test_hello),
+		cmocka_unit_test(test_hello_signals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
