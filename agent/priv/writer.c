@@ -66,6 +66,7 @@ static int load_written(void *ctx, const char *knob, const char *value)
 	struct knob *k = find(w, knob);
 	struct writer_original *o;
 
+	w->written_lines++;
 	if (!k || strlen(value) >= sizeof(o->last))
 		return 0;
 	o = original_of(w, k);
@@ -84,6 +85,23 @@ static void written_path(const struct writer *w, char *out, size_t outlen)
 static const char *shown(const struct writer *w)
 {
 	return w->shown ? w->shown : w->originals;
+}
+
+/* The journal of writes grows a line a write (an nginx trial writes at every arm switch): past its bound, it is
+ * rewritten with each knob's last two lines, all that is read of it (load_written), also of knobs the writer has
+ * no policy for now (a policy put back later finds its knob's own writes). A damaged journal is left as it is;
+ * another attempt after as many lines again. */
+static void compact_written(struct writer *w)
+{
+	size_t max = w->written_max ? w->written_max : WRITER_WRITTEN_MAX;
+	char path[4096], err[512];
+	int kept;
+
+	if (w->written_lines <= max)
+		return;
+	written_path(w, path, sizeof(path));
+	kept = originals_compact(path, 2, err, sizeof(err));
+	w->written_lines = kept >= 0 ? (size_t)kept : 0;
 }
 
 int writer_init(struct writer *w, char *err, size_t errlen)
@@ -109,9 +127,12 @@ int writer_init(struct writer *w, char *err, size_t errlen)
 	/* Also after damaged lines in the originals (their good lines are loaded): without its writes, the writer would
 	 * take each knob's tuned value for the host's at its next write. */
 	written_path(w, path, sizeof(path));
+	w->written_lines = 0;
 	r2 = originals_read(path, load_written, w, r < 0 ? err2 : err, r < 0 ? sizeof(err2) : errlen);
 	if (r2 == -ENOENT)
 		r2 = 0;
+	if (r2 == 0)
+		compact_written(w);
 	return r < 0 ? r : r2;
 }
 
@@ -172,6 +193,8 @@ static int journal_write(struct writer *w, struct knob *k, const char *value, ch
 	memcpy(o->prev, o->last, sizeof(o->prev));
 	snprintf(o->last, sizeof(o->last), "%s", value);
 	o->nwritten++;
+	w->written_lines++;
+	compact_written(w);
 	return 0;
 }
 

@@ -34,6 +34,7 @@ struct writer_original {
 };
 
 #define WRITER_ORPHANS_MAX 32
+#define WRITER_WRITTEN_MAX 4096 /* lines of the journal of writes before it is compacted (each knob's last two) */
 
 /* A knob of a removed policy, adopted for RESTORE only (knob_orphan_policy). */
 struct writer_orphan {
@@ -55,6 +56,8 @@ struct writer {
 	struct writer_orphan *orphans[WRITER_ORPHANS_MAX];
 	size_t norphans;
 	struct writer_original *orig; /* per knob, from the journal (writer_init) */
+	size_t written_lines;         /* lines in the journal of writes (ORIGINALS.written) */
+	size_t written_max;           /* compacted past this many (0: WRITER_WRITTEN_MAX) */
 	/* Called before each request is looked at, when no write is in flight (writer_main: the knobs follow a new
 	 * nginx master or reloaded policies, the clock is read): 0, or -errno to refuse the request with WHY. NULL:
 	 * none. A request naming no knob of W's calls it again with RETRY set, once (per-interface knobs follow

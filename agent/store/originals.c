@@ -62,6 +62,107 @@ int originals_note(const char *path, const char *knob, const char *original)
 	return r;
 }
 
+struct compact {
+	char (*names)[ORIGINALS_KNOB_MAX];
+	unsigned *count; /* lines of each name: in the first pass, counted; in the second, counted down */
+	size_t n;
+	unsigned keep;
+	FILE *out;
+	int kept;
+};
+
+static long name_index(struct compact *c, const char *knob)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (strcmp(c->names[i], knob) == 0)
+			return (long)i;
+	return -1;
+}
+
+static int count_line(void *ctx, const char *knob, const char *value)
+{
+	struct compact *c = ctx;
+	long i = name_index(c, knob);
+
+	(void)value;
+	if (i < 0) {
+		if (c->n == ORIGINALS_COMPACT_KNOBS)
+			return -E2BIG;
+		i = (long)c->n++;
+		snprintf(c->names[i], sizeof(c->names[i]), "%s", knob);
+		c->count[i] = 0;
+	}
+	c->count[i]++;
+	return 0;
+}
+
+/* A line kept when it is among its knob's last KEEP. */
+static int copy_line(void *ctx, const char *knob, const char *value)
+{
+	struct compact *c = ctx;
+	long i = name_index(c, knob);
+
+	if (i < 0)
+		return -EIO; /* the file changed between the passes */
+	if (c->count[i]-- > c->keep)
+		return 0;
+	if (fprintf(c->out, "%s %s\n", knob, value) < 0)
+		return -EIO;
+	c->kept++;
+	return 0;
+}
+
+int originals_compact(const char *path, unsigned keep, char *err, size_t errlen)
+{
+	struct compact c = {.keep = keep};
+	char tmp[4200];
+	int r, fd;
+
+	if (keep == 0 || (size_t)snprintf(tmp, sizeof(tmp), "%s.compact", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "%s: cannot be compacted so", path);
+		return -EINVAL;
+	}
+	c.names = calloc(ORIGINALS_COMPACT_KNOBS, sizeof(*c.names));
+	c.count = calloc(ORIGINALS_COMPACT_KNOBS, sizeof(*c.count));
+	if (!c.names || !c.count) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		goto out;
+	}
+	r = originals_read(path, count_line, &c, err, errlen);
+	if (r == -E2BIG)
+		snprintf(err, errlen, "%s: more than %d knobs", path, ORIGINALS_COMPACT_KNOBS);
+	if (r < 0)
+		goto out;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || !(c.out = fdopen(fd, "w"))) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-r));
+		goto out;
+	}
+	r = originals_read(path, copy_line, &c, err, errlen);
+	if (r == 0 && (fflush(c.out) != 0 || fsync(fileno(c.out)) < 0))
+		r = -errno;
+	if (fclose(c.out) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		unlink(tmp);
+		goto out;
+	}
+	sync_dir_of(path);
+	r = c.kept;
+out:
+	free(c.names);
+	free(c.count);
+	return r;
+}
+
 /* A damaged line of the originals file into ERR (at OFF), its start shown with anything unprintable as '?'. */
 static void note_damaged(char *err, size_t errlen, size_t *off, const char *path, int lineno, const char *line,
 			 size_t len)

@@ -21,5 +21,11 @@ typedef int (*originals_cb)(void *ctx, const char *knob, const char *original);
  * skipped and the lines after it still read: then -EBADMSG at the end, ERR naming each such line (FILE:LINE and its
  * start); a last line cut short (never synced) ends the file. 0, -ENOENT (no such file), -errno (ERR says which). */
 int originals_read(const char *path, originals_cb cb, void *ctx, char *err, size_t errlen);
+/* The file at PATH rewritten with only the last KEEP lines (1 or more) of each knob, in the order written: a new file
+ * beside it (PATH.compact, 0600), synced, then renamed over it, and the directory synced, so that a crash leaves the
+ * old file or the new one. The number of lines kept; -EBADMSG (a damaged line: the file is left as it is, for
+ * someone to look at), -E2BIG (more than ORIGINALS_COMPACT_KNOBS knobs), -ENOENT, -errno; ERR says why. */
+#define ORIGINALS_COMPACT_KNOBS 4096
+int originals_compact(const char *path, unsigned keep, char *err, size_t errlen);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "store/store.h"
+#include "store/originals.h"
 
 struct fx {
 	char dir[64];
@@ -626,6 +627,52 @@ static void test_originals(void **state)
 	assert_string_equal(o.value[0], "300");
 }
 
+/* A journal of writes compacted: each knob's last KEEP lines, in the order written; a damaged one left alone. */
+static void test_originals_compact(void **state)
+{
+	static const struct {
+		const char *before;
+		unsigned keep;
+		int r;
+		const char *after;
+	} cases[] = {
+		{"a 1\na 2\nb 1\na 3\nb 2\nb 3\na 4\n", 2, 4, "a 3\nb 2\nb 3\na 4\n"},
+		{"a 1\na 2\nb 1\na 3\nb 2\nb 3\na 4\n", 1, 2, "b 3\na 4\n"},
+		{"a 1\n", 2, 1, "a 1\n"},
+		{"", 2, 0, ""},
+		/* values with blanks, and a last line cut by a crash (never synced: not kept) */
+		{"rps.eth0 0-3 4\nrps.eth0 \nrps.eth0 1\nrps.eth0 2", 2, 2, "rps.eth0 \nrps.eth0 1\n"},
+		/* damaged: left as it was */
+		{"a 1\nbroken\na 2\na 3\n", 2, -EBADMSG, "a 1\nbroken\na 2\na 3\n"},
+		{"a 1\n", 0, -EINVAL, "a 1\n"},
+	};
+	struct fx *f = *state;
+	char path[200], tmp[220], got[256], err[512];
+
+	snprintf(path, sizeof(path), "%s/originals.written", f->dir);
+	snprintf(tmp, sizeof(tmp), "%s.compact", path);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *fp = fopen(path, "w");
+		size_t n;
+
+		assert_non_null(fp);
+		fputs(cases[i].before, fp);
+		fclose(fp);
+		assert_int_equal(originals_compact(path, cases[i].keep, err, sizeof(err)), cases[i].r);
+		fp = fopen(path, "r");
+		assert_non_null(fp);
+		n = fread(got, 1, sizeof(got) - 1, fp);
+		got[n] = '\0';
+		fclose(fp);
+		assert_string_equal(got, cases[i].after);
+		assert_int_equal(access(tmp, F_OK), -1); /* nothing left beside it */
+		if (cases[i].r == -EBADMSG)
+			assert_non_null(strstr(err, ":2: not 'KNOB VALUE': 'broken'"));
+	}
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(originals_compact(path, 2, err, sizeof(err)), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -639,6 +686,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_audit_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_store, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_originals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_originals_compact, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

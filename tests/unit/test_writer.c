@@ -635,6 +635,30 @@ static void test_before_hook(void **state)
 	assert_string_equal(w.orig[0].value, "1024");
 	assert_string_equal(w.orig[0].last, "1024");
 	assert_string_equal(w.orig[0].prev, "16384");
+	/* The journal of writes past its bound (3 lines here): compacted to the knob's last two, what a restart reads. */
+	w.written_max = 3;
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "4096", &res), 0);
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "8192", &res), 0);
+	assert_int_equal(handle(&w, WMSG_SET, "net.core.somaxconn", "16384", &res), 0);
+	assert_true(w.written_lines <= 3);
+	{
+		char path[160], line[128];
+		FILE *fp;
+		int lines = 0;
+
+		snprintf(path, sizeof(path), "%s.written", journal);
+		fp = fopen(path, "r");
+		assert_non_null(fp);
+		while (fgets(line, sizeof(line), fp))
+			lines++;
+		fclose(fp);
+		assert_true(lines >= 2 && lines <= 3);
+	}
+	writer_free(&w);
+	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
+	assert_string_equal(w.orig[0].last, "16384");
+	assert_string_equal(w.orig[0].prev, "8192");
+	assert_string_equal(w.orig[0].value, "1024");
 	writer_free(&w);
 	wk.ops->release(&wk);
 	drop_root(set);
