@@ -27,6 +27,7 @@
 #include "core/policy.h"
 #include "log.h"
 #include "priv/knob_remote.h"
+#include "priv/nssock.h"
 #include "priv/wclient.h"
 
 int64_t agent_now_ms(const struct agent *a)
@@ -202,6 +203,11 @@ static int wrap_remote(struct knob *k, void *ctx)
 	return knob_remote_wrap(k, a->wclient);
 }
 
+static int ns_netlink(void *ctx, pid_t pid, int *diag, int *route, char *why, size_t whylen)
+{
+	return nssock_netlink(ctx, pid, diag, route, why, whylen);
+}
+
 int agent_writer_client(struct agent *a, char *err, size_t errlen)
 {
 	/* An nginx change is nginx -t, a reload and the wait for its new workers, each bounded by the timeout. */
@@ -222,6 +228,12 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	a->writer_fd = -1; /* the client's now */
 	a->env.wrap = wrap_remote;
 	a->env.wrap_ctx = a;
+	/* The sampler's netlink sockets of nginx's namespace are the writer's too. */
+	if (nssock_new(a->wclient, &a->nssock) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	sampler_set_ns_netlink(a->sampler, ns_netlink, a->nssock);
 	return 0;
 }
 
@@ -251,6 +263,7 @@ int agent_start_engine(struct agent *a, char *err, size_t errlen)
 	frame_init(&scratch);
 	sampler_begin(a->sampler, &scratch);
 	frame_free(&scratch);
+	sampler_prepare_netlink(a->sampler); /* the writer's sockets of nginx's namespace, there by the first tick */
 	sampler_nginx(a->sampler, &pid, &workers);
 	agent_nginx_follow(a, pid);
 	r = engine_new(a->store, &a->env, set, &a->engine, err, errlen);

@@ -60,6 +60,7 @@ struct agent {
 	pid_t writer_pid;         /* [agent] writer: the privileged writer process (priv/writer_main.h), else 0 */
 	int writer_fd;            /* the engine's end of its socket, until the client owns it */
 	struct wclient *wclient;  /* the client of the writer the knobs write through (priv/wclient.h) */
+	struct nssock *nssock;    /* the netlink sockets of nginx's namespace it makes for the sampler (priv/nssock.h) */
 	bool writer_lost;         /* the writer died: the agent stopped without a revert, exit status 1 */
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */
 

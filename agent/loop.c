@@ -642,8 +642,12 @@ int loop_run(struct agent *a)
 	store_get_health(a->store, &sh);
 	publish(a, &sh);
 	a->report.valid = false;
-	/* The first tick right away: READY=1 should not wait a whole interval. */
-	uv_timer_start(&a->timer, on_tick, 0, 0);
+	/* What came since the start read first (the writer's sockets of nginx's namespace, asked for at the start:
+	 * sampler_prepare_netlink): a timer due now runs before the loop's first look at its sockets. */
+	uv_run(a->loop, UV_RUN_NOWAIT);
+	/* The first tick right away: READY=1 should not wait a whole interval (unless a SIGTERM came meanwhile). */
+	if (!a->stopping)
+		uv_timer_start(&a->timer, on_tick, 0, 0);
 	uv_run(a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(a->loop);
 	return a->writer_lost ? 1 : 0;

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
+#include "priv/nssock.h"
 #include "priv/wclient.h"
 #include "priv/writer_main.h"
 #include "proto.h"
@@ -362,6 +363,11 @@ static void end_writer(struct agent *a)
 
 	if (a->writer_pid <= 0)
 		return;
+	if (a->nssock) {
+		sampler_set_ns_netlink(a->sampler, NULL, NULL);
+		nssock_free(a->nssock); /* before the client, whose requests it cancels */
+		a->nssock = NULL;
+	}
 	if (a->wclient) {
 		wclient_free(a->wclient);
 	} else if (a->writer_fd >= 0) {

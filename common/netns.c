@@ -7,8 +7,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,4 +65,46 @@ int netns_open_pid(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+int netns_socket(pid_t pid, int domain, int type, int protocol, const char **what)
+{
+	int target, self = -1, fd, r = 0;
+
+	*what = "";
+	if (pid > 0) {
+		target = netns_open_pid(pid);
+		if (target < 0) {
+			*what = "open its /proc/PID/ns/net";
+			return target;
+		}
+		r = netns_enter(target, &self);
+		close(target);
+		if (r < 0) {
+			*what = "setns";
+			return r;
+		}
+	}
+	fd = socket(domain, type | SOCK_CLOEXEC, protocol);
+	if (fd < 0) {
+		r = -errno;
+		*what = "socket";
+	} else if (domain == AF_NETLINK) {
+		struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			r = -errno;
+			*what = "bind";
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (self >= 0 && netns_leave(self) < 0) {
+		/* The thread is left in nginx's namespace: nothing it does next would be right. */
+		*what = "setns back";
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	return fd >= 0 ? fd : r;
 }

@@ -18,5 +18,13 @@ int netns_enter(int target, int *saved);
 int netns_leave(int saved);
 /* An fd of PID's network namespace (/proc/PID/ns/net), or -errno. */
 int netns_open_pid(pid_t pid);
+/*
+ * A socket (DOMAIN, TYPE, PROTOCOL; close-on-exec) of PID's network namespace (0: the thread's own), a netlink one
+ * bound (its port chosen by the kernel), for a process that may not enter it. It carries no right of its maker's:
+ * the kernel holds what is sent on it to the sender's own capabilities (netlink's CAP_NET_ADMIN for a route change
+ * or a sock_diag SOCK_DESTROY, a bind's CAP_NET_BIND_SERVICE). Its descriptor, or -errno with the step that failed
+ * in WHAT ("setns", "socket", ...).
+ */
+int netns_socket(pid_t pid, int domain, int type, int protocol, const char **what);
 
 #endif

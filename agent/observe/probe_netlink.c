@@ -128,19 +128,33 @@ static int nle_errno(int nle)
 	}
 }
 
-static int chan_open(struct chan *c, int protocol, char *err, size_t errlen)
+/* C's socket: made and connected here (FD -1), or FD, one made elsewhere (bound: netns_socket), taken over
+ * (closed with C from then on, and here if that fails). */
+static int chan_open(struct chan *c, int protocol, int fd, char *err, size_t errlen)
 {
 	struct timeval tv = { .tv_sec = RECV_TIMEOUT_MS / 1000, .tv_usec = (RECV_TIMEOUT_MS % 1000) * 1000 };
 	int rc;
 
 	c->sk = nl_socket_alloc();
 	if (!c->sk) {
+		if (fd >= 0)
+			close(fd);
 		str_err(err, errlen, "%s: %s", "nl_socket_alloc", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	/* We match replies by sequence number ourselves; an ACK after each dump would only add a message. */
 	nl_socket_disable_auto_ack(c->sk);
-	rc = protocol == NETLINK_INET_DIAG ? idiagnl_connect(c->sk) : nl_connect(c->sk, protocol);
+	if (fd >= 0) {
+		rc = nl_socket_set_fd(c->sk, protocol, fd);
+		if (rc < 0) {
+			close(fd);
+			if (err && errlen > 0)
+				snprintf(err, errlen, "a netlink socket passed (protocol %d): %s", protocol, nl_geterror(rc));
+			return -nle_errno(rc);
+		}
+	} else {
+		rc = protocol == NETLINK_INET_DIAG ? idiagnl_connect(c->sk) : nl_connect(c->sk, protocol);
+	}
 	if (rc < 0) {
 		if (err && errlen > 0)
 			snprintf(err, errlen, "netlink connect (protocol %d): %s", protocol, nl_geterror(rc));
@@ -163,10 +177,10 @@ static void chan_close(struct chan *c)
 
 static int open_sockets(struct probe_netlink *p, char *err, size_t errlen)
 {
-	int rc = chan_open(&p->diag, NETLINK_INET_DIAG, err, errlen);
+	int rc = chan_open(&p->diag, NETLINK_INET_DIAG, -1, err, errlen);
 
 	if (rc == 0)
-		rc = chan_open(&p->route, NETLINK_ROUTE, err, errlen);
+		rc = chan_open(&p->route, NETLINK_ROUTE, -1, err, errlen);
 	return rc;
 }
 
@@ -198,6 +212,57 @@ static int open_in_ns(struct probe_netlink *p, int pid, char *err, size_t errlen
 	return rc;
 }
 
+/* A client with its buffers and no sockets yet. */
+static int probe_new(struct probe_netlink **out, char *err, size_t errlen)
+{
+	struct probe_netlink *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		str_err(err, errlen, "%s: %s", "probe_netlink", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	p->buf = malloc(RECV_BUF_SIZE);
+	p->names = calloc(PROBE_NETLINK_LINKS_MAX, sizeof(*p->names));
+	if (!p->buf || !p->names) {
+		free(p->buf);
+		free(p->names);
+		free(p);
+		str_err(err, errlen, "%s: %s", "probe_netlink buffer", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+int probe_netlink_adopt(int diag, int route, struct probe_netlink **out, char *err, size_t errlen)
+{
+	struct probe_netlink *p = NULL;
+	int rc;
+
+	if (err && errlen > 0)
+		err[0] = '\0';
+	*out = NULL;
+	rc = probe_new(&p, err, errlen);
+	if (rc == 0) {
+		rc = chan_open(&p->diag, NETLINK_INET_DIAG, diag, err, errlen);
+		diag = -1;
+	}
+	if (rc == 0) {
+		rc = chan_open(&p->route, NETLINK_ROUTE, route, err, errlen);
+		route = -1;
+	}
+	if (diag >= 0)
+		close(diag);
+	if (route >= 0)
+		close(route);
+	if (rc < 0) {
+		probe_netlink_close(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
 int probe_netlink_open(int pid, struct probe_netlink **out, char *err, size_t errlen)
 {
 	struct probe_netlink *p;
@@ -211,19 +276,9 @@ int probe_netlink_open(int pid, struct probe_netlink **out, char *err, size_t er
 		return -EINVAL;
 	}
 	*out = NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		str_err(err, errlen, "%s: %s", "probe_netlink", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	p->buf = malloc(RECV_BUF_SIZE);
-	p->names = calloc(PROBE_NETLINK_LINKS_MAX, sizeof(*p->names));
-	if (!p->buf || !p->names) {
-		free(p->names);
-		free(p);
-		str_err(err, errlen, "%s: %s", "probe_netlink buffer", strerror(ENOMEM));
-		return -ENOMEM;
-	}
+	rc = probe_new(&p, err, errlen);
+	if (rc < 0)
+		return rc;
 	rc = pid == 0 ? open_sockets(p, err, errlen) : open_in_ns(p, pid, err, errlen);
 	if (rc < 0) {
 		probe_netlink_close(p);

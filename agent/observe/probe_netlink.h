@@ -61,6 +61,9 @@ struct probe_netlink_link_stats {
 
 /* Open netlink sockets in the network namespace of PID (0: the caller's own); on failure a message goes to ERR. */
 int probe_netlink_open(int pid, struct probe_netlink **out, char *err, size_t errlen);
+/* The same client on sockets made elsewhere (the writer's, passed to an engine that may not enter nginx's namespace:
+ * priv/nssock.h): DIAG (NETLINK_SOCK_DIAG) and ROUTE (NETLINK_ROUTE), bound, both taken (closed on failure too). */
+int probe_netlink_adopt(int diag, int route, struct probe_netlink **out, char *err, size_t errlen);
 
 /* Close the sockets and free the probe; NULL is allowed. */
 void probe_netlink_close(struct probe_netlink *p);

@@ -5,6 +5,7 @@
  */
 #include "build-config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,49 @@ static double queued_of(const struct probe_netlink_listen_queue *lq, size_t n)
 	return waiting;
 }
 
+/* The nginx master whose namespace the sockets are of: none under a fake root (the pid there is no process). */
+static pid_t wanted(const struct sampler *s)
+{
+	return strcmp(s->cfg.root, "/") == 0 ? s->nginx_pid : 0;
+}
+
+/* The client on sockets of nginx's namespace made elsewhere (sampler_set_ns_netlink), if they are there: 0, or
+ * -EINPROGRESS (asked for now, or still) or -errno, with ERR. */
+static int open_passed(struct sampler *s, pid_t want, char *err, size_t errlen)
+{
+	int diag, route, r = s->ns_netlink(s->ns_ctx, want, &diag, &route, err, errlen);
+
+	if (r == 0)
+		r = probe_netlink_adopt(diag, route, &s->nl, err, errlen);
+	if (r == 0)
+		s->nl_pid = want;
+	return r;
+}
+
+void sampler_prepare_netlink(struct sampler *s)
+{
+	pid_t want = wanted(s);
+	int r;
+
+	if (s->nl || !s->ns_netlink || want <= 0 || !s->cfg.probe_netlink || s->nl_err)
+		return;
+	/* A refusal is the next tick's to report. */
+	r = open_passed(s, want, s->nl_why, sizeof(s->nl_why));
+	if (r < 0 && r != -EINPROGRESS)
+		s->nl_err = r;
+}
+
 void probe_sockets_between(struct sampler *s)
 {
 	size_t n = 0;
 
-	/* The tick opens the client and follows nginx; an error here is the tick's to see. */
+	/* The tick opens the client and follows nginx (an error here is the tick's to see); sockets asked of the
+	 * writer at a tick are taken as soon as they came. */
+	if (!s->nl && s->nl_asked) {
+		sampler_prepare_netlink(s);
+		if (s->nl)
+			s->nl_asked = false;
+	}
 	if (!s->nl)
 		return;
 	if (!s->lq_last && !(s->lq_last = calloc(MAX_LISTEN, sizeof(*s->lq_last))))
@@ -84,8 +123,7 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 	const struct probe_netlink_listen_queue *lq;
 	struct probe_netlink_link_stats links[MAX_LINKS];
 	struct probe_netlink_tcp_states st;
-	/* The agent's own namespace under a fake root: the nginx pid there is not a real process. */
-	pid_t want = strcmp(s->cfg.root, "/") == 0 ? s->nginx_pid : 0;
+	pid_t want = wanted(s);
 	size_t nlq = 0, nlinks = 0;
 	bool count_states;
 	char err[160];
@@ -97,7 +135,18 @@ void probe_sockets_sample(struct sampler *s, struct frame *fr)
 		s->nlq_last = 0, s->queued_sum = 0, s->queued_n = 0;
 	}
 	if (!s->nl) {
-		r = probe_netlink_open(want, &s->nl, err, sizeof(err));
+		/* nginx's namespace: entered here, or the writer's sockets of it (an engine without the capability). */
+		s->nl_asked = false;
+		if (s->nl_err) {
+			r = s->nl_err;
+			snprintf(err, sizeof(err), "%s", s->nl_why);
+			s->nl_err = 0;
+		} else if (want > 0 && s->ns_netlink) {
+			r = open_passed(s, want, err, sizeof(err));
+			s->nl_asked = r == -EINPROGRESS;
+		} else {
+			r = probe_netlink_open(want, &s->nl, err, sizeof(err));
+		}
 		if (r < 0) {
 			sampler_probe_fail(s, fr, PROBE_NETLINK, r, "%s", err);
 			return;

@@ -188,6 +188,12 @@ void sampler_free(struct sampler *s)
 	free(s);
 }
 
+void sampler_set_ns_netlink(struct sampler *s, sampler_ns_netlink_fn fn, void *ctx)
+{
+	s->ns_netlink = fn;
+	s->ns_ctx = ctx;
+}
+
 void sampler_reconfigure(struct sampler *s, const struct config *cfg)
 {
 	bool root_changed = strcmp(s->cfg.root, cfg->root) != 0;

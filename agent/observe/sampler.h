@@ -27,6 +27,14 @@ struct sampler;
 int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sampler **out);
 /* Free; NULL is fine. */
 void sampler_free(struct sampler *s);
+/* Where the netlink probe gets the sockets of nginx's network namespace: FN(CTX, PID, ...), as nssock_netlink
+ * (priv/nssock.h): 0 with both (the sampler's then), -EINPROGRESS while they are on their way, or -errno with WHY.
+ * Unset (FN NULL): the sampler enters the namespace itself (setns, a capability the engine will not have). */
+typedef int (*sampler_ns_netlink_fn)(void *ctx, pid_t pid, int *diag, int *route, char *why, size_t whylen);
+void sampler_set_ns_netlink(struct sampler *s, sampler_ns_netlink_fn fn, void *ctx);
+/* With FN set and nginx found (sampler_begin): its sockets asked for now, or taken if they came, so that a tick does
+ * not have to wait for them (the agent's start). Nothing is reported: the tick does that. */
+void sampler_prepare_netlink(struct sampler *s);
 /* Take a new configuration (after a reload); tailers and sockets whose path changed are reopened lazily. */
 void sampler_reconfigure(struct sampler *s, const struct config *cfg);
 /* Name of a probe ("netstat", ...). */

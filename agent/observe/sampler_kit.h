@@ -29,6 +29,7 @@
 #include "core/parse.h"
 #include "observe/probe.h"
 #include "observe/procfile.h"
+#include "observe/sampler.h"
 
 #define MAX_CPUS PARSE_MAX_CPUS /* /proc/softirqs lists possible CPUs: big VMs have many */
 #define MAX_WORKERS 256
@@ -121,6 +122,11 @@ struct sampler {
 	/* probe_sockets.c */
 	struct probe_netlink *nl;
 	pid_t nl_pid;
+	sampler_ns_netlink_fn ns_netlink; /* sampler_set_ns_netlink's, or NULL */
+	void *ns_ctx;
+	bool nl_asked;          /* a tick asked for them: taken between ticks when they come */
+	int nl_err;             /* a refusal that came between ticks, for the next tick to report (NL_WHY) */
+	char nl_why[160];
 	uint64_t states_tick;   /* tick of the last TCP state count */
 	uint64_t link_names_tick; /* tick links were last dumped whole */
 	struct link_ids link_ids[MAX_LINKS];

@@ -20,7 +20,8 @@ struct wclient_req {
 	uv_timer_t timer; /* its timeout: a timer of the loop's, so that no clock is read here */
 	struct wclient *c;
 	uint32_t id;      /* 0: a free slot */
-	wclient_done_fn done;
+	wclient_done_fn done;     /* one of the two */
+	wclient_fd_fn done_fd;    /* an answer that may pass a descriptor (wclient_request_fd) */
 	void *ctx;
 };
 
@@ -45,15 +46,24 @@ static void forget(struct wclient_req *r)
 		uv_timer_stop(&r->timer);
 	r->id = 0;
 	r->done = NULL;
+	r->done_fd = NULL;
 	r->ctx = NULL;
 }
 
-static void answer(struct wclient_req *r, int result, const char *text)
+/* FD (-1: none) is DONE_FD's, or closed. */
+static void answer(struct wclient_req *r, int result, const char *text, int fd)
 {
 	wclient_done_fn done = r->done;
+	wclient_fd_fn done_fd = r->done_fd;
 	void *ctx = r->ctx;
 
 	forget(r);
+	if (done_fd) {
+		done_fd(result, text, fd, ctx);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
 	done(result, text, ctx);
 }
 
@@ -65,7 +75,7 @@ static void on_timeout(uv_timer_t *t)
 	char text[96];
 
 	snprintf(text, sizeof(text), "the writer did not answer within %d ms", r->c->timeout_ms);
-	answer(r, -ETIMEDOUT, text);
+	answer(r, -ETIMEDOUT, text, -1);
 }
 
 /* The writer is gone: no more is read, and the requests in flight are forgotten, not answered. Whether the writer
@@ -82,6 +92,40 @@ static void gone(struct wclient *c, int err)
 		forget(&c->req[i]);
 }
 
+/* One datagram into BUF, and the descriptor it passed into *FD (-1: none; any more are closed). recv's return. */
+static ssize_t recv_answer(int sock, uint8_t *buf, size_t len, int *fd)
+{
+	union {
+		char b[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
+	ssize_t n;
+
+	*fd = -1;
+	n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t nfd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int one;
+
+			memcpy(&one, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*fd < 0)
+				*fd = one;
+			else
+				close(one);
+		}
+	}
+	return n;
+}
+
 static void on_readable(uv_poll_t *p, int status, int events)
 {
 	struct wclient *c = p->data;
@@ -94,8 +138,10 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		return;
 	}
 	for (;;) {
-		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		struct wmsg res;
+		int fd;
+		ssize_t n = recv_answer(c->fd, buf, sizeof(buf), &fd);
+		bool taken = false;
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -107,15 +153,19 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		}
 		/* Not an answer: the writer is not one to trust with the rest either. */
 		if (wmsg_decode(buf, (size_t)n, &res, err, sizeof(err)) < 0 || res.type != WMSG_RESULT || res.id == 0) {
+			if (fd >= 0)
+				close(fd);
 			gone(c, -EPROTO);
 			return;
 		}
-		for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		for (size_t i = 0; i < WCLIENT_PENDING_MAX && !taken; i++)
 			if (c->req[i].id == res.id) {
-				answer(&c->req[i], res.result, res.text);
-				break;
+				answer(&c->req[i], res.result, res.text, fd);
+				taken = true;
 			}
-		/* No request of that id: the answer to one that timed out, dropped. */
+		/* No request of that id: the answer to one that timed out, dropped (its descriptor too). */
+		if (!taken && fd >= 0)
+			close(fd);
 	}
 }
 
@@ -211,13 +261,14 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
 	return 0;
 }
 
-int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, void *ctx, char *why, size_t whylen)
+static int send_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, wclient_fd_fn done_fd, void *ctx,
+			char *why, size_t whylen)
 {
 	uint8_t buf[WMSG_MAX];
 	struct wclient_req *slot = NULL;
 	int len;
 
-	if (!c || !m || !done)
+	if (!c || !m || (!done && !done_fd))
 		return -EINVAL;
 	if (c->gone || c->closed) {
 		snprintf(why, whylen, "the writer is gone");
@@ -251,9 +302,20 @@ int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, voi
 	}
 	slot->id = m->id;
 	slot->done = done;
+	slot->done_fd = done_fd;
 	slot->ctx = ctx;
 	uv_timer_start(&slot->timer, on_timeout, (uint64_t)c->timeout_ms, 0);
 	return 0;
+}
+
+int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, void *ctx, char *why, size_t whylen)
+{
+	return send_request(c, m, done, NULL, ctx, why, whylen);
+}
+
+int wclient_request_fd(struct wclient *c, struct wmsg *m, wclient_fd_fn done, void *ctx, char *why, size_t whylen)
+{
+	return send_request(c, m, NULL, done, ctx, why, whylen);
 }
 
 void wclient_cancel(struct wclient *c, const void *ctx)

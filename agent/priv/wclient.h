@@ -22,6 +22,8 @@ struct wclient;
 
 /* RESULT (0 or -errno) and TEXT (the writer's why, or the client's) of one request. */
 typedef void (*wclient_done_fn)(int result, const char *text, void *ctx);
+/* The same, with the descriptor the answer passed (FD, the callee's to close; -1: none came). */
+typedef void (*wclient_fd_fn)(int result, const char *text, int fd, void *ctx);
 
 /* Wait up to TIMEOUT_MS for the writer's first datagram on FD (writer_hello), before a client is made on it: 0; or
  * -EPIPE (the writer ended first: it could not start, and logged why), -ETIMEDOUT, -EBADMSG (something else came
@@ -34,6 +36,9 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out);
  * never free the client). 0, -EBUSY (as many in
  * flight as there may be), -EPIPE (the writer is gone), or -errno (M does not encode, the send failed), with WHY. */
 int wclient_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, void *ctx, char *why, size_t whylen);
+/* wclient_request for an answer that passes a descriptor (a SOCKET's): DONE gets it. A descriptor in an answer to a
+ * request of wclient_request, or to one no longer waited for, is closed. */
+int wclient_request_fd(struct wclient *c, struct wmsg *m, wclient_fd_fn done, void *ctx, char *why, size_t whylen);
 /* Forget the requests of CTX in flight: their DONE is not called (the knob that asked is released). */
 void wclient_cancel(struct wclient *c, const void *ctx);
 /* Whether the writer is gone (it closed its end, or answered what is no answer): every request is -EPIPE. The

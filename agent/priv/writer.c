@@ -407,16 +407,18 @@ static int restore(struct writer *w, const struct wmsg *m, knob_done_fn done, ch
 }
 
 /* Datagram BUF (LEN bytes): its id into *ID, the result (-EINPROGRESS: DONE answers it) with WHY. */
-static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_fn done, uint32_t *id, char *why,
-		   size_t whylen)
+static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_fn done, uint32_t *id, int *fd,
+		   char *why, size_t whylen)
 {
 	struct wmsg m;
 
 	*id = 0;
+	*fd = -1;
 	if (wmsg_decode(buf, len, &m, why, whylen) < 0)
 		return -EBADMSG;
 	*id = m.id;
-	if (w->before && m.type != WMSG_RESULT && w->before(w, false, why, whylen) < 0)
+	/* Writes only: a socket or a reload needs no knob (and a build that fails must not blind the engine). */
+	if (w->before && (m.type == WMSG_SET || m.type == WMSG_RESTORE) && w->before(w, false, why, whylen) < 0)
 		return -EAGAIN;
 	switch (m.type) {
 	case WMSG_SET:
@@ -429,6 +431,12 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 		w->reload = true;
 		snprintf(why, whylen, "the configuration and the policies are read again before the next request");
 		return 0;
+	case WMSG_SOCKET:
+		if (m.op == WMSG_SOCKET_TCP || !w->socket) {
+			snprintf(why, whylen, "socket %u: not served by this writer yet", m.op);
+			return -EOPNOTSUPP;
+		}
+		return w->socket(w, m.op, fd, why, whylen);
 	case WMSG_RESULT:
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;
@@ -448,30 +456,69 @@ static int result(uint32_t id, int r, const char *why, uint8_t *out, size_t outl
 	return wmsg_encode(&res, out, outlen);
 }
 
-int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen)
+int writer_handle_fd(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen, int *fd)
 {
 	char why[WMSG_TEXT_MAX] = "";
 	uint32_t id;
-	int r = request(w, buf, len, NULL, &id, why, sizeof(why));
+	int r = request(w, buf, len, NULL, &id, fd, why, sizeof(why)), n;
 
-	return result(id, r, why, out, outlen);
+	n = result(id, r, why, out, outlen);
+	if (n < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return n;
+}
+
+int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen)
+{
+	int fd, n = writer_handle_fd(w, buf, len, out, outlen, &fd);
+
+	if (fd >= 0)
+		close(fd);
+	return n;
 }
 
 /* ---- the writer's loop ------------------------------------------------------------------------------------- */
 
 static void on_readable(uv_poll_t *p, int status, int events);
 
-/* Answer the request in hand; 0, or -errno when the engine cannot be answered (the writer ends). */
-static int send_result(struct writer *w, int r, const char *why)
+/* Answer the request in hand, passing FD with it (-1: none; closed here either way); 0, or -errno when the engine
+ * cannot be answered (the writer ends). */
+static int send_result(struct writer *w, int r, const char *why, int fd)
 {
 	uint8_t out[WMSG_MAX];
-	int len = result(w->id, r, why, out, sizeof(out));
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = out};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	int len = result(w->id, r, why, out, sizeof(out)), e = 0;
 
-	if (len < 0)
-		return len;
-	if (send(w->fd, out, (size_t)len, MSG_NOSIGNAL) < 0)
-		return -errno;
-	return 0;
+	if (len < 0) {
+		e = len;
+		goto out;
+	}
+	iov.iov_len = (size_t)len;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = sizeof(ctl.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(w->fd, &mh, MSG_NOSIGNAL) < 0)
+		e = -errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	return e;
 }
 
 static void end(struct writer *w, int err)
@@ -491,7 +538,7 @@ static void on_written(struct knob *k, int r, const char *msg, void *ctx)
 	w->busy = false;
 	if (r < 0)
 		write_failed(w, k);
-	e = send_result(w, r, msg);
+	e = send_result(w, r, msg, -1);
 	if (e < 0)
 		end(w, e);
 	else if (!w->err)
@@ -505,7 +552,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
 	uint8_t in[WMSG_MAX + 1];
 	char why[WMSG_TEXT_MAX] = "";
 	ssize_t n;
-	int r;
+	int r, fd;
 
 	(void)events;
 	if (status < 0) {
@@ -519,13 +566,13 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		end(w, n < 0 ? -errno : 0);
 		return;
 	}
-	r = request(w, in, (size_t)n, on_written, &w->id, why, sizeof(why));
+	r = request(w, in, (size_t)n, on_written, &w->id, &fd, why, sizeof(why));
 	if (r == -EINPROGRESS) {
 		w->busy = true;
 		uv_poll_stop(&w->poll);
 		return;
 	}
-	r = send_result(w, r, why);
+	r = send_result(w, r, why, fd);
 	if (r < 0)
 		end(w, r);
 }

@@ -9,8 +9,8 @@
  * value as its original in a file of its own (synced); each write is journaled (synced) before it is made, in a
  * second file; RESTORE puts back only the original: a compromised engine can ask only for what a policy already allows, or for what the host
  * had. A value its policy refuses is -EDOM (the engine's own check let it through: the two disagree), whatever
- * policy_check said, so that the engine never takes a refusal for the host's errno. WIP: NGINX, SOCKET and
- * OPEN_LOG answer EOPNOTSUPP.
+ * policy_check said, so that the engine never takes a refusal for the host's errno. SOCKET passes a netlink socket
+ * made in nginx's network namespace (the SOCKET hook). WIP: NGINX, SOCKET TCP and OPEN_LOG answer EOPNOTSUPP.
  */
 #ifndef NGXAT_WRITER_H
 #define NGXAT_WRITER_H
@@ -58,13 +58,16 @@ struct writer {
 	struct writer_original *orig; /* per knob, from the journal (writer_init) */
 	size_t written_lines;         /* lines in the journal of writes (ORIGINALS.written) */
 	size_t written_max;           /* compacted past this many (0: WRITER_WRITTEN_MAX) */
-	/* Called before each request is looked at, when no write is in flight (writer_main: the knobs follow a new
-	 * nginx master or reloaded policies, the clock is read): 0, or -errno to refuse the request with WHY. NULL:
-	 * none. A request naming no knob of W's calls it again with RETRY set, once (per-interface knobs follow
+	/* Called before each SET or RESTORE is looked at, when no write is in flight (writer_main: the knobs follow a
+	 * new nginx master or reloaded policies, the clock is read): 0, or -errno to refuse the request with WHY.
+	 * NULL: none. A request naming no knob of W's calls it again with RETRY set, once (per-interface knobs follow
 	 * nginx's namespace). */
 	int (*before)(struct writer *w, bool retry, char *why, size_t whylen);
 	void *before_ctx;
 	bool reload; /* a RELOAD came: BEFORE reads the configuration and the policies again (writer_main) */
+	/* SOCKET of KIND (a wmsg_socket_op): a socket opened in nginx's network namespace into *FD, passed with the
+	 * answer; 0, or -errno with WHY. NULL: SOCKET is refused. */
+	int (*socket)(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen);
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;
@@ -80,6 +83,8 @@ void writer_free(struct writer *w);
 /* The answer (a WMSG_RESULT datagram) to datagram BUF of LEN bytes into OUT, synchronous drivers only (an
  * asynchronous one is answered EOPNOTSUPP): its length, or -ENOSPC. */
 int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen);
+/* writer_handle, with the descriptor the answer passes into *FD (the caller's; -1: none). */
+int writer_handle_fd(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen, int *fd);
 /* Tell the engine on FD that the writer has started (its policies loaded, its knobs built, its journals read): a
  * WMSG_RESULT of id 0, result 0, text WMSG_HELLO, the first datagram on the socket. 0 or -errno. */
 int writer_hello(int fd);

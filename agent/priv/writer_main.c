@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/netlink.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +23,8 @@
 #include "act/policy_load.h"
 #include "core/policy.h"
 #include "log.h"
+#include "netns.h"
+#include "priv/wmsg.h"
 #include "priv/writer.h"
 #include "store/store.h"
 #include "strutil.h"
@@ -304,6 +308,42 @@ static int before(struct writer *w, bool retry, char *why, size_t whylen)
 	return r;
 }
 
+/* SOCKET: a netlink socket of the namespace of nginx's master as its pid file names it now (the writer's own when
+ * there is none, or under a fake root, whose pids are not this host's: netns_socket); its pid said, for the engine
+ * to see whether it is the master it asked for. */
+static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen)
+{
+	struct wmain *m = w->before_ctx;
+	int proto = kind == WMSG_SOCKET_DIAG ? NETLINK_SOCK_DIAG : NETLINK_ROUTE;
+	const char *what;
+	pid_t pid;
+	int r;
+
+	if (kind != WMSG_SOCKET_DIAG && kind != WMSG_SOCKET_ROUTE) {
+		snprintf(why, whylen, "socket %u: not served by this writer", kind);
+		return -EOPNOTSUPP;
+	}
+	/* A reload asked for applies here too (its pid file may be another): the same step a write takes first. */
+	if (reload_asked || w->reload)
+		before(w, false, why, whylen);
+	pid = nginx_ctl_real_root(&m->env) ? master(&m->cfg) : 0;
+	r = netns_socket(pid, AF_NETLINK, SOCK_RAW, proto, &what);
+	if (r == -EIO && strcmp(what, "setns back") == 0) {
+		/* Left in nginx's namespace, every later write would land there: nothing to do but end (the agent
+		 * stops, and systemd starts both again). */
+		log_err("writer: setns back from nginx %d's network namespace failed", (int)pid);
+		abort();
+	}
+	if (r < 0) {
+		snprintf(why, whylen, "a netlink socket in the network namespace of nginx %d: %s: %s", (int)pid, what,
+			 strerror(-r));
+		return r;
+	}
+	*fd = r;
+	snprintf(why, whylen, "pid %d", (int)pid);
+	return 0;
+}
+
 int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd)
 {
 	struct wmain *m = calloc(1, sizeof(*m));
@@ -345,6 +385,7 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	}
 	m->w.before = before;
 	m->w.before_ctx = m;
+	m->w.socket = open_socket;
 	log_info("writer %d: %zu knobs of %zu policies, originals in %s/%s", (int)getpid(), m->n, m->set->n, m->dir,
 		 WRITER_JOURNAL_NAME);
 	r = writer_hello(fd);

@@ -3,9 +3,15 @@
  * value the policy allows is written (by a synchronous driver, and by an asynchronous one answered from the writer's
  * loop), one past its bounds or its step is refused by the writer whatever the engine says, an unknown knob and
  * bytes that are not a message are refused with why; a writer that does not answer times out, its late answer is
- * dropped, and a writer gone is said so, also to a request in flight. */
+ * dropped, and a writer gone is said so, also to a request in flight; the sockets of nginx's namespace it passes
+ * (nssock.c) and the capabilities they do not carry. */
+#define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,14 +24,18 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "testskip.h"
 
 #include "act/knob.h"
 #include "core/policy.h"
+#include "netns.h"
 #include "priv/knob_remote.h"
+#include "priv/nssock.h"
 #include "priv/wclient.h"
 #include "priv/wmsg.h"
 #include "priv/writer.h"
@@ -102,6 +112,31 @@ static int later_write(struct knob *k, const char *value, char *why, size_t whyl
 	return -EINPROGRESS;
 }
 
+/* The test writer's SOCKET: a netlink socket of its own namespace, made as writer_main's is, said to be of nginx
+ * 4242's; refused while ROOT/nosocket exists. */
+static int test_socket(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen)
+{
+	char path[128];
+	const char *what;
+	int r;
+
+	(void)w;
+	snprintf(path, sizeof(path), "%s/nosocket", root);
+	if (access(path, F_OK) == 0) {
+		snprintf(why, whylen, "no socket today");
+		return -EACCES;
+	}
+	r = netns_socket(0, AF_NETLINK, SOCK_RAW, kind == WMSG_SOCKET_DIAG ? NETLINK_SOCK_DIAG : NETLINK_ROUTE,
+			       &what);
+	if (r < 0) {
+		snprintf(why, whylen, "%s: %s", what, strerror(-r));
+		return r;
+	}
+	*fd = r;
+	snprintf(why, whylen, "pid 4242");
+	return 0;
+}
+
 static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bool async)
 {
 	static struct knob_ops ops;
@@ -123,6 +158,7 @@ static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bo
 		uv_timer_init(&loop, &later.t);
 	}
 	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal;
+	w.socket = test_socket;
 	if (writer_init(&w, why, sizeof(why)) != 0)
 		return 5;
 	if (writer_serve(&w, &loop, fd) != 0)
@@ -780,6 +816,169 @@ static void test_hello(void **state)
 	close(sv[0]);
 }
 
+/* How many descriptors this process has open. */
+static size_t open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A netlink socket's protocol, or -1 when FD is no netlink socket. */
+static int nl_protocol(int fd)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) < 0 || v != AF_NETLINK)
+		return -1;
+	l = sizeof(v);
+	return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) < 0 ? -1 : v;
+}
+
+/* The sockets of nginx's namespace through a forked writer (nssock, the engine's end): asked, passed with the
+ * answer, taken once both came; one said to be of another master than the one asked for is not taken; a refusal is
+ * said once, then asked again. */
+static void test_sockets(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	struct nssock *ns;
+	struct wclient *c;
+	uv_loop_t loop;
+	char why[WMSG_TEXT_MAX], path[128];
+	int fd, diag = -1, route = -1, r, refused;
+	size_t fds;
+	pid_t child;
+
+	(void)state;
+	make_root(set, "4096\n");
+	child = fork_writer(set, false, &fd);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_int_equal(wclient_new(&loop, fd, 5000, &c), 0);
+	assert_int_equal(nssock_new(c, &ns), 0);
+	assert_int_equal(nssock_netlink(ns, 4242, &diag, &route, why, sizeof(why)), -EINPROGRESS);
+	assert_non_null(strstr(why, "asked of the writer"));
+	while ((r = nssock_netlink(ns, 4242, &diag, &route, why, sizeof(why))) == -EINPROGRESS)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(r, 0);
+	assert_int_equal(nl_protocol(diag), NETLINK_SOCK_DIAG);
+	assert_int_equal(nl_protocol(route), NETLINK_ROUTE);
+	close(diag);
+	close(route);
+	/* The writer says 4242, the engine wants 4243 (nginx restarted): never taken, and each one that came closed. */
+	fds = open_fds();
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(nssock_netlink(ns, 4243, &diag, &route, why, sizeof(why)), -EINPROGRESS);
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(2000);
+	}
+	assert_true(open_fds() <= fds + 2); /* at most the two of the last answers, held until the next call */
+	/* Refused: said (once for both), with the writer's why; asked again after. A refusal of the second socket that
+	 * came after the first was said is said once more. */
+	snprintf(path, sizeof(path), "%s/nosocket", root);
+	put_file("/nosocket", "");
+	while ((r = nssock_netlink(ns, 4243, &diag, &route, why, sizeof(why))) == -EINPROGRESS)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(r, -EACCES);
+	assert_non_null(strstr(why, "no socket today"));
+	for (int i = 0; i < 20; i++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(2000);
+	}
+	assert_int_equal(unlink(path), 0);
+	refused = 0;
+	while ((r = nssock_netlink(ns, 4242, &diag, &route, why, sizeof(why))) == -EINPROGRESS || r == -EACCES) {
+		if (r == -EACCES)
+			assert_true(++refused <= 1);
+		uv_run(&loop, UV_RUN_ONCE);
+	}
+	assert_int_equal(r, 0);
+	close(diag);
+	close(route);
+	nssock_free(ns);
+	wclient_free(c);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	end_writer(child, -1);
+	drop_root(set);
+}
+
+/* RTM_NEWADDR of 10.99.0.LAST/24 on lo sent on FD (a bound NETLINK_ROUTE socket), to the kernel's address (TO) or
+ * without one: the kernel's answer, 0 or -errno. */
+static int add_address(int fd, uint8_t last, bool to)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifaddrmsg ifa;
+		struct rtattr rta;
+		uint8_t addr[4];
+	} req = {
+		.nh = {.nlmsg_len = sizeof(req), .nlmsg_type = RTM_NEWADDR,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, .nlmsg_seq = 1},
+		.ifa = {.ifa_family = AF_INET, .ifa_prefixlen = 24, .ifa_index = 1},
+		.rta = {.rta_len = RTA_LENGTH(4), .rta_type = IFA_LOCAL},
+		.addr = {10, 99, 0, last},
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	char buf[512];
+	ssize_t n;
+
+	if ((to ? sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) :
+		  send(fd, &req, sizeof(req), 0)) < 0)
+		return -errno;
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n < (ssize_t)(sizeof(struct nlmsghdr) + sizeof(struct nlmsgerr)))
+		return -EIO;
+	return ((struct nlmsgerr *)NLMSG_DATA((struct nlmsghdr *)buf))->error;
+}
+
+/* A socket the writer passes gives no right of the writer's: what is sent on it is held to the sender's own
+ * capabilities. A route socket made by root (as netns_socket makes it) changes lo's addresses in root's hands; in a
+ * process with none (the engine to come: uid nobody), the same socket is refused, sent to the kernel's address or
+ * not. In a network namespace of the test's own. */
+static void test_socket_carries_no_capability(void **state)
+{
+	pid_t child;
+	int status;
+
+	(void)state;
+	if (geteuid() != 0) {
+		testskip("needs root (a network namespace of its own, and capabilities to lose)");
+		return;
+	}
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		const char *what;
+		int fd;
+
+		if (unshare(CLONE_NEWNET) < 0)
+			_exit(errno == EPERM ? 77 : 10);
+		fd = netns_socket(0, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, &what);
+		if (fd < 0)
+			_exit(11);
+		if (add_address(fd, 1, true) != 0) /* root: the test can fail */
+			_exit(12);
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(13);
+		if (add_address(fd, 2, true) != -EPERM || add_address(fd, 3, false) != -EPERM)
+			_exit(14);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77) {
+		testskip("root without CAP_SYS_ADMIN (a container): no network namespace of its own");
+		return;
+	}
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static volatile sig_atomic_t alarms;
 
 /* Each alarm interrupts a poll; the 100th (2 s) stops them. */
@@ -834,6 +1033,8 @@ int main(void)
 		cmocka_unit_test(test_restore_from_agent_originals),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_hello_signals),
+		cmocka_unit_test(test_sockets),
+		cmocka_unit_test(test_socket_carries_no_capability),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,28 @@
+/*
+ * nssock: the engine's netlink sockets of nginx's network namespace, asked of the writer (issue 22): an engine with
+ * no capability cannot enter that namespace (setns needs CAP_SYS_ADMIN, /proc/PID/ns/net a ptrace right), so the
+ * writer makes them there (netns_socket: they carry none of its rights) and passes them (WMSG_SOCKET).
+ *
+ * Owns the two requests (NETLINK_SOCK_DIAG, NETLINK_ROUTE) and the sockets that came, until they are taken. Never
+ * waits: a caller that finds them not there yet gets -EINPROGRESS and asks again at its next tick; the writer says
+ * which master's namespace each socket is in, and one of another master than the caller asks for is closed.
+ */
+#ifndef NGXAT_NSSOCK_H
+#define NGXAT_NSSOCK_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct wclient;
+struct nssock;
+
+/* Sockets asked of the writer through C (which must outlive it). 0 or -ENOMEM. */
+int nssock_new(struct wclient *c, struct nssock **out);
+/* The socket diagnostics and route sockets of the namespace of nginx's master PID: 0 with *DIAG and *ROUTE (the
+ * caller's) once both came; -EINPROGRESS when they were asked for now or still are; or the writer's -errno with WHY
+ * (they are asked again at the next call). */
+int nssock_netlink(struct nssock *s, pid_t pid, int *diag, int *route, char *why, size_t whylen);
+/* Close what came, forget what is in flight, free S. */
+void nssock_free(struct nssock *s);
+
+#endif
