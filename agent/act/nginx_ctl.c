@@ -49,10 +49,12 @@ struct nginx_ctl {
 	bool have;
 	int64_t at;                 /* ENV->now_ms when it was taken */
 	bool stale;                 /* a change has ended since */
+	unsigned gen;               /* counts the marks of STALE: a failure is of the files as they were at its start */
 	int fail_rc;                /* the last nginx_ctl_conf's nginx -T failed (-errno), at FAIL_AT, saying FAIL_WHY */
 	int64_t fail_at;
 	char fail_why[KNOB_WHY_MAX];
-	bool refreshing;            /* a background nginx -T is running */
+	bool refreshing;            /* a background nginx -T is running, started at generation REFRESH_GEN */
+	unsigned refresh_gen;
 	const struct knob_env *refresh_env;
 	unsigned users;
 	struct nginx_change *change; /* the one change in flight */
@@ -921,11 +923,15 @@ static void dump_refreshed(struct spawn *sp)
 	ctl->refreshing = false;
 	/* The environment is dereferenced only while a knob holds the dump, i.e. while it exists. */
 	if (ctl->users > 0 && !ctl->freeing) {
-		if (res.rc == 0)
+		if (res.rc == 0) {
 			res.rc = dump_store(ctl, ctl->refresh_env, res.out, res.outlen, res.msg, sizeof(res.msg));
-		else
+			if (ctl->refresh_gen != ctl->gen)
+				ctl->stale = true; /* of the files before a change: taken, and taken again at the next read */
+		} else {
 			free(res.out);
-		if (res.rc < 0) {
+		}
+		/* A failure of files a change has replaced since says nothing of them now. */
+		if (res.rc < 0 && ctl->refresh_gen == ctl->gen) {
 			ctl->fail_rc = res.rc;
 			ctl->fail_at = ctl->refresh_env->now_ms;
 			snprintf(ctl->fail_why, sizeof(ctl->fail_why), "%s", res.msg);
@@ -947,7 +953,7 @@ const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob
 		return &ctl->conf;
 	/* A failure is shared the same way: the knobs of one probe pass wait for one nginx -T, not one each (with a
 	 * configuration nginx cannot read within its memory, 31 runs held the start for 4 s). */
-	if (ctl->fail_rc && !ctl->stale && fail_age >= 0 && fail_age <= DUMP_FRESH_MS) {
+	if (ctl->fail_rc && fail_age >= 0 && fail_age <= DUMP_FRESH_MS) {
 		*rc = ctl->fail_rc;
 		str_err(why, whylen, "%s", ctl->fail_why);
 		return NULL;
@@ -981,6 +987,7 @@ void nginx_ctl_forget(struct nginx_ctl *ctl)
 	if (!ctl)
 		return;
 	ctl->stale = true;
+	ctl->gen++;
 	ctl->fail_rc = 0;
 	ctl->halted = false;
 	ctl->halt[0] = '\0';
@@ -996,12 +1003,13 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 	int64_t age = env->now_ms - ctl->at, fail_age = env->now_ms - ctl->fail_at;
 	/* nginx -T failed lately (a configuration above the agent's bounds fails the same way every time): once per
 	 * DUMP_STALE_MS, not at every read. */
-	bool failed = ctl->fail_rc && !ctl->stale && fail_age >= 0 && fail_age <= DUMP_STALE_MS;
+	bool failed = ctl->fail_rc && fail_age >= 0 && fail_age <= DUMP_STALE_MS;
 
 	if (env->loop && !ctl->refreshing && !failed && (!ctl->have || ctl->stale || age < 0 || age > DUMP_STALE_MS)) {
 		if (nginx_start(env, "-T", dump_max_of(env), timeout_of(env), dump_refreshed, ctl) == 0) {
 			ctl->refreshing = true;
 			ctl->refresh_env = env;
+			ctl->refresh_gen = ctl->gen;
 		}
 	}
 	return ctl->have ? &ctl->conf : NULL;
@@ -1162,6 +1170,8 @@ void nginx_change_finish(struct nginx_change *ch, int rc, const char *msg)
 	if (ctl->change == ch)
 		ctl->change = NULL;
 	ctl->stale = true;
+	ctl->gen++;
+	ctl->fail_rc = 0;
 	if (ch->slot && *ch->slot == ch)
 		*ch->slot = NULL;
 	if (k)
