@@ -200,7 +200,7 @@ static int wrap_remote(struct knob *k, void *ctx)
 {
 	struct agent *a = ctx;
 
-	return knob_remote_wrap(k, a->wclient);
+	return knob_remote_wrap(k, a->wclient, a->rclient);
 }
 
 static int ns_netlink(void *ctx, pid_t pid, int *diag, int *route, char *why, size_t whylen)
@@ -226,6 +226,14 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 		return r;
 	}
 	a->writer_fd = -1; /* the client's now */
+	/* Reads wait on it: a driver's read is quick, but the writer's loop may be building its knobs (nginx -T,
+	 * bounded by the timeout, for the build and for the read). */
+	r = rclient_new(a->writer_rfd, 2 * (int)a->cfg.nginx_timeout_ms + 1000, &a->rclient);
+	if (r < 0) {
+		snprintf(err, errlen, "the writer's read client: %s", strerror(-r));
+		return r;
+	}
+	a->writer_rfd = -1;
 	a->env.wrap = wrap_remote;
 	a->env.wrap_ctx = a;
 	/* The sampler's netlink sockets of nginx's namespace are the writer's too. */

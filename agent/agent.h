@@ -59,7 +59,9 @@ struct agent {
 	int lock_fd;              /* flock on the store's lock file: one agent (or offline revert) at a time */
 	pid_t writer_pid;         /* [agent] writer: the privileged writer process (priv/writer_main.h), else 0 */
 	int writer_fd;            /* the engine's end of its socket, until the client owns it */
+	int writer_rfd;           /* the engine's end of its read channel, until the client owns it */
 	struct wclient *wclient;  /* the client of the writer the knobs write through (priv/wclient.h) */
+	struct rclient *rclient;  /* the client of its read channel the knobs read and probe through */
 	struct nssock *nssock;    /* the netlink sockets of nginx's namespace it makes for the sampler (priv/nssock.h) */
 	bool writer_lost;         /* the writer died: the agent stopped without a revert, exit status 1 */
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */

@@ -325,10 +325,16 @@ static int run_setup(struct agent *a, const struct modes *m)
 static int start_writer(struct agent *a, char *err, size_t errlen)
 {
 	pid_t pid, parent = getpid();
-	int sv[2];
+	int sv[2], rv[2];
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "the writer's socket: %s", strerror(errno));
+		return -errno;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rv) < 0) {
+		snprintf(err, errlen, "the writer's read channel: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
 		return -errno;
 	}
 	pid = fork();
@@ -336,6 +342,8 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the writer: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
+		close(rv[0]);
+		close(rv[1]);
 		return -errno;
 	}
 	if (pid == 0) {
@@ -344,14 +352,17 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(1);
 		close(sv[0]);
+		close(rv[0]);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGPIPE, SIG_IGN);
-		_exit(writer_main(&a->cfg, a->config_path, a->config_must_exist, a->root_override, sv[1]));
+		_exit(writer_main(&a->cfg, a->config_path, a->config_must_exist, a->root_override, sv[1], rv[1]));
 	}
 	close(sv[1]);
+	close(rv[1]);
 	a->writer_pid = pid;
 	a->writer_fd = sv[0];
+	a->writer_rfd = rv[0];
 	log_info("the writer runs as pid %d: knob writes go through it", (int)pid);
 	return 0;
 }
@@ -378,6 +389,12 @@ static void end_writer(struct agent *a)
 	}
 	a->wclient = NULL;
 	a->writer_fd = -1;
+	if (a->rclient)
+		rclient_free(a->rclient);
+	else if (a->writer_rfd >= 0)
+		close(a->writer_rfd);
+	a->rclient = NULL;
+	a->writer_rfd = -1;
 	if (waitpid(a->writer_pid, &status, 0) == a->writer_pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		log_warn("the writer (pid %d) ended %s %d", (int)a->writer_pid, WIFEXITED(status) ? "with status" :
 			 "by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));

@@ -1,6 +1,7 @@
 /*
  * knob_remote: the engine's backend of a knob whose writes the writer makes (issue 22), as knob_dry.c is the
- * dry run's: probes and reads go to the real driver in the engine (what it reads is world-readable), a write is a
+ * dry run's: probes and reads go to the writer's read channel (rclient: its drivers read what the engine may not,
+ * nginx's namespace, debugfs, nginx -T), or without one to the real driver in the engine; a write is a
  * WMSG_SET sent through the writer's client (wclient.h), asynchronous like nginx's drivers: -EINPROGRESS, then
  * DONE from the loop with the writer's verdict (its policy's, then its driver's) or a timeout; none when the writer
  * dies meanwhile (the agent stops: the journal has the write in flight for the restart's recovery).
@@ -20,6 +21,7 @@
 struct knob_remote {
 	struct knob_decor decor; /* first: the real driver's knob and the decorator's ops */
 	struct wclient *c;
+	struct rclient *rc;      /* the read channel: reads and probes (NULL: the real driver's, in the engine) */
 	struct knob *k;          /* the knob decorated, for DONE */
 	knob_done_fn done;
 	void *done_ctx;
@@ -32,11 +34,45 @@ static struct knob_remote *remote_of(struct knob *k)
 	return (struct knob_remote *)knob_decor_of(k);
 }
 
+/* READ or PROBE of K on the read channel: the writer's result, its text into OUT. */
+static int ask(struct knob_remote *r, struct knob *k, enum wmsg_type type, char *out, size_t outlen)
+{
+	struct wmsg m = {.type = type};
+	char text[WMSG_TEXT_MAX];
+	int rc;
+
+	if (strlen(k->name) >= sizeof(m.name))
+		return -EINVAL;
+	strcpy(m.name, k->name);
+	rc = rclient_call(r->rc, &m, text, sizeof(text), NULL);
+	if (type == WMSG_READ && rc == 0 && strlen(text) >= outlen)
+		return -ERANGE;
+	snprintf(out, outlen, "%s", text);
+	return rc;
+}
+
 static int remote_read(struct knob *k, char *out, size_t outlen)
 {
-	struct knob *real = &remote_of(k)->decor.real;
+	struct knob_remote *r = remote_of(k);
+	struct knob *real = &r->decor.real;
 
+	if (r->rc)
+		return ask(r, k, WMSG_READ, out, outlen);
 	return real->ops->read(real, out, outlen);
+}
+
+static int remote_probe(struct knob *k, char *why, size_t whylen)
+{
+	struct knob_remote *r = remote_of(k);
+	struct knob *real = &r->decor.real;
+	char text[WMSG_TEXT_MAX];
+	int rc;
+
+	if (!r->rc)
+		return real->ops->probe ? real->ops->probe(real, why, whylen) : 0;
+	rc = ask(r, k, WMSG_PROBE, text, sizeof(text));
+	snprintf(why, whylen, "%s", text);
+	return rc;
 }
 
 static void remote_done(int result, const char *text, void *ctx)
@@ -47,7 +83,7 @@ static void remote_done(int result, const char *text, void *ctx)
 
 	r->done = NULL;
 	/* The writer restores the original it journaled: one that is not the engine's is said, not taken for it. */
-	if (r->restoring && result == 0 && r->decor.real.ops->read(&r->decor.real, live, sizeof(live)) == 0 &&
+	if (r->restoring && result == 0 && remote_read(r->k, live, sizeof(live)) == 0 &&
 	    strcmp(live, r->expect) != 0) {
 		snprintf(why, sizeof(why), "the writer restored %.100s, the original it journaled, not %.100s", live,
 			 r->expect);
@@ -126,7 +162,7 @@ static void remote_release(struct knob *k)
 	knob_decor_release(k);
 }
 
-int knob_remote_wrap(struct knob *k, struct wclient *c)
+int knob_remote_wrap(struct knob *k, struct wclient *c, struct rclient *rcl)
 {
 	struct knob_remote *r;
 	int rc;
@@ -137,6 +173,7 @@ int knob_remote_wrap(struct knob *k, struct wclient *c)
 	if (!r)
 		return -ENOMEM;
 	r->c = c;
+	r->rc = rcl;
 	rc = knob_decorate(k, &r->decor, remote_read, remote_write);
 	if (rc < 0) {
 		free(r);
@@ -145,5 +182,6 @@ int knob_remote_wrap(struct knob *k, struct wclient *c)
 	/* Its own release before the decorator's; the writer's own originals for restores. */
 	r->decor.ops.release = remote_release;
 	r->decor.ops.restore = remote_restore;
+	r->decor.ops.probe = remote_probe;
 	return 0;
 }

@@ -169,33 +169,42 @@ static void on_readable(uv_poll_t *p, int status, int events)
 	}
 }
 
-int wclient_await_hello(int fd, int timeout_ms, char *err, size_t errlen)
+/* Microseconds of the monotonic clock. */
+static int64_t mono_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Wait until FD is readable or DEADLINE (mono_us) passed: 1, 0 (the deadline), or -errno. A signal (SIGHUP, SIGCHLD)
+ * wakes the poll early: the wait goes on for what is left, not again for all of it. */
+static int poll_until(int fd, int64_t deadline)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r;
+
+	for (;;) {
+		int64_t left = (deadline - mono_us() + 999) / 1000; /* rounded up: never ends before the deadline */
+
+		r = poll(&p, 1, left > 0 ? (int)left : 0);
+		if (r >= 0 || errno != EINTR)
+			return r < 0 ? -errno : r;
+		if (left <= 0)
+			return 0;
+	}
+}
+
+int wclient_await_hello(int fd, int timeout_ms, char *err, size_t errlen)
+{
 	uint8_t buf[WMSG_MAX];
 	char why[160];
 	struct wmsg m;
 	ssize_t n;
-	int r;
-	struct timespec t0, t;
-	int left = timeout_ms;
+	int r = poll_until(fd, mono_us() + (int64_t)timeout_ms * 1000);
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* A signal (SIGHUP, SIGCHLD) wakes the poll early: the wait goes on for what is left of TIMEOUT_MS, not again
-	 * for all of it. */
-	while ((r = poll(&p, 1, left)) < 0 && errno == EINTR) {
-		int64_t spent;
-
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		spent = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-		if (spent >= timeout_ms) {
-			r = 0;
-			break;
-		}
-		left = timeout_ms - (int)spent;
-	}
 	if (r < 0) {
-		r = -errno;
 		snprintf(err, errlen, "waiting for the writer: %s", strerror(-r));
 		return r;
 	}
@@ -365,4 +374,143 @@ void wclient_free(struct wclient *c)
 		free(c);
 	else
 		c->freeing = true;
+}
+
+/* ---- the read channel ---------------------------------------------------------------------------------------- */
+
+struct rclient {
+	int fd;
+	int timeout_ms;
+	uint32_t next_id;
+	uint32_t late;  /* the id of a request that timed out and is still to be answered (0: none) */
+	bool gone;
+};
+
+int rclient_new(int fd, int timeout_ms, struct rclient **out)
+{
+	struct rclient *c;
+
+	if (fd < 0 || timeout_ms <= 0 || !out)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = fd;
+	c->timeout_ms = timeout_ms;
+	*out = c;
+	return 0;
+}
+
+/* The answer to ID, read until DEADLINE: RES and *FD (-1: none, or NULL: closed) set; 0, -ETIMEDOUT, -EPIPE or
+ * -EPROTO. Answers of other ids (to requests that timed out) are dropped with their descriptors; ID 0 reads only
+ * until the late answer has come (0). */
+static int await_answer(struct rclient *c, uint32_t id, int64_t deadline, struct wmsg *res, int *fd)
+{
+	uint8_t buf[WMSG_MAX + 1];
+	char err[128];
+
+	for (;;) {
+		int one, r = poll_until(c->fd, deadline);
+		ssize_t n;
+
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (r < 0)
+			return r;
+		n = recv_answer(c->fd, buf, sizeof(buf), &one);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (n <= 0) {
+			c->gone = true;
+			return -EPIPE;
+		}
+		if (wmsg_decode(buf, (size_t)n, res, err, sizeof(err)) < 0 || res->type != WMSG_RESULT || res->id == 0) {
+			if (one >= 0)
+				close(one);
+			c->gone = true;
+			return -EPROTO;
+		}
+		if (c->late == res->id)
+			c->late = 0;
+		if (res->id != id) {
+			if (one >= 0)
+				close(one);
+			if (id == 0 && !c->late)
+				return 0; /* drained to the late answer, no further */
+			continue;
+		}
+		if (fd)
+			*fd = one;
+		else if (one >= 0)
+			close(one);
+		return 0;
+	}
+}
+
+int rclient_call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, int *fd)
+{
+	uint8_t buf[WMSG_MAX];
+	struct wmsg res;
+	int len, r;
+
+	if (fd)
+		*fd = -1;
+	if (!c || !m)
+		return -EINVAL;
+	if (c->gone) {
+		snprintf(text, textlen, "the writer is gone");
+		return -EPIPE;
+	}
+	/* One stall of the writer costs the engine one timeout, not one per read: while an answer is late, the next
+	 * reads fail at once (each looks whether it has come meanwhile). */
+	if (c->late) {
+		r = await_answer(c, 0, mono_us(), &res, NULL);
+		if (r != -ETIMEDOUT && r < 0) {
+			snprintf(text, textlen, "the writer is gone");
+			return -EPIPE;
+		}
+		if (c->late) {
+			snprintf(text, textlen, "the writer has not answered an earlier read yet");
+			return -EAGAIN;
+		}
+	}
+	if (++c->next_id == 0)
+		c->next_id = 1;
+	m->id = c->next_id;
+	len = wmsg_encode(m, buf, sizeof(buf));
+	if (len < 0) {
+		snprintf(text, textlen, "the request does not encode: %s", strerror(-len));
+		return len;
+	}
+	if (send(c->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		r = -errno;
+		if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
+			c->gone = true;
+			snprintf(text, textlen, "the writer is gone");
+			return -EPIPE;
+		}
+		snprintf(text, textlen, "the writer cannot be asked: %s", strerror(-r));
+		return r;
+	}
+	r = await_answer(c, m->id, mono_us() + (int64_t)c->timeout_ms * 1000, &res, fd);
+	if (r == -ETIMEDOUT) {
+		c->late = m->id;
+		snprintf(text, textlen, "the writer did not answer within %d ms", c->timeout_ms);
+		return r;
+	}
+	if (r < 0) {
+		snprintf(text, textlen, "the writer is gone");
+		return -EPIPE;
+	}
+	snprintf(text, textlen, "%s", res.text);
+	return res.result;
+}
+
+void rclient_free(struct rclient *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
 }

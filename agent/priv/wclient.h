@@ -50,4 +50,21 @@ void wclient_close(struct wclient *c);
 /* wclient_close, and free C once its handles are closed (on the loop). */
 void wclient_free(struct wclient *c);
 
+/*
+ * rclient: the engine's end of the writer's read channel (writer_serve's RFD). Synchronous: a knob's read or probe
+ * is a call the engine's loop waits on, as it waited on the driver before the split. The writer answers it at once
+ * (also while a write is in flight), unless its own loop is held (it builds its knobs, which runs nginx -T): each call
+ * waits at most TIMEOUT_MS, and while an answer is late the next calls fail at once (-EAGAIN) instead of each waiting
+ * again.
+ */
+struct rclient;
+
+/* A client on FD (a SOCK_SEQPACKET socket; the client owns and closes it). 0, -EINVAL or -ENOMEM. */
+int rclient_new(int fd, int timeout_ms, struct rclient **out);
+/* Send request M (its id set here) and wait for its answer: the writer's RESULT (0 or -errno) with its TEXT, and the
+ * descriptor it passed into *FD (NULL: closed; -1: none); or -ETIMEDOUT, -EAGAIN (an earlier answer is late), -EPIPE
+ * (the writer is gone), -errno (M does not encode), with TEXT saying so. */
+int rclient_call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, int *fd);
+void rclient_free(struct rclient *c);
+
 #endif

@@ -26,21 +26,24 @@ static const struct shape {
 	[WMSG_OPEN_LOG] = {F_PATH, F_NONE, 0, 0},
 	[WMSG_RELOAD] = {F_NONE, F_NONE, 0, 0},
 	[WMSG_RESULT] = {F_TEXT, F_NONE, 0, 0},
+	[WMSG_READ] = {F_NAME, F_NONE, 0, 0},
+	[WMSG_PROBE] = {F_NAME, F_NONE, 0, 0},
 };
 
 static const char *const type_names[] = {
 	[WMSG_SET] = "set", [WMSG_RESTORE] = "restore", [WMSG_NGINX] = "nginx", [WMSG_SOCKET] = "socket",
-	[WMSG_OPEN_LOG] = "open-log", [WMSG_RELOAD] = "reload", [WMSG_RESULT] = "result",
+	[WMSG_OPEN_LOG] = "open-log", [WMSG_RELOAD] = "reload", [WMSG_RESULT] = "result", [WMSG_READ] = "read",
+	[WMSG_PROBE] = "probe",
 };
 
 const char *wmsg_type_name(enum wmsg_type type)
 {
-	return type >= WMSG_SET && type <= WMSG_RESULT ? type_names[type] : "?";
+	return type >= WMSG_SET && type <= WMSG_TYPE_LAST ? type_names[type] : "?";
 }
 
 static bool known(uint32_t type)
 {
-	return type >= WMSG_SET && type <= WMSG_RESULT;
+	return type >= WMSG_SET && type <= WMSG_TYPE_LAST;
 }
 
 static size_t field_max(enum field f)

@@ -41,7 +41,11 @@ enum wmsg_type {
 	WMSG_OPEN_LOG,   /* engine: nginx's log at PATH opened read-only (a file nginx's configuration names) */
 	WMSG_RELOAD,     /* engine: it reloaded; read the configuration and the policies again before the next request */
 	WMSG_RESULT,     /* writer: the answer to request ID: RESULT, TEXT (why, or what was read back) */
+	/* On the read channel (writer_serve's RFD), answered at once whatever write is in flight: */
+	WMSG_READ,       /* engine: knob NAME's live value (the answer's TEXT) */
+	WMSG_PROBE,      /* engine: whether knob NAME can be used here (its driver's probe: RESULT, TEXT why not) */
 };
+#define WMSG_TYPE_LAST WMSG_PROBE
 
 #define WMSG_HELLO "writer ready" /* the writer's first datagram: a WMSG_RESULT of id 0 (writer_hello) */
 
@@ -55,7 +59,7 @@ struct wmsg {
 	uint16_t op;
 	uint32_t id;
 	int32_t result;
-	char name[WMSG_NAME_MAX];   /* SET, RESTORE */
+	char name[WMSG_NAME_MAX];   /* SET, RESTORE, READ, PROBE */
 	char value[WMSG_VALUE_MAX]; /* SET */
 	char path[WMSG_PATH_MAX];   /* OPEN_LOG */
 	char text[WMSG_TEXT_MAX];   /* RESULT */

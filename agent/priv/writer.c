@@ -446,6 +446,63 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 	}
 }
 
+/* NAME's knob for a read: as lookup, the before hook asked only while no write is in flight (it may build the knobs
+ * again, and the one being written must stay); -EAGAIN when it failed, -ENOENT when there is none. */
+static int read_lookup(struct writer *w, const char *name, struct knob **k, char *why, size_t whylen)
+{
+	if (!w->busy && w->before && w->before(w, false, why, whylen) < 0)
+		return -EAGAIN;
+	*k = w->busy ? find(w, name) : lookup(w, name, why, whylen);
+	if (!*k) {
+		if (w->busy)
+			snprintf(why, whylen, "no knob %s here while a write is in flight", name);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Datagram BUF (LEN bytes) of the read channel: its id into *ID, the result with WHY (a READ's value). */
+static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32_t *id, int *fd, char *why,
+			size_t whylen)
+{
+	struct knob *k;
+	struct wmsg m;
+	int r;
+
+	*id = 0;
+	*fd = -1;
+	if (wmsg_decode(buf, len, &m, why, whylen) < 0)
+		return -EBADMSG;
+	*id = m.id;
+	switch (m.type) {
+	case WMSG_READ:
+	case WMSG_PROBE:
+		r = read_lookup(w, m.name, &k, why, whylen);
+		if (r < 0)
+			return r;
+		why[0] = '\0';
+		if (m.type == WMSG_PROBE)
+			return k->pol->enabled && k->ops->probe ? k->ops->probe(k, why, whylen) : 0;
+		r = knob_read(k, why, whylen);
+		if (r < 0)
+			snprintf(why, whylen, "%s: %s", m.name, strerror(-r));
+		return r;
+	case WMSG_SOCKET:
+		if (m.op == WMSG_SOCKET_TCP || !w->socket) {
+			snprintf(why, whylen, "socket %u: not served by this writer yet", m.op);
+			return -EOPNOTSUPP;
+		}
+		return w->socket(w, m.op, fd, why, whylen);
+	case WMSG_RESULT:
+		snprintf(why, whylen, "the engine sent an answer");
+		return -EPROTO;
+	default:
+		snprintf(why, whylen, "%s on the read channel: refused (writes come on the other)",
+			 wmsg_type_name(m.type));
+		return -EPERM;
+	}
+}
+
 /* The RESULT of request ID into OUT: its length, or -ENOSPC. A driver's WHY may quote what it read: escaped, cut
  * to fit. */
 static int result(uint32_t id, int r, const char *why, uint8_t *out, size_t outlen)
@@ -470,6 +527,20 @@ int writer_handle_fd(struct writer *w, const uint8_t *buf, size_t len, uint8_t *
 	return n;
 }
 
+int writer_handle_read(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen, int *fd)
+{
+	char why[WMSG_TEXT_MAX] = "";
+	uint32_t id;
+	int r = read_request(w, buf, len, &id, fd, why, sizeof(why)), n;
+
+	n = result(id, r, why, out, outlen);
+	if (n < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return n;
+}
+
 int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen)
 {
 	int fd, n = writer_handle_fd(w, buf, len, out, outlen, &fd);
@@ -483,9 +554,9 @@ int writer_handle(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out
 
 static void on_readable(uv_poll_t *p, int status, int events);
 
-/* Answer the request in hand, passing FD with it (-1: none; closed here either way); 0, or -errno when the engine
+/* Answer request ID on SOCK, passing FD with it (-1: none; closed here either way); 0, or -errno when the engine
  * cannot be answered (the writer ends). */
-static int send_result(struct writer *w, int r, const char *why, int fd)
+static int send_answer(int sock, uint32_t id, int r, const char *why, int fd)
 {
 	uint8_t out[WMSG_MAX];
 	union {
@@ -494,7 +565,7 @@ static int send_result(struct writer *w, int r, const char *why, int fd)
 	} ctl;
 	struct iovec iov = {.iov_base = out};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	int len = result(w->id, r, why, out, sizeof(out)), e = 0;
+	int len = result(id, r, why, out, sizeof(out)), e = 0;
 
 	if (len < 0) {
 		e = len;
@@ -513,12 +584,18 @@ static int send_result(struct writer *w, int r, const char *why, int fd)
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	if (sendmsg(w->fd, &mh, MSG_NOSIGNAL) < 0)
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
 		e = -errno;
 out:
 	if (fd >= 0)
 		close(fd);
 	return e;
+}
+
+/* Answer the request in hand on the write channel. */
+static int send_result(struct writer *w, int r, const char *why, int fd)
+{
+	return send_answer(w->fd, w->id, r, why, fd);
 }
 
 static void end(struct writer *w, int err)
@@ -527,6 +604,31 @@ static void end(struct writer *w, int err)
 		w->err = err;
 	if (!uv_is_closing((uv_handle_t *)&w->poll))
 		uv_close((uv_handle_t *)&w->poll, NULL);
+	if (w->rfd >= 0 && !uv_is_closing((uv_handle_t *)&w->rpoll))
+		uv_close((uv_handle_t *)&w->rpoll, NULL);
+}
+
+/* The read channel: each request answered at once (a read is synchronous), whatever write is in flight. The engine
+ * closing it, or an answer it cannot take, closes only it: writes go on (a read refused is the engine's to see). */
+static void on_read_readable(uv_poll_t *p, int status, int events)
+{
+	struct writer *w = p->data;
+	uint8_t in[WMSG_MAX + 1];
+	char why[WMSG_TEXT_MAX] = "";
+	uint32_t id;
+	ssize_t n;
+	int r, fd;
+
+	(void)events;
+	n = status < 0 ? -1 : recv(w->rfd, in, sizeof(in), MSG_DONTWAIT);
+	if (n < 0 && status >= 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n > 0) {
+		r = read_request(w, in, (size_t)n, &id, &fd, why, sizeof(why));
+		if (send_answer(w->rfd, id, r, why, fd) == 0)
+			return;
+	}
+	uv_close((uv_handle_t *)&w->rpoll, NULL);
 }
 
 /* An asynchronous write ended: answered, and the next request read. */
@@ -590,20 +692,33 @@ int writer_hello(int fd)
 	return send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -errno;
 }
 
-int writer_serve(struct writer *w, uv_loop_t *loop, int fd)
+int writer_serve(struct writer *w, uv_loop_t *loop, int fd, int rfd)
 {
 	int r;
 
 	w->fd = fd;
+	w->rfd = -1;
 	w->err = 0;
 	w->busy = false;
 	r = uv_poll_init(loop, &w->poll, fd);
 	if (r < 0)
 		return r;
 	w->poll.data = w;
-	r = uv_poll_start(&w->poll, UV_READABLE, on_readable);
+	if (rfd >= 0) {
+		r = uv_poll_init(loop, &w->rpoll, rfd);
+		if (r < 0) {
+			uv_close((uv_handle_t *)&w->poll, NULL);
+			uv_run(loop, UV_RUN_DEFAULT);
+			return r;
+		}
+		w->rfd = rfd;
+		w->rpoll.data = w;
+		r = uv_poll_start(&w->rpoll, UV_READABLE, on_read_readable);
+	}
+	if (r == 0)
+		r = uv_poll_start(&w->poll, UV_READABLE, on_readable);
 	if (r < 0) {
-		uv_close((uv_handle_t *)&w->poll, NULL);
+		end(w, r);
 		uv_run(loop, UV_RUN_DEFAULT);
 		return r;
 	}

@@ -10,7 +10,9 @@
  * second file; RESTORE puts back only the original: a compromised engine can ask only for what a policy already allows, or for what the host
  * had. A value its policy refuses is -EDOM (the engine's own check let it through: the two disagree), whatever
  * policy_check said, so that the engine never takes a refusal for the host's errno. SOCKET passes a netlink socket
- * made in nginx's network namespace (the SOCKET hook). WIP: NGINX, SOCKET TCP and OPEN_LOG answer EOPNOTSUPP.
+ * made in nginx's network namespace (the SOCKET hook). A second socket, the read channel, answers the engine's
+ * reads of the knobs (READ, PROBE: their drivers need rights the engine has not) at once, also while a write is in
+ * flight; no write is taken there. WIP: NGINX, SOCKET TCP and OPEN_LOG answer EOPNOTSUPP.
  */
 #ifndef NGXAT_WRITER_H
 #define NGXAT_WRITER_H
@@ -71,6 +73,8 @@ struct writer {
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;
+	uv_poll_t rpoll; /* the read channel's */
+	int rfd;         /* -1: none */
 	uint32_t id; /* the request in hand */
 	bool busy;   /* its write is in flight (an asynchronous driver's) */
 	int err;     /* why serving ended */
@@ -88,8 +92,12 @@ int writer_handle_fd(struct writer *w, const uint8_t *buf, size_t len, uint8_t *
 /* Tell the engine on FD that the writer has started (its policies loaded, its knobs built, its journals read): a
  * WMSG_RESULT of id 0, result 0, text WMSG_HELLO, the first datagram on the socket. 0 or -errno. */
 int writer_hello(int fd);
+/* The answer to datagram BUF of LEN bytes from the read channel into OUT (as writer_handle_fd): READ, PROBE and SOCKET
+ * are served, whatever write is in flight; a write (SET, RESTORE, RELOAD) is refused -EPERM. */
+int writer_handle_read(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen, int *fd);
 /* Serve FD (a SOCK_SEQPACKET socket) on LOOP until the engine closes it, one request at a time, each answered when
- * its write ends (an nginx reload from LOOP): 0, or -errno. LOOP runs until then. */
-int writer_serve(struct writer *w, uv_loop_t *loop, int fd);
+ * its write ends (an nginx reload from LOOP), and RFD (-1: none), the read channel, each request at once, also while a
+ * write is in flight: 0, or -errno. LOOP runs until FD is closed (RFD is closed with it). */
+int writer_serve(struct writer *w, uv_loop_t *loop, int fd, int rfd);
 
 #endif

@@ -344,7 +344,8 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	return 0;
 }
 
-int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd)
+int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd,
+		int rfd)
 {
 	struct wmain *m = calloc(1, sizeof(*m));
 	struct sigaction sa = {.sa_handler = on_hup};
@@ -390,7 +391,7 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 		 WRITER_JOURNAL_NAME);
 	r = writer_hello(fd);
 	if (r == 0)
-		r = writer_serve(&m->w, &m->loop, fd);
+		r = writer_serve(&m->w, &m->loop, fd, rfd);
 	if (r < 0)
 		log_err("writer: serving the engine ended: %s", strerror(-r));
 	release_knobs(m);

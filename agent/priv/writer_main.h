@@ -19,10 +19,11 @@
 #define WRITER_DIR_NAME "writer"          /* in the store's directory: root's, 0700 */
 #define WRITER_JOURNAL_NAME "originals"    /* in WRITER_DIR_NAME, and "originals.written" beside it */
 
-/* Serve the engine on FD (one end of a SOCK_SEQPACKET socketpair) with CFG until the engine closes it: the exit
- * status, 0 or 1 (it could not start: logged). After a SIGHUP it reads the configuration again from CONFIG_PATH
- * (MUST_EXIST as -c gave it; ROOT_OVERRIDE, --root, kept over it). */
-int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd);
+/* Serve the engine on FD (one end of a SOCK_SEQPACKET socketpair) and RFD (its read channel: writer_serve) with CFG
+ * until the engine closes FD: the exit status, 0 or 1 (it could not start: logged). After a SIGHUP it reads the
+ * configuration again from CONFIG_PATH (MUST_EXIST as -c gave it; ROOT_OVERRIDE, --root, kept over it). */
+int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd,
+		int rfd);
 /*
  * The writer's directory, WRITER_DIR_NAME in the store's directory, made (0700, its parents as the store makes them)
  * when missing, opened without following a link and checked by that descriptor: a directory of the writer's own

@@ -1,10 +1,13 @@
-/* A datagram from the engine as the writer handles it (writer_handle), whatever its bytes, against one real sysctl
+/* A datagram from the engine as the writer handles it (writer_handle, then on the read channel writer_handle_read),
+ * whatever its bytes, against one real sysctl
  * knob on a fake root: the writer's own policy (somaxconn 4096..65535, x4 at most a step) and its journals. Every
  * answer is a RESULT that decodes with the request's id when the request decoded; and whatever was asked, the file
- * holds the original (2048) or a value the policy allows: a compromised engine can ask for nothing else. */
+ * holds the original (2048) or a value the policy allows: a compromised engine can ask for nothing else. The read
+ * channel writes nothing, and a READ of the knob answers what the file holds. */
 #include "fuzz.h"
 
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "act/knob.h"
@@ -85,5 +88,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(f);
 	v = strtoll(now, NULL, 10);
 	FUZZ_CHECK(v == 2048 || (v >= 4096 && v <= 65535));
+	{
+		char again[32];
+		int fd;
+
+		len = writer_handle_read(&w, data, size, out, sizeof(out), &fd);
+		FUZZ_CHECK(len > 0 && fd == -1);
+		FUZZ_CHECK(wmsg_decode(out, (size_t)len, &res, err, sizeof(err)) == 0);
+		FUZZ_CHECK(res.type == WMSG_RESULT);
+		FUZZ_CHECK(res.id == (decoded == 0 ? req.id : 0));
+		f = fopen(file, "r");
+		FUZZ_CHECK(f != NULL);
+		FUZZ_CHECK(fgets(again, sizeof(again), f) != NULL);
+		fclose(f);
+		FUZZ_CHECK(strcmp(again, now) == 0);
+		if (decoded == 0 && (req.type == WMSG_SET || req.type == WMSG_RESTORE || req.type == WMSG_RELOAD))
+			FUZZ_CHECK(res.result == -EPERM);
+		if (decoded == 0 && req.type == WMSG_READ && strcmp(req.name, "net.core.somaxconn") == 0) {
+			FUZZ_CHECK(res.result == 0);
+			FUZZ_CHECK(strtoll(res.text, NULL, 10) == v);
+		}
+	}
 	return 0;
 }

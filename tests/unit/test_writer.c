@@ -4,7 +4,8 @@
  * loop), one past its bounds or its step is refused by the writer whatever the engine says, an unknown knob and
  * bytes that are not a message are refused with why; a writer that does not answer times out, its late answer is
  * dropped, and a writer gone is said so, also to a request in flight; the sockets of nginx's namespace it passes
- * (nssock.c) and the capabilities they do not carry. */
+ * (nssock.c) and the capabilities they do not carry; the read channel (rclient), which reads the writer's knobs
+ * while a write is in flight. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -137,7 +138,7 @@ static int test_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	return 0;
 }
 
-static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bool async)
+static int child_writer(struct policy_set *set, struct knob_env *env, int fd, int rfd, bool async)
 {
 	static struct knob_ops ops;
 	char journal[128], why[256];
@@ -161,7 +162,7 @@ static int child_writer(struct policy_set *set, struct knob_env *env, int fd, bo
 	w.socket = test_socket;
 	if (writer_init(&w, why, sizeof(why)) != 0)
 		return 5;
-	if (writer_serve(&w, &loop, fd) != 0)
+	if (writer_serve(&w, &loop, fd, rfd) != 0)
 		return 3;
 	writer_free(&w);
 	if (async)
@@ -239,22 +240,35 @@ static void drop_root(struct policy_set *set)
 
 /* A writer of its own policy and journal in the test's root, forked (its driver asynchronous: ASYNC): its pid, the
  * engine's end in *FD. */
-static pid_t fork_writer(struct policy_set *set, bool async, int *fd)
+static pid_t fork_writer_reads(struct policy_set *set, bool async, int *fd, int *rfd)
 {
 	struct knob_env env = {.root = root};
-	int sv[2];
+	int sv[2], rv[2] = {-1, -1};
 	pid_t child;
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	if (rfd)
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, rv), 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
 		close(sv[0]);
-		_exit(child_writer(set, &env, sv[1], async));
+		if (rfd)
+			close(rv[0]);
+		_exit(child_writer(set, &env, sv[1], rv[1], async));
 	}
 	close(sv[1]);
 	*fd = sv[0];
+	if (rfd) {
+		close(rv[1]);
+		*rfd = rv[0];
+	}
 	return child;
+}
+
+static pid_t fork_writer(struct policy_set *set, bool async, int *fd)
+{
+	return fork_writer_reads(set, async, fd, NULL);
 }
 
 static void end_writer(pid_t child, int fd)
@@ -299,7 +313,7 @@ static void through_the_writer(bool async)
 	env.loop = &loop;
 	assert_int_equal(wclient_new(&loop, sv[0], 5000, &c), 0);
 	assert_int_equal(knob_instantiate(&set->knobs[0], &env, &ek, 1, &n), 0);
-	assert_int_equal(knob_remote_wrap(&ek, c), 0);
+	assert_int_equal(knob_remote_wrap(&ek, c, NULL), 0);
 
 	/* Within the policy: written by the writer, read back by the engine. */
 	assert_int_equal(write_wait(&loop, &ek, "8192", why, sizeof(why)), 0);
@@ -324,7 +338,7 @@ static void through_the_writer(bool async)
 		struct answer a1 = {0}, a2 = {0};
 
 		assert_int_equal(knob_instantiate(&set->knobs[0], &env, &ek2, 1, &n), 0);
-		assert_int_equal(knob_remote_wrap(&ek2, c), 0);
+		assert_int_equal(knob_remote_wrap(&ek2, c, NULL), 0);
 		assert_int_equal(ek.ops->write(&ek, "16384", why, sizeof(why), on_answer, &a1), -EINPROGRESS);
 		assert_int_equal(ek2.ops->write(&ek2, "32768", why, sizeof(why), on_answer, &a2), -EINPROGRESS);
 		/* One write in flight per knob. */
@@ -524,8 +538,8 @@ static void test_writer_silent(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	assert_int_equal(wclient_new(&loop, sv[0], 0, &c), -EINVAL);
 	assert_int_equal(wclient_new(&loop, sv[0], 50, &c), 0);
-	assert_int_equal(knob_remote_wrap(&ek, NULL), -EINVAL);
-	assert_int_equal(knob_remote_wrap(&ek, c), 0);
+	assert_int_equal(knob_remote_wrap(&ek, NULL, NULL), -EINVAL);
+	assert_int_equal(knob_remote_wrap(&ek, c, NULL), 0);
 	assert_int_equal(write_wait(&loop, &ek, "8192", why, sizeof(why)), -ETIMEDOUT);
 	assert_string_equal(why, "the writer did not answer within 50 ms");
 	/* Request 1 answered late, then request 2 as asked. */
@@ -550,7 +564,7 @@ static void test_writer_silent(void **state)
 		struct knob ek2 = {.pol = &pol, .ops = &knob_sysctl_ops, .env = &env};
 
 		strcpy(ek2.name, "net.core.somaxconn");
-		assert_int_equal(knob_remote_wrap(&ek2, c), 0);
+		assert_int_equal(knob_remote_wrap(&ek2, c, NULL), 0);
 		assert_int_equal(ek2.ops->write(&ek2, "8192", why, sizeof(why), on_answer, &a), -EPIPE);
 		assert_string_equal(why, "the writer is gone");
 		ek2.ops->release(&ek2);
@@ -559,6 +573,106 @@ static void test_writer_silent(void **state)
 	wclient_free(c);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* The read channel: the engine's knob reads and probes are the writer's (here its root holds another value than the
+ * engine's, which has none), answered also while a write is in flight (the asynchronous driver holds it 20 ms); a
+ * write there is refused; a silent writer costs one timeout, and the reads after it fail at once until its late
+ * answer came. */
+static void test_read_channel(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	struct knob_env env = {.root = "/nonexistent"};
+	struct knob ek = {0};
+	struct answer a = {0};
+	struct wclient *c;
+	struct rclient *rc;
+	uv_loop_t loop;
+	char why[WMSG_TEXT_MAX], got[64];
+	size_t n;
+	int fd, rfd;
+	pid_t child;
+
+	(void)state;
+	make_root(set, "2048\n");
+	child = fork_writer_reads(set, true, &fd, &rfd);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	env.loop = &loop;
+	assert_int_equal(wclient_new(&loop, fd, 5000, &c), 0);
+	assert_int_equal(rclient_new(-1, 5000, &rc), -EINVAL);
+	assert_int_equal(rclient_new(rfd, 5000, &rc), 0);
+	assert_int_equal(knob_instantiate(&set->knobs[0], &env, &ek, 1, &n), 0);
+	/* Without the channel, the engine's own driver: its root has no such file. */
+	assert_true(ek.ops->read(&ek, got, sizeof(got)) < 0);
+	assert_int_equal(knob_remote_wrap(&ek, c, rc), 0);
+	assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
+	assert_string_equal(got, "2048");
+	assert_int_equal(ek.ops->read(&ek, got, 3), -ERANGE);
+	assert_int_equal(ek.ops->probe(&ek, why, sizeof(why)), 0);
+	/* A read while the write is in flight: answered at once, before the write's answer. */
+	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), on_answer, &a), -EINPROGRESS);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
+		if (strcmp(got, "8192") == 0)
+			break;
+		usleep(1000);
+	}
+	assert_string_equal(got, "8192");
+	assert_false(a.done);
+	while (!a.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(a.r, 0);
+	assert_string_equal(a.why, "written later");
+	/* Writes and unknown knobs on the read channel. */
+	{
+		struct wmsg m = {.type = WMSG_SET};
+
+		strcpy(m.name, "net.core.somaxconn");
+		strcpy(m.value, "16384");
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -EPERM);
+		assert_string_equal(why, "set on the read channel: refused (writes come on the other)");
+		m = (struct wmsg){.type = WMSG_READ};
+		strcpy(m.name, "kernel.core_pattern");
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -ENOENT);
+		assert_non_null(strstr(why, "no knob kernel.core_pattern here"));
+		get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
+		assert_string_equal(got, "8192\n");
+	}
+	ek.ops->release(&ek);
+	rclient_free(rc);
+	wclient_free(c);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	end_writer(child, -1);
+	drop_root(set);
+
+	/* A writer that does not answer on the channel. */
+	{
+		int sv[2];
+		struct wmsg m = {.type = WMSG_READ};
+		struct timespec t0, t1;
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+		assert_int_equal(rclient_new(sv[0], 50, &rc), 0);
+		strcpy(m.name, "net.core.somaxconn");
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -ETIMEDOUT);
+		assert_string_equal(why, "the writer did not answer within 50 ms");
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -EAGAIN);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		assert_true(t1.tv_sec - t0.tv_sec < 1); /* at once, not after another timeout (50 ms: generous bound) */
+		assert_string_equal(why, "the writer has not answered an earlier read yet");
+		/* its late answer, then the next request's (id 2: the one refused was not sent) */
+		answer_as_writer(sv[1], 1, -EIO, "late");
+		answer_as_writer(sv[1], 2, 0, "4096");
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), 0);
+		assert_string_equal(why, "4096");
+		close(sv[1]);
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -EPIPE);
+		assert_string_equal(why, "the writer is gone");
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -EPIPE);
+		rclient_free(rc);
+	}
 }
 
 /* The before hook: called before each request; asked again (retry) for a knob not found, and a refusal of its is
@@ -1028,6 +1142,7 @@ int main(void)
 		cmocka_unit_test(test_set_async_driver),
 		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_writer_silent),
+		cmocka_unit_test(test_read_channel),
 		cmocka_unit_test(test_before_hook),
 		cmocka_unit_test(test_writer_dies_idle),
 		cmocka_unit_test(test_restore_from_agent_originals),
