@@ -208,6 +208,14 @@ static int ns_netlink(void *ctx, pid_t pid, int *diag, int *route, char *why, si
 	return nssock_netlink(ctx, pid, diag, route, why, whylen);
 }
 
+static int ns_tcp(void *ctx, pid_t pid, int family)
+{
+	struct agent *a = ctx;
+	char why[WMSG_TEXT_MAX];
+
+	return nssock_tcp(a->rclient, pid, family, why, sizeof(why));
+}
+
 int agent_writer_client(struct agent *a, char *err, size_t errlen)
 {
 	/* An nginx change is nginx -t, a reload and the wait for its new workers, each bounded by the timeout. */
@@ -242,6 +250,7 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	sampler_set_ns_netlink(a->sampler, ns_netlink, a->nssock);
+	sampler_set_ns_tcp(a->sampler, ns_tcp, a);
 	return 0;
 }
 

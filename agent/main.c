@@ -376,6 +376,7 @@ static void end_writer(struct agent *a)
 		return;
 	if (a->nssock) {
 		sampler_set_ns_netlink(a->sampler, NULL, NULL);
+		sampler_set_ns_tcp(a->sampler, NULL, NULL); /* its sockets come through the read client, freed below */
 		nssock_free(a->nssock); /* before the client, whose requests it cancels */
 		a->nssock = NULL;
 	}

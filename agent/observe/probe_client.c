@@ -47,6 +47,7 @@ struct client_handle {
 	char msg[192];
 	int netns_fd;            /* a dup of sampler.netns_fd for one run, closed by the run */
 	uint64_t netns_gen;
+	struct ns_maker ns;      /* the writer's sockets of nginx's namespace, when it makes them */
 	int64_t timeout_ms, budget_ms;
 	int64_t delay_ms;        /* the run starts this long after the tick (the caller's timer), its budget less */
 	uint32_t requests;
@@ -148,6 +149,11 @@ void *probe_client_prepare(struct sampler *s)
 	/* The run owns a duplicate: the loop may switch namespaces (nginx restarted) while it runs. */
 	h->netns_fd = s->netns_fd >= 0 ? fcntl(s->netns_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	h->netns_gen = s->netns_gen;
+	sampler_ns_maker(s, &h->ns);
+	for (size_t i = 0; i < h->nt; i++) {
+		stubhttp_set_socket(h->t[i].kept, h->ns.fn ? sampler_ns_make : NULL, &h->ns);
+		stubhttp_set_socket(h->t[i].fresh, h->ns.fn ? sampler_ns_make : NULL, &h->ns);
+	}
 	return h;
 }
 

@@ -33,7 +33,8 @@ static void follow_netns(struct sampler *s)
 		close(s->netns_fd);
 	s->netns_fd = -1;
 	s->netns_gen++;
-	if (!s->nginx_pid || strcmp(s->cfg.root, "/") != 0)
+	/* With the writer's sockets (sampler_set_ns_tcp), the namespace is its to enter. */
+	if (!s->nginx_pid || strcmp(s->cfg.root, "/") != 0 || s->ns_tcp)
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->nginx_pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -28,6 +28,7 @@ struct stub_handle {
 	CURL *curl;              /* anything else (https://) */
 	int netns_fd;            /* a dup of sampler.netns_fd for one fetch, closed by the fetch */
 	uint64_t netns_gen;      /* sampler.netns_gen at prepare */
+	struct ns_maker ns;      /* the writer's sockets of nginx's namespace, when it makes them */
 	char url[CONFIG_PATH_MAX];
 	long timeout_ms;
 	struct stub_result *res; /* valid during a fetch */
@@ -41,6 +42,10 @@ static curl_socket_t stub_socket(void *arg, curlsocktype purpose, struct curl_so
 	int self;
 
 	(void)purpose;
+	if (h->ns.fn) {
+		fd = sampler_ns_make(&h->ns, addr->family);
+		return fd < 0 ? CURL_SOCKET_BAD : fd;
+	}
 	if (h->netns_fd < 0)
 		return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
 	if (netns_enter(h->netns_fd, &self) < 0)
@@ -126,6 +131,9 @@ void *probe_stub_prepare(struct sampler *s)
 	/* The fetch owns a duplicate: the loop may switch namespaces (nginx restarted) while it runs. */
 	h->netns_fd = s->netns_fd >= 0 ? fcntl(s->netns_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	h->netns_gen = s->netns_gen;
+	sampler_ns_maker(s, &h->ns);
+	if (h->http)
+		stubhttp_set_socket(h->http, h->ns.fn ? sampler_ns_make : NULL, &h->ns);
 	return h;
 }
 

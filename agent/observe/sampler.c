@@ -194,6 +194,34 @@ void sampler_set_ns_netlink(struct sampler *s, sampler_ns_netlink_fn fn, void *c
 	s->ns_ctx = ctx;
 }
 
+void sampler_set_ns_tcp(struct sampler *s, sampler_ns_tcp_fn fn, void *ctx)
+{
+	s->ns_tcp = fn;
+	s->ns_tcp_ctx = ctx;
+	/* The namespace the sampler may have entered itself is not used from now on. */
+	if (fn && s->netns_fd >= 0) {
+		close(s->netns_fd);
+		s->netns_fd = -1;
+		s->netns_gen++;
+	}
+}
+
+void sampler_ns_maker(const struct sampler *s, struct ns_maker *m)
+{
+	bool on = s->ns_tcp && s->nginx_pid > 0 && strcmp(s->cfg.root, "/") == 0;
+
+	m->fn = on ? s->ns_tcp : NULL;
+	m->ctx = s->ns_tcp_ctx;
+	m->pid = s->nginx_pid;
+}
+
+int sampler_ns_make(void *m, int family)
+{
+	const struct ns_maker *mk = m;
+
+	return mk->fn(mk->ctx, mk->pid, family);
+}
+
 void sampler_reconfigure(struct sampler *s, const struct config *cfg)
 {
 	bool root_changed = strcmp(s->cfg.root, cfg->root) != 0;

@@ -32,6 +32,11 @@ void sampler_free(struct sampler *s);
  * Unset (FN NULL): the sampler enters the namespace itself (setns, a capability the engine will not have). */
 typedef int (*sampler_ns_netlink_fn)(void *ctx, pid_t pid, int *diag, int *route, char *why, size_t whylen);
 void sampler_set_ns_netlink(struct sampler *s, sampler_ns_netlink_fn fn, void *ctx);
+/* Where stub_status and the synthetic client get the TCP sockets of nginx's namespace: FN(CTX, PID, FAMILY), as
+ * nssock_tcp, called from the pool threads that fetch: a socket (theirs), or -errno. Unset: the sampler enters the
+ * namespace itself. */
+typedef int (*sampler_ns_tcp_fn)(void *ctx, pid_t pid, int family);
+void sampler_set_ns_tcp(struct sampler *s, sampler_ns_tcp_fn fn, void *ctx);
 /* With FN set and nginx found (sampler_begin): its sockets asked for now, or taken if they came, so that a tick does
  * not have to wait for them (the agent's start). Nothing is reported: the tick does that. */
 void sampler_prepare_netlink(struct sampler *s);

@@ -98,6 +98,8 @@ struct sampler {
 	struct procfile pf_sched[KEEP_MAX], pf_status[KEEP_MAX];
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
 	uint64_t netns_gen; /* bumped when nginx's pid changes: connections made before go */
+	sampler_ns_tcp_fn ns_tcp; /* sampler_set_ns_tcp's: sockets of nginx's namespace (netns_fd then unused), or NULL */
+	void *ns_tcp_ctx;
 
 	/* probe_proc.c */
 	struct cpu_times prev_cpu[MAX_CPUS + 1]; /* index 0: aggregate */
@@ -227,6 +229,17 @@ void probe_logs_error(struct sampler *s, struct frame *fr);
 void probe_sockets_sample(struct sampler *s, struct frame *fr);
 void probe_sockets_between(struct sampler *s);
 /* probe_stub.c: prepare a fetch (the handle is made on first use); the handle or NULL. See sampler_stub_prepare. */
+/* The maker of sockets of nginx's namespace one fetch uses (taken at prepare: the loop may follow another master
+ * while a pool thread fetches): FN NULL when none is set, or nginx's namespace is the sampler's to enter (no master
+ * known, a fake root). */
+struct ns_maker {
+	sampler_ns_tcp_fn fn;
+	void *ctx;
+	pid_t pid;
+};
+void sampler_ns_maker(const struct sampler *s, struct ns_maker *m);
+/* A socket of M (a struct ns_maker *) of FAMILY: a stubhttp_socket_fn. */
+int sampler_ns_make(void *m, int family);
 void *probe_stub_prepare(struct sampler *s);
 /* probe_stub.c: the blocking fetch, on a pool thread: touches nothing but HANDLE and RES. */
 void probe_stub_fetch(void *handle, struct stub_result *res);

@@ -43,7 +43,15 @@ struct stubhttp {
 	size_t in_len;
 	struct stubhttp_timing *t; /* the timed get under way, or NULL */
 	uint64_t t_limit_ns;     /* its timeout, which the timerfd counts down from */
+	stubhttp_socket_fn make; /* new connections' sockets (stubhttp_set_socket), or NULL */
+	void *make_ctx;
 };
+
+void stubhttp_set_socket(struct stubhttp *c, stubhttp_socket_fn make, void *ctx)
+{
+	c->make = make;
+	c->make_ctx = ctx;
+}
 
 bool stubhttp_handles(const char *url)
 {
@@ -207,11 +215,26 @@ static int wait_fd(int fd, short events, int deadline)
 	}
 }
 
-/* A socket in namespace NETNS_FD: the calling thread visits it (netns.h) and is back at once. */
-static int ns_socket(int family, int netns_fd)
+/* A socket in namespace NETNS_FD: the calling thread visits it (netns.h) and is back at once; or C's maker's. */
+static int ns_socket(const struct stubhttp *c, int family, int netns_fd)
 {
 	int fd, self, e, r;
 
+	if (c->make) {
+		fd = c->make(c->make_ctx, family);
+		if (fd < 0) {
+			errno = -fd;
+			return -1;
+		}
+		/* Its flags are the maker's to pass; these are this module's. */
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+			e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		return fd;
+	}
 	if (netns_fd < 0)
 		return socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	r = netns_enter(netns_fd, &self);
@@ -270,9 +293,10 @@ static int resolve(const struct stubhttp *c, struct sockaddr_storage *addrs, soc
 	return 0;
 }
 
-static int connect_one(const struct sockaddr_storage *a, socklen_t len, int netns_fd, int deadline, int *out)
+static int connect_one(const struct stubhttp *c, const struct sockaddr_storage *a, socklen_t len, int netns_fd,
+		       int deadline, int *out)
 {
-	int fd = ns_socket(a->ss_family, netns_fd), e = 0, one = 1;
+	int fd = ns_socket(c, a->ss_family, netns_fd), e = 0, one = 1;
 	socklen_t elen = sizeof(e);
 	int r;
 
@@ -310,7 +334,7 @@ static int open_conn(struct stubhttp *c, int netns_fd, uint64_t gen, int deadlin
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
-		r = connect_one(&addrs[i], lens[i], netns_fd, deadline, &c->fd);
+		r = connect_one(c, &addrs[i], lens[i], netns_fd, deadline, &c->fd);
 		if (r == 0) {
 			c->gen = gen;
 			if (c->t) {

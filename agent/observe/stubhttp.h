@@ -53,6 +53,10 @@ struct stubhttp_timing {
 int stubhttp_get_timed(struct stubhttp *c, int netns_fd, uint64_t netns_gen, int timeout_ms, bool fresh,
 		       char *body, size_t max, size_t *len, int *status, struct stubhttp_timing *t, char *err,
 		       size_t errlen);
+/* New connections' sockets made by MAKE(CTX, FAMILY) (a SOCK_STREAM socket or -errno; the writer's sockets of
+ * nginx's namespace for an engine that may not enter it) instead of in NETNS_FD; NULL: as before. */
+typedef int (*stubhttp_socket_fn)(void *ctx, int family);
+void stubhttp_set_socket(struct stubhttp *c, stubhttp_socket_fn make, void *ctx);
 /* Whether a connection is kept open for the next fetch. */
 bool stubhttp_connected(const struct stubhttp *c);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "priv/wclient.h"
@@ -56,32 +57,65 @@ static void drop(struct slot *sl)
 	sl->fd = -1;
 }
 
-/* The writer's answer: "pid N" with the socket, or why not. */
+/* The writer's answer to a SOCKET, RESULT and TEXT with FD: 0 with the master's pid in *PID ("pid N"), or -errno with
+ * *TEXT saying why (FD is then closed). */
+static int answer_pid(int result, const char **text, int fd, int *pid)
+{
+	*pid = 0;
+	if (result == 0 && strcmp(*text, "pid 0") == 0) {
+		/* Its pid file names no master now (nginx restarting): asked again at the next call. */
+		result = -ESRCH;
+		*text = "the writer finds no nginx master";
+	} else if (result == 0 && (fd < 0 || strncmp(*text, "pid ", 4) != 0 ||
+				   str_to_pid(*text + 4, strlen(*text + 4), pid) < 0)) {
+		result = -EPROTO;
+		*text = "the writer's answer named no namespace";
+	}
+	if (result < 0 && fd >= 0)
+		close(fd);
+	return result;
+}
+
 static void answered(int result, const char *text, int fd, void *ctx)
 {
 	struct slot *sl = ctx;
-	int pid = 0;
+	int pid;
 
 	sl->asked = false;
 	drop(sl);
-	if (result == 0 && strcmp(text, "pid 0") == 0) {
-		/* Its pid file names no master now (nginx restarting): asked again at the next call. */
-		result = -ESRCH;
-		text = "the writer finds no nginx master";
-	} else if (result == 0 && (fd < 0 || strncmp(text, "pid ", 4) != 0 ||
-				   str_to_pid(text + 4, strlen(text + 4), &pid) < 0)) {
-		result = -EPROTO;
-		text = "the writer's answer named no namespace";
-	}
+	result = answer_pid(result, &text, fd, &pid);
 	if (result < 0) {
-		if (fd >= 0)
-			close(fd);
 		sl->err = result;
 		snprintf(sl->why, sizeof(sl->why), "%s", text);
 		return;
 	}
 	sl->fd = fd;
 	sl->pid = pid;
+}
+
+int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whylen)
+{
+	struct wmsg m = {.type = WMSG_SOCKET, .op = family == AF_INET6 ? WMSG_SOCKET_TCP6 : WMSG_SOCKET_TCP};
+	char text[WMSG_TEXT_MAX];
+	const char *t = text;
+	int fd, got, r;
+
+	if (family != AF_INET && family != AF_INET6) {
+		snprintf(why, whylen, "a TCP socket of family %d", family);
+		return -EAFNOSUPPORT;
+	}
+	r = rclient_call(rc, &m, text, sizeof(text), &fd);
+	r = answer_pid(r, &t, fd, &got);
+	if (r == 0 && got != pid) {
+		close(fd);
+		t = "nginx's master is another now";
+		r = -ESTALE;
+	}
+	if (r < 0) {
+		snprintf(why, whylen, "the writer made no socket of nginx %d's namespace: %s", (int)pid, t);
+		return r;
+	}
+	return fd;
 }
 
 int nssock_netlink(struct nssock *s, pid_t pid, int *diag, int *route, char *why, size_t whylen)

@@ -5,7 +5,9 @@
  *
  * Owns the two requests (NETLINK_SOCK_DIAG, NETLINK_ROUTE) and the sockets that came, until they are taken. Never
  * waits: a caller that finds them not there yet gets -EINPROGRESS and asks again at its next tick; the writer says
- * which master's namespace each socket is in, and one of another master than the caller asks for is closed.
+ * which master's namespace each socket is in, and one of another master than the caller asks for is closed. The TCP
+ * sockets of stub_status and the synthetic client (fresh ones each tick, from pool threads) are asked one at a time
+ * on the read channel instead, each waited for (nssock_tcp).
  */
 #ifndef NGXAT_NSSOCK_H
 #define NGXAT_NSSOCK_H
@@ -13,6 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct rclient;
 struct wclient;
 struct nssock;
 
@@ -22,6 +25,10 @@ int nssock_new(struct wclient *c, struct nssock **out);
  * caller's) once both came; -EINPROGRESS when they were asked for now or still are; or the writer's -errno with WHY
  * (they are asked again at the next call). */
 int nssock_netlink(struct nssock *s, pid_t pid, int *diag, int *route, char *why, size_t whylen);
+/* A TCP socket of FAMILY (AF_INET, AF_INET6) of the namespace of nginx's master PID, made by the writer and asked
+ * through its read channel RC (waited for: from any thread, rclient_call): the socket (the caller's, blocking), or
+ * -errno with WHY (-ESTALE: the writer's pid file names another master now; -ESRCH: none). */
+int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whylen);
 /* Close what came, forget what is in flight, free S. */
 void nssock_free(struct nssock *s);
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -379,6 +380,7 @@ void wclient_free(struct wclient *c)
 /* ---- the read channel ---------------------------------------------------------------------------------------- */
 
 struct rclient {
+	pthread_mutex_t lock; /* one call at a time: the loop's and the sampler's pool threads' */
 	int fd;
 	int timeout_ms;
 	uint32_t next_id;
@@ -397,6 +399,7 @@ int rclient_new(int fd, int timeout_ms, struct rclient **out)
 		return -ENOMEM;
 	c->fd = fd;
 	c->timeout_ms = timeout_ms;
+	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return 0;
 }
@@ -447,16 +450,12 @@ static int await_answer(struct rclient *c, uint32_t id, int64_t deadline, struct
 	}
 }
 
-int rclient_call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, int *fd)
+static int call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, int *fd)
 {
 	uint8_t buf[WMSG_MAX];
 	struct wmsg res;
 	int len, r;
 
-	if (fd)
-		*fd = -1;
-	if (!c || !m)
-		return -EINVAL;
 	if (c->gone) {
 		snprintf(text, textlen, "the writer is gone");
 		return -EPIPE;
@@ -506,11 +505,26 @@ int rclient_call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, 
 	return res.result;
 }
 
+int rclient_call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, int *fd)
+{
+	int r;
+
+	if (fd)
+		*fd = -1;
+	if (!c || !m)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = call(c, m, text, textlen, fd);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 void rclient_free(struct rclient *c)
 {
 	if (!c)
 		return;
 	if (c->fd >= 0)
 		close(c->fd);
+	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -55,7 +55,7 @@ void wclient_free(struct wclient *c);
  * is a call the engine's loop waits on, as it waited on the driver before the split. The writer answers it at once
  * (also while a write is in flight), unless its own loop is held (it builds its knobs, which runs nginx -T): each call
  * waits at most TIMEOUT_MS, and while an answer is late the next calls fail at once (-EAGAIN) instead of each waiting
- * again.
+ * again. Calls from several threads (the sampler's pool) are made one at a time.
  */
 struct rclient;
 

@@ -50,9 +50,10 @@ enum wmsg_type {
 #define WMSG_HELLO "writer ready" /* the writer's first datagram: a WMSG_RESULT of id 0 (writer_hello) */
 
 enum wmsg_nginx_op { WMSG_NGINX_TEST = 1, WMSG_NGINX_RELOAD, WMSG_NGINX_DUMP };
-/* DIAG: NETLINK_SOCK_DIAG; TCP: a TCP socket (not served yet); ROUTE: NETLINK_ROUTE. The answer passes the socket
- * (SCM_RIGHTS) and says whose namespace it is in: "pid N" (0: the writer's own, no master known). */
-enum wmsg_socket_op { WMSG_SOCKET_DIAG = 1, WMSG_SOCKET_TCP, WMSG_SOCKET_ROUTE };
+/* DIAG: NETLINK_SOCK_DIAG; TCP, TCP6: a TCP socket of IPv4, IPv6 (unbound, unconnected); ROUTE: NETLINK_ROUTE. The
+ * answer passes the socket (SCM_RIGHTS) and says whose namespace it is in: "pid N" (0: the writer's own, no master
+ * known). */
+enum wmsg_socket_op { WMSG_SOCKET_DIAG = 1, WMSG_SOCKET_TCP, WMSG_SOCKET_ROUTE, WMSG_SOCKET_TCP6 };
 
 struct wmsg {
 	enum wmsg_type type;

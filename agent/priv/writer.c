@@ -432,8 +432,8 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 		snprintf(why, whylen, "the configuration and the policies are read again before the next request");
 		return 0;
 	case WMSG_SOCKET:
-		if (m.op == WMSG_SOCKET_TCP || !w->socket) {
-			snprintf(why, whylen, "socket %u: not served by this writer yet", m.op);
+		if (!w->socket) {
+			snprintf(why, whylen, "socket %u: not served by this writer", m.op);
 			return -EOPNOTSUPP;
 		}
 		return w->socket(w, m.op, fd, why, whylen);
@@ -488,8 +488,8 @@ static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32
 			snprintf(why, whylen, "%s: %s", m.name, strerror(-r));
 		return r;
 	case WMSG_SOCKET:
-		if (m.op == WMSG_SOCKET_TCP || !w->socket) {
-			snprintf(why, whylen, "socket %u: not served by this writer yet", m.op);
+		if (!w->socket) {
+			snprintf(why, whylen, "socket %u: not served by this writer", m.op);
 			return -EOPNOTSUPP;
 		}
 		return w->socket(w, m.op, fd, why, whylen);

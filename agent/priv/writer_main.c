@@ -314,12 +314,19 @@ static int before(struct writer *w, bool retry, char *why, size_t whylen)
 static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen)
 {
 	struct wmain *m = w->before_ctx;
-	int proto = kind == WMSG_SOCKET_DIAG ? NETLINK_SOCK_DIAG : NETLINK_ROUTE;
+	int domain = AF_NETLINK, type = SOCK_RAW, proto;
 	const char *what;
 	pid_t pid;
 	int r;
 
-	if (kind != WMSG_SOCKET_DIAG && kind != WMSG_SOCKET_ROUTE) {
+	switch (kind) {
+	case WMSG_SOCKET_DIAG: proto = NETLINK_SOCK_DIAG; break;
+	case WMSG_SOCKET_ROUTE: proto = NETLINK_ROUTE; break;
+	/* stub_status and the synthetic client: the engine connects it (a bind below 1024, or anything else the
+	 * kernel checks a capability for, is checked against the engine's own). */
+	case WMSG_SOCKET_TCP: domain = AF_INET, type = SOCK_STREAM, proto = 0; break;
+	case WMSG_SOCKET_TCP6: domain = AF_INET6, type = SOCK_STREAM, proto = 0; break;
+	default:
 		snprintf(why, whylen, "socket %u: not served by this writer", kind);
 		return -EOPNOTSUPP;
 	}
@@ -327,7 +334,7 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	if (reload_asked || w->reload)
 		before(w, false, why, whylen);
 	pid = nginx_ctl_real_root(&m->env) ? master(&m->cfg) : 0;
-	r = netns_socket(pid, AF_NETLINK, SOCK_RAW, proto, &what);
+	r = netns_socket(pid, domain, type, proto, &what);
 	if (r == -EIO && strcmp(what, "setns back") == 0) {
 		/* Left in nginx's namespace, every later write would land there: nothing to do but end (the agent
 		 * stops, and systemd starts both again). */
@@ -335,7 +342,7 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 		abort();
 	}
 	if (r < 0) {
-		snprintf(why, whylen, "a netlink socket in the network namespace of nginx %d: %s: %s", (int)pid, what,
+		snprintf(why, whylen, "a socket in the network namespace of nginx %d: %s: %s", (int)pid, what,
 			 strerror(-r));
 		return r;
 	}

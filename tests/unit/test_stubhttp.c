@@ -291,6 +291,49 @@ static void test_keepalive_reuse(void **state)
 	pthread_mutex_unlock(&f->sv.mu);
 }
 
+/* A socket maker (the writer's sockets of nginx's namespace): each new connection's socket is its, blocking as made
+ * and non-blocking in use; its refusal is the fetch's error. */
+struct maker {
+	int calls, family, refuse;
+};
+
+static int make_socket(void *ctx, int family)
+{
+	struct maker *m = ctx;
+
+	m->calls++;
+	m->family = family;
+	if (m->refuse)
+		return -m->refuse;
+	return socket(family, SOCK_STREAM, 0);
+}
+
+static void test_socket_maker(void **state)
+{
+	struct fixture *f = *state;
+	struct maker m = {0};
+	struct got g;
+
+	add_script(&f->sv, (struct script){.pieces = {ok_response}});
+	add_script(&f->sv, (struct script){.pieces = {"HTTP/1.1 200 OK\r\nContent-Length: 97\r\nConnection: close\r\n\r\n"
+						      BODY}});
+	stubhttp_set_socket(f->c, make_socket, &m);
+	g = get(f->c, 0, 1000);
+	assert_int_equal(g.r, 0);
+	assert_string_equal(g.body, BODY);
+	assert_int_equal(m.calls, 1);
+	assert_int_equal(m.family, AF_INET);
+	g = get(f->c, 0, 1000); /* the kept connection: no new socket */
+	assert_int_equal(g.r, 0);
+	assert_int_equal(m.calls, 1);
+	m.refuse = ESTALE; /* the server closed: a new connection, refused */
+	g = get(f->c, 0, 1000);
+	assert_int_equal(g.r, -ESTALE);
+	assert_int_equal(m.calls, 2);
+	assert_non_null(strstr(g.err, "connect to 127.0.0.1 port "));
+	stubhttp_set_socket(f->c, NULL, NULL);
+}
+
 static void test_partial_reads(void **state)
 {
 	struct fixture *f = *state;
@@ -637,6 +680,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_keepalive_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_socket_maker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_reads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_and_reconnect, setup, teardown),

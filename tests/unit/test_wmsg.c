@@ -40,6 +40,7 @@ static void test_round_trip(void **state)
 		msg(WMSG_NGINX, WMSG_NGINX_DUMP, NULL, NULL),
 		msg(WMSG_SOCKET, WMSG_SOCKET_DIAG, NULL, NULL),
 		msg(WMSG_SOCKET, WMSG_SOCKET_TCP, NULL, NULL),
+		msg(WMSG_SOCKET, WMSG_SOCKET_TCP6, NULL, NULL),
 		msg(WMSG_SOCKET, WMSG_SOCKET_ROUTE, NULL, NULL),
 		msg(WMSG_OPEN_LOG, 0, "/var/log/nginx/access.log", NULL),
 		msg(WMSG_RELOAD, 0, NULL, NULL),
@@ -85,7 +86,7 @@ static void test_encode_refuses(void **state)
 		msg(WMSG_SET, 1, "net.core.somaxconn", "1"),      /* an op where none is */
 		msg(WMSG_NGINX, 0, NULL, NULL),                   /* no op */
 		msg(WMSG_NGINX, 4, NULL, NULL),                   /* an op past the last */
-		msg(WMSG_SOCKET, 4, NULL, NULL),
+		msg(WMSG_SOCKET, 5, NULL, NULL),
 		msg(WMSG_OPEN_LOG, 0, "access.log", NULL),        /* not absolute */
 		msg(WMSG_RESULT, 0, "a\x1b[2J", NULL),            /* ESC */
 		msg((enum wmsg_type)0, 0, NULL, NULL),

@@ -127,8 +127,11 @@ static int test_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 		snprintf(why, whylen, "no socket today");
 		return -EACCES;
 	}
-	r = netns_socket(0, AF_NETLINK, SOCK_RAW, kind == WMSG_SOCKET_DIAG ? NETLINK_SOCK_DIAG : NETLINK_ROUTE,
-			       &what);
+	if (kind == WMSG_SOCKET_TCP || kind == WMSG_SOCKET_TCP6)
+		r = netns_socket(0, kind == WMSG_SOCKET_TCP ? AF_INET : AF_INET6, SOCK_STREAM, 0, &what);
+	else
+		r = netns_socket(0, AF_NETLINK, SOCK_RAW, kind == WMSG_SOCKET_DIAG ? NETLINK_SOCK_DIAG : NETLINK_ROUTE,
+				 &what);
 	if (r < 0) {
 		snprintf(why, whylen, "%s: %s", what, strerror(-r));
 		return r;
@@ -675,6 +678,55 @@ static void test_read_channel(void **state)
 	}
 }
 
+static size_t open_fds(void);
+
+static int sock_opt(int fd, int opt)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(getsockopt(fd, SOL_SOCKET, opt, &v, &len), 0);
+	return v;
+}
+
+/* The TCP sockets of stub_status and the synthetic client: asked on the read channel, each waited for; one of
+ * another master than asked for is closed, never used; the writer's refusal says why. */
+static void test_tcp_sockets(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	struct rclient *rc;
+	char why[WMSG_TEXT_MAX];
+	int fd, rfd, s;
+	size_t fds;
+	pid_t child;
+
+	(void)state;
+	make_root(set, "4096\n");
+	child = fork_writer_reads(set, false, &fd, &rfd);
+	assert_int_equal(rclient_new(rfd, 5000, &rc), 0);
+	s = nssock_tcp(rc, 4242, AF_INET, why, sizeof(why));
+	assert_true(s >= 0);
+	assert_int_equal(sock_opt(s, SO_DOMAIN), AF_INET);
+	assert_int_equal(sock_opt(s, SO_TYPE), SOCK_STREAM);
+	close(s);
+	s = nssock_tcp(rc, 4242, AF_INET6, why, sizeof(why));
+	assert_true(s >= 0);
+	assert_int_equal(sock_opt(s, SO_DOMAIN), AF_INET6);
+	close(s);
+	fds = open_fds();
+	assert_int_equal(nssock_tcp(rc, 4243, AF_INET, why, sizeof(why)), -ESTALE);
+	assert_string_equal(why, "the writer made no socket of nginx 4243's namespace: nginx's master is another now");
+	assert_int_equal(open_fds(), fds);
+	assert_int_equal(nssock_tcp(rc, 4242, AF_UNIX, why, sizeof(why)), -EAFNOSUPPORT);
+	put_file("/nosocket", "");
+	assert_int_equal(nssock_tcp(rc, 4242, AF_INET, why, sizeof(why)), -EACCES);
+	assert_string_equal(why, "the writer made no socket of nginx 4242's namespace: no socket today");
+	assert_int_equal(open_fds(), fds);
+	rclient_free(rc);
+	end_writer(child, fd);
+	drop_root(set);
+}
+
 /* The before hook: called before each request; asked again (retry) for a knob not found, and a refusal of its is
  * -EAGAIN with its why. */
 struct hook {
@@ -1149,6 +1201,7 @@ int main(void)
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_hello_signals),
 		cmocka_unit_test(test_sockets),
+		cmocka_unit_test(test_tcp_sockets),
 		cmocka_unit_test(test_socket_carries_no_capability),
 	};
 
