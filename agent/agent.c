@@ -28,6 +28,7 @@
 #include "log.h"
 #include "priv/knob_remote.h"
 #include "priv/nssock.h"
+#include "priv/wdump.h"
 #include "priv/wclient.h"
 
 int64_t agent_now_ms(const struct agent *a)
@@ -251,6 +252,13 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	}
 	sampler_set_ns_netlink(a->sampler, ns_netlink, a->nssock);
 	sampler_set_ns_tcp(a->sampler, ns_tcp, a);
+	/* nginx -T too, for the doctor and the synthetic client's URLs (nginx_ctl_dump, the dump's refresh). */
+	if (wdump_new(a->wclient, (size_t)a->cfg.nginx_dump_max, &a->wdump) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	a->env.dump = wdump_run;
+	a->env.dump_ctx = a->wdump;
 	return 0;
 }
 

@@ -62,6 +62,7 @@ struct agent {
 	int writer_rfd;           /* the engine's end of its read channel, until the client owns it */
 	struct wclient *wclient;  /* the client of the writer the knobs write through (priv/wclient.h) */
 	struct rclient *rclient;  /* the client of its read channel the knobs read and probe through */
+	struct wdump *wdump;      /* the nginx -T it makes for the engine (priv/wdump.h) */
 	struct nssock *nssock;    /* the netlink sockets of nginx's namespace it makes for the sampler (priv/nssock.h) */
 	bool writer_lost;         /* the writer died: the agent stopped without a revert, exit status 1 */
 	uv_timer_t stop_timer;    /* bounds the wait for an asynchronous revert at stop */

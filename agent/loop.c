@@ -21,6 +21,7 @@
 #include "log.h"
 #include "notify.h"
 #include "priv/wclient.h"
+#include "priv/wdump.h"
 #include "strutil.h"
 
 static int64_t wall_ms(void)
@@ -475,6 +476,7 @@ static void close_all(struct agent *a)
 	a->loadgen = NULL;
 	api_stop(a->api);
 	a->api = NULL;
+	wdump_cancel(a->wdump); /* answered now, while their callers are there: the client would forget them */
 	wclient_close(a->wclient); /* the writer ends when its socket closes */
 }
 

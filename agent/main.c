@@ -36,6 +36,7 @@
 #include "notify.h"
 #include "priv/nssock.h"
 #include "priv/wclient.h"
+#include "priv/wdump.h"
 #include "priv/writer_main.h"
 #include "proto.h"
 #include "strutil.h"
@@ -380,6 +381,9 @@ static void end_writer(struct agent *a)
 		nssock_free(a->nssock); /* before the client, whose requests it cancels */
 		a->nssock = NULL;
 	}
+	a->env.dump = NULL;
+	wdump_free(a->wdump); /* before the client, whose requests it cancels */
+	a->wdump = NULL;
 	if (a->wclient) {
 		wclient_free(a->wclient);
 	} else if (a->writer_fd >= 0) {

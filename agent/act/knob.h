@@ -48,6 +48,10 @@ struct knob_env {
 	 * backend of its own (the privileged writer's, priv/knob_remote.h) with WRAP_CTX; NULL: the real drivers. */
 	int (*wrap)(struct knob *k, void *ctx);
 	void *wrap_ctx;
+	/* nginx -T made elsewhere (the writer's, priv/wdump.h) for nginx_ctl_dump and the cached dump's refresh in the
+	 * background: DUMP(DUMP_CTX, DONE, CTX) as nginx_ctl_dump (DONE a nginx_ctl_dump_fn); NULL: run here. */
+	int (*dump)(void *dump_ctx, void (*done)(int rc, const char *msg, char *out, size_t len, void *ctx), void *ctx);
+	void *dump_ctx;
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */

@@ -914,12 +914,13 @@ static int dump_store(struct nginx_ctl *ctl, const struct knob_env *env, char *o
 	return 0;
 }
 
-static void dump_refreshed(struct spawn *sp)
+/* The background refresh ended: RC, MSG, OUT (LEN bytes, taken) as nginx_ctl_dump's. */
+static void refreshed(int rc, const char *msg, char *out, size_t len, void *ctx)
 {
-	struct nginx_ctl *ctl = sp->ctx;
-	struct nginx_ctl_result res;
+	struct nginx_ctl *ctl = ctx;
+	struct nginx_ctl_result res = {.rc = rc, .out = out, .outlen = len};
 
-	child_result(sp, "nginx -T", 0, &res);
+	snprintf(res.msg, sizeof(res.msg), "%s", msg ? msg : "");
 	ctl->refreshing = false;
 	/* The environment is dereferenced only while a knob holds the dump, i.e. while it exists. */
 	if (ctl->users > 0 && !ctl->freeing) {
@@ -940,6 +941,14 @@ static void dump_refreshed(struct spawn *sp)
 		free(res.out);
 	}
 	free_if_done(ctl);
+}
+
+static void dump_refreshed(struct spawn *sp)
+{
+	struct nginx_ctl_result res;
+
+	child_result(sp, "nginx -T", 0, &res);
+	refreshed(res.rc, res.msg, res.out, res.outlen, sp->ctx);
 }
 
 const struct nginx_conf *nginx_ctl_conf(struct nginx_ctl *ctl, const struct knob_env *env, int *rc, char *why,
@@ -1006,7 +1015,8 @@ const struct nginx_conf *nginx_ctl_conf_peek(struct nginx_ctl *ctl, const struct
 	bool failed = ctl->fail_rc && fail_age >= 0 && fail_age <= DUMP_STALE_MS;
 
 	if (env->loop && !ctl->refreshing && !failed && (!ctl->have || ctl->stale || age < 0 || age > DUMP_STALE_MS)) {
-		if (nginx_start(env, "-T", dump_max_of(env), timeout_of(env), dump_refreshed, ctl) == 0) {
+		if ((env->dump ? env->dump(env->dump_ctx, refreshed, ctl) :
+				 nginx_start(env, "-T", dump_max_of(env), timeout_of(env), dump_refreshed, ctl)) == 0) {
 			ctl->refreshing = true;
 			ctl->refresh_env = env;
 			ctl->refresh_gen = ctl->gen;
@@ -1112,9 +1122,12 @@ static void dump_finished(struct spawn *sp)
 
 int nginx_ctl_dump(const struct knob_env *env, nginx_ctl_dump_fn done, void *ctx)
 {
-	struct dump_req *q = malloc(sizeof(*q));
+	struct dump_req *q;
 	int r;
 
+	if (env->dump)
+		return env->dump(env->dump_ctx, done, ctx);
+	q = malloc(sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->done = done;

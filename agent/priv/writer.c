@@ -437,6 +437,12 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 			return -EOPNOTSUPP;
 		}
 		return w->socket(w, m.op, fd, why, whylen);
+	case WMSG_NGINX:
+		if (m.op != WMSG_NGINX_DUMP || !w->dump || !done) {
+			snprintf(why, whylen, "nginx %u: not served by this writer yet", m.op);
+			return -EOPNOTSUPP;
+		}
+		return w->dump(w, why, whylen);
 	case WMSG_RESULT:
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;
@@ -497,7 +503,7 @@ static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;
 	default:
-		snprintf(why, whylen, "%s on the read channel: refused (writes come on the other)",
+		snprintf(why, whylen, "%s on the read channel: refused (it is served on the other)",
 			 wmsg_type_name(m.type));
 		return -EPERM;
 	}
@@ -631,20 +637,36 @@ static void on_read_readable(uv_poll_t *p, int status, int events)
 	uv_close((uv_handle_t *)&w->rpoll, NULL);
 }
 
-/* An asynchronous write ended: answered, and the next request read. */
-static void on_written(struct knob *k, int r, const char *msg, void *ctx)
+/* The request in hand ended: answered (with FD, -1: none), and the next request read. */
+static void finished(struct writer *w, int r, const char *msg, int fd)
 {
-	struct writer *w = ctx;
 	int e;
 
 	w->busy = false;
-	if (r < 0)
-		write_failed(w, k);
-	e = send_result(w, r, msg, -1);
+	e = send_result(w, r, msg, fd);
 	if (e < 0)
 		end(w, e);
 	else if (!w->err)
 		uv_poll_start(&w->poll, UV_READABLE, on_readable);
+}
+
+/* An asynchronous write ended. */
+static void on_written(struct knob *k, int r, const char *msg, void *ctx)
+{
+	struct writer *w = ctx;
+
+	if (r < 0)
+		write_failed(w, k);
+	finished(w, r, msg, -1);
+}
+
+void writer_dumped(struct writer *w, int rc, const char *msg, int fd)
+{
+	if (rc < 0 && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	finished(w, rc, msg, fd);
 }
 
 /* One request at a time: while a write is in flight the socket holds the next ones. */

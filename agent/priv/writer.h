@@ -12,7 +12,8 @@
  * policy_check said, so that the engine never takes a refusal for the host's errno. SOCKET passes a netlink socket
  * made in nginx's network namespace (the SOCKET hook). A second socket, the read channel, answers the engine's
  * reads of the knobs (READ, PROBE: their drivers need rights the engine has not) at once, also while a write is in
- * flight; no write is taken there. WIP: NGINX, SOCKET TCP and OPEN_LOG answer EOPNOTSUPP.
+ * flight; no write is taken there. NGINX dump runs nginx -T for the engine (the DUMP hook), answered with its output
+ * on a memfd in the write channel's order. WIP: NGINX test and reload, and OPEN_LOG, answer EOPNOTSUPP.
  */
 #ifndef NGXAT_WRITER_H
 #define NGXAT_WRITER_H
@@ -70,6 +71,9 @@ struct writer {
 	/* SOCKET of KIND (a wmsg_socket_op): a socket opened in nginx's network namespace into *FD, passed with the
 	 * answer; 0, or -errno with WHY. NULL: SOCKET is refused. */
 	int (*socket)(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen);
+	/* NGINX dump: nginx -T started, -EINPROGRESS, and its end told with writer_dumped; or -errno with WHY. NULL: it
+	 * is refused. */
+	int (*dump)(struct writer *w, char *why, size_t whylen);
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;
@@ -95,6 +99,8 @@ int writer_hello(int fd);
 /* The answer to datagram BUF of LEN bytes from the read channel into OUT (as writer_handle_fd): READ, PROBE and SOCKET
  * are served, whatever write is in flight; a write (SET, RESTORE, RELOAD) is refused -EPERM. */
 int writer_handle_read(struct writer *w, const uint8_t *buf, size_t len, uint8_t *out, size_t outlen, int *fd);
+/* The DUMP in hand ended: RC 0 with FD (the output, on a memfd: passed, then closed here), or -errno with MSG. */
+void writer_dumped(struct writer *w, int rc, const char *msg, int fd);
 /* Serve FD (a SOCK_SEQPACKET socket) on LOOP until the engine closes it, one request at a time, each answered when
  * its write ends (an nginx reload from LOOP), and RFD (-1: none), the read channel, each request at once, also while a
  * write is in flight: 0, or -errno. LOOP runs until FD is closed (RFD is closed with it). */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -351,6 +352,56 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	return 0;
 }
 
+/* The output of nginx -T on a sealed memfd: its descriptor, or -errno. */
+static int dump_fd(const char *out, size_t len)
+{
+	int fd = memfd_create("nginx-T", MFD_CLOEXEC | MFD_ALLOW_SEALING), r;
+
+	if (fd < 0)
+		return -errno;
+	r = nginx_ctl_write_fd(fd, out, len);
+	if (r == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void dumped(int rc, const char *msg, char *out, size_t len, void *ctx)
+{
+	struct wmain *m = ctx;
+	char why[KNOB_WHY_MAX];
+	int fd = -1;
+
+	if (rc == 0 && (fd = dump_fd(out, len)) < 0) {
+		rc = fd;
+		snprintf(why, sizeof(why), "nginx -T's output: %s", strerror(-rc));
+		msg = why;
+	}
+	free(out);
+	writer_dumped(&m->w, rc, msg, fd);
+}
+
+/* NGINX dump: nginx -T of the master its pid file names now (its -c and -p), in its turn with the writer's other
+ * nginx children, bounded by [nginx] dump_max and memory_max as the writer's own. */
+static int dump(struct writer *w, char *why, size_t whylen)
+{
+	struct wmain *m = w->before_ctx;
+	int r;
+
+	if (reload_asked || w->reload)
+		before(w, false, why, whylen);
+	follow(m, master(&m->cfg));
+	r = nginx_ctl_dump(&m->env, dumped, m);
+	if (r < 0) {
+		snprintf(why, whylen, "nginx -T: %s", strerror(-r));
+		return r;
+	}
+	return -EINPROGRESS;
+}
+
 int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd,
 		int rfd)
 {
@@ -394,6 +445,7 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	m->w.before = before;
 	m->w.before_ctx = m;
 	m->w.socket = open_socket;
+	m->w.dump = dump;
 	log_info("writer %d: %zu knobs of %zu policies, originals in %s/%s", (int)getpid(), m->n, m->set->n, m->dir,
 		 WRITER_JOURNAL_NAME);
 	r = writer_hello(fd);

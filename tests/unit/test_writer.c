@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -38,6 +39,7 @@
 #include "priv/knob_remote.h"
 #include "priv/nssock.h"
 #include "priv/wclient.h"
+#include "priv/wdump.h"
 #include "priv/wmsg.h"
 #include "priv/writer.h"
 
@@ -141,6 +143,43 @@ static int test_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	return 0;
 }
 
+/* The test writer's DUMP: "nginx -T" of ROOT/dump (its text, 20 ms later on the loop), refused while it is missing. */
+static struct {
+	uv_timer_t t;
+	struct writer *w;
+} dumping;
+
+static void dump_fire(uv_timer_t *t)
+{
+	char path[128], text[256] = "";
+	FILE *f;
+	int fd;
+
+	(void)t;
+	snprintf(path, sizeof(path), "%s/dump", root);
+	f = fopen(path, "r");
+	if (!f) {
+		writer_dumped(dumping.w, -EIO, "[emerg] open() \"/x/nginx.conf\" failed", -1);
+		return;
+	}
+	if (!fgets(text, sizeof(text), f))
+		text[0] = '\0';
+	fclose(f);
+	fd = memfd_create("t", MFD_CLOEXEC);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		_exit(6);
+	writer_dumped(dumping.w, 0, "", fd);
+}
+
+static int test_dump(struct writer *w, char *why, size_t whylen)
+{
+	(void)why;
+	(void)whylen;
+	dumping.w = w;
+	uv_timer_start(&dumping.t, dump_fire, 20, 0);
+	return -EINPROGRESS;
+}
+
 static int child_writer(struct policy_set *set, struct knob_env *env, int fd, int rfd, bool async)
 {
 	static struct knob_ops ops;
@@ -163,11 +202,14 @@ static int child_writer(struct policy_set *set, struct knob_env *env, int fd, in
 	}
 	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal;
 	w.socket = test_socket;
+	w.dump = test_dump;
+	uv_timer_init(&loop, &dumping.t);
 	if (writer_init(&w, why, sizeof(why)) != 0)
 		return 5;
 	if (writer_serve(&w, &loop, fd, rfd) != 0)
 		return 3;
 	writer_free(&w);
+	uv_close((uv_handle_t *)&dumping.t, NULL);
 	if (async)
 		uv_close((uv_handle_t *)&later.t, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
@@ -633,7 +675,7 @@ static void test_read_channel(void **state)
 		strcpy(m.name, "net.core.somaxconn");
 		strcpy(m.value, "16384");
 		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -EPERM);
-		assert_string_equal(why, "set on the read channel: refused (writes come on the other)");
+		assert_string_equal(why, "set on the read channel: refused (it is served on the other)");
 		m = (struct wmsg){.type = WMSG_READ};
 		strcpy(m.name, "kernel.core_pattern");
 		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -ENOENT);
@@ -724,6 +766,90 @@ static void test_tcp_sockets(void **state)
 	assert_int_equal(open_fds(), fds);
 	rclient_free(rc);
 	end_writer(child, fd);
+	drop_root(set);
+}
+
+struct dumped {
+	int calls, rc;
+	char msg[256], out[256];
+	size_t len;
+};
+
+static void on_dumped(int rc, const char *msg, char *out, size_t len, void *ctx)
+{
+	struct dumped *d = ctx;
+
+	d->calls++;
+	d->rc = rc;
+	snprintf(d->msg, sizeof(d->msg), "%s", msg ? msg : "");
+	snprintf(d->out, sizeof(d->out), "%s", out ? out : "");
+	d->len = len;
+	if (out)
+		assert_int_equal(out[len], '\0');
+	free(out);
+}
+
+/* nginx -T for the engine (wdump.c): the writer's output read from its memfd, within the engine's bound; its
+ * refusal said; the dumps in flight answered -ECANCELED when the agent stops, and the writer's late answer dropped. */
+static void test_dump_through_the_writer(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	struct wclient *c;
+	struct wdump *wd;
+	struct dumped d = {0}, d2 = {0};
+	uv_loop_t loop;
+	int fd;
+	pid_t child;
+
+	(void)state;
+	make_root(set, "4096\n");
+	put_file("/dump", "# configuration file /x/nginx.conf:\nevents {}\n");
+	child = fork_writer(set, false, &fd);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_int_equal(wclient_new(&loop, fd, 5000, &c), 0);
+	assert_int_equal(wdump_new(c, 64, &wd), 0);
+	assert_int_equal(wdump_run(wd, on_dumped, &d), 0);
+	while (!d.calls)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(d.rc, 0);
+	assert_string_equal(d.out, "# configuration file /x/nginx.conf:\n");
+	assert_int_equal(d.len, strlen("# configuration file /x/nginx.conf:\n"));
+	/* Past the engine's own bound: refused with the sizes, as nginx_ctl says it. */
+	wdump_free(wd);
+	assert_int_equal(wdump_new(c, 16, &wd), 0);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(wdump_run(wd, on_dumped, &d), 0);
+	while (!d.calls)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(d.rc, -EFBIG);
+	assert_non_null(strstr(d.msg, "nginx -T printed 36 bytes, more than the 16 bytes the agent reads ([nginx] dump_max)"));
+	/* nginx refuses its configuration: its words. */
+	assert_int_equal(unlink(strcat(strcpy(d.msg, root), "/dump")), 0);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(wdump_run(wd, on_dumped, &d), 0);
+	while (!d.calls)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(d.rc, -EIO);
+	assert_string_equal(d.msg, "[emerg] open() \"/x/nginx.conf\" failed");
+	/* Two in flight, the agent stops: both answered now, once, and the writer's answers dropped. */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(wdump_run(wd, on_dumped, &d), 0);
+	assert_int_equal(wdump_run(wd, on_dumped, &d2), 0);
+	wdump_cancel(wd);
+	assert_int_equal(d.calls, 1);
+	assert_int_equal(d2.calls, 1);
+	assert_int_equal(d.rc, -ECANCELED);
+	for (int i = 0; i < 10; i++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	assert_int_equal(d.calls, 1);
+	assert_int_equal(d2.calls, 1);
+	wdump_free(wd);
+	wclient_free(c);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	end_writer(child, -1);
 	drop_root(set);
 }
 
@@ -1202,6 +1328,7 @@ int main(void)
 		cmocka_unit_test(test_hello_signals),
 		cmocka_unit_test(test_sockets),
 		cmocka_unit_test(test_tcp_sockets),
+		cmocka_unit_test(test_dump_through_the_writer),
 		cmocka_unit_test(test_socket_carries_no_capability),
 	};
 
