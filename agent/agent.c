@@ -217,6 +217,13 @@ static int ns_tcp(void *ctx, pid_t pid, int family)
 	return nssock_tcp(a->rclient, pid, family, why, sizeof(why));
 }
 
+static int ns_nics(void *ctx, const char *glob, char (*names)[16], size_t max, size_t *n)
+{
+	struct agent *a = ctx;
+
+	return nssock_nics(a->rclient, glob, names, max, n);
+}
+
 int agent_writer_client(struct agent *a, char *err, size_t errlen)
 {
 	/* An nginx change is nginx -t, a reload and the wait for its new workers, each bounded by the timeout. */
@@ -259,6 +266,9 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	}
 	a->env.dump = wdump_run;
 	a->env.dump_ctx = a->wdump;
+	/* and the interfaces of nginx's namespace RPS's knobs are named after */
+	a->env.ns_nics = ns_nics;
+	a->env.ns_nics_ctx = a;
 	return 0;
 }
 

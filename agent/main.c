@@ -382,6 +382,7 @@ static void end_writer(struct agent *a)
 		a->nssock = NULL;
 	}
 	a->env.dump = NULL;
+	a->env.ns_nics = NULL;
 	wdump_free(a->wdump); /* before the client, whose requests it cancels */
 	a->wdump = NULL;
 	if (a->wclient) {

@@ -92,8 +92,11 @@ int knob_instantiate(const struct knob_policy *pol, struct knob_env *env, struct
 	if (!nics)
 		return -ENOMEM;
 	/* IRQs belong to the host; RPS to the interfaces of nginx's network namespace, as its counters do. */
-	r = ops == &knob_rps_ops ? knob_ns_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn)
-				 : knob_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn);
+	if (ops == &knob_rps_ops)
+		r = env->ns_nics ? env->ns_nics(env->ns_nics_ctx, pol->target, nics, KNOB_NICS_MAX, &nn)
+				 : knob_ns_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn);
+	else
+		r = knob_nics(env, pol->target, nics, KNOB_NICS_MAX, &nn);
 	more = r == -ENOSPC; /* the first KNOB_NICS_MAX are still filled in, and -ENOSPC returned */
 	if (more)
 		r = 0;

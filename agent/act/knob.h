@@ -52,6 +52,11 @@ struct knob_env {
 	 * background: DUMP(DUMP_CTX, DONE, CTX) as nginx_ctl_dump (DONE a nginx_ctl_dump_fn); NULL: run here. */
 	int (*dump)(void *dump_ctx, void (*done)(int rc, const char *msg, char *out, size_t len, void *ctx), void *ctx);
 	void *dump_ctx;
+	/* The interfaces of nginx's network namespace a per-interface policy's glob matches (RPS's knobs), found
+	 * elsewhere (the writer's, which may enter it: priv/nssock.h): as knob_ns_nics (names of at most 16 bytes);
+	 * NULL: found here. */
+	int (*ns_nics)(void *ctx, const char *glob, char (*names)[16], size_t max, size_t *n);
+	void *ns_nics_ctx;
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */

@@ -93,6 +93,29 @@ static void answered(int result, const char *text, int fd, void *ctx)
 	sl->pid = pid;
 }
 
+int nssock_nics(struct rclient *rc, const char *glob, char (*names)[16], size_t max, size_t *n)
+{
+	struct wmsg m = {.type = WMSG_NICS};
+	char text[WMSG_TEXT_MAX], *save = NULL, *tok;
+	int r;
+
+	*n = 0;
+	if (strlen(glob) >= sizeof(m.value))
+		return -EINVAL;
+	strcpy(m.value, glob);
+	r = rclient_call(rc, &m, text, sizeof(text), NULL);
+	if (r < 0 && r != -ENOSPC)
+		return r;
+	for (tok = strtok_r(text, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		if (strlen(tok) >= 16)
+			return -EPROTO;
+		if (*n == max)
+			return -ENOSPC;
+		snprintf(names[(*n)++], 16, "%s", tok);
+	}
+	return r;
+}
+
 int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whylen)
 {
 	struct wmsg m = {.type = WMSG_SOCKET, .op = family == AF_INET6 ? WMSG_SOCKET_TCP6 : WMSG_SOCKET_TCP};

@@ -29,6 +29,9 @@ int nssock_netlink(struct nssock *s, pid_t pid, int *diag, int *route, char *why
  * through its read channel RC (waited for: from any thread, rclient_call): the socket (the caller's, blocking), or
  * -errno with WHY (-ESTALE: the writer's pid file names another master now; -ESRCH: none). */
 int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whylen);
+/* The interfaces of nginx's namespace GLOB matches, as the writer finds them (its knobs are built from the same; asked
+ * on RC, waited for): as knob_ns_nics (0, or -ENOSPC with the first MAX; -errno). */
+int nssock_nics(struct rclient *rc, const char *glob, char (*names)[16], size_t max, size_t *n);
 /* Close what came, forget what is in flight, free S. */
 void nssock_free(struct nssock *s);
 

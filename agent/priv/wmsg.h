@@ -44,8 +44,9 @@ enum wmsg_type {
 	/* On the read channel (writer_serve's RFD), answered at once whatever write is in flight: */
 	WMSG_READ,       /* engine: knob NAME's live value (the answer's TEXT) */
 	WMSG_PROBE,      /* engine: whether knob NAME can be used here (its driver's probe: RESULT, TEXT why not) */
+	WMSG_NICS,       /* engine: the interfaces of nginx's namespace VALUE (a glob) matches (TEXT: names, blank-separated) */
 };
-#define WMSG_TYPE_LAST WMSG_PROBE
+#define WMSG_TYPE_LAST WMSG_NICS
 
 #define WMSG_HELLO "writer ready" /* the writer's first datagram: a WMSG_RESULT of id 0 (writer_hello) */
 
@@ -61,7 +62,7 @@ struct wmsg {
 	uint32_t id;
 	int32_t result;
 	char name[WMSG_NAME_MAX];   /* SET, RESTORE, READ, PROBE */
-	char value[WMSG_VALUE_MAX]; /* SET */
+	char value[WMSG_VALUE_MAX]; /* SET; NICS: the glob */
 	char path[WMSG_PATH_MAX];   /* OPEN_LOG */
 	char text[WMSG_TEXT_MAX];   /* RESULT */
 };

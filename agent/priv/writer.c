@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "act/knob.h"
+#include "act/knob_io.h"
 #include "core/knobval.h"
 #include "core/policy.h"
 #include "priv/wmsg.h"
@@ -467,6 +468,43 @@ static int read_lookup(struct writer *w, const char *name, struct knob **k, char
 	return 0;
 }
 
+/* NICS: the interfaces of nginx's namespace GLOB matches, as the writer's knobs are built (knob_ns_nics), blank-separated
+ * into OUT: 0, -ENOSPC with those that fit (more than the answer holds), or -errno. */
+static int nics(struct writer *w, const char *glob, char *out, size_t outlen)
+{
+	char (*names)[KNOB_IFNAME_MAX];
+	size_t n = 0, off = 0;
+	int r;
+
+	if (!w->env) {
+		snprintf(out, outlen, "no interfaces served by this writer");
+		return -EOPNOTSUPP;
+	}
+	/* nginx's master now: its namespace (a rebuild needs no write in flight). */
+	if (!w->busy && w->before && (r = w->before(w, false, out, outlen)) < 0)
+		return -EAGAIN;
+	names = calloc(KNOB_NICS_MAX, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	r = knob_ns_nics(w->env, glob, names, KNOB_NICS_MAX, &n);
+	out[0] = '\0';
+	if (r == 0 || r == -ENOSPC) {
+		for (size_t i = 0; i < n; i++) {
+			size_t l = strlen(names[i]);
+
+			if (off + l + 2 > outlen) {
+				r = -ENOSPC;
+				break;
+			}
+			off += (size_t)snprintf(out + off, outlen - off, "%s%s", off ? " " : "", names[i]);
+		}
+	} else {
+		snprintf(out, outlen, "the interfaces matching %.100s: %s", glob, strerror(-r));
+	}
+	free(names);
+	return r;
+}
+
 /* Datagram BUF (LEN bytes) of the read channel: its id into *ID, the result with WHY (a READ's value). */
 static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32_t *id, int *fd, char *why,
 			size_t whylen)
@@ -499,6 +537,8 @@ static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32
 			return -EOPNOTSUPP;
 		}
 		return w->socket(w, m.op, fd, why, whylen);
+	case WMSG_NICS:
+		return nics(w, m.value, why, whylen);
 	case WMSG_RESULT:
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;

@@ -203,6 +203,7 @@ static int child_writer(struct policy_set *set, struct knob_env *env, int fd, in
 	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal;
 	w.socket = test_socket;
 	w.dump = test_dump;
+	w.env = env;
 	uv_timer_init(&loop, &dumping.t);
 	if (writer_init(&w, why, sizeof(why)) != 0)
 		return 5;
@@ -682,6 +683,27 @@ static void test_read_channel(void **state)
 		assert_non_null(strstr(why, "no knob kernel.core_pattern here"));
 		get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 		assert_string_equal(got, "8192\n");
+	}
+	/* The interfaces of nginx's namespace RPS's knobs are named after: the writer's (its root has two NICs with
+	 * queues and a bridge without a device), matched by the policy's glob. */
+	{
+		char names[4][16], cmd[512];
+		size_t nn;
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s/sys/class/net/eth0/queues/rx-0 %s/sys/class/net/eth0/device "
+			 "%s/sys/class/net/eth1/queues/rx-0 %s/sys/class/net/eth1/device %s/sys/class/net/br0/queues/rx-0",
+			 root, root, root, root, root);
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(nssock_nics(rc, "eth*", names, 4, &nn), 0);
+		assert_int_equal(nn, 2);
+		assert_string_equal(names[0], "eth0");
+		assert_string_equal(names[1], "eth1");
+		assert_int_equal(nssock_nics(rc, "*", names, 1, &nn), -ENOSPC);
+		assert_int_equal(nn, 1);
+		assert_int_equal(nssock_nics(rc, "br0", names, 4, &nn), 0); /* named: no device needed */
+		assert_int_equal(nn, 1);
+		assert_int_equal(nssock_nics(rc, "wlan*", names, 4, &nn), 0);
+		assert_int_equal(nn, 0);
 	}
 	ek.ops->release(&ek);
 	rclient_free(rc);
