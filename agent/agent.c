@@ -224,6 +224,13 @@ static int ns_nics(void *ctx, const char *glob, char (*names)[16], size_t max, s
 	return nssock_nics(a->rclient, glob, names, max, n);
 }
 
+static int ns_sysctl(void *ctx, const char *name, char *out, size_t outlen)
+{
+	struct agent *a = ctx;
+
+	return nssock_sysctl(a->rclient, name, out, outlen);
+}
+
 int agent_writer_client(struct agent *a, char *err, size_t errlen)
 {
 	/* An nginx change is nginx -t, a reload and the wait for its new workers, each bounded by the timeout. */
@@ -269,6 +276,9 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	/* and the interfaces of nginx's namespace RPS's knobs are named after */
 	a->env.ns_nics = ns_nics;
 	a->env.ns_nics_ctx = a;
+	/* and the doctor's sysctls of nginx's namespace */
+	a->env.sysctl = ns_sysctl;
+	a->env.sysctl_ctx = a;
 	return 0;
 }
 

@@ -383,6 +383,7 @@ static void end_writer(struct agent *a)
 	}
 	a->env.dump = NULL;
 	a->env.ns_nics = NULL;
+	a->env.sysctl = NULL;
 	wdump_free(a->wdump); /* before the client, whose requests it cancels */
 	a->wdump = NULL;
 	if (a->wclient) {

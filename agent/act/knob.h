@@ -57,6 +57,10 @@ struct knob_env {
 	 * NULL: found here. */
 	int (*ns_nics)(void *ctx, const char *glob, char (*names)[16], size_t max, size_t *n);
 	void *ns_nics_ctx;
+	/* A net.* sysctl as nginx's namespace has it, read elsewhere (the writer's: the doctor's facts): its integers,
+	 * blank-separated, into OUT; 0 or -errno. NULL: read here, by the sysctl driver. */
+	int (*sysctl)(void *ctx, const char *name, char *out, size_t outlen);
+	void *sysctl_ctx;
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */

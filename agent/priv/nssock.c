@@ -116,6 +116,22 @@ int nssock_nics(struct rclient *rc, const char *glob, char (*names)[16], size_t 
 	return r;
 }
 
+int nssock_sysctl(struct rclient *rc, const char *name, char *out, size_t outlen)
+{
+	struct wmsg m = {.type = WMSG_SYSCTL};
+	char text[WMSG_TEXT_MAX];
+	int r;
+
+	if (strlen(name) >= sizeof(m.name))
+		return -EINVAL;
+	strcpy(m.name, name);
+	r = rclient_call(rc, &m, text, sizeof(text), NULL);
+	if (r == 0 && strlen(text) >= outlen)
+		return -ERANGE;
+	snprintf(out, outlen, "%s", text);
+	return r;
+}
+
 int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whylen)
 {
 	struct wmsg m = {.type = WMSG_SOCKET, .op = family == AF_INET6 ? WMSG_SOCKET_TCP6 : WMSG_SOCKET_TCP};

@@ -32,6 +32,9 @@ int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whyl
 /* The interfaces of nginx's namespace GLOB matches, as the writer finds them (its knobs are built from the same; asked
  * on RC, waited for): as knob_ns_nics (0, or -ENOSPC with the first MAX; -errno). */
 int nssock_nics(struct rclient *rc, const char *glob, char (*names)[16], size_t max, size_t *n);
+/* net.* sysctl NAME as nginx's namespace has it, read by the writer (asked on RC, waited for): its integers into OUT;
+ * 0 or -errno. */
+int nssock_sysctl(struct rclient *rc, const char *name, char *out, size_t outlen);
 /* Close what came, forget what is in flight, free S. */
 void nssock_free(struct nssock *s);
 

@@ -29,12 +29,13 @@ static const struct shape {
 	[WMSG_READ] = {F_NAME, F_NONE, 0, 0},
 	[WMSG_PROBE] = {F_NAME, F_NONE, 0, 0},
 	[WMSG_NICS] = {F_VALUE, F_NONE, 0, 0},
+	[WMSG_SYSCTL] = {F_NAME, F_NONE, 0, 0},
 };
 
 static const char *const type_names[] = {
 	[WMSG_SET] = "set", [WMSG_RESTORE] = "restore", [WMSG_NGINX] = "nginx", [WMSG_SOCKET] = "socket",
 	[WMSG_OPEN_LOG] = "open-log", [WMSG_RELOAD] = "reload", [WMSG_RESULT] = "result", [WMSG_READ] = "read",
-	[WMSG_PROBE] = "probe", [WMSG_NICS] = "nics",
+	[WMSG_PROBE] = "probe", [WMSG_NICS] = "nics", [WMSG_SYSCTL] = "sysctl",
 };
 
 const char *wmsg_type_name(enum wmsg_type type)

@@ -45,8 +45,9 @@ enum wmsg_type {
 	WMSG_READ,       /* engine: knob NAME's live value (the answer's TEXT) */
 	WMSG_PROBE,      /* engine: whether knob NAME can be used here (its driver's probe: RESULT, TEXT why not) */
 	WMSG_NICS,       /* engine: the interfaces of nginx's namespace VALUE (a glob) matches (TEXT: names, blank-separated) */
+	WMSG_SYSCTL,     /* engine: net.* sysctl NAME as nginx's namespace has it (TEXT: its integers, blank-separated) */
 };
-#define WMSG_TYPE_LAST WMSG_NICS
+#define WMSG_TYPE_LAST WMSG_SYSCTL
 
 #define WMSG_HELLO "writer ready" /* the writer's first datagram: a WMSG_RESULT of id 0 (writer_hello) */
 
@@ -61,7 +62,7 @@ struct wmsg {
 	uint16_t op;
 	uint32_t id;
 	int32_t result;
-	char name[WMSG_NAME_MAX];   /* SET, RESTORE, READ, PROBE */
+	char name[WMSG_NAME_MAX];   /* SET, RESTORE, READ, PROBE, SYSCTL */
 	char value[WMSG_VALUE_MAX]; /* SET; NICS: the glob */
 	char path[WMSG_PATH_MAX];   /* OPEN_LOG */
 	char text[WMSG_TEXT_MAX];   /* RESULT */

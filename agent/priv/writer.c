@@ -505,6 +505,38 @@ static int nics(struct writer *w, const char *glob, char *out, size_t outlen)
 	return r;
 }
 
+/* SYSCTL: net.* sysctl NAME as nginx's network namespace has it (the doctor's facts: somaxconn, the port range), read
+ * by the sysctl driver in that namespace, as integers into OUT. Only net.*: the engine reads the host's others
+ * itself, and nginx's namespace changes only those. */
+static int sysctl(struct writer *w, const char *name, char *out, size_t outlen)
+{
+	struct knob_policy pol;
+	struct knob k;
+	int r;
+
+	if (strncmp(name, "net.", 4) != 0 || strlen(name) >= sizeof(pol.target)) {
+		snprintf(out, outlen, "%s: only net.* sysctls are read for the engine", name);
+		return -EPERM;
+	}
+	if (!w->env) {
+		snprintf(out, outlen, "no sysctls served by this writer");
+		return -EOPNOTSUPP;
+	}
+	if (!w->busy && w->before && (r = w->before(w, false, out, outlen)) < 0)
+		return -EAGAIN;
+	memset(&pol, 0, sizeof(pol));
+	memset(&k, 0, sizeof(k));
+	snprintf(pol.target, sizeof(pol.target), "%s", name);
+	pol.type = KNOB_T_INTVEC;
+	k.pol = &pol;
+	k.env = w->env;
+	k.ops = &knob_sysctl_ops;
+	r = knob_sysctl_ops.read(&k, out, outlen);
+	if (r < 0)
+		snprintf(out, outlen, "%s: %s", name, strerror(-r));
+	return r;
+}
+
 /* Datagram BUF (LEN bytes) of the read channel: its id into *ID, the result with WHY (a READ's value). */
 static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32_t *id, int *fd, char *why,
 			size_t whylen)
@@ -539,6 +571,8 @@ static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32
 		return w->socket(w, m.op, fd, why, whylen);
 	case WMSG_NICS:
 		return nics(w, m.value, why, whylen);
+	case WMSG_SYSCTL:
+		return sysctl(w, m.name, why, whylen);
 	case WMSG_RESULT:
 		snprintf(why, whylen, "the engine sent an answer");
 		return -EPROTO;

@@ -20,7 +20,8 @@ static struct wmsg msg(enum wmsg_type type, uint16_t op, const char *a, const ch
 	case WMSG_SET: strcpy(m.name, a); strcpy(m.value, b); break;
 	case WMSG_RESTORE:
 	case WMSG_READ:
-	case WMSG_PROBE: strcpy(m.name, a); break;
+	case WMSG_PROBE:
+	case WMSG_SYSCTL: strcpy(m.name, a); break;
 	case WMSG_OPEN_LOG: strcpy(m.path, a); break;
 	case WMSG_NICS: strcpy(m.value, a); break;
 	case WMSG_RESULT: strcpy(m.text, a); m.result = -EPERM; break;
@@ -51,6 +52,7 @@ static void test_round_trip(void **state)
 		msg(WMSG_PROBE, 0, "sched_slice", NULL),
 		msg(WMSG_NICS, 0, "eth*", NULL),
 		msg(WMSG_NICS, 0, "", NULL), /* every NIC */
+		msg(WMSG_SYSCTL, 0, "net.ipv4.ip_local_port_range", NULL),
 	};
 	uint8_t buf[WMSG_MAX];
 	char err[128];
@@ -93,7 +95,8 @@ static void test_encode_refuses(void **state)
 		msg(WMSG_OPEN_LOG, 0, "access.log", NULL),        /* not absolute */
 		msg(WMSG_RESULT, 0, "a\x1b[2J", NULL),            /* ESC */
 		msg((enum wmsg_type)0, 0, NULL, NULL),
-		msg((enum wmsg_type)11, 0, NULL, NULL),
+		msg((enum wmsg_type)12, 0, NULL, NULL),
+		msg(WMSG_SYSCTL, 0, "net/core", NULL),            /* a path as a name */
 		msg(WMSG_NICS, 0, "eth\n", NULL),                 /* a control character */
 		msg(WMSG_READ, 0, "", NULL),                      /* no name */
 		msg(WMSG_PROBE, 1, "net.core.somaxconn", NULL),   /* an op where none is */
@@ -137,7 +140,7 @@ static void test_decode_refuses(void **state)
 	} cases[] = {
 		{0x3257584e, WMSG_SET, 0, 0, 1, 1, "a1", 2, "not a message of this version"},
 		{WMSG_MAGIC, 0, 0, 0, 0, 0, "", 0, "unknown type 0"},
-		{WMSG_MAGIC, 11, 0, 0, 0, 0, "", 0, "unknown type 11"},
+		{WMSG_MAGIC, 12, 0, 0, 0, 0, "", 0, "unknown type 12"},
 		{WMSG_MAGIC, WMSG_READ, 0, 0, 1, 1, "a1", 2, "read: no such string in it (1 bytes)"},
 		{WMSG_MAGIC, WMSG_PROBE, 0, 0, 0, 0, "", 0, "a knob name that is not one: 0 bytes"},
 		{WMSG_MAGIC, WMSG_NGINX, 0, 0, 0, 0, "", 0, "nginx: op 0 is none of its ops"},
@@ -182,7 +185,8 @@ static void test_decode_refuses(void **state)
 	assert_string_equal(wmsg_type_name(WMSG_OPEN_LOG), "open-log");
 	assert_string_equal(wmsg_type_name(WMSG_PROBE), "probe");
 	assert_string_equal(wmsg_type_name(WMSG_NICS), "nics");
-	assert_string_equal(wmsg_type_name((enum wmsg_type)11), "?");
+	assert_string_equal(wmsg_type_name(WMSG_SYSCTL), "sysctl");
+	assert_string_equal(wmsg_type_name((enum wmsg_type)12), "?");
 	assert_string_equal(wmsg_type_name((enum wmsg_type)0), "?");
 }
 

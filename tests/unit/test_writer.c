@@ -705,6 +705,21 @@ static void test_read_channel(void **state)
 		assert_int_equal(nssock_nics(rc, "wlan*", names, 4, &nn), 0);
 		assert_int_equal(nn, 0);
 	}
+	/* The doctor's sysctls of nginx's namespace: net.* only, as integers. */
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s/proc/sys/net/ipv4 %s/proc/sys/kernel", root, root);
+		assert_int_equal(system(cmd), 0);
+		put_file("/proc/sys/net/ipv4/ip_local_port_range", "32768\t60999\n");
+		put_file("/proc/sys/kernel/core_pattern", "core\n");
+		assert_int_equal(nssock_sysctl(rc, "net.ipv4.ip_local_port_range", got, sizeof(got)), 0);
+		assert_string_equal(got, "32768 60999");
+		assert_int_equal(nssock_sysctl(rc, "net.ipv4.ip_local_port_range", got, 5), -ERANGE);
+		assert_int_equal(nssock_sysctl(rc, "kernel.core_pattern", why, sizeof(why)), -EPERM);
+		assert_string_equal(why, "kernel.core_pattern: only net.* sysctls are read for the engine");
+		assert_int_equal(nssock_sysctl(rc, "net.core.nonexistent", why, sizeof(why)), -ENOENT);
+	}
 	ek.ops->release(&ek);
 	rclient_free(rc);
 	wclient_free(c);
