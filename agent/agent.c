@@ -240,7 +240,7 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	if (a->writer_pid <= 0)
 		return 0;
 	/* Its start first: a writer that cannot start (its policies, its directory) fails the agent's, before READY. */
-	r = wclient_await_hello(a->writer_fd, (int)timeout, err, errlen);
+	r = a->writer_hello ? 0 : wclient_await_hello(a->writer_fd, (int)timeout, err, errlen);
 	if (r < 0)
 		return r;
 	r = wclient_new(a->loop, a->writer_fd, (int)timeout, &a->wclient);

@@ -60,6 +60,7 @@ struct agent {
 	pid_t writer_pid;         /* [agent] writer: the privileged writer process (priv/writer_main.h), else 0 */
 	int writer_fd;            /* the engine's end of its socket, until the client owns it */
 	int writer_rfd;           /* the engine's end of its read channel, until the client owns it */
+	bool writer_hello;        /* its start was awaited already (before the engine's drop: [agent] user) */
 	struct wclient *wclient;  /* the client of the writer the knobs write through (priv/wclient.h) */
 	struct rclient *rclient;  /* the client of its read channel the knobs read and probe through */
 	struct wdump *wdump;      /* the nginx -T it makes for the engine (priv/wdump.h) */

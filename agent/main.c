@@ -34,6 +34,7 @@
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
+#include "priv/drop.h"
 #include "priv/nssock.h"
 #include "priv/wclient.h"
 #include "priv/wdump.h"
@@ -368,6 +369,30 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* [agent] user: the engine gives up root (priv/drop.h) once the writer has said it started (so that a writer that
+ * could not is still killed), before the store, the API or any thread exists; P was checked before the writer was
+ * forked. */
+static int become_user(struct agent *a, const struct drop_plan *p, char *err, size_t errlen)
+{
+	int r = 0;
+
+	if (a->writer_pid > 0) {
+		r = wclient_await_hello(a->writer_fd, (int)(3 * a->cfg.nginx_timeout_ms + 1000), err, errlen);
+		a->writer_hello = r == 0;
+	}
+	if (r == 0)
+		r = drop_store_files(&a->cfg, p, err, errlen);
+	if (r == 0)
+		r = drop_now(p, err, errlen);
+	if (r == 0) {
+		/* What decides what the agent runs or writes stays root's to decide, as the writer holds it. */
+		config_trust_owner(0);
+		log_info("the engine runs as %s (uid %d), without capabilities; the writer (pid %d) stays root",
+			 p->user, (int)p->uid, (int)a->writer_pid);
+	}
+	return r;
+}
+
 /* The writer's socket closed (it then ends; killed if it never started serving) and the writer waited for. */
 static void end_writer(struct agent *a)
 {
@@ -477,6 +502,7 @@ int main(int argc, char **argv)
 	struct originals_used orig = {0};
 	struct store_options so;
 	struct stat sb;
+	struct drop_plan drop;
 	char err[512];
 	int r, rc = 1;
 
@@ -558,7 +584,16 @@ int main(int argc, char **argv)
 		}
 		notify_use_syslog();
 	}
+	/* [agent] user: checked before anything is made (a writer's directory among others) */
+	if (a->cfg.engine_user[0] && !m.revert && drop_plan(&a->cfg, &drop, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
 	if (a->cfg.writer && !a->cfg.dry_run && !m.revert && start_writer(a, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
+	if (a->cfg.engine_user[0] && !m.revert && become_user(a, &drop, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

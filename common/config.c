@@ -38,6 +38,8 @@ static const struct key keys[] = {
 	{"agent", "dry_run", K_BOOL, F(dry_run), 0, 0},
 	{"agent", "revert_on_stop", K_BOOL, F(revert_on_stop), 0, 0},
 	{"agent", "writer", K_BOOL, F(writer), 0, 0},
+	{"agent", "user", K_NAME, F(engine_user), 0, 0},
+	{"agent", "writer_dir", K_PATH_OPT, F(writer_dir), 0, 0},
 	{"policies", "dir", K_PATH, F(policy_dir), 0, 0},
 	{"policies", "override_dir", K_PATH_OPT, F(policy_override_dir), 0, 0},
 	{"store", "path", K_PATH, F(store_path), 0, 0},
@@ -394,6 +396,18 @@ int config_client_url(const struct config *cfg, size_t i, char *out, size_t outl
 
 /* ---- trust of the files the configuration names ------------------------------------------------------------ */
 
+static int trust_owner = -1; /* besides root, who may own them: -1, the effective user */
+
+void config_trust_owner(uid_t uid)
+{
+	trust_owner = (int)uid;
+}
+
+static uid_t owner(void)
+{
+	return trust_owner >= 0 ? (uid_t)trust_owner : geteuid();
+}
+
 /* A program the agent runs as root: the file it resolves to, every link on the way followed only when trusted (the
  * package manager's alternatives are root's links), so what is checked is the file that runs. A missing program is
  * not a trust problem: running it fails, and says so. */
@@ -404,7 +418,7 @@ static int check_program(const char *name, const char *because, char *err, size_
 
 	if (trust_find_program(name, found, sizeof(found)) < 0)
 		return 0;
-	r = trust_walk(found, geteuid(), TRUST_FOLLOW | TRUST_MAY_BE_ABSENT, because, NULL, err, errlen);
+	r = trust_walk(found, owner(), TRUST_FOLLOW | TRUST_MAY_BE_ABSENT, because, NULL, err, errlen);
 	return r < 0 ? r : 0;
 }
 
@@ -421,7 +435,7 @@ int config_check_trust(const struct config *cfg, const char *path, char *err, si
 	int r;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (files[i].path[0] && (r = trust_check_path(files[i].path, geteuid(), true,
+		if (files[i].path[0] && (r = trust_check_path(files[i].path, owner(), true,
 							      files[i].because, err, errlen)) < 0)
 			return r;
 	if (cfg->nginx_bin[0] && (r = check_program(cfg->nginx_bin, runs, err, errlen)) < 0)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CONFIG_PATH_MAX 512
 #define CONFIG_CLIENT_REQUESTS_MAX 32 /* [client] requests_per_tick */
@@ -34,6 +35,8 @@ struct config {
 	bool dry_run;                       /* knob writes are remembered, never made */
 	bool revert_on_stop;                /* SIGTERM puts every knob back (default: only the change in trial) */
 	bool writer;                        /* knob writes go through a privileged writer process (priv/writer.h) */
+	char engine_user[64];               /* with the writer: the engine drops to this user ("" = stays root) */
+	char writer_dir[CONFIG_PATH_MAX];   /* the writer's journals ("" = writer/ beside the store) */
 	/* [policies] */
 	char policy_dir[CONFIG_PATH_MAX];   /* shipped policies */
 	char policy_override_dir[CONFIG_PATH_MAX]; /* local overrides, same file name replaces */
@@ -104,5 +107,8 @@ int config_client_url(const struct config *cfg, size_t i, char *out, size_t outl
  * "FILE: why: refused (...)" in ERR. ngxctl, which runs nothing as root, does not call it.
  */
 int config_check_trust(const struct config *cfg, const char *path, char *err, size_t errlen);
+/* From now on the files config_check_trust checks may be UID's besides root's (default: the effective user's; the
+ * engine that gave up root sets 0, so that it takes no file the writer would refuse). */
+void config_trust_owner(uid_t uid);
 
 #endif

@@ -64,14 +64,23 @@ static void on_hup(int sig)
 	reload_asked = 1;
 }
 
+int writer_dir_path(const struct config *cfg, char *out, size_t outlen)
+{
+	char dir[CONFIG_PATH_MAX];
+
+	if (cfg->writer_dir[0])
+		return (size_t)snprintf(out, outlen, "%s", cfg->writer_dir) < outlen ? 0 : -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%s", cfg->store_path);
+	return (size_t)snprintf(out, outlen, "%s/%s", dirname(dir), WRITER_DIR_NAME) < outlen ? 0 : -ENAMETOOLONG;
+}
+
 int writer_dir_open(const struct config *cfg, char *shown, size_t shownlen, char *err, size_t errlen)
 {
-	char dir[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 32];
+	char path[CONFIG_PATH_MAX + 32];
 	struct stat st;
 	int fd, r;
 
-	snprintf(dir, sizeof(dir), "%s", cfg->store_path);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dirname(dir), WRITER_DIR_NAME) >= sizeof(path)) {
+	if (writer_dir_path(cfg, path, sizeof(path)) < 0) {
 		snprintf(err, errlen, "the store's path %s is too long for the writer's directory beside it",
 			 cfg->store_path);
 		return -ENAMETOOLONG;

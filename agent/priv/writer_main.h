@@ -24,8 +24,10 @@
  * configuration again from CONFIG_PATH (MUST_EXIST as -c gave it; ROOT_OVERRIDE, --root, kept over it). */
 int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd,
 		int rfd);
+/* The writer's directory of CFG into OUT: [agent] writer_dir, else WRITER_DIR_NAME beside the store. 0 or -ENAMETOOLONG. */
+int writer_dir_path(const struct config *cfg, char *out, size_t outlen);
 /*
- * The writer's directory, WRITER_DIR_NAME in the store's directory, made (0700, its parents as the store makes them)
+ * The writer's directory ([agent] writer_dir, else WRITER_DIR_NAME in the store's directory), made (0700, its parents as the store makes them)
  * when missing, opened without following a link and checked by that descriptor: a directory of the writer's own
  * user that no group or other may enter. Its descriptor (O_CLOEXEC), or -errno with ERR; its path into SHOWN. The
  * journals are then reached through the descriptor (/proc/self/fd/N/...), never again by a name that whoever may

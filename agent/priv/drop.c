@@ -1,0 +1,204 @@
+/*
+ * drop: see drop.h.
+ */
+#include "build-config.h"
+
+#include "priv/drop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "priv/writer_main.h"
+
+/* PATH's directory into OUT. */
+static void parent_of(const char *path, char *out, size_t outlen)
+{
+	char dir[CONFIG_PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(out, outlen, "%s", dirname(dir));
+}
+
+/* Whether directory DIR (not followed if a link) is UID's: 0, or -errno with ERR naming WHAT and the fix. */
+static int owned(const char *dir, const char *what, const struct drop_plan *p, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0) {
+		snprintf(err, errlen, "[agent] user = %s: %s %s: %s (make it: install -d -o %s %s)", p->user, what, dir,
+			 strerror(errno), p->user, dir);
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != p->uid) {
+		snprintf(err, errlen, "[agent] user = %s: %s %s must be a directory of %s's (it is %s uid %d's): chown %s %s",
+			 p->user, what, dir, p->user, S_ISDIR(st.st_mode) ? "a directory of" : "not a directory, but",
+			 (int)st.st_uid, p->user, dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Whether PATH is DIR or lies under it, both as the kernel resolves them (their deepest existing ancestor's). */
+static bool inside(const char *path, const char *dir)
+{
+	char p[PATH_MAX], d[PATH_MAX], cur[PATH_MAX];
+	size_t n, cut;
+
+	if (!realpath(dir, d) || strlen(path) >= sizeof(cur))
+		return false;
+	strcpy(cur, path);
+	cut = strlen(cur);
+	/* The writer's directory may not exist yet: resolve what does, and put the rest back on. */
+	for (;;) {
+		char *slash;
+
+		cur[cut] = '\0';
+		if (realpath(cur, p))
+			break;
+		slash = strrchr(cur, '/');
+		if (!slash || slash == cur)
+			return false;
+		cut = (size_t)(slash - cur);
+	}
+	if (strlen(p) + strlen(path + cut) >= sizeof(p))
+		return false;
+	strcat(p, path + cut);
+	n = strlen(d);
+	return strcmp(d, "/") == 0 || (strncmp(p, d, n) == 0 && (p[n] == '\0' || p[n] == '/'));
+}
+
+int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t errlen)
+{
+	char store_dir[CONFIG_PATH_MAX], wdir[CONFIG_PATH_MAX + 16], sock_dir[CONFIG_PATH_MAX];
+	struct passwd *pw;
+	struct group *adm;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->user, sizeof(p->user), "%s", cfg->engine_user);
+	if (!cfg->writer || cfg->dry_run) {
+		snprintf(err, errlen, "[agent] user = %s needs the writer ([agent] writer = yes, not a dry run): it makes "
+			 "the writes the engine may no longer make", p->user);
+		return -EINVAL;
+	}
+	errno = 0;
+	pw = getpwnam(p->user);
+	if (!pw) {
+		snprintf(err, errlen, "[agent] user = %s: no such user%s%s", p->user, errno ? ": " : "",
+			 errno ? strerror(errno) : " (the package makes ngx-autotune)");
+		return errno ? -errno : -ENOENT;
+	}
+	if (pw->pw_uid == 0) {
+		snprintf(err, errlen, "[agent] user = %s: uid 0 is root, no user to drop to", p->user);
+		return -EINVAL;
+	}
+	p->uid = pw->pw_uid;
+	p->gid = pw->pw_gid;
+	p->groups[p->ngroups++] = pw->pw_gid;
+	adm = getgrnam("adm");
+	if (adm && adm->gr_gid != pw->pw_gid)
+		p->groups[p->ngroups++] = adm->gr_gid;
+	parent_of(cfg->store_path, store_dir, sizeof(store_dir));
+	r = owned(store_dir, "the store's directory", p, err, errlen);
+	if (r < 0)
+		return r;
+	if (writer_dir_path(cfg, wdir, sizeof(wdir)) < 0 || inside(wdir, store_dir)) {
+		snprintf(err, errlen, "[agent] user = %s: the writer's directory %s is in the store's directory %s, where "
+			 "%s may rename it (and put back an older journal of originals): set [agent] writer_dir outside it",
+			 p->user, wdir, store_dir, p->user);
+		return -EPERM;
+	}
+	parent_of(cfg->socket_path, sock_dir, sizeof(sock_dir));
+	return owned(sock_dir, "the API socket's directory", p, err, errlen);
+}
+
+int drop_store_files(const struct config *cfg, const struct drop_plan *p, char *err, size_t errlen)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal", ".lock", ".originals",
+						".originals.compact"};
+	char path[CONFIG_PATH_MAX + 32];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", cfg->store_path, suffixes[i]);
+		if (lstat(path, &st) < 0) {
+			if (errno == ENOENT)
+				continue;
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			return -errno;
+		}
+		/* Only a regular file of root's (an offline revert's, an older version's): a link is not followed. */
+		if (!S_ISREG(st.st_mode) || st.st_uid != 0)
+			continue;
+		if (fchownat(AT_FDCWD, path, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			snprintf(err, errlen, "chown %s %s: %s", p->user, path, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/* The capability sets of this process from /proc/self/status: whether they are all empty. */
+static bool no_capabilities(void)
+{
+	char line[256];
+	bool empty = true;
+	int seen = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "CapInh: %llx", &v) == 1 || sscanf(line, "CapPrm: %llx", &v) == 1 ||
+		    sscanf(line, "CapEff: %llx", &v) == 1 || sscanf(line, "CapBnd: %llx", &v) == 1 ||
+		    sscanf(line, "CapAmb: %llx", &v) == 1) {
+			seen++;
+			empty = empty && v == 0;
+		}
+	}
+	fclose(f);
+	return seen == 5 && empty;
+}
+
+int drop_now(const struct drop_plan *p, char *err, size_t errlen)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	/* The bounding set first: emptying it needs CAP_SETPCAP, which the change of uid takes away. */
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+			snprintf(err, errlen, "drop capability %d from the bounding set: %s", cap, strerror(errno));
+			return -errno;
+		}
+	if (setgroups(p->ngroups, p->groups) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
+	    setresuid(p->uid, p->uid, p->uid) < 0) {
+		snprintf(err, errlen, "become %s (uid %d, gid %d): %s", p->user, (int)p->uid, (int)p->gid, strerror(errno));
+		return -errno;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		snprintf(err, errlen, "no_new_privs: %s", strerror(errno));
+		return -errno;
+	}
+	/* Checked, not assumed: root back, or a capability left, is a drop that did not take. */
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != p->uid || eu != p->uid ||
+	    su != p->uid || rg != p->gid || eg != p->gid || sg != p->gid || setuid(0) == 0 || !no_capabilities()) {
+		snprintf(err, errlen, "the drop to %s did not take (uids %d %d %d, or a capability left)", p->user, (int)ru,
+			 (int)eu, (int)su);
+		return -EPERM;
+	}
+	return 0;
+}

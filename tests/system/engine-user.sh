@@ -1,0 +1,150 @@
+#!/bin/bash
+# The engine without root (issue 22, [agent] user): the real agent against a real nginx in its own network namespace,
+# the engine dropped to a user the test makes, the writer root. Checked:
+#   1. the engine's credentials as the kernel has them: the user's uid and gid in every slot, group adm, no
+#      capability in any set, no_new_privs; the writer uid 0 with its capabilities;
+#   2. it still sees everything: every probe ok (stub_status and the synthetic client on the writer's TCP sockets,
+#      inet_diag on its netlink sockets), the knobs readable (through the read channel), the doctor's nginx -T and
+#      its sysctls of nginx's namespace;
+#   3. it still tunes: a change of net.core.somaxconn in nginx's namespace proposed to the engine and made by the
+#      writer, then reverted;
+#   4. with the engine's exact credentials, a process can neither write that sysctl nor gain root from a
+#      set-user-ID root program (the same program without no_new_privs does: the check can fail);
+#   5. the store's files are the user's, the writer's directory root's and outside the store's; a store file an
+#      offline revert left as root's is given back at the next start; a writer_dir inside the store's directory
+#      is refused with why;
+#   6. SIGTERM: the engine exits 0 and the writer with it.
+TEST_NAME=engine-user
+. "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
+need_root
+need_cmd nginx jq curl ip setpriv useradd userdel
+NS=ngxat-eu-$$
+PORT=18631
+U=ngxat-eu$$
+
+useradd --system --no-create-home --user-group --shell /usr/sbin/nologin "$U" || fail "cannot make user $U"
+CLEANUP+=("userdel $U")
+UID_=$(id -u "$U")
+GID_=$(id -g "$U")
+ADM=$(getent group adm | cut -d: -f3)
+[ -n "$ADM" ] || fail "this host has no group adm (Debian has it)"
+chmod 711 "$TMP" # the engine goes through it to its own directories, as through /var/lib and /run
+start_nginx_ns "$NS" $PORT || fail "could not start nginx in namespace $NS"
+install -d -o "$U" -g "$U" -m 750 "$TMP/engine" "$TMP/run"
+cp -r "$srcdir/policies" "$TMP/policies" # the source tree may be in a directory the user cannot enter
+agent_conf "$TMP/agent.conf" $PORT 500ms
+sed -i -e "s|^socket = .*|socket = $TMP/run/api.sock|" -e "s|^path = .*|path = $TMP/engine/ngx-autotune.db|" \
+	-e "s|^dir = .*|dir = $TMP/policies|" -e "s|^\[agent\]|[agent]\nuser = $U\nwriter_dir = $TMP/writer|" \
+	"$TMP/agent.conf"
+api() { curl -sS --max-time 5 --unix-socket "$TMP/run/api.sock" "http://localhost$1"; }
+ctl() { "$NGXCTL" -s "$TMP/run/api.sock" "$@"; }
+
+# 5 first, on a store an agent that ran as root made (an older version's, or one without [agent] user), with the
+# originals file an offline revert leaves.
+grep -v "^user = " "$TMP/agent.conf" >"$TMP/root.conf"
+"$AGENT" --foreground -c "$TMP/root.conf" >"$TMP/root.log" 2>&1 &
+rootpid=$!
+wait_for 20 test -S "$TMP/run/api.sock" || fail "the agent as root did not start: $(tail -3 "$TMP/root.log")"
+kill -TERM $rootpid
+wait $rootpid || fail "the agent as root did not stop cleanly"
+install -m 600 /dev/null "$TMP/engine/ngx-autotune.db.originals"
+[ "$(stat -c %u "$TMP/engine/ngx-autotune.db")" = 0 ] || fail "the root agent's store is not root's"
+# A writer_dir in the store's directory: refused, before anything is opened.
+sed "s|^writer_dir = .*|writer_dir = $TMP/engine/writer|" "$TMP/agent.conf" >"$TMP/bad.conf"
+"$AGENT" --foreground -c "$TMP/bad.conf" >"$TMP/bad.log" 2>&1 && fail "a writer_dir in the store's directory was taken"
+grep -q "the writer's directory $TMP/engine/writer is in the store's directory $TMP/engine, where $U may rename it" \
+	"$TMP/bad.log" || fail "the refusal does not say why: $(cat "$TMP/bad.log")"
+ok "a writer_dir inside the store's directory is refused: $(grep -o 'set \[agent\] writer_dir.*' "$TMP/bad.log")"
+
+"$NOTIFY_LISTEN" "$TMP/run/notify.sock" 600 >"$TMP/notify.log" &
+CLEANUP+=("kill $!")
+wait_for 5 test -S "$TMP/run/notify.sock" || fail "notify-listen did not start"
+chmod 666 "$TMP/run/notify.sock" # systemd's is writable by the unit's processes
+NOTIFY_SOCKET="$TMP/run/notify.sock" "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+wait_for 30 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1: $(tail -5 "$TMP/agent.log")"
+WRITER=$(pgrep -P "$AGENT_PID" | head -1)
+[ -n "$WRITER" ] || fail "no writer under the agent"
+grep -q "the engine runs as $U (uid $UID_), without capabilities; the writer (pid $WRITER) stays root" "$TMP/agent.log" ||
+	fail "the log does not say the engine dropped: $(grep -i 'engine\|writer' "$TMP/agent.log")"
+
+status() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/status"; }
+[ "$(status "$AGENT_PID" Uid)" = "$UID_ $UID_ $UID_ $UID_" ] || fail "the engine's uids: $(status "$AGENT_PID" Uid)"
+[ "$(status "$AGENT_PID" Gid)" = "$GID_ $GID_ $GID_ $GID_" ] || fail "the engine's gids: $(status "$AGENT_PID" Gid)"
+groups=$(status "$AGENT_PID" Groups)
+[ "$(tr ' ' '\n' <<<"$groups" | grep -c .)" -le 2 ] && grep -qw "$ADM" <<<"$groups" ||
+	fail "the engine's groups: $groups (its own and adm $ADM)"
+for c in CapInh CapPrm CapEff CapBnd CapAmb; do
+	[ "$(status "$AGENT_PID" $c)" = 0000000000000000 ] || fail "the engine's $c: $(status "$AGENT_PID" $c)"
+done
+[ "$(status "$AGENT_PID" NoNewPrivs)" = 1 ] || fail "the engine has no no_new_privs"
+[ "$(status "$WRITER" Uid)" = "0 0 0 0" ] && [ "$(status "$WRITER" CapEff)" != 0000000000000000 ] ||
+	fail "the writer is not root with its capabilities: $(status "$WRITER" Uid) $(status "$WRITER" CapEff)"
+ok "1. the engine runs as $U ($UID_:$GID_, groups $groups), no capability in any set, no_new_privs; the writer root"
+
+wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/status |
+	jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
+	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
+api /v1/frames?since=-10 | jq -e '[.frames[].values["nginx.active"] | select(. != null)] | length > 0' >/dev/null ||
+	fail "no stub_status figures"
+api /v1/frames?since=-10 | jq -e "[.frames[].values[\"listen.$PORT.backlog\"] | select(. == 511)] | length > 0" \
+	>/dev/null || fail "no listen queue of :$PORT from inet_diag in nginx's namespace"
+[ "$(api /v1/knobs | jq -r '.knobs[] | select(.name == "net.core.somaxconn") | .state')" = ok ] ||
+	fail "net.core.somaxconn is not readable: $(api /v1/knobs | jq -c '.knobs[] | select(.name == "net.core.somaxconn")')"
+api /v1/knobs | jq -e '[.knobs[] | select(.kind == "nginx_directive" and .state == "ok")] | length > 0' >/dev/null ||
+	fail "no nginx knob readable: $(api /v1/knobs | jq -c '[.knobs[] | select(.kind == "nginx_directive")][:3]')"
+wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/advisories | jq -e '.checked_ms > 0'" ||
+	fail "the doctor did not run"
+ctl doctor --json >"$TMP/doctor.json" || true
+jq -e '[.advisories[] | select(.id == "doctor.nginx_config")] | length == 0' "$TMP/doctor.json" >/dev/null ||
+	fail "the doctor could not read nginx's configuration: $(jq -c '.advisories' "$TMP/doctor.json")"
+jq -e '[.advisories[].id] | any(. == "nginx.listen_backlog_default")' "$TMP/doctor.json" >/dev/null ||
+	fail "the doctor did not check the configuration: $(jq -c '[.advisories[].id]' "$TMP/doctor.json")"
+ok "2. every probe ok (stub_status, inet_diag of nginx's namespace), knobs read, the doctor's nginx -T read"
+
+ns_somaxconn() { ip netns exec "$NS" cat /proc/sys/net/core/somaxconn; }
+before=$(ns_somaxconn)
+want=$((before * 2))
+ctl propose --now "net.core.somaxconn=$want" --why "engine-user test" >"$TMP/propose.out" 2>&1 ||
+	fail "propose failed: $(cat "$TMP/propose.out")"
+wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $want ]" ||
+	fail "somaxconn in nginx's namespace is $(ns_somaxconn), not $want"
+id=$(grep -o 'change [0-9]*' "$TMP/propose.out" | head -1 | cut -d' ' -f2)
+ctl revert "$id" >"$TMP/revert.out" 2>&1 || fail "revert of change $id failed: $(cat "$TMP/revert.out")"
+wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $before ]" ||
+	fail "somaxconn not put back: $(ns_somaxconn), was $before"
+ok "3. somaxconn $before -> $want in nginx's namespace and back, made by the writer for the engine"
+
+# The engine's exact credentials, from the kernel.
+as_engine() {
+	setpriv --reuid="$UID_" --regid="$GID_" --groups="$(tr ' \t' ',,' <<<"$groups" | sed 's/,*$//')" \
+		--inh-caps=-all --bounding-set=-all "$@"
+}
+if ip netns exec "$NS" setpriv --reuid="$UID_" --regid="$GID_" --groups="$(tr ' \t' ',,' <<<"$groups" | sed 's/,*$//')" \
+	--inh-caps=-all --bounding-set=-all --no-new-privs sh -c 'echo 1234 >/proc/sys/net/core/somaxconn' 2>"$TMP/w.err"; then
+	fail "a process with the engine's credentials wrote somaxconn"
+fi
+[ "$(ns_somaxconn)" = "$before" ] || fail "somaxconn changed to $(ns_somaxconn)"
+install -m 4755 -o root "$(command -v id)" "$TMP/suid-id"
+with=$(as_engine --no-new-privs "$TMP/suid-id" -u)
+without=$(as_engine "$TMP/suid-id" -u)
+[ "$with" = "$UID_" ] || fail "a set-user-ID root program ran as uid $with with no_new_privs"
+[ "$without" = 0 ] || fail "the control without no_new_privs did not gain root (euid $without): the check proves nothing"
+ok "4. with the engine's credentials: somaxconn not written ($(head -c 80 "$TMP/w.err")), a set-user-ID root program runs as $with (without no_new_privs: $without)"
+
+for f in ngx-autotune.db ngx-autotune.db.lock ngx-autotune.db.originals; do
+	[ "$(stat -c %U "$TMP/engine/$f")" = "$U" ] || fail "$f is $(stat -c %U "$TMP/engine/$f")'s, not $U's"
+done
+[ "$(stat -c '%U %a' "$TMP/writer")" = "root 700" ] || fail "the writer's directory is $(stat -c '%U %a' "$TMP/writer")"
+[ -s "$TMP/writer/originals" ] || fail "the writer journaled no original"
+ok "5. the store's files (a root agent's database, an offline revert's originals) are $U's; the writer's journal root's, 0700, outside"
+
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID"
+rc=$?
+[ $rc = 0 ] || fail "the engine exited $rc after SIGTERM: $(tail -5 "$TMP/agent.log")"
+wait_for 5 sh -c "! kill -0 $WRITER 2>/dev/null" || fail "the writer $WRITER outlived the engine"
+ok "6. SIGTERM: the engine exits 0, the writer ends with it"
+echo "1..$checks"
