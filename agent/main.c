@@ -381,6 +381,8 @@ static int become_user(struct agent *a, const struct drop_plan *p, char *err, si
 		a->writer_hello = r == 0;
 	}
 	if (r == 0)
+		r = api_tokens_preload(&a->cfg, err, errlen);
+	if (r == 0)
 		r = drop_store_files(&a->cfg, p, err, errlen);
 	if (r == 0)
 		r = drop_now(p, err, errlen);

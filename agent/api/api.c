@@ -803,6 +803,28 @@ static void set_tokens(struct api *api, struct api_tokens *t)
 	api->tokens = t;
 }
 
+/* The token file as root read it before the engine gave up root (api_tokens_preload), for a start that cannot. */
+static struct api_tokens *preloaded;
+
+int api_tokens_preload(const struct config *cfg, char *err, size_t errlen)
+{
+	struct api_tokens *t;
+	int r;
+
+	if (!cfg->api_listen[0] || !cfg->api_token_file[0])
+		return 0;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
+	if (r < 0) {
+		free(t);
+		return r == -ENOENT ? 0 : r;
+	}
+	preloaded = t;
+	return 0;
+}
+
 /* The tokens of CFG's token file into API (kept as they were on failure). 0 or -errno with ERR. */
 static int load_tokens(struct api *api, const struct config *cfg, char *err, size_t errlen)
 {
@@ -818,6 +840,18 @@ static int load_tokens(struct api *api, const struct config *cfg, char *err, siz
 	if (!t)
 		return -ENOMEM;
 	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
+	if (r == -EACCES && preloaded) {
+		/* root's file, which the engine's user may not read: as root read it at start */
+		free(t);
+		t = preloaded;
+		preloaded = NULL;
+		r = 0;
+	}
+	if (preloaded) { /* read now: the start's copy is not needed */
+		api_tokens_clear(preloaded);
+		free(preloaded);
+		preloaded = NULL;
+	}
 	if (r < 0 && r != -ENOENT) {
 		free(t);
 		return r;

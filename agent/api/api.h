@@ -24,6 +24,10 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen);
 /* What api_start would refuse in CFG's [api] section that the configuration cannot see (the token file). For -n.
  * 0 or -errno with ERR. */
 int api_check_config(const struct config *cfg, char *err, size_t errlen);
+/* With [api] listen: the token file read now (as root, before the engine gives up root), for api_start to take when
+ * the engine's user may not read it (a file of root's, mode 0600; a reload then keeps these tokens: give the file
+ * to the user to have reloads read it again). 0, or -errno with ERR (a file that is not one to trust). */
+int api_tokens_preload(const struct config *cfg, char *err, size_t errlen);
 /* A reload: the token file is read again (the old tokens stay if it is bad); a new [api] listen opens, moves or
  * closes the TCP listener (bound before the old socket closes); one that cannot be put in force is logged and the
  * address in force is put back into CFG. */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "priv/writer_main.h"
 
 /* PATH's directory into OUT. */
@@ -28,6 +29,40 @@ static void parent_of(const char *path, char *out, size_t outlen)
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	snprintf(out, outlen, "%s", dirname(dir));
+}
+
+/* Whether DIR is one of the directories systemd made for this unit, as ENV ($STATE_DIRECTORY, $RUNTIME_DIRECTORY:
+ * colon-separated absolute paths) lists them. */
+static bool systemd_dir(const char *dir, const char *env)
+{
+	const char *v = getenv(env), *p;
+	size_t n = strlen(dir);
+
+	for (p = v; p && *p; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL)
+		if (strncmp(p, dir, n) == 0 && (p[n] == ':' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* DIR made (0750) or given to P's user when systemd made it, or its parent, for this unit (ENV): a directory of the
+ * unit's own, which no configured path can turn into /var/lib or /run. Nothing done elsewhere. */
+static int adopt_dir(const char *dir, const char *env, const struct drop_plan *p)
+{
+	char parent[CONFIG_PATH_MAX];
+	struct stat st;
+	bool own = systemd_dir(dir, env), child;
+
+	parent_of(dir, parent, sizeof(parent));
+	child = !own && systemd_dir(parent, env);
+	if (!own && !child)
+		return 0;
+	if (child && lstat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0750) < 0)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid == p->uid)
+		return 0;
+	return fchownat(AT_FDCWD, dir, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
 /* Whether directory DIR (not followed if a link) is UID's: 0, or -errno with ERR naming WHAT and the fix. */
@@ -110,6 +145,14 @@ int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t e
 	if (adm && adm->gr_gid != pw->pw_gid)
 		p->groups[p->ngroups++] = adm->gr_gid;
 	parent_of(cfg->store_path, store_dir, sizeof(store_dir));
+	parent_of(cfg->socket_path, sock_dir, sizeof(sock_dir));
+	/* Under systemd, the unit's own directories are made the user's (the package names a store directory in its
+	 * StateDirectory, the socket in its RuntimeDirectory, which systemd makes root's at each start). */
+	if ((r = adopt_dir(store_dir, "STATE_DIRECTORY", p)) < 0 || (r = adopt_dir(sock_dir, "RUNTIME_DIRECTORY", p)) < 0) {
+		snprintf(err, errlen, "[agent] user = %s: cannot give the unit's directories to %s: %s", p->user, p->user,
+			 strerror(-r));
+		return r;
+	}
 	r = owned(store_dir, "the store's directory", p, err, errlen);
 	if (r < 0)
 		return r;
@@ -119,17 +162,50 @@ int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t e
 			 p->user, wdir, store_dir, p->user);
 		return -EPERM;
 	}
-	parent_of(cfg->socket_path, sock_dir, sizeof(sock_dir));
 	return owned(sock_dir, "the API socket's directory", p, err, errlen);
+}
+
+static const char *const suffixes[] = {"", "-wal", "-shm", "-journal", ".lock", ".originals", ".originals.compact"};
+
+/* A version without [agent] user kept the store at the top of the unit's StateDirectory: when the store is in a
+ * directory in it and has no database yet, the old one's files move there (same file system: renamed). */
+static int adopt_old_store(const struct config *cfg, char *err, size_t errlen)
+{
+	char dir[CONFIG_PATH_MAX], top[CONFIG_PATH_MAX], name[CONFIG_PATH_MAX], from[2 * CONFIG_PATH_MAX + 32];
+	char to[CONFIG_PATH_MAX + 32];
+	struct stat st;
+
+	parent_of(cfg->store_path, dir, sizeof(dir));
+	parent_of(dir, top, sizeof(top));
+	snprintf(name, sizeof(name), "%s", cfg->store_path + strlen(dir) + 1);
+	snprintf(from, sizeof(from), "%s/%s", top, name);
+	if (!systemd_dir(top, "STATE_DIRECTORY") || lstat(cfg->store_path, &st) == 0 || lstat(from, &st) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(from, sizeof(from), "%s/%s%s", top, name, suffixes[i]);
+		snprintf(to, sizeof(to), "%s%s", cfg->store_path, suffixes[i]);
+		if (lstat(from, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (rename(from, to) < 0) {
+			snprintf(err, errlen, "move the store of an earlier version, %s, to %s: %s", from, to,
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	return 1;
 }
 
 int drop_store_files(const struct config *cfg, const struct drop_plan *p, char *err, size_t errlen)
 {
-	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal", ".lock", ".originals",
-						".originals.compact"};
 	char path[CONFIG_PATH_MAX + 32];
 	struct stat st;
+	int r = adopt_old_store(cfg, err, errlen);
 
+	if (r < 0)
+		return r;
+	if (r > 0)
+		log_notice("the store of an earlier version moved to %s, a directory of %s's", cfg->store_path, p->user);
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", cfg->store_path, suffixes[i]);
 		if (lstat(path, &st) < 0) {

@@ -37,6 +37,11 @@ agent_conf "$TMP/agent.conf" $PORT 500ms
 sed -i -e "s|^socket = .*|socket = $TMP/run/api.sock|" -e "s|^path = .*|path = $TMP/engine/ngx-autotune.db|" \
 	-e "s|^dir = .*|dir = $TMP/policies|" -e "s|^\[agent\]|[agent]\nuser = $U\nwriter_dir = $TMP/writer|" \
 	"$TMP/agent.conf"
+# The TCP listener's tokens in a file of root's, mode 0600, as the README says to make it: read as root at start.
+SECRET=eu-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf 'ops:%s\n' "$SECRET" >"$TMP/api.tokens"
+chmod 600 "$TMP/api.tokens"
+printf '[api]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n' $((PORT + 1)) "$TMP/api.tokens" >>"$TMP/agent.conf"
 api() { curl -sS --max-time 5 --unix-socket "$TMP/run/api.sock" "http://localhost$1"; }
 ctl() { "$NGXCTL" -s "$TMP/run/api.sock" "$@"; }
 
@@ -102,7 +107,13 @@ jq -e '[.advisories[] | select(.id == "doctor.nginx_config")] | length == 0' "$T
 	fail "the doctor could not read nginx's configuration: $(jq -c '.advisories' "$TMP/doctor.json")"
 jq -e '[.advisories[].id] | any(. == "nginx.listen_backlog_default")' "$TMP/doctor.json" >/dev/null ||
 	fail "the doctor did not check the configuration: $(jq -c '[.advisories[].id]' "$TMP/doctor.json")"
-ok "2. every probe ok (stub_status, inet_diag of nginx's namespace), knobs read, the doctor's nginx -T read"
+tcp() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
+[ "$(tcp -X POST -H "Authorization: Bearer $SECRET" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/pause")" = 200 ] &&
+	[ "$(tcp -X POST -H "Authorization: Bearer $SECRET" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/resume")" = 200 ] ||
+	fail "the TCP listener did not take the token of root's token file"
+[ "$(tcp -X POST -H "Authorization: Bearer ${SECRET}x" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/pause")" = 401 ] ||
+	fail "a wrong token was taken"
+ok "2. every probe ok (stub_status, inet_diag of nginx's namespace), knobs read, the doctor's nginx -T read; root's token file (0600) read at start"
 
 ns_somaxconn() { ip netns exec "$NS" cat /proc/sys/net/core/somaxconn; }
 before=$(ns_somaxconn)
