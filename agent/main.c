@@ -297,15 +297,20 @@ struct modes {
 	bool setup, apply, revert_setup, force;
 };
 
-/* --setup / --revert-setup: nginx's files and agent.conf, journaled beside the store; no store, no lock. */
+/* --setup / --revert-setup: nginx's files and agent.conf, journaled beside the writer's directory (root's: its
+ * backups are what root puts back into nginx's files, so never in the directory of an engine that gave up root; by
+ * default the store's); no store, no lock. */
 static int run_setup(struct agent *a, const struct modes *m)
 {
-	char state[CONFIG_PATH_MAX], err[1024], *slash;
+	char state[CONFIG_PATH_MAX + 32], err[1024], *slash;
 	struct setup_opts o = {.cfg = &a->cfg, .config_path = a->config_path, .state_dir = state, .apply = m->apply,
 			       .force = m->force, .out = stdout};
 	int r;
 
-	snprintf(state, sizeof(state), "%s", a->cfg.store_path);
+	if (writer_dir_path(&a->cfg, state, sizeof(state)) < 0) {
+		fprintf(stderr, "ngx-autotune: setup: the writer's directory of %s is too long\n", a->cfg.store_path);
+		return 1;
+	}
 	slash = strrchr(state, '/');
 	if (slash && slash != state)
 		*slash = '\0';

@@ -54,6 +54,27 @@ one_writer() {
 		journalctl -u ngx-autotune -b --no-pager | grep -q "the writer runs as pid $w"
 }
 check "the unit runs the agent and its writer (two processes, the writer the main process's child)" wait_for 10 one_writer
+# The engine gave up root ([agent] user = ngx-autotune, the package's agent.conf): the kernel's view of both.
+dropped() {
+	local main w
+	main=$(systemctl show -p MainPID --value ngx-autotune)
+	w=$(pgrep -P "$main" -x ngx-autotune)
+	grep -E '^(Uid|Gid|Groups|CapPrm|CapEff|CapBnd|NoNewPrivs):' "/proc/$main/status" | sed 's/^/engine: /'
+	grep -E '^(Uid|CapEff):' "/proc/$w/status" | sed 's/^/writer: /'
+	[ "$(awk '/^Uid:/ {print $2 $3 $4 $5}' "/proc/$main/status")" = "$(printf '%s' "$(id -u ngx-autotune)"{,,,})" ] &&
+		grep -qx 'CapPrm:	0000000000000000' "/proc/$main/status" &&
+		grep -qx 'CapEff:	0000000000000000' "/proc/$main/status" &&
+		grep -qx 'CapBnd:	0000000000000000' "/proc/$main/status" &&
+		grep -qx 'NoNewPrivs:	1' "/proc/$main/status" &&
+		grep -qw "$(getent group adm | cut -d: -f3)" <<<"$(grep '^Groups:' "/proc/$main/status")" &&
+		[ "$(awk '/^Uid:/ {print $2}' "/proc/$w/status")" = 0 ] &&
+		journalctl -u ngx-autotune -b --no-pager | grep -q "the engine runs as ngx-autotune (uid $(id -u ngx-autotune)), without capabilities"
+}
+check "the engine runs as ngx-autotune (group adm too), no capability, no_new_privs; the writer root" dropped
+check "its store is in /var/lib/ngx-autotune/engine, ngx-autotune's; the writer's journal root's" sh -c \
+	'[ "$(stat -c %U /var/lib/ngx-autotune/engine /var/lib/ngx-autotune/engine/ngx-autotune.db | sort -u)" = ngx-autotune ] &&
+		[ "$(stat -c "%U %a" /var/lib/ngx-autotune/writer)" = "root 700" ] &&
+		[ "$(stat -c %U /run/ngx-autotune)" = ngx-autotune ]'
 check "the API answers" wait_for 20 ngxctl status
 
 # Setup: the diff first, nothing written; then --apply.
@@ -219,9 +240,9 @@ rm /etc/ngx-autotune/policies.d/nginx.policy # the operator's own file: dpkg kee
 # Purge: stopped, its state, log and group gone.
 check "apt-get purge ngx-autotune" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q ngx-autotune
 check "purge stopped the agent" sh -c '! pgrep -x ngx-autotune'
-check "purge removed /var/lib/ngx-autotune, /etc/ngx-autotune, the setup's log and the group" \
+check "purge removed /var/lib/ngx-autotune, /etc/ngx-autotune, the setup's log, the user and the group" \
 	sh -c '[ ! -e /var/lib/ngx-autotune ] && [ ! -e /etc/ngx-autotune ] && [ ! -e /var/log/nginx/ngx-autotune.log ] &&
-		! getent group ngx-autotune'
+		! getent passwd ngx-autotune && ! getent group ngx-autotune'
 check "after apt purge, /etc/nginx is as Debian's packages left it, byte for byte" nginx_stock
 check "nginx still serves" sh -c 'systemctl is-active nginx && curl -sf -o /dev/null http://127.0.0.1/'
 done_all=1
