@@ -332,7 +332,7 @@ static int run_setup(struct agent *a, const struct modes *m)
 static int start_writer(struct agent *a, char *err, size_t errlen)
 {
 	pid_t pid, parent = getpid();
-	int sv[2], rv[2];
+	int sv[2], rv[2], r;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, errlen, "the writer's socket: %s", strerror(errno));
@@ -363,6 +363,9 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGPIPE, SIG_IGN);
+		/* Only the engine's drop needs them; a writer where they cannot be dropped goes on, and says so. */
+		if ((r = drop_writer_caps()) < 0)
+			log_warn("writer: cannot drop CAP_SETUID, CAP_SETGID, CAP_SETPCAP: %s", strerror(-r));
 		_exit(writer_main(&a->cfg, a->config_path, a->config_must_exist, a->root_override, sv[1], rv[1]));
 	}
 	close(sv[1]);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -247,6 +248,27 @@ static bool no_capabilities(void)
 	}
 	fclose(f);
 	return seen == 5 && empty;
+}
+
+int drop_writer_caps(void)
+{
+	static const int caps[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP}; /* CAP_SETPCAP last: it drops the others */
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (prctl(PR_CAPBSET_DROP, caps[i], 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		unsigned w = (unsigned)caps[i] / 32, bit = 1u << ((unsigned)caps[i] % 32);
+
+		d[w].effective &= ~bit;
+		d[w].permitted &= ~bit;
+		d[w].inheritable &= ~bit;
+	}
+	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
 int drop_now(const struct drop_plan *p, char *err, size_t errlen)

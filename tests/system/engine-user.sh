@@ -87,7 +87,11 @@ done
 [ "$(status "$AGENT_PID" NoNewPrivs)" = 1 ] || fail "the engine has no no_new_privs"
 [ "$(status "$WRITER" Uid)" = "0 0 0 0" ] && [ "$(status "$WRITER" CapEff)" != 0000000000000000 ] ||
 	fail "the writer is not root with its capabilities: $(status "$WRITER" Uid) $(status "$WRITER" CapEff)"
-ok "1. the engine runs as $U ($UID_:$GID_, groups $groups), no capability in any set, no_new_privs; the writer root"
+# The writer keeps its capabilities but those of the engine's drop (CAP_SETGID 6, CAP_SETUID 7, CAP_SETPCAP 8).
+for c in CapEff CapPrm CapBnd; do
+	(( (0x$(status "$WRITER" $c) & 0x1c0) == 0 )) || fail "the writer's $c has CAP_SETUID, CAP_SETGID or CAP_SETPCAP: $(status "$WRITER" $c)"
+done
+ok "1. the engine runs as $U ($UID_:$GID_, groups $groups), no capability in any set, no_new_privs; the writer root, without the drop's capabilities"
 
 wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/status |
 	jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
