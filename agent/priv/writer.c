@@ -454,12 +454,17 @@ static int request(struct writer *w, const uint8_t *buf, size_t len, knob_done_f
 }
 
 /* NAME's knob for a read: as lookup, the before hook asked only while no write is in flight (it may build the knobs
- * again, and the one being written must stay); -EAGAIN when it failed, -ENOENT when there is none. */
+ * again, and the one being written must stay); a knob of a removed policy that the journal has (a RESTORE's
+ * orphan, which the engine reads around its revert) too. -EAGAIN when the hook failed, -ENOENT when there is none. */
 static int read_lookup(struct writer *w, const char *name, struct knob **k, char *why, size_t whylen)
 {
+	struct writer_orphan *o;
+
 	if (!w->busy && w->before && w->before(w, false, why, whylen) < 0)
 		return -EAGAIN;
 	*k = w->busy ? find(w, name) : lookup(w, name, why, whylen);
+	if (!*k && (o = orphan(w, name, why, whylen)))
+		*k = &o->k;
 	if (!*k) {
 		if (w->busy)
 			snprintf(why, whylen, "no knob %s here while a write is in flight", name);

@@ -705,6 +705,23 @@ static void test_read_channel(void **state)
 		assert_int_equal(nssock_nics(rc, "wlan*", names, 4, &nn), 0);
 		assert_int_equal(nn, 0);
 	}
+	/* A knob of a removed policy the writer's journal has (invariant 7): read for the engine's revert of it. */
+	{
+		struct wmsg m = {.type = WMSG_READ};
+		FILE *f;
+		char path[128];
+
+		put_file("/proc/sys/net/core/netdev_max_backlog", "3000\n");
+		strcpy(m.name, "net.core.netdev_max_backlog");
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), -ENOENT);
+		snprintf(path, sizeof(path), "%s/originals", root);
+		f = fopen(path, "a");
+		assert_non_null(f);
+		fputs("net.core.netdev_max_backlog 1000\n", f);
+		fclose(f);
+		assert_int_equal(rclient_call(rc, &m, why, sizeof(why), NULL), 0);
+		assert_string_equal(why, "3000");
+	}
 	/* The doctor's sysctls of nginx's namespace: net.* only, as integers. */
 	{
 		char cmd[256];
