@@ -182,7 +182,7 @@ int agent_lock(struct agent *a, char *err, size_t errlen)
 	char path[CONFIG_PATH_MAX + 8];
 
 	snprintf(path, sizeof(path), "%s.lock", a->cfg.store_path);
-	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (a->lock_fd < 0) {
 		snprintf(err, errlen, "lock %.300s: %s", path, strerror(errno));
 		return -errno;

@@ -389,7 +389,7 @@ static int become_user(struct agent *a, const struct drop_plan *p, char *err, si
 		a->writer_hello = r == 0;
 	}
 	if (r == 0)
-		r = api_tokens_preload(&a->cfg, err, errlen);
+		r = api_tokens_preload(&a->cfg, p->uid, err, errlen);
 	if (r == 0)
 		r = drop_store_files(&a->cfg, p, err, errlen);
 	if (r == 0)
@@ -595,15 +595,18 @@ int main(int argc, char **argv)
 		notify_use_syslog();
 	}
 	/* [agent] user: checked before anything is made (a writer's directory among others) */
-	if (a->cfg.engine_user[0] && !m.revert && drop_plan(&a->cfg, &drop, err, sizeof(err)) < 0) {
+	/* An offline revert too: with [agent] user, the store is the engine's user's to write, and what root puts back
+	 * comes from the writer's own journal, never from rows that user could have written. */
+	if (a->cfg.engine_user[0] && drop_plan(&a->cfg, &drop, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
-	if (a->cfg.writer && !a->cfg.dry_run && !m.revert && start_writer(a, err, sizeof(err)) < 0) {
+	if (a->cfg.writer && !a->cfg.dry_run && (!m.revert || a->cfg.engine_user[0]) &&
+	    start_writer(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
-	if (a->cfg.engine_user[0] && !m.revert && become_user(a, &drop, err, sizeof(err)) < 0) {
+	if (a->cfg.engine_user[0] && become_user(a, &drop, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -806,7 +806,7 @@ static void set_tokens(struct api *api, struct api_tokens *t)
 /* The token file as root read it before the engine gave up root (api_tokens_preload), for a start that cannot. */
 static struct api_tokens *preloaded;
 
-int api_tokens_preload(const struct config *cfg, char *err, size_t errlen)
+int api_tokens_preload(const struct config *cfg, uid_t engine, char *err, size_t errlen)
 {
 	struct api_tokens *t;
 	int r;
@@ -816,7 +816,8 @@ int api_tokens_preload(const struct config *cfg, char *err, size_t errlen)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
+	/* root's, or the engine's user's (whose file a reload reads again) */
+	r = api_tokens_load(cfg->api_token_file, engine, t, err, errlen);
 	if (r < 0) {
 		free(t);
 		return r == -ENOENT ? 0 : r;

@@ -49,12 +49,15 @@ static bool systemd_dir(const char *dir, const char *env)
  * unit's own, which no configured path can turn into /var/lib or /run. Nothing done elsewhere. */
 static int adopt_dir(const char *dir, const char *env, const struct drop_plan *p)
 {
-	char parent[CONFIG_PATH_MAX];
+	char parent[CONFIG_PATH_MAX], real[PATH_MAX];
+	const char *base = strrchr(dir, '/');
 	struct stat st;
 	bool own = systemd_dir(dir, env), child;
 
 	parent_of(dir, parent, sizeof(parent));
-	child = !own && systemd_dir(parent, env);
+	/* A child by its name, not by a path that climbs out again (STATE_DIRECTORY/.. is /var/lib). */
+	child = !own && systemd_dir(parent, env) && base && strcmp(base, "/.") != 0 && strcmp(base, "/..") != 0 &&
+		realpath(parent, real) && strcmp(real, parent) == 0;
 	if (!own && !child)
 		return 0;
 	if (child && lstat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0750) < 0)
@@ -114,6 +117,49 @@ static bool inside(const char *path, const char *dir)
 	return strcmp(d, "/") == 0 || (strncmp(p, d, n) == 0 && (p[n] == '\0' || p[n] == '/'));
 }
 
+/* Whether every existing directory above PATH (itself too, when it exists) is root's and writable by no one else (a
+ * sticky one excepted: no one renames root's entries there): 0, or -EPERM with ERR naming the first that is not. */
+static int root_path(const char *path, const struct drop_plan *p, char *err, size_t errlen)
+{
+	char cur[PATH_MAX], part[PATH_MAX];
+	struct stat st;
+
+	if (strlen(path) >= sizeof(part))
+		return -ENAMETOOLONG;
+	/* The deepest part of it that exists, as the kernel resolves it (the writer makes the rest, root's). */
+	strcpy(part, path);
+	while (!realpath(part, cur)) {
+		char *slash = strrchr(part, '/');
+
+		if (!slash || slash == part) {
+			strcpy(cur, "/");
+			break;
+		}
+		*slash = '\0';
+	}
+	for (;;) {
+		char *slash;
+
+		if (lstat(cur, &st) == 0 && (st.st_uid != 0 || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))) {
+			snprintf(err, errlen, "[agent] user = %s: the writer's directory %s is reached through %s, which is "
+				 "uid %d's, mode %04o: %s could move the writer's journal there; every directory above it "
+				 "must be root's and closed to others", p->user, path, cur, (int)st.st_uid,
+				 (unsigned)(st.st_mode & 07777), p->user);
+			return -EPERM;
+		}
+		slash = strrchr(cur, '/');
+		if (!slash)
+			return 0;
+		if (slash == cur) {
+			if (cur[1] == '\0')
+				return 0;
+			cur[1] = '\0';
+		} else {
+			*slash = '\0';
+		}
+	}
+}
+
 int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t errlen)
 {
 	char store_dir[CONFIG_PATH_MAX], wdir[CONFIG_PATH_MAX + 16], sock_dir[CONFIG_PATH_MAX];
@@ -163,7 +209,10 @@ int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t e
 			 p->user, wdir, store_dir, p->user);
 		return -EPERM;
 	}
-	return owned(sock_dir, "the API socket's directory", p, err, errlen);
+	r = owned(sock_dir, "the API socket's directory", p, err, errlen);
+	if (r == 0)
+		r = root_path(wdir, p, err, errlen);
+	return r;
 }
 
 static const char *const suffixes[] = {"", "-wal", "-shm", "-journal", ".lock", ".originals", ".originals.compact"};
@@ -208,19 +257,28 @@ int drop_store_files(const struct config *cfg, const struct drop_plan *p, char *
 	if (r > 0)
 		log_notice("the store of an earlier version moved to %s, a directory of %s's", cfg->store_path, p->user);
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		int fd, e;
+
 		snprintf(path, sizeof(path), "%s%s", cfg->store_path, suffixes[i]);
-		if (lstat(path, &st) < 0) {
-			if (errno == ENOENT)
+		/* The file itself, never through a link; and judged by what was opened, not by its name again (the
+		 * directory is the user's, who may swap names meanwhile). */
+		fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOENT || errno == ELOOP)
 				continue;
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 			return -errno;
 		}
-		/* Only a regular file of root's (an offline revert's, an older version's): a link is not followed. */
-		if (!S_ISREG(st.st_mode) || st.st_uid != 0)
-			continue;
-		if (fchownat(AT_FDCWD, path, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0) {
-			snprintf(err, errlen, "chown %s %s: %s", p->user, path, strerror(errno));
-			return -errno;
+		/* Only a regular file of root's with no other name (an offline revert's, an older version's): a hard link
+		 * to a file of root's elsewhere is not given away. */
+		e = fstat(fd, &st) < 0 ? -errno : 0;
+		if (e == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && st.st_nlink == 1 &&
+		    fchownat(fd, "", p->uid, p->gid, AT_EMPTY_PATH) < 0)
+			e = -errno;
+		close(fd);
+		if (e < 0) {
+			snprintf(err, errlen, "chown %s %s: %s", p->user, path, strerror(-e));
+			return e;
 		}
 	}
 	return 0;

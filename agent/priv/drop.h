@@ -7,9 +7,11 @@
  * Owns the checks that make the drop safe rather than merely possible: the store's directory must be USER's (the
  * engine writes its database, lock and originals there; root's files left in it by an offline revert or an older
  * version are given to USER, never through a link), the writer's directory must lie outside it (an engine that may
- * rename what is in its directory could swap the writer's journal of originals for an older one), and the API
- * socket's directory must be USER's (the engine binds the socket there). Directories are never chowned: a path in
- * the configuration could name /var/lib or /run.
+ * rename what is in its directory could swap the writer's journal of originals for an older one; and every
+ * directory above it root's and closed to others), and the API socket's directory must be USER's (the engine binds
+ * the socket there). A directory is chowned only when systemd made it, or its parent, for this unit (its
+ * StateDirectory, RuntimeDirectory): a path in the configuration could name /var/lib or /run. Store files are given
+ * to USER by the descriptor opened without following a link, and only with one name (no hard link to root's).
  */
 #ifndef NGXAT_DROP_H
 #define NGXAT_DROP_H

@@ -87,7 +87,9 @@ static bool field_ok(enum field f, const char *s, size_t len)
 
 		switch (f) {
 		case F_NAME:
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			/* upper case too: an interface's name may have it (rps.enP1s0, Azure's and ARM hosts') */
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+			      c == '_' || c == '-'))
 				return false;
 			break;
 		case F_VALUE:

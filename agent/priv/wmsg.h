@@ -14,7 +14,7 @@
  *         16  u16  length of the first string, u16 length of the second
  *         20  the two strings, without terminators
  *
- * Integers are little-endian. Strings: a knob's name ([a-z0-9._-], 1 to WMSG_NAME_MAX - 1 bytes), a value
+ * Integers are little-endian. Strings: a knob's name ([A-Za-z0-9._-], 1 to WMSG_NAME_MAX - 1 bytes), a value
  * (printable ASCII, at most WMSG_VALUE_MAX - 1: the canonical text of core/knobval.h), a path (absolute, printable,
  * at most WMSG_PATH_MAX - 1), an answer's text (printable or UTF-8, at most WMSG_TEXT_MAX - 1). Every field a type
  * does not use must be zero or empty, and the datagram must end where its strings end. No I/O.

@@ -105,6 +105,62 @@ static void compact_written(struct writer *w)
 	w->written_lines = kept >= 0 ? (size_t)kept : 0;
 }
 
+/* The last original the journal holds of NAME (a knob no policy of the writer's names now). */
+struct journal_find {
+	const char *name;
+	char value[KNOB_VALUE_MAX];
+	bool found;
+};
+
+static int find_line(void *ctx, const char *knob, const char *original)
+{
+	struct journal_find *f = ctx;
+
+	if (strcmp(knob, f->name) == 0 && strlen(original) < sizeof(f->value)) {
+		snprintf(f->value, sizeof(f->value), "%s", original);
+		f->found = true;
+	}
+	return 0;
+}
+
+/* The agent's own originals file (W->fallback) opened, when it may be trusted: checked by the descriptor that is read
+ * (no symlink, no file swapped in between), a regular file of root's that no one else may write, one link, in a
+ * directory of root's that no one else may write. Its descriptor, or -1. */
+static int fallback_fd(const struct writer *w)
+{
+	char dir[4096], *slash;
+	struct stat st, dt;
+	int fd;
+
+	if (!w->fallback)
+		return -1;
+	fd = open(w->fallback, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	snprintf(dir, sizeof(dir), "%s", w->fallback);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+	    st.st_nlink == 1 && slash && lstat(dir, &dt) == 0 && S_ISDIR(dt.st_mode) && dt.st_uid == 0 &&
+	    !(dt.st_mode & 022))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* A line of the agent's own originals file, taken into the writer's journal when that has none of the knob. */
+static int import_line(void *ctx, const char *knob, const char *original)
+{
+	struct writer *w = ctx;
+	struct journal_find f = {.name = knob};
+	char err[256];
+
+	originals_read(w->originals, find_line, &f, err, sizeof(err));
+	if (f.found || originals_note(w->originals, knob, original) < 0)
+		return 0;
+	return load_line(w, knob, original);
+}
+
 int writer_init(struct writer *w, char *err, size_t errlen)
 {
 	char path[4096], err2[256];
@@ -134,6 +190,18 @@ int writer_init(struct writer *w, char *err, size_t errlen)
 		r2 = 0;
 	if (r2 == 0)
 		compact_written(w);
+	/* The originals of knobs the agent changed before it had a writer (an upgrade) become the writer's own now,
+	 * while the agent's file is still root's: an engine that gives up root is given that file next. */
+	{
+		int fd = fallback_fd(w);
+		char fdpath[64], err3[256];
+
+		if (fd >= 0) {
+			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+			originals_read(fdpath, import_line, w, err3, sizeof(err3));
+			close(fd);
+		}
+	}
 	return r < 0 ? r : r2;
 }
 
@@ -285,24 +353,6 @@ static int set(struct writer *w, const struct wmsg *m, knob_done_fn done, char *
 	return drive(k, value, done, w, why, whylen);
 }
 
-/* The last original the journal holds of NAME (a knob no policy of the writer's names now). */
-struct journal_find {
-	const char *name;
-	char value[KNOB_VALUE_MAX];
-	bool found;
-};
-
-static int find_line(void *ctx, const char *knob, const char *original)
-{
-	struct journal_find *f = ctx;
-
-	if (strcmp(knob, f->name) == 0 && strlen(original) < sizeof(f->value)) {
-		snprintf(f->value, sizeof(f->value), "%s", original);
-		f->found = true;
-	}
-	return 0;
-}
-
 /* The original of NAME as the writer's journal has it, else as the agent's own originals file has it (a knob the
  * agent changed before it had a writer: an upgrade), as long as that file is root's and no one else can write it
  * (once the engine runs as a user of its own, it is not, and only the writer's journal counts). 0, or -ENOENT. */
@@ -310,28 +360,17 @@ static int journaled(struct writer *w, const char *name, char *out, size_t outle
 {
 	struct journal_find f = {.name = name};
 	char err[256];
-	struct stat st;
 
 	originals_read(w->originals, find_line, &f, err, sizeof(err));
-	if (!f.found && w->fallback) {
-		/* Checked by the descriptor that is read (no symlink, no file swapped in between): a regular file of root's
-		 * that no one else may write, one link, in a directory of root's that no one else may write. */
-		int fd = open(w->fallback, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-		char dir[4096], *slash, fdpath[64];
-		struct stat dt;
+	if (!f.found) {
+		int fd = fallback_fd(w);
+		char fdpath[64];
 
-		snprintf(dir, sizeof(dir), "%s", w->fallback);
-		slash = strrchr(dir, '/');
-		if (slash)
-			*(slash == dir ? slash + 1 : slash) = '\0';
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
-		    st.st_nlink == 1 && slash && lstat(dir, &dt) == 0 && S_ISDIR(dt.st_mode) && dt.st_uid == 0 &&
-		    !(dt.st_mode & 022)) {
+		if (fd >= 0) {
 			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 			originals_read(fdpath, find_line, &f, err, sizeof(err));
-		}
-		if (fd >= 0)
 			close(fd);
+		}
 	}
 	if (!f.found || strlen(f.value) >= outlen)
 		return -ENOENT;
@@ -510,6 +549,22 @@ static int nics(struct writer *w, const char *glob, char *out, size_t outlen)
 	return r;
 }
 
+/* Whether sysctl NAME's file (under the writer's root) exists and is readable by others. */
+static bool world_readable(const struct writer *w, const char *name)
+{
+	char path[512];
+	struct stat st;
+	size_t off;
+
+	off = (size_t)snprintf(path, sizeof(path), "%s/proc/sys/", w->env && w->env->root && strcmp(w->env->root, "/") != 0
+						  ? w->env->root : "");
+	for (size_t i = 0; name[i] && off + 1 < sizeof(path); i++)
+		path[off++] = name[i] == '.' ? '/' : name[i];
+	path[off] = '\0';
+	/* A missing one is the driver's to say (-ENOENT). */
+	return stat(path, &st) < 0 ? errno == ENOENT : (st.st_mode & S_IROTH) != 0;
+}
+
 /* SYSCTL: net.* sysctl NAME as nginx's network namespace has it (the doctor's facts: somaxconn, the port range), read
  * by the sysctl driver in that namespace, as integers into OUT. Only net.*: the engine reads the host's others
  * itself, and nginx's namespace changes only those. */
@@ -521,6 +576,11 @@ static int sysctl(struct writer *w, const char *name, char *out, size_t outlen)
 
 	if (strncmp(name, "net.", 4) != 0 || strlen(name) >= sizeof(pol.target)) {
 		snprintf(out, outlen, "%s: only net.* sysctls are read for the engine", name);
+		return -EPERM;
+	}
+	/* Only what any process of nginx's namespace may read (the BPF JIT's settings are root's, mode 0600). */
+	if (!world_readable(w, name)) {
+		snprintf(out, outlen, "%s: not readable by others: not read for the engine", name);
 		return -EPERM;
 	}
 	if (!w->env) {
@@ -693,8 +753,8 @@ static void end(struct writer *w, int err)
 		uv_close((uv_handle_t *)&w->rpoll, NULL);
 }
 
-/* The read channel: each request answered at once (a read is synchronous), whatever write is in flight. The engine
- * closing it, or an answer it cannot take, closes only it: writes go on (a read refused is the engine's to see). */
+/* The read channel: each request answered when it comes (a read is synchronous), whatever write is in flight. The
+ * engine closing it, or an answer it cannot take, ends the writer as the other channel's would. */
 static void on_read_readable(uv_poll_t *p, int status, int events)
 {
 	struct writer *w = p->data;
@@ -710,10 +770,14 @@ static void on_read_readable(uv_poll_t *p, int status, int events)
 		return;
 	if (n > 0) {
 		r = read_request(w, in, (size_t)n, &id, &fd, why, sizeof(why));
-		if (send_answer(w->rfd, id, r, why, fd) == 0)
+		if ((r = send_answer(w->rfd, id, r, why, fd)) == 0)
 			return;
+		end(w, r);
+		return;
 	}
-	uv_close((uv_handle_t *)&w->rpoll, NULL);
+	/* The engine closed it (it stops), or it broke: the writer ends with it, as with the other (an engine whose
+	 * reads all failed would go on blind). */
+	end(w, status < 0 ? status : n < 0 ? -errno : 0);
 }
 
 /* The request in hand ended: answered (with FD, -1: none), and the next request read. */
@@ -725,7 +789,7 @@ static void finished(struct writer *w, int r, const char *msg, int fd)
 	e = send_result(w, r, msg, fd);
 	if (e < 0)
 		end(w, e);
-	else if (!w->err)
+	else if (!w->err && !uv_is_closing((uv_handle_t *)&w->poll)) /* the read channel may have ended it meanwhile */
 		uv_poll_start(&w->poll, UV_READABLE, on_readable);
 }
 

@@ -340,8 +340,9 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 		snprintf(why, whylen, "socket %u: not served by this writer", kind);
 		return -EOPNOTSUPP;
 	}
-	/* A reload asked for applies here too (its pid file may be another): the same step a write takes first. */
-	if (reload_asked || w->reload)
+	/* A reload asked for applies here too (its pid file may be another): the same step a write takes first, never
+	 * while one is in flight (a SOCKET comes on the read channel then too: the build would free its knob). */
+	if ((reload_asked || w->reload) && !w->busy)
 		before(w, false, why, whylen);
 	pid = nginx_ctl_real_root(&m->env) ? master(&m->cfg) : 0;
 	r = netns_socket(pid, domain, type, proto, &what);
@@ -400,9 +401,13 @@ static int dump(struct writer *w, char *why, size_t whylen)
 	struct wmain *m = w->before_ctx;
 	int r;
 
-	if (reload_asked || w->reload)
+	/* The master now, a reload asked for: the step a write takes first (it follows a new master's knobs too; the
+	 * write channel's request in hand is this one, so none is in flight). A failed build still dumps. */
+	if (w->busy)
+		follow(m, master(&m->cfg));
+	else
 		before(w, false, why, whylen);
-	follow(m, master(&m->cfg));
+	why[0] = '\0';
 	r = nginx_ctl_dump(&m->env, dumped, m);
 	if (r < 0) {
 		snprintf(why, whylen, "nginx -T: %s", strerror(-r));

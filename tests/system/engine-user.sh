@@ -55,6 +55,13 @@ kill -TERM $rootpid
 wait $rootpid || fail "the agent as root did not stop cleanly"
 install -m 600 /dev/null "$TMP/engine/ngx-autotune.db.originals"
 [ "$(stat -c %u "$TMP/engine/ngx-autotune.db")" = 0 ] || fail "the root agent's store is not root's"
+# A store file that is a hard link to a file of root's elsewhere (the user could make one where the kernel allows it):
+# never given to the user.
+install -m 600 /dev/null "$TMP/root-secret"
+ln "$TMP/root-secret" "$TMP/engine/ngx-autotune.db.originals.compact"
+# listen.policy's settle time cut to 1 s (an operator's override), so that a change is kept within seconds.
+mkdir -p "$TMP/policies.d"
+sed -e 's/^settle = .*/settle = 1s/' -e 's/^settle_min = .*/settle_min = 1s/' "$TMP/policies/listen.policy" >"$TMP/policies.d/listen.policy"
 # A writer_dir in the store's directory: refused, before anything is opened.
 sed "s|^writer_dir = .*|writer_dir = $TMP/engine/writer|" "$TMP/agent.conf" >"$TMP/bad.conf"
 "$AGENT" --foreground -c "$TMP/bad.conf" >"$TMP/bad.log" 2>&1 && fail "a writer_dir in the store's directory was taken"
@@ -152,6 +159,8 @@ ok "4. with the engine's credentials: somaxconn not written ($(head -c 80 "$TMP/
 for f in ngx-autotune.db ngx-autotune.db.lock ngx-autotune.db.originals; do
 	[ "$(stat -c %U "$TMP/engine/$f")" = "$U" ] || fail "$f is $(stat -c %U "$TMP/engine/$f")'s, not $U's"
 done
+[ "$(stat -c %U "$TMP/root-secret")" = root ] || fail "a hard link in the store's directory gave a file of root's away"
+rm -f "$TMP/engine/ngx-autotune.db.originals.compact"
 [ "$(stat -c '%U %a' "$TMP/writer")" = "root 700" ] || fail "the writer's directory is $(stat -c '%U %a' "$TMP/writer")"
 [ -s "$TMP/writer/originals" ] || fail "the writer journaled no original"
 ok "5. the store's files (a root agent's database, an offline revert's originals) are $U's; the writer's journal root's, 0700, outside"
@@ -162,4 +171,30 @@ rc=$?
 [ $rc = 0 ] || fail "the engine exited $rc after SIGTERM: $(tail -5 "$TMP/agent.log")"
 wait_for 5 sh -c "! kill -0 $WRITER 2>/dev/null" || fail "the writer $WRITER outlived the engine"
 ok "6. SIGTERM: the engine exits 0, the writer ends with it"
+
+# The offline revert (ngxctl revert --offline, the package's prerm) with [agent] user: the writer puts back its own
+# journal's original, the engine dropped as at a start, and nothing of root's left in the store's directory.
+"$NOTIFY_LISTEN" "$TMP/run/notify2.sock" 600 >"$TMP/notify2.log" &
+CLEANUP+=("kill $!")
+wait_for 5 test -S "$TMP/run/notify2.sock" || fail "notify-listen did not start"
+chmod 666 "$TMP/run/notify2.sock"
+NOTIFY_SOCKET="$TMP/run/notify2.sock" "$AGENT" --foreground -c "$TMP/agent.conf" >>"$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+wait_for 30 grep -q READY=1 "$TMP/notify2.log" || fail "no READY=1 at the second start"
+ctl propose --now "net.core.somaxconn=$want" --why "engine-user test, kept" >"$TMP/propose2.out" 2>&1 ||
+	fail "propose failed: $(cat "$TMP/propose2.out")"
+id=$(grep -o 'change [0-9]*' "$TMP/propose2.out" | head -1 | cut -d' ' -f2)
+wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/changes/$id | jq -e '.state == \"kept\"'" ||
+	fail "change $id not kept: $(api /v1/changes/$id)"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "the engine exited $? at the stop before the offline revert"
+[ "$(ns_somaxconn)" = "$want" ] || fail "the kept change is not there before the offline revert: $(ns_somaxconn)"
+"$AGENT" --revert all -c "$TMP/agent.conf" >"$TMP/offline.out" 2>"$TMP/offline.err" ||
+	fail "the offline revert failed: $(cat "$TMP/offline.out" "$TMP/offline.err")"
+[ "$(ns_somaxconn)" = "$before" ] || fail "the offline revert left somaxconn at $(ns_somaxconn), want $before"
+grep -q "the engine runs as $U" "$TMP/offline.err" || fail "the offline revert did not drop: $(cat "$TMP/offline.err")"
+left=$(find "$TMP/engine" -user root)
+[ -z "$left" ] || fail "the offline revert left files of root's in the store's directory: $left"
+ok "7. the offline revert: the engine dropped, the writer put somaxconn back to $before, nothing of root's left"
 echo "1..$checks"

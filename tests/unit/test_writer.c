@@ -90,14 +90,18 @@ static struct {
 	uv_timer_t t;
 	struct knob *k;
 	int r;
-	char why[256];
+	char value[64], why[256];
 	knob_done_fn done;
 	void *ctx;
 } later;
 
+/* The write is made 20 ms after it was asked for, when the timer fires, and answered then. */
 static void later_fire(uv_timer_t *t)
 {
 	(void)t;
+	later.r = knob_sysctl_ops.write(later.k, later.value, later.why, sizeof(later.why), NULL, NULL);
+	if (!later.r)
+		snprintf(later.why, sizeof(later.why), "written later");
 	later.done(later.k, later.r, later.why, later.ctx);
 }
 
@@ -106,9 +110,7 @@ static int later_write(struct knob *k, const char *value, char *why, size_t whyl
 	(void)why;
 	(void)whylen;
 	later.k = k;
-	later.r = knob_sysctl_ops.write(k, value, later.why, sizeof(later.why), NULL, NULL);
-	if (!later.r)
-		snprintf(later.why, sizeof(later.why), "written later");
+	snprintf(later.value, sizeof(later.value), "%s", value);
 	later.done = done;
 	later.ctx = ctx;
 	uv_timer_start(&later.t, later_fire, 20, 0);
@@ -655,8 +657,11 @@ static void test_read_channel(void **state)
 	assert_string_equal(got, "2048");
 	assert_int_equal(ek.ops->read(&ek, got, 3), -ERANGE);
 	assert_int_equal(ek.ops->probe(&ek, why, sizeof(why)), 0);
-	/* A read while the write is in flight: answered at once, before the write's answer. */
+	/* A read while the write is in flight (the writer's driver makes it 20 ms later): answered at once, with the
+	 * value before it; then, read again, the value after it. */
 	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), on_answer, &a), -EINPROGRESS);
+	assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
+	assert_string_equal(got, "2048");
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
 		if (strcmp(got, "8192") == 0)
@@ -736,6 +741,12 @@ static void test_read_channel(void **state)
 		assert_int_equal(nssock_sysctl(rc, "kernel.core_pattern", why, sizeof(why)), -EPERM);
 		assert_string_equal(why, "kernel.core_pattern: only net.* sysctls are read for the engine");
 		assert_int_equal(nssock_sysctl(rc, "net.core.nonexistent", why, sizeof(why)), -ENOENT);
+		/* root's only (as the BPF JIT's settings are): not read for the engine */
+		put_file("/proc/sys/net/core/bpf_jit_harden", "2\n");
+		snprintf(cmd, sizeof(cmd), "chmod 600 %s/proc/sys/net/core/bpf_jit_harden", root);
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(nssock_sysctl(rc, "net.core.bpf_jit_harden", why, sizeof(why)), -EPERM);
+		assert_string_equal(why, "net.core.bpf_jit_harden: not readable by others: not read for the engine");
 	}
 	ek.ops->release(&ek);
 	rclient_free(rc);
@@ -1066,9 +1077,9 @@ static void test_restore_from_agent_originals(void **state)
 	snprintf(fallback, sizeof(fallback), "%s/store.originals", root);
 	put_file("/store.originals", "net.core.somaxconn 1024\n");
 	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal, w.fallback = fallback;
-	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
-	/* Writable by its group: not trusted, nothing restored. */
+	/* Writable by its group: not trusted, nothing imported at the start, nothing restored. */
 	assert_int_equal(chmod(fallback, 0660), 0);
+	assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
 	assert_int_equal(handle(&w, WMSG_RESTORE, "net.core.somaxconn", "", &res), -ENOENT);
 	get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 	assert_string_equal(got, "8192\n");
@@ -1095,6 +1106,31 @@ static void test_restore_from_agent_originals(void **state)
 		assert_string_equal(got, "net.core.somaxconn 1024\n");
 	}
 	writer_free(&w);
+	/* A writer that starts while the agent's file is root's takes its originals into its own journal (once): the
+	 * engine that then gives up root is given that file, which the writer no longer trusts. */
+	if (geteuid() == 0) {
+		char path[160];
+
+		snprintf(path, sizeof(path), "%s/originals", root);
+		assert_int_equal(unlink(path), 0);
+		put_file("/store.originals", "net.core.somaxconn 1024\nnet.core.netdev_budget 300\n");
+		assert_int_equal(chmod(fallback, 0600), 0);
+		assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
+		assert_true(w.orig[0].known);
+		assert_string_equal(w.orig[0].value, "1024");
+		writer_free(&w);
+		assert_int_equal(writer_init(&w, why, sizeof(why)), 0);
+		writer_free(&w);
+		{
+			FILE *f = fopen(path, "r");
+			char all[256] = "";
+
+			assert_non_null(f);
+			assert_int_equal(fread(all, 1, sizeof(all) - 1, f) > 0, 1);
+			fclose(f);
+			assert_string_equal(all, "net.core.somaxconn 1024\nnet.core.netdev_budget 300\n");
+		}
+	}
 	wk.ops->release(&wk);
 	drop_root(set);
 }
