@@ -365,7 +365,7 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 		signal(SIGPIPE, SIG_IGN);
 		/* Only the engine's drop needs them; a writer where they cannot be dropped goes on, and says so. */
 		if ((r = drop_writer_caps()) < 0)
-			log_warn("writer: cannot drop CAP_SETUID, CAP_SETGID, CAP_SETPCAP: %s", strerror(-r));
+			log_warn("writer: cannot drop CAP_SETGID, CAP_SETPCAP: %s", strerror(-r));
 		_exit(writer_main(&a->cfg, a->config_path, a->config_must_exist, a->root_override, sv[1], rv[1]));
 	}
 	close(sv[1]);

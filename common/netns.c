@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,7 +68,7 @@ int netns_open_pid(pid_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
-int netns_socket(pid_t pid, int domain, int type, int protocol, const char **what)
+int netns_socket(pid_t pid, int domain, int type, int protocol, uid_t owner, const char **what)
 {
 	int target, self = -1, fd, r = 0;
 
@@ -85,7 +86,16 @@ int netns_socket(pid_t pid, int domain, int type, int protocol, const char **wha
 			return r;
 		}
 	}
+	/* Its owner (what a firewall's owner match and a uid routing rule see) is the file-system uid of its maker. */
+	if (owner != (uid_t)-1)
+		setfsuid(owner);
 	fd = socket(domain, type | SOCK_CLOEXEC, protocol);
+	if (owner != (uid_t)-1) {
+		int e = errno;
+
+		setfsuid(geteuid());
+		errno = e;
+	}
 	if (fd < 0) {
 		r = -errno;
 		*what = "socket";

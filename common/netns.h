@@ -22,9 +22,10 @@ int netns_open_pid(pid_t pid);
  * A socket (DOMAIN, TYPE, PROTOCOL; close-on-exec) of PID's network namespace (0: the thread's own), a netlink one
  * bound (its port chosen by the kernel), for a process that may not enter it. It carries no right of its maker's:
  * the kernel holds what is sent on it to the sender's own capabilities (netlink's CAP_NET_ADMIN for a route change
- * or a sock_diag SOCK_DESTROY, a bind's CAP_NET_BIND_SERVICE). Its descriptor, or -errno with the step that failed
- * in WHAT ("setns", "socket", ...).
+ * or a sock_diag SOCK_DESTROY, a bind's CAP_NET_BIND_SERVICE). OWNER ((uid_t)-1: the maker) is the uid it is made
+ * as (the thread's file-system uid for the socket() call): what a firewall's owner match and a uid routing rule see.
+ * Its descriptor, or -errno with the step that failed in WHAT ("setns", "socket", ...).
  */
-int netns_socket(pid_t pid, int domain, int type, int protocol, const char **what);
+int netns_socket(pid_t pid, int domain, int type, int protocol, uid_t owner, const char **what);
 
 #endif

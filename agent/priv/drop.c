@@ -310,7 +310,9 @@ static bool no_capabilities(void)
 
 int drop_writer_caps(void)
 {
-	static const int caps[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP}; /* CAP_SETPCAP last: it drops the others */
+	/* CAP_SETUID stays: the TCP sockets the writer makes for the engine are made as the engine's user
+	 * (setfsuid). CAP_SETPCAP last: it drops the others. */
+	static const int caps[] = {CAP_SETGID, CAP_SETPCAP};
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 

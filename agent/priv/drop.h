@@ -43,9 +43,9 @@ int drop_store_files(const struct config *cfg, const struct drop_plan *p, char *
  * no state to go on in). */
 int drop_now(const struct drop_plan *p, char *err, size_t errlen);
 
-/* The writer's side: the capabilities only the engine's drop needed (CAP_SETUID, CAP_SETGID, CAP_SETPCAP) taken
- * from this process's bounding, effective, permitted and inheritable sets: a writer that is made to run something
- * cannot change user with them. 0 or -errno. */
+/* The writer's side: the capabilities only the engine's drop needed (CAP_SETGID, CAP_SETPCAP) taken from this
+ * process's bounding, effective, permitted and inheritable sets (CAP_SETUID stays: the writer makes the engine's TCP
+ * sockets as the engine's user, setfsuid). 0 or -errno. */
 int drop_writer_caps(void);
 
 #endif

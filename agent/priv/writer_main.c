@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <linux/netlink.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,6 +55,7 @@ struct wmain {
 	char fallback[CONFIG_PATH_MAX + 32]; /* the agent's originals file */
 	int64_t retry_ms;               /* when a knob not found last built the knobs again */
 	bool built;                     /* the last build of the knobs succeeded (else none are served) */
+	uid_t engine_uid;               /* [agent] user's uid, the owner of the TCP sockets made for it; -1: none */
 };
 
 static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
@@ -345,7 +347,9 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	if ((reload_asked || w->reload) && !w->busy)
 		before(w, false, why, whylen);
 	pid = nginx_ctl_real_root(&m->env) ? master(&m->cfg) : 0;
-	r = netns_socket(pid, domain, type, proto, &what);
+	/* A TCP socket is the engine's user's, not root's: a firewall's owner match or a uid routing rule must not
+	 * take the engine's connections for root's. */
+	r = netns_socket(pid, domain, type, proto, type == SOCK_STREAM ? m->engine_uid : (uid_t)-1, &what);
 	if (r == -EIO && strcmp(what, "setns back") == 0) {
 		/* Left in nginx's namespace, every later write would land there: nothing to do but end (the agent
 		 * stops, and systemd starts both again). */
@@ -428,6 +432,13 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 		return 1;
 	m->cfg = *cfg;
 	m->config_path = config_path;
+	m->engine_uid = (uid_t)-1;
+	if (cfg->engine_user[0]) {
+		struct passwd *pw = getpwnam(cfg->engine_user);
+
+		if (pw)
+			m->engine_uid = pw->pw_uid;
+	}
 	m->config_must_exist = must_exist;
 	m->root_override = root_override;
 	sigemptyset(&sa.sa_mask);

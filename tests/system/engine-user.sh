@@ -94,9 +94,10 @@ done
 [ "$(status "$AGENT_PID" NoNewPrivs)" = 1 ] || fail "the engine has no no_new_privs"
 [ "$(status "$WRITER" Uid)" = "0 0 0 0" ] && [ "$(status "$WRITER" CapEff)" != 0000000000000000 ] ||
 	fail "the writer is not root with its capabilities: $(status "$WRITER" Uid) $(status "$WRITER" CapEff)"
-# The writer keeps its capabilities but those of the engine's drop (CAP_SETGID 6, CAP_SETUID 7, CAP_SETPCAP 8).
+# The writer keeps its capabilities but those of the engine's drop (CAP_SETGID 6, CAP_SETPCAP 8; CAP_SETUID makes
+# the engine's TCP sockets as the engine's user).
 for c in CapEff CapPrm CapBnd; do
-	(( (0x$(status "$WRITER" $c) & 0x1c0) == 0 )) || fail "the writer's $c has CAP_SETUID, CAP_SETGID or CAP_SETPCAP: $(status "$WRITER" $c)"
+	(( (0x$(status "$WRITER" $c) & 0x140) == 0 )) || fail "the writer's $c has CAP_SETGID or CAP_SETPCAP: $(status "$WRITER" $c)"
 done
 ok "1. the engine runs as $U ($UID_:$GID_, groups $groups), no capability in any set, no_new_privs; the writer root, without the drop's capabilities"
 
@@ -118,13 +119,18 @@ jq -e '[.advisories[] | select(.id == "doctor.nginx_config")] | length == 0' "$T
 	fail "the doctor could not read nginx's configuration: $(jq -c '.advisories' "$TMP/doctor.json")"
 jq -e '[.advisories[].id] | any(. == "nginx.listen_backlog_default")' "$TMP/doctor.json" >/dev/null ||
 	fail "the doctor did not check the configuration: $(jq -c '[.advisories[].id]' "$TMP/doctor.json")"
+# The engine's connections to nginx (stub_status's kept one) are its user's, though the writer made their sockets.
+owned_conn() {
+	ip netns exec "$NS" ss -tnpe state established "( dport = :$PORT )" | grep "pid=$AGENT_PID," | grep -q "uid:$UID_\b"
+}
+wait_for 5 owned_conn || fail "the engine's connection to nginx is not $U's: $(ip netns exec "$NS" ss -tanpe)"
 tcp() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
 [ "$(tcp -X POST -H "Authorization: Bearer $SECRET" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/pause")" = 200 ] &&
 	[ "$(tcp -X POST -H "Authorization: Bearer $SECRET" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/resume")" = 200 ] ||
 	fail "the TCP listener did not take the token of root's token file"
 [ "$(tcp -X POST -H "Authorization: Bearer ${SECRET}x" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/pause")" = 401 ] ||
 	fail "a wrong token was taken"
-ok "2. every probe ok (stub_status, inet_diag of nginx's namespace), knobs read, the doctor's nginx -T read; root's token file (0600) read at start"
+ok "2. every probe ok (stub_status, inet_diag of nginx's namespace), knobs read, the doctor's nginx -T read, its connections its user's; root's token file (0600) read at start"
 
 ns_somaxconn() { ip netns exec "$NS" cat /proc/sys/net/core/somaxconn; }
 before=$(ns_somaxconn)

@@ -132,10 +132,10 @@ static int test_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 		return -EACCES;
 	}
 	if (kind == WMSG_SOCKET_TCP || kind == WMSG_SOCKET_TCP6)
-		r = netns_socket(0, kind == WMSG_SOCKET_TCP ? AF_INET : AF_INET6, SOCK_STREAM, 0, &what);
+		r = netns_socket(0, kind == WMSG_SOCKET_TCP ? AF_INET : AF_INET6, SOCK_STREAM, 0, 4243, &what);
 	else
 		r = netns_socket(0, AF_NETLINK, SOCK_RAW, kind == WMSG_SOCKET_DIAG ? NETLINK_SOCK_DIAG : NETLINK_ROUTE,
-				 &what);
+				 (uid_t)-1, &what);
 	if (r < 0) {
 		snprintf(why, whylen, "%s: %s", what, strerror(-r));
 		return r;
@@ -815,6 +815,12 @@ static void test_tcp_sockets(void **state)
 	assert_true(s >= 0);
 	assert_int_equal(sock_opt(s, SO_DOMAIN), AF_INET);
 	assert_int_equal(sock_opt(s, SO_TYPE), SOCK_STREAM);
+	{
+		struct stat st; /* made as the engine's user (the hook says 4243), not as its root maker */
+
+		assert_int_equal(fstat(s, &st), 0);
+		assert_int_equal(st.st_uid, geteuid() == 0 ? 4243 : geteuid());
+	}
 	close(s);
 	s = nssock_tcp(rc, 4242, AF_INET6, why, sizeof(why));
 	assert_true(s >= 0);
@@ -1341,7 +1347,7 @@ static void test_socket_carries_no_capability(void **state)
 
 		if (unshare(CLONE_NEWNET) < 0)
 			_exit(errno == EPERM ? 77 : 10);
-		fd = netns_socket(0, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, &what);
+		fd = netns_socket(0, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, (uid_t)-1, &what);
 		if (fd < 0)
 			_exit(11);
 		if (add_address(fd, 1, true) != 0) /* root: the test can fail */
