@@ -21,6 +21,7 @@ struct wclient_req {
 	uv_timer_t timer; /* its timeout: a timer of the loop's, so that no clock is read here */
 	struct wclient *c;
 	uint32_t id;      /* 0: a free slot */
+	uint64_t seq;     /* its place in the order sent: the writer answers in it */
 	wclient_done_fn done;     /* one of the two */
 	wclient_fd_fn done_fd;    /* an answer that may pass a descriptor (wclient_request_fd) */
 	void *ctx;
@@ -31,6 +32,7 @@ struct wclient {
 	int fd;
 	int timeout_ms;
 	uint32_t next_id;
+	uint64_t seq;
 	bool gone;    /* the writer closed its end: every request since is -EPIPE */
 	bool polling; /* the poll handle is started */
 	bool closed;  /* wclient_close: the handles are closing or closed */
@@ -69,14 +71,32 @@ static void answer(struct wclient_req *r, int result, const char *text, int fd)
 }
 
 static void on_closed(uv_handle_t *h);
+static void on_timeout(uv_timer_t *t);
+
+/* The writer answers in the order asked, one at a time: only the oldest request in flight is timed, from when the
+ * one before it was answered (a SET behind a DUMP is not charged the DUMP's time). */
+static void time_head(struct wclient *c)
+{
+	struct wclient_req *head = NULL;
+
+	if (c->closed)
+		return;
+	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
+		if (c->req[i].id && (!head || c->req[i].seq < head->seq))
+			head = &c->req[i];
+	if (head && !uv_is_active((uv_handle_t *)&head->timer))
+		uv_timer_start(&head->timer, on_timeout, (uint64_t)c->timeout_ms, 0);
+}
 
 static void on_timeout(uv_timer_t *t)
 {
 	struct wclient_req *r = (struct wclient_req *)t;
+	struct wclient *c = r->c;
 	char text[96];
 
-	snprintf(text, sizeof(text), "the writer did not answer within %d ms", r->c->timeout_ms);
+	snprintf(text, sizeof(text), "the writer did not answer within %d ms", c->timeout_ms);
 	answer(r, -ETIMEDOUT, text, -1);
+	time_head(c);
 }
 
 /* The writer is gone: no more is read, and the requests in flight are forgotten, not answered. Whether the writer
@@ -163,6 +183,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
 			if (c->req[i].id == res.id) {
 				answer(&c->req[i], res.result, res.text, fd);
 				taken = true;
+				time_head(c);
 			}
 		/* No request of that id: the answer to one that timed out, dropped (its descriptor too). */
 		if (!taken && fd >= 0)
@@ -311,10 +332,11 @@ static int send_request(struct wclient *c, struct wmsg *m, wclient_done_fn done,
 		return -e;
 	}
 	slot->id = m->id;
+	slot->seq = ++c->seq;
 	slot->done = done;
 	slot->done_fd = done_fd;
 	slot->ctx = ctx;
-	uv_timer_start(&slot->timer, on_timeout, (uint64_t)c->timeout_ms, 0);
+	time_head(c);
 	return 0;
 }
 
@@ -335,6 +357,7 @@ void wclient_cancel(struct wclient *c, const void *ctx)
 	for (size_t i = 0; i < WCLIENT_PENDING_MAX; i++)
 		if (c->req[i].id && c->req[i].ctx == ctx)
 			forget(&c->req[i]);
+	time_head(c);
 }
 
 bool wclient_gone(const struct wclient *c)

@@ -3,7 +3,8 @@
  *
  * Owns the requests in flight: each gets an id of its own, is sent as one datagram (wmsg.h), and is answered
  * at most once, from the loop: by the writer's RESULT of the same id, or by -ETIMEDOUT when none came within the
- * timeout (a late answer is dropped when it comes). When the writer is gone the requests in flight are not answered:
+ * timeout, counted from when the request before it was answered (the writer answers in order, one at a time; a late
+ * answer is dropped when it comes). When the writer is gone the requests in flight are not answered:
  * whether their writes were made is not known (its owner stops, as if killed with it: wclient_gone); requests
  * after it are -EPIPE. The writer answers in its own time (an nginx reload takes seconds), so the engine never
  * waits on it.

@@ -567,6 +567,57 @@ static void answer_as_writer(int fd, uint32_t id, int r, const char *text)
 	assert_int_equal(send(fd, buf, (size_t)len, 0), len);
 }
 
+struct timed {
+	int r, n;
+	uint64_t at;
+	uv_loop_t *loop;
+};
+
+static void timed_done(int result, const char *text, void *ctx)
+{
+	struct timed *t = ctx;
+
+	(void)text;
+	t->r = result;
+	t->n++;
+	t->at = uv_now(t->loop);
+}
+
+/* The writer answers in order: a request is timed from when the one before it was answered, not from when it was
+ * sent (a SET queued behind a DUMP is not charged the DUMP's time). Two sent at once to a silent writer: the first
+ * times out after 50 ms, the second 50 ms after that. */
+static void test_timeouts_in_order(void **state)
+{
+	struct wclient *c;
+	struct timed t1 = {0}, t2 = {0};
+	struct wmsg m1 = {.type = WMSG_RELOAD}, m2 = {.type = WMSG_RELOAD};
+	uv_loop_t loop;
+	char why[128];
+	uint64_t t0;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	t1.loop = t2.loop = &loop;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(wclient_new(&loop, sv[0], 50, &c), 0);
+	uv_update_time(&loop);
+	t0 = uv_now(&loop);
+	assert_int_equal(wclient_request(c, &m1, timed_done, &t1, why, sizeof(why)), 0);
+	assert_int_equal(wclient_request(c, &m2, timed_done, &t2, why, sizeof(why)), 0);
+	while (!t2.n)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(t1.n, 1);
+	assert_int_equal(t1.r, -ETIMEDOUT);
+	assert_int_equal(t2.r, -ETIMEDOUT);
+	assert_true(t1.at - t0 >= 50);
+	assert_true(t2.at - t0 >= 100); /* timed from the first's end, not from its own send */
+	wclient_free(c);
+	close(sv[1]);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* A writer that does not answer: the write ends after the client's timeout, and that request's late answer is
  * dropped when the next one's comes; a writer gone is said so, to a request in flight and to the next. */
 static void test_writer_silent(void **state)
@@ -1416,6 +1467,7 @@ int main(void)
 		cmocka_unit_test(test_set_async_driver),
 		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_writer_silent),
+		cmocka_unit_test(test_timeouts_in_order),
 		cmocka_unit_test(test_read_channel),
 		cmocka_unit_test(test_before_hook),
 		cmocka_unit_test(test_writer_dies_idle),
