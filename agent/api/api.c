@@ -806,24 +806,34 @@ static void set_tokens(struct api *api, struct api_tokens *t)
 /* The token file as root read it before the engine gave up root (api_tokens_preload), for a start that cannot. */
 static struct api_tokens *preloaded;
 
-int api_tokens_preload(const struct config *cfg, uid_t engine, char *err, size_t errlen)
+/* With [api] listen and a token file: its tokens (root's or OWNER's file) into *OUT (NULL otherwise). 0 or -errno. */
+static int tokens_of(const struct config *cfg, uid_t owner, struct api_tokens **out, char *err, size_t errlen)
 {
 	struct api_tokens *t;
 	int r;
 
+	*out = NULL;
 	if (!cfg->api_listen[0] || !cfg->api_token_file[0])
 		return 0;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	/* root's, or the engine's user's (whose file a reload reads again) */
-	r = api_tokens_load(cfg->api_token_file, engine, t, err, errlen);
+	r = api_tokens_load(cfg->api_token_file, owner, t, err, errlen);
 	if (r < 0) {
+		api_tokens_clear(t);
 		free(t);
-		return r == -ENOENT ? 0 : r;
+		return r;
 	}
-	preloaded = t;
+	*out = t;
 	return 0;
+}
+
+int api_tokens_preload(const struct config *cfg, uid_t engine, char *err, size_t errlen)
+{
+	/* root's, or the engine's user's (whose file a reload reads again) */
+	int r = tokens_of(cfg, engine, &preloaded, err, errlen);
+
+	return r == -ENOENT ? 0 : r;
 }
 
 /* The tokens of CFG's token file into API (kept as they were on failure). 0 or -errno with ERR. */
@@ -870,16 +880,12 @@ static int load_tokens(struct api *api, const struct config *cfg, char *err, siz
 int api_check_config(const struct config *cfg, char *err, size_t errlen)
 {
 	struct api_tokens *t;
-	int r;
+	int r = tokens_of(cfg, geteuid(), &t, err, errlen);
 
-	if (!cfg->api_listen[0] || !cfg->api_token_file[0])
-		return 0;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
-	api_tokens_clear(t);
-	free(t);
+	if (t) {
+		api_tokens_clear(t);
+		free(t);
+	}
 	return r == -ENOENT ? 0 : r;
 }
 
