@@ -513,6 +513,7 @@ int main(int argc, char **argv)
 	struct store_options so;
 	struct stat sb;
 	struct drop_plan drop;
+	bool no_store_dir, drop_user;
 	char err[512];
 	int r, rc = 1;
 
@@ -594,19 +595,31 @@ int main(int argc, char **argv)
 		}
 		notify_use_syslog();
 	}
-	/* [agent] user: checked before anything is made (a writer's directory among others) */
-	/* An offline revert too: with [agent] user, the store is the engine's user's to write, and what root puts back
-	 * comes from the writer's own journal, never from rows that user could have written. */
-	if (a->cfg.engine_user[0] && drop_plan(&a->cfg, &drop, err, sizeof(err)) < 0) {
+	/* An offline revert where the store's directory does not exist: no agent ever ran with this store (a package
+	 * installed and removed before its unit started), nothing was written that it could put back, and nothing is
+	 * made to find that out (no writer, no drop, no lock file). */
+	{
+		char dir[CONFIG_PATH_MAX], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", a->cfg.store_path);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir)
+			*slash = '\0';
+		no_store_dir = m.revert && slash && slash != dir && stat(dir, &sb) < 0 && errno == ENOENT;
+	}
+	/* [agent] user: checked before anything is made (a writer's directory among others); an offline revert too:
+	 * the store is the engine's user's to write, and what root puts back comes from the writer's own journal, never
+	 * from rows that user could have written. */
+	drop_user = a->cfg.engine_user[0] && !no_store_dir;
+	if (drop_user && drop_plan(&a->cfg, &drop, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
-	if (a->cfg.writer && !a->cfg.dry_run && (!m.revert || a->cfg.engine_user[0]) &&
-	    start_writer(a, err, sizeof(err)) < 0) {
+	if (a->cfg.writer && !a->cfg.dry_run && (!m.revert || drop_user) && start_writer(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
-	if (a->cfg.engine_user[0] && become_user(a, &drop, err, sizeof(err)) < 0) {
+	if (drop_user && become_user(a, &drop, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}
@@ -630,7 +643,7 @@ int main(int argc, char **argv)
 		log_err("cannot open the store: %s", err);
 		goto out;
 	}
-	if (agent_lock(a, err, sizeof(err)) < 0) {
+	if (!no_store_dir && agent_lock(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

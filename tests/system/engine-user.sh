@@ -45,6 +45,15 @@ printf '[api]\nlisten = 127.0.0.1:%s\ntoken_file = %s\n' $((PORT + 1)) "$TMP/api
 api() { curl -sS --max-time 5 --unix-socket "$TMP/run/api.sock" "http://localhost$1"; }
 ctl() { "$NGXCTL" -s "$TMP/run/api.sock" "$@"; }
 
+# The package's removal before its unit ever ran (the store's directory not there): the offline revert says there is
+# nothing recorded (exit 4, which the prerm takes) and makes nothing: no directory, no lock, no drop.
+sed "s|^path = .*|path = $TMP/never/ngx-autotune.db|" "$TMP/agent.conf" >"$TMP/never.conf"
+rc=0
+"$AGENT" --revert all -c "$TMP/never.conf" >"$TMP/never.log" 2>&1 || rc=$?
+[ $rc = 4 ] && [ ! -e "$TMP/never" ] && grep -q "nothing could be put back" "$TMP/never.log" ||
+	fail "an offline revert without a store's directory: exit $rc, $(ls -d "$TMP/never" 2>&1): $(tail -3 "$TMP/never.log")"
+ok "an offline revert where no agent ran (no store's directory): exit 4, nothing made"
+
 # 5 first, on a store an agent that ran as root made (an older version's, or one without [agent] user), with the
 # originals file an offline revert leaves.
 grep -v "^user = " "$TMP/agent.conf" >"$TMP/root.conf"
