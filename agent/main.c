@@ -611,7 +611,7 @@ int main(int argc, char **argv)
 	 * the store is the engine's user's to write, and what root puts back comes from the writer's own journal, never
 	 * from rows that user could have written. */
 	drop_user = a->cfg.engine_user[0] && !no_store_dir;
-	if (drop_user && drop_plan(&a->cfg, &drop, err, sizeof(err)) < 0) {
+	if (drop_user && drop_plan(&a->cfg, !m.revert, &drop, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

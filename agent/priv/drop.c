@@ -160,7 +160,7 @@ static int root_path(const char *path, const struct drop_plan *p, char *err, siz
 	}
 }
 
-int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t errlen)
+int drop_plan(const struct config *cfg, bool api, struct drop_plan *p, char *err, size_t errlen)
 {
 	char store_dir[CONFIG_PATH_MAX], wdir[CONFIG_PATH_MAX + 16], sock_dir[CONFIG_PATH_MAX];
 	struct passwd *pw;
@@ -195,7 +195,8 @@ int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t e
 	parent_of(cfg->socket_path, sock_dir, sizeof(sock_dir));
 	/* Under systemd, the unit's own directories are made the user's (the package names a store directory in its
 	 * StateDirectory, the socket in its RuntimeDirectory, which systemd makes root's at each start). */
-	if ((r = adopt_dir(store_dir, "STATE_DIRECTORY", p)) < 0 || (r = adopt_dir(sock_dir, "RUNTIME_DIRECTORY", p)) < 0) {
+	if ((r = adopt_dir(store_dir, "STATE_DIRECTORY", p)) < 0 ||
+	    (api && (r = adopt_dir(sock_dir, "RUNTIME_DIRECTORY", p)) < 0)) {
 		snprintf(err, errlen, "[agent] user = %s: cannot give the unit's directories to %s: %s", p->user, p->user,
 			 strerror(-r));
 		return r;
@@ -209,7 +210,7 @@ int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t e
 			 p->user, wdir, store_dir, p->user);
 		return -EPERM;
 	}
-	r = owned(sock_dir, "the API socket's directory", p, err, errlen);
+	r = api ? owned(sock_dir, "the API socket's directory", p, err, errlen) : 0;
 	if (r == 0)
 		r = root_path(wdir, p, err, errlen);
 	return r;

@@ -32,10 +32,11 @@ struct drop_plan {
 	size_t ngroups;
 };
 
-/* CFG's [agent] user resolved, and the directories checked (above): 0, or -errno with ERR saying what to fix. Under
+/* CFG's [agent] user resolved, and the directories checked (above; the API socket's only with API: an offline
+ * revert serves none, and runs when the unit's RuntimeDirectory is gone): 0, or -errno with ERR saying what to fix. Under
  * systemd, a store's or socket's directory that is the unit's StateDirectory or RuntimeDirectory, or directly in one,
  * is made or given to the user first (systemd makes them root's). */
-int drop_plan(const struct config *cfg, struct drop_plan *p, char *err, size_t errlen);
+int drop_plan(const struct config *cfg, bool api, struct drop_plan *p, char *err, size_t errlen);
 /* The store's files (the database, its -wal, -shm, .lock, .originals) that are root's given to P's user. 0 or -errno
  * with ERR. */
 int drop_store_files(const struct config *cfg, const struct drop_plan *p, char *err, size_t errlen);

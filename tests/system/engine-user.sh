@@ -205,6 +205,7 @@ wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/c
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "the engine exited $? at the stop before the offline revert"
 [ "$(ns_somaxconn)" = "$want" ] || fail "the kept change is not there before the offline revert: $(ns_somaxconn)"
+rm -r "$TMP/run" # as systemd removes the unit's RuntimeDirectory at its stop: the revert serves no API
 "$AGENT" --revert all -c "$TMP/agent.conf" >"$TMP/offline.out" 2>"$TMP/offline.err" ||
 	fail "the offline revert failed: $(cat "$TMP/offline.out" "$TMP/offline.err")"
 [ "$(ns_somaxconn)" = "$before" ] || fail "the offline revert left somaxconn at $(ns_somaxconn), want $before"
