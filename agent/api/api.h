@@ -26,9 +26,9 @@ int api_start(struct agent *a, struct api **out, char *err, size_t errlen);
  * 0 or -errno with ERR. */
 int api_check_config(const struct config *cfg, char *err, size_t errlen);
 /* With [api] listen: the token file read now (as root, before the engine gives up root), for api_start to take when
- * the engine's user may not read it (a file of root's, mode 0600; a reload then keeps these tokens: give the file
- * to the user to have reloads read it again). The file may be root's or ENGINE's (the user the engine becomes). 0, or
- * -errno with ERR (a file that is not one to trust). */
+ * the engine's user may not read it (a file of root's, mode 0600: a reload then keeps these tokens, a restart reads
+ * the file again). The file may be root's or ENGINE's (the user the engine becomes; ngx-autotune -n, run as root,
+ * takes root's only). 0, or -errno with ERR (a file that is not one to trust). */
 int api_tokens_preload(const struct config *cfg, uid_t engine, char *err, size_t errlen);
 /* A reload: the token file is read again (the old tokens stay if it is bad); a new [api] listen opens, moves or
  * closes the TCP listener (bound before the old socket closes); one that cannot be put in force is logged and the
