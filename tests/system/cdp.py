@@ -369,7 +369,7 @@ def console_scenario(args):
         cdp.wait_for("document.querySelectorAll('#blocks rect[data-arm=\"B\"]').length >= 1 &&"
                      " document.querySelectorAll('#pairs rect').length >= 1", 60, "A/B blocks and a pair from /v1/events")
         head = text(cdp, "#trial-head")
-        if not re.search(r"pair [1-9] of [4-9]", head):
+        if not re.search(r"pair [1-9][0-9]* of ([4-9]|[1-9][0-9]+)\b", head):
             raise CDPError("the trial card during the trial: %r" % head)
         labels = cdp.eval("Array.from(document.querySelectorAll('#pairs text')).map(t => t.textContent).join(' | ')")
         if not re.search(r"pair 1: fell (\d+(\.\d)?%|to 1/\d+)", labels):
