@@ -292,6 +292,21 @@ int wclient_new(uv_loop_t *loop, int fd, int timeout_ms, struct wclient **out)
 	return 0;
 }
 
+/* M with the next id of *NEXT_ID (never 0, which the writer's hello has) encoded into BUF: its length, or -errno with
+ * WHY. */
+static int encode_next(uint32_t *next_id, struct wmsg *m, uint8_t *buf, size_t len, char *why, size_t whylen)
+{
+	int n;
+
+	if (++*next_id == 0)
+		*next_id = 1;
+	m->id = *next_id;
+	n = wmsg_encode(m, buf, len);
+	if (n < 0)
+		snprintf(why, whylen, "the request does not encode: %s", strerror(-n));
+	return n;
+}
+
 static int send_request(struct wclient *c, struct wmsg *m, wclient_done_fn done, wclient_fd_fn done_fd, void *ctx,
 			char *why, size_t whylen)
 {
@@ -312,14 +327,9 @@ static int send_request(struct wclient *c, struct wmsg *m, wclient_done_fn done,
 		snprintf(why, whylen, "%d requests to the writer in flight already", WCLIENT_PENDING_MAX);
 		return -EBUSY;
 	}
-	if (++c->next_id == 0)
-		c->next_id = 1;
-	m->id = c->next_id;
-	len = wmsg_encode(m, buf, sizeof(buf));
-	if (len < 0) {
-		snprintf(why, whylen, "the request does not encode: %s", strerror(-len));
+	len = encode_next(&c->next_id, m, buf, sizeof(buf), why, whylen);
+	if (len < 0)
 		return len;
-	}
 	if (send(c->fd, buf, (size_t)len, MSG_NOSIGNAL) < 0) {
 		int e = errno;
 
@@ -496,14 +506,9 @@ static int call(struct rclient *c, struct wmsg *m, char *text, size_t textlen, i
 			return -EAGAIN;
 		}
 	}
-	if (++c->next_id == 0)
-		c->next_id = 1;
-	m->id = c->next_id;
-	len = wmsg_encode(m, buf, sizeof(buf));
-	if (len < 0) {
-		snprintf(text, textlen, "the request does not encode: %s", strerror(-len));
+	len = encode_next(&c->next_id, m, buf, sizeof(buf), text, textlen);
+	if (len < 0)
 		return len;
-	}
 	if (send(c->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		r = -errno;
 		if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN) {
