@@ -237,7 +237,7 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	int64_t timeout = 3 * a->cfg.nginx_timeout_ms + 1000;
 	int r;
 
-	if (a->writer_pid <= 0)
+	if (a->writer_pid <= 0 && !a->writer_remote)
 		return 0;
 	/* Its start first: a writer that cannot start (its policies, its directory) fails the agent's, before READY. */
 	r = a->writer_hello ? 0 : wclient_await_hello(a->writer_fd, (int)timeout, err, errlen);

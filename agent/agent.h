@@ -61,6 +61,7 @@ struct agent {
 	int writer_fd;            /* the engine's end of its socket, until the client owns it */
 	int writer_rfd;           /* the engine's end of its read channel, until the client owns it */
 	bool writer_hello;        /* its start was awaited already (before the engine's drop: [agent] user) */
+	bool writer_remote;       /* the writer is a unit of its own, met at [agent] writer_socket (writer_pid 0) */
 	struct wclient *wclient;  /* the client of the writer the knobs write through (priv/wclient.h) */
 	struct rclient *rclient;  /* the client of its read channel the knobs read and probe through */
 	struct wdump *wdump;      /* the nginx -T it makes for the engine (priv/wdump.h) */

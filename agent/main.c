@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <systemd/sd-daemon.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #include "priv/wclient.h"
 #include "priv/wdump.h"
 #include "priv/writer_main.h"
+#include "priv/wsocket.h"
 #include "proto.h"
 #include "strutil.h"
 
@@ -68,6 +70,9 @@ static void usage(FILE *f)
 		"      --apply         with --setup: write the changes\n"
 		"      --revert-setup  put back every file --setup wrote, byte for byte, and reload nginx; a file\n"
 		"                      changed since is refused unless --force (ngxctl revert --setup)\n"
+		"      --writer        be the writer of an engine started as [agent] user, on the socket systemd\n"
+		"                      passes (ngx-autotune-writer.service, started by its .socket): serve the\n"
+		"                      engine that connects, as root, until it closes its channels\n"
 		"  -h, --help          show this help\n"
 		"  -V, --version       show the version\n"
 		"\n"
@@ -294,8 +299,54 @@ static int run_doctor(struct agent *a)
 struct modes {
 	bool check, once, foreground, doctor;
 	const char *revert;
-	bool setup, apply, revert_setup, force;
+	bool setup, apply, revert_setup, force, writer;
 };
+
+/* --writer: ngx-autotune-writer.service, the root part of an engine that its own unit starts as [agent] user. Before
+ * the engine's channels are served: the store's files are made the user's (those of an earlier version moved into
+ * its directory), as the fork's drop does; the engine opens its store after this writer's hello. */
+static int run_writer_unit(struct agent *a)
+{
+	struct drop_plan p;
+	char err[512];
+	int n, fd, rfd, r;
+
+	log_set_level(a->cfg.log_level);
+	if (notify_stderr_is_journal())
+		notify_use_journal();
+	n = sd_listen_fds(1);
+	if (n != 1) {
+		log_err("--writer serves the engine on the one socket systemd passes (ngx-autotune-writer.socket): %d "
+			"given%s%s", n < 0 ? 0 : n, n < 0 ? ": " : "", n < 0 ? strerror(-n) : "");
+		return 1;
+	}
+	if (!a->cfg.engine_user[0]) {
+		log_err("--writer serves an engine started as [agent] user, and %s sets none", a->config_path);
+		return 1;
+	}
+	if (drop_plan(&a->cfg, false, &p, err, sizeof(err)) < 0 || drop_store_files(&a->cfg, &p, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return 1;
+	}
+	r = wsocket_accept(SD_LISTEN_FDS_START, p.uid, 10000, &fd, &rfd, err, sizeof(err));
+	close(SD_LISTEN_FDS_START); /* systemd holds it: the next engine's connection starts the next writer */
+	if (r == -ETIMEDOUT) {
+		/* Started without an engine (by hand, or a package's restart of every unit): nothing to serve. */
+		log_notice("writer: %s: ending; the engine's connection starts the writer", err);
+		return 0;
+	}
+	if (r < 0) {
+		log_err("writer: %s", err);
+		return 1;
+	}
+	/* As the forked writer: it ends when the engine closes its channels, after the reverts of the engine's stop. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	if ((r = drop_writer_caps()) < 0)
+		log_warn("writer: cannot drop CAP_SETGID, CAP_SETPCAP: %s", strerror(-r));
+	return writer_main(&a->cfg, a->config_path, a->config_must_exist, a->root_override, fd, rfd);
+}
 
 /* --setup / --revert-setup: nginx's files and agent.conf, journaled beside the writer's directory (root's: its
  * backups are what root puts back into nginx's files, so never in the directory of an engine that gave up root; by
@@ -377,6 +428,19 @@ static int start_writer(struct agent *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* [agent] writer_socket, an engine started as [agent] user: the writer is ngx-autotune-writer.service, met on its
+ * socket (priv/wsocket.h); systemd starts it at this connection. */
+static int connect_writer(struct agent *a, char *err, size_t errlen)
+{
+	int r = wsocket_connect(a->cfg.writer_socket, &a->writer_fd, &a->writer_rfd, err, errlen);
+
+	if (r < 0)
+		return r;
+	a->writer_remote = true;
+	log_info("the writer is met at %s: knob writes go through it", a->cfg.writer_socket);
+	return 0;
+}
+
 /* [agent] user: the engine gives up root (priv/drop.h) once the writer has said it started (so that a writer that
  * could not is still killed), before the store, the API or any thread exists; P was checked before the writer was
  * forked. */
@@ -384,21 +448,26 @@ static int become_user(struct agent *a, const struct drop_plan *p, char *err, si
 {
 	int r = 0;
 
-	if (a->writer_pid > 0) {
+	if (a->writer_pid > 0 || a->writer_remote) {
 		r = wclient_await_hello(a->writer_fd, (int)(3 * a->cfg.nginx_timeout_ms + 1000), err, errlen);
 		a->writer_hello = r == 0;
 	}
 	if (r == 0)
 		r = api_tokens_preload(&a->cfg, p->uid, err, errlen);
-	if (r == 0)
+	/* Started as the user, the engine cannot give root's files away: its writer did, before its hello. */
+	if (r == 0 && geteuid() == 0)
 		r = drop_store_files(&a->cfg, p, err, errlen);
 	if (r == 0)
 		r = drop_now(p, err, errlen);
 	if (r == 0) {
 		/* What decides what the agent runs or writes stays root's to decide, as the writer holds it. */
 		config_trust_owner(0);
-		log_info("the engine runs as %s (uid %d), without capabilities; the writer (pid %d) stays root",
-			 p->user, (int)p->uid, (int)a->writer_pid);
+		if (a->writer_remote)
+			log_info("the engine runs as %s (uid %d), without capabilities; the writer is a unit of its own",
+				 p->user, (int)p->uid);
+		else
+			log_info("the engine runs as %s (uid %d), without capabilities; the writer (pid %d) stays root",
+				 p->user, (int)p->uid, (int)a->writer_pid);
 	}
 	return r;
 }
@@ -408,7 +477,7 @@ static void end_writer(struct agent *a)
 {
 	int status;
 
-	if (a->writer_pid <= 0)
+	if (a->writer_pid <= 0 && !a->writer_remote)
 		return;
 	if (a->nssock) {
 		sampler_set_ns_netlink(a->sampler, NULL, NULL);
@@ -427,7 +496,8 @@ static void end_writer(struct agent *a)
 		/* No client was made: the writer was sent nothing, so it has written nothing, and it may still be in its
 		 * start (it did not say it started within the timeout), where it would not see its socket close. */
 		close(a->writer_fd);
-		kill(a->writer_pid, SIGKILL);
+		if (a->writer_pid > 0)
+			kill(a->writer_pid, SIGKILL);
 	}
 	a->wclient = NULL;
 	a->writer_fd = -1;
@@ -437,6 +507,9 @@ static void end_writer(struct agent *a)
 		close(a->writer_rfd);
 	a->rclient = NULL;
 	a->writer_rfd = -1;
+	a->writer_remote = false; /* its unit's: it ends as its channels close */
+	if (a->writer_pid <= 0)
+		return;
 	if (waitpid(a->writer_pid, &status, 0) == a->writer_pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		log_warn("the writer (pid %d) ended %s %d", (int)a->writer_pid, WIFEXITED(status) ? "with status" :
 			 "by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
@@ -453,7 +526,8 @@ static int parse_args(struct agent *a, int argc, char **argv, struct modes *m)
 		{"version", no_argument, NULL, 'V'},      {"revert", required_argument, NULL, 'R'},
 		{"doctor", no_argument, NULL, 'D'},       {"setup", no_argument, NULL, 'S'},
 		{"apply", no_argument, NULL, 'A'},        {"revert-setup", no_argument, NULL, 'U'},
-		{"force", no_argument, NULL, 'F'},        {NULL, 0, NULL, 0},
+		{"force", no_argument, NULL, 'F'},        {"writer", no_argument, NULL, 'W'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -478,6 +552,7 @@ static int parse_args(struct agent *a, int argc, char **argv, struct modes *m)
 		case 'A': m->apply = true; break;
 		case 'U': m->revert_setup = true; break;
 		case 'F': m->force = true; break;
+		case 'W': m->writer = true; break;
 		case 'R': {
 			int64_t id;
 
@@ -496,6 +571,10 @@ static int parse_args(struct agent *a, int argc, char **argv, struct modes *m)
 	if (optind < argc) {
 		fprintf(stderr, "ngx-autotune: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		return 2;
+	}
+	if (m->writer && (m->check || m->once || m->doctor || m->revert || m->setup || m->revert_setup)) {
+		fprintf(stderr, "ngx-autotune: --writer goes with no other mode\n");
 		return 2;
 	}
 	if ((m->apply && !m->setup) || (m->force && !m->revert_setup) || (m->setup && m->revert_setup)) {
@@ -550,6 +629,10 @@ int main(int argc, char **argv)
 		snprintf(a->cfg.root, sizeof(a->cfg.root), "%s", a->root_override);
 	if (m.setup || m.revert_setup) {
 		rc = run_setup(a, &m);
+		goto out_args;
+	}
+	if (m.writer) {
+		rc = run_writer_unit(a);
 		goto out_args;
 	}
 	if (m.check) {
@@ -615,7 +698,9 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	if (a->cfg.writer && !a->cfg.dry_run && (!m.revert || drop_user) && start_writer(a, err, sizeof(err)) < 0) {
+	if (a->cfg.writer && !a->cfg.dry_run && (!m.revert || drop_user) &&
+	    (a->cfg.writer_socket[0] && geteuid() != 0 ? connect_writer(a, err, sizeof(err))
+						      : start_writer(a, err, sizeof(err))) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

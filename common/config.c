@@ -40,6 +40,7 @@ static const struct key keys[] = {
 	{"agent", "writer", K_BOOL, F(writer), 0, 0},
 	{"agent", "user", K_NAME, F(engine_user), 0, 0},
 	{"agent", "writer_dir", K_PATH_OPT, F(writer_dir), 0, 0},
+	{"agent", "writer_socket", K_PATH_OPT, F(writer_socket), 0, 0},
 	{"policies", "dir", K_PATH, F(policy_dir), 0, 0},
 	{"policies", "override_dir", K_PATH_OPT, F(policy_override_dir), 0, 0},
 	{"store", "path", K_PATH, F(store_path), 0, 0},

@@ -37,6 +37,7 @@ struct config {
 	bool writer;                        /* knob writes go through a privileged writer process (priv/writer.h) */
 	char engine_user[64];               /* with the writer: the engine drops to this user ("" = stays root) */
 	char writer_dir[CONFIG_PATH_MAX];   /* the writer's journals ("" = writer/ beside the store) */
+	char writer_socket[CONFIG_PATH_MAX]; /* an engine started as [agent] user meets its writer here ("" = none) */
 	/* [policies] */
 	char policy_dir[CONFIG_PATH_MAX];   /* shipped policies */
 	char policy_override_dir[CONFIG_PATH_MAX]; /* local overrides, same file name replaces */

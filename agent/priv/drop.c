@@ -317,8 +317,9 @@ int drop_writer_caps(void)
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 
+	/* Those its unit's bounding set leaves out need nothing (ngx-autotune-writer.service has neither). */
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-		if (prctl(PR_CAPBSET_DROP, caps[i], 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_READ, caps[i], 0, 0, 0) == 1 && prctl(PR_CAPBSET_DROP, caps[i], 0, 0, 0) < 0)
 			return -errno;
 	if (syscall(SYS_capget, &h, d) < 0)
 		return -errno;
@@ -337,16 +338,27 @@ int drop_now(const struct drop_plan *p, char *err, size_t errlen)
 	uid_t ru, eu, su;
 	gid_t rg, eg, sg;
 
-	/* The bounding set first: emptying it needs CAP_SETPCAP, which the change of uid takes away. */
-	for (int cap = 0; cap <= 63; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
-			snprintf(err, errlen, "drop capability %d from the bounding set: %s", cap, strerror(errno));
+	if (geteuid() != 0) {
+		/* Started as the user (ngx-autotune.service's User=, its groups and empty capability sets are the unit's):
+		 * nothing left to give up, only the checks below. */
+		if (getuid() != p->uid || geteuid() != p->uid) {
+			snprintf(err, errlen, "[agent] user = %s, but the engine was started as uid %d: start it as root or as "
+				 "%s (uid %d)", p->user, (int)getuid(), p->user, (int)p->uid);
+			return -EPERM;
+		}
+	} else {
+		/* The bounding set first: emptying it needs CAP_SETPCAP, which the change of uid takes away. */
+		for (int cap = 0; cap <= 63; cap++)
+			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+				snprintf(err, errlen, "drop capability %d from the bounding set: %s", cap, strerror(errno));
+				return -errno;
+			}
+		if (setgroups(p->ngroups, p->groups) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
+		    setresuid(p->uid, p->uid, p->uid) < 0) {
+			snprintf(err, errlen, "become %s (uid %d, gid %d): %s", p->user, (int)p->uid, (int)p->gid,
+				 strerror(errno));
 			return -errno;
 		}
-	if (setgroups(p->ngroups, p->groups) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
-	    setresuid(p->uid, p->uid, p->uid) < 0) {
-		snprintf(err, errlen, "become %s (uid %d, gid %d): %s", p->user, (int)p->uid, (int)p->gid, strerror(errno));
-		return -errno;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		snprintf(err, errlen, "no_new_privs: %s", strerror(errno));
@@ -355,8 +367,9 @@ int drop_now(const struct drop_plan *p, char *err, size_t errlen)
 	/* Checked, not assumed: root back, or a capability left, is a drop that did not take. */
 	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != p->uid || eu != p->uid ||
 	    su != p->uid || rg != p->gid || eg != p->gid || sg != p->gid || setuid(0) == 0 || !no_capabilities()) {
-		snprintf(err, errlen, "the drop to %s did not take (uids %d %d %d, or a capability left)", p->user, (int)ru,
-			 (int)eu, (int)su);
+		snprintf(err, errlen, "the drop to %s did not take (uids %d %d %d, or a capability left%s)", p->user, (int)ru,
+			 (int)eu, (int)su, ru == p->uid ? ": a unit that starts the engine as its user must empty its "
+			 "CapabilityBoundingSet=" : "");
 		return -EPERM;
 	}
 	return 0;

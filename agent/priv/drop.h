@@ -41,7 +41,8 @@ int drop_plan(const struct config *cfg, bool api, struct drop_plan *p, char *err
  * with ERR. */
 int drop_store_files(const struct config *cfg, const struct drop_plan *p, char *err, size_t errlen);
 /* Become P's user now, as above, and check it took: 0, or -errno with ERR (the caller must then end: half a drop is
- * no state to go on in). */
+ * no state to go on in). An engine started as P's user already (its own unit's User=) is only checked: the same
+ * uids, no capability in any set (the unit's empty CapabilityBoundingSet=), no_new_privs set. */
 int drop_now(const struct drop_plan *p, char *err, size_t errlen);
 
 /* The writer's side: the capabilities only the engine's drop needed (CAP_SETGID, CAP_SETPCAP) taken from this

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -420,6 +421,31 @@ static int dump(struct writer *w, char *why, size_t whylen)
 	return -EINPROGRESS;
 }
 
+/* One writer at a time on a journal: DIRFD locked, waiting up to WAIT_MS for another writer of it (an offline
+ * revert's, or a unit's writer still finishing what its engine asked while the next engine starts). */
+static int hold_dir(int dirfd, const char *dir, int64_t wait_ms)
+{
+	bool said = false;
+
+	for (int64_t waited = 0;; waited += 100) {
+		if (flock(dirfd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			log_err("writer: cannot lock %s: %s", dir, strerror(errno));
+			return -errno;
+		}
+		if (waited >= wait_ms) {
+			log_err("writer: another writer still holds %s after %lld ms: not started", dir, (long long)wait_ms);
+			return -EBUSY;
+		}
+		if (!said)
+			log_notice("writer: another writer holds %s (an offline revert, or the previous engine's): waiting",
+				   dir);
+		said = true;
+		usleep(100 * 1000);
+	}
+}
+
 int writer_main(const struct config *cfg, const char *config_path, bool must_exist, const char *root_override, int fd,
 		int rfd)
 {
@@ -453,6 +479,8 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 		log_err("writer: %s", err);
 		return 1;
 	}
+	if (hold_dir(m->dirfd, m->dir, 2 * cfg->nginx_timeout_ms) < 0)
+		return 1;
 	snprintf(m->journal, sizeof(m->journal), "/proc/self/fd/%d/%s", m->dirfd, WRITER_JOURNAL_NAME);
 	snprintf(m->shown, sizeof(m->shown), "%s/%s", m->dir, WRITER_JOURNAL_NAME);
 	snprintf(m->fallback, sizeof(m->fallback), "%s%s", cfg->store_path, STORE_ORIGINALS_SUFFIX);

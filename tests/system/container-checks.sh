@@ -44,21 +44,27 @@ check "apt-get install ./$(basename "$deb")" env DEBIAN_FRONTEND=noninteractive 
 check "the unit is enabled by the package" systemctl is-enabled ngx-autotune
 check "the unit is active (Type=notify: READY=1 came)" wait_for 20 systemctl is-active ngx-autotune
 check "the socket's group exists (sysusers at install)" getent group ngx-autotune
-# Privilege separation under the real unit: the main process and one writer, its child, in the unit's cgroup.
-one_writer() {
+# Privilege separation under the real units: the engine, ngx-autotune.service's main process, started as its user;
+# the writer, ngx-autotune-writer.service's, started by its socket at the engine's connection.
+engine_pid() { systemctl show -p MainPID --value ngx-autotune; }
+writer_pid() { systemctl show -p MainPID --value ngx-autotune-writer; }
+two_units() {
 	local main w
-	main=$(systemctl show -p MainPID --value ngx-autotune)
-	w=$(pgrep -P "$main" -x ngx-autotune)
-	echo "main $main, writer '$w'; cgroup: $(systemctl show -p ControlGroup --value ngx-autotune)"
-	[ -n "$w" ] && [ "$(wc -w <<<"$w")" = 1 ] && grep -qx ngx-autotune "/proc/$w/comm" &&
-		journalctl -u ngx-autotune -b --no-pager | grep -q "the writer runs as pid $w"
+	main=$(engine_pid)
+	w=$(writer_pid)
+	echo "engine $main, writer '$w'; $(systemctl is-active ngx-autotune-writer.socket ngx-autotune-writer | tr '\n' ' ')"
+	systemctl status --no-pager ngx-autotune-writer.socket ngx-autotune-writer 2>&1 | tail -20
+	[ "$main" -gt 0 ] && [ "$w" -gt 0 ] && [ "$(pgrep -x ngx-autotune | sort | tr '\n' ' ')" = "$(printf '%s\n' "$main" "$w" | sort | tr '\n' ' ')" ] &&
+		systemctl is-active ngx-autotune-writer.socket &&
+		[ "$(stat -c '%U %a' /run/ngx-autotune-writer.sock)" = "ngx-autotune 600" ] &&
+		journalctl -u ngx-autotune-writer -b --no-pager | grep -q "writer $w: .* knobs"
 }
-check "the unit runs the agent and its writer (two processes, the writer the main process's child)" wait_for 10 one_writer
-# The engine gave up root ([agent] user = ngx-autotune, the package's agent.conf): the kernel's view of both.
+check "two units: the engine, and its writer started by ngx-autotune-writer.socket (0600, the user's)" wait_for 10 two_units
+# The engine never had root ([agent] user = ngx-autotune and User=): the kernel's view of both.
 dropped() {
 	local main w
-	main=$(systemctl show -p MainPID --value ngx-autotune)
-	w=$(pgrep -P "$main" -x ngx-autotune)
+	main=$(engine_pid)
+	w=$(writer_pid)
 	grep -E '^(Uid|Gid|Groups|CapPrm|CapEff|CapBnd|NoNewPrivs):' "/proc/$main/status" | sed 's/^/engine: /'
 	grep -E '^(Uid|CapEff):' "/proc/$w/status" | sed 's/^/writer: /'
 	[ "$(awk '/^Uid:/ {print $2 $3 $4 $5}' "/proc/$main/status")" = "$(printf '%s' "$(id -u ngx-autotune)"{,,,})" ] &&
@@ -68,9 +74,21 @@ dropped() {
 		grep -qx 'NoNewPrivs:	1' "/proc/$main/status" &&
 		grep -qw "$(getent group adm | cut -d: -f3)" <<<"$(grep '^Groups:' "/proc/$main/status")" &&
 		[ "$(awk '/^Uid:/ {print $2}' "/proc/$w/status")" = 0 ] &&
-		journalctl -u ngx-autotune -b --no-pager | grep -q "the engine runs as ngx-autotune (uid $(id -u ngx-autotune)), without capabilities"
+		journalctl -u ngx-autotune -b --no-pager |
+			grep -q "the engine runs as ngx-autotune (uid $(id -u ngx-autotune)), without capabilities; the writer is a unit of its own"
 }
 check "the engine runs as ngx-autotune (group adm too), no capability, no_new_privs; the writer root" dropped
+# systemd's own rating of each process's confinement (issue 22: the engine at most 2.0).
+exposure() { systemd-analyze security "$1" --no-pager 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'; }
+engine_exposure() {
+	local e
+	e=$(exposure ngx-autotune.service)
+	echo "engine: $e, writer: $(exposure ngx-autotune-writer.service)"
+	systemd-analyze security ngx-autotune.service --no-pager 2>&1 | grep -v '^  ✓' | tail -25
+	[ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e <= 2.0) }'
+}
+check "systemd-analyze security: the engine's unit at most 2.0" engine_exposure
+echo "    exposure: engine $(exposure ngx-autotune.service), writer $(exposure ngx-autotune-writer.service)"
 check "its store is in /var/lib/ngx-autotune/engine, ngx-autotune's; the writer's journal root's" sh -c \
 	'[ "$(stat -c %U /var/lib/ngx-autotune/engine /var/lib/ngx-autotune/engine/ngx-autotune.db | sort -u)" = ngx-autotune ] &&
 		[ "$(stat -c "%U %a" /var/lib/ngx-autotune/writer)" = "root 700" ] &&
@@ -195,9 +213,20 @@ frames_before=$(ngxctl --json status | jq '.store.frames')
 check "systemctl reload keeps the store" sh -c 'systemctl reload ngx-autotune && sleep 2 && ngxctl show '"$id"' >/dev/null'
 check "systemctl restart keeps the store" sh -c 'systemctl restart ngx-autotune && systemctl is-active ngx-autotune &&
 	ngxctl show '"$id"' >/dev/null && [ "$(ngxctl --json status | jq .store.frames)" -ge '"$frames_before"' ]'
+# A store of an earlier version (at the top of the state directory, root's): the writer moves it into engine/ at
+# the next start, and the engine goes on with it.
+old_store() {
+	systemctl stop ngx-autotune &&
+		for f in /var/lib/ngx-autotune/engine/ngx-autotune.db*; do mv "$f" /var/lib/ngx-autotune/ && chown root:root "/var/lib/ngx-autotune/${f##*/}"; done &&
+		systemctl start ngx-autotune && wait_for 20 ngxctl status &&
+		[ "$(stat -c %U /var/lib/ngx-autotune/engine/ngx-autotune.db)" = ngx-autotune ] &&
+		[ ! -e /var/lib/ngx-autotune/ngx-autotune.db ] && ngxctl show "$id" >/dev/null
+}
+check "an earlier version's store at the top of /var/lib/ngx-autotune moves into engine/, the user's, its changes kept" old_store
 check "systemctl stop leaves the kept change" sh -c 'systemctl stop ngx-autotune &&
 	! systemctl is-active ngx-autotune && nginx -T 2>/dev/null | grep -q "keepalive_requests 2000;"'
-systemd-analyze security ngx-autotune.service --no-pager 2>/dev/null | grep 'Overall exposure' | sed 's/^/    /'
+check "the writer ended with its engine; its socket still listens for the next" sh -c \
+	'! systemctl is-active ngx-autotune-writer.service && systemctl is-active ngx-autotune-writer.socket'
 check "ngxctl revert --offline puts it back with the agent stopped" ngxctl revert "$id" --offline
 # The revert put the agent's http.conf back byte for byte (keepalive_requests was set nowhere: no line for nginx's
 # default). An operator's edit of it since the setup makes revert --setup refuse; --force puts every original back.

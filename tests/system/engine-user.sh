@@ -13,7 +13,10 @@
 #   5. the store's files are the user's, the writer's directory root's and outside the store's; a store file an
 #      offline revert left as root's is given back at the next start; a writer_dir inside the store's directory
 #      is refused with why;
-#   6. SIGTERM: the engine exits 0 and the writer with it.
+#   6. SIGTERM: the engine exits 0 and the writer with it;
+#   7. the offline revert drops the same way and puts back the writer's journal's originals;
+#   8. the package's split (the engine started as the user by its unit, the writer by its socket): refusals,
+#      the store's files given to the user by the writer, a change made and reverted, both ending at the stop.
 TEST_NAME=engine-user
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -213,4 +216,55 @@ grep -q "the engine runs as $U" "$TMP/offline.err" || fail "the offline revert d
 left=$(find "$TMP/engine" -user root)
 [ -z "$left" ] || fail "the offline revert left files of root's in the store's directory: $left"
 ok "7. the offline revert: the engine dropped, the writer put somaxconn back to $before, nothing of root's left"
+
+# 8. The split of the package's units (ngx-autotune.service as the user, ngx-autotune-writer.service started by its
+# socket): the writer started on its socket's first connection (systemd-socket-activate, as its .socket would), the
+# engine started as the user with the unit's credentials (no capability in any set, no_new_privs).
+sed -e "s|^\[agent\]|[agent]\nwriter_socket = $TMP/writer.sock|" -e '/^listen = /d' -e '/^token_file = /d' \
+	"$TMP/agent.conf" >"$TMP/split.conf"
+mkdir -p "$TMP/run" && chown "$U:$U" "$TMP/run"
+chown root "$TMP/engine/ngx-autotune.db.originals" # root's, as an offline revert by an older version left it
+systemd-socket-activate --seqpacket -l "$TMP/writer.sock" "$AGENT" --writer -c "$TMP/split.conf" \
+	>"$TMP/writer.log" 2>&1 &
+WRITER=$!
+CLEANUP+=("kill $WRITER")
+wait_for 5 test -S "$TMP/writer.sock" || fail "the writer's socket was not made"
+chown "$U" "$TMP/writer.sock" && chmod 600 "$TMP/writer.sock" # SocketUser=, SocketMode= of the package's .socket
+# Root's connection (the socket's mode keeps every other user out) starts the writer, and is refused by it.
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); s.recv(64)' \
+	"$TMP/writer.sock" 2>/dev/null
+grep -q "writer: refused a connection of uid 0" "$TMP/writer.log" ||
+	fail "the writer did not refuse root's connection: $(cat "$TMP/writer.log")"
+"$NOTIFY_LISTEN" "$TMP/run/notify3.sock" 600 >"$TMP/notify3.log" &
+CLEANUP+=("kill $!")
+wait_for 5 test -S "$TMP/run/notify3.sock" || fail "notify-listen did not start"
+chmod 666 "$TMP/run/notify3.sock"
+# setpriv execs the engine itself (a function in the background would be a subshell's pid).
+NOTIFY_SOCKET="$TMP/run/notify3.sock" setpriv --reuid="$UID_" --regid="$GID_" \
+	--groups="$(tr ' \t' ',,' <<<"$groups" | sed 's/,*$//')" --inh-caps=-all --bounding-set=-all --no-new-privs \
+	"$AGENT" --foreground -c "$TMP/split.conf" >"$TMP/split.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+wait_for 30 grep -q READY=1 "$TMP/notify3.log" || fail "the engine as $U: no READY=1: $(tail -5 "$TMP/split.log")"
+grep -q "the engine runs as $U (uid $UID_), without capabilities; the writer is a unit of its own" "$TMP/split.log" ||
+	fail "the engine does not say it met its writer: $(grep -i 'writer\|engine' "$TMP/split.log")"
+[ "$(status "$WRITER" Uid)" = "0 0 0 0" ] && grep -q "writer $WRITER: .* knobs" "$TMP/writer.log" ||
+	fail "the writer $WRITER is not serving as root: $(status "$WRITER" Uid): $(cat "$TMP/writer.log")"
+[ "$(stat -c %U "$TMP/engine/ngx-autotune.db.originals")" = "$U" ] ||
+	fail "the writer did not give root's originals file to $U before the engine opened the store"
+wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/status |
+	jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
+	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
+ctl propose --now "net.core.somaxconn=$want" --why "engine-user test, split" >"$TMP/propose3.out" 2>&1 ||
+	fail "propose failed: $(cat "$TMP/propose3.out")"
+wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $want ]" ||
+	fail "somaxconn in nginx's namespace is $(ns_somaxconn), not $want"
+id=$(grep -o 'change [0-9]*' "$TMP/propose3.out" | head -1 | cut -d' ' -f2)
+ctl revert "$id" >"$TMP/revert3.out" 2>&1 || fail "revert of change $id failed: $(cat "$TMP/revert3.out")"
+wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $before ]" ||
+	fail "somaxconn not put back: $(ns_somaxconn), was $before"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "the engine exited $? after SIGTERM"
+wait "$WRITER" || fail "the writer exited $? after its engine: $(tail -3 "$TMP/writer.log")"
+ok "8. the units' split: the writer started on its socket refuses root's connection, gives root's store file to $U, serves the engine started as $U (somaxconn $before -> $want -> $before); both exit 0 at the engine's stop"
 echo "1..$checks"

@@ -81,6 +81,7 @@ static void test_every_key(void **state)
 	write_conf("; comment\n[agent]\ntick_interval = 250ms\nroot = /tmp/fake\nsocket = /tmp/s.sock\n"
 		   "socket_mode = 0600\nsocket_group = wheel\nlog_level = debug\nuser = ngx-autotune\n"
 		   "writer_dir = /var/lib/ngx-autotune/writer\n"
+		   "writer_socket = /run/ngx-autotune-writer.sock\n"
 		   "[store]\npath = /tmp/x.db\nframes_retention = 2h\nrollups_retention = 7d\naudit_retention = 30d\n"
 		   "denied_retention = 12h\n"
 		   "[nginx]\npid_file = /tmp/nginx.pid\nstub_status_url = http://127.0.0.1:8080/st\n"
@@ -98,6 +99,7 @@ static void test_every_key(void **state)
 	assert_string_equal(c.socket_group, "wheel");
 	assert_string_equal(c.engine_user, "ngx-autotune");
 	assert_string_equal(c.writer_dir, "/var/lib/ngx-autotune/writer");
+	assert_string_equal(c.writer_socket, "/run/ngx-autotune-writer.sock");
 	assert_int_equal(c.log_level, 7);
 	assert_string_equal(c.store_path, "/tmp/x.db");
 	assert_int_equal(c.frames_retention_ms, 2 * 3600 * 1000);
@@ -128,6 +130,7 @@ static const struct {
 	{"[agent]\n\n\nthis line has no equals\n", "syntax error", 4},
 	{"[store]\npath = relative/x.db\n", "absolute path", 2},
 	{"[agent]\nwriter_dir = writer\n", "writer_dir: must be an absolute path", 2},
+	{"[agent]\nwriter_socket = run/w.sock\n", "writer_socket: must be an absolute path", 2},
 	{"[agent]\nuser = a-user-name-longer-than-the-sixty-four-bytes-a-user-name-may-have-here\n", "value too long", 2},
 	{"[nginx]\nstub_status_url = ftp://x/\n", "http:// or https://", 2},
 	{"[agent]\nsocket_mode = 999\n", "octal mode", 2},
