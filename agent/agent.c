@@ -217,6 +217,15 @@ static int ns_tcp(void *ctx, pid_t pid, int family)
 	return nssock_tcp(a->rclient, pid, family, why, sizeof(why));
 }
 
+/* The writer logs why it refused (its journal): the probe says the errno. */
+static int open_log(void *ctx, const char *path)
+{
+	struct agent *a = ctx;
+	char why[WMSG_TEXT_MAX];
+
+	return nssock_open_log(a->rclient, path, why, sizeof(why));
+}
+
 static int ns_nics(void *ctx, const char *glob, char (*names)[16], size_t max, size_t *n)
 {
 	struct agent *a = ctx;
@@ -266,6 +275,13 @@ int agent_writer_client(struct agent *a, char *err, size_t errlen)
 	}
 	sampler_set_ns_netlink(a->sampler, ns_netlink, a->nssock);
 	sampler_set_ns_tcp(a->sampler, ns_tcp, a);
+	/* An engine that is not root reads nginx's logs (www-data:adm, 0640 on Debian) through descriptors the writer
+	 * opens, instead of a group that reads every log of the host. */
+	if (geteuid() != 0) {
+		a->env.open_log = open_log;
+		a->env.open_log_ctx = a;
+		sampler_set_open_log(a->sampler, open_log, a);
+	}
 	/* nginx -T too, for the doctor and the synthetic client's URLs (nginx_ctl_dump, the dump's refresh). */
 	if (wdump_new(a->wclient, (size_t)a->cfg.nginx_dump_max, &a->wdump) < 0) {
 		snprintf(err, errlen, "out of memory");

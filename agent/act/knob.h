@@ -61,6 +61,10 @@ struct knob_env {
 	 * blank-separated, into OUT; 0 or -errno. NULL: read here, by the sysctl driver. */
 	int (*sysctl)(void *ctx, const char *name, char *out, size_t outlen);
 	void *sysctl_ctx;
+	/* nginx's access or error log at PATH opened read-only elsewhere (the writer's, for an engine that may not read
+	 * them: priv/nssock.h): a descriptor (O_CLOEXEC, non-blocking), or -errno. NULL: open(2) here. */
+	int (*open_log)(void *ctx, const char *path);
+	void *open_log_ctx;
 };
 
 /* Completion of an asynchronous write: RESULT is 0 or -errno, MSG says why (e.g. the text of a failing nginx -t). */

@@ -630,7 +630,7 @@ static void read_log_tail(struct job *j)
 
 	if (!j->access_log[0])
 		return;
-	fd = open(j->access_log, O_RDONLY | O_CLOEXEC);
+	fd = j->env.open_log ? j->env.open_log(j->env.open_log_ctx, j->access_log) : open(j->access_log, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(buf = malloc(LOG_TAIL_BYTES + 1))) {
@@ -770,6 +770,8 @@ static struct job *job_new(struct agent *a, const struct window *w, bool since_b
 	j->env.nginx_pid = j->master;
 	j->env.sysctl = a->env.sysctl;
 	j->env.sysctl_ctx = a->env.sysctl_ctx;
+	j->env.open_log = a->env.open_log;
+	j->env.open_log_ctx = a->env.open_log_ctx;
 	j->pol->kind = POLICY_SYSCTL;
 	doctor_facts_init(&j->facts);
 	if (w)

@@ -35,6 +35,8 @@
 
 struct logtail {
 	char *path;
+	logtail_opener open;	/* NULL: open(2) */
+	void *open_ctx;
 	int fd;			/* -1 while the path is missing */
 	dev_t dev;
 	ino_t ino;
@@ -50,10 +52,10 @@ struct logtail {
 static int open_file(struct logtail *t, bool at_end)
 {
 	struct stat st;
-	int fd = open(t->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = t->open ? t->open(t->open_ctx, t->path) : open(t->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
-		return -errno;
+		return t->open ? fd : -errno;
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 
@@ -127,6 +129,11 @@ static void close_file(struct logtail *t, logtail_line_cb cb, void *ctx)
 
 int logtail_open(const char *path, struct logtail **out)
 {
+	return logtail_open_with(path, NULL, NULL, out);
+}
+
+int logtail_open_with(const char *path, logtail_opener opener, void *ctx, struct logtail **out)
+{
 	struct logtail *t;
 	int rc;
 
@@ -138,6 +145,8 @@ int logtail_open(const char *path, struct logtail **out)
 		return -ENOMEM;
 	memset(t, 0, offsetof(struct logtail, line));
 	t->fd = -1;
+	t->open = opener;
+	t->open_ctx = ctx;
 	t->path = strdup(path);
 	if (!t->path) {
 		free(t);

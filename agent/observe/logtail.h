@@ -24,6 +24,11 @@ typedef void (*logtail_line_cb)(void *ctx, const char *line, size_t len);
 
 /* Follow PATH from its current end; a missing file is not an error and will be read from its start once created. */
 int logtail_open(const char *path, struct logtail **out);
+/* How PATH is opened read-only: a descriptor (O_CLOEXEC, non-blocking; the tail's then), or -errno. */
+typedef int (*logtail_opener)(void *ctx, const char *path);
+/* logtail_open, each open of PATH (at the start, after a rotation) made by OPENER(CTX, PATH) instead (an engine that
+ * may not read nginx's logs asks its writer: priv/nssock.h); its stat() of PATH, to see a rotation, stays its own. */
+int logtail_open_with(const char *path, logtail_opener opener, void *ctx, struct logtail **out);
 
 /* Stop following and free; NULL is allowed. */
 void logtail_close(struct logtail *t);

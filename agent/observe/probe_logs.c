@@ -54,13 +54,13 @@ static void on_error_line(void *ctx, const char *line, size_t len)
 	s->err_kind[parse_errorlog_line(line, len)]++;
 }
 
-static int ensure_tail(struct logtail **t, char *saved, const char *path)
+static int ensure_tail(struct sampler *s, struct logtail **t, char *saved, const char *path)
 {
 	int r;
 
 	if (*t)
 		return 0;
-	r = logtail_open(path, t);
+	r = logtail_open_with(path, s->open_log, s->open_log_ctx, t);
 	if (r == 0)
 		snprintf(saved, CONFIG_PATH_MAX, "%s", path);
 	return r;
@@ -75,7 +75,7 @@ void probe_logs_access(struct sampler *s, struct frame *fr)
 	s->acc_502 = s->acc_504 = s->acc_conn_ms = s->acc_conn_n = 0;
 	memset(s->acc_class, 0, sizeof(s->acc_class));
 	hist_reset(&s->tick_hist);
-	r = ensure_tail(&s->access, s->access_path, s->cfg.access_log);
+	r = ensure_tail(s, &s->access, s->access_path, s->cfg.access_log);
 	if (r == 0)
 		r = logtail_poll(s->access, ACCESS_BYTES_PER_TICK, on_access_line, s, &more);
 	if (r < 0) {
@@ -131,7 +131,7 @@ void probe_logs_error(struct sampler *s, struct frame *fr)
 	int r;
 
 	memset(s->err_kind, 0, sizeof(s->err_kind));
-	r = ensure_tail(&s->errlog, s->errlog_path, s->cfg.error_log);
+	r = ensure_tail(s, &s->errlog, s->errlog_path, s->cfg.error_log);
 	if (r == 0)
 		r = logtail_poll(s->errlog, ERROR_BYTES_PER_TICK, on_error_line, s, &more);
 	if (r < 0) {

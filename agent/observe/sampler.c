@@ -194,6 +194,12 @@ void sampler_set_ns_netlink(struct sampler *s, sampler_ns_netlink_fn fn, void *c
 	s->ns_ctx = ctx;
 }
 
+void sampler_set_open_log(struct sampler *s, int (*fn)(void *ctx, const char *path), void *ctx)
+{
+	s->open_log = fn;
+	s->open_log_ctx = ctx;
+}
+
 void sampler_set_ns_tcp(struct sampler *s, sampler_ns_tcp_fn fn, void *ctx)
 {
 	s->ns_tcp = fn;

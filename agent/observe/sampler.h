@@ -37,6 +37,9 @@ void sampler_set_ns_netlink(struct sampler *s, sampler_ns_netlink_fn fn, void *c
  * namespace itself. */
 typedef int (*sampler_ns_tcp_fn)(void *ctx, pid_t pid, int family);
 void sampler_set_ns_tcp(struct sampler *s, sampler_ns_tcp_fn fn, void *ctx);
+/* How the access and error logs are opened: FN(CTX, PATH), as logtail_open_with's opener (an engine that may not
+ * read them asks its writer, nssock_open_log), from the next (re)open on. Unset: open(2). */
+void sampler_set_open_log(struct sampler *s, int (*fn)(void *ctx, const char *path), void *ctx);
 /* With FN set and nginx found (sampler_begin): its sockets asked for now, or taken if they came, so that a tick does
  * not have to wait for them (the agent's start). Nothing is reported: the tick does that. */
 void sampler_prepare_netlink(struct sampler *s);

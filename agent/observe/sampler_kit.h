@@ -27,6 +27,7 @@
 #include "core/hist.h"
 #include "core/metrics.h"
 #include "core/parse.h"
+#include "observe/logtail.h"
 #include "observe/probe.h"
 #include "observe/procfile.h"
 #include "observe/sampler.h"
@@ -100,6 +101,8 @@ struct sampler {
 	uint64_t netns_gen; /* bumped when nginx's pid changes: connections made before go */
 	sampler_ns_tcp_fn ns_tcp; /* sampler_set_ns_tcp's: sockets of nginx's namespace (netns_fd then unused), or NULL */
 	void *ns_tcp_ctx;
+	logtail_opener open_log; /* sampler_set_open_log's: how nginx's logs are opened, or NULL (open(2)) */
+	void *open_log_ctx;
 
 	/* probe_proc.c */
 	struct cpu_times prev_cpu[MAX_CPUS + 1]; /* index 0: aggregate */

@@ -164,7 +164,6 @@ int drop_plan(const struct config *cfg, bool api, struct drop_plan *p, char *err
 {
 	char store_dir[CONFIG_PATH_MAX], wdir[CONFIG_PATH_MAX + 16], sock_dir[CONFIG_PATH_MAX];
 	struct passwd *pw;
-	struct group *adm;
 	int r;
 
 	memset(p, 0, sizeof(*p));
@@ -187,10 +186,9 @@ int drop_plan(const struct config *cfg, bool api, struct drop_plan *p, char *err
 	}
 	p->uid = pw->pw_uid;
 	p->gid = pw->pw_gid;
+	/* Its own group only: nginx's logs (www-data:adm on Debian) come opened from the writer (OPEN_LOG), where group
+	 * adm would read every log of the host (auth.log, the journal's files). */
 	p->groups[p->ngroups++] = pw->pw_gid;
-	adm = getgrnam("adm");
-	if (adm && adm->gr_gid != pw->pw_gid)
-		p->groups[p->ngroups++] = adm->gr_gid;
 	parent_of(cfg->store_path, store_dir, sizeof(store_dir));
 	parent_of(cfg->socket_path, sock_dir, sizeof(sock_dir));
 	/* Under systemd, the unit's own directories are made the user's (the package names a store directory in its

@@ -22,13 +22,13 @@
 
 #include "config.h"
 
-#define DROP_GROUPS_MAX 2
+#define DROP_GROUPS_MAX 1
 
 struct drop_plan {
 	char user[64];
 	uid_t uid;
 	gid_t gid;
-	gid_t groups[DROP_GROUPS_MAX]; /* USER's own group, and adm when the host has one */
+	gid_t groups[DROP_GROUPS_MAX]; /* USER's own group only (nginx's logs come from the writer: OPEN_LOG) */
 	size_t ngroups;
 };
 

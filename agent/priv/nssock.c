@@ -132,6 +132,29 @@ int nssock_sysctl(struct rclient *rc, const char *name, char *out, size_t outlen
 	return r;
 }
 
+int nssock_open_log(struct rclient *rc, const char *path, char *why, size_t whylen)
+{
+	struct wmsg m = {.type = WMSG_OPEN_LOG};
+	int fd = -1, r;
+
+	if (strlen(path) >= sizeof(m.path)) {
+		snprintf(why, whylen, "%.64s...: too long a path", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(m.path, path);
+	r = rclient_call(rc, &m, why, whylen, &fd);
+	if (r == 0 && fd < 0) {
+		snprintf(why, whylen, "the writer passed no descriptor");
+		r = -EPROTO;
+	}
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	return fd;
+}
+
 int nssock_tcp(struct rclient *rc, pid_t pid, int family, char *why, size_t whylen)
 {
 	struct wmsg m = {.type = WMSG_SOCKET, .op = family == AF_INET6 ? WMSG_SOCKET_TCP6 : WMSG_SOCKET_TCP};

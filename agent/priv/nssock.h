@@ -35,6 +35,9 @@ int nssock_nics(struct rclient *rc, const char *glob, char (*names)[16], size_t 
 /* net.* sysctl NAME as nginx's namespace has it, read by the writer (asked on RC, waited for): its integers into OUT;
  * 0 or -errno. */
 int nssock_sysctl(struct rclient *rc, const char *name, char *out, size_t outlen);
+/* nginx's log at PATH (one agent.conf names) opened read-only by the writer (OPEN_LOG): its descriptor, or -errno
+ * with the writer's WHY. */
+int nssock_open_log(struct rclient *rc, const char *path, char *why, size_t whylen);
 /* Close what came, forget what is in flight, free S. */
 void nssock_free(struct nssock *s);
 

@@ -38,7 +38,7 @@ enum wmsg_type {
 	WMSG_RESTORE,    /* engine: put knob NAME back to the original the writer journaled */
 	WMSG_NGINX,      /* engine: OP on nginx (test, reload, dump: the dump's bytes come on a passed pipe) */
 	WMSG_SOCKET,     /* engine: a socket of kind OP opened in nginx's network namespace, passed back */
-	WMSG_OPEN_LOG,   /* engine: nginx's log at PATH opened read-only (a file nginx's configuration names) */
+	WMSG_OPEN_LOG,   /* engine, read channel: nginx's log at PATH ([nginx] access_log or error_log) opened read-only, passed back */
 	WMSG_RELOAD,     /* engine: it reloaded; read the configuration and the policies again before the next request */
 	WMSG_RESULT,     /* writer: the answer to request ID: RESULT, TEXT (why, or what was read back) */
 	/* On the read channel (writer_serve's RFD), answered at once whatever write is in flight: */

@@ -634,6 +634,12 @@ static int read_request(struct writer *w, const uint8_t *buf, size_t len, uint32
 			return -EOPNOTSUPP;
 		}
 		return w->socket(w, m.op, fd, why, whylen);
+	case WMSG_OPEN_LOG:
+		if (!w->open_log) {
+			snprintf(why, whylen, "open-log: not served by this writer");
+			return -EOPNOTSUPP;
+		}
+		return w->open_log(w, m.path, fd, why, whylen);
 	case WMSG_NICS:
 		return nics(w, m.value, why, whylen);
 	case WMSG_SYSCTL:

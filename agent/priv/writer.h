@@ -74,6 +74,9 @@ struct writer {
 	/* NGINX dump: nginx -T started, -EINPROGRESS, and its end told with writer_dumped; or -errno with WHY. NULL: it
 	 * is refused. */
 	int (*dump)(struct writer *w, char *why, size_t whylen);
+	/* OPEN_LOG (read channel): nginx's log at PATH, one the writer's configuration names, opened read-only into
+	 * *FD, passed with the answer; 0, or -errno with WHY. NULL: it is refused. */
+	int (*open_log)(struct writer *w, const char *path, int *fd, char *why, size_t whylen);
 	/* writer_serve's */
 	uv_poll_t poll;
 	int fd;

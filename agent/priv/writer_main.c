@@ -31,6 +31,7 @@
 #include "priv/writer.h"
 #include "store/store.h"
 #include "strutil.h"
+#include "trust.h"
 
 #define WRITER_KNOBS_MAX 256 /* as many as the engine holds */
 #define WRITER_RETRY_MS 5000 /* the knobs built again for a name not found at most this often */
@@ -57,6 +58,8 @@ struct wmain {
 	int64_t retry_ms;               /* when a knob not found last built the knobs again */
 	bool built;                     /* the last build of the knobs succeeded (else none are served) */
 	uid_t engine_uid;               /* [agent] user's uid, the owner of the TCP sockets made for it; -1: none */
+	char log_refused[256];          /* the last OPEN_LOG refusal logged, and when */
+	int64_t log_refused_ms;
 };
 
 static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
@@ -384,6 +387,66 @@ static int dump_fd(const char *out, size_t len)
 	return fd;
 }
 
+/* OPEN_LOG: PATH, when it is one of the logs the writer's configuration names (root's agent.conf), opened read-only
+ * for an engine that may not read nginx's logs itself (Debian's are www-data:adm, 0640): its directories must be
+ * root's and closed to others, as trust_walk checks them, and its name not a link, so that no one but root can
+ * point it at another file; a regular file or a FIFO. */
+static int open_log(struct writer *w, const char *path, int *fd, char *why, size_t whylen)
+{
+	struct wmain *m = w->before_ctx;
+	char dir[WMSG_PATH_MAX], err[WMSG_PATH_MAX + 128];
+	const char *base = strrchr(path, '/');
+	struct stat st;
+	int dfd, f, r;
+
+	if ((reload_asked || w->reload) && !w->busy)
+		before(w, false, why, whylen);
+	if (strcmp(path, m->cfg.access_log) != 0 && strcmp(path, m->cfg.error_log) != 0) {
+		snprintf(why, whylen, "%s: not a log the configuration names ([nginx] access_log, error_log)", path);
+		return -EPERM;
+	}
+	if (!base || base[1] == '\0' || (size_t)(base - path) >= sizeof(dir)) {
+		snprintf(why, whylen, "%s: not a file's path", path);
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
+	r = trust_walk(dir, 0, 0, "a log the writer opens for the engine", &dfd, err, sizeof(err));
+	if (r < 0) {
+		snprintf(why, whylen, "%s", err);
+		return r;
+	}
+	f = openat(dfd, base + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	r = f < 0 ? -errno : 0;
+	close(dfd);
+	if (r == 0 && fstat(f, &st) < 0)
+		r = -errno;
+	else if (r == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+		r = -EINVAL;
+	if (r < 0) {
+		if (f >= 0)
+			close(f);
+		snprintf(why, whylen, "%s: %s", path, r == -ELOOP ? "a link: refused" : strerror(-r));
+		return r;
+	}
+	*fd = f;
+	return 0;
+}
+
+/* OPEN_LOG, with a refusal logged (the engine's probe shows only its errno): once a minute while it repeats. */
+static int open_log_logged(struct writer *w, const char *path, int *fd, char *why, size_t whylen)
+{
+	struct wmain *m = w->before_ctx;
+	int r = open_log(w, path, fd, why, whylen);
+	int64_t now = wall_ms();
+
+	if (r < 0 && r != -ENOENT && (strcmp(why, m->log_refused) != 0 || now - m->log_refused_ms >= 60000)) {
+		log_warn("writer: the engine's log not opened: %s", why);
+		snprintf(m->log_refused, sizeof(m->log_refused), "%s", why);
+		m->log_refused_ms = now;
+	}
+	return r;
+}
+
 static void dumped(int rc, const char *msg, char *out, size_t len, void *ctx)
 {
 	struct wmain *m = ctx;
@@ -499,6 +562,7 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	m->w.before_ctx = m;
 	m->w.socket = open_socket;
 	m->w.dump = dump;
+	m->w.open_log = open_log_logged;
 	log_info("writer %d: %zu knobs of %zu policies, originals in %s/%s", (int)getpid(), m->n, m->set->n, m->dir,
 		 WRITER_JOURNAL_NAME);
 	r = writer_hello(fd);

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The engine without root (issue 22, [agent] user): the real agent against a real nginx in its own network namespace,
 # the engine dropped to a user the test makes, the writer root. Checked:
-#   1. the engine's credentials as the kernel has them: the user's uid and gid in every slot, group adm, no
-#      capability in any set, no_new_privs; the writer uid 0 with its capabilities;
+#   1. the engine's credentials as the kernel has them: the user's uid and gid in every slot, its own group only (no
+#      adm: nginx's logs come opened from the writer), no capability in any set, no_new_privs; the writer uid 0;
 #   2. it still sees everything: every probe ok (stub_status and the synthetic client on the writer's TCP sockets,
 #      inet_diag on its netlink sockets), the knobs readable (through the read channel), the doctor's nginx -T and
 #      its sysctls of nginx's namespace;
@@ -16,7 +16,8 @@
 #   6. SIGTERM: the engine exits 0 and the writer with it;
 #   7. the offline revert drops the same way and puts back the writer's journal's originals;
 #   8. the package's split (the engine started as the user by its unit, the writer by its socket): refusals,
-#      the store's files given to the user by the writer, a change made and reverted, both ending at the stop.
+#      the store's files given to the user by the writer, a change made and reverted, both ending at the stop;
+#   9. the writer opens no log for the engine through a directory the user may change.
 TEST_NAME=engine-user
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -34,6 +35,9 @@ ADM=$(getent group adm | cut -d: -f3)
 [ -n "$ADM" ] || fail "this host has no group adm (Debian has it)"
 chmod 711 "$TMP" # the engine goes through it to its own directories, as through /var/lib and /run
 start_nginx_ns "$NS" $PORT || fail "could not start nginx in namespace $NS"
+# nginx's logs closed to the engine's user (root's, 0600: stricter than Debian's www-data:adm 0640): the engine reads
+# them through descriptors the writer opens, not by a group of its own.
+chmod 600 "$TMP/nginx/logs/access.log" "$TMP/nginx/logs/error.log"
 install -d -o "$U" -g "$U" -m 750 "$TMP/engine" "$TMP/run"
 cp -r "$srcdir/policies" "$TMP/policies" # the source tree may be in a directory the user cannot enter
 agent_conf "$TMP/agent.conf" $PORT 500ms
@@ -98,8 +102,7 @@ status() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/
 [ "$(status "$AGENT_PID" Uid)" = "$UID_ $UID_ $UID_ $UID_" ] || fail "the engine's uids: $(status "$AGENT_PID" Uid)"
 [ "$(status "$AGENT_PID" Gid)" = "$GID_ $GID_ $GID_ $GID_" ] || fail "the engine's gids: $(status "$AGENT_PID" Gid)"
 groups=$(status "$AGENT_PID" Groups)
-[ "$(tr ' ' '\n' <<<"$groups" | grep -c .)" -le 2 ] && grep -qw "$ADM" <<<"$groups" ||
-	fail "the engine's groups: $groups (its own and adm $ADM)"
+[ "$(echo $groups)" = "$GID_" ] || fail "the engine's groups: $groups (its own only, not adm $ADM)"
 for c in CapInh CapPrm CapEff CapBnd CapAmb; do
 	[ "$(status "$AGENT_PID" $c)" = 0000000000000000 ] || fail "the engine's $c: $(status "$AGENT_PID" $c)"
 done
@@ -142,7 +145,12 @@ tcp() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
 	fail "the TCP listener did not take the token of root's token file"
 [ "$(tcp -X POST -H "Authorization: Bearer ${SECRET}x" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/pause")" = 401 ] ||
 	fail "a wrong token was taken"
-ok "2. every probe ok (stub_status, inet_diag of nginx's namespace), knobs read, the doctor's nginx -T read, its connections its user's; root's token file (0600) read at start"
+# The access log: read by the engine though its user cannot open it.
+setpriv --reuid="$UID_" --regid="$GID_" --clear-groups cat "$TMP/nginx/logs/access.log" >/dev/null 2>&1 &&
+	fail "the engine's user can read the access log itself: the check proves nothing"
+api /v1/status | jq -e '[.probes[] | select((.name == "access_log" or .name == "error_log") and .ok)] | length == 2' \
+	>/dev/null || fail "the logs are not read: $(api /v1/status | jq -c '[.probes[] | select(.name | test("log"))]')"
+ok "2. every probe ok (stub_status, inet_diag of nginx's namespace, nginx's logs of root's 0600 through the writer), knobs read, the doctor's nginx -T read, its connections its user's; root's token file (0600) read at start"
 
 ns_somaxconn() { ip netns exec "$NS" cat /proc/sys/net/core/somaxconn; }
 before=$(ns_somaxconn)
@@ -267,4 +275,30 @@ kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "the engine exited $? after SIGTERM"
 wait "$WRITER" || fail "the writer exited $? after its engine: $(tail -3 "$TMP/writer.log")"
 ok "8. the units' split: the writer started on its socket refuses root's connection, gives root's store file to $U, serves the engine started as $U (somaxconn $before -> $want -> $before); both exit 0 at the engine's stop"
+# 9. The writer opens only the logs agent.conf names, through directories only root may change: an access_log in a
+# directory of the user's, there a link to a file of root's, is refused (the engine's probe fails, the writer says
+# why), never opened for the engine.
+install -d -o "$U" -m 755 "$TMP/ulogs"
+ln -s "$TMP/nginx/logs/error.log" "$TMP/ulogs/access.log"
+chown -h "$U" "$TMP/ulogs/access.log"
+sed "s|^access_log = .*|access_log = $TMP/ulogs/access.log|" "$TMP/split.conf" >"$TMP/ulog.conf"
+systemd-socket-activate --seqpacket -l "$TMP/writer2.sock" "$AGENT" --writer -c "$TMP/ulog.conf" >"$TMP/writer2.log" 2>&1 &
+WRITER=$!
+CLEANUP+=("kill $WRITER")
+wait_for 5 test -S "$TMP/writer2.sock" || fail "the writer's socket was not made"
+chown "$U" "$TMP/writer2.sock"
+sed -i "s|^writer_socket = .*|writer_socket = $TMP/writer2.sock|" "$TMP/ulog.conf"
+NOTIFY_SOCKET="$TMP/run/notify3.sock" setpriv --reuid="$UID_" --regid="$GID_" --clear-groups --inh-caps=-all \
+	--bounding-set=-all --no-new-privs "$AGENT" --foreground -c "$TMP/ulog.conf" >"$TMP/ulog.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP+=("kill $AGENT_PID")
+refused() {
+	api /v1/status | jq -e '.probes[] | select(.name == "access_log") | (.ok | not) and (.error | test("Operation not permitted"))' &&
+		grep -q "writer: the engine's log not opened: $TMP/ulogs: .*refused" "$TMP/writer2.log"
+}
+wait_for 20 refused || fail "a log through a directory of the user's was not refused: $(api /v1/status | jq -c '.probes[] | select(.name == "access_log")'): $(tail -3 "$TMP/writer2.log")"
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID" || fail "the engine exited $? after SIGTERM"
+wait "$WRITER" || fail "the writer exited $?"
+ok "9. an access_log in a directory of $U's (a link there to a file of root's) is refused by the writer: $(grep -o "not opened: .*" "$TMP/writer2.log" | head -1 | cut -c1-150)"
 echo "1..$checks"

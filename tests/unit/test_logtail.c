@@ -211,6 +211,52 @@ static void test_rename_rotation_loses_nothing(void **state)
 	logtail_close(t);
 }
 
+/* An opener (the writer's OPEN_LOG, for an engine that may not read the log): each open is its, at the start and
+ * after a rotation; its refusal is the poll's error. */
+static int opens;
+static int refuse;
+
+static int counting_open(void *ctx, const char *path)
+{
+	int fd;
+
+	(void)ctx;
+	opens++;
+	if (refuse)
+		return -EPERM;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+static void test_opener(void **state)
+{
+	struct fixture *f = *state;
+	struct logtail *t;
+	bool more;
+
+	opens = refuse = 0;
+	append(f->path, "history\n");
+	assert_int_equal(logtail_open_with(f->path, counting_open, NULL, &t), 0);
+	assert_int_equal(opens, 1);
+	append(f->path, "a\n");
+	expect_lines(t, f, 0, "a", NULL);
+	assert_int_equal(rename(f->path, f->rotated), 0);
+	append(f->path, "b\n");
+	expect_lines(t, f, 0, "b", NULL);
+	assert_int_equal(opens, 2);
+	logtail_close(t);
+	refuse = 1;
+	assert_int_equal(logtail_open_with(f->path, counting_open, NULL, &t), -EPERM);
+	/* Missing at the start (the opener's -ENOENT), then created while the opener refuses. */
+	unlink(f->path);
+	refuse = 0;
+	assert_int_equal(logtail_open_with(f->path, counting_open, NULL, &t), 0);
+	refuse = 1;
+	append(f->path, "c\n");
+	assert_int_equal(logtail_poll(t, 1 << 20, collect, &f->got, &more), -EPERM);
+	logtail_close(t);
+}
+
 static void test_rename_then_create_waits_for_writer(void **state)
 {
 	struct fixture *f = *state;
@@ -446,6 +492,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_starts_at_end_and_follows_appends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_line_completed_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_rotation_loses_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_opener, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_then_create_waits_for_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copytruncate_restarts_at_zero, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncate_refill_within_a_poll, setup, teardown),

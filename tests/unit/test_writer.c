@@ -117,6 +117,21 @@ static int later_write(struct knob *k, const char *value, char *why, size_t whyl
 	return -EINPROGRESS;
 }
 
+/* The test writer's OPEN_LOG: ROOT/access.log only, as writer_main serves the two logs agent.conf names. */
+static int test_open_log(struct writer *w, const char *path, int *fd, char *why, size_t whylen)
+{
+	char mine[128];
+
+	(void)w;
+	snprintf(mine, sizeof(mine), "%s/access.log", root);
+	if (strcmp(path, mine) != 0) {
+		snprintf(why, whylen, "%s: not a log the configuration names", path);
+		return -EPERM;
+	}
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	return *fd < 0 ? -errno : 0;
+}
+
 /* The test writer's SOCKET: a netlink socket of its own namespace, made as writer_main's is, said to be of nginx
  * 4242's; refused while ROOT/nosocket exists. */
 static int test_socket(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen)
@@ -205,6 +220,7 @@ static int child_writer(struct policy_set *set, struct knob_env *env, int fd, in
 	w.set = set, w.knobs = &wk, w.n = 1, w.originals = journal;
 	w.socket = test_socket;
 	w.dump = test_dump;
+	w.open_log = test_open_log;
 	w.env = env;
 	uv_timer_init(&loop, &dumping.t);
 	if (writer_init(&w, why, sizeof(why)) != 0)
@@ -739,6 +755,24 @@ static void test_read_channel(void **state)
 		assert_non_null(strstr(why, "no knob kernel.core_pattern here"));
 		get_file("/proc/sys/net/core/somaxconn", got, sizeof(got));
 		assert_string_equal(got, "8192\n");
+	}
+	/* nginx's log, opened by the writer (the engine may not read it) and passed; another file refused, with why. */
+	{
+		char path[160], buf[32];
+		int lfd;
+		ssize_t got_n;
+
+		put_file("/access.log", "GET / 200\n");
+		snprintf(path, sizeof(path), "%s/access.log", root);
+		lfd = nssock_open_log(rc, path, why, sizeof(why));
+		assert_true(lfd >= 0);
+		got_n = read(lfd, buf, sizeof(buf) - 1);
+		assert_int_equal(got_n, 10);
+		buf[got_n] = '\0';
+		assert_string_equal(buf, "GET / 200\n");
+		close(lfd);
+		assert_int_equal(nssock_open_log(rc, "/etc/shadow", why, sizeof(why)), -EPERM);
+		assert_string_equal(why, "/etc/shadow: not a log the configuration names");
 	}
 	/* The interfaces of nginx's namespace RPS's knobs are named after: the writer's (its root has two NICs with
 	 * queues and a bridge without a device), matched by the policy's glob. */
