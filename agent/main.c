@@ -698,6 +698,12 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
+	/* An offline revert while an agent runs is refused at once, before a writer of its own would wait for the
+	 * running writer's journal (hold_dir) only to be refused later. */
+	if (m.revert && !no_store_dir && agent_lock(a, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
 	if (a->cfg.writer && !a->cfg.dry_run && (!m.revert || drop_user) &&
 	    (a->cfg.writer_socket[0] && geteuid() != 0 ? connect_writer(a, err, sizeof(err))
 						      : start_writer(a, err, sizeof(err))) < 0) {
@@ -728,7 +734,7 @@ int main(int argc, char **argv)
 		log_err("cannot open the store: %s", err);
 		goto out;
 	}
-	if (!no_store_dir && agent_lock(a, err, sizeof(err)) < 0) {
+	if (!no_store_dir && a->lock_fd <= 0 && agent_lock(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -191,6 +191,15 @@ rm -f "$TMP/engine/ngx-autotune.db.originals.compact"
 [ -s "$TMP/writer/originals" ] || fail "the writer journaled no original"
 ok "5. the store's files (a root agent's database, an offline revert's originals) are $U's; the writer's journal root's, 0700, outside"
 
+# An offline revert while the engine runs: refused at once (the store's lock, taken before a writer of its own would
+# wait on the running writer's journal).
+t0=$(date +%s)
+"$AGENT" --revert all -c "$TMP/agent.conf" >"$TMP/busy.log" 2>&1 && fail "an offline revert ran beside the agent"
+grep -q "the agent is running: use ngxctl revert without --offline" "$TMP/busy.log" && [ $(($(date +%s) - t0)) -le 2 ] ||
+	fail "the offline revert beside the agent: $(($(date +%s) - t0)) s, $(cat "$TMP/busy.log")"
+[ "$(pgrep -c -f -- "-c $TMP/agent.conf")" = 2 ] || fail "processes left by the refused revert: $(pgrep -a ngx-autotune)"
+ok "5b. an offline revert while the engine runs is refused at once, and starts no writer"
+
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"
 rc=$?
@@ -235,7 +244,7 @@ chown root "$TMP/engine/ngx-autotune.db.originals" # root's, as an offline rever
 systemd-socket-activate --seqpacket -l "$TMP/writer.sock" "$AGENT" --writer -c "$TMP/split.conf" \
 	>"$TMP/writer.log" 2>&1 &
 WRITER=$!
-CLEANUP+=("kill $WRITER")
+CLEANUP+=("kill -9 $WRITER") # it ignores SIGTERM, as under its unit
 wait_for 5 test -S "$TMP/writer.sock" || fail "the writer's socket was not made"
 chown "$U" "$TMP/writer.sock" && chmod 600 "$TMP/writer.sock" # SocketUser=, SocketMode= of the package's .socket
 # Root's connection (the socket's mode keeps every other user out) starts the writer, and is refused by it.
@@ -284,7 +293,7 @@ chown -h "$U" "$TMP/ulogs/access.log"
 sed "s|^access_log = .*|access_log = $TMP/ulogs/access.log|" "$TMP/split.conf" >"$TMP/ulog.conf"
 systemd-socket-activate --seqpacket -l "$TMP/writer2.sock" "$AGENT" --writer -c "$TMP/ulog.conf" >"$TMP/writer2.log" 2>&1 &
 WRITER=$!
-CLEANUP+=("kill $WRITER")
+CLEANUP+=("kill -9 $WRITER") # it ignores SIGTERM, as under its unit
 wait_for 5 test -S "$TMP/writer2.sock" || fail "the writer's socket was not made"
 chown "$U" "$TMP/writer2.sock"
 sed -i "s|^writer_socket = .*|writer_socket = $TMP/writer2.sock|" "$TMP/ulog.conf"
