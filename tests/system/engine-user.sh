@@ -155,14 +155,19 @@ ok "2. every probe ok (stub_status, inet_diag of nginx's namespace, nginx's logs
 ns_somaxconn() { ip netns exec "$NS" cat /proc/sys/net/core/somaxconn; }
 before=$(ns_somaxconn)
 want=$((before * 2))
-ctl propose --now "net.core.somaxconn=$want" --why "engine-user test" >"$TMP/propose.out" 2>&1 ||
-	fail "propose failed: $(cat "$TMP/propose.out")"
-wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $want ]" ||
-	fail "somaxconn in nginx's namespace is $(ns_somaxconn), not $want"
-id=$(grep -o 'change [0-9]*' "$TMP/propose.out" | head -1 | cut -d' ' -f2)
-ctl revert "$id" >"$TMP/revert.out" 2>&1 || fail "revert of change $id failed: $(cat "$TMP/revert.out")"
-wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $before ]" ||
-	fail "somaxconn not put back: $(ns_somaxconn), was $before"
+# somaxconn to $want in nginx's namespace through the engine and the writer, and back (TAG names the files).
+somaxconn_there_and_back() {
+	local tag=$1 id
+	ctl propose --now "net.core.somaxconn=$want" --why "engine-user test $tag" >"$TMP/propose$tag.out" 2>&1 ||
+		fail "propose failed: $(cat "$TMP/propose$tag.out")"
+	wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $want ]" ||
+		fail "somaxconn in nginx's namespace is $(ns_somaxconn), not $want"
+	id=$(grep -o 'change [0-9]*' "$TMP/propose$tag.out" | head -1 | cut -d' ' -f2)
+	ctl revert "$id" >"$TMP/revert$tag.out" 2>&1 || fail "revert of change $id failed: $(cat "$TMP/revert$tag.out")"
+	wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $before ]" ||
+		fail "somaxconn not put back: $(ns_somaxconn), was $before"
+}
+somaxconn_there_and_back ""
 ok "3. somaxconn $before -> $want in nginx's namespace and back, made by the writer for the engine"
 
 # The engine's exact credentials, from the kernel.
@@ -272,14 +277,7 @@ grep -q "the engine runs as $U (uid $UID_), without capabilities; the writer is 
 wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/status |
 	jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
 	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
-ctl propose --now "net.core.somaxconn=$want" --why "engine-user test, split" >"$TMP/propose3.out" 2>&1 ||
-	fail "propose failed: $(cat "$TMP/propose3.out")"
-wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $want ]" ||
-	fail "somaxconn in nginx's namespace is $(ns_somaxconn), not $want"
-id=$(grep -o 'change [0-9]*' "$TMP/propose3.out" | head -1 | cut -d' ' -f2)
-ctl revert "$id" >"$TMP/revert3.out" 2>&1 || fail "revert of change $id failed: $(cat "$TMP/revert3.out")"
-wait_for 10 sh -c "[ \$(ip netns exec $NS cat /proc/sys/net/core/somaxconn) = $before ]" ||
-	fail "somaxconn not put back: $(ns_somaxconn), was $before"
+somaxconn_there_and_back 3
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "the engine exited $? after SIGTERM"
 wait "$WRITER" || fail "the writer exited $? after its engine: $(tail -3 "$TMP/writer.log")"
