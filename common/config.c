@@ -16,7 +16,7 @@
 
 enum key_type {
 	K_PATH, K_PATH_OPT, K_URL, K_DURATION, K_MODE, K_NAME, K_LEVEL, K_BOOL, K_INT, K_TUNING, K_MEASURE, K_COMMAND,
-	K_LISTEN, K_HTTP_URL, K_SIZE
+	K_LISTEN, K_HTTP_URL, K_SIZE, K_URL_LIST
 };
 
 struct key {
@@ -71,6 +71,16 @@ static const struct key keys[] = {
 	{"loadgen", "run", K_DURATION, F(loadgen_run_ms), 2000, 3600000},
 	{"doctor", "interval", K_DURATION, F(doctor_interval_ms), 30000, 86400000},
 	{"doctor", "backend_keepalive_timeout", K_DURATION, F(backend_keepalive_ms), 0, 3600000},
+	{"fleet", "endpoints", K_URL_LIST, F(fleet_endpoints), 0, 0},
+	{"fleet", "pool", K_NAME, F(fleet_pool), 0, 0},
+	{"fleet", "host", K_NAME, F(fleet_host), 0, 0},
+	{"fleet", "max_in_trial", K_INT, F(fleet_max_in_trial), 1, 64},
+	{"fleet", "lease_ttl", K_DURATION, F(fleet_lease_ttl_ms), 2000, 60000},
+	{"fleet", "ca", K_PATH_OPT, F(fleet_ca), 0, 0},
+	{"fleet", "cert", K_PATH_OPT, F(fleet_cert), 0, 0},
+	{"fleet", "key", K_PATH_OPT, F(fleet_key), 0, 0},
+	{"fleet", "user", K_NAME, F(fleet_user), 0, 0},
+	{"fleet", "password_file", K_PATH_OPT, F(fleet_password_file), 0, 0},
 	{"api", "listen", K_LISTEN, F(api_listen), 0, 0},
 	{"api", "listen_any", K_BOOL, F(api_listen_any), 0, 0},
 	{"api", "token_file", K_PATH_OPT, F(api_token_file), 0, 0},
@@ -128,6 +138,15 @@ void config_default(struct config *cfg)
 	cfg->client_enabled = true;
 	cfg->client_requests = 4;
 	cfg->client_timeout_ms = 500;
+	cfg->fleet_max_in_trial = 1;
+	cfg->fleet_lease_ttl_ms = 10000;
+}
+
+/* A name that is one component of an etcd key: [A-Za-z0-9._-], not "." or "..". */
+static bool key_name(const char *s)
+{
+	return s[0] && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == strlen(s) &&
+	       strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 struct load_ctx {
@@ -209,6 +228,22 @@ static int set_key(struct config *cfg, const struct key *k, const char *value, c
 			if (n > CONFIG_CLIENT_URLS_MAX)
 				return snprintf(msg, msglen, "%s: %zu URLs, at most %d", k->name, n, CONFIG_CLIENT_URLS_MAX),
 				       -EINVAL;
+		}
+		/* fall through */
+	case K_URL_LIST:
+		/* etcd's endpoints: http:// or https:// URLs separated by blanks. */
+		if (k->type == K_URL_LIST) {
+			size_t n = 0;
+
+			for (const char *p = value + strspn(value, " \t"); *p; p += strspn(p, " \t"), n++) {
+				if (strncmp(p, "http://", 7) != 0 && strncmp(p, "https://", 8) != 0)
+					return snprintf(msg, msglen, "%s: '%.*s' is not an http:// or https:// URL", k->name,
+							(int)strcspn(p, " \t"), p), -EINVAL;
+				p += strcspn(p, " \t");
+			}
+			if (n > CONFIG_FLEET_ENDPOINTS_MAX)
+				return snprintf(msg, msglen, "%s: %zu URLs, at most %d", k->name, n,
+						CONFIG_FLEET_ENDPOINTS_MAX), -EINVAL;
 		}
 		/* fall through */
 	case K_URL:
@@ -342,6 +377,18 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 		unsigned salen;
 		bool loopback = true;
 
+		if (cfg->fleet_endpoints[strspn(cfg->fleet_endpoints, " \t")] &&
+		    (!key_name(cfg->fleet_pool) || (cfg->fleet_host[0] && !key_name(cfg->fleet_host)))) {
+			snprintf(err, errlen, "%s: [fleet] %s '%s': a name of letters, digits, '.', '_' and '-' is needed", path,
+				 key_name(cfg->fleet_pool) ? "host" : "pool",
+				 key_name(cfg->fleet_pool) ? cfg->fleet_host : cfg->fleet_pool);
+			return -EINVAL;
+		}
+		if (!cfg->fleet_user[0] != !cfg->fleet_password_file[0] || !cfg->fleet_cert[0] != !cfg->fleet_key[0]) {
+			snprintf(err, errlen, "%s: [fleet] %s", path, !cfg->fleet_user[0] != !cfg->fleet_password_file[0]
+				 ? "user and password_file go together" : "cert and key go together");
+			return -EINVAL;
+		}
 		if (strcmp(cfg->measure, "loadgen") == 0 && !cfg->loadgen_command[0]) {
 			snprintf(err, errlen, "%s: [tuning] measure = loadgen needs [loadgen] command", path);
 			return -EINVAL;

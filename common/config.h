@@ -86,7 +86,20 @@ struct config {
 	char client_url[CONFIG_PATH_MAX]; /* what it asks for, URLs separated by blanks; "" = what nginx serves */
 	int64_t client_requests;        /* requests per tick: one on a kept-alive connection, the rest fresh */
 	int64_t client_timeout_ms;      /* bound on one request, connect included */
+	/* [fleet]: a pool of hosts coordinated through etcd (agent/fleet); endpoints "" = alone, as without it */
+	char fleet_endpoints[CONFIG_PATH_MAX]; /* etcd's client URLs, blank-separated, tried in turn */
+	char fleet_pool[64];                   /* the pool's name: its keys' prefix in etcd */
+	char fleet_host[64];                   /* this host's name in the pool ("" = the hostname) */
+	int64_t fleet_max_in_trial;            /* hosts of the pool in trial at once */
+	int64_t fleet_lease_ttl_ms;            /* the membership's and the trial slot's lease */
+	char fleet_ca[CONFIG_PATH_MAX];        /* TLS: the CA that signed etcd's certificate ("" = the system's) */
+	char fleet_cert[CONFIG_PATH_MAX];      /* TLS client certificate and key ("" = none) */
+	char fleet_key[CONFIG_PATH_MAX];
+	char fleet_user[64];                   /* etcd's user and a file with its password ("" = no auth) */
+	char fleet_password_file[CONFIG_PATH_MAX];
 };
+
+#define CONFIG_FLEET_ENDPOINTS_MAX 8
 
 /* Fill CFG with the defaults. */
 void config_default(struct config *cfg);

@@ -118,6 +118,48 @@ static void test_every_key(void **state)
 	assert_int_equal(c.nginx_memory_max, 1 << 30);
 }
 
+/* [fleet]: absent, nothing changes; every key read; the checks across keys (after the whole file). */
+static void test_fleet(void **state)
+{
+	static const struct {
+		const char *text, *expect;
+	} wrong[] = {
+		{"[fleet]\nendpoints = http://127.0.0.1:2379\n", "[fleet] pool '': a name of letters"},
+		{"[fleet]\nendpoints = http://127.0.0.1:2379\npool = web/../x\n", "[fleet] pool 'web/../x'"},
+		{"[fleet]\nendpoints = http://127.0.0.1:2379\npool = web\nhost = a b\n", "[fleet] host 'a b'"},
+		{"[fleet]\nendpoints = http://127.0.0.1:2379\npool = web\nuser = ops\n", "user and password_file go together"},
+		{"[fleet]\nendpoints = http://127.0.0.1:2379\npool = web\nkey = /k.pem\n", "cert and key go together"},
+	};
+	struct config c;
+	char err[512];
+
+	(void)state;
+	write_conf("[agent]\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.fleet_endpoints, "");
+	assert_int_equal(c.fleet_max_in_trial, 1);
+	assert_int_equal(c.fleet_lease_ttl_ms, 10000);
+	write_conf("[fleet]\nendpoints = http://10.0.0.1:2379  https://10.0.0.2:2379\npool = web-eu.1\nhost = web-3\n"
+		   "max_in_trial = 2\nlease_ttl = 6s\nca = /etc/ssl/etcd-ca.pem\ncert = /etc/ssl/c.pem\nkey = /etc/ssl/k.pem\n"
+		   "user = ngx\npassword_file = /etc/ngx-autotune/etcd.password\n");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_string_equal(c.fleet_endpoints, "http://10.0.0.1:2379  https://10.0.0.2:2379");
+	assert_string_equal(c.fleet_pool, "web-eu.1");
+	assert_string_equal(c.fleet_host, "web-3");
+	assert_int_equal(c.fleet_max_in_trial, 2);
+	assert_int_equal(c.fleet_lease_ttl_ms, 6000);
+	assert_string_equal(c.fleet_ca, "/etc/ssl/etcd-ca.pem");
+	assert_string_equal(c.fleet_key, "/etc/ssl/k.pem");
+	assert_string_equal(c.fleet_user, "ngx");
+	assert_string_equal(c.fleet_password_file, "/etc/ngx-autotune/etcd.password");
+	for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+		write_conf(wrong[i].text);
+		assert_int_equal(config_load(path, true, &c, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, wrong[i].expect))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err, wrong[i].expect);
+	}
+}
+
 static const struct {
 	const char *text;
 	const char *expect; /* substring of the error, which always starts with PATH:LINE */
@@ -131,6 +173,10 @@ static const struct {
 	{"[store]\npath = relative/x.db\n", "absolute path", 2},
 	{"[agent]\nwriter_dir = writer\n", "writer_dir: must be an absolute path", 2},
 	{"[agent]\nwriter_socket = run/w.sock\n", "writer_socket: must be an absolute path", 2},
+	{"[fleet]\nendpoints = http://a:2379 etcd:2379\n", "'etcd:2379' is not an http:// or https:// URL", 2},
+	{"[fleet]\nmax_in_trial = 0\n", "max_in_trial: '0' is not a whole number from 1 to 64", 2},
+	{"[fleet]\nlease_ttl = 1s\n", "between 2000ms and 60000ms", 2},
+	{"[fleet]\nca = certs/ca.pem\n", "ca: must be an absolute path", 2},
 	{"[agent]\nuser = a-user-name-longer-than-the-sixty-four-bytes-a-user-name-may-have-here\n", "value too long", 2},
 	{"[nginx]\nstub_status_url = ftp://x/\n", "http:// or https://", 2},
 	{"[agent]\nsocket_mode = 999\n", "octal mode", 2},
@@ -593,6 +639,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_when_missing),
 		cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loadgen, setup, teardown),
