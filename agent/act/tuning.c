@@ -491,6 +491,11 @@ bool tuning_wants_causes(const struct tuning *t)
 	return rep.wants_causes;
 }
 
+void tuning_gate(struct tuning *t, bool open, const char *why)
+{
+	controller_set_gate(t->ctl, open, why);
+}
+
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms)
 {
 	(void)now_ms;

@@ -44,6 +44,8 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 void tuning_causes(struct tuning *t, const struct doctor_state *st);
 /* Whether a symptom waits for a check of its causes: the caller should run the doctor. */
 bool tuning_wants_causes(const struct tuning *t);
+/* The pool's gate (controller_set_gate): whether a trial may start now, and why not. */
+void tuning_gate(struct tuning *t, bool open, const char *why);
 /* Pause or resume proposing and trying. */
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
 /* The controller's report and the journal id of its proposal or trial (0 when none). */

@@ -34,6 +34,8 @@ struct controller {
 	struct stats_rng rng;
 	enum controller_state state;
 	bool paused, approved, have_now;
+	bool gate_closed;               /* controller_set_gate */
+	char gate_why[CONTROLLER_TEXT_MAX / 2];
 	bool prop_gross;            /* the proposal's symptom is gross (detect.h): no calibration before its trial */
 	double prop_rate;           /* its events per second before the trial */
 	bool sized;                 /* the trial's blocks were sized by the signal (size_blocks) */
@@ -855,11 +857,34 @@ static void observe(struct controller *ctl)
 	enter(ctl, CONTROLLER_PROPOSED, 0);
 }
 
-static bool may_start(const struct controller *ctl)
+/* Whether the proposal may start as far as the operator and the mode say (the pool's gate aside). */
+static bool may_start_here(const struct controller *ctl)
 {
 	if (ctl->paused || ctl->cfg.mode == CONTROLLER_MODE_OBSERVE)
 		return false;
 	return ctl->approved || (ctl->cfg.mode == CONTROLLER_MODE_AUTO && !ctl->prop.approval_required);
+}
+
+static bool may_start(const struct controller *ctl)
+{
+	return may_start_here(ctl) && !ctl->gate_closed;
+}
+
+/* The reason of a proposal that waits: for the end of the pause, an approval, or the pool's gate. */
+static void waits(struct controller *ctl)
+{
+	char gate[sizeof(ctl->gate_why) + 48];
+
+	snprintf(gate, sizeof(gate), "a trial slot of the pool (%s)", ctl->gate_why);
+	set_reason(ctl, "proposal %llu (%s %s -> %s) waits for %s", (unsigned long long)ctl->id, ctl->prop.knob,
+		   ctl->prop.from, ctl->prop.to, ctl->paused ? "the end of the pause" : may_start_here(ctl) ? gate :
+		   "an operator's approval");
+}
+
+void controller_set_gate(struct controller *ctl, bool open, const char *why)
+{
+	ctl->gate_closed = !open;
+	snprintf(ctl->gate_why, sizeof(ctl->gate_why), "%s", why ? why : "");
 }
 
 /* ---- the tick --------------------------------------------------------------------------------------------- */
@@ -895,12 +920,13 @@ int controller_tick(struct controller *ctl, int64_t now_ms, const struct metric_
 			start(ctl);
 		} else if (ctl->state == CONTROLLER_PROPOSED) {
 			enter(ctl, CONTROLLER_AWAITING, now_ms + ctl->cfg.proposal_ttl_ms);
-			set_reason(ctl, "proposal %llu (%s %s -> %s) waits for %s", (unsigned long long)ctl->id,
-				   ctl->prop.knob, ctl->prop.from, ctl->prop.to,
-				   ctl->paused ? "the end of the pause" : "an operator's approval");
+			waits(ctl);
 		} else if (now_ms >= ctl->until_ms) {
 			withdraw(ctl, VERDICT_NONE, PLAN_ERROR,
-				 ctl->approved ? "not started in time (paused)" : "not approved in time");
+				 may_start_here(ctl) ? "not started in time (no trial slot of the pool)"
+				 : ctl->approved ? "not started in time (paused)" : "not approved in time");
+		} else if (may_start_here(ctl)) {
+			waits(ctl); /* the pool's why may have changed */
 		}
 		break;
 	case CONTROLLER_CALIBRATING:
@@ -1159,6 +1185,7 @@ void controller_report(const struct controller *ctl, struct controller_report *o
 	out->mode = ctl->cfg.mode;
 	out->paused = ctl->paused;
 	out->approved = ctl->approved;
+	out->wants_slot = (ctl->state == CONTROLLER_PROPOSED || ctl->state == CONTROLLER_AWAITING) && may_start_here(ctl);
 	out->id = ctl->id;
 	if (ctl->id) {
 		snprintf(out->knob, sizeof(out->knob), "%s", ctl->prop.knob);

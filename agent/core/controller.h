@@ -135,6 +135,7 @@ struct controller_report {
 	enum controller_mode mode;
 	bool paused;
 	bool approved;                  /* the waiting proposal was approved (it starts when not paused) */
+	bool wants_slot;                /* a proposal would start now but for the gate (controller_set_gate) */
 	uint64_t id;                    /* the proposal, 0 when none */
 	char knob[POLICY_NAME_MAX];
 	char from[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX];
@@ -214,6 +215,10 @@ void controller_pause(struct controller *ctl);
 void controller_resume(struct controller *ctl);
 /* Switch to MODE. 0, or -EINVAL for a mode outside the enum. */
 int controller_set_mode(struct controller *ctl, enum controller_mode mode);
+/* The gate of a pool's trials ([fleet]: a slot of the pool's max_in_trial, held by the caller): while closed, no
+ * calibration or trial starts (a proposal ready to start waits, its reason "waits for a trial slot of the pool: WHY",
+ * and expires as any waiting proposal); one under way goes on. Open by default. */
+void controller_set_gate(struct controller *ctl, bool open, const char *why);
 
 /* The state for the API. */
 void controller_report(const struct controller *ctl, struct controller_report *out);

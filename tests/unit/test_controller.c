@@ -653,6 +653,46 @@ static void test_pause(void **state)
 	free(h);
 }
 
+/* The pool's gate ([fleet]): closed, the proposal waits and asks for a slot, its reason the pool's; open, it starts;
+ * a trial under way is not stopped by a gate closing again; a proposal that waits past its life is withdrawn. */
+static void test_gate(void **state)
+{
+	struct host *h = calloc(1, sizeof(*h));
+	struct controller_report rep;
+
+	(void)state;
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	host_start(h);
+	controller_set_gate(h->ctl, false, "2 of 2 slots taken: web-1 (nginx.keepalive_requests), web-2 (somaxconn)");
+	for (int i = 0; i < 600 && h->proposals == 0; i++)
+		step(h);
+	assert_int_equal(h->proposals, 1);
+	run(h, 30);
+	controller_report(h->ctl, &rep);
+	assert_int_equal(rep.state, CONTROLLER_AWAITING);
+	assert_true(rep.wants_slot);
+	assert_non_null(strstr(rep.reason, "waits for a trial slot of the pool (2 of 2 slots taken: web-1"));
+	assert_string_equal(h->budget, "300"); /* nothing written */
+	controller_set_gate(h->ctl, false, "etcd unreachable: no trial starts");
+	step(h);
+	controller_report(h->ctl, &rep);
+	assert_non_null(strstr(rep.reason, "(etcd unreachable: no trial starts)"));
+	controller_set_gate(h->ctl, true, NULL);
+	for (int i = 0; i < 600 && strcmp(h->budget, "600") != 0; i++)
+		step(h);
+	assert_string_equal(h->budget, "600");
+	controller_report(h->ctl, &rep);
+	assert_false(rep.wants_slot);
+	assert_true(rep.state == CONTROLLER_TRIAL || rep.state == CONTROLLER_CALIBRATING);
+	controller_set_gate(h->ctl, false, "etcd unreachable");
+	step(h);
+	controller_report(h->ctl, &rep);
+	assert_true(rep.state == CONTROLLER_TRIAL || rep.state == CONTROLLER_CALIBRATING);
+	host_free(h);
+	free(h);
+}
+
 static void test_mode_observe_stops_trial(void **state)
 {
 	struct host *h = calloc(1, sizeof(*h));
@@ -1220,6 +1260,7 @@ int main(void)
 		cmocka_unit_test(test_set_id),
 		cmocka_unit_test(test_operator_proposal),
 		cmocka_unit_test(test_pause),
+		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_mode_observe_stops_trial),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_guardrail_within_block),
