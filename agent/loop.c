@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "api/api.h"
+#include "core/controller.h"
 #include "core/policy.h"
 #include "diagnose/doctor.h"
 #include "act/engine.h"
@@ -18,6 +19,7 @@
 #include "act/nginx_ctl.h"
 #include "report.h"
 #include "act/tuning.h"
+#include "fleet/fleet.h"
 #include "log.h"
 #include "notify.h"
 #include "priv/wclient.h"
@@ -175,6 +177,22 @@ static void publish(struct agent *a, const struct store_health *sh)
 
 static void schedule_next(struct agent *a);
 
+/* [fleet]: the pool hears what the controller wants and does; its gate (a trial slot held, etcd answering) decides
+ * whether a trial may start at the next tick. */
+static void fleet_step(struct agent *a)
+{
+	struct controller_report rep;
+	char why[256];
+	bool want, open;
+	int64_t id;
+
+	tuning_report(a->tuning, &rep, &id);
+	want = rep.wants_slot || rep.state == CONTROLLER_CALIBRATING || rep.state == CONTROLLER_TRIAL || rep.writing;
+	fleet_tell(a->fleet, want, controller_state_name(rep.state), rep.id ? rep.knob : "");
+	open = fleet_gate(a->fleet, why, sizeof(why));
+	tuning_gate(a->tuning, open, why);
+}
+
 static void finish_tick(struct agent *a, double extra_cpu_ms)
 {
 	static const char *const degraded[] = {"NGXAT_STORE_STATE=degraded", NULL};
@@ -215,6 +233,8 @@ static void finish_tick(struct agent *a, double extra_cpu_ms)
 			if (a->doctor)
 				tuning_causes(a->tuning, doctor_advisories(a->doctor));
 			tuning_tick(a->tuning, a->fr.ts_ms, a->reg, &a->fr);
+			if (a->fleet)
+				fleet_step(a);
 			if (a->doctor && tuning_wants_causes(a->tuning) && !doctor_busy(a->doctor))
 				doctor_run(a->doctor, a->fr.ts_ms, "a symptom fires: its causes are checked first");
 		}

@@ -25,6 +25,7 @@
 #include "api/api.h"
 #include "core/policy.h"
 #include "diagnose/doctor.h"
+#include "fleet/fleet.h"
 #include "api/doctor_json.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
@@ -747,6 +748,16 @@ int main(int argc, char **argv)
 		rc = run_offline_revert(a, m.revert, &orig);
 		goto out;
 	}
+	/* [fleet]: the pool's gate closed until this host holds a trial slot (fail closed: no etcd, no trial). */
+	if (a->cfg.fleet_endpoints[strspn(a->cfg.fleet_endpoints, " \t")]) {
+		r = fleet_new(&a->cfg, &a->fleet, err, sizeof(err));
+		if (r < 0) {
+			log_err("%s", err);
+			goto out;
+		}
+		if (a->tuning)
+			tuning_gate(a->tuning, false, "etcd not asked yet");
+	}
 	if (strcmp(a->cfg.measure, "loadgen") == 0) {
 		r = loadgen_new(a->loop, &a->cfg, &a->loadgen, err, sizeof(err));
 		if (r < 0) {
@@ -767,6 +778,7 @@ int main(int argc, char **argv)
 		 (long long)a->cfg.tick_ms, a->cfg.store_path, a->cfg.socket_path);
 	rc = loop_run(a);
 out:
+	fleet_free(a->fleet); /* its lease revoked: the member key and a slot go at once */
 	loadgen_free(a->loadgen);
 	doctor_free(a->doctor);
 	tuning_free(a->tuning);

@@ -28,6 +28,7 @@
 #define API_PATH_PROMETHEUS "/metrics"      /* GET: Prometheus text format 0.0.4 (where scrapers look) */
 #define API_PATH_EVENTS "/v1/events"        /* GET: server-sent events (text/event-stream) */
 #define API_PATH_CONSOLE "/console"         /* GET: the console page (also at "/") */
+#define API_PATH_FLEET "/v1/fleet"          /* GET: the pool ([fleet]) as this agent last saw it in etcd */
 #define API_ACTION_APPROVE "approve"        /* POST /v1/proposals/ID/approve {"comment"} */
 #define API_ACTION_REJECT "reject"          /* POST /v1/proposals/ID/reject {"comment"} */
 #define API_ACTION_REVERT "revert"
@@ -278,6 +279,28 @@
 #define API_PROPOSAL_APPROVED "approved"
 #define API_PROPOSAL_REJECTED "rejected"
 #define API_PROPOSAL_WITHDRAWN "withdrawn"
+
+/* Keys of /v1/fleet (and of /v1/status's "fleet", its first ones) */
+#define API_K_FLEET "fleet"
+#define API_K_FLEET_CONFIGURED "configured" /* false: no [fleet], the agent is alone (nothing else follows) */
+#define API_K_FLEET_POOL "pool"
+#define API_K_FLEET_HOST "host"
+#define API_K_FLEET_REACHABLE "reachable"   /* its last round reached etcd and holds a lease */
+#define API_K_FLEET_WHY "why"               /* why no trial may start now ("" when one may) */
+#define API_K_FLEET_HELD "held"             /* this host holds a trial slot */
+#define API_K_FLEET_SLOT "slot"             /* which (-1: none) */
+#define API_K_FLEET_WANT "want"             /* the controller wants one */
+#define API_K_FLEET_ENDPOINT "endpoint"     /* the etcd endpoint that answered last */
+#define API_K_FLEET_MAX "max_in_trial"
+#define API_K_FLEET_ROUNDS "rounds"
+#define API_K_FLEET_FAILURES "failures"
+#define API_K_FLEET_MEMBERS "members"       /* [{host, alive, state, knob, agent, kernel, cpus, slot}] */
+#define API_K_FLEET_ALIVE "alive"
+#define API_K_FLEET_STATE "state"
+#define API_K_FLEET_KNOB "knob"
+#define API_K_FLEET_AGENT "agent"
+#define API_K_FLEET_KERNEL "kernel"
+#define API_K_FLEET_CPUS "cpus"
 
 /* Keys of /v1/metrics */
 #define API_K_METRICS "metrics"

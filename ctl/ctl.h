@@ -40,6 +40,7 @@ struct ctl_verb {
 };
 
 extern const struct ctl_verb verb_status;
+extern const struct ctl_verb verb_fleet;
 extern const struct ctl_verb verb_top;
 extern const struct ctl_verb verb_knobs;
 extern const struct ctl_verb verb_history;

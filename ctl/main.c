@@ -14,7 +14,7 @@
 static const struct ctl_verb *const verbs[] = {
 	&verb_status, &verb_top,   &verb_knobs,  &verb_proposals, &verb_approve, &verb_reject,
 	&verb_propose, &verb_trial, &verb_show,  &verb_history,   &verb_audit,   &verb_revert,
-	&verb_pause,  &verb_resume, &verb_clear,  &verb_doctor, &verb_advisories, &verb_setup,
+	&verb_pause,  &verb_resume, &verb_clear,  &verb_doctor, &verb_advisories, &verb_setup, &verb_fleet,
 };
 
 #define COMMON_EXITS                                                                                            \

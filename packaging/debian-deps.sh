@@ -7,9 +7,10 @@ libinih-dev libcmocka-dev nettle-dev"
 # clang and its compiler-rt (libFuzzer, the sanitizers' runtimes): the fuzz targets (make fuzz-smoke, tests/fuzz).
 FUZZ="clang libclang-rt-14-dev"
 # chromium and python3-websocket: the console's end-to-end test (tests/system/console.sh, cdp.py); passwd and
-# util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv).
+# util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv); etcd-server and etcd-client:
+# the pool's etcd of tests/system/fleet.sh (started by the test, in a namespace of its own).
 TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium
-python3-websocket passwd util-linux"
+python3-websocket passwd util-linux etcd-server etcd-client"
 # The package and its checks (tests/system/package.sh): debhelper and dpkg-dev build the .deb, lintian checks it,
 # rpm's rpmspec parses the RPM spec; debootstrap and systemd-container boot a real systemd for container.sh.
 PACKAGE="debhelper dpkg-dev fakeroot lintian rpm debootstrap systemd-container"

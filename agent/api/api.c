@@ -29,6 +29,7 @@
 #include "act/engine.h"
 #include "api/events.h"
 #include "api/frame_json.h"
+#include "fleet/fleet.h"
 #include "log.h"
 #include "proto.h"
 #include "strutil.h"
@@ -84,6 +85,8 @@ static json_t *conns_json(const struct api *api)
 			 API_K_CONNS_OUT_REFUSED, (json_int_t)api->out_refused);
 }
 
+static json_t *fleet_json(struct agent *a, bool members);
+
 static json_t *status_json(struct api *api)
 {
 	struct agent *a = api->a;
@@ -123,6 +126,43 @@ static json_t *status_json(struct api *api)
 		json_object_set_new(o, API_K_ADVISORIES, doctor_counts_json(doctor_advisories(a->doctor)));
 	if (o)
 		json_object_set_new(o, API_K_CONNS, conns_json(api));
+	if (o && a->fleet)
+		json_object_set_new(o, API_K_FLEET, fleet_json(a, false));
+	return o;
+}
+
+/* ---- GET /v1/fleet --------------------------------------------------------------------------------------- */
+
+/* The pool as the fleet's thread last saw it; with MEMBERS, every member too. {"configured": false} alone. */
+static json_t *fleet_json(struct agent *a, bool members)
+{
+	struct fleet_view *v;
+	json_t *o, *arr;
+
+	if (!a->fleet)
+		return json_pack("{s:b}", API_K_FLEET_CONFIGURED, 0);
+	v = malloc(sizeof(*v));
+	if (!v)
+		return NULL;
+	fleet_view(a->fleet, v);
+	o = json_pack("{s:b, s:s, s:s, s:b, s:s, s:b, s:i, s:b, s:s, s:I, s:I, s:I}", API_K_FLEET_CONFIGURED, 1,
+		      API_K_FLEET_POOL, v->pool, API_K_FLEET_HOST, v->host, API_K_FLEET_REACHABLE, v->reachable,
+		      API_K_FLEET_WHY, v->why, API_K_FLEET_HELD, v->held, API_K_FLEET_SLOT, v->slot, API_K_FLEET_WANT,
+		      v->want, API_K_FLEET_ENDPOINT, v->endpoint, API_K_FLEET_MAX, (json_int_t)v->max_in_trial,
+		      API_K_FLEET_ROUNDS, (json_int_t)v->rounds, API_K_FLEET_FAILURES, (json_int_t)v->failures);
+	if (o && members && (arr = json_array())) {
+		for (size_t i = 0; i < v->n; i++) {
+			const struct fleet_member *m = &v->m[i];
+
+			json_array_append_new(arr, json_pack("{s:s, s:b, s:s, s:s, s:s, s:s, s:I, s:i}", API_K_FLEET_HOST,
+							     m->host, API_K_FLEET_ALIVE, m->alive, API_K_FLEET_STATE,
+							     m->state, API_K_FLEET_KNOB, m->knob, API_K_FLEET_AGENT,
+							     m->agent, API_K_FLEET_KERNEL, m->kernel, API_K_FLEET_CPUS,
+							     (json_int_t)m->cpus, API_K_FLEET_SLOT, m->slot));
+		}
+		json_object_set_new(o, API_K_FLEET_MEMBERS, arr);
+	}
+	free(v);
 	return o;
 }
 
@@ -535,6 +575,8 @@ static enum MHD_Result handle_get(struct api *api, struct api_listener *l, struc
 				     "application/json");
 	if (strcmp(url, API_PATH_PROMETHEUS) == 0)
 		return api_prom_get(api, c);
+	if (strcmp(url, API_PATH_FLEET) == 0)
+		return api_send_json(c, 200, fleet_json(api->a, true), "application/json");
 	if (strcmp(url, API_PATH_EVENTS) == 0)
 		return api_events_get(api, l, c);
 	if (strcmp(url, "/") == 0 || strcmp(url, API_PATH_CONSOLE) == 0)

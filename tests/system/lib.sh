@@ -176,9 +176,9 @@ wait_ticks() {
 # start_nginx_ns NS PORT: a network namespace NS (loopback up) and a real nginx in it on 127.0.0.1:PORT with
 # stub_status at /nginx_status, the JSON access log the agent understands, and its error log; all files under
 # $TMP/nginx. Sets NGINX_DIR. Both are removed by cleanup.
-start_nginx_ns() {
+start_nginx_ns() { # NS PORT [DIR]: nginx in a new network namespace NS, its files in DIR (default $TMP/nginx)
 	local ns=$1 port=$2
-	NGINX_DIR=$TMP/nginx
+	NGINX_DIR=${3:-$TMP/nginx}
 	mkdir -p "$NGINX_DIR/logs"
 	ip netns add "$ns" || return 1
 	CLEANUP+=("ip netns del $ns")

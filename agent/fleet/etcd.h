@@ -1,0 +1,54 @@
+/*
+ * etcd: a client of etcd v3's JSON gateway (POST /v3/..., keys and values base64 in JSON) over libcurl, as much of
+ * it as a pool of agents needs: leases (grant, keepalive, revoke), put, a create that succeeds only for a key that
+ * does not exist (a transaction on its create revision), a delete only of a key that holds a given value, and the
+ * range of a prefix.
+ *
+ * Blocking, one call at a time: the fleet's thread (fleet.h) owns it, never the loop. Each call tries the endpoints
+ * in turn from the last one that answered, bounded by a timeout each; with a user, it authenticates first
+ * (/v3/auth/authenticate) and again when etcd says the token is no longer valid. What etcd answers is data from the
+ * network: its size is bounded (ETCD_ANSWER_MAX), and keys and values are checked before use by the caller.
+ */
+#ifndef NGXAT_ETCD_H
+#define NGXAT_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ETCD_ANSWER_MAX (4 << 20) /* bytes of one answer kept; a longer one is an error */
+
+struct etcd;
+
+struct etcd_opts {
+	const char *endpoints; /* URLs separated by blanks ([fleet] endpoints) */
+	const char *ca, *cert, *key; /* TLS: files, or NULL/"" */
+	const char *user, *password; /* auth, or NULL/"" */
+	long timeout_ms;       /* of one request to one endpoint */
+};
+
+/* A client for O (its strings copied). 0, -EINVAL (no endpoint), -ENOMEM. */
+int etcd_new(const struct etcd_opts *o, struct etcd **out);
+void etcd_free(struct etcd *e);
+/* The endpoint that answered last (for messages). */
+const char *etcd_endpoint(const struct etcd *e);
+
+/* Each returns 0, or -errno with ERR: -EHOSTUNREACH (no endpoint answered: why of the last), -EACCES (auth refused),
+ * -EPROTO (an answer that is not etcd's), or -EIO with etcd's own message. */
+int etcd_grant(struct etcd *e, int64_t ttl_s, int64_t *lease, char *err, size_t errlen);
+/* LEASE kept alive: its TTL left into *TTL_S; -ENOENT when it expired (or never was). */
+int etcd_keepalive(struct etcd *e, int64_t lease, int64_t *ttl_s, char *err, size_t errlen);
+int etcd_revoke(struct etcd *e, int64_t lease, char *err, size_t errlen);
+/* KEY = VALUE, bound to LEASE (0: none). */
+int etcd_put(struct etcd *e, const char *key, const char *value, int64_t lease, char *err, size_t errlen);
+/* KEY = VALUE bound to LEASE only if KEY does not exist: *CREATED says whether it was made. */
+int etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease, bool *created, char *err,
+		size_t errlen);
+/* KEY deleted only if it holds VALUE: *DELETED says whether it was. */
+int etcd_delete_if(struct etcd *e, const char *key, const char *value, bool *deleted, char *err, size_t errlen);
+/* Every key under PREFIX, in key order: FN(CTX, KEY, VALUE, LEASE) for each (VALUE NUL-terminated; a value with a NUL
+ * byte is skipped); FN's non-zero return stops the walk. */
+typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value, int64_t lease);
+int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *ctx, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,392 @@
+/*
+ * fleet: see fleet.h.
+ */
+#include "build-config.h"
+
+#include "fleet/fleet.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fleet/etcd.h"
+#include "log.h"
+
+struct fleet {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	/* the loop's, under MU */
+	bool want;
+	char state[16], knob[FLEET_NAME_MAX];
+	struct fleet_view view; /* published at the end of each round, under MU */
+	/* the thread's own */
+	struct etcd *etcd;
+	char prefix[160];       /* /ngx-autotune/pools/POOL/ */
+	char host[FLEET_NAME_MAX];
+	int64_t ttl_s, period_ms, max_in_trial;
+	int64_t lease;          /* 0: none */
+	bool known_put;         /* known/HOST written since the start */
+	char member_value[512]; /* members/HOST as last put under LEASE ("" after a new lease) */
+	int slot;               /* held, or -1 */
+	char kernel[64];
+	int64_t cpus;
+	struct fleet_view next; /* being made by the round */
+};
+
+/* A copy of the view's text fields that cannot overflow: etcd's data is the network's. */
+static void copy(char *dst, size_t len, const char *src)
+{
+	size_t n = src ? strnlen(src, len - 1) : 0;
+
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static int read_password(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f) {
+		snprintf(err, errlen, "[fleet] password_file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	n = fread(out, 1, outlen - 1, f);
+	fclose(f);
+	out[n] = '\0';
+	out[strcspn(out, "\r\n")] = '\0';
+	if (!out[0]) {
+		snprintf(err, errlen, "[fleet] password_file %s is empty", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- one round with etcd (the thread's) ------------------------------------------------------------------- */
+
+static int lease_alive(struct fleet *f, char *err, size_t errlen)
+{
+	int64_t ttl;
+	int r;
+
+	if (f->lease) {
+		r = etcd_keepalive(f->etcd, f->lease, &ttl, err, errlen);
+		if (r != -ENOENT)
+			return r;
+		/* Expired (etcd was away longer than its TTL): what it bound is gone, a slot too. */
+		log_warn("fleet: %s: joining %s again", err, f->prefix);
+		f->lease = 0;
+		f->slot = -1;
+	}
+	r = etcd_grant(f->etcd, f->ttl_s, &f->lease, err, errlen);
+	if (r == 0) {
+		f->member_value[0] = '\0';
+		log_info("fleet: %s joined pool %s through %s (lease %" PRId64 ", %" PRId64 " s)", f->host,
+			 f->next.pool, etcd_endpoint(f->etcd), f->lease, f->ttl_s);
+	}
+	return r;
+}
+
+/* members/HOST: put when it changed (etcd keeps every revision: a put each round would grow it for nothing). */
+static int put_member(struct fleet *f, const char *state, const char *knob, char *err, size_t errlen)
+{
+	char key[256], *v;
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "host", f->host, "agent", PACKAGE_VERSION, "kernel",
+			      f->kernel, "cpus", (json_int_t)f->cpus, "state", state, "knob", knob);
+	int r = 0;
+
+	v = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(j);
+	if (!v || strlen(v) >= sizeof(f->member_value)) {
+		free(v);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(key, sizeof(key), "%smembers/%s", f->prefix, f->host);
+	if (strcmp(v, f->member_value) != 0 && (r = etcd_put(f->etcd, key, v, f->lease, err, errlen)) == 0)
+		strcpy(f->member_value, v);
+	free(v);
+	if (r == 0 && !f->known_put) {
+		snprintf(key, sizeof(key), "%sknown/%s", f->prefix, f->host);
+		if ((r = etcd_put(f->etcd, key, f->host, 0, err, errlen)) == 0)
+			f->known_put = true;
+	}
+	return r;
+}
+
+/* A slot taken where none is held (the first free of max_in_trial), or the one held given back. */
+static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
+{
+	char key[256];
+	bool ok;
+	int r;
+
+	if (want && f->slot < 0) {
+		for (int i = 0; i < f->max_in_trial; i++) {
+			snprintf(key, sizeof(key), "%sslots/%d", f->prefix, i);
+			r = etcd_create(f->etcd, key, f->host, f->lease, &ok, err, errlen);
+			if (r < 0)
+				return r;
+			if (ok) {
+				f->slot = i;
+				log_info("fleet: %s took trial slot %d of pool %s", f->host, i, f->next.pool);
+				return 0;
+			}
+		}
+	} else if (!want && f->slot >= 0) {
+		snprintf(key, sizeof(key), "%sslots/%d", f->prefix, f->slot);
+		r = etcd_delete_if(f->etcd, key, f->host, &ok, err, errlen);
+		if (r < 0)
+			return r;
+		log_info("fleet: %s gave back trial slot %d of pool %s%s", f->host, f->slot, f->next.pool,
+			 ok ? "" : " (it was no longer its own)");
+		f->slot = -1;
+	}
+	return 0;
+}
+
+static struct fleet_member *member(struct fleet_view *v, const char *host)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->m[i].host, host) == 0)
+			return &v->m[i];
+	if (v->n == FLEET_MEMBERS_MAX)
+		return NULL;
+	memset(&v->m[v->n], 0, sizeof(v->m[0]));
+	copy(v->m[v->n].host, sizeof(v->m[0].host), host);
+	v->m[v->n].slot = -1;
+	return &v->m[v->n++];
+}
+
+/* One key of the pool, read back: what etcd holds is the network's, taken field by field and bounded. */
+static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
+{
+	struct fleet *f = ctx;
+	const char *rest = key + strlen(f->prefix);
+	struct fleet_member *m;
+
+	(void)lease;
+	if (strncmp(rest, "members/", 8) == 0 && rest[8] && (m = member(&f->next, rest + 8))) {
+		json_t *j = json_loads(value, 0, NULL);
+
+		m->alive = true;
+		copy(m->state, sizeof(m->state), json_string_value(json_object_get(j, "state")));
+		copy(m->knob, sizeof(m->knob), json_string_value(json_object_get(j, "knob")));
+		copy(m->agent, sizeof(m->agent), json_string_value(json_object_get(j, "agent")));
+		copy(m->kernel, sizeof(m->kernel), json_string_value(json_object_get(j, "kernel")));
+		m->cpus = json_integer_value(json_object_get(j, "cpus"));
+		json_decref(j);
+	} else if (strncmp(rest, "known/", 6) == 0 && rest[6]) {
+		member(&f->next, rest + 6);
+	} else if (strncmp(rest, "slots/", 6) == 0 && value[0] && (m = member(&f->next, value))) {
+		m->slot = atoi(rest + 6);
+	}
+	return 0;
+}
+
+static void round_once(struct fleet *f)
+{
+	char err[512] = "", state[16], knob[FLEET_NAME_MAX];
+	bool want;
+	int r;
+
+	pthread_mutex_lock(&f->mu);
+	want = f->want;
+	strcpy(state, f->state);
+	strcpy(knob, f->knob);
+	pthread_mutex_unlock(&f->mu);
+	f->next.n = 0;
+	f->next.rounds++;
+	r = lease_alive(f, err, sizeof(err));
+	if (r == 0)
+		r = put_member(f, state, knob, err, sizeof(err));
+	if (r == 0)
+		r = slot_step(f, want, err, sizeof(err));
+	if (r == 0)
+		r = etcd_range_prefix(f->etcd, f->prefix, on_key, f, err, sizeof(err));
+	f->next.reachable = r == 0;
+	f->next.want = want;
+	f->next.held = f->slot >= 0;
+	f->next.slot = f->slot;
+	copy(f->next.endpoint, sizeof(f->next.endpoint), etcd_endpoint(f->etcd));
+	if (r < 0) {
+		f->next.failures++;
+		snprintf(f->next.why, sizeof(f->next.why), "etcd unreachable: %s", err);
+		if (strcmp(f->next.why, f->view.why) != 0) /* said once, not each round */
+			log_warn("fleet: %s: no trial starts until it answers", f->next.why);
+	} else if (want && f->slot < 0) {
+		char *p = f->next.why;
+		size_t left = sizeof(f->next.why);
+		int n = snprintf(p, left, "all %" PRId64 " trial slots of pool %s are taken:", f->max_in_trial,
+				 f->next.pool);
+
+		for (size_t i = 0; i < f->next.n && n > 0 && (size_t)n < left; i++) {
+			if (f->next.m[i].slot < 0)
+				continue;
+			p += n;
+			left -= (size_t)n;
+			n = snprintf(p, left, " %s%s%s%s", f->next.m[i].host, f->next.m[i].knob[0] ? " (" : "",
+				     f->next.m[i].knob, f->next.m[i].knob[0] ? ")" : "");
+		}
+	} else {
+		f->next.why[0] = '\0';
+	}
+	pthread_mutex_lock(&f->mu);
+	f->view = f->next;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void *run(void *arg)
+{
+	struct fleet *f = arg;
+	char err[256];
+
+	for (;;) {
+		struct timespec until;
+		bool was;
+
+		round_once(f);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += f->period_ms / 1000;
+		until.tv_nsec += (f->period_ms % 1000) * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&f->mu);
+		was = f->want;
+		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give). */
+		while (!f->stop && f->want == was && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
+			;
+		if (f->stop) {
+			pthread_mutex_unlock(&f->mu);
+			break;
+		}
+		pthread_mutex_unlock(&f->mu);
+	}
+	/* Leaving: the lease's keys (the member and a slot) go with it. */
+	if (f->lease && etcd_revoke(f->etcd, f->lease, err, sizeof(err)) < 0)
+		log_warn("fleet: leaving pool %s: %s (its keys end with the lease)", f->view.pool, err);
+	return NULL;
+}
+
+/* ---- the loop's side -------------------------------------------------------------------------------------- */
+
+int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t errlen)
+{
+	struct fleet *f = calloc(1, sizeof(*f));
+	struct etcd_opts o = {.endpoints = cfg->fleet_endpoints, .ca = cfg->fleet_ca, .cert = cfg->fleet_cert,
+			      .key = cfg->fleet_key, .user = cfg->fleet_user, .timeout_ms = 2000};
+	pthread_condattr_t ca;
+	struct utsname u;
+	char password[256] = "";
+	int r;
+
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (cfg->fleet_user[0] &&
+	    (r = read_password(cfg->fleet_password_file, password, sizeof(password), err, errlen)) < 0) {
+		free(f);
+		return r;
+	}
+	o.password = password;
+	r = etcd_new(&o, &f->etcd);
+	memset(password, 0, sizeof(password));
+	if (r < 0) {
+		snprintf(err, errlen, "[fleet] endpoints: %s", r == -EINVAL ? "none" : strerror(-r));
+		free(f);
+		return r;
+	}
+	if (cfg->fleet_host[0])
+		copy(f->host, sizeof(f->host), cfg->fleet_host);
+	else if (gethostname(f->host, sizeof(f->host) - 1) < 0 || !f->host[0])
+		strcpy(f->host, "localhost");
+	/* A hostname with a dot is fine; one with a slash would name another key. */
+	for (char *p = f->host; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	snprintf(f->prefix, sizeof(f->prefix), "/ngx-autotune/pools/%s/", cfg->fleet_pool);
+	f->ttl_s = (cfg->fleet_lease_ttl_ms + 999) / 1000;
+	f->period_ms = cfg->fleet_lease_ttl_ms / 3 > 500 ? cfg->fleet_lease_ttl_ms / 3 : 500;
+	f->max_in_trial = cfg->fleet_max_in_trial;
+	f->slot = -1;
+	f->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	copy(f->kernel, sizeof(f->kernel), uname(&u) == 0 ? u.release : "");
+	strcpy(f->state, "observe");
+	copy(f->next.pool, sizeof(f->next.pool), cfg->fleet_pool);
+	copy(f->next.host, sizeof(f->next.host), f->host);
+	f->next.max_in_trial = f->max_in_trial;
+	f->next.slot = -1;
+	snprintf(f->next.why, sizeof(f->next.why), "etcd not asked yet");
+	f->view = f->next;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	r = pthread_create(&f->thread, NULL, run, f);
+	if (r != 0) {
+		snprintf(err, errlen, "the fleet's thread: %s", strerror(r));
+		etcd_free(f->etcd);
+		free(f);
+		return -r;
+	}
+	*out = f;
+	return 0;
+}
+
+void fleet_free(struct fleet *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->stop = true;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->thread, NULL);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+	etcd_free(f->etcd);
+	free(f);
+}
+
+void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob)
+{
+	pthread_mutex_lock(&f->mu);
+	if (want != f->want)
+		pthread_cond_signal(&f->cv);
+	f->want = want;
+	copy(f->state, sizeof(f->state), state);
+	copy(f->knob, sizeof(f->knob), knob);
+	pthread_mutex_unlock(&f->mu);
+}
+
+bool fleet_gate(struct fleet *f, char *why, size_t whylen)
+{
+	bool open;
+
+	pthread_mutex_lock(&f->mu);
+	open = f->view.reachable && f->view.held;
+	snprintf(why, whylen, "%s", open ? "" : f->view.why[0] ? f->view.why : "waiting for a trial slot");
+	pthread_mutex_unlock(&f->mu);
+	return open;
+}
+
+void fleet_view(struct fleet *f, struct fleet_view *out)
+{
+	pthread_mutex_lock(&f->mu);
+	*out = f->view;
+	pthread_mutex_unlock(&f->mu);
+}

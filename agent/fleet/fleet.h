@@ -1,0 +1,66 @@
+/*
+ * fleet: this agent as a member of a pool of hosts ([fleet] in agent.conf), coordinated through etcd (etcd.h).
+ *
+ * Owns a thread of its own that talks to etcd, never the loop: the loop tells it each tick what the controller
+ * wants (a trial slot) and what it does (its state, its knob), and reads back whether a trial may start (the gate)
+ * and the pool as last seen. Keys, under /ngx-autotune/pools/POOL/:
+ *   members/HOST  this host's facts (JSON: agent, kernel, CPUs, state, knob), bound to its lease (alive while kept)
+ *   known/HOST    the same host's name and when it joined, without a lease (so that one gone is still listed)
+ *   slots/I       the host in trial on slot I (0 <= I < max_in_trial), made only where none is (a transaction on
+ *                 its create revision) and bound to the lease: a host that dies frees its slot when its lease ends
+ * Fail closed: without etcd (unreachable, refused, a lease lost) no trial starts; a trial under way goes on as its
+ * policy says. It joins again by itself when etcd answers.
+ */
+#ifndef NGXAT_FLEET_H
+#define NGXAT_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define FLEET_MEMBERS_MAX 64
+#define FLEET_NAME_MAX 64
+
+struct fleet_member {
+	char host[FLEET_NAME_MAX];
+	bool alive;            /* its lease lives (members/HOST exists) */
+	char state[16];        /* its controller's state ("observe", "trial", ...) */
+	char knob[FLEET_NAME_MAX]; /* the knob of its proposal or trial, "" for none */
+	char agent[32];        /* its version */
+	char kernel[64];
+	int64_t cpus;
+	int slot;              /* the trial slot it holds, -1 for none */
+};
+
+struct fleet_view {
+	char pool[FLEET_NAME_MAX], host[FLEET_NAME_MAX];
+	char endpoint[CONFIG_PATH_MAX]; /* the one that answered last */
+	bool reachable;        /* the last round reached etcd and holds a lease */
+	char why[256];         /* why not, or why the gate is closed; "" when open */
+	int64_t rounds, failures; /* rounds with etcd, and those that failed */
+	int64_t max_in_trial;
+	bool want, held;       /* the controller wants a slot; this host holds one */
+	int slot;
+	size_t n;              /* members, this host's included */
+	struct fleet_member m[FLEET_MEMBERS_MAX];
+};
+
+struct fleet;
+
+/* Join CFG's pool ([fleet] endpoints set): the thread started; it reaches etcd in the background. 0, or -errno with
+ * ERR (a password file that cannot be read, no memory). */
+int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t errlen);
+/* Leave: the thread stopped, the lease revoked (the member key and a slot freed at once, when etcd answers within
+ * its timeout). NULL is fine. */
+void fleet_free(struct fleet *f);
+/* What the loop says each tick: whether the controller WANTs a slot (a proposal ready to start, a calibration or
+ * trial under way, a write of one in flight), its STATE and KNOB. A change of WANT wakes the thread. */
+void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob);
+/* Whether a trial may start: this host holds a slot and etcd answered its last round. WHY says why not. */
+bool fleet_gate(struct fleet *f, char *why, size_t whylen);
+/* The pool as last seen. */
+void fleet_view(struct fleet *f, struct fleet_view *out);
+
+#endif

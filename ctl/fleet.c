@@ -1,0 +1,86 @@
+/*
+ * ngxctl fleet: the pool this agent is a member of ([fleet] in agent.conf), as it last saw it in etcd: its members,
+ * alive or gone, who is in trial and on what, and whether this host may start a trial now (GET /v1/fleet).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "proto.h"
+
+static const char *s(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static long long n(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static int fleet_exec(struct ctl *ctl, int argc, char **argv)
+{
+	char err[512];
+	json_t *r, *m;
+	size_t i;
+	int rc;
+
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "ngxctl fleet: takes no arguments\n");
+		return 2;
+	}
+	if ((rc = ctl_get(ctl, API_PATH_FLEET, &r, err, sizeof(err))) < 0)
+		return ctl_fail(err, rc);
+	if (ctl->json) {
+		ctl_print_json(r);
+		json_decref(r);
+		return 0;
+	}
+	if (!json_is_true(json_object_get(r, API_K_FLEET_CONFIGURED))) {
+		printf("no pool: this agent runs alone (set [fleet] endpoints and pool in agent.conf to join one)\n");
+		json_decref(r);
+		return 0;
+	}
+	printf("pool %s, this host %s: %s through %s (%lld rounds, %lld failed)\n", s(r, API_K_FLEET_POOL),
+	       s(r, API_K_FLEET_HOST), json_is_true(json_object_get(r, API_K_FLEET_REACHABLE)) ? "etcd answers" :
+	       "etcd does not answer", s(r, API_K_FLEET_ENDPOINT), n(r, API_K_FLEET_ROUNDS), n(r, API_K_FLEET_FAILURES));
+	if (json_is_true(json_object_get(r, API_K_FLEET_HELD)))
+		printf("trial slot %lld of %lld held: a trial may start or is under way\n", n(r, API_K_FLEET_SLOT),
+		       n(r, API_K_FLEET_MAX));
+	else
+		printf("at most %lld host(s) in trial; %s%s\n", n(r, API_K_FLEET_MAX),
+		       json_is_true(json_object_get(r, API_K_FLEET_WANT)) ? "waiting for a trial slot: " : "no slot wanted",
+		       json_is_true(json_object_get(r, API_K_FLEET_WANT)) ? s(r, API_K_FLEET_WHY) : "");
+	printf("\n%-24s %-6s %-12s %-32s %-6s %s\n", "HOST", "ALIVE", "STATE", "KNOB", "SLOT", "AGENT / KERNEL / CPUS");
+	json_array_foreach(json_object_get(r, API_K_FLEET_MEMBERS), i, m) {
+		char slot[16] = "-";
+
+		if (n(m, API_K_FLEET_SLOT) >= 0)
+			snprintf(slot, sizeof(slot), "%lld", n(m, API_K_FLEET_SLOT));
+		/* Strings come escaped for the terminal (ctl_get): what etcd holds is anyone's who may write it. */
+		printf("%-24s %-6s %-12s %-32s %-6s", s(m, API_K_FLEET_HOST),
+		       json_is_true(json_object_get(m, API_K_FLEET_ALIVE)) ? "yes" : "gone", s(m, API_K_FLEET_STATE),
+		       s(m, API_K_FLEET_KNOB)[0] ? s(m, API_K_FLEET_KNOB) : "-", slot);
+		if (json_is_true(json_object_get(m, API_K_FLEET_ALIVE)))
+			printf(" %s / %s / %lld", s(m, API_K_FLEET_AGENT), s(m, API_K_FLEET_KERNEL), n(m, API_K_FLEET_CPUS));
+		putchar('\n');
+	}
+	json_decref(r);
+	return 0;
+}
+
+const struct ctl_verb verb_fleet = {
+	.name = "fleet",
+	.usage = "",
+	.summary = "the pool of hosts ([fleet]): members alive or gone, who is in trial and on what",
+	.help = "The pool this agent is a member of (GET /v1/fleet), as it last saw it in etcd: whether etcd answers,\n"
+		"whether this host holds a trial slot (at most [fleet] max_in_trial hosts of the pool are in trial at\n"
+		"once) or why it waits, and each member: alive (its lease kept) or gone, its tuning state, the knob of\n"
+		"its proposal or trial, the slot it holds, its agent's version, kernel and CPUs. Takes no arguments.\n"
+		"\nExample:\n"
+		"  ngxctl fleet\n",
+	.exec = fleet_exec,
+};

@@ -1,0 +1,158 @@
+#!/bin/bash
+# A pool of hosts (issue 24, [fleet]): a real etcd (Debian's etcd-server, on loopback in a network namespace of its
+# own, started and stopped here) and three hosts, each its own network namespace with its own nginx and agent, the
+# agents in etcd's namespace. Checked:
+#   1. every agent joins: ngxctl fleet lists the three, alive;
+#   2. at most max_in_trial (1) host in trial, sampled all along (the slots in etcd, and each agent's own state): h1
+#      in a long trial holds the slot, h2 and h3 wait, their reason naming h1;
+#   3. kill -9 of h1 in trial frees its slot within its lease (3 s): the others take it in turn and try their
+#      changes to a verdict; h1 is listed gone, and at its restart its host is put back (somaxconn as before) and
+#      it joins again;
+#   4. etcd stopped: no trial starts, every agent stays up and says why (status and ngxctl fleet); etcd back, the
+#      waiting trial starts by itself and is kept.
+TEST_NAME=fleet
+. "$(dirname "$0")/lib.sh"
+[ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
+need_root
+need_cmd nginx jq curl ip etcd etcdctl
+PORT=18671 # nginx of host I on PORT + I
+EPORT=18681
+ENS=ngxat-fe-$$
+export ETCDCTL_API=3
+
+ip netns add "$ENS" || fail "cannot make namespace $ENS"
+CLEANUP+=("ip netns del $ENS")
+ip -n "$ENS" link set lo up
+start_etcd() {
+	ip netns exec "$ENS" etcd --name fleet-test --data-dir "$TMP/etcd" --listen-client-urls "http://127.0.0.1:$EPORT" \
+		--advertise-client-urls "http://127.0.0.1:$EPORT" --listen-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
+		--initial-cluster "fleet-test=http://127.0.0.1:$((EPORT + 1))" >>"$TMP/etcd.log" 2>&1 &
+	ETCD=$!
+	CLEANUP+=("kill -9 $ETCD")
+	wait_for 20 ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" endpoint health ||
+		fail "etcd did not start: $(tail -5 "$TMP/etcd.log")"
+}
+ectl() { ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" "$@"; }
+start_etcd
+
+# Three hosts, trying operators' proposals A/B as the agent's own (never --now, an operator's immediate change,
+# which is the operator's and takes no slot): 4 pairs of 1 s blocks after a 1 s settle (an override of
+# listen.policy's), so that a trial of h2 or h3 ends within about 20 s; h1's blocks are 120 s (its trial holds the
+# pool's slot until it is killed).
+hctl() { local h=$1; shift; "$NGXCTL" -s "$TMP/h$h/api.sock" "$@"; }
+hapi() { curl -s --max-time 5 --unix-socket "$TMP/h$1/api.sock" "http://localhost$2"; }
+start_host_agent() {
+	local h=$1
+	ip netns exec "$ENS" "$AGENT" --foreground -c "$TMP/h$h/agent.conf" >>"$TMP/h$h/agent.log" 2>&1 &
+	eval "AGENT$h=$!"
+	CLEANUP+=("kill -9 $!")
+}
+for h in 1 2 3; do
+	mkdir -p "$TMP/h$h/policies.d"
+	start_nginx_ns "ngxat-f$h-$$" $((PORT + h)) "$TMP/h$h/nginx" || fail "could not start nginx $h"
+	block=1s
+	[ $h = 1 ] && block=120s
+	sed -e "s/^settle = .*/settle = 1s/" -e "s/^settle_min = .*/settle_min = 1s/" "$srcdir/policies/listen.policy" \
+		>"$TMP/h$h/policies.d/listen.policy"
+	agent_conf "$TMP/h$h/agent.conf" $((PORT + h)) 500ms
+	sed -i -e "s|^socket = .*|socket = $TMP/h$h/api.sock|" -e "s|^path = .*|path = $TMP/h$h/store/ngx-autotune.db|" \
+		-e "s|^override_dir = .*|override_dir = $TMP/h$h/policies.d|" "$TMP/h$h/agent.conf"
+	printf '[tuning]\nblock = %s\npairs = 4\ncalibrate_pairs = 0\ncooldown = 0s\nchanges_per_hour = 60\n' $block \
+		>>"$TMP/h$h/agent.conf"
+	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = web\nhost = h%s\nmax_in_trial = 1\nlease_ttl = 3s\n' \
+		$EPORT $h >>"$TMP/h$h/agent.conf"
+	start_host_agent $h
+done
+ns_somaxconn() { ip netns exec "ngxat-f$1-$$" cat /proc/sys/net/core/somaxconn; }
+before=$(ns_somaxconn 1)
+joined() { [ "$(hapi 1 /v1/fleet | jq '[.members[] | select(.alive)] | length')" = 3 ]; }
+wait_for 30 joined || fail "not every agent joined: $(hapi 1 /v1/fleet): $(tail -3 "$TMP/h1/agent.log")"
+hctl 1 fleet >"$TMP/fleet1.txt" || fail "ngxctl fleet failed"
+grep -q "^pool web, this host h1: etcd answers" "$TMP/fleet1.txt" && [ "$(grep -c '^h[123] .* yes ' "$TMP/fleet1.txt")" = 3 ] ||
+	fail "ngxctl fleet: $(cat "$TMP/fleet1.txt")"
+ok "1. three agents joined pool web: ngxctl fleet lists h1, h2, h3 alive"
+
+# The sampler of the whole run: the slots etcd holds and the agents in trial, each 0.2 s; the most of each kept.
+sample() {
+	local most_slots=0 most_trials=0 s t h st
+	while [ ! -e "$TMP/stop-sampling" ]; do
+		s=$(ectl get --prefix /ngx-autotune/pools/web/slots/ --keys-only 2>/dev/null | grep -c .)
+		t=0
+		for h in 1 2 3; do
+			st=$(hapi $h /v1/trials/current 2>/dev/null | jq -r .state 2>/dev/null)
+			case $st in trial | calibrating) t=$((t + 1)) ;; esac
+		done
+		((s > most_slots)) && most_slots=$s
+		((t > most_trials)) && most_trials=$t
+		echo "$most_slots $most_trials" >"$TMP/most"
+		sleep 0.2
+	done
+}
+sample &
+SAMPLER=$!
+CLEANUP+=("kill $SAMPLER")
+
+propose() { # HOST VALUE: an operator's proposal of somaxconn on HOST, tried A/B when the pool lets it
+	hctl "$1" propose "net.core.somaxconn=$2" --why "fleet test" >"$TMP/propose$1.out" 2>&1 ||
+		fail "propose on h$1 failed: $(cat "$TMP/propose$1.out")"
+}
+state() { hapi "$1" /v1/trials/current | jq -r .state; }
+propose 1 $((before * 2))
+wait_for 10 sh -c "[ \"\$(curl -s --unix-socket $TMP/h1/api.sock http://localhost/v1/trials/current | jq -r .state)\" = trial ]" ||
+	fail "h1's trial did not start: $(hapi 1 /v1/trials/current | jq -c '{state, reason}')"
+propose 2 $((before * 2))
+propose 3 $((before * 4))
+waits() { hapi "$1" /v1/trials/current | jq -r .reason | grep -q "waits for a trial slot of the pool (all 1 trial slots of pool web are taken: h1 (net.core.somaxconn))"; }
+wait_for 10 waits 2 && wait_for 10 waits 3 ||
+	fail "h2 and h3 do not wait for h1's slot: $(hapi 2 /v1/trials/current | jq -c '{state, reason}')"
+[ "$(ns_somaxconn 2)" = "$before" ] && [ "$(ns_somaxconn 3)" = "$before" ] || fail "a waiting host changed somaxconn"
+ok "2. h1 in trial holds the pool's one slot; h2 and h3 wait, naming it: $(hapi 2 /v1/trials/current | jq -r .reason | cut -c1-150)"
+
+# 3. h1 dies in its trial: its lease ends within 3 s, and its slot with it.
+kill -9 "$AGENT1"
+t0=$(date +%s)
+others_started() { [ "$(state 2)" = trial ] || [ "$(state 3)" = trial ]; }
+wait_for 15 others_started || fail "no host took h1's slot after its death: $(hapi 2 /v1/fleet | jq -c .)"
+took=$(($(date +%s) - t0))
+gone() { hapi 2 /v1/fleet | jq -e '.members[] | select(.host == "h1") | .alive | not' >/dev/null; }
+wait_for 10 gone || fail "h1 is not listed gone: $(hapi 2 /v1/fleet | jq -c .members)"
+hctl 2 fleet | grep -q '^h1 .* gone ' || fail "ngxctl fleet does not show h1 gone: $(hctl 2 fleet)"
+# Each trial to its verdict (kept or reverted: without load, the judge decides as it may).
+judged() { hctl "$1" --json history | jq -e '[.changes[] | select(.state == "kept" or .state == "reverted")] | length >= 1' >/dev/null; }
+both_judged() { judged 2 && judged 3; }
+wait_for 60 both_judged ||
+	fail "h2 and h3 did not both try their changes to a verdict: $(hctl 2 --json history | jq -c '[.changes[] | {knob, state}]') $(hctl 3 --json history | jq -c '[.changes[] | {knob, state}]')"
+start_host_agent 1
+wait_for 30 sh -c "[ \$(ip netns exec ngxat-f1-$$ cat /proc/sys/net/core/somaxconn) = $before ]" ||
+	fail "h1's restart did not put its host back: somaxconn $(ns_somaxconn 1), was $before"
+wait_for 20 joined || fail "h1 did not join again: $(hapi 2 /v1/fleet | jq -c .members)"
+read -r most_slots most_trials <"$TMP/most"
+[ "$most_slots" -le 1 ] && [ "$most_trials" -le 1 ] || fail "more than one host in trial: $most_slots slots, $most_trials trials at once"
+ok "3. h1 killed in trial: its slot taken ${took} s later, h2 and h3 tried theirs in turn (never more than $most_trials in trial, $most_slots slot held); h1 listed gone, put back at its restart, joined again"
+
+# 4. etcd stopped: nothing starts, everyone says why; back, the waiting trial starts by itself.
+kill -9 "$ETCD"
+wait "$ETCD" 2>/dev/null
+unreachable() { hapi 2 /v1/status | jq -e '.fleet.reachable == false and (.fleet.why | test("etcd unreachable"))' >/dev/null; }
+wait_for 15 unreachable || fail "h2 does not say etcd is unreachable: $(hapi 2 /v1/status | jq -c .fleet)"
+h2_now=$(ns_somaxconn 2)
+propose 2 $((h2_now * 2))
+sleep 3
+[ "$(state 2)" != trial ] && [ "$(ns_somaxconn 2)" = "$h2_now" ] ||
+	fail "a trial started without etcd: $(state 2), somaxconn $(ns_somaxconn 2)"
+hapi 2 /v1/trials/current | jq -r .reason | grep -q "waits for a trial slot of the pool (etcd unreachable" ||
+	fail "h2's reason does not say why: $(hapi 2 /v1/trials/current | jq -r .reason)"
+for h in 1 2 3; do
+	kill -0 "$(eval echo "\$AGENT$h")" && hapi $h /v1/status | jq -e .fleet >/dev/null || fail "agent h$h is not up without etcd"
+done
+grep -q "fleet: etcd unreachable: .* no trial starts until it answers" "$TMP/h2/agent.log" || fail "h2 did not log why"
+start_etcd
+wait_for 30 sh -c "[ \"\$(curl -s --unix-socket $TMP/h2/api.sock http://localhost/v1/trials/current | jq -r .state)\" = trial ]" ||
+	fail "h2's trial did not start when etcd came back: $(hapi 2 /v1/trials/current | jq -c '{state, reason}')"
+touch "$TMP/stop-sampling"
+wait "$SAMPLER" 2>/dev/null
+read -r most_slots most_trials <"$TMP/most"
+[ "$most_slots" -le 1 ] && [ "$most_trials" -le 1 ] || fail "more than one host in trial: $most_slots slots, $most_trials trials at once"
+ok "4. etcd stopped: no trial started, every agent up and saying 'etcd unreachable'; etcd back: h2's trial started by itself (at most $most_trials in trial all along)"
+echo "1..$checks"
