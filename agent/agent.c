@@ -183,6 +183,10 @@ int agent_lock(struct agent *a, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "%s.lock", a->cfg.store_path);
 	a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Root's (an offline revert made it; the writer gives it to the engine's user at its start): flock needs only
+	 * a descriptor. */
+	if (a->lock_fd < 0 && errno == EACCES)
+		a->lock_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (a->lock_fd < 0) {
 		snprintf(err, errlen, "lock %.300s: %s", path, strerror(errno));
 		return -errno;
@@ -191,7 +195,7 @@ int agent_lock(struct agent *a, char *err, size_t errlen)
 		int e = errno;
 
 		snprintf(err, errlen, "another ngx-autotune holds %.300s (the agent is running: use ngxctl revert without "
-			 "--offline)", path);
+			 "--offline; or an offline revert is under way)", path);
 		return e == EWOULDBLOCK ? -EBUSY : -e;
 	}
 	return 0;

@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <systemd/sd-daemon.h>
@@ -43,6 +44,7 @@
 #include "priv/writer_main.h"
 #include "priv/wsocket.h"
 #include "proto.h"
+#include "store/store.h"
 #include "strutil.h"
 
 static void usage(FILE *f)
@@ -303,6 +305,18 @@ struct modes {
 	bool setup, apply, revert_setup, force, writer;
 };
 
+/* The connections waiting on the writer's socket closed: an engine waiting for a writer that cannot start sees it
+ * at once (the reason is in the writer's log), instead of at the end of its wait. */
+static void drain(int listen_fd)
+{
+	int fd;
+
+	if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
+		return;
+	while ((fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(fd);
+}
+
 /* --writer: ngx-autotune-writer.service, the root part of an engine that its own unit starts as [agent] user. Before
  * the engine's channels are served: the store's files are made the user's (those of an earlier version moved into
  * its directory), as the fork's drop does; the engine opens its store after this writer's hello. */
@@ -316,17 +330,20 @@ static int run_writer_unit(struct agent *a)
 	if (notify_stderr_is_journal())
 		notify_use_journal();
 	n = sd_listen_fds(1);
-	if (n != 1) {
-		log_err("--writer serves the engine on the one socket systemd passes (ngx-autotune-writer.socket): %d "
-			"given%s%s", n < 0 ? 0 : n, n < 0 ? ": " : "", n < 0 ? strerror(-n) : "");
+	if (n != 1 || sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+		log_err("--writer serves the engine on the one SOCK_SEQPACKET socket systemd passes "
+			"(ngx-autotune-writer.socket's ListenSequentialPacket=): %d given%s%s", n < 0 ? 0 : n,
+			n < 0 ? ": " : "", n < 0 ? strerror(-n) : "");
 		return 1;
 	}
 	if (!a->cfg.engine_user[0]) {
 		log_err("--writer serves an engine started as [agent] user, and %s sets none", a->config_path);
+		drain(SD_LISTEN_FDS_START);
 		return 1;
 	}
 	if (drop_plan(&a->cfg, false, &p, err, sizeof(err)) < 0 || drop_store_files(&a->cfg, &p, err, sizeof(err)) < 0) {
 		log_err("%s", err);
+		drain(SD_LISTEN_FDS_START);
 		return 1;
 	}
 	r = wsocket_accept(SD_LISTEN_FDS_START, p.uid, 10000, &fd, &rfd, err, sizeof(err));
@@ -488,6 +505,8 @@ static void end_writer(struct agent *a)
 	}
 	a->env.dump = NULL;
 	a->env.ns_nics = NULL;
+	a->env.open_log = NULL;
+	sampler_set_open_log(a->sampler, NULL, NULL);
 	a->env.sysctl = NULL;
 	wdump_free(a->wdump); /* before the client, whose requests it cancels */
 	a->wdump = NULL;
@@ -699,9 +718,14 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	/* An offline revert while an agent runs is refused at once, before a writer of its own would wait for the
-	 * running writer's journal (hold_dir) only to be refused later. */
-	if (m.revert && !no_store_dir && agent_lock(a, err, sizeof(err)) < 0) {
+	/* The store's lock before the writer's journal (hold_dir), in every mode, so that the two are always taken in
+	 * one order: an offline revert while an agent runs is refused at once, and an agent starting during an
+	 * offline revert waits for no writer of its own only to be refused after. */
+	if (!no_store_dir && !drop_user && (r = store_make_parents(a->cfg.store_path)) < 0) {
+		log_err("cannot make the store's directory for %s: %s", a->cfg.store_path, strerror(-r));
+		goto out;
+	}
+	if (!no_store_dir && agent_lock(a, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

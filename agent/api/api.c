@@ -776,7 +776,8 @@ static int bind_socket(struct api *api, const struct config *cfg, char *err, siz
 		if (!g)
 			log_warn("group '%s' does not exist: %s keeps the agent's group", cfg->socket_group,
 				 cfg->socket_path);
-		else if (chown(cfg->socket_path, (uid_t)-1, g->gr_gid) < 0)
+		else if ((stat(cfg->socket_path, &st) < 0 || st.st_gid != g->gr_gid) &&
+			 chown(cfg->socket_path, (uid_t)-1, g->gr_gid) < 0) /* the engine's unit filters chown out */
 			log_warn("chown %s to group %s: %s", cfg->socket_path, cfg->socket_group, strerror(errno));
 	}
 	/* Whoever is in the socket file's group (as it ended up) may act. */
@@ -875,7 +876,8 @@ int api_tokens_preload(const struct config *cfg, uid_t engine, char *err, size_t
 	/* root's, or the engine's user's (whose file a reload reads again) */
 	int r = tokens_of(cfg, engine, &preloaded, err, errlen);
 
-	return r == -ENOENT ? 0 : r;
+	/* An engine started as its user cannot read root's file: its writer opens it at the API's start. */
+	return r == -ENOENT || (r == -EACCES && geteuid() != 0) ? 0 : r;
 }
 
 /* The tokens of CFG's token file into API (kept as they were on failure). 0 or -errno with ERR. */
@@ -893,6 +895,17 @@ static int load_tokens(struct api *api, const struct config *cfg, char *err, siz
 	if (!t)
 		return -ENOMEM;
 	r = api_tokens_load(cfg->api_token_file, geteuid(), t, err, errlen);
+	if (r == -EACCES && !preloaded && api->a->env.open_log) {
+		/* root's file (0600), which an engine started as its user never could read: opened by its writer,
+		 * judged here by what was opened, at the start and at each reload */
+		int fd = api->a->env.open_log(api->a->env.open_log_ctx, cfg->api_token_file);
+
+		if (fd >= 0)
+			r = api_tokens_load_fd(fd, cfg->api_token_file, geteuid(), t, err, errlen);
+		else
+			snprintf(err, errlen, "%s: %s (asked of the writer: its log says why)", cfg->api_token_file,
+				 strerror(-(r = fd)));
+	}
 	if (r == -EACCES && preloaded) {
 		/* root's file, which the engine's user may not read: as root read it at start */
 		free(t);
@@ -927,6 +940,12 @@ int api_check_config(const struct config *cfg, char *err, size_t errlen)
 	if (t) {
 		api_tokens_clear(t);
 		free(t);
+	}
+	/* -n as the engine's user (its unit's ExecStartPre): root's file is for the writer to open at the start. */
+	if (r == -EACCES && geteuid() != 0) {
+		fprintf(stderr, "ngx-autotune: %s: not readable by uid %d; the engine reads it through its writer at start\n",
+			cfg->api_token_file, (int)geteuid());
+		return 0;
 	}
 	return r == -ENOENT ? 0 : r;
 }

@@ -7,11 +7,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -105,14 +107,28 @@ static int parse_line(char *line, struct api_tokens *t, char *msg, size_t msglen
 
 int api_tokens_load(const char *path, uid_t owner, struct api_tokens *out, char *err, size_t errlen)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	return api_tokens_load_fd(fd, path, owner, out, err, errlen);
+}
+
+int api_tokens_load_fd(int fd, const char *path, uid_t owner, struct api_tokens *out, char *err, size_t errlen)
+{
 	struct api_tokens *t;
 	char line[LINE_MAX_LEN + 2], msg[160];
 	struct stat st;
 	int r = 0, lineno = 0, e;
-	FILE *f = fopen(path, "re");
+	FILE *f = fdopen(fd, "r");
 
 	if (!f) {
 		e = errno;
+		close(fd);
 		snprintf(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
 	}

@@ -34,6 +34,9 @@ struct api_tokens {
  * group or other permission bits. 0; -ENOENT (no file); -EPERM (owner, mode, type); -EINVAL (a bad line: ERR is
  * "PATH:LINE: what"); -errno. ERR always says why. */
 int api_tokens_load(const char *path, uid_t owner, struct api_tokens *out, char *err, size_t errlen);
+/* The same from FD, PATH's opened elsewhere (the writer's, for an engine that may not read root's file); FD is
+ * consumed. Judged by what FD is (fstat), as above. */
+int api_tokens_load_fd(int fd, const char *path, uid_t owner, struct api_tokens *out, char *err, size_t errlen);
 /* Wipe T. */
 void api_tokens_clear(struct api_tokens *t);
 /* The name of the token whose secret is TOKEN[0..LEN), or NULL. Takes the same time whichever token matches, if

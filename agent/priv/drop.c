@@ -339,9 +339,20 @@ int drop_now(const struct drop_plan *p, char *err, size_t errlen)
 	if (geteuid() != 0) {
 		/* Started as the user (ngx-autotune.service's User=, its groups and empty capability sets are the unit's):
 		 * nothing left to give up, only the checks below. */
+		gid_t g[8];
+		int ng;
+
 		if (getuid() != p->uid || geteuid() != p->uid) {
 			snprintf(err, errlen, "[agent] user = %s, but the engine was started as uid %d: start it as root or as "
 				 "%s (uid %d)", p->user, (int)getuid(), p->user, (int)p->uid);
+			return -EPERM;
+		}
+		/* Its own group only: a user an administrator added to adm would read every log of the host. */
+		ng = getgroups(8, g);
+		if (ng < 0 || ng > 1 || (ng == 1 && g[0] != p->gid)) {
+			snprintf(err, errlen, "[agent] user = %s: the engine was started with supplementary groups (%d) beside "
+				 "its own; it needs none (nginx's logs come from its writer): remove %s from them, or set "
+				 "SupplementaryGroups= empty", p->user, ng, p->user);
 			return -EPERM;
 		}
 	} else {

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "netns.h"
 #include "priv/wmsg.h"
+#include "priv/wfiles.h"
 #include "priv/writer.h"
 #include "store/store.h"
 #include "strutil.h"
@@ -58,8 +59,8 @@ struct wmain {
 	int64_t retry_ms;               /* when a knob not found last built the knobs again */
 	bool built;                     /* the last build of the knobs succeeded (else none are served) */
 	uid_t engine_uid;               /* [agent] user's uid, the owner of the TCP sockets made for it; -1: none */
-	char log_refused[256];          /* the last OPEN_LOG refusal logged, and when */
-	int64_t log_refused_ms;
+	int64_t log_refused_ms;         /* when an OPEN_LOG refusal was last logged */
+	int64_t log_unsaid;             /* refusals since, not logged */
 };
 
 static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
@@ -387,62 +388,34 @@ static int dump_fd(const char *out, size_t len)
 	return fd;
 }
 
-/* OPEN_LOG: PATH, when it is one of the logs the writer's configuration names (root's agent.conf), opened read-only
- * for an engine that may not read nginx's logs itself (Debian's are www-data:adm, 0640): its directories must be
- * root's and closed to others, as trust_walk checks them, and its name not a link, so that no one but root can
- * point it at another file; a regular file or a FIFO. */
+/* OPEN_LOG: a file the writer's configuration names, for an engine that may not open it (wfiles.h), after a reload
+ * asked for (the configuration may name others now). */
 static int open_log(struct writer *w, const char *path, int *fd, char *why, size_t whylen)
 {
 	struct wmain *m = w->before_ctx;
-	char dir[WMSG_PATH_MAX], err[WMSG_PATH_MAX + 128];
-	const char *base = strrchr(path, '/');
-	struct stat st;
-	int dfd, f, r;
 
 	if ((reload_asked || w->reload) && !w->busy)
 		before(w, false, why, whylen);
-	if (strcmp(path, m->cfg.access_log) != 0 && strcmp(path, m->cfg.error_log) != 0) {
-		snprintf(why, whylen, "%s: not a log the configuration names ([nginx] access_log, error_log)", path);
-		return -EPERM;
-	}
-	if (!base || base[1] == '\0' || (size_t)(base - path) >= sizeof(dir)) {
-		snprintf(why, whylen, "%s: not a file's path", path);
-		return -EINVAL;
-	}
-	snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
-	r = trust_walk(dir, 0, 0, "a log the writer opens for the engine", &dfd, err, sizeof(err));
-	if (r < 0) {
-		snprintf(why, whylen, "%s", err);
-		return r;
-	}
-	f = openat(dfd, base + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	r = f < 0 ? -errno : 0;
-	close(dfd);
-	if (r == 0 && fstat(f, &st) < 0)
-		r = -errno;
-	else if (r == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
-		r = -EINVAL;
-	if (r < 0) {
-		if (f >= 0)
-			close(f);
-		snprintf(why, whylen, "%s: %s", path, r == -ELOOP ? "a link: refused" : strerror(-r));
-		return r;
-	}
-	*fd = f;
-	return 0;
+	return wfiles_open(&m->cfg, path, fd, why, whylen);
 }
 
-/* OPEN_LOG, with a refusal logged (the engine's probe shows only its errno): once a minute while it repeats. */
+/* OPEN_LOG, with a refusal logged (the engine's probe shows only its errno): at most once a minute, whatever the
+ * engine asks (a compromised one could vary its requests to fill root's journal), with how many were not said. */
 static int open_log_logged(struct writer *w, const char *path, int *fd, char *why, size_t whylen)
 {
 	struct wmain *m = w->before_ctx;
 	int r = open_log(w, path, fd, why, whylen);
 	int64_t now = wall_ms();
 
-	if (r < 0 && r != -ENOENT && (strcmp(why, m->log_refused) != 0 || now - m->log_refused_ms >= 60000)) {
-		log_warn("writer: the engine's log not opened: %s", why);
-		snprintf(m->log_refused, sizeof(m->log_refused), "%s", why);
-		m->log_refused_ms = now;
+	if (r < 0 && r != -ENOENT) {
+		if (m->log_refused_ms == 0 || now - m->log_refused_ms >= 60000 || now < m->log_refused_ms) {
+			log_warn("writer: the engine's log not opened: %s%s", why,
+				 m->log_unsaid ? " (and other refusals in the last minute)" : "");
+			m->log_refused_ms = now;
+			m->log_unsaid = 0;
+		} else {
+			m->log_unsaid++;
+		}
 	}
 	return r;
 }
@@ -494,8 +467,10 @@ static int hold_dir(int dirfd, const char *dir, int64_t wait_ms)
 		if (flock(dirfd, LOCK_EX | LOCK_NB) == 0)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR) {
-			log_err("writer: cannot lock %s: %s", dir, strerror(errno));
-			return -errno;
+			int e = errno;
+
+			log_err("writer: cannot lock %s: %s", dir, strerror(e));
+			return -e;
 		}
 		if (waited >= wait_ms) {
 			log_err("writer: another writer still holds %s after %lld ms: not started", dir, (long long)wait_ms);

@@ -115,8 +115,15 @@ probes_ok() {
 check "every probe ok after the setup (stub_status, access log, error log, netlink, workers)" wait_for 20 probes_ok
 ngxctl status | sed 's/^/    /'
 # The logs come opened from the writer: the engine's user itself cannot read them (Debian's are www-data:adm 0640).
-check "the engine's user cannot read nginx's logs itself (not in group adm), yet the log probes are ok" sh -c \
-	'! setpriv --reuid=ngx-autotune --regid=ngx-autotune --init-groups cat /var/log/nginx/ngx-autotune.log /var/log/nginx/error.log >/dev/null 2>&1'
+# Debian's error.log is www-data:adm, 0640 (the log the setup adds, nginx makes root's 0644).
+logs_through_writer() {
+	ls -l /var/log/nginx/ngx-autotune.log /var/log/nginx/error.log || return 1
+	[ "$(stat -c '%a' /var/log/nginx/error.log)" = 640 ] || return 1
+	setpriv --reuid=ngx-autotune --regid=ngx-autotune --init-groups cat /var/log/nginx/error.log >/dev/null 2>&1 &&
+		return 1
+	ngxctl --json status | jq -e '[.probes[] | select((.name == "access_log" or .name == "error_log") and .ok)] | length == 2'
+}
+check "the engine's user cannot read Debian's error.log itself (not in group adm), yet both log probes are ok" logs_through_writer
 latency() {
 	wrk -t1 -c2 -d1s http://127.0.0.1:80/ >/dev/null 2>&1
 	ngxctl --json status >/dev/null || return 1

@@ -242,8 +242,7 @@ ok "7. the offline revert: the engine dropped, the writer put somaxconn back to 
 # 8. The split of the package's units (ngx-autotune.service as the user, ngx-autotune-writer.service started by its
 # socket): the writer started on its socket's first connection (systemd-socket-activate, as its .socket would), the
 # engine started as the user with the unit's credentials (no capability in any set, no_new_privs).
-sed -e "s|^\[agent\]|[agent]\nwriter_socket = $TMP/writer.sock|" -e '/^listen = /d' -e '/^token_file = /d' \
-	"$TMP/agent.conf" >"$TMP/split.conf"
+sed -e "s|^\[agent\]|[agent]\nwriter_socket = $TMP/writer.sock|" "$TMP/agent.conf" >"$TMP/split.conf"
 mkdir -p "$TMP/run" && chown "$U:$U" "$TMP/run"
 chown root "$TMP/engine/ngx-autotune.db.originals" # root's, as an offline revert by an older version left it
 systemd-socket-activate --seqpacket -l "$TMP/writer.sock" "$AGENT" --writer -c "$TMP/split.conf" \
@@ -278,10 +277,14 @@ wait_for 15 sh -c "curl -s --unix-socket $TMP/run/api.sock http://localhost/v1/s
 	jq -e '[.probes[] | select(.enabled and (.ok | not))] | length == 0'" ||
 	fail "not every probe is ok: $(api /v1/status | jq -c '[.probes[] | select(.enabled and (.ok | not))]')"
 somaxconn_there_and_back 3
+# root's token file (0600), which the engine started as its user never could read: opened by its writer.
+[ "$(tcp -X POST -H "Authorization: Bearer $SECRET" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/pause")" = 200 ] &&
+	[ "$(tcp -X POST -H "Authorization: Bearer $SECRET" -d '{}' "http://127.0.0.1:$((PORT + 1))/v1/resume")" = 200 ] ||
+	fail "the TCP listener of the engine started as $U did not take the token of root's token file: $(grep -i token "$TMP/split.log")"
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "the engine exited $? after SIGTERM"
 wait "$WRITER" || fail "the writer exited $? after its engine: $(tail -3 "$TMP/writer.log")"
-ok "8. the units' split: the writer started on its socket refuses root's connection, gives root's store file to $U, serves the engine started as $U (somaxconn $before -> $want -> $before); both exit 0 at the engine's stop"
+ok "8. the units' split: the writer started on its socket refuses root's connection, gives root's store file to $U, serves the engine started as $U (somaxconn $before -> $want -> $before, root's token file opened for it); both exit 0 at the engine's stop"
 # 9. The writer opens only the logs agent.conf names, through directories only root may change: an access_log in a
 # directory of the user's, there a link to a file of root's, is refused (the engine's probe fails, the writer says
 # why), never opened for the engine.
