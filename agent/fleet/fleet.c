@@ -42,14 +42,24 @@ struct fleet {
 	struct fleet_view next; /* being made by the round */
 };
 
-/* A copy of the view's text fields that cannot overflow: etcd's data is the network's. */
+/* A copy of a text field that cannot overflow. */
 static void copy(char *dst, size_t len, const char *src)
 {
 	size_t n = src ? strnlen(src, len - 1) : 0;
 
-	if (n)
-		memcpy(dst, src, n);
+	if (n && dst != src)
+		memmove(dst, src, n);
 	dst[n] = '\0';
+}
+
+/* The same for what etcd holds, which is anyone's who may write there: printable ASCII only, anything else '?' (the
+ * API's JSON must stay valid UTF-8, a terminal's text free of escapes). */
+static void copy_clean(char *dst, size_t len, const char *src)
+{
+	copy(dst, len, src);
+	for (char *p = dst; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
 }
 
 static int read_password(const char *path, char *out, size_t outlen, char *err, size_t errlen)
@@ -155,15 +165,18 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 	return 0;
 }
 
-static struct fleet_member *member(struct fleet_view *v, const char *host)
+static struct fleet_member *member(struct fleet_view *v, const char *raw)
 {
+	char host[FLEET_NAME_MAX];
+
+	copy_clean(host, sizeof(host), raw);
 	for (size_t i = 0; i < v->n; i++)
 		if (strcmp(v->m[i].host, host) == 0)
 			return &v->m[i];
 	if (v->n == FLEET_MEMBERS_MAX)
 		return NULL;
 	memset(&v->m[v->n], 0, sizeof(v->m[0]));
-	copy(v->m[v->n].host, sizeof(v->m[0].host), host);
+	strcpy(v->m[v->n].host, host);
 	v->m[v->n].slot = -1;
 	return &v->m[v->n++];
 }
@@ -180,10 +193,10 @@ static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
 		json_t *j = json_loads(value, 0, NULL);
 
 		m->alive = true;
-		copy(m->state, sizeof(m->state), json_string_value(json_object_get(j, "state")));
-		copy(m->knob, sizeof(m->knob), json_string_value(json_object_get(j, "knob")));
-		copy(m->agent, sizeof(m->agent), json_string_value(json_object_get(j, "agent")));
-		copy(m->kernel, sizeof(m->kernel), json_string_value(json_object_get(j, "kernel")));
+		copy_clean(m->state, sizeof(m->state), json_string_value(json_object_get(j, "state")));
+		copy_clean(m->knob, sizeof(m->knob), json_string_value(json_object_get(j, "knob")));
+		copy_clean(m->agent, sizeof(m->agent), json_string_value(json_object_get(j, "agent")));
+		copy_clean(m->kernel, sizeof(m->kernel), json_string_value(json_object_get(j, "kernel")));
 		m->cpus = json_integer_value(json_object_get(j, "cpus"));
 		json_decref(j);
 	} else if (strncmp(rest, "known/", 6) == 0 && rest[6]) {
@@ -222,6 +235,7 @@ static void round_once(struct fleet *f)
 	if (r < 0) {
 		f->next.failures++;
 		snprintf(f->next.why, sizeof(f->next.why), "etcd unreachable: %s", err);
+		copy_clean(f->next.why, sizeof(f->next.why), f->next.why);
 		if (strcmp(f->next.why, f->view.why) != 0) /* said once, not each round */
 			log_warn("fleet: %s: no trial starts until it answers", f->next.why);
 	} else if (want && f->slot < 0) {

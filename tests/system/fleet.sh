@@ -2,7 +2,8 @@
 # A pool of hosts (issue 24, [fleet]): a real etcd (Debian's etcd-server, on loopback in a network namespace of its
 # own, started and stopped here) and three hosts, each its own network namespace with its own nginx and agent, the
 # agents in etcd's namespace. Checked:
-#   1. every agent joins: ngxctl fleet lists the three, alive;
+#   1. every agent joins: ngxctl fleet lists the three, alive; a key written by hand that is not clean text is
+#      listed cleaned (the answers stay JSON);
 #   2. at most max_in_trial (1) host in trial, sampled all along (the slots in etcd, and each agent's own state): h1
 #      in a long trial holds the slot, h2 and h3 wait, their reason naming h1;
 #   3. kill -9 of h1 in trial frees its slot within its lease (3 s): the others take it in turn and try their
@@ -71,7 +72,14 @@ wait_for 30 joined || fail "not every agent joined: $(hapi 1 /v1/fleet): $(tail 
 hctl 1 fleet >"$TMP/fleet1.txt" || fail "ngxctl fleet failed"
 grep -q "^pool web, this host h1: etcd answers" "$TMP/fleet1.txt" && [ "$(grep -c '^h[123] .* yes ' "$TMP/fleet1.txt")" = 3 ] ||
 	fail "ngxctl fleet: $(cat "$TMP/fleet1.txt")"
-ok "1. three agents joined pool web: ngxctl fleet lists h1, h2, h3 alive"
+# What etcd holds is anyone's who may write there: a key with a byte that is not UTF-8 and a terminal escape is
+# listed cleaned, and the answers stay JSON.
+ectl put "/ngx-autotune/pools/web/known/$(printf 'evil\xff\x1b[31m')" x >/dev/null || fail "etcdctl put failed"
+wait_for 10 sh -c "curl -s --unix-socket $TMP/h1/api.sock http://localhost/v1/fleet | jq -e '.members[] | select(.host == \"evil??[31m\") | .alive == false'" ||
+	fail "a member of a name that is not clean text: $(hapi 1 /v1/fleet | head -c 600)"
+hapi 1 /v1/status | jq -e .fleet.pool >/dev/null || fail "/v1/status is no longer JSON"
+ectl del --prefix "/ngx-autotune/pools/web/known/evil" >/dev/null
+ok "1. three agents joined pool web: ngxctl fleet lists h1, h2, h3 alive; a key that is not clean text is listed cleaned"
 
 # The sampler of the whole run: the slots etcd holds and the agents in trial, each 0.2 s; the most of each kept.
 sample() {
