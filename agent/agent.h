@@ -51,6 +51,7 @@ struct agent {
 	struct engine *engine;    /* the knobs; NULL only before policies load */
 	struct tuning *tuning;    /* the tuning loop over the engine */
 	struct fleet *fleet;      /* [fleet]: this host in a pool (fleet/fleet.h), else NULL */
+	struct fleet_loop *fleet_loop; /* the loop's side of it (loop.c) */
 	struct loadgen *loadgen;  /* measure = loadgen: the load generator's runs; else NULL */
 	struct doctor *doctor;    /* the advisories; NULL in the one-shot modes */
 	struct knob_env env;      /* what the knob drivers see */

@@ -13,6 +13,10 @@
 #include "api/api.h"
 #include "core/controller.h"
 #include "core/policy.h"
+#include "core/judge.h"
+#include "api/events.h"
+#include "store/store.h"
+#include "core/pool.h"
 #include "diagnose/doctor.h"
 #include "act/engine.h"
 #include "act/loadgen.h"
@@ -177,10 +181,51 @@ static void publish(struct agent *a, const struct store_health *sh)
 
 static void schedule_next(struct agent *a);
 
+/* The loop's side of the pool: the verdicts it last read, and what it did with them. */
+#define FLEET_AUDITED_MAX 64
+struct fleet_loop {
+	uint64_t published;   /* the controller's proposal whose verdict was published */
+	uint64_t gen;         /* fleet_verdicts_gen of VIEW */
+	struct fleet_view view;
+	struct plan_cause causes[PLAN_CAUSES_MAX]; /* given to the tuning loop last */
+	size_t ncauses;
+	char audited[FLEET_AUDITED_MAX][160]; /* refusals audited already (host, knob, value, time), a ring */
+	size_t next_audited;
+	bool refused[POOL_VERDICTS_MAX];
+	char why[POOL_VERDICTS_MAX][POOL_TEXT_MAX];
+};
+
+/* A value of the pool the local policy does not take: audited once (what comes from etcd is refused, never
+ * written), and logged. */
+static void fleet_refused(struct agent *a, struct fleet_loop *fl, const struct pool_verdict *v, const char *why)
+{
+	struct audit_row row;
+	char sig[160];
+
+	snprintf(sig, sizeof(sig), "%.40s %.40s %.40s %lld", v->host, v->knob, v->to, (long long)v->at_ms);
+	for (size_t i = 0; i < FLEET_AUDITED_MAX; i++)
+		if (strcmp(fl->audited[i], sig) == 0)
+			return;
+	snprintf(fl->audited[fl->next_audited], sizeof(fl->audited[0]), "%s", sig);
+	fl->next_audited = (fl->next_audited + 1) % FLEET_AUDITED_MAX;
+	log_warn("fleet: refused %s's %s = %s from the pool: %s", v->host, v->knob, v->to, why);
+	memset(&row, 0, sizeof(row));
+	row.ts = a->fr.ts_ms;
+	snprintf(row.actor, sizeof(row.actor), "pool:%.58s", v->host);
+	snprintf(row.action, sizeof(row.action), "pool-proposal");
+	snprintf(row.knob, sizeof(row.knob), "%.*s", (int)sizeof(row.knob) - 1, v->knob);
+	snprintf(row.outcome, sizeof(row.outcome), "refused");
+	snprintf(row.detail, sizeof(row.detail), "%s kept %.60s = %.60s; refused here: %s", v->host, v->knob, v->to, why);
+	if (a->store && store_audit_append(a->store, &row) == 0)
+		events_audit(&row);
+}
+
 /* [fleet]: the pool hears what the controller wants and does; its gate (a trial slot held, etcd answering) decides
- * whether a trial may start at the next tick. */
+ * whether a trial may start at the next tick. A verdict is published once; what the pool proved is offered to the
+ * planner as causes while the planner looks (state observe), and what the local policy refuses is audited. */
 static void fleet_step(struct agent *a)
 {
+	struct fleet_loop *fl = a->fleet_loop;
 	struct controller_report rep;
 	char why[256];
 	bool want, open;
@@ -191,6 +236,42 @@ static void fleet_step(struct agent *a)
 	fleet_tell(a->fleet, want, controller_state_name(rep.state), rep.id ? rep.knob : "");
 	open = fleet_gate(a->fleet, why, sizeof(why));
 	tuning_gate(a->tuning, open, why);
+	if (!fl && !(fl = a->fleet_loop = calloc(1, sizeof(*fl))))
+		return;
+	if (rep.id && rep.id != fl->published && (rep.verdict == VERDICT_KEEP || rep.verdict == VERDICT_REVERT) &&
+	    (rep.state == CONTROLLER_VERDICT || rep.state == CONTROLLER_COOLDOWN)) {
+		struct pool_verdict v = {.kept = rep.verdict == VERDICT_KEEP};
+		const struct judge_evidence *ev = tuning_evidence(a->tuning);
+
+		snprintf(v.knob, sizeof(v.knob), "%s", rep.knob);
+		snprintf(v.from, sizeof(v.from), "%s", rep.from);
+		snprintf(v.to, sizeof(v.to), "%s", rep.to);
+		snprintf(v.symptom, sizeof(v.symptom), "%s", tuning_symptom(a->tuning));
+		snprintf(v.summary, sizeof(v.summary), "%s", ev ? ev->reason : "");
+		fleet_publish(a->fleet, &v);
+		fl->published = rep.id;
+	}
+	if (fleet_verdicts_gen(a->fleet) != fl->gen) {
+		fleet_view(a->fleet, &fl->view);
+		fl->gen = fl->view.verdicts_gen;
+	}
+	if (rep.state == CONTROLLER_OBSERVE && (fl->view.nverdicts || fl->ncauses)) {
+		struct plan_cause causes[PLAN_CAUSES_MAX];
+		struct pool_facts self;
+		size_t n;
+
+		fleet_facts(a->fleet, &self);
+		n = pool_causes(engine_policies(a->engine), tuning_detect_report(a->tuning), &self, fl->view.verdicts,
+				fl->view.nverdicts, a->fr.ts_ms, causes, PLAN_CAUSES_MAX, fl->refused, fl->why);
+		for (size_t i = 0; i < fl->view.nverdicts; i++)
+			if (fl->refused[i])
+				fleet_refused(a, fl, &fl->view.verdicts[i], fl->why[i]);
+		if (n != fl->ncauses || memcmp(causes, fl->causes, n * sizeof(causes[0])) != 0) {
+			memcpy(fl->causes, causes, n * sizeof(causes[0]));
+			fl->ncauses = n;
+			tuning_pool(a->tuning, causes, n);
+		}
+	}
 }
 
 static void finish_tick(struct agent *a, double extra_cpu_ms)

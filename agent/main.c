@@ -803,6 +803,7 @@ int main(int argc, char **argv)
 	rc = loop_run(a);
 out:
 	fleet_free(a->fleet); /* its lease revoked: the member key and a slot go at once */
+	free(a->fleet_loop);
 	loadgen_free(a->loadgen);
 	doctor_free(a->doctor);
 	tuning_free(a->tuning);

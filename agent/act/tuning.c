@@ -33,6 +33,9 @@ struct tuning {
 	int64_t calib_max_age_ms;     /* the controller's: older calibrations are not read back */
 	uint64_t calib_gen;           /* calibrations already kept in the audit trail */
 	int64_t causes_checked_ms;    /* the doctor's check the controller was last given */
+	struct plan_cause doctor[PLAN_CAUSES_MAX]; /* the causes of the doctor's last check */
+	struct plan_cause pool[PLAN_CAUSES_MAX];   /* what the pool proved (tuning_pool) */
+	size_t ndoctor, npool;
 };
 
 /* A symptom's knob waits for a check of its causes made once the symptom has lasted this long, so that every probe
@@ -455,32 +458,66 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 	return 0;
 }
 
+/* The controller's causes: the pool's first (what another host proved is tried before a finding here), then the
+ * doctor's, as of the doctor's last check. */
+static void apply_causes(struct tuning *t)
+{
+	struct plan_cause *c = calloc(PLAN_CAUSES_MAX, sizeof(*c));
+	size_t n = 0;
+
+	if (!c)
+		return; /* the causes stay as they were given last */
+	for (size_t i = 0; i < t->npool && n < PLAN_CAUSES_MAX; i++)
+		c[n++] = t->pool[i];
+	for (size_t i = 0; i < t->ndoctor && n < PLAN_CAUSES_MAX; i++)
+		c[n++] = t->doctor[i];
+	controller_set_causes(t->ctl, c, n, t->causes_checked_ms);
+	free(c);
+}
+
 void tuning_causes(struct tuning *t, const struct doctor_state *st)
 {
-	struct plan_cause *c;
 	size_t n = 0;
 
 	if (!st || st->checked_ms == t->causes_checked_ms)
 		return;
-	c = calloc(PLAN_CAUSES_MAX, sizeof(*c));
-	if (!c)
-		return; /* the causes stay as they were checked last */
 	for (size_t i = 0; i < st->n && n < PLAN_CAUSES_MAX; i++) {
 		const struct doctor_finding *f = &st->v[i].f;
+		struct plan_cause *c = &t->doctor[n];
 
 		if (!f->remedy.knob[0] || f->severity == DOCTOR_INFO)
 			continue;
-		snprintf(c[n].id, sizeof(c[n].id), "%s", f->id);
-		snprintf(c[n].knob, sizeof(c[n].knob), "%s", f->remedy.knob);
-		snprintf(c[n].to, sizeof(c[n].to), "%s", f->remedy.value);
-		c[n].kind = f->remedy.limit ? PLAN_CAUSE_LIMIT : PLAN_CAUSE_DEMAND;
-		c[n].severity = (int)f->severity;
-		snprintf(c[n].evidence, sizeof(c[n].evidence), "%.*s", (int)sizeof(c[n].evidence) - 1, f->evidence);
+		memset(c, 0, sizeof(*c));
+		snprintf(c->id, sizeof(c->id), "%s", f->id);
+		snprintf(c->knob, sizeof(c->knob), "%s", f->remedy.knob);
+		snprintf(c->to, sizeof(c->to), "%s", f->remedy.value);
+		c->kind = f->remedy.limit ? PLAN_CAUSE_LIMIT : PLAN_CAUSE_DEMAND;
+		c->severity = (int)f->severity;
+		snprintf(c->evidence, sizeof(c->evidence), "%.*s", (int)sizeof(c->evidence) - 1, f->evidence);
 		n++;
 	}
-	controller_set_causes(t->ctl, c, n, st->checked_ms);
+	t->ndoctor = n;
 	t->causes_checked_ms = st->checked_ms;
-	free(c);
+	apply_causes(t);
+}
+
+void tuning_pool(struct tuning *t, const struct plan_cause *pool, size_t n)
+{
+	t->npool = n < PLAN_CAUSES_MAX ? n : PLAN_CAUSES_MAX;
+	memcpy(t->pool, pool, t->npool * sizeof(*pool));
+	apply_causes(t);
+}
+
+const struct detect_report *tuning_detect_report(const struct tuning *t)
+{
+	return controller_detect_report(t->ctl);
+}
+
+const char *tuning_symptom(const struct tuning *t)
+{
+	const struct plan_proposal *p = controller_proposal(t->ctl);
+
+	return p && p->detector < DETECT_COUNT ? detect_name(p->detector) : "";
 }
 
 bool tuning_wants_causes(const struct tuning *t)

@@ -44,6 +44,13 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 void tuning_causes(struct tuning *t, const struct doctor_state *st);
 /* Whether a symptom waits for a check of its causes: the caller should run the doctor. */
 bool tuning_wants_causes(const struct tuning *t);
+/* The pool's causes ([fleet]: core/pool.h's pool_causes), replacing those before; tried with the doctor's. */
+struct plan_cause;
+struct detect_report;
+void tuning_pool(struct tuning *t, const struct plan_cause *pool, size_t n);
+/* The detectors' last evaluation, and the symptom of the proposal or trial ("" for none, or a cause's). */
+const struct detect_report *tuning_detect_report(const struct tuning *t);
+const char *tuning_symptom(const struct tuning *t);
 /* The pool's gate (controller_set_gate): whether a trial may start now, and why not. */
 void tuning_gate(struct tuning *t, bool open, const char *why);
 /* Pause or resume proposing and trying. */

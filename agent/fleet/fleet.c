@@ -40,6 +40,8 @@ struct fleet {
 	char kernel[64];
 	int64_t cpus;
 	struct fleet_view next; /* being made by the round */
+	struct pool_verdict pending[8]; /* fleet_publish's, under MU */
+	size_t npending;
 };
 
 /* A copy of a text field that cannot overflow. */
@@ -181,6 +183,84 @@ static struct fleet_member *member(struct fleet_view *v, const char *raw)
 	return &v->m[v->n++];
 }
 
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* verdicts/KNOB/HOST of the verdicts published since the last round (kept in the queue until etcd took them). */
+static int put_verdicts(struct fleet *f, char *err, size_t errlen)
+{
+	for (;;) {
+		struct pool_verdict v;
+		char key[320], *val;
+		json_t *j;
+		int r;
+
+		pthread_mutex_lock(&f->mu);
+		if (!f->npending) {
+			pthread_mutex_unlock(&f->mu);
+			return 0;
+		}
+		v = f->pending[0];
+		pthread_mutex_unlock(&f->mu);
+		j = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I}", "knob", v.knob, "from", v.from, "to", v.to,
+			      "kept", v.kept, "symptom", v.symptom, "summary", v.summary, "kernel", v.kernel, "cpus",
+			      (json_int_t)v.cpus, "at_ms", (json_int_t)v.at_ms);
+		val = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(j);
+		if (!val) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		snprintf(key, sizeof(key), "%sverdicts/%s/%s", f->prefix, v.knob, f->host);
+		r = etcd_put(f->etcd, key, val, 0, err, errlen);
+		free(val);
+		if (r < 0)
+			return r;
+		log_info("fleet: %s's verdict on %s = %s published to pool %s: %s", f->host, v.knob, v.to, f->next.pool,
+			 v.kept ? "kept" : "refuted");
+		pthread_mutex_lock(&f->mu);
+		memmove(f->pending, f->pending + 1, (f->npending - 1) * sizeof(f->pending[0]));
+		f->npending--;
+		pthread_mutex_unlock(&f->mu);
+	}
+}
+
+/* verdicts/KNOB/HOST read back: the network's, cleaned and bounded. */
+static void on_verdict(struct fleet *f, const char *rest, const char *value)
+{
+	const char *slash = strrchr(rest, '/');
+	struct pool_verdict *v;
+	json_t *j;
+
+	if (!slash || slash == rest || !slash[1] || f->next.nverdicts == POOL_VERDICTS_MAX)
+		return;
+	j = json_loads(value, 0, NULL);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return;
+	}
+	v = &f->next.verdicts[f->next.nverdicts++];
+	memset(v, 0, sizeof(*v));
+	copy_clean(v->host, sizeof(v->host), slash + 1);
+	/* The knob as the key names it (what the value says could differ): cut at the slash. */
+	copy_clean(v->knob, (size_t)(slash - rest) + 1 < sizeof(v->knob) ? (size_t)(slash - rest) + 1 : sizeof(v->knob),
+		   rest);
+	copy_clean(v->from, sizeof(v->from), json_string_value(json_object_get(j, "from")));
+	copy_clean(v->to, sizeof(v->to), json_string_value(json_object_get(j, "to")));
+	v->kept = json_is_true(json_object_get(j, "kept"));
+	copy_clean(v->symptom, sizeof(v->symptom), json_string_value(json_object_get(j, "symptom")));
+	copy_clean(v->summary, sizeof(v->summary), json_string_value(json_object_get(j, "summary")));
+	copy_clean(v->kernel, sizeof(v->kernel), json_string_value(json_object_get(j, "kernel")));
+	v->cpus = json_integer_value(json_object_get(j, "cpus"));
+	v->at_ms = json_integer_value(json_object_get(j, "at_ms"));
+	json_decref(j);
+}
+
 /* One key of the pool, read back: what etcd holds is the network's, taken field by field and bounded. */
 static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
 {
@@ -203,6 +283,8 @@ static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
 		member(&f->next, rest + 6);
 	} else if (strncmp(rest, "slots/", 6) == 0 && value[0] && (m = member(&f->next, value))) {
 		m->slot = atoi(rest + 6);
+	} else if (strncmp(rest, "verdicts/", 9) == 0) {
+		on_verdict(f, rest + 9, value);
 	}
 	return 0;
 }
@@ -219,12 +301,15 @@ static void round_once(struct fleet *f)
 	strcpy(knob, f->knob);
 	pthread_mutex_unlock(&f->mu);
 	f->next.n = 0;
+	f->next.nverdicts = 0;
 	f->next.rounds++;
 	r = lease_alive(f, err, sizeof(err));
 	if (r == 0)
 		r = put_member(f, state, knob, err, sizeof(err));
 	if (r == 0)
 		r = slot_step(f, want, err, sizeof(err));
+	if (r == 0)
+		r = put_verdicts(f, err, sizeof(err));
 	if (r == 0)
 		r = etcd_range_prefix(f->etcd, f->prefix, on_key, f, err, sizeof(err));
 	f->next.reachable = r == 0;
@@ -255,6 +340,11 @@ static void round_once(struct fleet *f)
 	} else {
 		f->next.why[0] = '\0';
 	}
+	if (r < 0) /* what was read of the pool before the error is not the pool: the last whole one is kept */
+		memcpy(f->next.verdicts, f->view.verdicts, sizeof(f->next.verdicts)), f->next.nverdicts = f->view.nverdicts;
+	if (f->next.nverdicts != f->view.nverdicts ||
+	    memcmp(f->next.verdicts, f->view.verdicts, f->next.nverdicts * sizeof(f->next.verdicts[0])) != 0)
+		f->next.verdicts_gen++;
 	pthread_mutex_lock(&f->mu);
 	f->view = f->next;
 	pthread_mutex_unlock(&f->mu);
@@ -396,6 +486,40 @@ bool fleet_gate(struct fleet *f, char *why, size_t whylen)
 	snprintf(why, whylen, "%s", open ? "" : f->view.why[0] ? f->view.why : "waiting for a trial slot");
 	pthread_mutex_unlock(&f->mu);
 	return open;
+}
+
+uint64_t fleet_verdicts_gen(struct fleet *f)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&f->mu);
+	g = f->view.verdicts_gen;
+	pthread_mutex_unlock(&f->mu);
+	return g;
+}
+
+void fleet_publish(struct fleet *f, const struct pool_verdict *v)
+{
+	pthread_mutex_lock(&f->mu);
+	if (f->npending == sizeof(f->pending) / sizeof(f->pending[0])) {
+		memmove(f->pending, f->pending + 1, (f->npending - 1) * sizeof(f->pending[0]));
+		f->npending--;
+	}
+	f->pending[f->npending] = *v;
+	copy(f->pending[f->npending].host, sizeof(v->host), f->host);
+	copy(f->pending[f->npending].kernel, sizeof(v->kernel), f->kernel);
+	f->pending[f->npending].cpus = f->cpus;
+	f->pending[f->npending].at_ms = wall_ms();
+	f->npending++;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_facts(struct fleet *f, struct pool_facts *out)
+{
+	out->host = f->host;
+	out->kernel = f->kernel;
+	out->cpus = f->cpus;
 }
 
 void fleet_view(struct fleet *f, struct fleet_view *out)

@@ -8,6 +8,8 @@
  *   known/HOST    the same host's name and when it joined, without a lease (so that one gone is still listed)
  *   slots/I       the host in trial on slot I (0 <= I < max_in_trial), made only where none is (a transaction on
  *                 its create revision) and bound to the lease: a host that dies frees its slot when its lease ends
+ *   verdicts/KNOB/HOST  HOST's last verdict on KNOB (kept, or reverted for harm) with the facts it was judged
+ *                 under, without a lease: what the others may propose first (core/pool.h)
  * Fail closed: without etcd (unreachable, refused, a lease lost) no trial starts; a trial under way goes on as its
  * policy says. It joins again by itself when etcd answers.
  */
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "core/pool.h"
 
 #define FLEET_MEMBERS_MAX 64
 #define FLEET_NAME_MAX 64
@@ -45,6 +48,9 @@ struct fleet_view {
 	int slot;
 	size_t n;              /* members, this host's included */
 	struct fleet_member m[FLEET_MEMBERS_MAX];
+	size_t nverdicts;      /* each host's last verdict on each knob (verdicts/KNOB/HOST), cleaned */
+	struct pool_verdict verdicts[POOL_VERDICTS_MAX];
+	uint64_t verdicts_gen; /* one more each time they changed */
 };
 
 struct fleet;
@@ -62,5 +68,12 @@ void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob)
 bool fleet_gate(struct fleet *f, char *why, size_t whylen);
 /* The pool as last seen. */
 void fleet_view(struct fleet *f, struct fleet_view *out);
+/* The view's verdicts_gen, cheaply: whether fleet_view is worth copying. */
+uint64_t fleet_verdicts_gen(struct fleet *f);
+/* This host's verdict V (its knob, values, kept, symptom, summary; host, facts and time are filled here) published
+ * at the next round. Up to 8 wait; more are dropped (the oldest kept). */
+void fleet_publish(struct fleet *f, const struct pool_verdict *v);
+/* This host's facts, as its verdicts carry them (for pool_causes). Valid while F lives. */
+void fleet_facts(struct fleet *f, struct pool_facts *out);
 
 #endif

@@ -10,7 +10,8 @@
 #      changes to a verdict; h1 is listed gone, and at its restart its host is put back (somaxconn as before) and
 #      it joins again;
 #   4. etcd stopped: no trial starts, every agent stays up and says why (status and ngxctl fleet); etcd back, the
-#      waiting trial starts by itself and is kept.
+#      waiting trial starts by itself;
+#   5. verdicts put into etcd by hand, outside the local policy or naming a path, are refused and audited.
 TEST_NAME=fleet
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -163,4 +164,22 @@ wait "$SAMPLER" 2>/dev/null
 read -r most_slots most_trials <"$TMP/most"
 [ "$most_slots" -le 1 ] && [ "$most_trials" -le 1 ] || fail "more than one host in trial: $most_slots slots, $most_trials trials at once"
 ok "4. etcd stopped: no trial started, every agent up and saying 'etcd unreachable'; etcd back: h2's trial started by itself (at most $most_trials in trial all along)"
+
+# 5. What the pool says is a suggestion, never a write: verdicts put into etcd by hand, one with a value outside the
+# local policy and one naming a path, under h1's own facts, are refused by h1 and audited; nothing is written.
+facts=$(printf '"kernel":"%s","cpus":%s' "$(uname -r)" "$(getconf _NPROCESSORS_ONLN)")
+h1_now=$(ns_somaxconn 1)
+ectl put /ngx-autotune/pools/web/verdicts/net.core.somaxconn/web-x \
+	"{\"from\":\"4096\",\"to\":\"99999999\",\"kept\":true,\"symptom\":\"\",\"summary\":\"by hand\",$facts,\"at_ms\":1}" >/dev/null &&
+	ectl put /ngx-autotune/pools/web/verdicts/../../etc/passwd/web-y \
+		"{\"from\":\"a\",\"to\":\"b\",\"kept\":true,\"symptom\":\"\",\"summary\":\"by hand\",$facts,\"at_ms\":1}" >/dev/null ||
+	fail "etcdctl put failed"
+refused_here() {
+	hctl 1 --json audit | jq -e '[.audit[] | select(.action == "pool-proposal" and .outcome == "refused")] |
+		(any(.actor == "pool:web-x" and (.detail | test("99999999"))) and any(.actor == "pool:web-y" and (.detail | test("not a knob"))))' >/dev/null
+}
+wait_for 15 refused_here || fail "h1 did not refuse and audit the pool's values: $(hctl 1 --json audit | jq -c '[.audit[] | select(.action == "pool-proposal")]')"
+hctl 1 fleet | grep -q "kept    net.core.somaxconn 4096 -> 99999999 on web-x" || fail "ngxctl fleet does not list the verdicts: $(hctl 1 fleet)"
+[ "$(ns_somaxconn 1)" = "$h1_now" ] || fail "somaxconn changed on h1: $(ns_somaxconn 1)"
+ok "5. verdicts put into etcd by hand (somaxconn = 99999999, a knob named ../../etc/passwd) are listed, refused by h1 and audited; nothing written"
 echo "1..$checks"

@@ -1,0 +1,114 @@
+/*
+ * pool: see pool.h.
+ */
+#include "pool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The kernel's major.minor ("6.1" of "6.1.0-28-amd64"): its length in S. */
+static size_t major_minor(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (s[n] != '.')
+		return n;
+	n++;
+	return n + strspn(s + n, "0123456789");
+}
+
+bool pool_facts_match(const struct pool_facts *self, const struct pool_verdict *v)
+{
+	size_t a = major_minor(self->kernel), b = major_minor(v->kernel);
+
+	return v->cpus == self->cpus && a > 0 && a == b && strncmp(self->kernel, v->kernel, a) == 0;
+}
+
+/* Another knob's value for policy_check's constraints: unknown here, which lets them pass (the local trial's own
+ * plan checks them again with the live values). */
+static int unknown(const char *knob, char *out, size_t outlen, void *ctx)
+{
+	(void)knob;
+	(void)out;
+	(void)outlen;
+	(void)ctx;
+	return -ENOENT;
+}
+
+static bool fires(const struct detect_report *rep, const char *symptom)
+{
+	if (!symptom[0])
+		return true;
+	for (int d = 0; rep && d < DETECT_COUNT; d++)
+		if (strcmp(detect_name((enum detect_id)d), symptom) == 0)
+			return rep->r[d].active;
+	return false;
+}
+
+static bool refuted(const struct pool_facts *self, const struct pool_verdict *v, size_t n, const struct pool_verdict *k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].kept && strcmp(v[i].knob, k->knob) == 0 && strcmp(v[i].to, k->to) == 0 &&
+		    pool_facts_match(self, &v[i]))
+			return true;
+	return false;
+}
+
+/* "12 min ago", "40 s ago", "3 h ago". */
+static void ago(int64_t ms, char *out, size_t outlen)
+{
+	int64_t s = ms > 0 ? ms / 1000 : 0;
+
+	if (s < 120)
+		snprintf(out, outlen, "%lld s ago", (long long)s);
+	else if (s < 7200)
+		snprintf(out, outlen, "%lld min ago", (long long)(s / 60));
+	else
+		snprintf(out, outlen, "%lld h ago", (long long)(s / 3600));
+}
+
+size_t pool_causes(const struct policy_set *set, const struct detect_report *rep, const struct pool_facts *self,
+		   const struct pool_verdict *v, size_t n, int64_t now_ms, struct plan_cause *causes, size_t max,
+		   bool *refused, char (*why)[POOL_TEXT_MAX])
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pool_verdict *k = &v[i];
+		const struct knob_policy *p;
+		char err[POOL_TEXT_MAX], when[32];
+
+		refused[i] = false;
+		why[i][0] = '\0';
+		if (!k->kept || strcmp(k->host, self->host) == 0 || !pool_facts_match(self, k))
+			continue;
+		/* What the local policy does not take is refused, whatever else holds: a value no one here would allow
+		 * is never a suggestion. */
+		p = policy_find(set, k->knob);
+		if (!p) {
+			refused[i] = true;
+			snprintf(why[i], POOL_TEXT_MAX, "%.64s is not a knob of this host's policies", k->knob);
+			continue;
+		}
+		if (policy_check(set, p, k->to, k->to, unknown, NULL, err, sizeof(err)) < 0) {
+			refused[i] = true;
+			snprintf(why[i], POOL_TEXT_MAX, "%.64s = %.48s: %.120s", k->knob, k->to, err);
+			continue;
+		}
+		if (!fires(rep, k->symptom) || refuted(self, v, n, k) || m == max)
+			continue;
+		memset(&causes[m], 0, sizeof(causes[m]));
+		snprintf(causes[m].id, sizeof(causes[m].id), "pool.proven");
+		snprintf(causes[m].knob, sizeof(causes[m].knob), "%s", k->knob);
+		snprintf(causes[m].to, sizeof(causes[m].to), "%s", k->to);
+		/* Tried first: demand before limits, then by severity (plan.c's order of causes). */
+		causes[m].kind = PLAN_CAUSE_DEMAND;
+		causes[m].severity = 2;
+		ago(now_ms - k->at_ms, when, sizeof(when));
+		snprintf(causes[m].evidence, sizeof(causes[m].evidence), "kept on %.64s %.24s (%.48s -> %.48s%s%.64s): %.120s",
+			 k->host, when, k->from, k->to, k->symptom[0] ? ", for " : "", k->symptom, k->summary);
+		m++;
+	}
+	return m;
+}
