@@ -505,7 +505,12 @@ static void close_all(struct agent *a);
  * the agent on its exit status 1, and the writer with it). */
 static void writer_lost(struct agent *a)
 {
-	log_err("the writer is gone: stopping without reverts; the journal keeps what is in flight for the next start");
+	if (a->writer_pid > 0)
+		log_err("the writer (pid %d) is gone: stopping without reverts; the journal keeps what is in flight for the "
+			"next start", (int)a->writer_pid);
+	else
+		log_err("the writer is gone: stopping without reverts; the journal keeps what is in flight for the next "
+			"start");
 	a->writer_lost = true;
 	a->stopping = true;
 	notify_stopping();

@@ -57,7 +57,7 @@ ok "ngxctl: agent down -> exit 3 with a hint; unknown verb -> exit 2"
 # Every verb answers --help (and -h) with its usage, and refuses an argument that starts with '-' before it sends
 # anything: the agent is down here, so a request would exit 3, not 2. The verbs are those ngxctl --help lists.
 verbs=$("$NGXCTL" --help | awk '/^Verbs:/ { f = 1; next } /^$/ { f = 0 } f && /^  [a-z]/ { print $1 }')
-[ "$(wc -l <<<"$verbs")" = 18 ] || fail "ngxctl --help lists $(wc -l <<<"$verbs") verbs, want 18: $verbs"
+[ "$(wc -l <<<"$verbs")" = 19 ] || fail "ngxctl --help lists $(wc -l <<<"$verbs") verbs, want 19: $verbs"
 for v in $verbs; do
 	for h in --help -h; do
 		out=$("$NGXCTL" -s "$TMP/api.sock" $v $h 2>&1) || fail "ngxctl $v $h exits $?: $out"
@@ -69,7 +69,7 @@ for v in $verbs; do
 		[ $? = 2 ] || fail "ngxctl $v $arg: exit $? (2 wanted: refused before any request): $out"
 	done
 done
-ok "ngxctl VERB --help and -h for each of the 18 verbs: usage, examples, exit codes, exit 0; an argument starting with '-' is refused before any request (exit 2)"
+ok "ngxctl VERB --help and -h for each of the 19 verbs: usage, examples, exit codes, exit 0; an argument starting with '-' is refused before any request (exit 2)"
 
 "$AGENT" --foreground -c "$TMP/agent.conf" --root "$R" >"$TMP/agent.log" 2>&1 &
 CLEANUP+=("kill $!")
