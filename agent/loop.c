@@ -184,7 +184,7 @@ static void schedule_next(struct agent *a);
 /* The loop's side of the pool: the verdicts it last read, and what it did with them. */
 #define FLEET_AUDITED_MAX 64
 struct fleet_loop {
-	uint64_t published;   /* the controller's proposal whose verdict was published */
+	int64_t published;    /* the change whose verdict was published */
 	uint64_t gen;         /* fleet_verdicts_gen of VIEW */
 	struct fleet_view view;
 	struct plan_cause causes[PLAN_CAUSES_MAX]; /* given to the tuning loop last */
@@ -232,24 +232,32 @@ static void fleet_step(struct agent *a)
 	int64_t id;
 
 	tuning_report(a->tuning, &rep, &id);
-	want = rep.wants_slot || rep.state == CONTROLLER_CALIBRATING || rep.state == CONTROLLER_TRIAL || rep.writing;
+	/* A slot is held until the verdict's own write is done too (the engine's queued final write puts arm A back). */
+	want = rep.wants_slot || rep.state == CONTROLLER_CALIBRATING || rep.state == CONTROLLER_TRIAL || rep.writing ||
+	       engine_busy(a->engine);
 	fleet_tell(a->fleet, want, controller_state_name(rep.state), rep.id ? rep.knob : "");
 	open = fleet_gate(a->fleet, why, sizeof(why));
 	tuning_gate(a->tuning, open, why);
 	if (!fl && !(fl = a->fleet_loop = calloc(1, sizeof(*fl))))
 		return;
-	if (rep.id && rep.id != fl->published && (rep.verdict == VERDICT_KEEP || rep.verdict == VERDICT_REVERT) &&
-	    (rep.state == CONTROLLER_VERDICT || rep.state == CONTROLLER_COOLDOWN)) {
-		struct pool_verdict v = {.kept = rep.verdict == VERDICT_KEEP};
-		const struct judge_evidence *ev = tuning_evidence(a->tuning);
+	/* A verdict the pool can use: kept, or reverted because the objective got worse; one that said nothing about the
+	 * value (inconclusive, aborted by a guardrail or a pause, an error, an operator's revert) is not. */
+	{
+		const struct tuning_verdict *last = tuning_last_verdict(a->tuning);
 
-		snprintf(v.knob, sizeof(v.knob), "%s", rep.knob);
-		snprintf(v.from, sizeof(v.from), "%s", rep.from);
-		snprintf(v.to, sizeof(v.to), "%s", rep.to);
-		snprintf(v.symptom, sizeof(v.symptom), "%s", tuning_symptom(a->tuning));
-		snprintf(v.summary, sizeof(v.summary), "%s", ev ? ev->reason : "");
-		fleet_publish(a->fleet, &v);
-		fl->published = rep.id;
+		if (last && last->change_id != fl->published) {
+			fl->published = last->change_id;
+			if (last->verdict == VERDICT_KEEP || last->verdict == VERDICT_REVERT) {
+				struct pool_verdict v = {.kept = last->verdict == VERDICT_KEEP};
+
+				snprintf(v.knob, sizeof(v.knob), "%s", last->knob);
+				snprintf(v.from, sizeof(v.from), "%s", last->from);
+				snprintf(v.to, sizeof(v.to), "%s", last->to);
+				snprintf(v.symptom, sizeof(v.symptom), "%s", last->symptom);
+				snprintf(v.summary, sizeof(v.summary), "%s", last->reason);
+				fleet_publish(a->fleet, &v);
+			}
+		}
 	}
 	if (fleet_verdicts_gen(a->fleet) != fl->gen) {
 		fleet_view(a->fleet, &fl->view);
@@ -262,7 +270,7 @@ static void fleet_step(struct agent *a)
 
 		fleet_facts(a->fleet, &self);
 		n = pool_causes(engine_policies(a->engine), tuning_detect_report(a->tuning), &self, fl->view.verdicts,
-				fl->view.nverdicts, a->fr.ts_ms, causes, PLAN_CAUSES_MAX, fl->refused, fl->why);
+				fl->view.nverdicts, a->fr.ts_ms, causes, POOL_CAUSES_MAX, fl->refused, fl->why);
 		for (size_t i = 0; i < fl->view.nverdicts; i++)
 			if (fl->refused[i])
 				fleet_refused(a, fl, &fl->view.verdicts[i], fl->why[i]);

@@ -33,6 +33,9 @@ struct tuning {
 	int64_t calib_max_age_ms;     /* the controller's: older calibrations are not read back */
 	uint64_t calib_gen;           /* calibrations already kept in the audit trail */
 	int64_t causes_checked_ms;    /* the doctor's check the controller was last given */
+	char from[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX]; /* the proposal's, and the symptom it is for ("") */
+	char symptom[32];
+	struct tuning_verdict last;   /* the last verdict carried out (tuning_last_verdict) */
 	struct plan_cause doctor[PLAN_CAUSES_MAX]; /* the causes of the doctor's last check */
 	struct plan_cause pool[PLAN_CAUSES_MAX];   /* what the pool proved (tuning_pool) */
 	size_t ndoctor, npool;
@@ -262,6 +265,19 @@ static enum change_state final_state(const struct controller_intent *in)
 	}
 }
 
+/* The proposal's values and symptom, for its verdict's record. */
+static void remember(struct tuning *t, const char *from, const char *to, const char *symptom)
+{
+	snprintf(t->from, sizeof(t->from), "%s", from);
+	snprintf(t->to, sizeof(t->to), "%s", to);
+	snprintf(t->symptom, sizeof(t->symptom), "%s", symptom);
+}
+
+const struct tuning_verdict *tuning_last_verdict(const struct tuning *t)
+{
+	return t->last.change_id ? &t->last : NULL;
+}
+
 static void carry_out(struct tuning *t, const struct controller_intent *in)
 {
 	char err[512];
@@ -288,6 +304,7 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 		t->prop_id = controller_set_id(t->ctl, (uint64_t)id) == 0 ? (uint64_t)id : in->id;
 		t->change_id = id;
 		snprintf(t->knob, sizeof(t->knob), "%s", in->knob);
+		remember(t, c.from, c.to, in->prop && in->prop->detector < DETECT_COUNT ? detect_name(in->prop->detector) : "");
 		events_proposal(id, in->knob, in->prop ? in->prop->from : "", in->prop ? in->prop->to : "", API_PROPOSAL_MADE,
 				"agent", why, t->now_ms);
 		break;
@@ -337,6 +354,14 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 			log_err("tuning: the verdict on change %lld could not be carried out: %s", (long long)t->change_id,
 				strerror(-r));
 		free(ev);
+		/* What the pool hears of it ([fleet]): the controller forgets its proposal at the verdict. */
+		t->last.change_id = t->change_id;
+		t->last.verdict = in->verdict;
+		snprintf(t->last.knob, sizeof(t->last.knob), "%s", t->knob);
+		snprintf(t->last.from, sizeof(t->last.from), "%s", t->from);
+		snprintf(t->last.to, sizeof(t->last.to), "%s", t->to);
+		snprintf(t->last.symptom, sizeof(t->last.symptom), "%s", t->symptom);
+		snprintf(t->last.reason, sizeof(t->last.reason), "%s", in->ev && in->ev->reason[0] ? in->ev->reason : in->text);
 		t->change_id = 0;
 		break;
 	}
@@ -454,6 +479,7 @@ int tuning_operator_propose(struct tuning *t, const char *knob, const char *valu
 	t->prop_id = (uint64_t)id;
 	t->change_id = id;
 	snprintf(t->knob, sizeof(t->knob), "%s", knob);
+	remember(t, c.from, c.to, "");
 	*change_id = id;
 	return 0;
 }
@@ -513,12 +539,7 @@ const struct detect_report *tuning_detect_report(const struct tuning *t)
 	return controller_detect_report(t->ctl);
 }
 
-const char *tuning_symptom(const struct tuning *t)
-{
-	const struct plan_proposal *p = controller_proposal(t->ctl);
 
-	return p && p->detector < DETECT_COUNT ? detect_name(p->detector) : "";
-}
 
 bool tuning_wants_causes(const struct tuning *t)
 {

@@ -48,9 +48,17 @@ bool tuning_wants_causes(const struct tuning *t);
 struct plan_cause;
 struct detect_report;
 void tuning_pool(struct tuning *t, const struct plan_cause *pool, size_t n);
-/* The detectors' last evaluation, and the symptom of the proposal or trial ("" for none, or a cause's). */
+/* The detectors' last evaluation. */
 const struct detect_report *tuning_detect_report(const struct tuning *t);
-const char *tuning_symptom(const struct tuning *t);
+/* The last verdict carried out (the controller forgets its proposal at the verdict), or NULL before any. */
+struct tuning_verdict {
+	int64_t change_id;
+	int verdict;                  /* enum judge_verdict */
+	char knob[64], from[1024], to[1024];
+	char symptom[32];             /* the detector it was proposed for, "" (a cause's, an operator's) */
+	char reason[256];             /* the judge's, one sentence */
+};
+const struct tuning_verdict *tuning_last_verdict(const struct tuning *t);
 /* The pool's gate (controller_set_gate): whether a trial may start now, and why not. */
 void tuning_gate(struct tuning *t, bool open, const char *why);
 /* Pause or resume proposing and trying. */

@@ -36,10 +36,12 @@ static int unknown(const char *knob, char *out, size_t outlen, void *ctx)
 	return -ENOENT;
 }
 
+/* Whether SYMPTOM fires here now. None ("": an operator's proposal, a cause's) never: anyone who may write to etcd
+ * could otherwise have every host try any value its policy allows. */
 static bool fires(const struct detect_report *rep, const char *symptom)
 {
 	if (!symptom[0])
-		return true;
+		return false;
 	for (int d = 0; rep && d < DETECT_COUNT; d++)
 		if (strcmp(detect_name((enum detect_id)d), symptom) == 0)
 			return rep->r[d].active;
@@ -56,9 +58,10 @@ static bool refuted(const struct pool_facts *self, const struct pool_verdict *v,
 }
 
 /* "12 min ago", "40 s ago", "3 h ago". */
-static void ago(int64_t ms, char *out, size_t outlen)
+static void ago(int64_t now_ms, int64_t at_ms, char *out, size_t outlen)
 {
-	int64_t s = ms > 0 ? ms / 1000 : 0;
+	/* AT_MS is the network's: no arithmetic that can overflow. */
+	int64_t s = at_ms > 0 && at_ms < now_ms ? (now_ms - at_ms) / 1000 : 0;
 
 	if (s < 120)
 		snprintf(out, outlen, "%lld s ago", (long long)s);
@@ -105,7 +108,7 @@ size_t pool_causes(const struct policy_set *set, const struct detect_report *rep
 		/* Tried first: demand before limits, then by severity (plan.c's order of causes). */
 		causes[m].kind = PLAN_CAUSE_DEMAND;
 		causes[m].severity = 2;
-		ago(now_ms - k->at_ms, when, sizeof(when));
+		ago(now_ms, k->at_ms, when, sizeof(when));
 		snprintf(causes[m].evidence, sizeof(causes[m].evidence), "kept on %.64s %.24s (%.48s -> %.48s%s%.64s): %.120s",
 			 k->host, when, k->from, k->to, k->symptom[0] ? ", for " : "", k->symptom, k->summary);
 		m++;

@@ -6,8 +6,9 @@
  * symptom's own knob, its evidence citing the canary ("kept on web-3 12 min ago (4096 -> 8192): ..."), when:
  *   - the facts match: the same CPU count and the same kernel (major.minor), so that what it proved there holds
  *     here;
- *   - the symptom it was proven on fires here now (the detector's reading is active), or it had none (an
- *     operator's proposal, a cause);
+ *   - the symptom it was proven on fires here now (the detector's reading is active); one proven without a
+ *     symptom (an operator's proposal, a cause) is listed but never proposed: whoever may write to etcd could
+ *     otherwise have every host try any value its policy allows;
  *   - no host with matching facts refuted the same value;
  *   - the local policy takes the value: the knob is one of this host's policies, enabled, and the value passes its
  *     type, bounds and constraints (policy_check). A value that does not (or a knob that is not one: a path, a
@@ -30,6 +31,7 @@
 #define POOL_NAME_MAX 64
 #define POOL_TEXT_MAX 256
 #define POOL_VERDICTS_MAX 64
+#define POOL_CAUSES_MAX 8 /* of the planner's PLAN_CAUSES_MAX: the doctor's findings keep their room */
 
 struct pool_verdict {
 	char host[POOL_NAME_MAX];

@@ -181,8 +181,7 @@ static int call(struct etcd *e, const char *path, json_t *req, json_t **resp, ch
 		json_error_t je;
 		json_t *j;
 
-		if (e->user && !e->token[0] && strcmp(path, "/v3/auth/authenticate") != 0 &&
-		    (r = authenticate(e, i, err, errlen)) < 0) {
+		if (e->user && !e->token[0] && (r = authenticate(e, i, err, errlen)) < 0) {
 			if (r == -EHOSTUNREACH)
 				continue;
 			break;
@@ -194,22 +193,28 @@ retry:
 			r = -EHOSTUNREACH;
 			continue;
 		}
-		e->cur = i;
 		j = b.p ? json_loadb(b.p, b.len, 0, &je) : NULL;
 		free(b.p);
 		b = (struct buf){0};
-		if (!json_is_object(j)) {
-			snprintf(err, errlen, "%s%s: HTTP %ld, not etcd's JSON", e->endpoint[i], path, code);
+		/* A member without a leader (503), a proxy's error page: the next endpoint may answer. */
+		if (code >= 500 || !json_is_object(j)) {
+			snprintf(err, errlen, "%s%s: HTTP %ld%s%s", e->endpoint[i], path, code,
+				 json_is_object(j) ? ": " : ", not etcd's JSON",
+				 json_is_object(j) && json_string_value(json_object_get(j, "message"))
+					 ? json_string_value(json_object_get(j, "message")) : "");
 			json_decref(j);
-			r = -EPROTO;
+			r = code >= 500 ? -EHOSTUNREACH : -EPROTO;
+			if (code >= 500)
+				continue;
 			break;
 		}
+		e->cur = i;
 		if (code != 200) {
 			const char *m = json_string_value(json_object_get(j, "message"));
 			json_int_t grpc = json_integer_value(json_object_get(j, "code"));
 
 			/* 16: unauthenticated (a token etcd no longer knows, after its restart): once more, anew. */
-			if (grpc == 16 && e->user && again && strcmp(path, "/v3/auth/authenticate") != 0) {
+			if (grpc == 16 && e->user && again) {
 				json_decref(j);
 				again = false;
 				e->token[0] = '\0';
@@ -232,26 +237,46 @@ retry:
 
 static int authenticate(struct etcd *e, size_t i, char *err, size_t errlen)
 {
-	json_t *resp;
+	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password), *resp;
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	struct buf b = {0};
 	const char *t;
-	size_t cur = e->cur;
-	int r;
+	long code;
+	int r = 0;
 
-	e->cur = i;
-	r = call(e, "/v3/auth/authenticate", json_pack("{s:s, s:s}", "name", e->user, "password", e->password), &resp,
-		 err, errlen);
-	e->cur = cur;
-	if (r < 0)
-		return r;
-	t = json_string_value(json_object_get(resp, "token"));
-	if (!t || strlen(t) >= sizeof(e->token)) {
-		snprintf(err, errlen, "%s: authenticated, but no token came", e->endpoint[i]);
-		json_decref(resp);
-		return -EPROTO;
+	json_decref(req);
+	if (!body) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	strcpy(e->token, t);
+	/* This endpoint only: the caller goes on to the next when it does not answer. */
+	code = post(e, i, "/v3/auth/authenticate", body, &b, err, errlen);
+	memset(body, 0, strlen(body));
+	free(body);
+	if (code < 0) {
+		free(b.p);
+		return -EHOSTUNREACH;
+	}
+	resp = b.p ? json_loadb(b.p, b.len, 0, NULL) : NULL;
+	free(b.p);
+	if (code != 200) {
+		snprintf(err, errlen, "%s: authentication as %s refused: %s (HTTP %ld)", e->endpoint[i], e->user,
+			 json_string_value(json_object_get(resp, "message")) ? json_string_value(json_object_get(resp, "message"))
+									     : "no reason", code);
+		json_decref(resp);
+		return code >= 500 ? -EHOSTUNREACH : -EACCES;
+	}
+	t = json_string_value(json_object_get(resp, "token"));
+	/* It goes into a header: printable, without a line break. */
+	if (!t || strlen(t) >= sizeof(e->token) || !t[0] ||
+	    strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_~+/=") != strlen(t)) {
+		snprintf(err, errlen, "%s: authenticated, but no usable token came", e->endpoint[i]);
+		r = -EPROTO;
+	} else {
+		strcpy(e->token, t);
+	}
 	json_decref(resp);
-	return 0;
+	return r;
 }
 
 /* An int64 of etcd's JSON (a string, as protobuf's JSON writes them, or a number): 0 or -EPROTO. */

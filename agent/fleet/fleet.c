@@ -26,6 +26,7 @@ struct fleet {
 	bool stop;
 	/* the loop's, under MU */
 	bool want;
+	uint64_t want_seq;      /* one more at each change of WANT: a round's view says which it saw */
 	char state[16], knob[FLEET_NAME_MAX];
 	struct fleet_view view; /* published at the end of each round, under MU */
 	/* the thread's own */
@@ -40,8 +41,12 @@ struct fleet {
 	char kernel[64];
 	int64_t cpus;
 	struct fleet_view next; /* being made by the round */
-	struct pool_verdict pending[8]; /* fleet_publish's, under MU */
+	struct pool_verdict pending[8]; /* fleet_publish's, under MU, each with its number */
+	uint64_t pending_seq[8], next_seq;
 	size_t npending;
+	bool own_slot_seen;     /* the round's range found slots/SLOT as this host's, under its lease */
+	char stale[16][FLEET_NAME_MAX]; /* slots/I (I < 16) held without a lease: never freed by themselves */
+	int64_t ttl_ms;
 };
 
 /* A copy of a text field that cannot overflow. */
@@ -143,6 +148,20 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 	bool ok;
 	int r;
 
+	/* A slot key without a lease (written by hand, or by something that is not an agent) would be taken for ever:
+	 * deleted, only if it still holds what was seen. */
+	for (int i = 0; i < 16; i++) {
+		if (!f->stale[i][0])
+			continue;
+		snprintf(key, sizeof(key), "%sslots/%d", f->prefix, i);
+		r = etcd_delete_if(f->etcd, key, f->stale[i], &ok, err, errlen);
+		if (r < 0)
+			return r;
+		if (ok)
+			log_warn("fleet: trial slot %d of pool %s was held by '%s' without a lease: deleted", i, f->next.pool,
+				 f->stale[i]);
+		f->stale[i][0] = '\0';
+	}
 	if (want && f->slot < 0) {
 		for (int i = 0; i < f->max_in_trial; i++) {
 			snprintf(key, sizeof(key), "%sslots/%d", f->prefix, i);
@@ -200,12 +219,15 @@ static int put_verdicts(struct fleet *f, char *err, size_t errlen)
 		json_t *j;
 		int r;
 
+		uint64_t seq;
+
 		pthread_mutex_lock(&f->mu);
 		if (!f->npending) {
 			pthread_mutex_unlock(&f->mu);
 			return 0;
 		}
 		v = f->pending[0];
+		seq = f->pending_seq[0];
 		pthread_mutex_unlock(&f->mu);
 		j = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I}", "knob", v.knob, "from", v.from, "to", v.to,
 			      "kept", v.kept, "symptom", v.symptom, "summary", v.summary, "kernel", v.kernel, "cpus",
@@ -223,9 +245,16 @@ static int put_verdicts(struct fleet *f, char *err, size_t errlen)
 			return r;
 		log_info("fleet: %s's verdict on %s = %s published to pool %s: %s", f->host, v.knob, v.to, f->next.pool,
 			 v.kept ? "kept" : "refuted");
+		/* The one sent, if fleet_publish has not dropped it meanwhile (the queue full). */
 		pthread_mutex_lock(&f->mu);
-		memmove(f->pending, f->pending + 1, (f->npending - 1) * sizeof(f->pending[0]));
-		f->npending--;
+		for (size_t i = 0; i < f->npending; i++)
+			if (f->pending_seq[i] == seq) {
+				memmove(f->pending + i, f->pending + i + 1, (f->npending - i - 1) * sizeof(f->pending[0]));
+				memmove(f->pending_seq + i, f->pending_seq + i + 1,
+					(f->npending - i - 1) * sizeof(f->pending_seq[0]));
+				f->npending--;
+				break;
+			}
 		pthread_mutex_unlock(&f->mu);
 	}
 }
@@ -268,7 +297,6 @@ static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
 	const char *rest = key + strlen(f->prefix);
 	struct fleet_member *m;
 
-	(void)lease;
 	if (strncmp(rest, "members/", 8) == 0 && rest[8] && (m = member(&f->next, rest + 8))) {
 		json_t *j = json_loads(value, 0, NULL);
 
@@ -281,12 +309,39 @@ static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
 		json_decref(j);
 	} else if (strncmp(rest, "known/", 6) == 0 && rest[6]) {
 		member(&f->next, rest + 6);
-	} else if (strncmp(rest, "slots/", 6) == 0 && value[0] && (m = member(&f->next, value))) {
-		m->slot = atoi(rest + 6);
+	} else if (strncmp(rest, "slots/", 6) == 0 && value[0]) {
+		char *end;
+		long i = strtol(rest + 6, &end, 10);
+
+		if (*end || i < 0 || i >= 1000)
+			return 0;
+		if (i == f->slot && lease == f->lease && strcmp(value, f->host) == 0)
+			f->own_slot_seen = true;
+		if (lease == 0 && i < 16)
+			copy(f->stale[i], sizeof(f->stale[i]), value);
+		if ((m = member(&f->next, value)))
+			m->slot = (int)i;
 	} else if (strncmp(rest, "verdicts/", 9) == 0) {
 		on_verdict(f, rest + 9, value);
 	}
 	return 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The pool's keys under PREFIX/WHAT through on_key. */
+static int range(struct fleet *f, const char *what, char *err, size_t errlen)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s%s", f->prefix, what);
+	return etcd_range_prefix(f->etcd, p, on_key, f, err, errlen);
 }
 
 static void round_once(struct fleet *f)
@@ -297,22 +352,48 @@ static void round_once(struct fleet *f)
 
 	pthread_mutex_lock(&f->mu);
 	want = f->want;
+	f->next.want_seq = f->want_seq;
 	strcpy(state, f->state);
 	strcpy(knob, f->knob);
 	pthread_mutex_unlock(&f->mu);
 	f->next.n = 0;
 	f->next.nverdicts = 0;
 	f->next.rounds++;
+	f->own_slot_seen = false;
+	/* What the gate rests on: the lease, the member, the slots (this host's checked to be still its own). */
 	r = lease_alive(f, err, sizeof(err));
 	if (r == 0)
 		r = put_member(f, state, knob, err, sizeof(err));
 	if (r == 0)
 		r = slot_step(f, want, err, sizeof(err));
 	if (r == 0)
-		r = put_verdicts(f, err, sizeof(err));
+		r = range(f, "slots/", err, sizeof(err));
 	if (r == 0)
-		r = etcd_range_prefix(f->etcd, f->prefix, on_key, f, err, sizeof(err));
+		r = range(f, "members/", err, sizeof(err));
+	if (r == 0 && f->slot >= 0 && !f->own_slot_seen) {
+		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
+			 f->slot, f->next.pool, f->host);
+		f->slot = -1;
+	}
+	/* The rest: what the pool judged, and who was ever in it. A failure here closes no gate (a pool grown large
+	 * with verdicts must not stop every trial); the last verdicts read stay. */
+	if (r == 0) {
+		char err2[512];
+		int r2 = put_verdicts(f, err2, sizeof(err2));
+
+		if (r2 == 0)
+			r2 = range(f, "known/", err2, sizeof(err2));
+		if (r2 == 0)
+			r2 = range(f, "verdicts/", err2, sizeof(err2));
+		if (r2 < 0) {
+			log_warn("fleet: the pool's verdicts not read: %s", err2);
+			memcpy(f->next.verdicts, f->view.verdicts, sizeof(f->next.verdicts));
+			f->next.nverdicts = f->view.nverdicts;
+		}
+	}
 	f->next.reachable = r == 0;
+	if (r == 0)
+		f->next.ok_mono_ms = mono_ms();
 	f->next.want = want;
 	f->next.held = f->slot >= 0;
 	f->next.slot = f->slot;
@@ -340,8 +421,10 @@ static void round_once(struct fleet *f)
 	} else {
 		f->next.why[0] = '\0';
 	}
-	if (r < 0) /* what was read of the pool before the error is not the pool: the last whole one is kept */
-		memcpy(f->next.verdicts, f->view.verdicts, sizeof(f->next.verdicts)), f->next.nverdicts = f->view.nverdicts;
+	if (r < 0) { /* what was read of the pool before the error is not the pool: the last whole one is kept */
+		memcpy(f->next.verdicts, f->view.verdicts, sizeof(f->next.verdicts));
+		f->next.nverdicts = f->view.nverdicts;
+	}
 	if (f->next.nverdicts != f->view.nverdicts ||
 	    memcmp(f->next.verdicts, f->view.verdicts, f->next.nverdicts * sizeof(f->next.verdicts[0])) != 0)
 		f->next.verdicts_gen++;
@@ -368,7 +451,7 @@ static void *run(void *arg)
 			until.tv_nsec -= 1000000000;
 		}
 		pthread_mutex_lock(&f->mu);
-		was = f->want;
+		was = f->next.want; /* the one the round used: a change during the round wakes it at once */
 		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give). */
 		while (!f->stop && f->want == was && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
 			;
@@ -423,6 +506,7 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 			*p = '_';
 	snprintf(f->prefix, sizeof(f->prefix), "/ngx-autotune/pools/%s/", cfg->fleet_pool);
 	f->ttl_s = (cfg->fleet_lease_ttl_ms + 999) / 1000;
+	f->ttl_ms = cfg->fleet_lease_ttl_ms;
 	f->period_ms = cfg->fleet_lease_ttl_ms / 3 > 500 ? cfg->fleet_lease_ttl_ms / 3 : 500;
 	f->max_in_trial = cfg->fleet_max_in_trial;
 	f->slot = -1;
@@ -469,8 +553,10 @@ void fleet_free(struct fleet *f)
 void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob)
 {
 	pthread_mutex_lock(&f->mu);
-	if (want != f->want)
+	if (want != f->want) {
+		f->want_seq++;
 		pthread_cond_signal(&f->cv);
+	}
 	f->want = want;
 	copy(f->state, sizeof(f->state), state);
 	copy(f->knob, sizeof(f->knob), knob);
@@ -481,9 +567,20 @@ bool fleet_gate(struct fleet *f, char *why, size_t whylen)
 {
 	bool open;
 
+	int64_t age;
+
 	pthread_mutex_lock(&f->mu);
-	open = f->view.reachable && f->view.held;
-	snprintf(why, whylen, "%s", open ? "" : f->view.why[0] ? f->view.why : "waiting for a trial slot");
+	age = mono_ms() - f->view.ok_mono_ms;
+	/* Held as of a round that saw the controller's want as it is now, and recent: a round blocked on an etcd that
+	 * went away (its lease may have ended, its slot be another's) or one that gave the slot back meanwhile does
+	 * not open it. */
+	open = f->view.reachable && f->view.held && f->view.want_seq == f->want_seq && age < f->ttl_ms / 2;
+	if (open)
+		snprintf(why, whylen, "%s", "");
+	else if (f->view.reachable && f->view.held && age >= f->ttl_ms / 2)
+		snprintf(why, whylen, "etcd has not answered for %lld ms", (long long)age);
+	else
+		snprintf(why, whylen, "%s", f->view.why[0] ? f->view.why : "waiting for a trial slot");
 	pthread_mutex_unlock(&f->mu);
 	return open;
 }
@@ -503,8 +600,10 @@ void fleet_publish(struct fleet *f, const struct pool_verdict *v)
 	pthread_mutex_lock(&f->mu);
 	if (f->npending == sizeof(f->pending) / sizeof(f->pending[0])) {
 		memmove(f->pending, f->pending + 1, (f->npending - 1) * sizeof(f->pending[0]));
+		memmove(f->pending_seq, f->pending_seq + 1, (f->npending - 1) * sizeof(f->pending_seq[0]));
 		f->npending--;
 	}
+	f->pending_seq[f->npending] = ++f->next_seq;
 	f->pending[f->npending] = *v;
 	copy(f->pending[f->npending].host, sizeof(v->host), f->host);
 	copy(f->pending[f->npending].kernel, sizeof(v->kernel), f->kernel);

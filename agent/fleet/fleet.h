@@ -51,6 +51,8 @@ struct fleet_view {
 	size_t nverdicts;      /* each host's last verdict on each knob (verdicts/KNOB/HOST), cleaned */
 	struct pool_verdict verdicts[POOL_VERDICTS_MAX];
 	uint64_t verdicts_gen; /* one more each time they changed */
+	uint64_t want_seq;     /* the loop's want as this round saw it (fleet_tell's count of changes) */
+	int64_t ok_mono_ms;    /* when a round last reached etcd wholly (CLOCK_MONOTONIC) */
 };
 
 struct fleet;
@@ -64,7 +66,8 @@ void fleet_free(struct fleet *f);
 /* What the loop says each tick: whether the controller WANTs a slot (a proposal ready to start, a calibration or
  * trial under way, a write of one in flight), its STATE and KNOB. A change of WANT wakes the thread. */
 void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob);
-/* Whether a trial may start: this host holds a slot and etcd answered its last round. WHY says why not. */
+/* Whether a trial may start: this host holds a slot, as of a round that saw the controller's want as it is now
+ * and reached etcd less than half a lease ago. WHY says why not. */
 bool fleet_gate(struct fleet *f, char *why, size_t whylen);
 /* The pool as last seen. */
 void fleet_view(struct fleet *f, struct fleet_view *out);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # A pool of hosts (issue 24, [fleet]): a real etcd (Debian's etcd-server, on loopback in a network namespace of its
-# own, started and stopped here) and three hosts, each its own network namespace with its own nginx and agent, the
+# own, started and stopped here, with its authentication on: the agents as a user of the prefix) and three hosts, each its own network namespace with its own nginx and agent, the
 # agents in etcd's namespace. Checked:
 #   1. every agent joins: ngxctl fleet lists the three, alive; a key written by hand that is not clean text is
 #      listed cleaned (the answers stay JSON);
@@ -11,7 +11,8 @@
 #      it joins again;
 #   4. etcd stopped: no trial starts, every agent stays up and says why (status and ngxctl fleet); etcd back, the
 #      waiting trial starts by itself;
-#   5. verdicts put into etcd by hand, outside the local policy or naming a path, are refused and audited.
+#   5. verdicts put into etcd by hand, outside the local policy or naming a path, are refused and audited; a slot
+#      key without a lease is freed.
 TEST_NAME=fleet
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -32,11 +33,19 @@ start_etcd() {
 		--initial-cluster "fleet-test=http://127.0.0.1:$((EPORT + 1))" >>"$TMP/etcd.log" 2>&1 &
 	ETCD=$!
 	CLEANUP+=("kill -9 $ETCD")
-	wait_for 20 ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" endpoint health ||
+	wait_for 20 ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" --user root:rootpw endpoint health ||
 		fail "etcd did not start: $(tail -5 "$TMP/etcd.log")"
 }
-ectl() { ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" "$@"; }
+ectl() { ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" --user root:rootpw "$@"; }
 start_etcd
+# etcd's authentication, as a pool's operator would set it: the agents as user ngx, with read and write on the
+# agents' prefix only, its password in a file.
+ip netns exec "$ENS" etcdctl --endpoints "127.0.0.1:$EPORT" user add root:rootpw >/dev/null &&
+	ectl user add ngx:ngxpw >/dev/null && ectl role add ngx-autotune >/dev/null &&
+	ectl role grant-permission ngx-autotune readwrite /ngx-autotune/ --prefix=true >/dev/null &&
+	ectl user grant-role ngx ngx-autotune >/dev/null && ectl auth enable >/dev/null ||
+	fail "could not set up etcd's authentication"
+printf 'ngxpw\n' >"$TMP/etcd.password"
 
 # Three hosts, trying operators' proposals A/B as the agent's own (never --now, an operator's immediate change,
 # which is the operator's and takes no slot): 4 pairs of 1 s blocks after a 1 s settle (an override of
@@ -64,6 +73,7 @@ for h in 1 2 3; do
 		>>"$TMP/h$h/agent.conf"
 	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = web\nhost = h%s\nmax_in_trial = 1\nlease_ttl = 3s\n' \
 		$EPORT $h >>"$TMP/h$h/agent.conf"
+	printf 'user = ngx\npassword_file = %s\n' "$TMP/etcd.password" >>"$TMP/h$h/agent.conf"
 	start_host_agent $h
 done
 ns_somaxconn() { ip netns exec "ngxat-f$1-$$" cat /proc/sys/net/core/somaxconn; }
@@ -181,5 +191,11 @@ refused_here() {
 wait_for 15 refused_here || fail "h1 did not refuse and audit the pool's values: $(hctl 1 --json audit | jq -c '[.audit[] | select(.action == "pool-proposal")]')"
 hctl 1 fleet | grep -q "kept    net.core.somaxconn 4096 -> 99999999 on web-x" || fail "ngxctl fleet does not list the verdicts: $(hctl 1 fleet)"
 [ "$(ns_somaxconn 1)" = "$h1_now" ] || fail "somaxconn changed on h1: $(ns_somaxconn 1)"
-ok "5. verdicts put into etcd by hand (somaxconn = 99999999, a knob named ../../etc/passwd) are listed, refused by h1 and audited; nothing written"
+# A slot key without a lease (by hand: no agent makes one) would keep the pool's one slot taken for ever: deleted.
+ectl put /ngx-autotune/pools/web/slots/0 ghost >/dev/null || fail "etcdctl put failed"
+wait_for 10 sh -c "! ip netns exec $ENS etcdctl --endpoints 127.0.0.1:$EPORT --user root:rootpw get /ngx-autotune/pools/web/slots/0 | grep -q ghost" ||
+	fail "a slot held without a lease was not freed"
+grep -q "fleet: trial slot 0 of pool web was held by 'ghost' without a lease: deleted" "$TMP"/h*/agent.log ||
+	fail "no agent said it freed the slot"
+ok "5. verdicts put into etcd by hand (somaxconn = 99999999, a knob named ../../etc/passwd) are listed, refused by h1 and audited; nothing written; a slot key without a lease is freed"
 echo "1..$checks"

@@ -82,17 +82,18 @@ static void test_causes(void **state)
 	struct pool_facts self = {.host = "web-1", .kernel = "6.1.0-28-amd64", .cpus = 8};
 	struct pool_verdict v[] = {
 		verdict("web-3", "net.core.somaxconn", "8192", true, "listen_overflows", "6.1.0-28-amd64", 8),
-		verdict("web-1", "net.core.somaxconn", "16384", true, "", "6.1.0-28-amd64", 8),     /* our own */
-		verdict("web-4", "net.core.somaxconn", "16384", true, "", "6.1.0-28-amd64", 2),     /* other facts */
+		verdict("web-1", "net.core.somaxconn", "16384", true, "listen_overflows", "6.1.0-28-amd64", 8), /* ours */
+		verdict("web-4", "net.core.somaxconn", "16384", true, "listen_overflows", "6.1.0-28-amd64", 2), /* facts */
 		verdict("web-5", "net.core.somaxconn", "99999999", true, "", "6.1.0-28-amd64", 8),  /* outside policy */
 		verdict("web-6", "/etc/shadow", "1", true, "", "6.1.0-28-amd64", 8),                /* a path */
 		verdict("web-7", "net.core.somaxconn", "32768", false, "", "6.1.0-28-amd64", 8),    /* refuted... */
-		verdict("web-8", "net.core.somaxconn", "32768", true, "", "6.1.0-28-amd64", 8),     /* ...so not this */
+		verdict("web-8", "net.core.somaxconn", "32768", true, "listen_overflows", "6.1.0-28-amd64", 8), /* so not */
+		verdict("web-9", "net.core.somaxconn", "65535", true, "", "6.1.0-28-amd64", 8),     /* no symptom: never */
 	};
 	size_t n = sizeof(v) / sizeof(v[0]), m;
 	struct plan_cause c[4];
-	bool refused[7];
-	char why[7][POOL_TEXT_MAX];
+	bool refused[8];
+	char why[8][POOL_TEXT_MAX];
 
 	(void)state;
 	load_listen(set);
@@ -119,6 +120,12 @@ static void test_causes(void **state)
 	assert_string_equal(c[0].to, "8192");
 	assert_string_equal(c[0].evidence, "kept on web-3 12 min ago (4096 -> 8192, for listen_overflows): listen "
 					   "overflows fell to 1/4000");
+	assert_false(refused[7]);
+	/* A time from the network that would overflow: no age, no crash. */
+	v[0].at_ms = INT64_MIN;
+	m = pool_causes(set, rep, &self, v, n, INT64_MAX, c, 4, refused, why);
+	assert_int_equal(m, 1);
+	assert_non_null(strstr(c[0].evidence, "kept on web-3 0 s ago"));
 	/* No room: none. */
 	assert_int_equal(pool_causes(set, rep, &self, v, n, 1000000, c, 0, refused, why), 0);
 	policy_set_free(set);
