@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "fleet/fleet.h"
 #include "api/api_internal.h"
 #include "api/http.h"
 #include "core/controller.h"
@@ -99,6 +100,38 @@ static void write_agent(struct prom_writer *w, struct agent *a)
 	one(w, "ngxat_observe_only", PROM_GAUGE,
 	    "1 when the agent writes no knob (store degraded, or a driver refused with EPERM/EROFS).",
 	    rp->store.degraded || rp->observe_only ? 1 : 0);
+}
+
+/* [fleet]: this host in its pool (fleet/fleet.h), labelled with both names so that a pool's dashboard can group the
+ * agents without a scrape configuration of its own. Nothing without [fleet]. */
+static void write_fleet(struct prom_writer *w, struct agent *a)
+{
+	struct fleet_view *v;
+	size_t alive = 0;
+
+	if (!a->fleet || !(v = malloc(sizeof(*v))))
+		return;
+	fleet_view(a->fleet, v);
+	for (size_t i = 0; i < v->n; i++)
+		alive += v->m[i].alive;
+	{
+		struct prom_label l[] = {{"pool", v->pool}, {"host", v->host}};
+
+		prom_family(w, "ngxat_fleet_info", PROM_GAUGE, "This agent's pool and its host's name in it ([fleet]).");
+		prom_sample(w, "", l, 2, 1);
+		prom_family(w, "ngxat_fleet_reachable", PROM_GAUGE,
+			    "1 when the last round with etcd succeeded (else no trial starts).");
+		prom_sample(w, "", l, 2, v->reachable ? 1 : 0);
+		prom_family(w, "ngxat_fleet_slot_held", PROM_GAUGE, "1 while this host holds one of the pool's trial slots.");
+		prom_sample(w, "", l, 2, v->held ? 1 : 0);
+		prom_family(w, "ngxat_fleet_members_alive", PROM_GAUGE, "The pool's members whose lease lives, as last seen.");
+		prom_sample(w, "", l, 2, (double)alive);
+		prom_family(w, "ngxat_fleet_rounds_total", PROM_COUNTER, "Rounds with etcd since the start.");
+		prom_sample(w, "", l, 2, (double)v->rounds);
+		prom_family(w, "ngxat_fleet_round_failures_total", PROM_COUNTER, "Rounds with etcd that failed.");
+		prom_sample(w, "", l, 2, (double)v->failures);
+	}
+	free(v);
 }
 
 /* The API's own refusals (api.c counts them; the audit trail holds a sample). */
@@ -267,6 +300,7 @@ enum MHD_Result api_prom_get(struct api *api, struct MHD_Connection *c)
 	write_journal(&w, a);
 	write_knobs(&w, a);
 	write_tuning(&w, a);
+	write_fleet(&w, a);
 	prom_totals_write(&a->prom, a->reg, stale, &w);
 	r = prom_writer_take(&w, &text, &len);
 	if (r < 0)

@@ -90,7 +90,12 @@ wait_for 10 sh -c "curl -s --unix-socket $TMP/h1/api.sock http://localhost/v1/fl
 	fail "a member of a name that is not clean text: $(hapi 1 /v1/fleet | head -c 600)"
 hapi 1 /v1/status | jq -e .fleet.pool >/dev/null || fail "/v1/status is no longer JSON"
 ectl del --prefix "/ngx-autotune/pools/web/known/evil" >/dev/null
-ok "1. three agents joined pool web: ngxctl fleet lists h1, h2, h3 alive; a key that is not clean text is listed cleaned"
+hapi 1 /metrics >"$TMP/metrics1"
+grep -qx 'ngxat_fleet_info{host="h1",pool="web"} 1' "$TMP/metrics1" &&
+	grep -qx 'ngxat_fleet_reachable{host="h1",pool="web"} 1' "$TMP/metrics1" &&
+	grep -qx 'ngxat_fleet_members_alive{host="h1",pool="web"} 3' "$TMP/metrics1" ||
+	fail "/metrics lacks the pool's families: $(grep ngxat_fleet "$TMP/metrics1")"
+ok "1. three agents joined pool web: ngxctl fleet lists h1, h2, h3 alive, /metrics says it (pool and host labels); a key that is not clean text is listed cleaned"
 
 # The sampler of the whole run: the slots etcd holds and the agents in trial, each 0.2 s; the most of each kept.
 sample() {
