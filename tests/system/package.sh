@@ -24,7 +24,8 @@ ok "lintian --pedantic: 0 errors, 0 warnings"
 
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$TMP/files"
 unitdir=$(pkg-config --variable=systemdsystemunitdir systemd)
-for f in "$unitdir/ngx-autotune.service" /usr/sbin/ngx-autotune /usr/bin/ngxctl \
+for f in "$unitdir/ngx-autotune.service" "$unitdir/ngx-autotune-writer.service" "$unitdir/ngx-autotune-writer.socket" \
+	/usr/sbin/ngx-autotune /usr/bin/ngxctl \
 	/usr/lib/sysusers.d/ngx-autotune.conf /usr/lib/tmpfiles.d/ngx-autotune.conf /etc/ngx-autotune/agent.conf \
 	/etc/ngx-autotune/policies.d/ /usr/share/ngx-autotune/policies/listen.policy \
 	/usr/share/man/man8/ngx-autotune.8.gz /usr/share/man/man8/ngxctl.8.gz /usr/share/doc/ngx-autotune/copyright; do
@@ -36,9 +37,12 @@ mkdir "$TMP/ctl" && dpkg-deb -e "$deb" "$TMP/ctl" || fail "dpkg-deb -e"
 grep -qx /etc/ngx-autotune/agent.conf "$TMP/ctl/conffiles" || fail "agent.conf is not a conffile"
 grep -q 'systemd-sysusers.*ngx-autotune.conf' "$TMP/ctl/postinst" || fail "postinst does not run systemd-sysusers"
 grep -q "deb-systemd-helper enable 'ngx-autotune.service'" "$TMP/ctl/postinst" || fail "postinst does not enable the unit"
-grep -q "deb-systemd-invoke \$_dh_action 'ngx-autotune.service'" "$TMP/ctl/postinst" ||
-	fail "postinst does not start (or, on upgrade, restart) the unit"
-grep -q "deb-systemd-invoke stop 'ngx-autotune.service'" "$TMP/ctl/prerm" || fail "prerm does not stop the unit"
+# The engine's unit with the writer's and its socket, in one call (one transaction: the writer stops after the
+# engine, PartOf=, After=).
+grep -q "deb-systemd-invoke \$_dh_action 'ngx-autotune-writer.service' 'ngx-autotune-writer.socket' 'ngx-autotune.service'" \
+	"$TMP/ctl/postinst" || fail "postinst does not start (or, on upgrade, restart) the units: $(grep deb-systemd-invoke "$TMP/ctl/postinst")"
+grep -q "deb-systemd-invoke stop 'ngx-autotune-writer.service' 'ngx-autotune-writer.socket' 'ngx-autotune.service'" \
+	"$TMP/ctl/prerm" || fail "prerm does not stop the units: $(grep deb-systemd-invoke "$TMP/ctl/prerm")"
 grep -q 'rm -rf /var/lib/ngx-autotune' "$TMP/ctl/postrm" && grep -q 'groupdel ngx-autotune' "$TMP/ctl/postrm" ||
 	fail "postrm purge does not remove the state directory and the group"
 dpkg-deb -f "$deb" Depends | grep -qw procps || fail "Depends lacks procps (the unit's kill)"
