@@ -400,7 +400,7 @@ static void round_once(struct fleet *f)
 	copy(f->next.endpoint, sizeof(f->next.endpoint), etcd_endpoint(f->etcd));
 	if (r < 0) {
 		f->next.failures++;
-		snprintf(f->next.why, sizeof(f->next.why), "etcd unreachable: %s", err);
+		snprintf(f->next.why, sizeof(f->next.why), "etcd unreachable: %.230s", err);
 		copy_clean(f->next.why, sizeof(f->next.why), f->next.why);
 		if (strcmp(f->next.why, f->view.why) != 0) /* said once, not each round */
 			log_warn("fleet: %s: no trial starts until it answers", f->next.why);
