@@ -58,8 +58,10 @@ struct controller {
 	int64_t block_end_ms, write_deadline_ms;
 	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
+	double a_seconds;           /* ... and the seconds they measured */
 	unsigned a_blocks;
-	bool base_no_overflows, base_no_unhandled; /* the detectors' window before the trial had none */
+	bool base_no_overflows, base_no_unhandled; /* the detectors' window before the trial had none ... */
+	double base_ovf_s, base_unh_s;             /* ... over these seconds */
 	double base_overflow_rate;  /* ... listen overflows/s (0: none or unknown): B's trip only above it */
 	double base_rate;           /* the objective's events/s before the trial, when a detector counts it */
 	double calib_d[JUDGE_PAIRS_MAX];
@@ -473,7 +475,7 @@ static void begin_trial(struct controller *ctl, unsigned k, const struct judge_c
 	enter(ctl, CONTROLLER_TRIAL, 0);
 	ctl->pair = 0;
 	ctl->a_blocks = 0;
-	ctl->a_overflows = ctl->a_unhandled = ctl->a_5xx_share = 0;
+	ctl->a_overflows = ctl->a_unhandled = ctl->a_5xx_share = ctl->a_seconds = 0;
 	if (ctl->sized)
 		set_reason(ctl, "trial of %s %s -> %s: %u pairs of %.1f s blocks (%.1f s settle; sized by the signal: "
 				"%.3g events/s before the trial)", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pairs,
@@ -544,6 +546,7 @@ static void start(struct controller *ctl)
 	ovf = &ctl->rep.r[DETECT_LISTEN_OVERFLOWS];
 	unh = &ctl->rep.r[DETECT_WORKER_CONNECTIONS_EXHAUSTED];
 	ctl->base_no_overflows = ovf->valid && ovf->value == 0;
+	ctl->base_ovf_s = ovf->valid ? ovf->window_s : 0;
 	ctl->base_overflow_rate = ovf->valid && ovf->value > 0 ? ovf->value : 0;
 	ctl->base_rate = NAN;
 	if (ctl->prop.detector < DETECT_COUNT) {
@@ -554,6 +557,7 @@ static void start(struct controller *ctl)
 			ctl->base_rate = r->value;
 	}
 	ctl->base_no_unhandled = unh->valid && unh->value == 0;
+	ctl->base_unh_s = unh->valid ? unh->window_s : 0;
 	ctl->tried = false;
 	ctl->writing = false;
 	ctl->block_active = false;
@@ -639,6 +643,8 @@ static void trial_pair_done(struct controller *ctl)
 static void note_a_block(struct controller *ctl, const struct block_summary *s)
 {
 	ctl->a_blocks++;
+	if (s->to_ms > s->from_ms)
+		ctl->a_seconds += (double)(s->to_ms - s->from_ms) / 1000.0;
 	if (isfinite(s->overflows.events))
 		ctl->a_overflows += s->overflows.events;
 	if (isfinite(s->unhandled.events))
@@ -649,28 +655,31 @@ static void note_a_block(struct controller *ctl, const struct block_summary *s)
 
 /*
  * The judge's hard trips, on the B block so far: new listen overflows or unhandled connections while no A block of
- * the trial had any, or a 5xx share above the ceiling while the A blocks stayed under it. Before the first A block
- * of the trial, the detectors' window before it stands in for A for the two counts (it says "none" or not); the
- * 5xx share waits for an A block (the pair's verdict comes one block later anyway). WHY gets the reason.
+ * the trial had any, more than chance puts in B (judge_new_events_shown), or a 5xx share above the ceiling while
+ * the A blocks stayed under it. Before the first A block of the trial, the detectors' window before it stands in for
+ * A for the two counts (it says "none" or not, over its seconds); the 5xx share waits for an A block (the pair's
+ * verdict comes one block later anyway). WHY gets the reason.
  */
 static bool in_block_trip(struct controller *ctl, char *why, size_t len)
 {
-	const struct judge_config *jc = &ctl->judge.cfg;
 	const struct block_summary *b = &ctl->partial;
-	unsigned min_ovf = jc->overflow_trip_min ? jc->overflow_trip_min : 1;
 	bool no_ovf = ctl->a_blocks ? ctl->a_overflows == 0 : ctl->base_no_overflows;
 	bool no_unh = ctl->a_blocks ? ctl->a_unhandled == 0 : ctl->base_no_unhandled;
+	double b_s, ovf_s = ctl->a_blocks ? ctl->a_seconds : ctl->base_ovf_s;
+	double unh_s = ctl->a_blocks ? ctl->a_seconds : ctl->base_unh_s;
+	const struct judge_config *jc = &ctl->judge.cfg;
 
 	if (!ctl->a_blocks && !no_ovf && !no_unh)
 		return false;
 	block_acc_finish(&ctl->acc, &ctl->partial);
-	if (no_ovf && isfinite(b->overflows.events) && b->overflows.events >= min_ovf &&
-	    judge_overflows_beyond_base(&ctl->judge, b->overflows.events, (double)(b->to_ms - b->from_ms) / 1000.0)) {
+	b_s = (double)b->frames * (double)ctl->cfg.tick_ms / 1000.0; /* measured so far, not the block's plan */
+	if (no_ovf && judge_new_events_shown(&ctl->judge, b->overflows.events, ovf_s, b_s) &&
+	    judge_overflows_beyond_base(&ctl->judge, b->overflows.events, b_s)) {
 		put(why, len, "new listen overflows: %.0f in the B block of pair %u, none in A (stopped inside the "
 			      "block)", b->overflows.events, ctl->pair);
 		return true;
 	}
-	if (no_unh && isfinite(b->unhandled.events) && b->unhandled.events >= 1) {
+	if (no_unh && judge_new_events_shown(&ctl->judge, b->unhandled.events, unh_s, b_s)) {
 		put(why, len, "accepts != handled: %.0f connections dropped in the B block of pair %u, none in A "
 			      "(stopped inside the block)", b->unhandled.events, ctl->pair);
 		return true;

@@ -336,6 +336,19 @@ bool judge_overflows_beyond_base(const struct judge *j, double events, double se
 	return seconds > 0 && events / seconds > j->base_overflow_rate * (1.0 + j->cfg.gross_harm);
 }
 
+bool judge_new_events_shown(const struct judge *j, double events, double a_seconds, double b_seconds)
+{
+	double p0;
+
+	if (!isfinite(events) || events < 1.0 || events < (double)j->cfg.overflow_trip_min || events > 1e15 ||
+	    !(b_seconds > 0))
+		return false;
+	if (!(a_seconds > 0))
+		a_seconds = b_seconds;
+	p0 = b_seconds / (a_seconds + b_seconds);
+	return stats_binom_tail((uint64_t)floor(events + 0.5), (uint64_t)floor(events + 0.5), p0) < j->cfg.alpha_guard;
+}
+
 /* One-sided p of "the harm side has more events than its exposure share (widened by the margin) explains". */
 static double binom_p(double ea, double eb, double xa, double xb, enum policy_direction dir, double margin)
 {
@@ -374,22 +387,32 @@ static bool hard_trips(struct judge *j, const struct block_summary *a, const str
 	struct judge_evidence *ev = &j->ev;
 	unsigned k = ev->npairs;
 
+	double as, bs = (double)(b->to_ms - b->from_ms) / 1000.0;
+
+	if (a->to_ms > a->from_ms)
+		j->a_seconds += (double)(a->to_ms - a->from_ms) / 1000.0;
+	as = j->a_seconds;
 	if (isfinite(a->overflows.events))
 		j->a_overflows += a->overflows.events;
 	if (isfinite(a->unhandled.events))
 		j->a_unhandled += a->unhandled.events;
-	if (isfinite(b->overflows.events) && b->overflows.events >= (double)j->cfg.overflow_trip_min &&
-	    b->overflows.events > 0 && j->a_overflows == 0 &&
-	    judge_overflows_beyond_base(j, b->overflows.events, (double)(b->to_ms - b->from_ms) / 1000.0)) {
+	if (bs > 0)
+		j->b_seconds += bs;
+	if (isfinite(b->overflows.events))
+		j->b_overflows += b->overflows.events;
+	if (isfinite(b->unhandled.events))
+		j->b_unhandled += b->unhandled.events;
+	if (j->a_overflows == 0 && judge_new_events_shown(j, j->b_overflows, as, j->b_seconds) &&
+	    judge_overflows_beyond_base(j, b->overflows.events, bs)) {
 		ev->trip_overflow = true;
-		finish(j, VERDICT_ABORTED, "new listen overflows: %.0f in the B block of pair %u, none in any A block",
-		       b->overflows.events, k);
+		finish(j, VERDICT_ABORTED, "new listen overflows: %.0f in the B blocks (%.0f in pair %u's), none in any A "
+		       "block", j->b_overflows, b->overflows.events, k);
 		return true;
 	}
-	if (isfinite(b->unhandled.events) && b->unhandled.events >= 1.0 && j->a_unhandled == 0) {
+	if (j->a_unhandled == 0 && judge_new_events_shown(j, j->b_unhandled, as, j->b_seconds)) {
 		ev->trip_unhandled = true;
-		finish(j, VERDICT_ABORTED, "accepts != handled: %.0f connections dropped in B of pair %u, none in A",
-		       b->unhandled.events, k);
+		finish(j, VERDICT_ABORTED, "accepts != handled: %.0f connections dropped in the B blocks (%.0f in pair "
+		       "%u's), none in A", j->b_unhandled, b->unhandled.events, k);
 		return true;
 	}
 	if (isfinite(b->errors.events) && b->errors.exposure > 0) {

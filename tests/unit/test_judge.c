@@ -417,6 +417,7 @@ static void summ(struct block_summary *s, double cpu, double p99, double e5xx, d
 	s->n = 3;
 	s->requests = req;
 	s->expected = s->frames = 40;
+	s->to_ms = 40000;
 	for (size_t i = 0; i < 3; i++) {
 		strcpy(s->v[i].name, names[i]);
 		s->v[i].ticks = 40;
@@ -496,7 +497,10 @@ static void test_verdicts(void **state)
 		 "http.p99_ms", false},
 		{"p99 7% worse is within the 10% margin", {0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8}, 1.07, 20, 0, 0,
 		 VERDICT_KEEP, 8, "better", true},
-		{"new listen overflows", {0.8}, 1, 20, 3, 0, VERDICT_ABORTED, 1, "overflows", false},
+		{"new listen overflows", {0.8}, 1, 20, 12, 0, VERDICT_ABORTED, 1, "overflows", false},
+		{"3 listen overflows in each B, none in A: chance in pair 1 (0.5^3), not by pair 4 (0.5^12)",
+		 {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 3, 0, VERDICT_ABORTED, 4, "12 in the B blocks",
+		 true},
 		{"void pairs replaced", {NAN, 0.8, NAN, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 20, 0, 0, VERDICT_KEEP,
 		 10, "better", true},
 		{"p95 under 1000 requests", {0.8, 0.82, 0.79, 0.81, 0.8, 0.83, 0.78, 0.8}, 1, 0, 0, 500, VERDICT_KEEP, 8,
