@@ -309,6 +309,6 @@ refused() {
 wait_for 20 refused || fail "a log through a directory of the user's was not refused: $(api /v1/status | jq -c '.probes[] | select(.name == "access_log")'): $(tail -3 "$TMP/writer2.log")"
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" || fail "the engine exited $? after SIGTERM"
-wait "$WRITER" || fail "the writer exited $?"
+wait "$WRITER" || fail "the writer exited $?: $(tail -5 "$TMP/writer2.log")"
 ok "9. an access_log in a directory of $U's (a link there to a file of root's) is refused by the writer: $(grep -o "not opened: .*" "$TMP/writer2.log" | head -1 | cut -c1-150)"
 echo "1..$checks"

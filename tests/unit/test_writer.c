@@ -1260,6 +1260,37 @@ static void test_writer_dies_idle(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* The engine stops with requests in both channels (its read of a log each tick, a write): the writer takes them,
+ * cannot answer, and ends as at any engine's close, exit 0 (found in CI: exit 1 at the engine's SIGTERM). Twenty
+ * rounds: most close before the writer is scheduled. */
+static void test_engine_gone_with_requests(void **state)
+{
+	struct policy_set *set = calloc(1, sizeof(*set));
+	uint8_t buf[WMSG_MAX];
+	int fd, rfd, len;
+	pid_t child;
+
+	(void)state;
+	make_root(set, "2048\n");
+	for (int round = 0; round < 20; round++) {
+		struct wmsg m = {.type = WMSG_READ, .id = 7};
+
+		child = fork_writer_reads(set, false, &fd, &rfd);
+		strcpy(m.name, "net.core.somaxconn");
+		len = wmsg_encode(&m, buf, sizeof(buf));
+		assert_true(len > 0);
+		assert_int_equal(send(rfd, buf, (size_t)len, MSG_NOSIGNAL), len);
+		m.type = WMSG_SET;
+		m.id = 8;
+		strcpy(m.value, "4096");
+		len = wmsg_encode(&m, buf, sizeof(buf));
+		assert_int_equal(send(fd, buf, (size_t)len, MSG_NOSIGNAL), len);
+		close(rfd);
+		end_writer(child, fd);
+	}
+	drop_root(set);
+}
+
 /* The writer's start, as the engine waits for it before READY: its hello; its end before it (it could not start);
  * nothing within the timeout; something else first. */
 static void test_hello(void **state)
@@ -1506,6 +1537,7 @@ int main(void)
 		cmocka_unit_test(test_before_hook),
 		cmocka_unit_test(test_writer_dies_idle),
 		cmocka_unit_test(test_restore_from_agent_originals),
+		cmocka_unit_test(test_engine_gone_with_requests),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_hello_signals),
 		cmocka_unit_test(test_sockets),
