@@ -8,7 +8,8 @@
 #
 # Environment (all optional): BENCH_WINDOW_1HZ (s, default 30), BENCH_WINDOW_10HZ (s, 20), BENCH_REPEAT (3),
 # BENCH_RPS (paced load, requests/s, 2000), BENCH_CONNS (8), BENCH_WARMUP (s the agent runs before a window, 3),
-# BENCH_PORT (8089), BENCH_RATES ("1 10"), BENCH_NS (the network namespace's name, ngxat-bench-PID).
+# BENCH_PORT (8089), BENCH_RATES ("1 10"), BENCH_NS (the network namespace's name, ngxat-bench-PID), BENCH_CONF
+# (lines appended to the agent's agent.conf, e.g. "[client]\nrequests_per_tick = 2": what a setting costs).
 # CPU is each process's run time summed over its threads, and the agent's over its writer's too (a process of its own
 # since the split), from /proc/PID/task/*/schedstat (ns); /proc/PID/stat
 # utime+stime (10 ms clock ticks, but it keeps the time of threads that exited) is printed beside it as a check.
@@ -48,6 +49,13 @@ fi
 sched_ns() {
 	local p
 	for p in "$1" $(pgrep -P "$1"); do cat /proc/"$p"/task/*/schedstat; done 2>/dev/null |
+		awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
+# writer_ns PID: the same of PID's child processes alone (the writer's share of the agent's), ns.
+writer_ns() {
+	local p
+	for p in $(pgrep -P "$1"); do cat /proc/"$p"/task/*/schedstat; done 2>/dev/null |
 		awk '{s += $1} END {printf "%.0f\n", s}'
 }
 
@@ -122,12 +130,13 @@ echo "# windows: ${W1}s at 1 Hz, ${W10}s at 10 Hz, $REPEAT runs each; figures ar
 
 # run_one RATE_HZ WINDOW_S RUN: one agent and one floor reader side by side; appends a line to $TMP/res.RATE.
 run_one() {
-	local hz=$1 win=$2 run=$3 step=$((1000 / $1)) ticks apid fpid c0 l0 a0 as0 f0 fs0 t0 c1 l1 a1 as1 f1 fs1 t1
+	local hz=$1 win=$2 run=$3 step=$((1000 / $1)) ticks apid fpid c0 l0 a0 as0 f0 fs0 t0 c1 l1 a1 as1 f1 fs1 t1 w0 w1
 	local st med rss hwm na nf ext self flr fself fhwm lat nmet nnull lines
 
 	ticks=$((win * hz))
 	rm -rf "$TMP/store" "$TMP/api.sock"
 	agent_conf "$TMP/agent.conf" "$PORT" "${step}ms"
+	[ -z "${BENCH_CONF:-}" ] || printf '%b\n' "$BENCH_CONF" >>"$TMP/agent.conf"
 	"$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.$hz.$run.log" 2>&1 &
 	apid=$!
 	CLEANUP+=("kill -9 $apid")
@@ -147,11 +156,11 @@ run_one() {
 	st=$(api /v1/status) || fail "status failed"
 	c0=$(jq '.tick.count' <<<"$st")
 	l0=$(jq '.tick.late' <<<"$st")
-	a0=$(sched_ns $apid) as0=$(stat_ms $apid) f0=$(sched_ns $fpid) fs0=$(stat_ms $fpid) t0=$(date +%s%3N)
+	w0=$(writer_ns $apid) a0=$(sched_ns $apid) as0=$(stat_ms $apid) f0=$(sched_ns $fpid) fs0=$(stat_ms $fpid) t0=$(date +%s%3N)
 
 	wait_line "$TMP/floor.out" '^done' $((win + 20)) || fail "floor reader did not finish: $(cat "$TMP/floor.out")"
 
-	a1=$(sched_ns $apid) as1=$(stat_ms $apid) f1=$(sched_ns $fpid) fs1=$(stat_ms $fpid) t1=$(date +%s%3N)
+	w1=$(writer_ns $apid) a1=$(sched_ns $apid) as1=$(stat_ms $apid) f1=$(sched_ns $fpid) fs1=$(stat_ms $fpid) t1=$(date +%s%3N)
 	rss=$(status_kb $apid VmRSS) hwm=$(status_kb $apid VmHWM) fhwm=$(status_kb $fpid VmHWM)
 	st=$(api /v1/status) || fail "status failed"
 	c1=$(jq '.tick.count' <<<"$st")
@@ -173,8 +182,9 @@ run_one() {
 	lat=$(jq '.frames[].ts' "$TMP/frames.json" | lateness "$step")
 	nmet=$(jq '.frames[-1].values | length' "$TMP/last.json")
 	nnull=$(jq '[.frames[-1].values[] | select(. == null)] | length' "$TMP/last.json")
-	printf '# %2d Hz run %d: agent %d ticks (%d late), %.1f ms CPU (stat: %d ms), self-reported median %.3f ms;' \
-		"$hz" "$run" "$na" $((l1 - l0)) "$(awk -v d=$((a1 - a0)) 'BEGIN {print d / 1e6}')" $((as1 - as0)) "$med"
+	printf '# %2d Hz run %d: agent %d ticks (%d late), %.1f ms CPU (its writer %.1f; stat: %d ms), self-reported median %.3f ms;' \
+		"$hz" "$run" "$na" $((l1 - l0)) "$(awk -v d=$((a1 - a0)) 'BEGIN {print d / 1e6}')" \
+		"$(awk -v d=$((w1 - w0)) 'BEGIN {print d / 1e6}')" $((as1 - as0)) "$med"
 	printf ' floor %d ticks, %.1f ms CPU (stat: %d ms, self %s ms/tick); load %d req/s\n' "$nf" \
 		"$(awk -v d=$((f1 - f0)) 'BEGIN {print d / 1e6}')" $((fs1 - fs0)) "$fself" \
 		$((lines * 1000 / (nf * step)))

@@ -68,9 +68,40 @@ int netns_open_pid(pid_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The socket itself, in the thread's namespace of the moment: made as OWNER, a netlink one bound. */
+static int make_socket(int domain, int type, int protocol, uid_t owner, const char **what)
+{
+	int fd, e;
+
+	/* Its owner (what a firewall's owner match and a uid routing rule see) is the file-system uid of its maker. */
+	if (owner != (uid_t)-1)
+		setfsuid(owner);
+	fd = socket(domain, type | SOCK_CLOEXEC, protocol);
+	if (owner != (uid_t)-1) {
+		e = errno;
+		setfsuid(geteuid());
+		errno = e;
+	}
+	if (fd < 0) {
+		*what = "socket";
+		return -errno;
+	}
+	if (domain == AF_NETLINK) {
+		struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			e = errno;
+			*what = "bind";
+			close(fd);
+			return -e;
+		}
+	}
+	return fd;
+}
+
 int netns_socket(pid_t pid, int domain, int type, int protocol, uid_t owner, const char **what)
 {
-	int target, self = -1, fd, r = 0;
+	int target, self = -1, fd, r;
 
 	*what = "";
 	if (pid > 0) {
@@ -86,29 +117,7 @@ int netns_socket(pid_t pid, int domain, int type, int protocol, uid_t owner, con
 			return r;
 		}
 	}
-	/* Its owner (what a firewall's owner match and a uid routing rule see) is the file-system uid of its maker. */
-	if (owner != (uid_t)-1)
-		setfsuid(owner);
-	fd = socket(domain, type | SOCK_CLOEXEC, protocol);
-	if (owner != (uid_t)-1) {
-		int e = errno;
-
-		setfsuid(geteuid());
-		errno = e;
-	}
-	if (fd < 0) {
-		r = -errno;
-		*what = "socket";
-	} else if (domain == AF_NETLINK) {
-		struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-
-		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-			r = -errno;
-			*what = "bind";
-			close(fd);
-			fd = -1;
-		}
-	}
+	fd = make_socket(domain, type, protocol, owner, what);
 	if (self >= 0 && netns_leave(self) < 0) {
 		/* The thread is left in nginx's namespace: nothing it does next would be right. */
 		*what = "setns back";
@@ -116,5 +125,24 @@ int netns_socket(pid_t pid, int domain, int type, int protocol, uid_t owner, con
 			close(fd);
 		return -EIO;
 	}
-	return fd >= 0 ? fd : r;
+	return fd;
+}
+
+int netns_socket_at(int target, int self, int domain, int type, int protocol, uid_t owner, const char **what)
+{
+	int fd;
+
+	*what = "";
+	if (target >= 0 && setns(target, CLONE_NEWNET) < 0) {
+		*what = "setns";
+		return -errno;
+	}
+	fd = make_socket(domain, type, protocol, owner, what);
+	if (target >= 0 && setns(self, CLONE_NEWNET) < 0) {
+		*what = "setns back";
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	return fd;
 }

@@ -27,5 +27,9 @@ int netns_open_pid(pid_t pid);
  * Its descriptor, or -errno with the step that failed in WHAT ("setns", "socket", ...).
  */
 int netns_socket(pid_t pid, int domain, int type, int protocol, uid_t owner, const char **what);
+/* The same in the namespace of TARGET (an fd of netns_open_pid; -1: the thread's own), the thread brought back to
+ * SELF (an fd of its own namespace, which the caller holds): for many sockets of one namespace, two setns() and the
+ * socket, nothing opened or read. "setns back" with -EIO as netns_socket's. */
+int netns_socket_at(int target, int self, int domain, int type, int protocol, uid_t owner, const char **what);
 
 #endif

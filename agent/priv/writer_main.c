@@ -10,6 +10,7 @@
 #include <libgen.h>
 #include <pwd.h>
 #include <linux/netlink.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +63,9 @@ struct wmain {
 	uid_t engine_uid;               /* [agent] user's uid, the owner of the TCP sockets made for it; -1: none */
 	int64_t log_refused_ms;         /* when an OPEN_LOG refusal was last logged */
 	int64_t log_unsaid;             /* refusals since, not logged */
+	int self_ns;                    /* the writer's own network namespace, held: where a socket's visit ends */
+	pid_t ns_pid;                   /* the master whose namespace NS_FD holds (0: none), while NS_PIDFD says it */
+	int ns_fd, ns_pidfd;            /* lives (-1: NS_FD is the writer's own namespace; no pidfd: not kept) */
 };
 
 static volatile sig_atomic_t reload_asked; /* SIGHUP: the agent reloaded; the policies are read again */
@@ -328,6 +333,53 @@ static int before(struct writer *w, bool retry, char *why, size_t whylen)
 /* SOCKET: a netlink socket of the namespace of nginx's master as its pid file names it now (the writer's own when
  * there is none, or under a fake root, whose pids are not this host's: netns_socket); its pid said, for the engine
  * to see whether it is the master it asked for. */
+static void ns_forget(struct wmain *m)
+{
+	if (m->ns_fd >= 0)
+		close(m->ns_fd);
+	if (m->ns_pidfd >= 0)
+		close(m->ns_pidfd);
+	m->ns_fd = m->ns_pidfd = -1;
+	m->ns_pid = 0;
+}
+
+/*
+ * The network namespace of master PID held for the sockets of the next requests (three or four a second: the
+ * synthetic client's fresh connections): m->ns_fd (-1: the writer's own), kept while PID is the master and alive
+ * (its pidfd, so a pid used again by another process is not taken for it). 0; -ENOENT: not kept (no pidfd, pid 0,
+ * or the writer's own namespace unknown): netns_socket opens what it needs; or -errno.
+ */
+static int ns_of(struct wmain *m, pid_t pid)
+{
+	struct pollfd p;
+	struct stat a, b;
+	int fd;
+
+	if (pid <= 0 || m->self_ns < 0)
+		return -ENOENT;
+	if (m->ns_pid == pid) {
+		p = (struct pollfd){.fd = m->ns_pidfd, .events = POLLIN};
+		if (poll(&p, 1, 0) == 0)
+			return 0;
+	}
+	ns_forget(m);
+	m->ns_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (m->ns_pidfd < 0)
+		return -ENOENT;
+	fd = netns_open_pid(pid);
+	if (fd < 0) {
+		ns_forget(m);
+		return fd;
+	}
+	if (fstat(fd, &a) == 0 && fstat(m->self_ns, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		close(fd);
+		fd = -1;
+	}
+	m->ns_fd = fd;
+	m->ns_pid = pid;
+	return 0;
+}
+
 static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen)
 {
 	struct wmain *m = w->before_ctx;
@@ -354,7 +406,14 @@ static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size
 	pid = nginx_ctl_real_root(&m->env) ? master(&m->cfg) : 0;
 	/* A TCP socket is the engine's user's, not root's: a firewall's owner match or a uid routing rule must not
 	 * take the engine's connections for root's. */
-	r = netns_socket(pid, domain, type, proto, type == SOCK_STREAM ? m->engine_uid : (uid_t)-1, &what);
+	r = ns_of(m, pid);
+	if (r == -ENOENT)
+		r = netns_socket(pid, domain, type, proto, type == SOCK_STREAM ? m->engine_uid : (uid_t)-1, &what);
+	else if (r == 0)
+		r = netns_socket_at(m->ns_fd, m->self_ns, domain, type, proto,
+				    type == SOCK_STREAM ? m->engine_uid : (uid_t)-1, &what);
+	else
+		what = "open its /proc/PID/ns/net";
 	if (r == -EIO && strcmp(what, "setns back") == 0) {
 		/* Left in nginx's namespace, every later write would land there: nothing to do but end (the agent
 		 * stops, and systemd starts both again). */
@@ -497,6 +556,8 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	m->cfg = *cfg;
 	m->config_path = config_path;
 	m->engine_uid = (uid_t)-1;
+	m->ns_fd = m->ns_pidfd = -1;
+	m->self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (cfg->engine_user[0]) {
 		struct passwd *pw = getpwnam(cfg->engine_user);
 
@@ -550,5 +611,8 @@ int writer_main(const struct config *cfg, const char *config_path, bool must_exi
 	nginx_ctl_free(m->env.nginx);
 	uv_run(&m->loop, UV_RUN_NOWAIT);
 	close(m->dirfd);
+	ns_forget(m);
+	if (m->self_ns >= 0)
+		close(m->self_ns);
 	return r < 0 ? 1 : 0;
 }
