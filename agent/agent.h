@@ -94,6 +94,7 @@ struct agent {
 	uint64_t ticks, late, stored;
 	double tick_cpu_ms;       /* CPU of the tick being built (loop thread part) */
 	double cpu_ring[AGENT_CPU_RING]; /* CPU ms of recent ticks, loop thread and stub fetch together */
+	double client_ring[AGENT_CPU_RING]; /* ... of which the synthetic client's run (its requests' CPU) */
 	size_t cpu_n;
 
 	bool ready;               /* READY=1 sent */

@@ -28,6 +28,8 @@ struct report {
 	uint64_t ticks, late, stored;
 	int64_t last_tick_ms;       /* wall clock of the last tick */
 	double tick_cpu_median_ms;  /* median CPU of the recent ticks; NAN before the first */
+	double tick_client_cpu_median_ms; /* ... of the synthetic client's share of each */
+	double tick_own_cpu_median_ms;    /* ... of the rest of each: the agent's own work */
 	double tick_cpu_last_ms;    /* CPU of the last tick; NAN before the first */
 	uint64_t prom_unmapped;     /* metrics /metrics has no family for */
 	struct store_health store;

@@ -2,7 +2,8 @@
  * floor-reader: the cost floor of one agent tick. Every interval it reads the same kernel files the agent reads
  * (nginx's /proc/PID/net/{netstat,snmp,softnet_stat}, /proc/softirqs, /proc/stat, /proc/interrupts, each worker's
  * /proc/PID/schedstat), the new bytes of the access log (counting newlines only) and does one stub_status GET on
- * a reused libcurl handle. It parses nothing, stores nothing and builds no frame: whatever the agent spends above
+ * a reused libcurl handle; with -c N, the synthetic client's requests too (-C URL, N a tick: the first on a kept
+ * connection, the others each on a fresh one, as the agent's [client] requests_per_tick), timed apart. It parses nothing, stores nothing and builds no frame: whatever the agent spends above
  * this is the price of parsing, storing and serving. It runs a warm-up tick, prints "started", runs TICKS ticks on
  * an absolute schedule, prints its own CPU per tick and peak RSS on a "done" line, and with -w then waits (at most
  * a minute) for a signal so that the caller can read its /proc figures after the last tick.
@@ -39,6 +40,11 @@ struct floor_state {
 	uint64_t log_lines;  /* newlines seen in the access log */
 	uint64_t stub_bytes; /* bytes of stub_status bodies */
 	unsigned stub_fail;
+	CURL *kept, *fresh;  /* the client's two handles (-c) */
+	long client_n;       /* its requests a tick */
+	unsigned client_fail;
+	double *client_ms;   /* each counted tick's client CPU, ms */
+	long nclient;
 };
 
 static volatile sig_atomic_t floor_stop;
@@ -55,6 +61,14 @@ static int64_t floor_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double floor_thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 static double floor_cpu_ms(void)
@@ -154,6 +168,22 @@ static void floor_tick(struct floor_state *s)
 	floor_read_log(s);
 	if (curl_easy_perform(s->curl) != CURLE_OK)
 		s->stub_fail++;
+	if (s->client_n > 0) {
+		double c0 = floor_thread_cpu_ms();
+
+		for (long i = 0; i < s->client_n; i++)
+			if (curl_easy_perform(i ? s->fresh : s->kept) != CURLE_OK)
+				s->client_fail++;
+		if (s->client_ms)
+			s->client_ms[s->nclient++] = floor_thread_cpu_ms() - c0;
+	}
+}
+
+static int floor_cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
 }
 
 static int floor_cmp_i64(const void *x, const void *y)
@@ -166,7 +196,7 @@ static int floor_cmp_i64(const void *x, const void *y)
 static void floor_usage(void)
 {
 	fprintf(stderr, "usage: floor-reader -p NGINX_PIDFILE -l ACCESS_LOG -u STUB_URL [-i INTERVAL_MS] [-n TICKS] "
-			"[-w]\n");
+			"[-w] [-c N -C CLIENT_URL]\n");
 }
 
 static pid_t floor_read_pidfile(const char *path)
@@ -185,7 +215,7 @@ static pid_t floor_read_pidfile(const char *path)
 int main(int argc, char **argv)
 {
 	struct floor_state s = {.log_fd = -1};
-	const char *pidfile = NULL, *logpath = NULL, *url = NULL;
+	const char *pidfile = NULL, *logpath = NULL, *url = NULL, *client_url = NULL;
 	long interval_ms = 1000, ticks = 30;
 	bool wait_signal = false;
 	int64_t *late, next, step;
@@ -194,7 +224,7 @@ int main(int argc, char **argv)
 	long nlate = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "p:l:u:i:n:w")) != -1) {
+	while ((c = getopt(argc, argv, "p:l:u:i:n:wc:C:")) != -1) {
 		switch (c) {
 		case 'p': pidfile = optarg; break;
 		case 'l': logpath = optarg; break;
@@ -202,11 +232,13 @@ int main(int argc, char **argv)
 		case 'i': interval_ms = strtol(optarg, NULL, 10); break;
 		case 'n': ticks = strtol(optarg, NULL, 10); break;
 		case 'w': wait_signal = true; break;
+		case 'c': s.client_n = strtol(optarg, NULL, 10); break;
+		case 'C': client_url = optarg; break;
 		default: floor_usage(); return 2;
 		}
 	}
 	if (!pidfile || !logpath || !url || interval_ms < 10 || interval_ms > 60000 || ticks < 1 ||
-	    ticks > FLOOR_MAX_TICKS) {
+	    ticks > FLOOR_MAX_TICKS || s.client_n < 0 || s.client_n > 64 || (s.client_n && !client_url)) {
 		floor_usage();
 		return 2;
 	}
@@ -231,6 +263,26 @@ int main(int argc, char **argv)
 	curl_easy_setopt(s.curl, CURLOPT_TIMEOUT_MS, interval_ms * 8 / 10);
 	curl_easy_setopt(s.curl, CURLOPT_WRITEFUNCTION, floor_on_body);
 	curl_easy_setopt(s.curl, CURLOPT_WRITEDATA, &s);
+	if (s.client_n) {
+		s.kept = curl_easy_init();
+		s.fresh = curl_easy_init();
+		s.client_ms = calloc((size_t)ticks, sizeof(*s.client_ms));
+		if (!s.kept || !s.fresh || !s.client_ms) {
+			fprintf(stderr, "floor-reader: out of memory or libcurl failed\n");
+			return 1;
+		}
+		for (int i = 0; i < 2; i++) {
+			CURL *h = i ? s.fresh : s.kept;
+
+			curl_easy_setopt(h, CURLOPT_URL, client_url);
+			curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+			curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, interval_ms * 8 / 10);
+			curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, floor_on_body);
+			curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+		}
+		curl_easy_setopt(s.fresh, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(s.fresh, CURLOPT_FORBID_REUSE, 1L);
+	}
 	signal(SIGTERM, floor_on_signal);
 	signal(SIGINT, floor_on_signal);
 
@@ -240,6 +292,7 @@ int main(int argc, char **argv)
 	floor_tick(&s);
 	printf("started pid=%d workers=%u\n", (int)getpid(), s.nworkers);
 	fflush(stdout);
+	s.nclient = 0;
 	cpu0 = floor_cpu_ms();
 	for (long i = 0; i < ticks && !floor_stop; i++) {
 		struct timespec ts;
@@ -255,12 +308,16 @@ int main(int argc, char **argv)
 	cpu1 = floor_cpu_ms();
 	getrusage(RUSAGE_SELF, &ru);
 	qsort(late, (size_t)nlate, sizeof(*late), floor_cmp_i64);
+	if (s.nclient)
+		qsort(s.client_ms, (size_t)s.nclient, sizeof(*s.client_ms), floor_cmp_double);
 	printf("done ticks=%ld cpu_ms_per_tick=%.4f maxrss_kib=%ld late_p50_ms=%.3f late_p99_ms=%.3f "
-	       "proc_bytes=%llu log_lines=%llu stub_bytes=%llu stub_fail=%u workers=%u\n",
+	       "proc_bytes=%llu log_lines=%llu stub_bytes=%llu stub_fail=%u workers=%u client_cpu_ms_median=%.4f "
+	       "client_fail=%u\n",
 	       nlate, nlate ? (cpu1 - cpu0) / (double)nlate : 0.0, ru.ru_maxrss,
 	       nlate ? (double)late[nlate / 2] / 1e6 : 0.0,
 	       nlate ? (double)late[(nlate * 99 - 1) / 100] / 1e6 : 0.0, (unsigned long long)s.bytes,
-	       (unsigned long long)s.log_lines, (unsigned long long)s.stub_bytes, s.stub_fail, s.nworkers);
+	       (unsigned long long)s.log_lines, (unsigned long long)s.stub_bytes, s.stub_fail, s.nworkers,
+	       s.nclient ? s.client_ms[s.nclient / 2] : 0.0, s.client_fail);
 	fflush(stdout);
 	if (wait_signal) {
 		/* Sleep, not poll: the caller reads this process's CPU after "done". The alarm bounds the wait. */
@@ -270,6 +327,11 @@ int main(int argc, char **argv)
 			pause();
 	}
 	curl_easy_cleanup(s.curl);
+	if (s.kept)
+		curl_easy_cleanup(s.kept);
+	if (s.fresh)
+		curl_easy_cleanup(s.fresh);
+	free(s.client_ms);
 	curl_global_cleanup();
 	if (s.log_fd >= 0)
 		close(s.log_fd);

@@ -52,6 +52,8 @@
 #define API_K_TICK_COUNT "count"
 #define API_K_TICK_LAST_MS "last_ms"
 #define API_K_TICK_CPU_MED "cpu_ms_median"
+#define API_K_TICK_CLIENT_CPU_MED "client_cpu_ms_median"
+#define API_K_TICK_OWN_CPU_MED "own_cpu_ms_median"
 #define API_K_TICK_LATE "late"
 #define API_K_PROBES "probes"
 #define API_K_CONNS "api"               /* the API's own connections */

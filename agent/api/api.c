@@ -107,7 +107,7 @@ static json_t *status_json(struct api *api)
 							(json_int_t)h->failures));
 	}
 	summary_with_conflicts(a, summary, sizeof(summary));
-	o = json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o}, s:o, "
+	o = json_pack("{s:i, s:s, s:s, s:s?, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:o, s:o, s:o}, s:o, "
 			 "s:{s:s, s:b, s:s?, s:I, s:I, s:I, s:I}, s:{s:i, s:i}}",
 			 API_K_API_VERSION, NGXAT_API_VERSION, API_K_VERSION, PACKAGE_VERSION, API_K_STATE,
 			 rp->store.degraded ? "degraded" : rp->observe_only ? "observe-only" : "observing",
@@ -116,6 +116,10 @@ static json_t *status_json(struct api *api)
 			 (json_int_t)rp->tick_ms, API_K_TICK_COUNT, (json_int_t)rp->ticks, API_K_TICK_LATE,
 			 (json_int_t)rp->late, API_K_TICK_LAST_MS, (json_int_t)rp->last_tick_ms, API_K_TICK_CPU_MED,
 			 isfinite(rp->tick_cpu_median_ms) ? json_real(rp->tick_cpu_median_ms) : json_null(),
+			 API_K_TICK_CLIENT_CPU_MED,
+			 isfinite(rp->tick_client_cpu_median_ms) ? json_real(rp->tick_client_cpu_median_ms) : json_null(),
+			 API_K_TICK_OWN_CPU_MED,
+			 isfinite(rp->tick_own_cpu_median_ms) ? json_real(rp->tick_own_cpu_median_ms) : json_null(),
 			 API_K_PROBES, probes, API_K_STORE, API_K_STORE_PATH, a->cfg.store_path, API_K_STORE_DEGRADED,
 			 rp->store.degraded, API_K_STORE_REASON, rp->store.degraded ? rp->store.reason : NULL,
 			 API_K_STORE_FRAMES, (json_int_t)rp->store.frames, API_K_STORE_ROLLUPS,

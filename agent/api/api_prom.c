@@ -66,6 +66,12 @@ static void write_agent(struct prom_writer *w, struct agent *a)
 	one(w, "ngxat_tick_cpu_median_seconds", PROM_GAUGE,
 	    "Median CPU time of the recent ticks (up to 128), loop thread and stub_status fetch (NaN before the first).",
 	    ms_to_s(rp->tick_cpu_median_ms));
+	one(w, "ngxat_tick_client_cpu_median_seconds", PROM_GAUGE,
+	    "Median of the synthetic client's share of the recent ticks' CPU: its requests (NaN before the first).",
+	    ms_to_s(rp->tick_client_cpu_median_ms));
+	one(w, "ngxat_tick_own_cpu_median_seconds", PROM_GAUGE,
+	    "Median of the recent ticks' CPU less the synthetic client's share: the agent's own work (NaN before the first).",
+	    ms_to_s(rp->tick_own_cpu_median_ms));
 	one(w, "ngxat_tick_cpu_last_seconds", PROM_GAUGE, "CPU time of the last tick (NaN before the first).",
 	    ms_to_s(rp->tick_cpu_last_ms));
 	one(w, "ngxat_frames_stored_total", PROM_COUNTER, "Frames written to the store.", (double)rp->stored);
