@@ -279,22 +279,6 @@ static int authenticate(struct etcd *e, size_t i, char *err, size_t errlen)
 	return r;
 }
 
-/* An int64 of etcd's JSON (a string, as protobuf's JSON writes them, or a number): 0 or -EPROTO. */
-static int int64_of(json_t *v, int64_t *out)
-{
-	char *end;
-
-	if (json_is_integer(v)) {
-		*out = json_integer_value(v);
-		return 0;
-	}
-	if (!json_is_string(v))
-		return -EPROTO;
-	errno = 0;
-	*out = strtoll(json_string_value(v), &end, 10);
-	return errno || *end || end == json_string_value(v) ? -EPROTO : 0;
-}
-
 static json_t *b64(const char *s)
 {
 	size_t n = strlen(s);
@@ -308,31 +292,6 @@ static json_t *b64(const char *s)
 	j = json_string(out);
 	free(out);
 	return j;
-}
-
-/* V (base64) decoded into a NUL-terminated string: NULL when it is not base64 or holds a NUL. */
-static char *unb64(json_t *v)
-{
-	const char *s = json_string_value(v);
-	struct base64_decode_ctx ctx;
-	size_t n, len;
-	char *out;
-
-	if (!s)
-		return NULL;
-	n = strlen(s);
-	out = malloc(BASE64_DECODE_LENGTH(n) + 1);
-	if (!out)
-		return NULL;
-	base64_decode_init(&ctx);
-	len = BASE64_DECODE_LENGTH(n);
-	if (!base64_decode_update(&ctx, &len, (uint8_t *)out, n, s) || !base64_decode_final(&ctx) ||
-	    memchr(out, '\0', len)) {
-		free(out);
-		return NULL;
-	}
-	out[len] = '\0';
-	return out;
 }
 
 static json_t *id_json(int64_t id)
@@ -350,7 +309,7 @@ int etcd_grant(struct etcd *e, int64_t ttl_s, int64_t *lease, char *err, size_t 
 
 	if (r < 0)
 		return r;
-	if (int64_of(json_object_get(resp, "ID"), lease) < 0 || *lease == 0) {
+	if (etcd_int64_of(json_object_get(resp, "ID"), lease) < 0 || *lease == 0) {
 		snprintf(err, errlen, "%s: a lease without an ID", etcd_endpoint(e));
 		r = -EPROTO;
 	}
@@ -374,7 +333,7 @@ int etcd_keepalive(struct etcd *e, int64_t lease, int64_t *ttl_s, char *err, siz
 				 ? json_string_value(json_object_get(json_object_get(resp, "error"), "message"))
 				 : "no result");
 		r = -EPROTO;
-	} else if (json_object_get(res, "TTL") && int64_of(json_object_get(res, "TTL"), ttl_s) < 0) {
+	} else if (json_object_get(res, "TTL") && etcd_int64_of(json_object_get(res, "TTL"), ttl_s) < 0) {
 		r = -EPROTO;
 	}
 	if (r == 0 && *ttl_s <= 0) {
@@ -446,8 +405,7 @@ int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *c
 {
 	size_t n = strlen(prefix);
 	char *end = strdup(prefix);
-	json_t *resp, *kvs, *kv;
-	size_t i;
+	json_t *resp;
 	int r;
 
 	if (!end || n == 0) {
@@ -461,22 +419,7 @@ int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *c
 	free(end);
 	if (r < 0)
 		return r;
-	kvs = json_object_get(resp, "kvs");
-	json_array_foreach(kvs, i, kv) {
-		/* An empty value is left out of the answer. */
-		char *k = unb64(json_object_get(kv, "key")),
-		     *v = json_object_get(kv, "value") ? unb64(json_object_get(kv, "value")) : strdup("");
-		int64_t lease = 0;
-
-		if (json_object_get(kv, "lease"))
-			int64_of(json_object_get(kv, "lease"), &lease);
-		if (k && v && strncmp(k, prefix, n) == 0)
-			r = fn(ctx, k, v, lease);
-		free(k);
-		free(v);
-		if (r != 0)
-			break;
-	}
+	r = etcd_range_kvs(resp, prefix, fn, ctx);
 	json_decref(resp);
-	return r < 0 ? r : 0;
+	return r;
 }

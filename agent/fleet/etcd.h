@@ -12,6 +12,7 @@
 #ifndef NGXAT_ETCD_H
 #define NGXAT_ETCD_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,5 +51,15 @@ int etcd_delete_if(struct etcd *e, const char *key, const char *value, bool *del
  * byte is skipped); FN's non-zero return stops the walk. */
 typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value, int64_t lease);
 int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *ctx, char *err, size_t errlen);
+
+/* ---- etcd_json.c: its answers read, pure (no network), fuzzed ---- */
+/* An int64 of etcd's JSON (a string, as protobuf's JSON writes them, or a number): 0 or -EPROTO. */
+int etcd_int64_of(json_t *v, int64_t *out);
+/* V (base64) decoded into a NUL-terminated string (malloc'd): NULL when it is not base64 or holds a NUL. */
+char *etcd_unb64(json_t *v);
+/* The kvs of a range answer RESP: FN for each key under PREFIX, as etcd_range_prefix. 0, FN's negative return. */
+int etcd_range_kvs(json_t *resp, const char *prefix, etcd_kv_fn fn, void *ctx);
+/* The same of the answer's text BODY (LEN bytes): -EPROTO when it is not a JSON object. */
+int etcd_range_answer(const char *body, size_t len, const char *prefix, etcd_kv_fn fn, void *ctx);
 
 #endif

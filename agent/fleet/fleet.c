@@ -44,30 +44,9 @@ struct fleet {
 	struct pool_verdict pending[8]; /* fleet_publish's, under MU, each with its number */
 	uint64_t pending_seq[8], next_seq;
 	size_t npending;
-	bool own_slot_seen;     /* the round's range found slots/SLOT as this host's, under its lease */
-	char stale[16][FLEET_NAME_MAX]; /* slots/I (I < 16) held without a lease: never freed by themselves */
+	struct fleet_round rd;  /* what the round's range found of this host's (own_slot_seen, stale) */
 	int64_t ttl_ms;
 };
-
-/* A copy of a text field that cannot overflow. */
-static void copy(char *dst, size_t len, const char *src)
-{
-	size_t n = src ? strnlen(src, len - 1) : 0;
-
-	if (n && dst != src)
-		memmove(dst, src, n);
-	dst[n] = '\0';
-}
-
-/* The same for what etcd holds, which is anyone's who may write there: printable ASCII only, anything else '?' (the
- * API's JSON must stay valid UTF-8, a terminal's text free of escapes). */
-static void copy_clean(char *dst, size_t len, const char *src)
-{
-	copy(dst, len, src);
-	for (char *p = dst; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
-}
 
 static int read_password(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -151,16 +130,16 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 	/* A slot key without a lease (written by hand, or by something that is not an agent) would be taken for ever:
 	 * deleted, only if it still holds what was seen. */
 	for (int i = 0; i < 16; i++) {
-		if (!f->stale[i][0])
+		if (!f->rd.stale[i][0])
 			continue;
 		snprintf(key, sizeof(key), "%sslots/%d", f->prefix, i);
-		r = etcd_delete_if(f->etcd, key, f->stale[i], &ok, err, errlen);
+		r = etcd_delete_if(f->etcd, key, f->rd.stale[i], &ok, err, errlen);
 		if (r < 0)
 			return r;
 		if (ok)
 			log_warn("fleet: trial slot %d of pool %s was held by '%s' without a lease: deleted", i, f->next.pool,
-				 f->stale[i]);
-		f->stale[i][0] = '\0';
+				 f->rd.stale[i]);
+		f->rd.stale[i][0] = '\0';
 	}
 	if (want && f->slot < 0) {
 		for (int i = 0; i < f->max_in_trial; i++) {
@@ -184,22 +163,6 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 		f->slot = -1;
 	}
 	return 0;
-}
-
-static struct fleet_member *member(struct fleet_view *v, const char *raw)
-{
-	char host[FLEET_NAME_MAX];
-
-	copy_clean(host, sizeof(host), raw);
-	for (size_t i = 0; i < v->n; i++)
-		if (strcmp(v->m[i].host, host) == 0)
-			return &v->m[i];
-	if (v->n == FLEET_MEMBERS_MAX)
-		return NULL;
-	memset(&v->m[v->n], 0, sizeof(v->m[0]));
-	strcpy(v->m[v->n].host, host);
-	v->m[v->n].slot = -1;
-	return &v->m[v->n++];
 }
 
 static int64_t wall_ms(void)
@@ -259,74 +222,6 @@ static int put_verdicts(struct fleet *f, char *err, size_t errlen)
 	}
 }
 
-/* verdicts/KNOB/HOST read back: the network's, cleaned and bounded. */
-static void on_verdict(struct fleet *f, const char *rest, const char *value)
-{
-	const char *slash = strrchr(rest, '/');
-	struct pool_verdict *v;
-	json_t *j;
-
-	if (!slash || slash == rest || !slash[1] || f->next.nverdicts == POOL_VERDICTS_MAX)
-		return;
-	j = json_loads(value, 0, NULL);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return;
-	}
-	v = &f->next.verdicts[f->next.nverdicts++];
-	memset(v, 0, sizeof(*v));
-	copy_clean(v->host, sizeof(v->host), slash + 1);
-	/* The knob as the key names it (what the value says could differ): cut at the slash. */
-	copy_clean(v->knob, (size_t)(slash - rest) + 1 < sizeof(v->knob) ? (size_t)(slash - rest) + 1 : sizeof(v->knob),
-		   rest);
-	copy_clean(v->from, sizeof(v->from), json_string_value(json_object_get(j, "from")));
-	copy_clean(v->to, sizeof(v->to), json_string_value(json_object_get(j, "to")));
-	v->kept = json_is_true(json_object_get(j, "kept"));
-	copy_clean(v->symptom, sizeof(v->symptom), json_string_value(json_object_get(j, "symptom")));
-	copy_clean(v->summary, sizeof(v->summary), json_string_value(json_object_get(j, "summary")));
-	copy_clean(v->kernel, sizeof(v->kernel), json_string_value(json_object_get(j, "kernel")));
-	v->cpus = json_integer_value(json_object_get(j, "cpus"));
-	v->at_ms = json_integer_value(json_object_get(j, "at_ms"));
-	json_decref(j);
-}
-
-/* One key of the pool, read back: what etcd holds is the network's, taken field by field and bounded. */
-static int on_key(void *ctx, const char *key, const char *value, int64_t lease)
-{
-	struct fleet *f = ctx;
-	const char *rest = key + strlen(f->prefix);
-	struct fleet_member *m;
-
-	if (strncmp(rest, "members/", 8) == 0 && rest[8] && (m = member(&f->next, rest + 8))) {
-		json_t *j = json_loads(value, 0, NULL);
-
-		m->alive = true;
-		copy_clean(m->state, sizeof(m->state), json_string_value(json_object_get(j, "state")));
-		copy_clean(m->knob, sizeof(m->knob), json_string_value(json_object_get(j, "knob")));
-		copy_clean(m->agent, sizeof(m->agent), json_string_value(json_object_get(j, "agent")));
-		copy_clean(m->kernel, sizeof(m->kernel), json_string_value(json_object_get(j, "kernel")));
-		m->cpus = json_integer_value(json_object_get(j, "cpus"));
-		json_decref(j);
-	} else if (strncmp(rest, "known/", 6) == 0 && rest[6]) {
-		member(&f->next, rest + 6);
-	} else if (strncmp(rest, "slots/", 6) == 0 && value[0]) {
-		char *end;
-		long i = strtol(rest + 6, &end, 10);
-
-		if (*end || i < 0 || i >= 1000)
-			return 0;
-		if (i == f->slot && lease == f->lease && strcmp(value, f->host) == 0)
-			f->own_slot_seen = true;
-		if (lease == 0 && i < 16)
-			copy(f->stale[i], sizeof(f->stale[i]), value);
-		if ((m = member(&f->next, value)))
-			m->slot = (int)i;
-	} else if (strncmp(rest, "verdicts/", 9) == 0) {
-		on_verdict(f, rest + 9, value);
-	}
-	return 0;
-}
-
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -341,7 +236,12 @@ static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 	char p[200];
 
 	snprintf(p, sizeof(p), "%s%s", f->prefix, what);
-	return etcd_range_prefix(f->etcd, p, on_key, f, err, errlen);
+	f->rd.prefix = f->prefix;
+	f->rd.host = f->host;
+	f->rd.slot = f->slot;
+	f->rd.lease = f->lease;
+	f->rd.next = &f->next;
+	return etcd_range_prefix(f->etcd, p, fleet_take_key, &f->rd, err, errlen);
 }
 
 static void round_once(struct fleet *f)
@@ -359,7 +259,7 @@ static void round_once(struct fleet *f)
 	f->next.n = 0;
 	f->next.nverdicts = 0;
 	f->next.rounds++;
-	f->own_slot_seen = false;
+	f->rd.own_slot_seen = false;
 	/* What the gate rests on: the lease, the member, the slots (this host's checked to be still its own). */
 	r = lease_alive(f, err, sizeof(err));
 	if (r == 0)
@@ -370,7 +270,7 @@ static void round_once(struct fleet *f)
 		r = range(f, "slots/", err, sizeof(err));
 	if (r == 0)
 		r = range(f, "members/", err, sizeof(err));
-	if (r == 0 && f->slot >= 0 && !f->own_slot_seen) {
+	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
 		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
 			 f->slot, f->next.pool, f->host);
 		f->slot = -1;
@@ -397,11 +297,11 @@ static void round_once(struct fleet *f)
 	f->next.want = want;
 	f->next.held = f->slot >= 0;
 	f->next.slot = f->slot;
-	copy(f->next.endpoint, sizeof(f->next.endpoint), etcd_endpoint(f->etcd));
+	fleet_copy(f->next.endpoint, sizeof(f->next.endpoint), etcd_endpoint(f->etcd));
 	if (r < 0) {
 		f->next.failures++;
 		snprintf(f->next.why, sizeof(f->next.why), "etcd unreachable: %.230s", err);
-		copy_clean(f->next.why, sizeof(f->next.why), f->next.why);
+		fleet_copy_clean(f->next.why, sizeof(f->next.why), f->next.why);
 		if (strcmp(f->next.why, f->view.why) != 0) /* said once, not each round */
 			log_warn("fleet: %s: no trial starts until it answers", f->next.why);
 	} else if (want && f->slot < 0) {
@@ -497,7 +397,7 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 		return r;
 	}
 	if (cfg->fleet_host[0])
-		copy(f->host, sizeof(f->host), cfg->fleet_host);
+		fleet_copy(f->host, sizeof(f->host), cfg->fleet_host);
 	else if (gethostname(f->host, sizeof(f->host) - 1) < 0 || !f->host[0])
 		strcpy(f->host, "localhost");
 	/* A hostname with a dot is fine; one with a slash would name another key. */
@@ -511,10 +411,10 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 	f->max_in_trial = cfg->fleet_max_in_trial;
 	f->slot = -1;
 	f->cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	copy(f->kernel, sizeof(f->kernel), uname(&u) == 0 ? u.release : "");
+	fleet_copy(f->kernel, sizeof(f->kernel), uname(&u) == 0 ? u.release : "");
 	strcpy(f->state, "observe");
-	copy(f->next.pool, sizeof(f->next.pool), cfg->fleet_pool);
-	copy(f->next.host, sizeof(f->next.host), f->host);
+	fleet_copy(f->next.pool, sizeof(f->next.pool), cfg->fleet_pool);
+	fleet_copy(f->next.host, sizeof(f->next.host), f->host);
 	f->next.max_in_trial = f->max_in_trial;
 	f->next.slot = -1;
 	snprintf(f->next.why, sizeof(f->next.why), "etcd not asked yet");
@@ -558,8 +458,8 @@ void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob)
 		pthread_cond_signal(&f->cv);
 	}
 	f->want = want;
-	copy(f->state, sizeof(f->state), state);
-	copy(f->knob, sizeof(f->knob), knob);
+	fleet_copy(f->state, sizeof(f->state), state);
+	fleet_copy(f->knob, sizeof(f->knob), knob);
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -605,8 +505,8 @@ void fleet_publish(struct fleet *f, const struct pool_verdict *v)
 	}
 	f->pending_seq[f->npending] = ++f->next_seq;
 	f->pending[f->npending] = *v;
-	copy(f->pending[f->npending].host, sizeof(v->host), f->host);
-	copy(f->pending[f->npending].kernel, sizeof(v->kernel), f->kernel);
+	fleet_copy(f->pending[f->npending].host, sizeof(v->host), f->host);
+	fleet_copy(f->pending[f->npending].kernel, sizeof(v->kernel), f->kernel);
 	f->pending[f->npending].cpus = f->cpus;
 	f->pending[f->npending].at_ms = wall_ms();
 	f->npending++;

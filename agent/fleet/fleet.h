@@ -57,6 +57,25 @@ struct fleet_view {
 
 struct fleet;
 
+/* What one round reads of the pool's keys (fleet_take_key): this host's identity in, the round's view and what it
+ * found of this host's out. */
+struct fleet_round {
+	const char *prefix;     /* the pool's keys: /ngx-autotune/pools/POOL/ */
+	const char *host;       /* this host */
+	int slot;               /* the slot it holds, or -1 */
+	int64_t lease;          /* its lease, 0: none */
+	struct fleet_view *next; /* the round's view: members and verdicts added */
+	bool own_slot_seen;     /* slots/SLOT found as this host's, under its lease */
+	char stale[16][FLEET_NAME_MAX]; /* slots/I (I < 16) held without a lease: never freed by themselves */
+};
+/* One key of the pool and its value read back (an etcd_kv_fn; CTX a struct fleet_round): a member, a host known,
+ * a slot, a verdict; anything else ignored. Always 0. */
+int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease);
+/* SRC (NULL: "") into DST of LEN bytes, cut to fit; the _clean one with anything but printable ASCII made '?' (the
+ * API's JSON must stay valid UTF-8, a terminal's text free of escapes). */
+void fleet_copy(char *dst, size_t len, const char *src);
+void fleet_copy_clean(char *dst, size_t len, const char *src);
+
 /* Join CFG's pool ([fleet] endpoints set): the thread started; it reaches etcd in the background. 0, or -errno with
  * ERR (a password file that cannot be read, no memory). */
 int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t errlen);

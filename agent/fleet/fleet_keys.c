@@ -1,0 +1,119 @@
+/*
+ * fleet_keys: see fleet.h. The pool's keys as a round reads them back: what etcd holds is anyone's who may write
+ * there, so each value is taken field by field, cut to its field and cleaned (tests/fuzz/fuzz_fleet.c). Pure: no
+ * network, no clock, no lock.
+ */
+#include "build-config.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet/fleet.h"
+
+/* A copy of a text field that cannot overflow. */
+void fleet_copy(char *dst, size_t len, const char *src)
+{
+	size_t n = src ? strnlen(src, len - 1) : 0;
+
+	if (n && dst != src)
+		memmove(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* The same for what etcd holds, which is anyone's who may write there: printable ASCII only, anything else '?' (the
+ * API's JSON must stay valid UTF-8, a terminal's text free of escapes). */
+void fleet_copy_clean(char *dst, size_t len, const char *src)
+{
+	fleet_copy(dst, len, src);
+	for (char *p = dst; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+
+static struct fleet_member *member(struct fleet_view *v, const char *raw)
+{
+	char host[FLEET_NAME_MAX];
+
+	fleet_copy_clean(host, sizeof(host), raw);
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->m[i].host, host) == 0)
+			return &v->m[i];
+	if (v->n == FLEET_MEMBERS_MAX)
+		return NULL;
+	memset(&v->m[v->n], 0, sizeof(v->m[0]));
+	strcpy(v->m[v->n].host, host);
+	v->m[v->n].slot = -1;
+	return &v->m[v->n++];
+}
+
+/* verdicts/KNOB/HOST read back: the network's, cleaned and bounded. */
+static void on_verdict(struct fleet_round *f, const char *rest, const char *value)
+{
+	const char *slash = strrchr(rest, '/');
+	struct pool_verdict *v;
+	json_t *j;
+
+	if (!slash || slash == rest || !slash[1] || f->next->nverdicts == POOL_VERDICTS_MAX)
+		return;
+	j = json_loads(value, 0, NULL);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return;
+	}
+	v = &f->next->verdicts[f->next->nverdicts++];
+	memset(v, 0, sizeof(*v));
+	fleet_copy_clean(v->host, sizeof(v->host), slash + 1);
+	/* The knob as the key names it (what the value says could differ): cut at the slash. */
+	fleet_copy_clean(v->knob,
+			 (size_t)(slash - rest) + 1 < sizeof(v->knob) ? (size_t)(slash - rest) + 1 : sizeof(v->knob), rest);
+	fleet_copy_clean(v->from, sizeof(v->from), json_string_value(json_object_get(j, "from")));
+	fleet_copy_clean(v->to, sizeof(v->to), json_string_value(json_object_get(j, "to")));
+	v->kept = json_is_true(json_object_get(j, "kept"));
+	fleet_copy_clean(v->symptom, sizeof(v->symptom), json_string_value(json_object_get(j, "symptom")));
+	fleet_copy_clean(v->summary, sizeof(v->summary), json_string_value(json_object_get(j, "summary")));
+	fleet_copy_clean(v->kernel, sizeof(v->kernel), json_string_value(json_object_get(j, "kernel")));
+	v->cpus = json_integer_value(json_object_get(j, "cpus"));
+	v->at_ms = json_integer_value(json_object_get(j, "at_ms"));
+	json_decref(j);
+}
+
+int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease)
+{
+	struct fleet_round *f = ctx;
+	size_t plen = strlen(f->prefix);
+	const char *rest = key + plen;
+	struct fleet_member *m;
+
+	if (strncmp(key, f->prefix, plen) != 0)
+		return 0;
+	if (strncmp(rest, "members/", 8) == 0 && rest[8] && (m = member(f->next, rest + 8))) {
+		json_t *j = json_loads(value, 0, NULL);
+
+		m->alive = true;
+		fleet_copy_clean(m->state, sizeof(m->state), json_string_value(json_object_get(j, "state")));
+		fleet_copy_clean(m->knob, sizeof(m->knob), json_string_value(json_object_get(j, "knob")));
+		fleet_copy_clean(m->agent, sizeof(m->agent), json_string_value(json_object_get(j, "agent")));
+		fleet_copy_clean(m->kernel, sizeof(m->kernel), json_string_value(json_object_get(j, "kernel")));
+		m->cpus = json_integer_value(json_object_get(j, "cpus"));
+		json_decref(j);
+	} else if (strncmp(rest, "known/", 6) == 0 && rest[6]) {
+		member(f->next, rest + 6);
+	} else if (strncmp(rest, "slots/", 6) == 0 && value[0]) {
+		char *end;
+		long i = strtol(rest + 6, &end, 10);
+
+		if (*end || i < 0 || i >= 1000)
+			return 0;
+		if (i == f->slot && lease == f->lease && strcmp(value, f->host) == 0)
+			f->own_slot_seen = true;
+		if (lease == 0 && i < 16)
+			fleet_copy(f->stale[i], sizeof(f->stale[i]), value);
+		if ((m = member(f->next, value)))
+			m->slot = (int)i;
+	} else if (strncmp(rest, "verdicts/", 9) == 0) {
+		on_verdict(f, rest + 9, value);
+	}
+	return 0;
+}
+

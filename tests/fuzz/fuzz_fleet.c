@@ -1,0 +1,64 @@
+/* An answer of etcd's JSON gateway to the fleet's range of its pool's keys (etcd_range_answer into fleet_take_key):
+ * whatever answers at an endpoint, or writes the pool's keys, is the network's. Every text the view keeps is
+ * printable ASCII within its field; the counts stay within their arrays; a slot this host holds is seen only as
+ * its own (its host, its lease). */
+#include "fuzz.h"
+
+#include <errno.h>
+
+#include "fleet/etcd.h"
+#include "fleet/fleet.h"
+
+#define PREFIX "/ngx-autotune/pools/web/"
+
+static void clean(const char *s, size_t len)
+{
+	size_t n = strnlen(s, len);
+
+	FUZZ_CHECK(n < len);
+	for (size_t i = 0; i < n; i++)
+		FUZZ_CHECK(s[i] >= 0x20 && s[i] <= 0x7e);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct fleet_view view;
+	static struct fleet_round rd;
+	int r;
+
+	memset(&view, 0, sizeof(view));
+	memset(&rd, 0, sizeof(rd));
+	rd.prefix = PREFIX;
+	rd.host = "web-1";
+	rd.slot = 0;
+	rd.lease = 7;
+	rd.next = &view;
+	r = etcd_range_answer((const char *)data, size, PREFIX, fleet_take_key, &rd);
+	FUZZ_CHECK(r == 0 || r == -EPROTO);
+	FUZZ_CHECK(view.n <= FLEET_MEMBERS_MAX);
+	FUZZ_CHECK(view.nverdicts <= POOL_VERDICTS_MAX);
+	for (size_t i = 0; i < view.n; i++) {
+		const struct fleet_member *m = &view.m[i];
+
+		clean(m->host, sizeof(m->host));
+		clean(m->state, sizeof(m->state));
+		clean(m->knob, sizeof(m->knob));
+		clean(m->agent, sizeof(m->agent));
+		clean(m->kernel, sizeof(m->kernel));
+		FUZZ_CHECK(m->slot >= -1 && m->slot < 1000);
+	}
+	for (size_t i = 0; i < view.nverdicts; i++) {
+		const struct pool_verdict *v = &view.verdicts[i];
+
+		clean(v->host, sizeof(v->host));
+		clean(v->knob, sizeof(v->knob));
+		clean(v->from, sizeof(v->from));
+		clean(v->to, sizeof(v->to));
+		clean(v->symptom, sizeof(v->symptom));
+		clean(v->summary, sizeof(v->summary));
+		clean(v->kernel, sizeof(v->kernel));
+	}
+	for (size_t i = 0; i < 16; i++)
+		FUZZ_CHECK(strnlen(rd.stale[i], sizeof(rd.stale[i])) < sizeof(rd.stale[i]));
+	return 0;
+}

@@ -1,0 +1,187 @@
+/*
+ * What a round reads back of the pool's keys (etcd_range_answer into fleet_take_key): the network's, so each answer
+ * is taken field by field. A range answer as etcd 3.4's JSON gateway writes it (keys and values in base64, int64s
+ * as strings); then hostile ones: bytes a terminal would obey, values longer than their fields, a NUL in a value,
+ * slots out of range, keys of another pool, more members than the view holds, answers that are not etcd's.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <nettle/base64.h>
+
+#include "fleet/etcd.h"
+#include "fleet/fleet.h"
+
+#define PREFIX "/ngx-autotune/pools/web/"
+
+/* One kv of a range answer: KEY and VALUE (NULL: left out, as etcd leaves out an empty value) in base64. */
+static void kv(char *out, size_t len, const char *key, const char *value, size_t vlen, const char *lease)
+{
+	char k[1024], v[8192];
+	size_t n = strlen(out);
+
+	base64_encode_raw(k, strlen(key), (const uint8_t *)key);
+	k[BASE64_ENCODE_RAW_LENGTH(strlen(key))] = '\0';
+	if (value) {
+		base64_encode_raw(v, vlen, (const uint8_t *)value);
+		v[BASE64_ENCODE_RAW_LENGTH(vlen)] = '\0';
+	}
+	snprintf(out + n, len - n, "%s{\"key\":\"%s\",\"create_revision\":\"5\",\"mod_revision\":\"9\",\"version\":\"2\"%s%s%s%s%s}",
+		 strchr(out, '{') && out[n - 1] != '[' ? "," : "", k, value ? ",\"value\":\"" : "", value ? v : "",
+		 value ? "\"" : "", lease ? ",\"lease\":" : "", lease ? lease : "");
+}
+
+static int take(const char *body, struct fleet_view *view, struct fleet_round *rd)
+{
+	memset(view, 0, sizeof(*view));
+	memset(rd, 0, sizeof(*rd));
+	rd->prefix = PREFIX;
+	rd->host = "web-1";
+	rd->slot = 0;
+	rd->lease = 7587885337434624001LL;
+	rd->next = view;
+	return etcd_range_answer(body, strlen(body), PREFIX, fleet_take_key, rd);
+}
+
+static void assert_clean(const char *s)
+{
+	for (; *s; s++)
+		assert_true(*s >= 0x20 && *s <= 0x7e);
+}
+
+static void test_real_answer(void **state)
+{
+	static char body[65536];
+	struct fleet_view view;
+	struct fleet_round rd;
+	const char *m1 = "{\"agent\":\"0.1.0\",\"cpus\":2,\"kernel\":\"6.1.0-28-amd64\",\"knob\":\"net.core.somaxconn\","
+			 "\"state\":\"trial\"}";
+	const char *ver = "{\"at_ms\":1796050742082,\"cpus\":2,\"from\":\"4096\",\"kept\":true,\"kernel\":\"6.1.0-28-amd64\","
+			  "\"knob\":\"net.core.somaxconn\",\"summary\":\"overflows 486/s -> 0/s\",\"symptom\":\"listen_overflows\","
+			  "\"to\":\"8192\"}";
+
+	(void)state;
+	strcpy(body, "{\"header\":{\"cluster_id\":\"14841639068965178418\",\"member_id\":\"10276657743932975437\","
+		     "\"revision\":\"12\",\"raft_term\":\"2\"},\"kvs\":[");
+	kv(body, sizeof(body), PREFIX "known/web-1", "{\"joined_ms\":1796050000000}", 27, NULL);
+	kv(body, sizeof(body), PREFIX "known/web-2", "{}", 2, NULL);
+	kv(body, sizeof(body), PREFIX "members/web-1", m1, strlen(m1), "\"7587885337434624001\"");
+	kv(body, sizeof(body), PREFIX "slots/0", "web-1", 5, "\"7587885337434624001\"");
+	kv(body, sizeof(body), PREFIX "slots/1", "web-2", 5, NULL); /* leaseless: stale */
+	kv(body, sizeof(body), PREFIX "verdicts/net.core.somaxconn/web-2", ver, strlen(ver), NULL);
+	strcat(body, "],\"count\":\"6\"}");
+
+	assert_int_equal(take(body, &view, &rd), 0);
+	assert_int_equal(view.n, 2);
+	assert_string_equal(view.m[0].host, "web-1");
+	assert_true(view.m[0].alive);
+	assert_string_equal(view.m[0].state, "trial");
+	assert_string_equal(view.m[0].knob, "net.core.somaxconn");
+	assert_string_equal(view.m[0].kernel, "6.1.0-28-amd64");
+	assert_int_equal(view.m[0].cpus, 2);
+	assert_int_equal(view.m[0].slot, 0);
+	assert_false(view.m[1].alive);
+	assert_int_equal(view.m[1].slot, 1);
+	assert_true(rd.own_slot_seen);
+	assert_string_equal(rd.stale[1], "web-2");
+	assert_string_equal(rd.stale[0], "");
+	assert_int_equal(view.nverdicts, 1);
+	assert_string_equal(view.verdicts[0].host, "web-2");
+	assert_string_equal(view.verdicts[0].knob, "net.core.somaxconn");
+	assert_string_equal(view.verdicts[0].from, "4096");
+	assert_string_equal(view.verdicts[0].to, "8192");
+	assert_true(view.verdicts[0].kept);
+	assert_string_equal(view.verdicts[0].symptom, "listen_overflows");
+	assert_int_equal(view.verdicts[0].at_ms, 1796050742082LL);
+}
+
+/* Each hostile answer, with what must (not) come of it. */
+static void test_hostile(void **state)
+{
+	static char body[65536], big[4096];
+	struct fleet_view view;
+	struct fleet_round rd;
+
+	(void)state;
+	/* Escapes and bytes outside ASCII: cleaned to '?'; a value longer than its field: cut. */
+	memset(big, 'k', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	strcpy(body, "{\"kvs\":[");
+	{
+		const char *m = "{\"state\":\"\\u001b[2Jtrial\",\"knob\":\"k\"}";
+
+		kv(body, sizeof(body), PREFIX "members/evil\x1b]0;x\x07\xc3\xa9", m, strlen(m), "\"1\"");
+	}
+	{
+		char v[4200];
+
+		snprintf(v, sizeof(v), "{\"to\":\"%s\",\"from\":1,\"kept\":\"yes\"}", big);
+		kv(body, sizeof(body), PREFIX "verdicts/net.core.somaxconn/h\xff", v, strlen(v), NULL);
+	}
+	strcat(body, "]}");
+	assert_int_equal(take(body, &view, &rd), 0);
+	assert_int_equal(view.n, 1);
+	assert_clean(view.m[0].host);
+	assert_clean(view.m[0].state);
+	assert_int_equal(strncmp(view.m[0].host, "evil?]0;x??", 11), 0);
+	assert_int_equal(view.nverdicts, 1);
+	assert_clean(view.verdicts[0].host);
+	assert_int_equal(strlen(view.verdicts[0].to), sizeof(view.verdicts[0].to) - 1);
+	assert_string_equal(view.verdicts[0].from, ""); /* a number where a string belongs: nothing */
+	assert_false(view.verdicts[0].kept);            /* "yes" is not true */
+
+	/* A NUL inside a value, slots out of range or not numbers, another pool's keys, values that are not JSON. */
+	strcpy(body, "{\"kvs\":[");
+	kv(body, sizeof(body), PREFIX "slots/0", "web-1\0web-9", 11, "\"7587885337434624001\"");
+	kv(body, sizeof(body), PREFIX "slots/1000", "x", 1, NULL);
+	kv(body, sizeof(body), PREFIX "slots/-1", "x", 1, NULL);
+	kv(body, sizeof(body), PREFIX "slots/2a", "x", 1, NULL);
+	kv(body, sizeof(body), "/ngx-autotune/pools/other/members/intruder", "{}", 2, NULL);
+	kv(body, sizeof(body), PREFIX "members/bad", "not json", 8, "\"x\"");
+	kv(body, sizeof(body), PREFIX "verdicts/noslash", "{}", 2, NULL);
+	kv(body, sizeof(body), PREFIX "verdicts/k/", "{}", 2, NULL);
+	kv(body, sizeof(body), PREFIX "verdicts/k/h", "[1,2]", 5, NULL);
+	strcat(body, "]}");
+	assert_int_equal(take(body, &view, &rd), 0);
+	assert_false(rd.own_slot_seen);
+	assert_int_equal(view.n, 1); /* "bad": alive, its fields empty */
+	assert_string_equal(view.m[0].host, "bad");
+	assert_string_equal(view.m[0].state, "");
+	assert_int_equal(view.nverdicts, 0);
+
+	/* More members than the view holds: the rest dropped, nothing past the array. */
+	strcpy(body, "{\"kvs\":[");
+	for (int i = 0; i < FLEET_MEMBERS_MAX + 20; i++) {
+		char key[128];
+
+		snprintf(key, sizeof(key), PREFIX "known/h%03d", i);
+		kv(body, sizeof(body), key, NULL, 0, NULL);
+	}
+	strcat(body, "]}");
+	assert_int_equal(take(body, &view, &rd), 0);
+	assert_int_equal(view.n, FLEET_MEMBERS_MAX);
+
+	/* Not etcd's answers. */
+	assert_int_equal(take("<html>502 Bad Gateway</html>", &view, &rd), -EPROTO);
+	assert_int_equal(take("[]", &view, &rd), -EPROTO);
+	assert_int_equal(take("{\"kvs\":{\"key\":1}}", &view, &rd), 0);
+	assert_int_equal(take("{\"kvs\":[{\"key\":\"!!!\",\"value\":7},{\"value\":\"eA==\"},1,null]}", &view, &rd), 0);
+	assert_int_equal(view.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_real_answer),
+		cmocka_unit_test(test_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
