@@ -214,11 +214,14 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 		/* The busiest and the mean worker count workers that serve: not the cache manager or loader, nor an old
 		 * worker shutting down after a reload (each near 0 ms would make two evenly busy workers look 1.5x
 		 * apart). A cmdline that cannot be read counts as serving. */
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)w.pid);
-		if (sampler_read(s, &s->pf[PF_SCRATCH], path) == 0 && s->pb.len > 0)
-			serving = strcmp(s->pb.data, "nginx: worker process") == 0;
 		struct procfile *sched = i < KEEP_MAX ? &s->pf_sched[i] : &s->pf[PF_SCRATCH];
 		struct procfile *status = i < KEEP_MAX ? &s->pf_status[i] : &s->pf[PF_SCRATCH];
+		struct procfile *cmdline = i < KEEP_MAX ? &s->pf_cmdline[i] : &s->pf[PF_SCRATCH];
+
+		/* Kept open as the others (read again each tick: it changes when the worker starts shutting down). */
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)w.pid);
+		if (sampler_read(s, cmdline, path) == 0 && s->pb.len > 0)
+			serving = strcmp(s->pb.data, "nginx: worker process") == 0;
 
 		/* A read or parse failing is a worker exiting between the listing and the read: it is left out. */
 		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w.pid);
@@ -252,6 +255,7 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	for (size_t i = n; i < KEEP_MAX; i++) {
 		procfile_close(&s->pf_sched[i]);
 		procfile_close(&s->pf_status[i]);
+		procfile_close(&s->pf_cmdline[i]);
 	}
 	memcpy(s->workers, now, m * sizeof(now[0]));
 	s->nworkers = m;

@@ -150,6 +150,7 @@ int sampler_new(const struct config *cfg, struct metric_registry *reg, struct sa
 	for (size_t i = 0; i < KEEP_MAX; i++) {
 		procfile_init(&s->pf_sched[i]);
 		procfile_init(&s->pf_status[i]);
+		procfile_init(&s->pf_cmdline[i]);
 		procfile_init(&s->pf_irq[i]);
 	}
 	set_enabled(s);
@@ -183,6 +184,7 @@ void sampler_free(struct sampler *s)
 	sampler_close_files(s->pf, PF_COUNT);
 	sampler_close_files(s->pf_sched, KEEP_MAX);
 	sampler_close_files(s->pf_status, KEEP_MAX);
+	sampler_close_files(s->pf_cmdline, KEEP_MAX);
 	sampler_close_files(s->pf_irq, KEEP_MAX);
 	procbuf_free(&s->pb);
 	free(s);

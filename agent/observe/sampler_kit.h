@@ -96,7 +96,9 @@ struct sampler {
 	pid_t pidfile_pid;    /* what it said then; 0: not read */
 	size_t nworkers;
 	struct worker_prev workers[MAX_WORKERS];
-	struct procfile pf_sched[KEEP_MAX], pf_status[KEEP_MAX];
+	struct procfile pf_sched[KEEP_MAX], pf_status[KEEP_MAX], pf_cmdline[KEEP_MAX];
+	uint64_t orphans_tick;  /* tick tcp_max_orphans was last read (a setting: every ORPHANS_EVERY_MS) */
+	double max_orphans;     /* what it said then, NAN: unreadable */
 	int netns_fd; /* nginx's network namespace when it is not ours, else -1 */
 	uint64_t netns_gen; /* bumped when nginx's pid changes: connections made before go */
 	sampler_ns_tcp_fn ns_tcp; /* sampler_set_ns_tcp's: sockets of nginx's namespace (netns_fd then unused), or NULL */
