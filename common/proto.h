@@ -293,10 +293,12 @@
 #define API_K_FLEET_SLOT "slot"             /* which (-1: none) */
 #define API_K_FLEET_WANT "want"             /* the controller wants one */
 #define API_K_FLEET_ENDPOINT "endpoint"     /* the etcd endpoint that answered last */
-#define API_K_FLEET_MAX "max_in_trial"
+#define API_K_FLEET_MAX "max_in_trial"         /* the pool's: the smallest its alive hosts set */
+#define API_K_FLEET_MAX_SET "max_in_trial_set" /* this host's [fleet] max_in_trial */
+#define API_K_FLEET_MAX_BY "max_in_trial_by"   /* the host that set the pool's below it, "" */
 #define API_K_FLEET_ROUNDS "rounds"
 #define API_K_FLEET_FAILURES "failures"
-#define API_K_FLEET_MEMBERS "members"       /* [{host, alive, state, knob, agent, kernel, cpus, slot}] */
+#define API_K_FLEET_MEMBERS "members"       /* [{host, alive, state, knob, agent, kernel, cpus, slot, max_in_trial}] */
 #define API_K_FLEET_ALIVE "alive"
 #define API_K_FLEET_STATE "state"
 #define API_K_FLEET_KNOB "knob"

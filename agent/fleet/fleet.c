@@ -97,8 +97,9 @@ static int lease_alive(struct fleet *f, char *err, size_t errlen)
 static int put_member(struct fleet *f, const char *state, const char *knob, char *err, size_t errlen)
 {
 	char key[256], *v;
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "host", f->host, "agent", PACKAGE_VERSION, "kernel",
-			      f->kernel, "cpus", (json_int_t)f->cpus, "state", state, "knob", knob);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:I}", "host", f->host, "agent", PACKAGE_VERSION,
+			      "kernel", f->kernel, "cpus", (json_int_t)f->cpus, "state", state, "knob", knob,
+			      "max_in_trial", (json_int_t)f->max_in_trial);
 	int r = 0;
 
 	v = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -142,7 +143,7 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 		f->rd.stale[i][0] = '\0';
 	}
 	if (want && f->slot < 0) {
-		for (int i = 0; i < f->max_in_trial; i++) {
+		for (int i = 0; i < f->next.max_in_trial; i++) {
 			snprintf(key, sizeof(key), "%sslots/%d", f->prefix, i);
 			r = etcd_create(f->etcd, key, f->host, f->lease, &ok, err, errlen);
 			if (r < 0)
@@ -264,12 +265,24 @@ static void round_once(struct fleet *f)
 	r = lease_alive(f, err, sizeof(err));
 	if (r == 0)
 		r = put_member(f, state, knob, err, sizeof(err));
+	/* The members first: the pool's max_in_trial is the smallest its alive hosts set. A host that took a slot above
+	 * it before it learnt of it keeps it to its verdict (a trial is never cut for this); no one takes another. */
+	if (r == 0)
+		r = range(f, "members/", err, sizeof(err));
+	if (r == 0) {
+		char by[FLEET_NAME_MAX];
+
+		f->next.max_in_trial = fleet_pool_max(&f->next, f->max_in_trial, by, sizeof(by));
+		if (strcmp(by, f->next.max_in_trial_by) != 0 && by[0])
+			log_warn("fleet: %s sets max_in_trial %" PRId64 " for pool %s, below this host's %" PRId64
+				 ": at most %" PRId64 " in trial", by, f->next.max_in_trial, f->next.pool, f->max_in_trial,
+				 f->next.max_in_trial);
+		strcpy(f->next.max_in_trial_by, by);
+	}
 	if (r == 0)
 		r = slot_step(f, want, err, sizeof(err));
 	if (r == 0)
 		r = range(f, "slots/", err, sizeof(err));
-	if (r == 0)
-		r = range(f, "members/", err, sizeof(err));
 	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
 		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
 			 f->slot, f->next.pool, f->host);
@@ -307,7 +320,7 @@ static void round_once(struct fleet *f)
 	} else if (want && f->slot < 0) {
 		char *p = f->next.why;
 		size_t left = sizeof(f->next.why);
-		int n = snprintf(p, left, "all %" PRId64 " trial slots of pool %s are taken:", f->max_in_trial,
+		int n = snprintf(p, left, "all %" PRId64 " trial slots of pool %s are taken:", f->next.max_in_trial,
 				 f->next.pool);
 
 		for (size_t i = 0; i < f->next.n && n > 0 && (size_t)n < left; i++) {
@@ -415,7 +428,7 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 	strcpy(f->state, "observe");
 	fleet_copy(f->next.pool, sizeof(f->next.pool), cfg->fleet_pool);
 	fleet_copy(f->next.host, sizeof(f->next.host), f->host);
-	f->next.max_in_trial = f->max_in_trial;
+	f->next.max_in_trial = f->next.max_in_trial_set = f->max_in_trial;
 	f->next.slot = -1;
 	snprintf(f->next.why, sizeof(f->next.why), "etcd not asked yet");
 	f->view = f->next;

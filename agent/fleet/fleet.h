@@ -35,6 +35,7 @@ struct fleet_member {
 	char kernel[64];
 	int64_t cpus;
 	int slot;              /* the trial slot it holds, -1 for none */
+	int64_t max_in_trial;  /* its [fleet] max_in_trial, 0: not said (an older agent) */
 };
 
 struct fleet_view {
@@ -43,7 +44,9 @@ struct fleet_view {
 	bool reachable;        /* the last round reached etcd and holds a lease */
 	char why[256];         /* why not, or why the gate is closed; "" when open */
 	int64_t rounds, failures; /* rounds with etcd, and those that failed */
-	int64_t max_in_trial;
+	int64_t max_in_trial;  /* the pool's: the smallest its alive members set (fleet_pool_max) */
+	int64_t max_in_trial_set; /* this host's [fleet] max_in_trial */
+	char max_in_trial_by[FLEET_NAME_MAX]; /* the host that set the pool's, when it is below this host's */
 	bool want, held;       /* the controller wants a slot; this host holds one */
 	int slot;
 	size_t n;              /* members, this host's included */
@@ -74,6 +77,10 @@ int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease)
 /* SRC (NULL: "") into DST of LEN bytes, cut to fit; the _clean one with anything but printable ASCII made '?' (the
  * API's JSON must stay valid UTF-8, a terminal's text free of escapes). */
 void fleet_copy(char *dst, size_t len, const char *src);
+/* The pool's max_in_trial: the smallest of OWN and of what V's alive members set (a member that says none counts as
+ * agreeing), so that hosts that disagree never put more in trial than the most careful of them allows; BY (WHOLEN
+ * bytes) gets the host that set it when it is below OWN, "" otherwise. */
+int64_t fleet_pool_max(const struct fleet_view *v, int64_t own, char *by, size_t bylen);
 void fleet_copy_clean(char *dst, size_t len, const char *src);
 
 /* Join CFG's pool ([fleet] endpoints set): the thread started; it reaches etcd in the background. 0, or -errno with

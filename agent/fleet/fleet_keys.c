@@ -96,6 +96,9 @@ int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease)
 		fleet_copy_clean(m->agent, sizeof(m->agent), json_string_value(json_object_get(j, "agent")));
 		fleet_copy_clean(m->kernel, sizeof(m->kernel), json_string_value(json_object_get(j, "kernel")));
 		m->cpus = json_integer_value(json_object_get(j, "cpus"));
+		m->max_in_trial = json_integer_value(json_object_get(j, "max_in_trial"));
+		if (m->max_in_trial < 1 || m->max_in_trial > 64) /* [fleet] max_in_trial's range; else not said */
+			m->max_in_trial = 0;
 		json_decref(j);
 	} else if (strncmp(rest, "known/", 6) == 0 && rest[6]) {
 		member(f->next, rest + 6);
@@ -117,3 +120,16 @@ int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease)
 	return 0;
 }
 
+
+int64_t fleet_pool_max(const struct fleet_view *v, int64_t own, char *by, size_t bylen)
+{
+	int64_t most = own;
+
+	by[0] = '\0';
+	for (size_t i = 0; i < v->n; i++)
+		if (v->m[i].alive && v->m[i].max_in_trial > 0 && v->m[i].max_in_trial < most) {
+			most = v->m[i].max_in_trial;
+			fleet_copy(by, bylen, v->m[i].host);
+		}
+	return most;
+}

@@ -5,7 +5,8 @@
 #   1. every agent joins: ngxctl fleet lists the three, alive; a key written by hand that is not clean text is
 #      listed cleaned (the answers stay JSON);
 #   2. at most max_in_trial (1) host in trial, sampled all along (the slots in etcd, and each agent's own state): h1
-#      in a long trial holds the slot, h2 and h3 wait, their reason naming h1;
+#      in a long trial holds the slot, h2 and h3 wait, their reason naming h1; h3, set to 2, holds to the pool's 1
+#      (the smallest its hosts set) and says who set it;
 #   3. kill -9 of h1 in trial frees its slot within its lease (3 s): one of the others takes it and tries its change
 #      to a verdict while the last waits naming it; h1 is listed gone, and at its restart its host is put back
 #      (somaxconn as before) and it joins again;
@@ -71,8 +72,9 @@ for h in 1 2 3; do
 		-e "s|^override_dir = .*|override_dir = $TMP/h$h/policies.d|" "$TMP/h$h/agent.conf"
 	printf '[tuning]\nblock = %s\npairs = 4\ncalibrate_pairs = 0\ncooldown = 0s\nchanges_per_hour = 60\n' $block \
 		>>"$TMP/h$h/agent.conf"
-	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = web\nhost = h%s\nmax_in_trial = 1\nlease_ttl = 3s\n' \
-		$EPORT $h >>"$TMP/h$h/agent.conf"
+	# h3 would let two hosts in trial: the pool holds to the smallest its hosts set.
+	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = web\nhost = h%s\nmax_in_trial = %s\nlease_ttl = 3s\n' \
+		$EPORT $h "$([ $h = 3 ] && echo 2 || echo 1)" >>"$TMP/h$h/agent.conf"
 	printf 'user = ngx\npassword_file = %s\n' "$TMP/etcd.password" >>"$TMP/h$h/agent.conf"
 	start_host_agent $h
 done
@@ -131,6 +133,9 @@ waits() { hapi "$1" /v1/trials/current | jq -r .reason | grep -q "waits for a tr
 wait_for 10 waits 2 && wait_for 10 waits 3 ||
 	fail "h2 and h3 do not wait for h1's slot: $(hapi 2 /v1/trials/current | jq -c '{state, reason}')"
 [ "$(ns_somaxconn 2)" = "$before" ] && [ "$(ns_somaxconn 3)" = "$before" ] || fail "a waiting host changed somaxconn"
+hctl 3 fleet | grep -q "^the pool's max_in_trial is 1, set by h[12] (this host's is 2)" &&
+	hapi 3 /v1/fleet | jq -e '.max_in_trial == 1 and .max_in_trial_set == 2 and ([.members[] | select(.host == "h3")][0].max_in_trial == 2)' >/dev/null ||
+	fail "h3 does not hold to the pool's max_in_trial: $(hctl 3 fleet | head -3)"
 ok "2. h1 in trial holds the pool's one slot; h2 and h3 wait, naming it: $(hapi 2 /v1/trials/current | jq -r .reason | cut -c1-150)"
 
 # 3. h1 dies in its trial: its lease ends within 3 s, and its slot with it.

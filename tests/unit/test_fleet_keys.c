@@ -176,11 +176,55 @@ static void test_hostile(void **state)
 	assert_int_equal(view.n, 0);
 }
 
+/* The pool's max_in_trial: the smallest of this host's and of what its alive members say (a value outside 1..64, or
+ * not a number, says nothing). */
+static void test_pool_max(void **state)
+{
+	static char body[8192];
+	struct fleet_view view;
+	struct fleet_round rd;
+	char by[FLEET_NAME_MAX];
+	static const struct {
+		const char *host, *value;
+		bool alive;
+	} m[] = {
+		{"h2", "{\"max_in_trial\":2}", true},  {"h3", "{\"max_in_trial\":1}", false}, /* h3: known, gone */
+		{"h4", "{\"max_in_trial\":65}", true}, {"h5", "{\"max_in_trial\":\"1\"}", true},
+		{"h6", "{\"max_in_trial\":-1}", true}, {"h7", "{}", true},
+	};
+
+	(void)state;
+	strcpy(body, "{\"kvs\":[");
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		char key[128];
+
+		snprintf(key, sizeof(key), PREFIX "%s/%s", m[i].alive ? "members" : "known", m[i].host);
+		kv(body, sizeof(body), key, m[i].value, strlen(m[i].value), NULL);
+	}
+	strcat(body, "]}");
+	assert_int_equal(take(body, &view, &rd), 0);
+	assert_int_equal(view.n, 6);
+	assert_int_equal(view.m[0].max_in_trial, 2);
+	for (size_t i = 2; i < 6; i++)
+		assert_int_equal(view.m[i].max_in_trial, 0);
+	assert_int_equal(fleet_pool_max(&view, 4, by, sizeof(by)), 2);
+	assert_string_equal(by, "h2");
+	assert_int_equal(fleet_pool_max(&view, 2, by, sizeof(by)), 2);
+	assert_string_equal(by, "");
+	assert_int_equal(fleet_pool_max(&view, 1, by, sizeof(by)), 1);
+	assert_string_equal(by, "");
+	view.m[1].alive = true; /* h3's lease back, and its 1 with it (known/ held no value: as said by members/) */
+	view.m[1].max_in_trial = 1;
+	assert_int_equal(fleet_pool_max(&view, 4, by, sizeof(by)), 1);
+	assert_string_equal(by, "h3");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_real_answer),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_pool_max),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
