@@ -194,6 +194,8 @@ struct fleet_loop {
 	uint64_t gen;         /* fleet_verdicts_gen of VIEW */
 	struct fleet_view view;
 	struct plan_cause causes[PLAN_CAUSES_MAX]; /* given to the tuning loop last */
+	const struct policy_set *set;             /* the policies they were checked against */
+	int64_t computed_ms;                      /* when (frame time) */
 	size_t ncauses;
 	char audited[FLEET_AUDITED_MAX][160]; /* refusals audited already (host, knob, value, time), a ring */
 	size_t next_audited;
@@ -265,18 +267,23 @@ static void fleet_step(struct agent *a)
 			}
 		}
 	}
-	if (fleet_verdicts_gen(a->fleet) != fl->gen) {
-		fleet_view(a->fleet, &fl->view);
-		fl->gen = fl->view.verdicts_gen;
-	}
-	if (rep.state == CONTROLLER_OBSERVE && (fl->view.nverdicts || fl->ncauses)) {
+	/* The pool's causes when its verdicts or this host's policies change: each holds only while its symptom fires,
+	 * which the planner checks in the tick itself (computed here after the tick, a cause came one tick after the
+	 * symptom, and the symptom's own knob was proposed first: found on a real nginx, fleet.sh's step 6); and every
+	 * 10 s, for the age their evidence gives ("kept on web-3 12 min ago"). */
+	if (fleet_verdicts_gen(a->fleet) != fl->gen || engine_policies(a->engine) != fl->set ||
+	    a->fr.ts_ms - fl->computed_ms >= 10000 || a->fr.ts_ms < fl->computed_ms) {
 		struct plan_cause causes[PLAN_CAUSES_MAX];
 		struct pool_facts self;
 		size_t n;
 
+		fleet_view(a->fleet, &fl->view);
+		fl->gen = fl->view.verdicts_gen;
+		fl->set = engine_policies(a->engine);
+		fl->computed_ms = a->fr.ts_ms;
 		fleet_facts(a->fleet, &self);
-		n = pool_causes(engine_policies(a->engine), tuning_detect_report(a->tuning), &self, fl->view.verdicts,
-				fl->view.nverdicts, a->fr.ts_ms, causes, POOL_CAUSES_MAX, fl->refused, fl->why);
+		n = pool_causes(fl->set, &self, fl->view.verdicts, fl->view.nverdicts, a->fr.ts_ms, causes,
+				POOL_CAUSES_MAX, fl->refused, fl->why);
 		for (size_t i = 0; i < fl->view.nverdicts; i++)
 			if (fl->refused[i])
 				fleet_refused(a, fl, &fl->view.verdicts[i], fl->why[i]);

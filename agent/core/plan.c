@@ -728,14 +728,21 @@ static int try_cause(const struct policy_set *set, const struct plan_cause *c, v
 	return 0;
 }
 
-/* The causes of CAUSES in the order they are tried (demand before limits, then by severity) into ORDER. */
-static size_t order_causes(const struct plan_causes *causes, const struct plan_cause **order)
+/* The causes of CAUSES in the order they are tried (demand before limits, then by severity) into ORDER; one that
+ * holds only while its symptom fires, only while it fires in REP. */
+static size_t order_causes(const struct plan_causes *causes, const struct detect_report *rep,
+			   const struct plan_cause **order)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; causes && i < causes->n && n < PLAN_CAUSES_MAX; i++)
-		if (causes->v[i].knob[0])
-			order[n++] = &causes->v[i];
+	for (size_t i = 0; causes && i < causes->n && n < PLAN_CAUSES_MAX; i++) {
+		const struct plan_cause *c = &causes->v[i];
+
+		if (!c->knob[0] ||
+		    (c->while_fires && !((unsigned)c->symptom < DETECT_COUNT && rep->r[c->symptom].active)))
+			continue;
+		order[n++] = c;
+	}
 	qsort(order, n, sizeof(order[0]), cmp_cause);
 	return n;
 }
@@ -806,7 +813,7 @@ int plan_next(const struct policy_set *set, const struct detect_report *rep, con
 		    rep->status);
 		return 0;
 	}
-	nc = order_causes(causes, order);
+	nc = order_causes(causes, rep, order);
 	for (size_t i = 0; i < nc; i++)
 		if (try_cause(set, order[i], value_of, ctx, mem, cfg, now_ms, out) == 0)
 			return 0;

@@ -97,6 +97,10 @@ struct plan_cause {
 	enum plan_cause_kind kind;
 	int severity;                         /* the finding's: 0 info, 1 warning, 2 critical */
 	char evidence[PLAN_EVIDENCE_MAX];     /* the finding's evidence, with its figures */
+	bool while_fires;                     /* a cause only while SYMPTOM fires in the report plan_next is given
+					       * (what the pool proved for that symptom: weighed in the very tick the
+					       * symptom starts, before its own knob) */
+	enum detect_id symptom;
 };
 
 /* The causes of one plan_next. FRESH: they were checked under the load of now (since the report became actionable);

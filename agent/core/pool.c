@@ -36,18 +36,6 @@ static int unknown(const char *knob, char *out, size_t outlen, void *ctx)
 	return -ENOENT;
 }
 
-/* Whether SYMPTOM fires here now. None ("": an operator's proposal, a cause's) never: anyone who may write to etcd
- * could otherwise have every host try any value its policy allows. */
-static bool fires(const struct detect_report *rep, const char *symptom)
-{
-	if (!symptom[0])
-		return false;
-	for (int d = 0; rep && d < DETECT_COUNT; d++)
-		if (strcmp(detect_name((enum detect_id)d), symptom) == 0)
-			return rep->r[d].active;
-	return false;
-}
-
 static bool refuted(const struct pool_facts *self, const struct pool_verdict *v, size_t n, const struct pool_verdict *k)
 {
 	for (size_t i = 0; i < n; i++)
@@ -71,7 +59,7 @@ static void ago(int64_t now_ms, int64_t at_ms, char *out, size_t outlen)
 		snprintf(out, outlen, "%lld h ago", (long long)(s / 3600));
 }
 
-size_t pool_causes(const struct policy_set *set, const struct detect_report *rep, const struct pool_facts *self,
+size_t pool_causes(const struct policy_set *set, const struct pool_facts *self,
 		   const struct pool_verdict *v, size_t n, int64_t now_ms, struct plan_cause *causes, size_t max,
 		   bool *refused, char (*why)[POOL_TEXT_MAX])
 {
@@ -81,6 +69,7 @@ size_t pool_causes(const struct policy_set *set, const struct detect_report *rep
 		const struct pool_verdict *k = &v[i];
 		const struct knob_policy *p;
 		char err[POOL_TEXT_MAX], when[32];
+		enum detect_id symptom;
 
 		refused[i] = false;
 		why[i][0] = '\0';
@@ -99,7 +88,9 @@ size_t pool_causes(const struct policy_set *set, const struct detect_report *rep
 			snprintf(why[i], POOL_TEXT_MAX, "%.64s = %.48s: %.120s", k->knob, k->to, err);
 			continue;
 		}
-		if (!fires(rep, k->symptom) || refuted(self, v, n, k) || m == max)
+		/* None ("": an operator's proposal, a cause's) never: anyone who may write to etcd could otherwise have
+		 * every host try any value its policy allows. */
+		if (detect_lookup(k->symptom, &symptom) < 0 || refuted(self, v, n, k) || m == max)
 			continue;
 		memset(&causes[m], 0, sizeof(causes[m]));
 		snprintf(causes[m].id, sizeof(causes[m].id), "pool.proven");
@@ -108,6 +99,9 @@ size_t pool_causes(const struct policy_set *set, const struct detect_report *rep
 		/* Tried first: demand before limits, then by severity (plan.c's order of causes). */
 		causes[m].kind = PLAN_CAUSE_DEMAND;
 		causes[m].severity = 2;
+		/* Only while its symptom fires here, weighed by the planner in the tick it starts. */
+		causes[m].while_fires = true;
+		causes[m].symptom = symptom;
 		ago(now_ms, k->at_ms, when, sizeof(when));
 		snprintf(causes[m].evidence, sizeof(causes[m].evidence), "kept on %.64s %.24s (%.48s -> %.48s%s%.64s): %.120s",
 			 k->host, when, k->from, k->to, k->symptom[0] ? ", for " : "", k->symptom, k->summary);

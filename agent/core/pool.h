@@ -54,10 +54,11 @@ struct pool_facts {
 /* Whether what V was proven under holds on SELF. */
 bool pool_facts_match(const struct pool_facts *self, const struct pool_verdict *v);
 
-/* Each of V[0..N): the kept ones usable here into CAUSES (at most MAX: their count returned), the refused ones
- * marked in REFUSED[i] with WHY[i] (one sentence); the others (this host's, facts that differ, a symptom that does
- * not fire, refuted, reverted) neither. REP may be NULL (no symptom fires). NOW_MS for the evidence's age. */
-size_t pool_causes(const struct policy_set *set, const struct detect_report *rep, const struct pool_facts *self,
+/* Each of V[0..N): the kept ones usable here into CAUSES (at most MAX: their count returned), each a cause only
+ * while its symptom fires (plan_cause.while_fires: the planner weighs it in the tick the symptom starts, before the
+ * symptom's own knob), the refused ones marked in REFUSED[i] with WHY[i] (one sentence); the others (this host's,
+ * facts that differ, no symptom or one unknown here, refuted, reverted) neither. NOW_MS for the evidence's age. */
+size_t pool_causes(const struct policy_set *set, const struct pool_facts *self,
 		   const struct pool_verdict *v, size_t n, int64_t now_ms, struct plan_cause *causes, size_t max,
 		   bool *refused, char (*why)[POOL_TEXT_MAX]);
 

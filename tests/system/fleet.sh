@@ -13,12 +13,15 @@
 #   4. etcd stopped: no trial starts, every agent stays up and says why (status and ngxctl fleet); etcd back, the
 #      waiting trial starts by itself;
 #   5. verdicts put into etcd by hand, outside the local policy or naming a path, are refused and audited; a slot
-#      key without a lease is freed.
+#      key without a lease is freed;
+#   6. the same fault on two more hosts (somaxconn 16, 400 clients that close each connection): h4's own trial keeps
+#      a longer listen queue and publishes its verdict; h5, loaded after it, proposes h4's value first, citing h4,
+#      and keeps it after its own trial; the overflows stop on both.
 TEST_NAME=fleet
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root
-need_cmd nginx jq curl ip etcd etcdctl
+need_cmd nginx jq curl ip etcd etcdctl wrk ss
 PORT=18671 # nginx of host I on PORT + I
 EPORT=18681
 ENS=ngxat-fe-$$
@@ -60,16 +63,23 @@ start_host_agent() {
 	eval "AGENT$h=$!"
 	CLEANUP+=("kill -9 $!")
 }
-for h in 1 2 3; do
+setup_host() { # HOST BLOCK TICK [only]: its namespace, nginx, policies (only: listen.policy alone) and agent.conf
+	local h=$1 block=$2 tick=$3 p
 	mkdir -p "$TMP/h$h/policies.d"
+	if [ "${4:-}" = only ]; then # as an operator who tunes only the listen queue: the others' files empty
+		for p in "$srcdir"/policies/*.policy; do
+			: >"$TMP/h$h/policies.d/$(basename "$p")"
+		done
+	fi
 	start_nginx_ns "ngxat-f$h-$$" $((PORT + h)) "$TMP/h$h/nginx" || fail "could not start nginx $h"
-	block=1s
-	[ $h = 1 ] && block=120s
 	sed -e "s/^settle = .*/settle = 1s/" -e "s/^settle_min = .*/settle_min = 1s/" "$srcdir/policies/listen.policy" \
 		>"$TMP/h$h/policies.d/listen.policy"
-	agent_conf "$TMP/h$h/agent.conf" $((PORT + h)) 500ms
+	agent_conf "$TMP/h$h/agent.conf" $((PORT + h)) $tick
+	# include_dir: where the listen queue's driver keeps its backups of nginx.conf (as ngxctl setup makes it)
+	mkdir -p "$TMP/h$h/inc"
 	sed -i -e "s|^socket = .*|socket = $TMP/h$h/api.sock|" -e "s|^path = .*|path = $TMP/h$h/store/ngx-autotune.db|" \
-		-e "s|^override_dir = .*|override_dir = $TMP/h$h/policies.d|" "$TMP/h$h/agent.conf"
+		-e "s|^override_dir = .*|override_dir = $TMP/h$h/policies.d|" \
+		-e "s|^error_log = .*|&\ninclude_dir = $TMP/h$h/inc|" "$TMP/h$h/agent.conf"
 	printf '[tuning]\nblock = %s\npairs = 4\ncalibrate_pairs = 0\ncooldown = 0s\nchanges_per_hour = 60\n' $block \
 		>>"$TMP/h$h/agent.conf"
 	# h3 would let two hosts in trial: the pool holds to the smallest its hosts set.
@@ -77,6 +87,11 @@ for h in 1 2 3; do
 		$EPORT $h "$([ $h = 3 ] && echo 2 || echo 1)" >>"$TMP/h$h/agent.conf"
 	printf 'user = ngx\npassword_file = %s\n' "$TMP/etcd.password" >>"$TMP/h$h/agent.conf"
 	start_host_agent $h
+}
+for h in 1 2 3; do
+	block=1s
+	[ $h = 1 ] && block=120s
+	setup_host $h $block 500ms
 done
 ns_somaxconn() { ip netns exec "ngxat-f$1-$$" cat /proc/sys/net/core/somaxconn; }
 before=$(ns_somaxconn 1)
@@ -215,4 +230,53 @@ wait_for 10 sh -c "! ip netns exec $ENS etcdctl --endpoints 127.0.0.1:$EPORT --u
 grep -q "fleet: trial slot 0 of pool web was held by 'ghost' without a lease: deleted" "$TMP"/h*/agent.log ||
 	fail "no agent said it freed the slot"
 ok "5. verdicts put into etcd by hand (somaxconn = 99999999, a knob named ../../etc/passwd) are listed, refused by h1 and audited; nothing written; a slot key without a lease is freed"
+
+# 6. The same fault on two more hosts: somaxconn 16 in their namespaces (nginx's default backlog: a live accept queue
+# of 16) and 400 clients that close each connection, which overflow it by hundreds a second. h4 alone under load
+# first: its own detector's proposal, approved, tried (2 s blocks, 250 ms ticks) and kept; its verdict goes to etcd.
+# Then h5 under the same load: the pool's proven value is proposed first, citing h4, and kept after h5's own trial.
+# Both tune the listen queue alone (the other policies' files empty): 400 closing clients also pile up FIN_WAIT
+# sockets, and another symptom's proposal could come first and wait for its approval.
+for h in 4 5; do
+	NGINX_NS_SYSCTLS="net.core.somaxconn=16" setup_host $h 2s 250ms only
+done
+all_joined() { [ "$(hapi 4 /v1/fleet | jq '[.members[] | select(.alive)] | length')" = 5 ]; }
+wait_for 30 all_joined || fail "h4 and h5 did not join: $(hapi 4 /v1/fleet | jq -c '[.members[] | {host, alive}]')"
+[ "$(live_backlog ngxat-f4-$$ $((PORT + 4)))" = 16 ] && [ "$(live_backlog ngxat-f5-$$ $((PORT + 5)))" = 16 ] ||
+	fail "the live accept queues are not 16: $(live_backlog ngxat-f4-$$ $((PORT + 4))), $(live_backlog ngxat-f5-$$ $((PORT + 5)))"
+load() { # HOST SECONDS: 400 closing clients against HOST's nginx
+	ip netns exec "ngxat-f$1-$$" timeout $(($2 + 10)) wrk -t2 -c400 -d"$2s" -H "Connection: close" \
+		"http://127.0.0.1:$((PORT + $1))/" >"$TMP/load$1.out" 2>&1 &
+	eval "LOAD$1=$!"
+	CLEANUP+=("kill $!")
+}
+proposal() { # HOST: the id of its waiting listen_queue proposal
+	hapi "$1" /v1/proposals | jq -e -r '[.proposals[] | select(.knob == "listen_queue" and .state == "proposed")][0].id // empty'
+}
+kept() { [ "$(hapi "$1" "/v1/changes/$2" | jq -r .state)" = kept ]; }
+load 4 90
+wait_for 60 proposal 4 >/dev/null || fail "h4 did not propose a longer listen queue: $(hapi 4 /v1/trials/current | jq -c '{state, reason}')"
+id4=$(proposal 4)
+prop4=$(hapi 4 /v1/proposals | jq -c ".proposals[] | select(.id == $id4)")
+jq -e '.why | test("listen_overflows")' <<<"$prop4" >/dev/null || fail "h4's proposal is not its own detector's: $prop4"
+to=$(jq -r .to <<<"$prop4")
+hctl 4 approve "$id4" --comment "fleet test" >/dev/null || fail "could not approve h4's proposal"
+wait_for 90 kept 4 "$id4" || fail "h4's change did not end kept: $(hapi 4 "/v1/changes/$id4" | jq -c '{state, detail}')"
+published() { ectl get /ngx-autotune/pools/web/verdicts/listen_queue/h4 --print-value-only | jq -e ".kept and .to == \"$to\"" >/dev/null; }
+wait_for 10 published || fail "h4's kept verdict is not in etcd: $(ectl get --prefix /ngx-autotune/pools/web/verdicts/)"
+kill "$LOAD4" 2>/dev/null
+# h5 knows of it before its own fault starts (its next round with etcd, within a third of the lease).
+knows() { hapi 5 /v1/fleet | jq -e '.verdicts[] | select(.host == "h4" and .knob == "listen_queue" and .kept)' >/dev/null; }
+wait_for 10 knows || fail "h5 does not list h4's verdict: $(hapi 5 /v1/fleet | jq -c .verdicts)"
+load 5 90
+wait_for 60 proposal 5 >/dev/null || fail "h5 did not propose: $(hapi 5 /v1/trials/current | jq -c '{state, reason}')"
+id5=$(proposal 5)
+prop5=$(hapi 5 /v1/proposals | jq -c ".proposals[] | select(.id == $id5)")
+jq -e ".to == \"$to\" and (.why | test(\"kept on h4 \"))" <<<"$prop5" >/dev/null ||
+	fail "h5's first proposal is not h4's proven value citing it: $prop5"
+hctl 5 approve "$id5" --comment "fleet test" >/dev/null || fail "could not approve h5's proposal"
+wait_for 90 kept 5 "$id5" || fail "h5's change did not end kept: $(hapi 5 "/v1/changes/$id5" | jq -c '{state, detail}')"
+[ "$(live_backlog ngxat-f5-$$ $((PORT + 5)))" = "$to" ] || fail "h5's live accept queue is $(live_backlog ngxat-f5-$$ $((PORT + 5))), not $to"
+kill "$LOAD5" 2>/dev/null
+ok "6. the same fault on h4 and h5: h4 kept listen_queue 16 -> $to on its own trial and published it; h5 proposed it first ($(jq -r .why <<<"$prop5" | cut -c1-120)) and kept it after its own trial"
 echo "1..$checks"

@@ -176,13 +176,17 @@ wait_ticks() {
 # start_nginx_ns NS PORT: a network namespace NS (loopback up) and a real nginx in it on 127.0.0.1:PORT with
 # stub_status at /nginx_status, the JSON access log the agent understands, and its error log; all files under
 # $TMP/nginx. Sets NGINX_DIR. Both are removed by cleanup.
+# NGINX_NS_SYSCTLS: sysctls (NAME=VALUE ...) set in the namespace before nginx starts (its listen queue is fixed then).
 start_nginx_ns() { # NS PORT [DIR]: nginx in a new network namespace NS, its files in DIR (default $TMP/nginx)
-	local ns=$1 port=$2
+	local ns=$1 port=$2 kv
 	NGINX_DIR=${3:-$TMP/nginx}
 	mkdir -p "$NGINX_DIR/logs"
 	ip netns add "$ns" || return 1
 	CLEANUP+=("ip netns del $ns")
 	ip -n "$ns" link set lo up
+	for kv in ${NGINX_NS_SYSCTLS:-}; do
+		ip netns exec "$ns" sysctl -qw "$kv" || return 1
+	done
 	cat >"$NGINX_DIR/nginx.conf" <<EOT
 worker_processes 2;
 pid $NGINX_DIR/nginx.pid;
@@ -209,6 +213,11 @@ EOT
 	ip netns exec "$ns" nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/logs/error.log" || return 1
 	CLEANUP+=("kill -QUIT \$(cat $NGINX_DIR/nginx.pid)")
 	wait_for 5 test -s "$NGINX_DIR/nginx.pid"
+}
+
+# live_backlog NS PORT: the accept-queue limit of the listening socket(s) on PORT (ss), space-separated.
+live_backlog() {
+	ip netns exec "$1" ss -Hltn "sport = :$2" | awk '{ print $3 }' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 # agent_conf FILE PORT [TICK]: an agent configuration for the nginx of start_nginx_ns.

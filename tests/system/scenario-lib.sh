@@ -207,11 +207,6 @@ softnet_drops() {
 	echo $d
 }
 
-# live_backlog NS PORT: the accept-queue limit of the listening socket(s) on PORT (ss), space-separated.
-live_backlog() {
-	ip netns exec "$1" ss -Hltn "sport = :$2" | awk '{ print $3 }' | sort -u | tr '\n' ' ' | sed 's/ $//'
-}
-
 # overflow_rate NS SECONDS: ListenOverflows per second over SECONDS (integer).
 overflow_rate() {
 	local a b
