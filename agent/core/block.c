@@ -362,6 +362,8 @@ static void add_count(struct block_count *c, double events, double exposure)
 	c->events += events;
 	c->exposure += exposure;
 	c->ticks++;
+	if (events > 0)
+		c->event_ticks++;
 }
 
 static void add_buckets(struct hist *h, const double *bucket)

@@ -67,6 +67,7 @@ struct block_count {
 	double events;
 	double exposure;
 	uint32_t ticks;
+	uint32_t event_ticks; /* ticks with at least one event: the occurrences of a count that comes in bursts */
 };
 
 struct block_summary {

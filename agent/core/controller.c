@@ -643,8 +643,8 @@ static void trial_pair_done(struct controller *ctl)
 static void note_a_block(struct controller *ctl, const struct block_summary *s)
 {
 	ctl->a_blocks++;
-	if (s->to_ms > s->from_ms)
-		ctl->a_seconds += (double)(s->to_ms - s->from_ms) / 1000.0;
+	/* As B's inside a block: the seconds measured, frames by the tick (frames lost under load are no exposure). */
+	ctl->a_seconds += (double)s->frames * (double)ctl->cfg.tick_ms / 1000.0;
 	if (isfinite(s->overflows.events))
 		ctl->a_overflows += s->overflows.events;
 	if (isfinite(s->unhandled.events))
@@ -673,13 +673,13 @@ static bool in_block_trip(struct controller *ctl, char *why, size_t len)
 		return false;
 	block_acc_finish(&ctl->acc, &ctl->partial);
 	b_s = (double)b->frames * (double)ctl->cfg.tick_ms / 1000.0; /* measured so far, not the block's plan */
-	if (no_ovf && judge_new_events_shown(&ctl->judge, b->overflows.events, ovf_s, b_s) &&
+	if (no_ovf && judge_new_events_shown(&ctl->judge, b->overflows.events, b->overflows.event_ticks, ovf_s, b_s) &&
 	    judge_overflows_beyond_base(&ctl->judge, b->overflows.events, b_s)) {
 		put(why, len, "new listen overflows: %.0f in the B block of pair %u, none in A (stopped inside the "
 			      "block)", b->overflows.events, ctl->pair);
 		return true;
 	}
-	if (no_unh && judge_new_events_shown(&ctl->judge, b->unhandled.events, unh_s, b_s)) {
+	if (no_unh && judge_new_events_shown(&ctl->judge, b->unhandled.events, b->unhandled.event_ticks, unh_s, b_s)) {
 		put(why, len, "accepts != handled: %.0f connections dropped in the B block of pair %u, none in A "
 			      "(stopped inside the block)", b->unhandled.events, ctl->pair);
 		return true;

@@ -336,17 +336,21 @@ bool judge_overflows_beyond_base(const struct judge *j, double events, double se
 	return seconds > 0 && events / seconds > j->base_overflow_rate * (1.0 + j->cfg.gross_harm);
 }
 
-bool judge_new_events_shown(const struct judge *j, double events, double a_seconds, double b_seconds)
+bool judge_new_events_shown(const struct judge *j, double events, uint32_t event_ticks, double a_seconds,
+			    double b_seconds)
 {
-	double p0;
+	double p0, n;
 
 	if (!isfinite(events) || events < 1.0 || events < (double)j->cfg.overflow_trip_min || events > 1e15 ||
 	    !(b_seconds > 0))
 		return false;
+	n = fmin(floor(events + 0.5), (double)event_ticks);
+	if (n < 1.0)
+		return false;
 	if (!(a_seconds > 0))
 		a_seconds = b_seconds;
 	p0 = b_seconds / (a_seconds + b_seconds);
-	return stats_binom_tail((uint64_t)floor(events + 0.5), (uint64_t)floor(events + 0.5), p0) < j->cfg.alpha_guard;
+	return stats_binom_tail((uint64_t)n, (uint64_t)n, p0) < j->cfg.alpha_guard;
 }
 
 /* One-sided p of "the harm side has more events than its exposure share (widened by the margin) explains". */
@@ -398,18 +402,22 @@ static bool hard_trips(struct judge *j, const struct block_summary *a, const str
 		j->a_unhandled += a->unhandled.events;
 	if (bs > 0)
 		j->b_seconds += bs;
-	if (isfinite(b->overflows.events))
+	if (isfinite(b->overflows.events)) {
 		j->b_overflows += b->overflows.events;
-	if (isfinite(b->unhandled.events))
+		j->b_overflow_ticks += b->overflows.event_ticks;
+	}
+	if (isfinite(b->unhandled.events)) {
 		j->b_unhandled += b->unhandled.events;
-	if (j->a_overflows == 0 && judge_new_events_shown(j, j->b_overflows, as, j->b_seconds) &&
-	    judge_overflows_beyond_base(j, b->overflows.events, bs)) {
+		j->b_unhandled_ticks += b->unhandled.event_ticks;
+	}
+	if (j->a_overflows == 0 && judge_new_events_shown(j, j->b_overflows, j->b_overflow_ticks, as, j->b_seconds) &&
+	    judge_overflows_beyond_base(j, j->b_overflows, j->b_seconds)) {
 		ev->trip_overflow = true;
 		finish(j, VERDICT_ABORTED, "new listen overflows: %.0f in the B blocks (%.0f in pair %u's), none in any A "
 		       "block", j->b_overflows, b->overflows.events, k);
 		return true;
 	}
-	if (j->a_unhandled == 0 && judge_new_events_shown(j, j->b_unhandled, as, j->b_seconds)) {
+	if (j->a_unhandled == 0 && judge_new_events_shown(j, j->b_unhandled, j->b_unhandled_ticks, as, j->b_seconds)) {
 		ev->trip_unhandled = true;
 		finish(j, VERDICT_ABORTED, "accepts != handled: %.0f connections dropped in the B blocks (%.0f in pair "
 		       "%u's), none in A", j->b_unhandled, b->unhandled.events, k);

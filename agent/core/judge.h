@@ -96,8 +96,9 @@ struct judge_config {
 	unsigned pairs_min, pairs_max; /* calibration range of K */
 	unsigned max_void_pairs; /* void pairs replaced before VERDICT_ERROR */
 	unsigned max_void_run;   /* consecutive void blocks that give VERDICT_ERROR */
-	unsigned overflow_trip_min; /* listen overflows or unhandled connections in one B block before they may
-				     * trip when A had none (judge_new_events_shown) */
+	unsigned overflow_trip_min; /* listen overflows or unhandled connections in B (the trial's B blocks so far,
+				     * inside a block that block) before they may trip when A had none
+				     * (judge_new_events_shown) */
 	double alpha_seq;        /* level of the sequential early keep (0: off) */
 	double seq_tau;          /* its prior sd of the effect, in units of the noise sd */
 	unsigned seq_min;        /* valid pairs before it may stop */
@@ -183,6 +184,7 @@ struct judge {
 	double a_overflows, a_unhandled; /* events in the trial's A blocks so far */
 	double a_seconds;               /* ... and their seconds */
 	double b_overflows, b_unhandled, b_seconds; /* the same of its B blocks */
+	uint32_t b_overflow_ticks, b_unhandled_ticks; /* ... and their ticks that had any */
 	double base_rate;               /* the objective's events per second before the trial (NAN: unknown) */
 	double base_overflow_rate;      /* listen overflows/s before the trial (0: none or unknown) */
 	bool done;
@@ -224,16 +226,19 @@ void judge_set_baseline(struct judge *j, double rate, double overflows);
  * there was none): the hard trip's test, shared with the controller's trip inside a block. */
 bool judge_overflows_beyond_base(const struct judge *j, double events, double seconds);
 /*
- * Whether EVENTS counted in B_SECONDS of a B block, none in A_SECONDS without the change (the trial's A blocks, or
- * before the first one the detectors' window), show a new harm: at equal rates all of them would land in B with
- * probability (B_SECONDS / (A_SECONDS + B_SECONDS))^EVENTS, and the hard trips need that below alpha_guard (the
- * level of the counter tests) and at least overflow_trip_min events. One listen overflow in B beside none in A is
+ * Whether EVENTS counted in B_SECONDS of a B block, in EVENT_TICKS of its ticks, none in A_SECONDS without the
+ * change (the trial's A blocks, or before the first one the detectors' window), show a new harm. Overflows come in
+ * bursts (one stall drops many at once), so the occurrences counted are the ticks that had any (at most EVENTS,
+ * which for accepts != handled is what is left past nginx's in-flight slack): at equal rates all n of them would
+ * land in B with probability (B_SECONDS / (A_SECONDS + B_SECONDS))^n, and the hard trips need that below
+ * alpha_guard (the level of the counter tests) and at least overflow_trip_min events. One listen overflow in B beside none in A is
  * chance (found on a real nginx at 100 clients: gzip_comp_level 9 -> 5 aborted on "1 in the B block of pair 3,
  * none in A"); a listen queue too short makes dozens a second. The judge counts all B blocks of the trial so far
  * (a few in every B block add up), the controller's trip inside a block that block. A_SECONDS unknown (<= 0)
  * counts as B_SECONDS.
  */
-bool judge_new_events_shown(const struct judge *j, double events, double a_seconds, double b_seconds);
+bool judge_new_events_shown(const struct judge *j, double events, uint32_t event_ticks, double a_seconds,
+			    double b_seconds);
 /* Tell the judge the objective's A/A calibration (sd of d over N pairs, N >= 2) before the first pair: the
  * sequential rule counts it as N - 1 degrees of freedom of knowledge of the noise. 0; -EINVAL (a bad sd or N, or
  * pairs already added). */

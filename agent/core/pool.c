@@ -63,13 +63,18 @@ size_t pool_causes(const struct policy_set *set, const struct pool_facts *self,
 		   const struct pool_verdict *v, size_t n, int64_t now_ms, struct plan_cause *causes, size_t max,
 		   bool *refused, char (*why)[POOL_TEXT_MAX])
 {
+	int64_t at[PLAN_CAUSES_MAX];
 	size_t m = 0;
 
+	if (max > PLAN_CAUSES_MAX)
+		max = PLAN_CAUSES_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const struct pool_verdict *k = &v[i];
 		const struct knob_policy *p;
 		char err[POOL_TEXT_MAX], when[32];
 		enum detect_id symptom;
+		struct plan_cause *c;
+		size_t j;
 
 		refused[i] = false;
 		why[i][0] = '\0';
@@ -90,22 +95,33 @@ size_t pool_causes(const struct policy_set *set, const struct pool_facts *self,
 		}
 		/* None ("": an operator's proposal, a cause's) never: anyone who may write to etcd could otherwise have
 		 * every host try any value its policy allows. */
-		if (detect_lookup(k->symptom, &symptom) < 0 || refuted(self, v, n, k) || m == max)
+		if (detect_lookup(k->symptom, &symptom) < 0 || refuted(self, v, n, k))
 			continue;
-		memset(&causes[m], 0, sizeof(causes[m]));
-		snprintf(causes[m].id, sizeof(causes[m].id), "pool.proven");
-		snprintf(causes[m].knob, sizeof(causes[m].knob), "%s", k->knob);
-		snprintf(causes[m].to, sizeof(causes[m].to), "%s", k->to);
+		/* One cause per value and symptom, the newest host's: eight hosts that kept the same value must not fill
+		 * every place and leave no room for another symptom's proven value (found by a review). */
+		for (j = 0; j < m; j++)
+			if (causes[j].symptom == symptom && strcmp(causes[j].knob, k->knob) == 0 &&
+			    strcmp(causes[j].to, k->to) == 0)
+				break;
+		if ((j < m && at[j] >= k->at_ms) || (j == m && m == max))
+			continue;
+		c = &causes[j];
+		at[j] = k->at_ms;
+		memset(c, 0, sizeof(*c));
+		snprintf(c->id, sizeof(c->id), "pool.proven");
+		snprintf(c->knob, sizeof(c->knob), "%s", k->knob);
+		snprintf(c->to, sizeof(c->to), "%s", k->to);
 		/* Tried first: demand before limits, then by severity (plan.c's order of causes). */
-		causes[m].kind = PLAN_CAUSE_DEMAND;
-		causes[m].severity = 2;
+		c->kind = PLAN_CAUSE_DEMAND;
+		c->severity = 2;
 		/* Only while its symptom fires here, weighed by the planner in the tick it starts. */
-		causes[m].while_fires = true;
-		causes[m].symptom = symptom;
+		c->while_fires = true;
+		c->symptom = symptom;
 		ago(now_ms, k->at_ms, when, sizeof(when));
-		snprintf(causes[m].evidence, sizeof(causes[m].evidence), "kept on %.64s %.24s (%.48s -> %.48s%s%.64s): %.120s",
+		snprintf(c->evidence, sizeof(c->evidence), "kept on %.64s %.24s (%.48s -> %.48s%s%.64s): %.120s",
 			 k->host, when, k->from, k->to, k->symptom[0] ? ", for " : "", k->symptom, k->summary);
-		m++;
+		if (j == m)
+			m++;
 	}
 	return m;
 }

@@ -330,9 +330,6 @@ static int before(struct writer *w, bool retry, char *why, size_t whylen)
 	return r;
 }
 
-/* SOCKET: a netlink socket of the namespace of nginx's master as its pid file names it now (the writer's own when
- * there is none, or under a fake root, whose pids are not this host's: netns_socket); its pid said, for the engine
- * to see whether it is the master it asked for. */
 static void ns_forget(struct wmain *m)
 {
 	if (m->ns_fd >= 0)
@@ -367,6 +364,11 @@ static int ns_of(struct wmain *m, pid_t pid)
 	if (m->ns_pidfd < 0)
 		return -ENOENT;
 	fd = netns_open_pid(pid);
+	p = (struct pollfd){.fd = m->ns_pidfd, .events = POLLIN};
+	if (fd >= 0 && poll(&p, 1, 0) != 0) { /* it ended in between: the pid may be another's, and FD its namespace */
+		close(fd);
+		fd = -ESRCH;
+	}
 	if (fd < 0) {
 		ns_forget(m);
 		return fd;
@@ -380,6 +382,9 @@ static int ns_of(struct wmain *m, pid_t pid)
 	return 0;
 }
 
+/* SOCKET: a netlink socket of the namespace of nginx's master as its pid file names it now (the writer's own when
+ * there is none, or under a fake root, whose pids are not this host's: netns_socket); its pid said, for the engine
+ * to see whether it is the master it asked for. */
 static int open_socket(struct writer *w, unsigned kind, int *fd, char *why, size_t whylen)
 {
 	struct wmain *m = w->before_ctx;

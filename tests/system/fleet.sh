@@ -254,7 +254,7 @@ proposal() { # HOST: the id of its waiting listen_queue proposal
 	hapi "$1" /v1/proposals | jq -e -r '[.proposals[] | select(.knob == "listen_queue" and .state == "proposed")][0].id // empty'
 }
 kept() { [ "$(hapi "$1" "/v1/changes/$2" | jq -r .state)" = kept ]; }
-load 4 90
+load 4 300 # killed once kept: a trial that outlasts its load would measure nothing
 wait_for 60 proposal 4 >/dev/null || fail "h4 did not propose a longer listen queue: $(hapi 4 /v1/trials/current | jq -c '{state, reason}')"
 id4=$(proposal 4)
 prop4=$(hapi 4 /v1/proposals | jq -c ".proposals[] | select(.id == $id4)")
@@ -268,7 +268,7 @@ kill "$LOAD4" 2>/dev/null
 # h5 knows of it before its own fault starts (its next round with etcd, within a third of the lease).
 knows() { hapi 5 /v1/fleet | jq -e '.verdicts[] | select(.host == "h4" and .knob == "listen_queue" and .kept)' >/dev/null; }
 wait_for 10 knows || fail "h5 does not list h4's verdict: $(hapi 5 /v1/fleet | jq -c .verdicts)"
-load 5 90
+load 5 300
 wait_for 60 proposal 5 >/dev/null || fail "h5 did not propose: $(hapi 5 /v1/trials/current | jq -c '{state, reason}')"
 id5=$(proposal 5)
 prop5=$(hapi 5 /v1/proposals | jq -c ".proposals[] | select(.id == $id5)")

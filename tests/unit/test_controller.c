@@ -758,8 +758,9 @@ static void test_rate_limit(void **state)
 
 /* ---- guardrails, conflicts, reverts, failures --------------------------------------------------------------- */
 
-/* Listen overflows that appear with the new value: rolled back inside the B block (its settle time and one tick),
- * whichever arm comes first (before the first A block, the detectors' window stands in for A). */
+/* Listen overflows that appear with the new value: rolled back inside the B block (its settle time and two ticks:
+ * the ticks that had any are the occurrences, and one of them against the window's 60 quiet seconds, 1/61, is not
+ * improbable yet), whichever arm comes first (before the first A block, the detectors' window stands in for A). */
 static void test_guardrail_within_block(void **state)
 {
 	unsigned inside = 0;
@@ -783,8 +784,8 @@ static void test_guardrail_within_block(void **state)
 		assert_true(h->b_longest <= block);
 		if (strstr(v->text, "inside the block")) {
 			inside++;
-			/* settle (5 s) and the first measured tick */
-			assert_true(h->b_longest <= 7000);
+			/* settle (5 s) and two measured ticks */
+			assert_true(h->b_longest <= 8000);
 		}
 		host_free(h);
 		free(h);

@@ -526,6 +526,7 @@ static void test_verdicts(void **state)
 			summ(&a, isnan(r) ? NAN : 100.0, 50.0, 20.0 * req / 100000, req);
 			summ(&b, isnan(r) ? 100.0 : 100.0 * r, 50.0 * pc->p99_b, pc->e5xx_b * req / 100000, req);
 			b.overflows.events = pc->ovf_b;
+			b.overflows.event_ticks = (uint32_t)pc->ovf_b; /* each in a tick of its own */
 			assert_int_equal(judge_add_pair(&j, &a, &b, k % 2, &done), 0);
 		}
 		if (!done || judge_evidence(&j)->verdict != pc->want || judge_evidence(&j)->npairs != pc->want_pairs ||
@@ -830,6 +831,40 @@ static void test_gross_harm_counts(void **state)
 	assert_non_null(strstr(judge_evidence(&j)->reason, "worse in pair 1"));
 }
 
+/* The hard trips' test of new events (judge_new_events_shown): the ticks that had any are the occurrences, so a
+ * burst in one tick (a stall drops many at once) is one; all n in B at equal rates has probability
+ * (b / (a + b))^n. */
+static void test_new_events(void **state)
+{
+	static const struct {
+		double events;
+		uint32_t ticks;
+		double a_s, b_s;
+		bool shown;
+	} c[] = {
+		{10, 1, 40, 40, false},  /* one burst: 0.5 */
+		{10, 10, 40, 40, true},  /* ten ticks: 0.5^10 < 0.001 */
+		{10, 9, 40, 40, false},  /* 0.5^9 = 0.002 */
+		{3, 3, 60, 1, true},     /* (1/61)^3 */
+		{1, 1, 60, 1, false},    /* one tick: 1/61 */
+		{0.4, 1, 60, 1, false},  /* what accepts != handled leaves past the slack rounds to none */
+		{NAN, 5, 60, 1, false},
+		{5, 5, 60, 0, false},    /* B not measured yet */
+		{12, 12, 0, 40, true},   /* A unknown counts as B's length: 0.5^12 */
+	};
+	struct judge_config cfg;
+	struct judge j;
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false};
+
+	(void)state;
+	judge_config_default(&cfg);
+	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (judge_new_events_shown(&j, c[i].events, c[i].ticks, c[i].a_s, c[i].b_s) != c[i].shown)
+			fail_msg("case %zu: %g events in %u ticks, A %g s, B %g s: want %s", i, c[i].events, c[i].ticks,
+				 c[i].a_s, c[i].b_s, c[i].shown ? "shown" : "not shown");
+}
+
 /* Overflows come in bursts: with 479/s before the trial (a real nginx at 2000 clients, queue 511), a 4 s B block of
  * 435 beside an A block of none is neither new (no hard trip) nor grossly worse than the host was (109/s < 479/s);
  * without that baseline it aborts as before, and with it a B far above the old rate still reverts in pair 1. */
@@ -850,6 +885,7 @@ static void test_bursty_baseline(void **state)
 	a.from_ms = b.from_ms = 0;
 	a.to_ms = b.to_ms = 4000;
 	b.overflows.events = 435;
+	b.overflows.event_ticks = 16; /* every tick of the 4 s at 250 ms */
 
 	assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
 	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
@@ -1506,6 +1542,7 @@ int main(void)
 		cmocka_unit_test(test_latency_floor), cmocka_unit_test(test_internal_unshown),
 		cmocka_unit_test(test_time_ledger),
 		cmocka_unit_test(test_ledger_unanswered),
+		cmocka_unit_test(test_new_events),
 		cmocka_unit_test(test_bursty_baseline), cmocka_unit_test(test_guard_void_in_a),
 	};
 

@@ -123,6 +123,23 @@ static void test_causes(void **state)
 	m = pool_causes(set, &self, v, n, INT64_MAX, c, 4, refused, why);
 	assert_int_equal(m, 1);
 	assert_non_null(strstr(c[0].evidence, "kept on web-3 0 s ago"));
+	/* Eight hosts that kept one value: one cause, the newest's (the others would fill every place). */
+	{
+		struct pool_verdict same[10];
+
+		for (int i = 0; i < 10; i++) {
+			char host[16];
+
+			snprintf(host, sizeof(host), "web-%d", 10 + i);
+			same[i] = verdict(host, "net.core.somaxconn", "8192", true, "listen_overflows", "6.1.0-28-amd64", 8);
+			same[i].at_ms = 1000 + i;
+		}
+		same[9] = verdict("web-99", "net.core.somaxconn", "16384", true, "listen_overflows", "6.1.0-28-amd64", 8);
+		m = pool_causes(set, &self, same, 10, 2000000, c, 4, refused, why);
+		assert_int_equal(m, 2);
+		assert_non_null(strstr(c[0].evidence, "kept on web-18 "));
+		assert_string_equal(c[1].to, "16384");
+	}
 	/* No room: none. */
 	assert_int_equal(pool_causes(set, &self, v, n, 1000000, c, 0, refused, why), 0);
 	policy_set_free(set);
