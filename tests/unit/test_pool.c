@@ -126,6 +126,8 @@ static void test_causes(void **state)
 	/* Eight hosts that kept one value: one cause, the newest's (the others would fill every place). */
 	{
 		struct pool_verdict same[10];
+		bool refused10[10];
+		char why10[10][POOL_TEXT_MAX];
 
 		for (int i = 0; i < 10; i++) {
 			char host[16];
@@ -135,7 +137,7 @@ static void test_causes(void **state)
 			same[i].at_ms = 1000 + i;
 		}
 		same[9] = verdict("web-99", "net.core.somaxconn", "16384", true, "listen_overflows", "6.1.0-28-amd64", 8);
-		m = pool_causes(set, &self, same, 10, 2000000, c, 4, refused, why);
+		m = pool_causes(set, &self, same, 10, 2000000, c, 4, refused10, why10);
 		assert_int_equal(m, 2);
 		assert_non_null(strstr(c[0].evidence, "kept on web-18 "));
 		assert_string_equal(c[1].to, "16384");
