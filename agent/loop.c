@@ -263,6 +263,8 @@ static void fleet_step(struct agent *a)
 				snprintf(v.to, sizeof(v.to), "%s", last->to);
 				snprintf(v.symptom, sizeof(v.symptom), "%s", last->symptom);
 				snprintf(v.summary, sizeof(v.summary), "%s", last->reason);
+				v.effect = last->effect;
+				v.pairs = last->pairs;
 				fleet_publish(a->fleet, &v);
 			}
 		}

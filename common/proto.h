@@ -223,6 +223,9 @@
 #define API_K_BAYES_FACTOR "bayes_factor" /* its Bayes factor over the valid pairs (null before one) */
 #define API_K_NOISE_SD "noise_sd"       /* the calibration's sd of d it counted (null: none) */
 #define API_K_NOISE_PAIRS "noise_pairs"
+#define API_K_SEQ_EFFECT "seq_effect"   /* its standardized effect, clipped to 8 (null before 2 valid pairs) */
+#define API_K_PRIOR_EFFECT "prior_effect" /* the canary's standardized effect its prior was centred on (null: none) */
+#define API_K_PRIOR_PAIRS "prior_pairs" /* ... over that many pairs (0: none) */
 #define API_K_A_EVENTS "a_events"       /* the objective's events in the A blocks (null: not a count) */
 #define API_K_A_SECONDS "a_seconds"     /* the seconds arm A was measured */
 #define API_K_OUTAGE "outage"           /* in a pair: "a" or "b", the block that served nothing */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,8 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 		snprintf(t->last.to, sizeof(t->last.to), "%s", t->to);
 		snprintf(t->last.symptom, sizeof(t->last.symptom), "%s", t->symptom);
 		snprintf(t->last.reason, sizeof(t->last.reason), "%s", in->ev && in->ev->reason[0] ? in->ev->reason : in->text);
+		t->last.effect = in->ev ? in->ev->seq_effect : NAN;
+		t->last.pairs = in->ev ? in->ev->nvalid : 0;
 		t->change_id = 0;
 		break;
 	}

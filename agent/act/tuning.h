@@ -57,6 +57,8 @@ struct tuning_verdict {
 	char knob[64], from[1024], to[1024];
 	char symptom[32];             /* the detector it was proposed for, "" (a cause's, an operator's) */
 	char reason[256];             /* the judge's, one sentence */
+	double effect;                /* the sequential rule's standardized effect (judge_evidence.seq_effect) */
+	unsigned pairs;               /* ... over that many valid pairs */
 };
 const struct tuning_verdict *tuning_last_verdict(const struct tuning *t);
 /* The pool's gate (controller_set_gate): whether a trial may start now, and why not. */

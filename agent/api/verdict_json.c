@@ -292,6 +292,9 @@ json_t *verdict_json_evidence(const struct judge_evidence *ev)
 	put(o, API_K_BAYES_FACTOR, num(exp(ev->log_bf)));
 	put(o, API_K_NOISE_SD, num(ev->noise_sd));
 	put(o, API_K_NOISE_PAIRS, json_integer(ev->noise_n));
+	put(o, API_K_SEQ_EFFECT, num(ev->seq_effect));
+	put(o, API_K_PRIOR_EFFECT, num(ev->prior_effect));
+	put(o, API_K_PRIOR_PAIRS, json_integer(ev->prior_pairs));
 	put(o, API_K_A_EVENTS, num(ev->a_events));
 	put(o, API_K_A_SECONDS, num(ev->a_seconds));
 	for (size_t g = 0; g < nguard; g++)

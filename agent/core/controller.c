@@ -450,8 +450,13 @@ static int start_judge(struct controller *ctl, unsigned k)
 
 	jc.pairs = clamp_pairs(ctl, k);
 	ctl->pairs = jc.pairs;
-	return judge_start(&ctl->judge, &jc, &ctl->prop.trial.objective, ctl->prop.trial.guardrails,
-			   ctl->prop.trial.nguardrails);
+	if (judge_start(&ctl->judge, &jc, &ctl->prop.trial.objective, ctl->prop.trial.guardrails,
+			ctl->prop.trial.nguardrails) < 0)
+		return -EINVAL;
+	/* A change the pool proved: the canary's effect centres the sequential rule's prior (a bad one is ignored). */
+	if (ctl->prop.trial.prior_pairs)
+		(void)judge_set_prior(&ctl->judge, ctl->prop.trial.prior_effect, ctl->prop.trial.prior_pairs);
+	return 0;
 }
 
 /* K from a calibration: it may raise the plan's K for a noisy objective but never lower it, since the calibration

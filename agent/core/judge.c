@@ -94,7 +94,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 	ev->planned = cfg->pairs;
 	ev->mean = ev->sd = ev->t_crit = ev->lower = ev->upper = NAN;
 	ev->effect = ev->effect_lo = ev->effect_hi = ev->sign_p = ev->half1 = ev->half2 = NAN;
-	ev->log_bf = ev->noise_sd = NAN;
+	ev->log_bf = ev->noise_sd = ev->seq_effect = ev->prior_effect = ev->prior_tau = NAN;
 	ev->a_events = NAN;
 	j->base_rate = NAN;
 	ev->nguard = nguard;
@@ -132,6 +132,17 @@ int judge_set_noise(struct judge *j, double sd, unsigned n)
 	j->prior_ss = j->prior_df * sd * sd;
 	j->ev.noise_sd = sd;
 	j->ev.noise_n = n;
+	return 0;
+}
+
+int judge_set_prior(struct judge *j, double effect, unsigned pairs)
+{
+	if (!j || j->ev.npairs || !isfinite(effect) || pairs < 2 || pairs > JUDGE_PAIRS_MAX)
+		return -EINVAL;
+	effect = fmax(-JUDGE_PRIOR_EFFECT_MAX, fmin(JUDGE_PRIOR_EFFECT_MAX, effect));
+	j->ev.prior_effect = effect;
+	j->ev.prior_pairs = pairs;
+	j->ev.prior_tau = sqrt((1.0 + 0.5 * effect * effect) / pairs + JUDGE_PRIOR_SPREAD * JUDGE_PRIOR_SPREAD);
 	return 0;
 }
 
@@ -303,7 +314,21 @@ static void summarize(struct judge *j)
 		 * the spread would hide the effect. The estimate and the fixed-K bounds keep the pairs as they are. */
 		for (size_t i = 0; i < n; i++)
 			y[i] = fmin(d[i], log(JUDGE_SEQ_CLIP)) - log1p(j->cfg.delta);
-		ev->log_bf = n ? stats_seq_t_logbf(y, n, j->prior_ss, j->prior_df, j->cfg.seq_tau) : NAN;
+		if (!n)
+			ev->log_bf = NAN;
+		else if (ev->prior_pairs)
+			ev->log_bf = stats_seq_t_logbf_prior(y, n, j->prior_ss, j->prior_df, ev->prior_tau, ev->prior_effect);
+		else
+			ev->log_bf = stats_seq_t_logbf(y, n, j->prior_ss, j->prior_df, j->cfg.seq_tau);
+		ev->seq_effect = NAN;
+		if (n >= 2) {
+			double ym = NAN, ysd = NAN;
+
+			if (stats_mean_sd(y, n, &ym, &ysd) == 0)
+				ev->seq_effect = ysd > 0.0 ? ym / ysd : ym > 0.0 ? INFINITY : ym < 0.0 ? -INFINITY : 0.0;
+			if (!isnan(ev->seq_effect))
+				ev->seq_effect = fmax(-JUDGE_PRIOR_EFFECT_MAX, fmin(JUDGE_PRIOR_EFFECT_MAX, ev->seq_effect));
+		}
 	}
 	ev->half1 = ev->half2 = NAN;
 	if (h >= 1) {
@@ -1107,9 +1132,10 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	}
 	if (!j->done && ev->nvalid < j->cfg.pairs && seq_keep(j)) {
 		ev->early = true;
-		finish(j, VERDICT_KEEP, "%s better: %s after %u of %u pairs (sequential rule: Bayes factor %.3g > %.0f), "
+		finish(j, VERDICT_KEEP, "%s better: %s after %u of %u pairs (sequential rule: Bayes factor %.3g > %.0f%s), "
 		       "every pair agrees", ev->objective, change(j, ev->mean, ev->lower, ev->upper, c, sizeof(c)),
-		       ev->nvalid, j->cfg.pairs, exp(ev->log_bf), 1.0 / j->cfg.alpha_seq);
+		       ev->nvalid, j->cfg.pairs, exp(ev->log_bf), 1.0 / j->cfg.alpha_seq,
+		       ev->prior_pairs ? ", the canary's effect as its prior" : "");
 	} else if (!j->done && ev->nvalid < j->cfg.pairs && !(ev->mean > log1p(j->cfg.delta))) {
 		char gain[EVFMT_TEXT_MAX];
 

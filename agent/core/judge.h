@@ -64,6 +64,8 @@
 #define JUDGE_OUTAGE_FACTOR 1000.0     /* an outage block is this many times worse than the block that served */
 #define JUDGE_OUTAGE_MIN_REQUESTS 50.0 /* the serving block of an outage pair served at least this many */
 #define JUDGE_SEQ_CLIP 10.0            /* the sequential rule counts a pair better than 10x as 10x */
+#define JUDGE_PRIOR_EFFECT_MAX 8.0     /* a standardized effect is said as at most this (identical pairs: infinite) */
+#define JUDGE_PRIOR_SPREAD 1.0         /* how far one host's standardized effect may lie from another's, in sds */
 /* A client's time lost to one dropped connection (its SYN is sent again after the kernel's initial RTO, 1 s) or to
  * one failed request (it tries again or goes without: no less): the unit in which slower answers are weighed against
  * fewer drops and failures (the clients' time ledger, judge.c). */
@@ -161,6 +163,10 @@ struct judge_evidence {
 	double sign_p;
 	double half1, half2;
 	double log_bf;                  /* the sequential rule's log Bayes factor over the valid pairs (NAN before 1) */
+	double seq_effect;              /* its standardized effect: mean / sd of what it adds up, clipped to
+					 * +-JUDGE_PRIOR_EFFECT_MAX (NAN before 2 valid pairs): what a peer's prior takes */
+	double prior_effect, prior_tau; /* the prior of the effect it was told (judge_set_prior), NAN: the default one */
+	unsigned prior_pairs;           /* ... from a trial of that many pairs (0: none) */
 	double noise_sd;                /* the calibration's sd of d it was told (NAN: none) */
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
@@ -243,6 +249,14 @@ bool judge_new_events_shown(const struct judge *j, double events, uint32_t event
  * sequential rule counts it as N - 1 degrees of freedom of knowledge of the noise. 0; -EINVAL (a bad sd or N, or
  * pairs already added). */
 int judge_set_noise(struct judge *j, double sd, unsigned n);
+/* Tell the judge before the first pair what a peer's trial of the same change found (the pool's canary): its
+ * standardized effect EFFECT (judge_evidence.seq_effect) over PAIRS valid pairs. The sequential rule's prior of the
+ * effect is then centred there, N(EFFECT, tau^2) with tau^2 = (1 + EFFECT^2 / 2) / PAIRS (the estimate's own
+ * variance) + JUDGE_PRIOR_SPREAD^2 (hosts differ), instead of N(0, seq_tau^2): a gross effect is confirmed in two
+ * pairs. It only moves where the rule looks: its error stays at alpha_seq whatever EFFECT says
+ * (stats_seq_t_logbf_prior), and every other rule is as without it. 0; -EINVAL (EFFECT not finite, PAIRS < 2, or
+ * pairs already added). */
+int judge_set_prior(struct judge *j, double effect, unsigned pairs);
 /* Add the pair (A, B), B measured first when B_FIRST. Sets *DONE when a verdict is reached. 0; -EINVAL (the
  * summaries do not match the judge's metrics); -EALREADY after the verdict. */
 int judge_add_pair(struct judge *j, const struct block_summary *a, const struct block_summary *b, bool b_first,

@@ -723,6 +723,10 @@ static int try_cause(const struct policy_set *set, const struct plan_cause *c, v
 	put(pr->evidence, sizeof(pr->evidence), "%s: %s", c->id, c->evidence);
 	pr->approval_required = p->approval_required;
 	trial_of(p, cfg, &pr->trial);
+	if (c->prior_pairs >= 2 && isfinite(c->prior_effect)) {
+		pr->trial.prior_effect = c->prior_effect;
+		pr->trial.prior_pairs = c->prior_pairs;
+	}
 	put(out->reason, sizeof(out->reason), "%s %s -> %s: the cause %s", pr->knob, pr->from, pr->to, c->id);
 	out->proposed = true;
 	return 0;

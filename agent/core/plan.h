@@ -77,6 +77,8 @@ struct plan_trial {
 	struct policy_metric guardrails[POLICY_GUARDRAILS_MAX];
 	size_t nguardrails;
 	int64_t duration_ms;        /* expected: pairs x 2 blocks */
+	double prior_effect;        /* a peer's standardized effect of the same change, the sequential rule's prior */
+	unsigned prior_pairs;       /* (judge_set_prior) over that many pairs; 0: none */
 };
 
 /*
@@ -101,6 +103,8 @@ struct plan_cause {
 					       * (what the pool proved for that symptom: weighed in the very tick the
 					       * symptom starts, before its own knob) */
 	enum detect_id symptom;
+	double prior_effect;                  /* what the pool's canary measured of it: the trial's prior */
+	unsigned prior_pairs;                 /* (plan_trial.prior_*); 0: none */
 };
 
 /* The causes of one plan_next. FRESH: they were checked under the load of now (since the report became actionable);

@@ -4,6 +4,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,6 +118,11 @@ size_t pool_causes(const struct policy_set *set, const struct pool_facts *self,
 		/* Only while its symptom fires here, weighed by the planner in the tick it starts. */
 		c->while_fires = true;
 		c->symptom = symptom;
+		/* Its trial's effect, the confirming trial's prior: bounded here, the judge clips it again. */
+		if (isfinite(k->effect) && k->pairs >= 2 && k->pairs <= 64) {
+			c->prior_effect = fmax(-8.0, fmin(8.0, k->effect));
+			c->prior_pairs = (unsigned)k->pairs;
+		}
 		ago(now_ms, k->at_ms, when, sizeof(when));
 		snprintf(c->evidence, sizeof(c->evidence), "kept on %.64s %.24s (%.48s -> %.48s%s%.64s): %.120s",
 			 k->host, when, k->from, k->to, k->symptom[0] ? ", for " : "", k->symptom, k->summary);

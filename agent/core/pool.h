@@ -43,6 +43,8 @@ struct pool_verdict {
 	char kernel[POOL_NAME_MAX];
 	int64_t cpus;
 	int64_t at_ms;              /* when it was judged (the publisher's clock) */
+	double effect;              /* the sequential rule's standardized effect there (judge_evidence.seq_effect), */
+	int64_t pairs;              /* ... over that many valid pairs: the confirming trials' prior (NAN, 0: none) */
 };
 
 struct pool_facts {

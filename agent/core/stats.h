@@ -55,6 +55,16 @@ int stats_wilson(uint64_t x, uint64_t n, double z, double *lo, double *hi);
  */
 double stats_seq_t_logbf(const double *y, size_t n, double prior_ss, double prior_df, double tau);
 
+/*
+ * The same Bayes factor with the effect mean / sigma ~ N(M, TAU^2) under the alternative: a prior centred where an
+ * earlier trial (a canary's) found the effect. Not closed form with the Haar prior on sigma: the effect integrates out
+ * and the rest is one Gaussian moment, integrated numerically (relative error below 1e-8). Any prior on the effect
+ * keeps the running value an e-process under the null (the same group invariance), so whatever M says, stopping at
+ * 1 / alpha keeps the error at alpha; a true M only makes the effect found sooner. M = 0 is stats_seq_t_logbf. NAN
+ * where that is, and for M not finite.
+ */
+double stats_seq_t_logbf_prior(const double *y, size_t n, double prior_ss, double prior_df, double tau, double m);
+
 /* xoshiro256**: 256 bits of state, period 2^256 - 1. */
 struct stats_rng {
 	uint64_t s[4];

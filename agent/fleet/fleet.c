@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,11 @@ static int put_verdicts(struct fleet *f, char *err, size_t errlen)
 		j = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I}", "knob", v.knob, "from", v.from, "to", v.to,
 			      "kept", v.kept, "symptom", v.symptom, "summary", v.summary, "kernel", v.kernel, "cpus",
 			      (json_int_t)v.cpus, "at_ms", (json_int_t)v.at_ms);
+		/* What its trial measured, for the confirming trials' prior (none when it stopped before two pairs). */
+		if (j && isfinite(v.effect) && v.pairs >= 2) {
+			json_object_set_new(j, "effect", json_real(v.effect));
+			json_object_set_new(j, "pairs", json_integer(v.pairs));
+		}
 		val = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 		json_decref(j);
 		if (!val) {

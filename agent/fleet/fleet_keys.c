@@ -6,6 +6,7 @@
 #include "build-config.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,9 @@ static void on_verdict(struct fleet_round *f, const char *rest, const char *valu
 	fleet_copy_clean(v->kernel, sizeof(v->kernel), json_string_value(json_object_get(j, "kernel")));
 	v->cpus = json_integer_value(json_object_get(j, "cpus"));
 	v->at_ms = json_integer_value(json_object_get(j, "at_ms"));
+	/* A number or none; pool_causes bounds it (whatever it says, the confirming trial's error stays its own). */
+	v->effect = json_is_number(json_object_get(j, "effect")) ? json_number_value(json_object_get(j, "effect")) : NAN;
+	v->pairs = json_integer_value(json_object_get(j, "pairs"));
 	json_decref(j);
 }
 

@@ -63,7 +63,8 @@ static void test_real_answer(void **state)
 	struct fleet_round rd;
 	const char *m1 = "{\"agent\":\"0.1.0\",\"cpus\":2,\"kernel\":\"6.1.0-28-amd64\",\"knob\":\"net.core.somaxconn\","
 			 "\"state\":\"trial\"}";
-	const char *ver = "{\"at_ms\":1796050742082,\"cpus\":2,\"from\":\"4096\",\"kept\":true,\"kernel\":\"6.1.0-28-amd64\","
+	const char *ver = "{\"at_ms\":1796050742082,\"cpus\":2,\"effect\":7.25,\"from\":\"4096\",\"kept\":true,"
+			  "\"kernel\":\"6.1.0-28-amd64\",\"pairs\":3,"
 			  "\"knob\":\"net.core.somaxconn\",\"summary\":\"overflows 486/s -> 0/s\",\"symptom\":\"listen_overflows\","
 			  "\"to\":\"8192\"}";
 
@@ -100,6 +101,8 @@ static void test_real_answer(void **state)
 	assert_true(view.verdicts[0].kept);
 	assert_string_equal(view.verdicts[0].symptom, "listen_overflows");
 	assert_int_equal(view.verdicts[0].at_ms, 1796050742082LL);
+	assert_true(view.verdicts[0].effect == 7.25);
+	assert_int_equal(view.verdicts[0].pairs, 3);
 }
 
 /* Each hostile answer, with what must (not) come of it. */

@@ -723,6 +723,26 @@ static void test_sequential(void **state)
 		assert_int_equal(judge_evidence(&j)->verdict, VERDICT_KEEP);
 		assert_true(judge_evidence(&j)->early);
 		assert_true(judge_evidence(&j)->mean > 5.0); /* the estimate keeps the pairs as they are */
+		/* What a peer's prior takes from it: the clipped pairs are alike, their standardized effect the most. */
+		assert_true(judge_evidence(&j)->seq_effect == JUDGE_PRIOR_EFFECT_MAX);
+		assert_int_equal(judge_evidence(&j)->nvalid, 4);
+
+		/* Confirming it on a peer with this trial's effect as the prior: two pairs (issue 24). */
+		start(&j, &cfg);
+		assert_int_equal(judge_set_prior(&j, 8.0, 4), 0);
+		assert_int_equal(feed(&j, gross, ARRAY_LEN(gross), &done), 2);
+		ev = judge_evidence(&j);
+		assert_int_equal(ev->verdict, VERDICT_KEEP);
+		assert_true(ev->early);
+		assert_int_equal(ev->prior_pairs, 4);
+		assert_true(fabs(ev->prior_tau - sqrt(33.0 / 4 + 1.0)) < 1e-12);
+		assert_non_null(strstr(ev->reason, "the canary's effect as its prior"));
+		assert_int_equal(judge_set_prior(&j, 8.0, 4), -EINVAL); /* pairs already added */
+		start(&j, &cfg);
+		assert_int_equal(judge_set_prior(&j, NAN, 4), -EINVAL);
+		assert_int_equal(judge_set_prior(&j, 3.0, 1), -EINVAL);
+		assert_int_equal(judge_set_prior(&j, 1e300, 4), 0); /* said as at most 8 */
+		assert_true(judge_evidence(&j)->prior_effect == JUDGE_PRIOR_EFFECT_MAX);
 	}
 
 	/* A gain just below delta never stops early, however steady. */
@@ -745,19 +765,21 @@ static void test_sequential(void **state)
 }
 
 /* The rule is always valid: at the null's boundary (a true gain of exactly delta, normal noise of any size), with
- * or without a calibration of the same noise, it keeps early in at most alpha_seq of the trials. */
+ * or without a calibration of the same noise, and with a hostile pool's prior (a gross effect said of a change that
+ * does nothing here), it keeps early in at most alpha_seq of the trials. */
 static void test_sequential_null(void **state)
 {
+	static const char *const arms[] = {"uncalibrated", "calibrated", "with a gross canary's prior"};
 	struct judge_config cfg;
 	struct stats_rng rng;
-	unsigned early[2] = {0, 0}, n = 3000;
+	unsigned early[3] = {0, 0, 0}, n = 3000;
 
 	(void)state;
 	judge_config_default(&cfg);
 	cfg.alpha_seq = 0.05;
 	stats_rng_seed(&rng, 20261201);
 	for (unsigned t = 0; t < n; t++) {
-		for (int calibrated = 0; calibrated < 2; calibrated++) {
+		for (int calibrated = 0; calibrated < 3; calibrated++) {
 			double sd = 0.01 + 0.2 * stats_rng_uniform(&rng), ratio[8], cal[4], m, s;
 			struct judge j;
 			bool done;
@@ -765,7 +787,9 @@ static void test_sequential_null(void **state)
 			for (size_t k = 0; k < 8; k++)
 				ratio[k] = exp(-(log1p(cfg.delta) + sd * stats_rng_normal(&rng)));
 			start(&j, &cfg);
-			if (calibrated) {
+			if (calibrated == 2)
+				assert_int_equal(judge_set_prior(&j, 8.0, 4), 0);
+			if (calibrated == 1) {
 				for (size_t k = 0; k < 4; k++)
 					cal[k] = sd * stats_rng_normal(&rng);
 				assert_int_equal(stats_mean_sd(cal, 4, &m, &s), 0);
@@ -775,12 +799,13 @@ static void test_sequential_null(void **state)
 			early[calibrated] += judge_evidence(&j)->early;
 		}
 	}
-	for (int c = 0; c < 2; c++) {
+	for (int c = 0; c < 3; c++) {
 		double lo, hi;
 
 		assert_int_equal(stats_wilson(early[c], n, 1.959964, &lo, &hi), 0);
+		print_message("%s: %u early keeps in %u null trials\n", arms[c], early[c], n);
 		if (lo > cfg.alpha_seq)
-			fail_msg("%s: %u early keeps in %u null trials", c ? "calibrated" : "uncalibrated", early[c], n);
+			fail_msg("%s: %u early keeps in %u null trials", arms[c], early[c], n);
 	}
 }
 

@@ -1098,14 +1098,14 @@ struct ccase {
 };
 
 #define WP_CAUSE {"nginx.worker_processes", "nginx.worker_processes", "2", PLAN_CAUSE_DEMAND, 1, \
-		  "worker_processes 1 at nginx.conf:2; 2 CPUs online: nginx uses 1 of 2 cores", false, DETECT_COUNT}
+		  "worker_processes 1 at nginx.conf:2; 2 CPUs online: nginx uses 1 of 2 cores", false, DETECT_COUNT, 0.0, 0}
 /* What another host of the pool kept for listen_overflows (core/pool.c): a cause only while the symptom fires. */
 #define POOL_CAUSE {"pool.proven", "listen_queue", "2044", PLAN_CAUSE_DEMAND, 2, \
 		    "kept on web-3 40 s ago (16 -> 2044, for listen_overflows): overflows fell to 0", true, \
-		    DETECT_LISTEN_OVERFLOWS}
+		    DETECT_LISTEN_OVERFLOWS, 6.5, 4}
 #define WC_CAUSE(to) {"nginx.worker_connections", "nginx.worker_connections", to, PLAN_CAUSE_LIMIT, 1, \
 		      "worker_connections 768 at nginx.conf:7 x 2 workers = 1536 connections; up to 1406 active", false, \
-		      DETECT_COUNT}
+		      DETECT_COUNT, 0.0, 0}
 
 static const struct ccase ccases[] = {
 	{"a cause with nothing firing: proposed on its finding (worker_processes 1 on 2 CPUs)",
@@ -1124,9 +1124,9 @@ static const struct ccase ccases[] = {
 	{"a cause whose knob has no policy is passed over; a one-step cause (\"\") moves by the knob's rule",
 	 {{"port_exhaustion", 20}}, {{NULL, NULL, 0}},
 	 {{"nginx.upstream_keepalive", "nginx.no_such_knob", "64", PLAN_CAUSE_DEMAND, 1, "proxied without keepalive", false,
-	   DETECT_COUNT},
+	   DETECT_COUNT, 0.0, 0},
 	  {"kernel.ip_local_port_range", "net.ipv4.ip_local_port_range", "", PLAN_CAUSE_LIMIT, 2, "ports run out", false,
-	   DETECT_COUNT}},
+	   DETECT_COUNT, 0.0, 0}},
 	 true, true, "net.ipv4.ip_local_port_range", "32768 60999", "28672 65095", "kernel.ip_local_port_range", NULL,
 	 false},
 	{"the pool's proven value in the tick its symptom starts: before the symptom's own knob (its value: x4 allowed)",
@@ -1139,7 +1139,7 @@ static const struct ccase ccases[] = {
 	 {{"listen_overflows", 5}}, {{"nginx.worker_processes", "2", 0}, {NULL, NULL, 0}}, {WP_CAUSE}, true, true,
 	 "listen_queue", "511", "1022", "", NULL, false},
 	{"a symptom waits while the causes have not been checked under this load",
-	 {{"listen_overflows", 170}}, {{NULL, NULL, 0}}, {{"", "", "", PLAN_CAUSE_DEMAND, 0, "", false, DETECT_COUNT}}, false, true, NULL, NULL, NULL, NULL,
+	 {{"listen_overflows", 170}}, {{NULL, NULL, 0}}, {{"", "", "", PLAN_CAUSE_DEMAND, 0, "", false, DETECT_COUNT, 0.0, 0}}, false, true, NULL, NULL, NULL, NULL,
 	 "the causes are checked under this load first", true},
 	{"so does a cause found before the load (its value may not fit it)",
 	 {{"listen_overflows", 170}}, {{"nginx.worker_processes", "1", 0}, {NULL, NULL, 0}}, {WP_CAUSE}, false, true,
@@ -1188,6 +1188,12 @@ static void test_causes(void **state)
 						assert_non_null(strstr(o.prop.evidence, c->causes[k].evidence));
 				assert_int_equal(strncmp(o.prop.evidence, c->cause, strlen(c->cause)), 0);
 				assert_true(o.prop.trial.nguardrails > 0);
+				/* the pool's canary's effect goes with it as the trial's prior; no other cause has one */
+				for (size_t k = 0; k < causes.n; k++)
+					if (strcmp(c->causes[k].id, c->cause) == 0) {
+						assert_int_equal(o.prop.trial.prior_pairs, c->causes[k].prior_pairs);
+						assert_true(o.prop.trial.prior_effect == c->causes[k].prior_effect);
+					}
 			}
 		}
 		if (c->reason)

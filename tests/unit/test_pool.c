@@ -48,7 +48,7 @@ static void load_listen(struct policy_set *set)
 static struct pool_verdict verdict(const char *host, const char *knob, const char *to, bool kept, const char *symptom,
 				   const char *kernel, int64_t cpus)
 {
-	struct pool_verdict v = {.kept = kept, .cpus = cpus, .at_ms = 1000000};
+	struct pool_verdict v = {.kept = kept, .cpus = cpus, .at_ms = 1000000, .effect = 6.0, .pairs = 3};
 
 	snprintf(v.host, sizeof(v.host), "%s", host);
 	snprintf(v.knob, sizeof(v.knob), "%s", knob);
@@ -117,12 +117,26 @@ static void test_causes(void **state)
 	assert_string_equal(detect_name(c[0].symptom), "listen_overflows");
 	assert_string_equal(c[0].evidence, "kept on web-3 12 min ago (4096 -> 8192, for listen_overflows): listen "
 					   "overflows fell to 1/4000");
+	/* What web-3's trial measured goes with it, the confirming trial's prior. */
+	assert_true(c[0].prior_effect == 6.0);
+	assert_int_equal(c[0].prior_pairs, 3);
 	assert_false(refused[7]);
 	/* A time from the network that would overflow: no age, no crash. */
 	v[0].at_ms = INT64_MIN;
 	m = pool_causes(set, &self, v, n, INT64_MAX, c, 4, refused, why);
 	assert_int_equal(m, 1);
 	assert_non_null(strstr(c[0].evidence, "kept on web-3 0 s ago"));
+	/* An effect from the network out of bounds is bounded, one of too few or too many pairs is no prior (the judge
+	 * bounds it again; whatever it says, its error stays its own). */
+	v[0].effect = 1e300;
+	assert_int_equal(pool_causes(set, &self, v, n, 2000000, c, 4, refused, why), 1);
+	assert_true(c[0].prior_effect == 8.0);
+	v[0].pairs = 1;
+	assert_int_equal(pool_causes(set, &self, v, n, 2000000, c, 4, refused, why), 1);
+	assert_int_equal(c[0].prior_pairs, 0);
+	v[0].pairs = INT64_MAX;
+	assert_int_equal(pool_causes(set, &self, v, n, 2000000, c, 4, refused, why), 1);
+	assert_int_equal(c[0].prior_pairs, 0);
 	/* Eight hosts that kept one value: one cause, the newest's (the others would fill every place). */
 	{
 		struct pool_verdict same[10];

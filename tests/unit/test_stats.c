@@ -224,12 +224,88 @@ static void test_seq_t_logbf(void **state)
 	assert_true(isnan(stats_seq_t_logbf(big, 3, 0.0, 0.0, tau)));
 }
 
+/* The Bayes factor with the canary's prior, by brute force: the likelihood ratio integrated over the effect and over
+ * ln sigma (the Haar prior is flat there) on a grid, for the derivation in stats.c to be checked against. */
+static double brute_logbf_prior(const double *y, size_t n, double prior_ss, double prior_df, double tau, double m)
+{
+	double num = 0.0, den = 0.0, ls_lo = -8.0, ls_hi = 6.0, dl = (ls_hi - ls_lo) / 1400, dd = 16.0 * tau / 800;
+
+	for (int i = 0; i <= 1400; i++) {
+		double sigma = exp(ls_lo + dl * i), null = -(prior_df + (double)n) * log(sigma), ss0 = prior_ss, alt = 0.0;
+
+		for (size_t k = 0; k < n; k++)
+			ss0 += y[k] * y[k];
+		null -= ss0 / (2.0 * sigma * sigma);
+		for (int j = 0; j <= 800; j++) {
+			double d = m - 8.0 * tau + dd * j, ss = prior_ss;
+
+			for (size_t k = 0; k < n; k++)
+				ss += (y[k] - d * sigma) * (y[k] - d * sigma);
+			alt += exp(-(prior_df + (double)n) * log(sigma) - ss / (2.0 * sigma * sigma) + 300.0 -
+				   (d - m) * (d - m) / (2.0 * tau * tau)) / sqrt(2.0 * M_PI * tau * tau) * dd;
+		}
+		num += alt;
+		den += exp(null + 300.0);
+	}
+	return log(num / den);
+}
+
+static void test_seq_t_logbf_prior(void **state)
+{
+	static const double y[] = {0.21, 0.15, 0.33, 0.02, 0.19, 0.27, 0.11, 0.25};
+	static const double gross[] = {1.9, 2.1, 2.0, 1.8, 2.2, 2.0};
+	struct stats_rng rng;
+	double sum = 0.0;
+	unsigned with = 0, without = 0;
+
+	(void)state;
+	/* M = 0 is the closed form, and so is its limit. */
+	for (size_t n = 2; n <= 8; n++) {
+		assert_true(fabs(stats_seq_t_logbf_prior(y, n, 0.0, 0.0, 2.0, 0.0) - stats_seq_t_logbf(y, n, 0.0, 0.0, 2.0)) <
+			    1e-12);
+		assert_true(fabs(stats_seq_t_logbf_prior(y, n, 0.02, 4.0, 2.0, 1e-9) -
+				 stats_seq_t_logbf(y, n, 0.02, 4.0, 2.0)) < 1e-6);
+	}
+	/* Against the integral done by brute force, with and without a calibration, either sign of M. */
+	assert_true(fabs(stats_seq_t_logbf_prior(y, 4, 0.0, 0.0, 0.8, 1.2) - brute_logbf_prior(y, 4, 0.0, 0.0, 0.8, 1.2)) <
+		    1e-3);
+	assert_true(fabs(stats_seq_t_logbf_prior(y, 3, 0.05, 3.0, 0.5, 2.0) -
+			 brute_logbf_prior(y, 3, 0.05, 3.0, 0.5, 2.0)) < 1e-3);
+	assert_true(fabs(stats_seq_t_logbf_prior(y, 5, 0.0, 0.0, 1.0, -1.0) -
+			 brute_logbf_prior(y, 5, 0.0, 0.0, 1.0, -1.0)) < 1e-3);
+	/* A prior where the effect is finds it sooner: the gross pairs pass 20 at 2 with a gross canary's prior (its
+	 * effect at judge.h's most, 8, over 4 pairs: judge_set_prior's spread 3.04), not before 4 with the default one. */
+	for (size_t n = 2; n <= 6; n++) {
+		if (!with && stats_seq_t_logbf_prior(gross, n, 0.0, 0.0, sqrt(33.0 / 4 + 1.0), 8.0) >= log(20.0))
+			with = (unsigned)n;
+		if (!without && stats_seq_t_logbf(gross, n, 0.0, 0.0, 2.0) >= log(20.0))
+			without = (unsigned)n;
+	}
+	assert_int_equal(with, 2);
+	assert_true(without >= 4);
+	/* A prior on the wrong side gives less evidence than none. */
+	assert_true(stats_seq_t_logbf_prior(y, 6, 0.0, 0.0, 0.7, -2.0) < stats_seq_t_logbf(y, 6, 0.0, 0.0, 0.7));
+	/* Under the null its mean is 1, whatever M says (an e-value: a hostile canary cannot make a keep likelier). */
+	stats_rng_seed(&rng, 7);
+	for (int r = 0; r < 20000; r++) {
+		double x[3];
+
+		for (int k = 0; k < 3; k++)
+			x[k] = stats_rng_normal(&rng);
+		sum += exp(stats_seq_t_logbf_prior(x, 3, 0.0, 0.0, 0.7, 1.5));
+	}
+	assert_true(fabs(sum / 20000 - 1.0) < 0.05);
+	assert_true(isnan(stats_seq_t_logbf_prior(y, 3, 0.0, 0.0, 2.0, NAN)));
+	assert_true(isnan(stats_seq_t_logbf_prior(y, 0, 0.0, 0.0, 2.0, 1.0)));
+	assert_true(isnan(stats_seq_t_logbf_prior(y, 3, 0.0, 0.0, 0.0, 1.0)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_t_quantile), cmocka_unit_test(test_norm),    cmocka_unit_test(test_binom),
 		cmocka_unit_test(test_wilson),     cmocka_unit_test(test_mean_sd), cmocka_unit_test(test_rng),
-		cmocka_unit_test(test_seq_t_logbf), cmocka_unit_test(test_poisson_tail),
+		cmocka_unit_test(test_seq_t_logbf), cmocka_unit_test(test_poisson_tail), cmocka_unit_test(test_seq_t_logbf_prior),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
