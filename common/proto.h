@@ -226,6 +226,9 @@
 #define API_K_SEQ_EFFECT "seq_effect"   /* its standardized effect, clipped to 8 (null before 2 valid pairs) */
 #define API_K_PRIOR_EFFECT "prior_effect" /* the canary's standardized effect its prior was centred on (null: none) */
 #define API_K_PRIOR_PAIRS "prior_pairs" /* ... over that many pairs (0: none) */
+#define API_K_CONTROLLED "controlled"   /* valid pairs judged against the pool's peers */
+#define API_K_CONTROL "control"         /* in a pair: the peers' d over its windows, taken from its d */
+#define API_K_CONTROL_PEERS "control_peers"
 #define API_K_A_EVENTS "a_events"       /* the objective's events in the A blocks (null: not a count) */
 #define API_K_A_SECONDS "a_seconds"     /* the seconds arm A was measured */
 #define API_K_OUTAGE "outage"           /* in a pair: "a" or "b", the block that served nothing */

@@ -144,6 +144,11 @@ static json_t *pair_json(const struct judge_pair_ev *pe, size_t nguard)
 		put(o, API_K_P95, json_true());
 	if (pe->outage == 'a' || pe->outage == 'b')
 		put(o, API_K_OUTAGE, json_string(pe->outage == 'a' ? "a" : "b"));
+	/* Only when the pool's peers were its control: d is then the host's less theirs. */
+	if (pe->control_peers) {
+		put(o, API_K_CONTROL, num(pe->control));
+		put(o, API_K_CONTROL_PEERS, json_integer(pe->control_peers));
+	}
 	put(o, API_K_REQ_A, num(pe->requests_a));
 	put(o, API_K_REQ_B, num(pe->requests_b));
 	if (nguard) {
@@ -295,6 +300,7 @@ json_t *verdict_json_evidence(const struct judge_evidence *ev)
 	put(o, API_K_SEQ_EFFECT, num(ev->seq_effect));
 	put(o, API_K_PRIOR_EFFECT, num(ev->prior_effect));
 	put(o, API_K_PRIOR_PAIRS, json_integer(ev->prior_pairs));
+	put(o, API_K_CONTROLLED, json_integer(ev->ncontrolled));
 	put(o, API_K_A_EVENTS, num(ev->a_events));
 	put(o, API_K_A_SECONDS, num(ev->a_seconds));
 	for (size_t g = 0; g < nguard; g++)

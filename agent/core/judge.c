@@ -97,6 +97,7 @@ int judge_start(struct judge *j, const struct judge_config *cfg, const struct po
 	ev->log_bf = ev->noise_sd = ev->seq_effect = ev->prior_effect = ev->prior_tau = NAN;
 	ev->a_events = NAN;
 	j->base_rate = NAN;
+	j->control_d = NAN;
 	ev->nguard = nguard;
 	for (size_t i = 0; i < nguard; i++) {
 		struct judge_guard_ev *g = &ev->guard[i];
@@ -143,6 +144,15 @@ int judge_set_prior(struct judge *j, double effect, unsigned pairs)
 	j->ev.prior_effect = effect;
 	j->ev.prior_pairs = pairs;
 	j->ev.prior_tau = sqrt((1.0 + 0.5 * effect * effect) / pairs + JUDGE_PRIOR_SPREAD * JUDGE_PRIOR_SPREAD);
+	return 0;
+}
+
+int judge_set_control(struct judge *j, double d, unsigned peers)
+{
+	if (!j)
+		return -EINVAL;
+	j->control_d = d;
+	j->control_peers = peers;
 	return 0;
 }
 
@@ -1003,10 +1013,16 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	struct judge_pair_ev *pe;
 	bool void_a, void_b, p95;
 	char c[EVFMT_TEXT_MAX];
-	double gross;
+	double gross, control;
+	unsigned control_peers;
 
 	if (!j || !a || !b || !done)
 		return -EINVAL;
+	/* The control set for this pair, taken whatever becomes of it. */
+	control = j->control_d;
+	control_peers = j->control_peers;
+	j->control_d = NAN;
+	j->control_peers = 0;
 	*done = j->done;
 	if (j->done)
 		return -EALREADY;
@@ -1024,7 +1040,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	pe->b_first = b_first;
 	pe->a = a->v[0].value;
 	pe->b = b->v[0].value;
-	pe->d = NAN;
+	pe->d = pe->control = NAN;
 	pe->requests_a = a->requests;
 	pe->requests_b = b->requests;
 	for (size_t g = 0; g < POLICY_GUARDRAILS_MAX; g++)
@@ -1097,6 +1113,12 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	pe->p95 = p95;
 	ev->per_second = a->v[0].per_second;
 	pe->d = log_ratio(pe->a, pe->b, ev->dir);
+	if (control_peers >= JUDGE_CONTROL_MIN_PEERS && isfinite(control)) {
+		pe->control = control;
+		pe->control_peers = control_peers;
+		pe->d -= control;
+		ev->ncontrolled++;
+	}
 	ev->nvalid++;
 
 	if (guardrails(j, a, b, pe)) {

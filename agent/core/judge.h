@@ -46,6 +46,11 @@
  * clients less time than fewer drops and failures saved them (JUDGE_LOST_MS each), summed over the pairs, is
  * outweighed too: the answers of the two arms are not the same requests then.
  *
+ * In a pool (issue 24), a change another host kept comes with that trial's standardized effect, which centres the
+ * sequential rule's prior (judge_set_prior: confirmed in fewer pairs, never a keep likelier); and the hosts not in
+ * trial may be the control group: a pair's d less the peers' mean d over the same two windows (judge_set_control),
+ * so that a swing of the whole pool's traffic cancels (tests/sim, bench/judge -P).
+ *
  * The order of the blocks of a pair is drawn by the controller; the judge is told it (for the audit trail and
  * the void-run count). Must not: draw random numbers, read clocks or files, log, allocate, or write wire text.
  */
@@ -66,6 +71,7 @@
 #define JUDGE_SEQ_CLIP 10.0            /* the sequential rule counts a pair better than 10x as 10x */
 #define JUDGE_PRIOR_EFFECT_MAX 8.0     /* a standardized effect is said as at most this (identical pairs: infinite) */
 #define JUDGE_PRIOR_SPREAD 1.0         /* how far one host's standardized effect may lie from another's, in sds */
+#define JUDGE_CONTROL_MIN_PEERS 2      /* peers a pair's control needs: fewer, and the pair is judged on its own */
 /* A client's time lost to one dropped connection (its SYN is sent again after the kernel's initial RTO, 1 s) or to
  * one failed request (it tries again or goes without: no less): the unit in which slower answers are weighed against
  * fewer drops and failures (the clients' time ledger, judge.c). */
@@ -138,7 +144,9 @@ struct judge_pair_ev {
 	bool p95;             /* the objective p99 was compared as p95 (a block under quantile_min_requests) */
 	char outage;          /* 'a' or 'b': that block served nothing while the other served; 0 otherwise */
 	double a, b;          /* the objective's block values */
-	double d;             /* signed log ratio; NAN for a void pair */
+	double d;             /* signed log ratio; NAN for a void pair (against the peers' when CONTROL is) */
+	double control;       /* the peers' signed log ratio over the same two blocks, taken from d (NAN: none) */
+	unsigned control_peers; /* ... the mean of that many peers' */
 	double requests_a, requests_b;
 	double g[POLICY_GUARDRAILS_MAX]; /* per guardrail: d (non-inferiority) or the pair's p value (binomial) */
 	double gr[POLICY_GUARDRAILS_MAX]; /* binomial guardrails: the signed log ratio of their rates (NAN else) */
@@ -167,6 +175,7 @@ struct judge_evidence {
 					 * +-JUDGE_PRIOR_EFFECT_MAX (NAN before 2 valid pairs): what a peer's prior takes */
 	double prior_effect, prior_tau; /* the prior of the effect it was told (judge_set_prior), NAN: the default one */
 	unsigned prior_pairs;           /* ... from a trial of that many pairs (0: none) */
+	unsigned ncontrolled;           /* valid pairs judged against the peers' difference (judge_set_control) */
 	double noise_sd;                /* the calibration's sd of d it was told (NAN: none) */
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
@@ -195,6 +204,8 @@ struct judge {
 	double base_overflow_rate;      /* listen overflows/s before the trial (0: none or unknown) */
 	bool done;
 	double prior_ss, prior_df;      /* the calibration as prior knowledge of the noise (0, 0: none) */
+	double control_d;               /* the next pair's control (judge_set_control), NAN: none */
+	unsigned control_peers;
 };
 
 struct judge_calibration {
@@ -257,6 +268,13 @@ int judge_set_noise(struct judge *j, double sd, unsigned n);
  * (stats_seq_t_logbf_prior), and every other rule is as without it. 0; -EINVAL (EFFECT not finite, PAIRS < 2, or
  * pairs already added). */
 int judge_set_prior(struct judge *j, double effect, unsigned pairs);
+/* The peers as the control group of the next pair (judge_add_pair takes it, once): D is the mean over PEERS hosts
+ * of the pool not in trial of the objective's signed log ratio between the same two windows as that pair's blocks
+ * (positive: better in B's window, as the pair's d). With at least JUDGE_CONTROL_MIN_PEERS, the pair's d is
+ * judged less D: a swing of the whole pool's traffic moves both and cancels, the host's own noise and the peers'
+ * mean's remain. With fewer, or D not finite, the pair is judged on its own, as it would be without peers, and
+ * the evidence counts which pairs had the control (ncontrolled). 0; -EINVAL (no judge). */
+int judge_set_control(struct judge *j, double d, unsigned peers);
 /* Add the pair (A, B), B measured first when B_FIRST. Sets *DONE when a verdict is reached. 0; -EINVAL (the
  * summaries do not match the judge's metrics); -EALREADY after the verdict. */
 int judge_add_pair(struct judge *j, const struct block_summary *a, const struct block_summary *b, bool b_first,

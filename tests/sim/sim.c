@@ -41,6 +41,9 @@ struct plant {
 	struct sim_effect eff, eff_target;
 	double squeeze_per_kreq, upstream_share;
 	double overload; /* saturated: offered load over the capacity as drawn (0: off) */
+	/* the pool's traffic swing (sim_options.swing): every plant of a run draws it from the same seed */
+	struct stats_rng pool;
+	double swing, swing_sd, swing_rho;
 };
 
 struct ids {
@@ -141,6 +144,9 @@ static void plant_init(struct plant *p, struct stats_rng *rng, uint64_t seed, co
 	/* Same load, bursts and spikes for the judge and the naive run; measurement draws differ with the arms. */
 	stats_rng_seed(&p->env, seed ^ 0x656e76ull);
 	stats_rng_seed(&p->meas, seed ^ 0x6d656173ull);
+	stats_rng_seed(&p->pool, seed ^ 0x706f6f6cull);
+	p->swing_sd = o->swing;
+	p->swing_rho = o->swing_tau_s > 0 ? exp(-1.0 / o->swing_tau_s) : 0.0;
 }
 
 /* Tables for the plant's hot loop (read-only after the first call): ln of the bucket edges and the normal cdf. */
@@ -207,6 +213,9 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 	}
 	miss = stats_rng_uniform(&p->env) < p->miss_prob;
 	p->t += 1.0;
+	if (p->swing_sd > 0)
+		p->swing = p->swing_rho * p->swing +
+			   sqrt(1.0 - p->swing_rho * p->swing_rho) * p->swing_sd * stats_rng_normal(&p->pool);
 
 	/* The knob: its effect ramps toward the arm in force. */
 	p->r += ((double)p->arm - p->r) * (1.0 - exp(-1.0 / TAU_S));
@@ -247,7 +256,7 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 	}
 
 	lam = p->lam0 * (1.0 + p->amp * sin(2.0 * M_PI * (p->t + p->phase) / p->period)) *
-	      (p->burst ? p->burst_mult : 1.0) * exp(p->ar);
+	      (p->burst ? p->burst_mult : 1.0) * exp(p->ar + p->swing);
 	u = fmin(lam / cap, 0.95);
 	/* Saturated: what is served is what the capacity allows; the rest of the offered load times out. */
 	if (p->overload > 0)
@@ -314,7 +323,7 @@ static int plant_tick(struct plant *p, struct ctx *cx, int64_t ts_ms)
 	}
 	if (p->host && p->overload > 0) {
 		double offered = p->lam0 * (1.0 + p->amp * sin(2.0 * M_PI * (p->t + p->phase) / p->period)) *
-				 (p->burst ? p->burst_mult : 1.0) * exp(p->ar);
+				 (p->burst ? p->burst_mult : 1.0) * exp(p->ar + p->swing);
 		double lost = offered > lam ? 1.0 - lam / offered : 0.0, run = busy * 0.8;
 		unsigned fails = 0;
 
@@ -359,12 +368,26 @@ static void ctx_free(struct ctx *cx)
 	metric_registry_free(cx->reg);
 }
 
-/* Run the plant for one block of DUR_MS with ARM in force, measuring after SETTLE_MS. */
+/* The trial host's peers (sim_options.peers): plants never in trial, ticked in step with it, each block measured
+ * over the same window into S[i][the block's slot]. */
+#define SIM_PEERS_MAX 16
+struct peers {
+	unsigned n;
+	struct plant p[SIM_PEERS_MAX];
+	struct ctx cx[SIM_PEERS_MAX];
+	struct block_summary s[SIM_PEERS_MAX][2];
+};
+
+/* Run the plant (and PR's peers, measured into their SLOT) for one block of DUR_MS with ARM in force, measuring
+ * after SETTLE_MS. */
 static int run_block(struct plant *p, struct ctx *cx, const struct block_spec *spec, int64_t *now, int64_t dur_ms,
-		     int64_t settle_ms, int64_t tick_ms, int arm, double *exposure, struct block_summary *out)
+		     int64_t settle_ms, int64_t tick_ms, int arm, double *exposure, struct block_summary *out,
+		     struct peers *pr, int slot)
 {
 	int rc = block_acc_start(&cx->acc, spec, *now, *now + dur_ms, settle_ms);
 
+	for (unsigned i = 0; rc == 0 && pr && i < pr->n; i++)
+		rc = block_acc_start(&pr->cx[i].acc, spec, *now, *now + dur_ms, settle_ms);
 	if (rc < 0)
 		return rc;
 	p->arm = arm;
@@ -372,6 +395,11 @@ static int run_block(struct plant *p, struct ctx *cx, const struct block_spec *s
 		rc = plant_tick(p, cx, *now);
 		if (rc == 0)
 			rc = block_acc_add(&cx->acc, cx->reg, &cx->fr);
+		for (unsigned i = 0; rc == 0 && pr && i < pr->n; i++) {
+			rc = plant_tick(&pr->p[i], &pr->cx[i], *now);
+			if (rc == 0)
+				rc = block_acc_add(&pr->cx[i].acc, pr->cx[i].reg, &pr->cx[i].fr);
+		}
 		if (rc < 0)
 			return rc;
 		if (p->gain < 0 || p->guard != SIM_GH_NONE)
@@ -379,7 +407,25 @@ static int run_block(struct plant *p, struct ctx *cx, const struct block_spec *s
 		*now += tick_ms;
 	}
 	block_acc_finish(&cx->acc, out);
+	for (unsigned i = 0; pr && i < pr->n; i++)
+		block_acc_finish(&pr->cx[i].acc, &pr->s[i][slot]);
 	return 0;
+}
+
+/* The peers' mean d over their last two blocks (slot 0 the A window, 1 the B window), signed as the judge's, into
+ * *D; the peers that had one returned. */
+static unsigned peers_d(const struct judge *j, const struct peers *pr, double *d)
+{
+	double sum = 0.0, x;
+	unsigned n = 0;
+
+	for (unsigned i = 0; pr && i < pr->n; i++)
+		if (judge_pair_effect(j, &pr->s[i][0], &pr->s[i][1], &x) == 0 && isfinite(x)) {
+			sum += x;
+			n++;
+		}
+	*d = n ? sum / n : NAN;
+	return n;
 }
 
 static int spec_for(const struct plant *p, struct block_spec *spec, struct policy_metric *obj,
@@ -408,12 +454,14 @@ static int spec_for(const struct plant *p, struct block_spec *spec, struct polic
 	return block_spec_init(spec, names, 3, tick_ms);
 }
 
-static int warm_up(struct plant *p, struct ctx *cx, int64_t *now, int64_t tick_ms)
+static int warm_up(struct plant *p, struct ctx *cx, int64_t *now, int64_t tick_ms, struct peers *pr)
 {
 	p->arm = 0;
 	for (int i = 0; i < 300; i++) {
 		int rc = plant_tick(p, cx, *now);
 
+		for (unsigned k = 0; rc == 0 && pr && k < pr->n; k++)
+			rc = plant_tick(&pr->p[k], &pr->cx[k], *now);
 		if (rc < 0)
 			return rc;
 		*now += tick_ms;
@@ -439,10 +487,11 @@ static int run_naive(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	stats_rng_seed(&rng, seed);
 	memset(&tmp, 0, sizeof(tmp));
 	plant_init(&p, &rng, seed, o, &tmp);
-	if ((rc = spec_for(&p, &spec, &obj, guard, &ng, o->tick_ms)) < 0 || (rc = warm_up(&p, cx, &now, o->tick_ms)) < 0)
+	if ((rc = spec_for(&p, &spec, &obj, guard, &ng, o->tick_ms)) < 0 ||
+	    (rc = warm_up(&p, cx, &now, o->tick_ms, NULL)) < 0)
 		return rc;
-	if ((rc = run_block(&p, cx, &spec, &now, win, o->settle_ms, o->tick_ms, 0, &exposure, &before)) < 0 ||
-	    (rc = run_block(&p, cx, &spec, &now, win, o->settle_ms, o->tick_ms, 1, &exposure, &after)) < 0)
+	if ((rc = run_block(&p, cx, &spec, &now, win, o->settle_ms, o->tick_ms, 0, &exposure, &before, NULL, 0)) < 0 ||
+	    (rc = run_block(&p, cx, &spec, &now, win, o->settle_ms, o->tick_ms, 1, &exposure, &after, NULL, 0)) < 0)
 		return rc;
 	if ((rc = judge_start(&j, &o->judge, &obj, guard, ng)) < 0)
 		return rc;
@@ -458,8 +507,8 @@ static int run_naive(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	return 0;
 }
 
-static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx, struct sim_result *r,
-		     unsigned aa_pairs)
+static int run_judge_with(uint64_t seed, const struct sim_options *o, struct ctx *cx, struct sim_result *r,
+			  unsigned aa_pairs, struct peers *pr)
 {
 	struct stats_rng rng, order;
 	struct plant p;
@@ -476,7 +525,8 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 	stats_rng_seed(&rng, seed);
 	plant_init(&p, &rng, seed, o, r);
 	stats_rng_seed(&order, seed ^ 0x6f72646572ull);
-	if ((rc = spec_for(&p, &spec, &obj, guard, &ng, o->tick_ms)) < 0 || (rc = warm_up(&p, cx, &now, o->tick_ms)) < 0)
+	if ((rc = spec_for(&p, &spec, &obj, guard, &ng, o->tick_ms)) < 0 ||
+	    (rc = warm_up(&p, cx, &now, o->tick_ms, pr)) < 0)
 		return rc;
 	start = now;
 	if ((rc = judge_start(&j, &o->judge, &obj, guard, ng)) < 0)
@@ -489,12 +539,18 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 		unsigned n = 0;
 
 		for (unsigned k = 0; k < o->calibrate_pairs && k < JUDGE_PAIRS_MAX; k++) {
+			double dp;
+
 			for (int blk = 0; blk < 2; blk++)
 				if ((rc = run_block(&p, cx, &spec, &now, o->block_ms, o->settle_ms, o->tick_ms, 0, &exposure,
-						    &s[blk])) < 0)
+						    &s[blk], pr, blk)) < 0)
 					return rc;
-			if (judge_pair_effect(&j, &s[0], &s[1], &d[n]) == 0)
-				n++;
+			if (judge_pair_effect(&j, &s[0], &s[1], &d[n]) < 0)
+				continue;
+			/* The noise the trial will be judged under: against the peers when it will be. */
+			if (o->peer_control && peers_d(&j, pr, &dp) >= JUDGE_CONTROL_MIN_PEERS)
+				d[n] -= dp;
+			n++;
 		}
 		if (n >= 3 && judge_calibrate(&o->judge, d, n, &cal) == 0) {
 			if (cal.refuse) {
@@ -515,7 +571,7 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 			int arm = (blk == 0) == b_first ? 1 : 0;
 
 			rc = run_block(&p, cx, &spec, &now, o->block_ms, o->settle_ms, o->tick_ms, aa_pairs ? 0 : arm,
-				       &exposure, &s[arm]);
+				       &exposure, &s[arm], pr, arm);
 			if (rc < 0)
 				return rc;
 		}
@@ -526,10 +582,17 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 				r->aa_d[r->naa++] = d;
 			continue;
 		}
+		if (o->peer_control) {
+			double dp;
+			unsigned np = peers_d(&j, pr, &dp);
+
+			judge_set_control(&j, dp, np);
+		}
 		rc = judge_add_pair(&j, &s[0], &s[1], b_first, &done);
 		if (rc < 0)
 			return rc;
 	}
+	r->controlled = judge_evidence(&j)->ncontrolled;
 	r->verdict = judge_evidence(&j)->verdict;
 	r->pairs = judge_evidence(&j)->npairs;
 	r->early = judge_evidence(&j)->early;
@@ -542,6 +605,41 @@ static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx,
 		       ev->npairs, ev->nvoid, ev->effect, ev->effect_lo, ev->effect_hi, ev->reason);
 	}
 	return 0;
+}
+
+/* run_judge_with, with O's peers made from the trial's SEED: its plant as drawn, their own noise, no effect. */
+static int run_judge(uint64_t seed, const struct sim_options *o, struct ctx *cx, struct sim_result *r,
+		     unsigned aa_pairs)
+{
+	struct peers *pr = NULL;
+	int rc = 0;
+
+	if (o->peers > SIM_PEERS_MAX || !(o->swing >= 0) || !(o->swing_tau_s >= 0))
+		return -EINVAL;
+	if (o->peers && !(pr = calloc(1, sizeof(*pr))))
+		return -ENOMEM;
+	for (unsigned i = 0; rc == 0 && i < o->peers; i++) {
+		struct stats_rng rng;
+		struct sim_result tmp;
+		uint64_t own = seed ^ (0x9e3779b97f4a7c15ull * (i + 1));
+
+		if ((rc = ctx_init(&pr->cx[i])) < 0)
+			break;
+		pr->n++;
+		stats_rng_seed(&rng, seed);
+		memset(&tmp, 0, sizeof(tmp));
+		plant_init(&pr->p[i], &rng, seed, o, &tmp);
+		stats_rng_seed(&pr->p[i].env, own ^ 0x656e76ull);
+		stats_rng_seed(&pr->p[i].meas, own ^ 0x6d656173ull);
+		pr->p[i].gain = 0.0;
+		pr->p[i].guard = SIM_GH_NONE;
+	}
+	if (rc == 0)
+		rc = run_judge_with(seed, o, cx, r, aa_pairs, pr);
+	for (unsigned i = 0; pr && i < pr->n; i++)
+		ctx_free(&pr->cx[i]);
+	free(pr);
+	return rc;
 }
 
 int sim_run(uint64_t seed, const struct sim_options *o, struct sim_result *r)

@@ -37,6 +37,13 @@ struct sim_options {
 	int dead_from_pair;       /* the collector dies from this pair on (1-based), 0 never */
 	bool aa;                  /* A/A: B is the same value as A (no effect at all) */
 	unsigned calibrate_pairs; /* A/A pairs on the same plant before the trial, as the controller does (0: none) */
+	/* A pool (issue 24): PEERS more hosts behind the same balancer, never in trial, with the trial host's load,
+	 * latency and cost as drawn but noise, bursts and spikes of their own; all of them share a swing of the
+	 * pool's traffic, a slow AR(1) of ln load with sd SWING and time constant SWING_TAU_S. With PEER_CONTROL the
+	 * judge is told the peers' mean d over each pair's two windows (judge_set_control), calibration pairs too. */
+	unsigned peers;
+	double swing, swing_tau_s;
+	bool peer_control;
 	bool verbose;             /* print each verdict with its evidence */
 };
 
@@ -54,6 +61,7 @@ struct sim_result {
 	double naive_exposure;
 	double aa_d[JUDGE_PAIRS_MAX]; /* A/A runs: the pairs' d */
 	unsigned naa;
+	unsigned controlled;      /* pairs judged against the peers */
 };
 
 /* Defaults: judge_config_default, 60 s blocks, 20 s settle, 1 s ticks, 1% missing ticks, 4 calibration pairs. */

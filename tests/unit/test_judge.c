@@ -764,6 +764,51 @@ static void test_sequential(void **state)
 	assert_int_equal(judge_config_check(&cfg), -EINVAL);
 }
 
+/* The peers as the control group: a pool-wide swing that made B's windows 30% busier everywhere makes a 10% gain
+ * look like a 20% loss alone; against two peers that saw the swing it is the gain again. One peer is too few, and a
+ * control is taken by one pair only. */
+static void test_peer_control(void **state)
+{
+	struct judge_config cfg;
+	struct judge j;
+	struct block_summary a, b;
+	const struct judge_evidence *ev;
+	double swing = log(1.3), d;
+	bool done = false;
+
+	(void)state;
+	judge_config_default(&cfg);
+	cfg.alpha_seq = 0; /* the fixed rule: K pairs */
+	cfg.pairs = 4;
+	start(&j, &cfg);
+	for (unsigned k = 0; k < 4 && !done; k++) {
+		summ(&a, 100.0, 50.0, 20.0, 100000);
+		summ(&b, 100.0 / 1.1 * 1.3 * (1.0 + 0.01 * k), 50.0, 20.0, 100000);
+		/* the peers' d (lower is better): their B window 30% (and a little) busier */
+		assert_int_equal(judge_set_control(&j, -(swing + log1p(0.01 * k)) + 0.002 * (k & 1), k == 2 ? 1 : 2), 0);
+		assert_int_equal(judge_add_pair(&j, &a, &b, k & 1, &done), 0);
+	}
+	ev = judge_evidence(&j);
+	assert_int_equal(ev->ncontrolled, 3); /* pair 3 had one peer */
+	assert_true(isnan(ev->pair[2].control));
+	assert_int_equal(ev->pair[0].control_peers, 2);
+	d = ev->pair[0].d;
+	assert_true(fabs(d - log(1.1)) < 0.01);
+	assert_true(ev->pair[2].d < 0); /* alone: the swing */
+	/* a control set and then not taken by a pair is not left for the next one */
+	start(&j, &cfg);
+	assert_int_equal(judge_set_control(&j, -0.05, 4), 0);
+	summ(&a, 100.0, 50.0, 20.0, 100000);
+	summ(&b, 100.0, 50.0, 20.0, 100000);
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+	ev = judge_evidence(&j);
+	assert_true(fabs(ev->pair[0].d - 0.05) < 1e-9);
+	assert_true(fabs(ev->pair[1].d) < 1e-9);
+	assert_int_equal(ev->ncontrolled, 1);
+	assert_int_equal(judge_set_control(NULL, 0.0, 2), -EINVAL);
+}
+
 /* The rule is always valid: at the null's boundary (a true gain of exactly delta, normal noise of any size), with
  * or without a calibration of the same noise, and with a hostile pool's prior (a gross effect said of a change that
  * does nothing here), it keeps early in at most alpha_seq of the trials. */
@@ -1559,7 +1604,8 @@ int main(void)
 		cmocka_unit_test(test_block_loadgen), cmocka_unit_test(test_block_spec),
 		cmocka_unit_test(test_verdicts),     cmocka_unit_test(test_void_run), cmocka_unit_test(test_p95_fallback),
 		cmocka_unit_test(test_config_and_calibration), cmocka_unit_test(test_evidence),
-		cmocka_unit_test(test_sequential), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
+		cmocka_unit_test(test_sequential),
+		cmocka_unit_test(test_peer_control), cmocka_unit_test(test_sequential_null), cmocka_unit_test(test_outage),
 		cmocka_unit_test(test_gross_harm_counts), cmocka_unit_test(test_outcome_outweighs_internal),
 		cmocka_unit_test(test_block_good_rate), cmocka_unit_test(test_block_per_second),
 		cmocka_unit_test(test_outcome_harm_beats_internal_gain), cmocka_unit_test(test_outcome_keep),

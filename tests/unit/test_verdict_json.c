@@ -117,7 +117,7 @@ static const char new_evidence[] =
 	"ter)\",\"delta\":0.05,\"alpha\":0.05,\"planned\":8,\"pairs\":3,\"valid\":2,\"void\":1,\"mean\":0.223144,\"sd"
 	"\":1.5e-5,\"t\":6.31375,\"lower\":0,\"upper\":1.23457e6,\"effect\":0.25,\"effect_lo\":1e-300,\"effect_hi\":3"
 	",\"sign\":{\"better\":2,\"worse\":0,\"p\":0.25},\"halves\":[0.1,null],\"trips\":{\"overflow\":false,\"unhand"
-	"led\":true,\"errors\":false},\"early\":false,\"outcome_keep\":false,\"per_second\":false,\"bayes_factor\":1,\"noise_sd\":0,\"noise_pairs\":0,\"seq_effect\":0,\"prior_effect\":0,\"prior_pairs\":0,\"a_events\":0,\"a_seconds\":0,"
+	"led\":true,\"errors\":false},\"early\":false,\"outcome_keep\":false,\"per_second\":false,\"bayes_factor\":1,\"noise_sd\":0,\"noise_pairs\":0,\"seq_effect\":0,\"prior_effect\":0,\"prior_pairs\":0,\"controlled\":0,\"a_events\":0,\"a_seconds\":0,"
 	"\"guardrails\":[{\"metric\":\"http.5xx_rate\",\"test\":\"binomial\",\"available"
 	"\":true,\"failed\":false,\"failed_pair\":0,\"implied\":false,\"ledger\":false,\"internal\":false,\"outweighed\":false,\"events_a\":12,\"events_b\":1e6,\"p\":0.000123457,\"label\":\"5x"
 	"x share\",\"arm_a\":\"0.3%\",\"arm_b\":\"244x\",\"change_text\":\"rose 81000x (worse)\",\"summary\":\"5xx sh"
@@ -158,7 +158,8 @@ static void assert_grown_from(json_t *got, json_t *want, const char *where)
 					    "noise_sd",	  "noise_pairs", "a_events",	"a_seconds",
 					    "outage",	  "implied",	 "internal",	"outweighed",
 					    "outcome_keep", "per_second", "saved_ms",	"cost_ms",
-					    "ledger", "seq_effect", "prior_effect", "prior_pairs"};
+					    "ledger", "seq_effect", "prior_effect", "prior_pairs",
+					    "controlled", "control", "control_peers"};
 	const char *key;
 	json_t *v;
 	size_t i;
@@ -296,7 +297,7 @@ static void test_empty(void **state)
 				 "\"delta\":0,\"alpha\":0,\"planned\":0,\"pairs\":0,\"valid\":0,\"void\":0,\"mean\":0,"
 				 "\"sd\":0,\"t\":0,\"lower\":0,\"upper\":0,\"effect\":0,\"effect_lo\":0,\"effect_hi\":0,"
 				 "\"sign\":{\"better\":0,\"worse\":0,\"p\":0},\"halves\":[0,0],\"trips\":{\"overflow\":"
-				 "false,\"unhandled\":false,\"errors\":false},\"early\":false,\"outcome_keep\":false,\"per_second\":false,\"bayes_factor\":1,\"noise_sd\":0,\"noise_pairs\":0,\"seq_effect\":0,\"prior_effect\":0,\"prior_pairs\":0,\"a_events\":0,\"a_seconds\":0,"
+				 "false,\"unhandled\":false,\"errors\":false},\"early\":false,\"outcome_keep\":false,\"per_second\":false,\"bayes_factor\":1,\"noise_sd\":0,\"noise_pairs\":0,\"seq_effect\":0,\"prior_effect\":0,\"prior_pairs\":0,\"controlled\":0,\"a_events\":0,\"a_seconds\":0,"
 				 "\"guardrails\":[],\"pairs_detail\":[]}");
 	json_decref(o);
 	free(ev);
