@@ -137,6 +137,34 @@ static void write_fleet(struct prom_writer *w, struct agent *a)
 		prom_family(w, "ngxat_fleet_round_failures_total", PROM_COUNTER, "Rounds with etcd that failed.");
 		prom_sample(w, "", l, 2, (double)v->failures);
 	}
+	/* The pool as this host saw it last: each member (alive or gone; trying: in a calibration or trial, on which
+	 * knob) and each host's last verdict on each knob (the time it was judged). Every member says the same: a
+	 * pool's dashboard takes the max by member, or by verdict. Names and values are etcd's, cleaned. */
+	prom_family(w, "ngxat_fleet_member_up", PROM_GAUGE, "1 for a member of the pool whose lease lives, 0 for one gone.");
+	for (size_t i = 0; i < v->n; i++) {
+		struct prom_label l[] = {{"pool", v->pool}, {"host", v->host}, {"member", v->m[i].host}};
+
+		prom_sample(w, "", l, 3, v->m[i].alive ? 1 : 0);
+	}
+	prom_family(w, "ngxat_fleet_member_trying", PROM_GAUGE,
+		    "1 for a member of the pool in a calibration or trial, with its knob; 0 for the others.");
+	for (size_t i = 0; i < v->n; i++) {
+		const struct fleet_member *m = &v->m[i];
+		bool trying = m->alive && (strcmp(m->state, "trial") == 0 || strcmp(m->state, "calibrating") == 0);
+		struct prom_label l[] = {{"pool", v->pool}, {"host", v->host}, {"member", m->host}, {"knob", trying ? m->knob : ""}};
+
+		prom_sample(w, "", l, 4, trying ? 1 : 0);
+	}
+	prom_family(w, "ngxat_fleet_verdict_timestamp_seconds", PROM_GAUGE,
+		    "Each host's last verdict on each knob published to the pool: when it was judged, by whom, the value, "
+		    "kept or refuted.");
+	for (size_t i = 0; i < v->nverdicts; i++) {
+		const struct pool_verdict *pv = &v->verdicts[i];
+		struct prom_label l[] = {{"pool", v->pool}, {"host", v->host}, {"by", pv->host}, {"knob", pv->knob},
+					 {"value", pv->to}, {"verdict", pv->kept ? "kept" : "refuted"}};
+
+		prom_sample(w, "", l, 6, (double)pv->at_ms / 1000.0);
+	}
 	free(v);
 }
 

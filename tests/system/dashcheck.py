@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Check packaging/grafana-dashboard.json: its structure, and its queries against a live Prometheus.
+"""Check packaging/grafana-dashboard.json and grafana-fleet-dashboard.json: their structure, and their queries
+against a live Prometheus.
 
   dashcheck.py DASHBOARD                       the structure: importable, a Prometheus datasource variable every
-                                               query uses, unique panel ids, panels inside the 24-column grid
+                                               query uses, an instance or pool variable, unique panel ids, panels
+                                               inside the 24-column grid
   dashcheck.py DASHBOARD --prometheus URL [--may-be-empty TEXT]...
                                                and every query, with the dashboard's variables filled in, run by
                                                that Prometheus: it must parse and, unless its expression contains
@@ -15,7 +17,7 @@ import sys
 import urllib.parse
 import urllib.request
 
-VARS = {"$instance": ".*", "$__rate_interval": "10s", "$__range": "1m"}
+VARS = {"$instance": ".*", "$pool": ".*", "$__rate_interval": "10s", "$__range": "1m"}
 
 
 def structure(d):
@@ -29,8 +31,8 @@ def structure(d):
     ds = tv.get("datasource")
     if not ds or ds.get("type") != "datasource" or ds.get("query") != "prometheus":
         problems.append("no datasource variable of type prometheus")
-    if "instance" not in tv:
-        problems.append("no instance variable")
+    if "instance" not in tv and "pool" not in tv:
+        problems.append("no instance or pool variable")
     ids = set()
     queries = []
     for p in d.get("panels", []):

@@ -151,6 +151,9 @@ wait_for 10 waits 2 && wait_for 10 waits 3 ||
 hctl 3 fleet | grep -q "^the pool's max_in_trial is 1, set by h[12] (this host's is 2)" &&
 	hapi 3 /v1/fleet | jq -e '.max_in_trial == 1 and .max_in_trial_set == 2 and ([.members[] | select(.host == "h3")][0].max_in_trial == 2)' >/dev/null ||
 	fail "h3 does not hold to the pool's max_in_trial: $(hctl 3 fleet | head -3)"
+# The pool's dashboard reads who is in trial from any member's /metrics.
+trying() { hapi 2 /metrics | grep -q '^ngxat_fleet_member_trying{host="h2",knob="net.core.somaxconn",member="h1",pool="web"} 1$'; }
+wait_for 5 trying || fail "h2's /metrics does not say h1 is trying: $(hapi 2 /metrics | grep ngxat_fleet_member)"
 ok "2. h1 in trial holds the pool's one slot; h2 and h3 wait, naming it: $(hapi 2 /v1/trials/current | jq -r .reason | cut -c1-150)"
 
 # 3. h1 dies in its trial: its lease ends within 3 s, and its slot with it.

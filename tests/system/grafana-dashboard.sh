@@ -1,21 +1,24 @@
 #!/bin/bash
-# packaging/grafana-dashboard.json against the real thing: a real Prometheus (Debian's binary, unpacked under the
-# build dir, never installed) scrapes the agent's /metrics every second while the agent watches a real nginx in
-# its own network namespace under a little traffic; then every query of the dashboard, with its variables filled
-# in, must parse and return data. Grafana itself is not in Debian: its side is checked as structure (importable,
-# a Prometheus datasource variable every query uses, panels inside the grid).
+# packaging/grafana-dashboard.json and grafana-fleet-dashboard.json against the real thing: a real Prometheus
+# (Debian's binary, unpacked under the build dir, never installed) scrapes the agent's /metrics every second while
+# the agent watches a real nginx in its own network namespace under a little traffic, a member of a pool of one
+# ([fleet], Debian's etcd on loopback, a verdict of another host put in by hand); then every query of both
+# dashboards, with their variables filled in, must parse and return data. Grafana itself is not in Debian: its side
+# is checked as structure (importable, a Prometheus datasource variable every query uses, panels inside the grid).
 TEST_NAME=grafana
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root
-need_cmd nginx ip curl python3
+need_cmd nginx ip curl python3 etcd etcdctl
 DASH=$srcdir/packaging/grafana-dashboard.json
+FLEETDASH=$srcdir/packaging/grafana-fleet-dashboard.json
 DASHCHECK="python3 $srcdir/tests/system/dashcheck.py"
 NS=ngxat-prom-dash-$$
-PORT=18312 PROXY=18313 PROMPORT=18314
+PORT=18312 PROXY=18313 PROMPORT=18314 EPORT=18315
 
 $DASHCHECK "$DASH" >"$TMP/structure.out" || fail "dashboard structure: $(cat "$TMP/structure.out")"
-ok "the dashboard's structure: $(tail -n1 "$TMP/structure.out")"
+$DASHCHECK "$FLEETDASH" >>"$TMP/structure.out" || fail "fleet dashboard structure: $(cat "$TMP/structure.out")"
+ok "the dashboards' structure: $(grep -c '^dashcheck: .* panels' "$TMP/structure.out") dashboards, $(grep -o '[0-9]* queries' "$TMP/structure.out" | tr '\n' ' ')"
 # The check can fail: a panel off the datasource variable.
 sed 's/"uid": "\${datasource}"/"uid": "prom-1"/' "$DASH" >"$TMP/bad.json"
 $DASHCHECK "$TMP/bad.json" | grep -q "not on the datasource variable" || fail "dashcheck accepted a fixed datasource"
@@ -24,7 +27,20 @@ PROMETHEUS=$(find_prometheus_tool prometheus)
 [ -n "$PROMETHEUS" ] || skip "no prometheus binary (nor apt-get download of Debian's prometheus package)"
 
 start_nginx_ns "$NS" "$PORT" || fail "could not start nginx in namespace $NS"
+# A pool of one: etcd on loopback, the agent a member, and another host's verdict put in by hand (refused here,
+# its facts are not this host's, and listed: the pool's dashboard shows it).
+etcd --name dash --data-dir "$TMP/etcd" --listen-client-urls "http://127.0.0.1:$EPORT" \
+	--advertise-client-urls "http://127.0.0.1:$EPORT" --listen-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
+	--initial-cluster "dash=http://127.0.0.1:$((EPORT + 1))" >"$TMP/etcd.log" 2>&1 &
+CLEANUP+=("kill -9 $!")
+wait_for 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" endpoint health >/dev/null 2>&1 ||
+	fail "etcd did not start: $(tail -5 "$TMP/etcd.log")"
+ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" put /ngx-autotune/pools/dash/verdicts/net.core.somaxconn/web-2 \
+	'{"from":"4096","to":"8192","kept":true,"symptom":"listen_overflows","summary":"by hand","kernel":"0.0","cpus":1,"at_ms":1796050742082}' \
+	>/dev/null || fail "etcdctl put failed"
 agent_conf "$TMP/agent.conf" "$PORT" 1s
+printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = dash\nhost = dash-1\n' "$EPORT" >>"$TMP/agent.conf"
 "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
 CLEANUP+=("kill $!")
 wait_for 10 test -S "$TMP/api.sock" || fail "the agent did not start"
@@ -86,3 +102,7 @@ $DASHCHECK "$DASH" --prometheus "http://127.0.0.1:$PROMPORT" --may-be-empty ngxa
 	>"$TMP/queries.out" 2>&1 || fail "dashboard queries: $(grep dashcheck: "$TMP/queries.out")"
 cat "$TMP/queries.out"
 ok "every query of the dashboard parses and returns data ($(grep -c '^ok ' "$TMP/queries.out") of them)"
+$DASHCHECK "$FLEETDASH" --prometheus "http://127.0.0.1:$PROMPORT" >"$TMP/fleet-queries.out" 2>&1 ||
+	fail "fleet dashboard queries: $(grep dashcheck: "$TMP/fleet-queries.out")"
+cat "$TMP/fleet-queries.out"
+ok "every query of the pool's dashboard parses and returns data ($(grep -c '^ok ' "$TMP/fleet-queries.out") of them)"
