@@ -311,13 +311,16 @@
 #define API_K_FLEET_AGENT "agent"
 #define API_K_FLEET_KERNEL "kernel"
 #define API_K_FLEET_CPUS "cpus"
-#define API_K_FLEET_VERDICTS "verdicts"     /* [{host, knob, from, to, kept, symptom, summary, kernel, cpus, at_ms}] */
+#define API_K_FLEET_VERDICTS "verdicts"     /* [{host, knob, from, to, kept, symptom, summary, kernel, cpus, at_ms,
+					     * effect, pairs}] */
 #define API_K_FLEET_FROM "from"
 #define API_K_FLEET_TO "to"
 #define API_K_FLEET_KEPT "kept"
 #define API_K_FLEET_SYMPTOM "symptom"
 #define API_K_FLEET_SUMMARY "summary"
 #define API_K_FLEET_AT "at_ms"
+#define API_K_FLEET_EFFECT "effect"         /* its trial's standardized effect (judge's seq_effect), when said */
+#define API_K_FLEET_PAIRS "pairs"           /* ... over that many valid pairs */
 
 /* Keys of /v1/metrics */
 #define API_K_METRICS "metrics"

@@ -170,14 +170,19 @@ static json_t *fleet_json(struct agent *a, bool members)
 		if ((arr = json_array())) {
 			for (size_t i = 0; i < v->nverdicts; i++) {
 				const struct pool_verdict *d = &v->verdicts[i];
+				json_t *vj = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I}", API_K_FLEET_HOST,
+						       d->host, API_K_FLEET_KNOB, d->knob, API_K_FLEET_FROM, d->from,
+						       API_K_FLEET_TO, d->to, API_K_FLEET_KEPT, d->kept, API_K_FLEET_SYMPTOM,
+						       d->symptom, API_K_FLEET_SUMMARY, d->summary, API_K_FLEET_KERNEL,
+						       d->kernel, API_K_FLEET_CPUS, (json_int_t)d->cpus, API_K_FLEET_AT,
+						       (json_int_t)d->at_ms);
 
-				json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I}",
-								     API_K_FLEET_HOST, d->host, API_K_FLEET_KNOB, d->knob,
-								     API_K_FLEET_FROM, d->from, API_K_FLEET_TO, d->to,
-								     API_K_FLEET_KEPT, d->kept, API_K_FLEET_SYMPTOM,
-								     d->symptom, API_K_FLEET_SUMMARY, d->summary,
-								     API_K_FLEET_KERNEL, d->kernel, API_K_FLEET_CPUS,
-								     (json_int_t)d->cpus, API_K_FLEET_AT, (json_int_t)d->at_ms));
+				/* What its trial measured (a confirming trial's prior), when it said so. */
+				if (vj && isfinite(d->effect) && d->pairs >= 2) {
+					json_object_set_new(vj, API_K_FLEET_EFFECT, json_real(d->effect));
+					json_object_set_new(vj, API_K_FLEET_PAIRS, json_integer(d->pairs));
+				}
+				json_array_append_new(arr, vj);
 			}
 			json_object_set_new(o, API_K_FLEET_VERDICTS, arr);
 		}

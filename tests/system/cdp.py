@@ -336,6 +336,19 @@ def console_scenario(args):
         if row[:3] != [knob, "ok", "300"] or not row[4]:
             raise CDPError("the knobs table's %s: %s" % (knob, row))
         step("knobs table: %s" % " | ".join(row[:7]))
+        if args.pool:
+            # The pool card: this host alive in its pool, and the peer's verdict put into etcd by the test.
+            pool, host, peer = args.pool.split(":")
+            cdp.wait_for("!document.getElementById('pool-card').hidden && document.querySelector("
+                         "'#pool-members tr[data-host=\"%s\"][data-alive=\"1\"]') !== null" % host, 15, "the pool card")
+            cdp.wait_for("document.querySelector('#pool-verdicts tr[data-host=\"%s\"][data-kept=\"1\"]') !== null" % peer,
+                         15, "the pool's verdicts")
+            head = text(cdp, "#pool-head")
+            if not head.startswith("pool %s, this host %s: etcd answers" % (pool, host)):
+                raise CDPError("the pool card's head: %r" % head)
+            cells = cdp.eval("Array.from(document.querySelectorAll('#pool-verdicts tr[data-host=\"%s\"] td'))"
+                             ".map(t => t.textContent)" % peer)
+            step("pool card: %s; %s" % (head[:90], " | ".join(cells[:5])))
 
         # A wrong token: the agent refuses it and the page says so; nothing is approved.
         cdp.type_into("#token", "wrong-secret-0000000000")
@@ -561,6 +574,7 @@ def main():
     c.add_argument("--proposal", type=int, required=True)
     c.add_argument("--out", required=True)
     c.add_argument("--knob-file", required=True, help="net.core.netdev_budget of the fake host")
+    c.add_argument("--pool", help="POOL:HOST:PEER: the agent is HOST in POOL, where PEER published a kept change")
     args = ap.parse_args()
     # SIGTERM and SIGHUP end the run through the cleanup (the browser stopped, the profile removed).
     for sig in (signal.SIGTERM, signal.SIGHUP):

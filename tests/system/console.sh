@@ -12,7 +12,9 @@
 # agent's back and cleared, resume, revert all with nothing left. The audit trail has each act by token:ops, and
 # ngxctl show keeps the reverted change's verdict. No console error, no network error, no Content-Security-Policy
 # violation, and the page's one event stream stays open throughout (never cut, never reconnected). Reloaded at the
-# end, the page has forgotten the token and still shows the last verdict.
+# end, the page has forgotten the token and still shows the last verdict. The agent is a member of a pool of one
+# ([fleet], Debian's etcd on loopback) where another host's kept change was put in by hand: the page's pool card
+# shows this host alive, etcd answering, and that verdict.
 # Costs about 55 s (a 3-pair calibration and a trial of 2 s blocks that the sequential rule ends after 2 pairs, then
 # the acts, about 10 s); one Chromium, one agent.
 # Screenshots and the agent's log go to $builddir/artefacts/console/. Chromium and python3-websocket are required
@@ -21,11 +23,12 @@ TEST_NAME=console
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root
-need_cmd jq curl ss
+need_cmd jq curl ss etcd etcdctl
 PY=/usr/bin/python3 # Debian's, which has python3-websocket (a python3 earlier in PATH may not)
 command -v chromium >/dev/null || fail "chromium is not installed: run packaging/debian-deps.sh"
 "$PY" -c 'import websocket' 2>/dev/null || fail "python3-websocket is not installed: run packaging/debian-deps.sh"
 PORT=${CONSOLE_PORT:-18212}
+EPORT=$((PORT + 3))
 ART=$builddir/artefacts/console
 rm -rf "$ART"
 mkdir -p "$ART"
@@ -39,6 +42,19 @@ cat >>"$TMP/agent.conf" <<EOT
 [api]
 token_file = $TMP/api.tokens
 EOT
+# A member of a pool ([fleet]): etcd on loopback, and a kept change of another host (c2) put in by hand; the page's
+# pool card shows both (its trial takes the pool's one slot like any member's).
+etcd --name console --data-dir "$TMP/etcd" --listen-client-urls "http://127.0.0.1:$EPORT" \
+	--advertise-client-urls "http://127.0.0.1:$EPORT" --listen-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
+	--initial-cluster "console=http://127.0.0.1:$((EPORT + 1))" >"$TMP/etcd.log" 2>&1 &
+CLEANUP+=("kill -9 $!")
+wait_for 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" endpoint health >/dev/null 2>&1 ||
+	fail "etcd did not start: $(tail -5 "$TMP/etcd.log")"
+ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" put /ngx-autotune/pools/console/verdicts/net.core.somaxconn/c2 \
+	'{"from":"4096","to":"8192","kept":true,"symptom":"listen_overflows","summary":"by hand","kernel":"0.0","cpus":1,"at_ms":1796050742082,"effect":8,"pairs":4}' \
+	>/dev/null || fail "etcdctl put failed"
+printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = console\nhost = c1\n' "$EPORT" >>"$TMP/agent.conf"
 squeeze_plant 240 0.000 2 & # not gross: the proposal is calibrated first
 CLEANUP+=("kill $!")
 "$AGENT" --foreground -c "$TMP/agent.conf" >"$TMP/agent.log" 2>&1 &
@@ -77,7 +93,7 @@ ID=$(curl -s "http://127.0.0.1:$PORT/v1/proposals" | jq '.proposals[0].id')
 ok "the agent proposes change $ID (netdev_budget 300 -> 600)"
 
 "$PY" "$srcdir/tests/system/cdp.py" console --url "http://127.0.0.1:$PORT/" \
-	--token "ops:$SECRET" --proposal "$ID" --knob-file "$BUDGET" --out "$ART" | tee "$TMP/cdp.out"
+	--token "ops:$SECRET" --proposal "$ID" --knob-file "$BUDGET" --out "$ART" --pool console:c1:c2 | tee "$TMP/cdp.out"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "the console scenario failed (screenshots in $ART)"
 for f in 1-proposal 2-calibration 3-trial 4-verdict 5-confirm-pause 6-confirm-revert 7-reverted 8-conflict 9-after \
 	10-reloaded; do
