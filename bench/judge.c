@@ -71,8 +71,10 @@ int main(int argc, char **argv)
 			o.swing_tau_s = strtod(optarg, NULL);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-S MASTER] [-n TRIALS] [-L BLOCK_S] [-s SETTLE_S] [-K PAIRS] [-x NOISE] [-c CALIB] "
-				"[-q] [-t TAU] [-P PEERS [-W SWING] [-T SWING_TAU_S]]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [-S MASTER] [-n TRIALS] [-L BLOCK_S] [-s SETTLE_S] [-K PAIRS] [-x NOISE] "
+				"[-c CALIB] [-q] [-t TAU] [-P PEERS [-W SWING] [-T SWING_TAU_S]]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -94,6 +96,7 @@ int main(int argc, char **argv)
 	memset(&tc, 0, sizeof(tc));
 	for (unsigned i = 0; i < n; i++) {
 		struct stats_rng rng;
+		struct sim_result rc;
 		uint64_t seed;
 
 		stats_rng_seed(&rng, master + i);
@@ -103,15 +106,16 @@ int main(int argc, char **argv)
 			errors++;
 			continue;
 		}
-		sim_tally_add(&t, &r, o.judge.delta);
-		if (!o.peers)
-			continue;
-		o.peer_control = true;
-		if (sim_run(seed, &o, &r) < 0) {
-			errors++;
-			continue;
+		if (o.peers) {
+			/* Both or neither: the two tallies are over the same trials. */
+			o.peer_control = true;
+			if (sim_run(seed, &o, &rc) < 0) {
+				errors++;
+				continue;
+			}
+			sim_tally_add(&tc, &rc, o.judge.delta);
 		}
-		sim_tally_add(&tc, &r, o.judge.delta);
+		sim_tally_add(&t, &r, o.judge.delta);
 	}
 	if (o.peers)
 		printf("\n== judged alone\n");
@@ -124,7 +128,8 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 2; k++) {
 			const struct sim_tally *x = k ? &tc : &t;
 
-			printf("%-19s | %4u of %-5u (%5.2f%%)         | %4u of %-5u (%5.1f%%)                  | %3u of %-4u | %.2f\n",
+			printf("%-19s | %4u of %-5u (%5.2f%%)         | %4u of %-5u (%5.1f%%)"
+			       "                  | %3u of %-4u | %.2f\n",
 			       k ? "against its peers" : "alone", x->false_keep[0], x->below_delta,
 			       x->below_delta ? 100.0 * x->false_keep[0] / x->below_delta : 0.0, x->false_revert[0],
 			       x->big_gain, x->big_gain ? 100.0 * x->false_revert[0] / x->big_gain : 0.0, x->kept_harm[0],

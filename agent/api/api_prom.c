@@ -140,7 +140,8 @@ static void write_fleet(struct prom_writer *w, struct agent *a)
 	/* The pool as this host saw it last: each member (alive or gone; trying: in a calibration or trial, on which
 	 * knob) and each host's last verdict on each knob (the time it was judged). Every member says the same: a
 	 * pool's dashboard takes the max by member, or by verdict. Names and values are etcd's, cleaned. */
-	prom_family(w, "ngxat_fleet_member_up", PROM_GAUGE, "1 for a member of the pool whose lease lives, 0 for one gone.");
+	prom_family(w, "ngxat_fleet_member_up", PROM_GAUGE,
+		    "1 for a member of the pool whose lease lives, 0 for one gone.");
 	for (size_t i = 0; i < v->n; i++) {
 		struct prom_label l[] = {{"pool", v->pool}, {"host", v->host}, {"member", v->m[i].host}};
 
@@ -151,7 +152,10 @@ static void write_fleet(struct prom_writer *w, struct agent *a)
 	for (size_t i = 0; i < v->n; i++) {
 		const struct fleet_member *m = &v->m[i];
 		bool trying = m->alive && (strcmp(m->state, "trial") == 0 || strcmp(m->state, "calibrating") == 0);
-		struct prom_label l[] = {{"pool", v->pool}, {"host", v->host}, {"member", m->host}, {"knob", trying ? m->knob : ""}};
+		struct prom_label l[] = {{"pool", v->pool},
+					 {"host", v->host},
+					 {"member", m->host},
+					 {"knob", trying ? m->knob : ""}};
 
 		prom_sample(w, "", l, 4, trying ? 1 : 0);
 	}

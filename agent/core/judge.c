@@ -1013,7 +1013,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	struct judge_pair_ev *pe;
 	bool void_a, void_b, p95;
 	char c[EVFMT_TEXT_MAX];
-	double gross, control;
+	double gross, control, worst;
 	unsigned control_peers;
 
 	if (!j || !a || !b || !done)
@@ -1113,7 +1113,7 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	pe->p95 = p95;
 	ev->per_second = a->v[0].per_second;
 	pe->d = log_ratio(pe->a, pe->b, ev->dir);
-	if (control_peers >= JUDGE_CONTROL_MIN_PEERS && isfinite(control)) {
+	if (control_peers >= JUDGE_CONTROL_MIN_PEERS && isfinite(control) && fabs(control) <= log(JUDGE_CONTROL_MAX)) {
 		pe->control = control;
 		pe->control_peers = control_peers;
 		pe->d -= control;
@@ -1132,17 +1132,19 @@ int judge_add_pair(struct judge *j, const struct block_summary *a, const struct 
 	 * is "5x worse" by the ratio, and chance by the counts (found in the demo: netdev_budget reverted in pair 1 on
 	 * 0 -> 0.0188 per 1k requests); its pair must also be unlikely under no effect, given its events. */
 	gross = j->cfg.gross_harm > 0 ? -log1p(j->cfg.gross_harm) : -INFINITY;
-	if (pe->d < gross && a->v[0].count &&
+	/* Gross harm as the host saw it or against its peers, whichever is worse: a control never hides harm. */
+	worst = pe->control_peers ? fmin(pe->d, pe->d + pe->control) : pe->d;
+	if (worst < gross && a->v[0].count &&
 	    binom_p(a->v[0].num, b->v[0].num, a->v[0].den, b->v[0].den, ev->dir, 0.0) >= j->cfg.alpha_early)
 		gross = -INFINITY;
-	if (pe->d < gross && a->v[0].count && !beyond_base(j, b))
+	if (worst < gross && a->v[0].count && !beyond_base(j, b))
 		gross = -INFINITY;
 	/* An internal objective's harm does not end a change that serves clients better. */
 	if (ev->objective_internal && outcome_better(j, pe))
 		gross = -INFINITY;
-	if (pe->d < gross) {
+	if (worst < gross) {
 		finish(j, VERDICT_REVERT, "%s worse in pair %u: %s", ev->objective, ev->npairs,
-		       change(j, pe->d, NAN, NAN, c, sizeof(c)));
+		       change(j, worst, NAN, NAN, c, sizeof(c)));
 	} else if (ev->nvalid >= 3) {
 		double d[JUDGE_PAIRS_MAX], mean, sd, lo, hi;
 		size_t n = valid_d(j, d);

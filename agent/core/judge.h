@@ -72,6 +72,7 @@
 #define JUDGE_PRIOR_EFFECT_MAX 8.0     /* a standardized effect is said as at most this (identical pairs: infinite) */
 #define JUDGE_PRIOR_SPREAD 1.0         /* how far one host's standardized effect may lie from another's, in sds */
 #define JUDGE_CONTROL_MIN_PEERS 2      /* peers a pair's control needs: fewer, and the pair is judged on its own */
+#define JUDGE_CONTROL_MAX 4.0          /* a control of more than 4x either way is not taken (the pair on its own) */
 /* A client's time lost to one dropped connection (its SYN is sent again after the kernel's initial RTO, 1 s) or to
  * one failed request (it tries again or goes without: no less): the unit in which slower answers are weighed against
  * fewer drops and failures (the clients' time ledger, judge.c). */
@@ -272,8 +273,10 @@ int judge_set_prior(struct judge *j, double effect, unsigned pairs);
  * of the pool not in trial of the objective's signed log ratio between the same two windows as that pair's blocks
  * (positive: better in B's window, as the pair's d). With at least JUDGE_CONTROL_MIN_PEERS, the pair's d is
  * judged less D: a swing of the whole pool's traffic moves both and cancels, the host's own noise and the peers'
- * mean's remain. With fewer, or D not finite, the pair is judged on its own, as it would be without peers, and
- * the evidence counts which pairs had the control (ncontrolled). 0; -EINVAL (no judge). */
+ * mean's remain. With fewer, D not finite or beyond JUDGE_CONTROL_MAX either way, the pair is judged on its own,
+ * as it would be without peers, and the evidence counts which pairs had the control (ncontrolled). Gross harm in
+ * one pair is judged on the worse of d and d less D: a control never hides harm. The simulator's pool scenario
+ * uses it; the agent does not yet (its peers' figures are not exchanged). 0; -EINVAL (no judge). */
 int judge_set_control(struct judge *j, double d, unsigned peers);
 /* Add the pair (A, B), B measured first when B_FIRST. Sets *DONE when a verdict is reached. 0; -EINVAL (the
  * summaries do not match the judge's metrics); -EALREADY after the verdict. */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "judge.h"
+
 /* The kernel's major.minor ("6.1" of "6.1.0-28-amd64"): its length in S. */
 static size_t major_minor(const char *s)
 {
@@ -119,8 +121,8 @@ size_t pool_causes(const struct policy_set *set, const struct pool_facts *self,
 		c->while_fires = true;
 		c->symptom = symptom;
 		/* Its trial's effect, the confirming trial's prior: bounded here, the judge clips it again. */
-		if (isfinite(k->effect) && k->pairs >= 2 && k->pairs <= 64) {
-			c->prior_effect = fmax(-8.0, fmin(8.0, k->effect));
+		if (isfinite(k->effect) && k->pairs >= 2 && k->pairs <= JUDGE_PAIRS_MAX) {
+			c->prior_effect = fmax(-JUDGE_PRIOR_EFFECT_MAX, fmin(JUDGE_PRIOR_EFFECT_MAX, k->effect));
 			c->prior_pairs = (unsigned)k->pairs;
 		}
 		ago(now_ms, k->at_ms, when, sizeof(when));

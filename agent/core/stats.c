@@ -271,7 +271,9 @@ static double log_moment_at(double N, double z, double v)
 static double log_gauss_moment(double N, double z)
 {
 	enum { STEPS = 2000 };
-	double peak = 0.5 * (z + sqrt(z * z + 4.0 * (N - 1.0))), top = log_moment_at(N, z, peak), edge[2], h, sum = 0.0;
+	/* The peak, (N - 1) / v = v - z, in the form that does not cancel for z far below 0. */
+	double root = sqrt(z * z + 4.0 * (N - 1.0)), peak = z >= 0.0 ? 0.5 * (z + root) : 2.0 * (N - 1.0) / (root - z);
+	double top = log_moment_at(N, z, peak), edge[2], h, sum = 0.0;
 
 	for (int side = 0; side < 2; side++) {
 		double near = peak, far = side ? peak + 10.0 : 0.0;

@@ -359,12 +359,20 @@ static void *run(void *arg)
 
 	for (;;) {
 		struct timespec until;
+		int64_t period;
 		bool was;
 
 		round_once(f);
+		/* A host that waits for a slot asks again each second: a slot given back is taken within one, not within
+		 * a third of the lease (the pool's hosts behind one another each waited that much more). */
+		pthread_mutex_lock(&f->mu);
+		period = f->view.want && !f->view.held && f->view.reachable && f->period_ms > FLEET_WAIT_POLL_MS
+				 ? FLEET_WAIT_POLL_MS
+				 : f->period_ms;
+		pthread_mutex_unlock(&f->mu);
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += f->period_ms / 1000;
-		until.tv_nsec += (f->period_ms % 1000) * 1000000;
+		until.tv_sec += period / 1000;
+		until.tv_nsec += (period % 1000) * 1000000;
 		if (until.tv_nsec >= 1000000000) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;

@@ -25,6 +25,7 @@
 
 #define FLEET_MEMBERS_MAX 64
 #define FLEET_NAME_MAX 64
+#define FLEET_WAIT_POLL_MS 1000 /* a host waiting for a trial slot asks etcd this often (else every third of the lease) */
 
 struct fleet_member {
 	char host[FLEET_NAME_MAX];

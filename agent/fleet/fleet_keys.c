@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/judge.h"
 #include "fleet/fleet.h"
 
 /* A copy of a text field that cannot overflow. */
@@ -76,9 +77,18 @@ static void on_verdict(struct fleet_round *f, const char *rest, const char *valu
 	fleet_copy_clean(v->kernel, sizeof(v->kernel), json_string_value(json_object_get(j, "kernel")));
 	v->cpus = json_integer_value(json_object_get(j, "cpus"));
 	v->at_ms = json_integer_value(json_object_get(j, "at_ms"));
-	/* A number or none; pool_causes bounds it (whatever it says, the confirming trial's error stays its own). */
+	/* A number within the judge's bounds and its pairs, or none (whatever it says, a confirming trial's error stays
+	 * its own; bounded here so that what the API and the console show is what a trial would take). */
 	v->effect = json_is_number(json_object_get(j, "effect")) ? json_number_value(json_object_get(j, "effect")) : NAN;
 	v->pairs = json_integer_value(json_object_get(j, "pairs"));
+	if (!isfinite(v->effect) || v->pairs < 2 || v->pairs > JUDGE_PAIRS_MAX) {
+		v->effect = NAN;
+		v->pairs = 0;
+	} else if (v->effect > JUDGE_PRIOR_EFFECT_MAX) {
+		v->effect = JUDGE_PRIOR_EFFECT_MAX;
+	} else if (v->effect < -JUDGE_PRIOR_EFFECT_MAX) {
+		v->effect = -JUDGE_PRIOR_EFFECT_MAX;
+	}
 	json_decref(j);
 }
 

@@ -44,13 +44,7 @@ token_file = $TMP/api.tokens
 EOT
 # A member of a pool ([fleet]): etcd on loopback, and a kept change of another host (c2) put in by hand; the page's
 # pool card shows both (its trial takes the pool's one slot like any member's).
-etcd --name console --data-dir "$TMP/etcd" --listen-client-urls "http://127.0.0.1:$EPORT" \
-	--advertise-client-urls "http://127.0.0.1:$EPORT" --listen-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
-	--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
-	--initial-cluster "console=http://127.0.0.1:$((EPORT + 1))" >"$TMP/etcd.log" 2>&1 &
-CLEANUP+=("kill -9 $!")
-wait_for 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" endpoint health >/dev/null 2>&1 ||
-	fail "etcd did not start: $(tail -5 "$TMP/etcd.log")"
+etcd_loopback console "$EPORT"
 ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" put /ngx-autotune/pools/console/verdicts/net.core.somaxconn/c2 \
 	'{"from":"4096","to":"8192","kept":true,"symptom":"listen_overflows","summary":"by hand","kernel":"0.0","cpus":1,"at_ms":1796050742082,"effect":8,"pairs":4}' \
 	>/dev/null || fail "etcdctl put failed"

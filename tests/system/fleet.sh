@@ -287,7 +287,7 @@ pub=$(ectl get /ngx-autotune/pools/web/verdicts/listen_queue/h4 --print-value-on
 jq -e '(.effect | type) == "number" and .pairs >= 2' <<<"$pub" >/dev/null || fail "h4's verdict in etcd has no effect: $pub"
 pairs4=$(hapi 4 "/v1/changes/$id4" | jq -r .detail | grep -o '"valid":[0-9]*' | head -1 | cut -d: -f2)
 detail5=$(hapi 5 "/v1/changes/$id5" | jq -r .detail)
-grep -q "\"prior_pairs\":$(jq .pairs <<<"$pub")" <<<"$detail5" || fail "h5's trial did not take h4's effect as its prior: $detail5"
+grep -Eq "\"prior_pairs\":$(jq .pairs <<<"$pub")[,}]" <<<"$detail5" || fail "h5's trial did not take h4's effect as its prior: $detail5"
 pairs5=$(grep -o '"valid":[0-9]*' <<<"$detail5" | head -1 | cut -d: -f2)
 ok "6. the same fault on h4 and h5: h4 kept listen_queue 16 -> $to on its own trial ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")); h5 proposed it first ($(jq -r .why <<<"$prop5" | cut -c1-100)) and kept it after its own trial, h4's effect its prior ($pairs5 pairs)"
 echo "1..$checks"

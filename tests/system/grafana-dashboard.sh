@@ -29,13 +29,7 @@ PROMETHEUS=$(find_prometheus_tool prometheus)
 start_nginx_ns "$NS" "$PORT" || fail "could not start nginx in namespace $NS"
 # A pool of one: etcd on loopback, the agent a member, and another host's verdict put in by hand (refused here,
 # its facts are not this host's, and listed: the pool's dashboard shows it).
-etcd --name dash --data-dir "$TMP/etcd" --listen-client-urls "http://127.0.0.1:$EPORT" \
-	--advertise-client-urls "http://127.0.0.1:$EPORT" --listen-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
-	--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1))" \
-	--initial-cluster "dash=http://127.0.0.1:$((EPORT + 1))" >"$TMP/etcd.log" 2>&1 &
-CLEANUP+=("kill -9 $!")
-wait_for 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" endpoint health >/dev/null 2>&1 ||
-	fail "etcd did not start: $(tail -5 "$TMP/etcd.log")"
+etcd_loopback dash "$EPORT"
 ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$EPORT" put /ngx-autotune/pools/dash/verdicts/net.core.somaxconn/web-2 \
 	'{"from":"4096","to":"8192","kept":true,"symptom":"listen_overflows","summary":"by hand","kernel":"0.0","cpus":1,"at_ms":1796050742082}' \
 	>/dev/null || fail "etcdctl put failed"

@@ -97,6 +97,21 @@ wait_for() {
 	done
 }
 
+# etcd_loopback NAME PORT: Debian's etcd, a cluster of one on 127.0.0.1:PORT (its peers on PORT + 1), its data under
+# $TMP, killed at exit; fails the test when it does not answer within 20 s. A pool ([fleet]) for the tests that
+# need one member (fleet.sh makes its own, in a namespace of its own).
+etcd_loopback() {
+	# An etcd left by a run killed before its cleanup would answer the health check with its own data.
+	[ -z "$(ss -ltnH "sport = :$2")" ] || fail "port $2 is taken (an etcd left by an earlier run?): $(ss -ltnpH "sport = :$2")"
+	etcd --name "$1" --data-dir "$TMP/etcd-$1" --listen-client-urls "http://127.0.0.1:$2" \
+		--advertise-client-urls "http://127.0.0.1:$2" --listen-peer-urls "http://127.0.0.1:$(($2 + 1))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$(($2 + 1))" \
+		--initial-cluster "$1=http://127.0.0.1:$(($2 + 1))" >"$TMP/etcd-$1.log" 2>&1 &
+	CLEANUP+=("kill -9 $!")
+	wait_for 20 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$2" endpoint health ||
+		fail "etcd did not start: $(tail -5 "$TMP/etcd-$1.log")"
+}
+
 # memcg_new BYTES: a memory cgroup limited to BYTES, as a unit's MemoryMax= makes one, for the processes a test
 # starts in it with memcg_run (their children stay in it, as a unit's do); its directory in MEMCG. cgroup v2: under
 # the unified hierarchy's root (its memory controller on); v1: under this shell's own memory cgroup. Removed at

@@ -5,6 +5,7 @@
  * slots out of range, keys of another pool, more members than the view holds, answers that are not etcd's.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 #include <nettle/base64.h>
 
+#include "core/judge.h"
 #include "fleet/etcd.h"
 #include "fleet/fleet.h"
 
@@ -139,6 +141,24 @@ static void test_hostile(void **state)
 	assert_int_equal(strlen(view.verdicts[0].to), sizeof(view.verdicts[0].to) - 1);
 	assert_string_equal(view.verdicts[0].from, ""); /* a number where a string belongs: nothing */
 	assert_false(view.verdicts[0].kept);            /* "yes" is not true */
+
+	/* A trial's effect out of the judge's bounds: bounded; pairs too few or too many, or none: no effect at all. */
+#define E1 "{\"effect\":1e300,\"pairs\":3}"
+#define E2 "{\"effect\":5,\"pairs\":1000}"
+#define E3 "{\"effect\":\"5\",\"pairs\":3}"
+#define E4 "{\"effect\":-20,\"pairs\":2}"
+	strcpy(body, "{\"kvs\":[");
+	kv(body, sizeof(body), PREFIX "verdicts/k/a", E1, strlen(E1), NULL);
+	kv(body, sizeof(body), PREFIX "verdicts/k/b", E2, strlen(E2), NULL);
+	kv(body, sizeof(body), PREFIX "verdicts/k/c", E3, strlen(E3), NULL);
+	kv(body, sizeof(body), PREFIX "verdicts/k/d", E4, strlen(E4), NULL);
+	strcat(body, "]}");
+	assert_int_equal(take(body, &view, &rd), 0);
+	assert_int_equal(view.nverdicts, 4);
+	assert_true(view.verdicts[0].effect == JUDGE_PRIOR_EFFECT_MAX && view.verdicts[0].pairs == 3);
+	assert_true(isnan(view.verdicts[1].effect) && view.verdicts[1].pairs == 0);
+	assert_true(isnan(view.verdicts[2].effect) && view.verdicts[2].pairs == 0);
+	assert_true(view.verdicts[3].effect == -JUDGE_PRIOR_EFFECT_MAX && view.verdicts[3].pairs == 2);
 
 	/* A NUL inside a value, slots out of range or not numbers, another pool's keys, values that are not JSON. */
 	strcpy(body, "{\"kvs\":[");

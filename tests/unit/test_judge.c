@@ -811,20 +811,21 @@ static void test_peer_control(void **state)
 
 /* The rule is always valid: at the null's boundary (a true gain of exactly delta, normal noise of any size), with
  * or without a calibration of the same noise, and with a hostile pool's prior (a gross effect said of a change that
- * does nothing here), it keeps early in at most alpha_seq of the trials. */
+ * does nothing here) with or without one, it keeps early in at most alpha_seq of the trials. */
 static void test_sequential_null(void **state)
 {
-	static const char *const arms[] = {"uncalibrated", "calibrated", "with a gross canary's prior"};
+	static const char *const arms[] = {"uncalibrated", "calibrated", "with a gross canary's prior",
+					   "calibrated, with a gross canary's prior"};
 	struct judge_config cfg;
 	struct stats_rng rng;
-	unsigned early[3] = {0, 0, 0}, n = 3000;
+	unsigned early[4] = {0, 0, 0, 0}, n = 3000;
 
 	(void)state;
 	judge_config_default(&cfg);
 	cfg.alpha_seq = 0.05;
 	stats_rng_seed(&rng, 20261201);
 	for (unsigned t = 0; t < n; t++) {
-		for (int calibrated = 0; calibrated < 3; calibrated++) {
+		for (int calibrated = 0; calibrated < 4; calibrated++) {
 			double sd = 0.01 + 0.2 * stats_rng_uniform(&rng), ratio[8], cal[4], m, s;
 			struct judge j;
 			bool done;
@@ -832,9 +833,9 @@ static void test_sequential_null(void **state)
 			for (size_t k = 0; k < 8; k++)
 				ratio[k] = exp(-(log1p(cfg.delta) + sd * stats_rng_normal(&rng)));
 			start(&j, &cfg);
-			if (calibrated == 2)
+			if (calibrated >= 2)
 				assert_int_equal(judge_set_prior(&j, 8.0, 4), 0);
-			if (calibrated == 1) {
+			if (calibrated == 1 || calibrated == 3) {
 				for (size_t k = 0; k < 4; k++)
 					cal[k] = sd * stats_rng_normal(&rng);
 				assert_int_equal(stats_mean_sd(cal, 4, &m, &s), 0);
@@ -844,7 +845,7 @@ static void test_sequential_null(void **state)
 			early[calibrated] += judge_evidence(&j)->early;
 		}
 	}
-	for (int c = 0; c < 3; c++) {
+	for (int c = 0; c < 4; c++) {
 		double lo, hi;
 
 		assert_int_equal(stats_wilson(early[c], n, 1.959964, &lo, &hi), 0);
