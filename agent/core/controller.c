@@ -1146,12 +1146,39 @@ static void stop_acting(struct controller *ctl, const char *why)
 		withdraw(ctl, VERDICT_ABORTED, PLAN_ERROR, why);
 }
 
+/* A proposal not started yet (it waits for an approval or for the pool's slot) of the very value a peer has since
+ * proved for the same symptom takes that peer's effect as its trial's prior: in a pool whose hosts met the same fault
+ * at once, each proposed its own before the first verdict, and then waited behind the canary (bench/fleet.sh).
+ * Only the prior: the proposal, its evidence and its approval stay as they were. */
+static void adopt_prior(struct controller *ctl)
+{
+	const struct knob_policy *p;
+
+	if ((ctl->state != CONTROLLER_PROPOSED && ctl->state != CONTROLLER_AWAITING) || ctl->prop.trial.prior_pairs ||
+	    !(p = policy_find(ctl->set, ctl->prop.knob)))
+		return;
+	for (size_t i = 0; i < ctl->ncauses; i++) {
+		const struct plan_cause *c = &ctl->causes[i];
+
+		if (c->prior_pairs < 2 || !isfinite(c->prior_effect) || strcmp(c->knob, ctl->prop.knob) != 0 ||
+		    !knobval_text_equal(p->type, c->to, ctl->prop.to) ||
+		    (ctl->prop.detector < DETECT_COUNT && c->while_fires && c->symptom != ctl->prop.detector))
+			continue;
+		ctl->prop.trial.prior_effect = c->prior_effect;
+		ctl->prop.trial.prior_pairs = c->prior_pairs;
+		note(ctl, "proposal %llu (%s -> %s): a peer proved the same value since; its trial's effect is this "
+		     "trial's prior (%s)", (unsigned long long)ctl->id, ctl->prop.knob, ctl->prop.to, c->evidence);
+		return;
+	}
+}
+
 void controller_set_causes(struct controller *ctl, const struct plan_cause *causes, size_t n, int64_t checked_ms)
 {
 	ctl->ncauses = n < PLAN_CAUSES_MAX ? n : PLAN_CAUSES_MAX;
 	if (ctl->ncauses)
 		memcpy(ctl->causes, causes, ctl->ncauses * sizeof(ctl->causes[0]));
 	ctl->causes_checked_ms = checked_ms;
+	adopt_prior(ctl);
 }
 
 void controller_pause(struct controller *ctl)

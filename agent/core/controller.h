@@ -207,7 +207,8 @@ int controller_conflict(struct controller *ctl, const char *knob);
 /* An operator reverted KNOB. Ends the trial or proposal on KNOB; 0 either way. */
 int controller_operator_revert(struct controller *ctl, const char *knob);
 /* The causes checked at CHECKED_MS (the doctor's findings whose fix is a knob: plan.h), replacing those before;
- * tried before any symptom's knob. More than PLAN_CAUSES_MAX are cut. */
+ * tried before any symptom's knob. More than PLAN_CAUSES_MAX are cut. A proposal not started yet of the value a
+ * cause from the pool proved for the same symptom takes that cause's prior (plan_cause.prior_*) for its trial. */
 void controller_set_causes(struct controller *ctl, const struct plan_cause *causes, size_t n, int64_t checked_ms);
 /* Pause: no proposal and no start until controller_resume; a calibration or trial is rolled back. */
 void controller_pause(struct controller *ctl);

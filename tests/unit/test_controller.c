@@ -678,6 +678,32 @@ static void test_gate(void **state)
 	step(h);
 	controller_report(h->ctl, &rep);
 	assert_non_null(strstr(rep.reason, "(etcd unreachable: no trial starts)"));
+	/* While it waits, a peer proves the same value for the same symptom: its trial's effect becomes this trial's
+	 * prior (bench/fleet.sh: the pool's hosts had all proposed before the canary's verdict). Another value's does
+	 * not. */
+	{
+		const struct plan_proposal *p = controller_proposal(h->ctl);
+		struct plan_cause c[2];
+
+		assert_non_null(p);
+		memset(c, 0, sizeof(c));
+		for (int k = 0; k < 2; k++) {
+			snprintf(c[k].id, sizeof(c[k].id), "pool.proven");
+			snprintf(c[k].knob, sizeof(c[k].knob), "%s", p->knob);
+			c[k].while_fires = true;
+			c[k].symptom = p->detector;
+			c[k].prior_pairs = 4;
+		}
+		snprintf(c[0].to, sizeof(c[0].to), "1200");
+		c[0].prior_effect = 3.0;
+		controller_set_causes(h->ctl, c, 1, h->now);
+		assert_int_equal(controller_proposal(h->ctl)->trial.prior_pairs, 0);
+		snprintf(c[1].to, sizeof(c[1].to), "%s", p->to);
+		c[1].prior_effect = 8.0;
+		controller_set_causes(h->ctl, c, 2, h->now);
+		assert_int_equal(controller_proposal(h->ctl)->trial.prior_pairs, 4);
+		assert_true(controller_proposal(h->ctl)->trial.prior_effect == 8.0);
+	}
 	controller_set_gate(h->ctl, true, NULL);
 	for (int i = 0; i < 600 && strcmp(h->budget, "600") != 0; i++)
 		step(h);
@@ -685,6 +711,7 @@ static void test_gate(void **state)
 	controller_report(h->ctl, &rep);
 	assert_false(rep.wants_slot);
 	assert_true(rep.state == CONTROLLER_TRIAL || rep.state == CONTROLLER_CALIBRATING);
+	assert_int_equal(controller_evidence(h->ctl)->prior_pairs, 4); /* the judge took it */
 	controller_set_gate(h->ctl, false, "etcd unreachable");
 	step(h);
 	controller_report(h->ctl, &rep);
