@@ -74,11 +74,18 @@ static int fleet_exec(struct ctl *ctl, int argc, char **argv)
 	if (json_array_size(json_object_get(r, API_K_FLEET_VERDICTS)))
 		printf("\nwhat the pool judged (each host's last verdict on a knob; a kept one is proposed first where the "
 		       "same symptom fires under the same facts):\n");
-	json_array_foreach(json_object_get(r, API_K_FLEET_VERDICTS), i, m)
-		printf("  %s %s %s -> %s on %s%s%s: %s\n", json_is_true(json_object_get(m, API_K_FLEET_KEPT)) ? "kept   "
+	json_array_foreach(json_object_get(r, API_K_FLEET_VERDICTS), i, m) {
+		char pairs[48] = "";
+
+		/* What its trial measured: a confirming trial's prior here. */
+		if (n(m, API_K_FLEET_PAIRS) >= 2)
+			snprintf(pairs, sizeof(pairs), " (%lld pairs, effect %.3g)", n(m, API_K_FLEET_PAIRS),
+				 json_number_value(json_object_get(m, API_K_FLEET_EFFECT)));
+		printf("  %s %s %s -> %s on %s%s%s: %s%s\n", json_is_true(json_object_get(m, API_K_FLEET_KEPT)) ? "kept   "
 		       : "refuted", s(m, API_K_FLEET_KNOB), s(m, API_K_FLEET_FROM), s(m, API_K_FLEET_TO),
 		       s(m, API_K_FLEET_HOST), s(m, API_K_FLEET_SYMPTOM)[0] ? ", for " : "", s(m, API_K_FLEET_SYMPTOM),
-		       s(m, API_K_FLEET_SUMMARY));
+		       s(m, API_K_FLEET_SUMMARY), pairs);
+	}
 	json_decref(r);
 	return 0;
 }
@@ -91,7 +98,8 @@ const struct ctl_verb verb_fleet = {
 		"whether this host holds a trial slot (at most [fleet] max_in_trial hosts of the pool are in trial at\n"
 		"once) or why it waits, and each member: alive (its lease kept) or gone, its tuning state, the knob of\n"
 		"its proposal or trial, the slot it holds, its agent's version, kernel and CPUs; then each host's last\n"
-		"verdict on each knob it tried (kept, or refuted: reverted for harm). Takes no arguments.\n"
+		"verdict on each knob it tried (kept, or refuted: reverted for harm), with its trial's pairs and effect\n"
+		"(a confirming trial's prior here). Takes no arguments.\n"
 		"\nExample:\n"
 		"  ngxctl fleet\n",
 	.exec = fleet_exec,

@@ -289,5 +289,7 @@ pairs4=$(hapi 4 "/v1/changes/$id4" | jq -r .detail | grep -o '"valid":[0-9]*' | 
 detail5=$(hapi 5 "/v1/changes/$id5" | jq -r .detail)
 grep -Eq "\"prior_pairs\":$(jq .pairs <<<"$pub")[,}]" <<<"$detail5" || fail "h5's trial did not take h4's effect as its prior: $detail5"
 pairs5=$(grep -o '"valid":[0-9]*' <<<"$detail5" | head -1 | cut -d: -f2)
+hctl 5 fleet | grep -q "^  kept    listen_queue 16 -> $to on h4, for listen_overflows: .* ($(jq .pairs <<<"$pub") pairs, effect " ||
+	fail "ngxctl fleet does not show h4's trial's pairs and effect: $(hctl 5 fleet | grep listen_queue)"
 ok "6. the same fault on h4 and h5: h4 kept listen_queue 16 -> $to on its own trial ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")); h5 proposed it first ($(jq -r .why <<<"$prop5" | cut -c1-100)) and kept it after its own trial, h4's effect its prior ($pairs5 pairs)"
 echo "1..$checks"
