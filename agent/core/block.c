@@ -107,6 +107,14 @@ static int check_name(const char *name)
 	return 0;
 }
 
+bool block_metric_client_timed(const char *name)
+{
+	for (size_t i = 0; i < COUNT(quantiles); i++)
+		if (strcmp(name, quantiles[i].name) == 0)
+			return quantiles[i].client;
+	return false;
+}
+
 int block_metric_kind(const char *name, enum block_kind *kind, bool *count)
 {
 	int rc = check_name(name);

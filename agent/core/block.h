@@ -145,6 +145,9 @@ int block_spec_init(struct block_spec *spec, const char *const *names, size_t n,
 int block_spec_from_policy(struct block_spec *spec, const struct knob_policy *p, int64_t tick_ms);
 /* How metric NAME is reduced (for docs and the judge's choice of test); -EINVAL for a bad name. */
 int block_metric_kind(const char *name, enum block_kind *kind, bool *count);
+/* Whether NAME is a latency the synthetic client timed (client.pNN_ms): from its connect to the answer's end, so it
+ * holds the wait to be accepted, which nginx's request times never see. */
+bool block_metric_client_timed(const char *name);
 
 /* Begin a block over [START_MS, END_MS) whose first SETTLE_MS are dropped. 0 or -EINVAL (a bad spec, an empty
  * window after settle, a window of more than 2^31 ticks). */

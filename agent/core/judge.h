@@ -128,6 +128,7 @@ struct judge_guard_ev {
 	bool outweighed;      /* it showed harm that a gain of good responses outweighed (the trial went on), or a
 			       * latency whose rise cost clients less time than fewer drops and failures saved */
 	bool latency;         /* a latency quantile (block kind BLOCK_QUANTILE), in ms */
+	bool client_timed;    /* latency: the synthetic client's, which holds the wait to be accepted */
 	double saved_ms, cost_ms; /* latency: the clients' time ledger per 1000 requests, mean over the valid pairs:
 				   * saved by fewer drops and failures, cost by slower answers (NAN: not weighed) */
 	bool available;       /* present in at least one valid pair */

@@ -126,7 +126,8 @@ sample() {
 		done
 		((s > most_slots)) && most_slots=$s
 		((t > most_trials)) && most_trials=$t
-		echo "$most_slots $most_trials" >"$TMP/most"
+		# Written beside and renamed: a reader never sees the file truncated and not yet written.
+		echo "$most_slots $most_trials" >"$TMP/most.new" && mv -f "$TMP/most.new" "$TMP/most"
 		sleep 0.2
 	done
 }
