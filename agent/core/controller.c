@@ -56,6 +56,10 @@ struct controller {
 	bool block_active, writing, tried, b_first;
 	enum controller_arm in_force, want;
 	int64_t block_end_ms, write_deadline_ms;
+	int64_t measure_from_ms;    /* the block's measured part starts here (after its settle, its old workers) */
+	int64_t drain_until_ms;     /* ... waiting for a reload's old workers no later than this */
+	uint32_t old_id;            /* the id of nginx.workers_old, 0 until seen */
+	unsigned beside_old;        /* this trial's blocks measured beside old workers that outlived the wait */
 	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
 	double a_seconds;           /* ... and the seconds they measured */
@@ -338,7 +342,14 @@ static void end_trial(struct controller *ctl, enum judge_verdict v, enum plan_re
 	}
 	ctl->ev = *judge_evidence(&ctl->judge);
 	ctl->ev.verdict = v;
-	snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%s", why);
+	if (ctl->beside_old) {
+		/* The note goes wherever the reason goes. */
+		snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%s (%u block%s measured beside old nginx workers that "
+			 "outlived a block's wait)", why, ctl->beside_old, ctl->beside_old == 1 ? "" : "s");
+		why = ctl->ev.reason;
+	} else {
+		snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%s", why);
+	}
 	ctl->have_ev = true;
 	in = emit(ctl, keep ? INTENT_KEEP : INTENT_REVERT);
 	if (in) {
@@ -373,6 +384,52 @@ static void start_block(struct controller *ctl)
 	}
 	ctl->block_active = true;
 	ctl->block_end_ms = ctl->now_ms + ctl->prop.trial.block_ms;
+	ctl->measure_from_ms = ctl->now_ms + ctl->prop.trial.settle_ms;
+	ctl->drain_until_ms = ctl->block_end_ms;
+}
+
+/* Workers of a reload's previous generation in frame FR (nginx.workers_old), 0 when none or not measured. */
+static double old_workers(struct controller *ctl, const struct metric_registry *reg, const struct frame *fr)
+{
+	double v;
+
+	if (!ctl->old_id && metric_lookup(reg, "nginx.workers_old", &ctl->old_id) < 0)
+		return 0;
+	return frame_get(fr, ctl->old_id, &v) && isfinite(v) && v > 0 ? v : 0;
+}
+
+/*
+ * A block measures one generation of nginx workers. A reload's old workers finish their connections after the
+ * switch; on a saturated CPU they may outlive the settle (found on CI: gzip_comp_level 9 -> 5 under two busy loops,
+ * the level-9 workers still compressing 1 MB answers for seconds into each B block, the new workers' accepts
+ * stalled behind them, and B was stopped on overflows that were A's). While frame FR shows them, the measured part
+ * starts after it, its length unchanged; no later than one block's length after the settle (a long download keeps
+ * an old worker for as long as it lasts): then it measures beside them, and the trial's count says so. False when
+ * the block was moved (nothing of FR counts).
+ */
+static bool block_one_generation(struct controller *ctl, const struct metric_registry *reg, const struct frame *fr)
+{
+	int64_t measure = ctl->prop.trial.block_ms - ctl->prop.trial.settle_ms;
+	double old;
+
+	if (!fr || fr->ts_ms < ctl->measure_from_ms || ctl->acc.frames > 0)
+		return true;
+	old = old_workers(ctl, reg, fr);
+	if (old == 0 || ctl->drain_until_ms == INT64_MIN)
+		return true;
+	if (ctl->now_ms >= ctl->drain_until_ms) {
+		ctl->beside_old++;
+		ctl->drain_until_ms = INT64_MIN; /* counted once per block */
+		return true;
+	}
+	if (block_acc_start(&ctl->acc, &ctl->spec, ctl->now_ms + 1, ctl->now_ms + 1 + measure, 0) < 0)
+		return true;
+	ctl->measure_from_ms = ctl->now_ms + 1;
+	ctl->block_end_ms = ctl->now_ms + measure;
+	set_reason(ctl, "trial of %s %s -> %s: pair %u, block %u waits for %.0f old nginx worker%s of the switch to "
+		   "finish", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pair, ctl->blk + 1, old,
+		   old == 1 ? "" : "s");
+	return false;
 }
 
 /* The next block of the pair: write its arm when another one is in force, else start measuring now. */
@@ -481,6 +538,7 @@ static void begin_trial(struct controller *ctl, unsigned k, const struct judge_c
 	ctl->pair = 0;
 	ctl->a_blocks = 0;
 	ctl->a_overflows = ctl->a_unhandled = ctl->a_5xx_share = ctl->a_seconds = 0;
+	ctl->beside_old = 0;
 	if (ctl->sized)
 		set_reason(ctl, "trial of %s %s -> %s: %u pairs of %.1f s blocks (%.1f s settle; sized by the signal: "
 				"%.3g events/s before the trial)", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pairs,
@@ -715,6 +773,8 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 		return;
 	}
 	if (!ctl->block_active)
+		return;
+	if (!block_one_generation(ctl, reg, fr))
 		return;
 	if (fr && block_acc_add(&ctl->acc, reg, fr) < 0) {
 		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "a frame could not be added to the block");

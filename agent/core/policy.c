@@ -152,7 +152,7 @@ static const char *const metric_patterns[] = {
 	"sys.ctxt", "sys.procs_running", "sys.cpus",
 	"irq.{n}.total", "irq.{n}.{n}", "irq.net_irqs",
 	"nginx.active", "nginx.reading", "nginx.writing", "nginx.waiting", "nginx.accepts", "nginx.handled",
-	"nginx.requests", "nginx.workers", "nginx.worker_run_ms", "nginx.worker_run_max_ms", "nginx.worker_run_mean_ms",
+	"nginx.requests", "nginx.workers", "nginx.workers_old", "nginx.worker_run_ms", "nginx.worker_run_max_ms", "nginx.worker_run_mean_ms",
 	"nginx.worker_wait_ms", "nginx.worker_wait_max_ms", "nginx.worker_vcsw", "nginx.worker_ivcsw",
 	"nginx.err.worker_connections", "nginx.err.too_many_files", "nginx.err.upstream_premature",
 	"nginx.err.buffered_temp", "nginx.err.addr_not_avail", "nginx.err.upstream_timeout",

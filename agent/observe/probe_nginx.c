@@ -192,7 +192,7 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	struct worker_prev now[MAX_WORKERS];
 	size_t n = 0, m = 0;
 	double run = 0, run_max = 0, run_serving = 0, wait = 0, wait_max = 0, vcsw = 0, ivcsw = 0;
-	size_t counted = 0;
+	size_t counted = 0, old = 0;
 	char path[96];
 	int r;
 
@@ -220,8 +220,10 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 
 		/* Kept open as the others (read again each tick: it changes when the worker starts shutting down). */
 		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)w.pid);
-		if (sampler_read(s, cmdline, path) == 0 && s->pb.len > 0)
+		if (sampler_read(s, cmdline, path) == 0 && s->pb.len > 0) {
 			serving = strcmp(s->pb.data, "nginx: worker process") == 0;
+			old += strcmp(s->pb.data, "nginx: worker process is shutting down") == 0;
+		}
 
 		/* A read or parse failing is a worker exiting between the listing and the read: it is left out. */
 		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)w.pid);
@@ -260,6 +262,8 @@ void probe_nginx_workers(struct sampler *s, struct frame *fr)
 	memcpy(s->workers, now, m * sizeof(now[0]));
 	s->nworkers = m;
 	sampler_put_gauge(s, fr, "nginx.workers", (double)m);
+	/* A reload's previous generation still finishing its connections: a trial's block measures one generation. */
+	sampler_put_gauge(s, fr, "nginx.workers_old", (double)old);
 	sampler_put_gauge(s, fr, "nginx.worker_run_ms", run);
 	/* The busiest worker beside the mean of those measured this tick: how evenly the workers share the load. */
 	sampler_put_gauge(s, fr, "nginx.worker_run_max_ms", run_max);
