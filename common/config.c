@@ -75,6 +75,7 @@ static const struct key keys[] = {
 	{"fleet", "pool", K_NAME, F(fleet_pool), 0, 0},
 	{"fleet", "host", K_NAME, F(fleet_host), 0, 0},
 	{"fleet", "max_in_trial", K_INT, F(fleet_max_in_trial), 1, 64},
+	{"fleet", "rollout", K_BOOL, F(fleet_rollout), 0, 0},
 	{"fleet", "lease_ttl", K_DURATION, F(fleet_lease_ttl_ms), 2000, 60000},
 	{"fleet", "ca", K_PATH_OPT, F(fleet_ca), 0, 0},
 	{"fleet", "cert", K_PATH_OPT, F(fleet_cert), 0, 0},

@@ -91,6 +91,7 @@ struct config {
 	char fleet_pool[64];                   /* the pool's name: its keys' prefix in etcd */
 	char fleet_host[64];                   /* this host's name in the pool ("" = the hostname) */
 	int64_t fleet_max_in_trial;            /* hosts of the pool in trial at once */
+	bool fleet_rollout;                    /* a value the pool proved needs no approval here to be confirmed */
 	int64_t fleet_lease_ttl_ms;            /* the membership's and the trial slot's lease */
 	char fleet_ca[CONFIG_PATH_MAX];        /* TLS: the CA that signed etcd's certificate ("" = the system's) */
 	char fleet_cert[CONFIG_PATH_MAX];      /* TLS client certificate and key ("" = none) */

@@ -215,6 +215,7 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 	cc.causes_wait_ms = CAUSES_WAIT_MS;
 	cc.tick_ms = cfg->tick_ms;
 	cc.loadgen = strcmp(cfg->measure, "loadgen") == 0;
+	cc.rollout = cfg->fleet_endpoints[0] && cfg->fleet_rollout;
 	/* A new order of blocks each run: a fixed seed gave every run the same order (at 500 ms ticks, AB eight times
 	 * in a row), which a periodic load could line up with. Logged, so a run can be replayed. */
 	cc.seed = ((uint64_t)now_ms * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)cfg->tick_ms;
@@ -371,6 +372,16 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 	case INTENT_NOTE:
 		log_info("tuning: %s", in->text);
 		break;
+	case INTENT_APPROVED: {
+		char detail[300];
+
+		snprintf(detail, sizeof(detail), "approved by the pool's rollout ([fleet] rollout = yes): %.200s", in->text);
+		if (t->change_id) {
+			engine_close_proposal(t->e, t->change_id, CHANGE_APPROVED, "pool", detail, t->now_ms);
+			events_proposal(t->change_id, t->knob, NULL, NULL, API_PROPOSAL_APPROVED, "pool", detail, t->now_ms);
+		}
+		break;
+	}
 	}
 }
 

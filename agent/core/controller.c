@@ -586,6 +586,37 @@ static void size_blocks(struct controller *ctl)
 	ctl->sized = true;
 }
 
+/* The pool's cause that proves the proposal's value (the same knob and value, for its symptom, with a peer's
+ * trial effect), or NULL. */
+static const struct plan_cause *proven_by_pool(const struct controller *ctl)
+{
+	const struct knob_policy *p = policy_find(ctl->set, ctl->prop.knob);
+
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < ctl->ncauses; i++) {
+		const struct plan_cause *c = &ctl->causes[i];
+
+		if (c->prior_pairs >= 2 && strcmp(c->knob, ctl->prop.knob) == 0 &&
+		    knobval_text_equal(p->type, c->to, ctl->prop.to) &&
+		    !(ctl->prop.detector < DETECT_COUNT && c->while_fires && c->symptom != ctl->prop.detector))
+			return c;
+	}
+	return NULL;
+}
+
+/* The pool's cause the proposal confirms (its trial has that peer's prior), or NULL. */
+static const struct plan_cause *confirms(const struct controller *ctl)
+{
+	return ctl->prop.trial.prior_pairs >= 2 ? proven_by_pool(ctl) : NULL;
+}
+
+/* Approved by the pool's rollout: [fleet] rollout, and the value still proven there. */
+static bool rollout_approves(const struct controller *ctl)
+{
+	return ctl->cfg.rollout && confirms(ctl);
+}
+
 /* The approved proposal starts: calibration first when its objective's noise is unknown. */
 static void start(struct controller *ctl)
 {
@@ -596,6 +627,18 @@ static void start(struct controller *ctl)
 	char why[CONTROLLER_TEXT_MAX];
 	size_t n = 0;
 
+	if (!ctl->approved && !(ctl->cfg.mode == CONTROLLER_MODE_AUTO && !ctl->prop.approval_required)) {
+		/* Started by the pool's rollout (may_start_here): the approval is the pool's, journaled as such. */
+		const struct plan_cause *pc = confirms(ctl);
+		struct controller_intent *in = emit(ctl, INTENT_APPROVED);
+
+		ctl->approved = true;
+		if (in)
+			snprintf(in->text, sizeof(in->text), "%.300s", pc ? pc->evidence : "");
+		note(ctl, "proposal %llu (%s %s -> %s) starts without an approval here: [fleet] rollout = yes, and the pool "
+		     "proved it (%s)", (unsigned long long)ctl->id, ctl->prop.knob, ctl->prop.from, ctl->prop.to,
+		     pc ? pc->evidence : "");
+	}
 	size_blocks(ctl);
 	names[n++] = t->objective.metric;
 	for (size_t i = 0; i < t->nguardrails && n < BLOCK_METRICS_MAX; i++)
@@ -936,7 +979,8 @@ static bool may_start_here(const struct controller *ctl)
 {
 	if (ctl->paused || ctl->cfg.mode == CONTROLLER_MODE_OBSERVE)
 		return false;
-	return ctl->approved || (ctl->cfg.mode == CONTROLLER_MODE_AUTO && !ctl->prop.approval_required);
+	return ctl->approved || (ctl->cfg.mode == CONTROLLER_MODE_AUTO && !ctl->prop.approval_required) ||
+	       rollout_approves(ctl);
 }
 
 static bool may_start(const struct controller *ctl)
@@ -1212,24 +1256,15 @@ static void stop_acting(struct controller *ctl, const char *why)
  * Only the prior: the proposal, its evidence and its approval stay as they were. */
 static void adopt_prior(struct controller *ctl)
 {
-	const struct knob_policy *p;
+	const struct plan_cause *c;
 
 	if ((ctl->state != CONTROLLER_PROPOSED && ctl->state != CONTROLLER_AWAITING) || ctl->prop.trial.prior_pairs ||
-	    !(p = policy_find(ctl->set, ctl->prop.knob)))
+	    !(c = proven_by_pool(ctl)) || !isfinite(c->prior_effect))
 		return;
-	for (size_t i = 0; i < ctl->ncauses; i++) {
-		const struct plan_cause *c = &ctl->causes[i];
-
-		if (c->prior_pairs < 2 || !isfinite(c->prior_effect) || strcmp(c->knob, ctl->prop.knob) != 0 ||
-		    !knobval_text_equal(p->type, c->to, ctl->prop.to) ||
-		    (ctl->prop.detector < DETECT_COUNT && c->while_fires && c->symptom != ctl->prop.detector))
-			continue;
-		ctl->prop.trial.prior_effect = c->prior_effect;
-		ctl->prop.trial.prior_pairs = c->prior_pairs;
-		note(ctl, "proposal %llu (%s -> %s): a peer proved the same value since; its trial's effect is this "
-		     "trial's prior (%s)", (unsigned long long)ctl->id, ctl->prop.knob, ctl->prop.to, c->evidence);
-		return;
-	}
+	ctl->prop.trial.prior_effect = c->prior_effect;
+	ctl->prop.trial.prior_pairs = c->prior_pairs;
+	note(ctl, "proposal %llu (%s -> %s): a peer proved the same value since; its trial's effect is this trial's "
+	     "prior (%s)", (unsigned long long)ctl->id, ctl->prop.knob, ctl->prop.to, c->evidence);
 }
 
 void controller_set_causes(struct controller *ctl, const struct plan_cause *causes, size_t n, int64_t checked_ms)
@@ -1288,6 +1323,7 @@ void controller_report(const struct controller *ctl, struct controller_report *o
 	out->approved = ctl->approved;
 	out->wants_slot = (ctl->state == CONTROLLER_PROPOSED || ctl->state == CONTROLLER_AWAITING) && may_start_here(ctl);
 	out->id = ctl->id;
+	out->confirming = ctl->id && confirms(ctl);
 	if (ctl->id) {
 		snprintf(out->knob, sizeof(out->knob), "%s", ctl->prop.knob);
 		snprintf(out->from, sizeof(out->from), "%s", ctl->prop.from);
@@ -1376,6 +1412,7 @@ const char *controller_intent_name(enum controller_intent_kind kind)
 	static const char *const names[] = {
 		[INTENT_PROPOSE] = "propose", [INTENT_SET_ARM] = "set_arm",   [INTENT_KEEP] = "keep",
 		[INTENT_REVERT] = "revert",   [INTENT_WITHDRAW] = "withdraw", [INTENT_NOTE] = "note",
+		[INTENT_APPROVED] = "approved",
 	};
 
 	return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";

@@ -78,6 +78,7 @@ enum controller_intent_kind {
 	INTENT_REVERT,   /* the trial ended: the old value stays (write it when WRITE) */
 	INTENT_WITHDRAW, /* the proposal ends without a trial (expired, refused by calibration, conflict, mode) */
 	INTENT_NOTE,     /* status text for the audit trail */
+	INTENT_APPROVED, /* the pool's rollout approved the proposal (TEXT: the peer's verdict): journal the approval */
 };
 
 struct controller_intent {
@@ -122,6 +123,10 @@ struct controller_config {
 	 * actionable (the host busy) this long (from then the report asks for a check: wants_causes). 0: the caller
 	 * does not check them on demand, and nothing waits (the causes it sets are still tried first). */
 	int64_t causes_wait_ms;
+	/* [fleet] rollout: a proposal that confirms a value a peer of the pool proved (its cause still holds: no
+	 * verdict of a host with matching facts refuted it since) starts without an approval here, in any mode but
+	 * observe; the trial judges it as any other. */
+	bool rollout;
 	struct detect_config detect;
 	struct plan_config plan;
 	struct judge_config judge;      /* its pairs are replaced by the proposal's or the calibration's K */
@@ -136,6 +141,8 @@ struct controller_report {
 	bool paused;
 	bool approved;                  /* the waiting proposal was approved (it starts when not paused) */
 	bool wants_slot;                /* a proposal would start now but for the gate (controller_set_gate) */
+	bool confirming;                /* the proposal confirms a value the pool proves (a peer kept it, none refuted it
+					 * since): its trial has that peer's prior */
 	uint64_t id;                    /* the proposal, 0 when none */
 	char knob[POLICY_NAME_MAX];
 	char from[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX];

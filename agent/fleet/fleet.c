@@ -26,7 +26,7 @@ struct fleet {
 	pthread_cond_t cv;
 	bool stop;
 	/* the loop's, under MU */
-	bool want;
+	bool want, canary;
 	uint64_t want_seq;      /* one more at each change of WANT: a round's view says which it saw */
 	char state[16], knob[FLEET_NAME_MAX];
 	struct fleet_view view; /* published at the end of each round, under MU */
@@ -39,6 +39,8 @@ struct fleet {
 	bool known_put;         /* known/HOST written since the start */
 	char member_value[512]; /* members/HOST as last put under LEASE ("" after a new lease) */
 	int slot;               /* held, or -1 */
+	bool canary_held;       /* the pool's canary key (slot_step) */
+	char canary_by[FLEET_NAME_MAX]; /* who holds it, when this host's canary waits for it */
 	char kernel[64];
 	int64_t cpus;
 	struct fleet_view next; /* being made by the round */
@@ -84,6 +86,7 @@ static int lease_alive(struct fleet *f, char *err, size_t errlen)
 		log_warn("fleet: %s: joining %s again", err, f->prefix);
 		f->lease = 0;
 		f->slot = -1;
+		f->canary_held = false;
 	}
 	r = etcd_grant(f->etcd, f->ttl_s, &f->lease, err, errlen);
 	if (r == 0) {
@@ -122,8 +125,87 @@ static int put_member(struct fleet *f, const char *state, const char *knob, char
 	return r;
 }
 
-/* A slot taken where none is held (the first free of max_in_trial), or the one held given back. */
-static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
+struct holder {
+	char value[FLEET_NAME_MAX]; /* as read, for a delete that checks it */
+	int64_t lease;
+};
+
+/* The holder of the canary key into CTX (a struct holder). */
+static int canary_holder(void *ctx, const char *key, const char *value, int64_t lease)
+{
+	struct holder *h = ctx;
+
+	(void)key;
+	if (strlen(value) < sizeof(h->value))
+		strcpy(h->value, value);
+	h->lease = lease;
+	return 1;
+}
+
+/* The pool's canary key given back, if held. */
+static int canary_release(struct fleet *f, char *err, size_t errlen)
+{
+	char key[256];
+	bool ok;
+	int r;
+
+	if (!f->canary_held)
+		return 0;
+	snprintf(key, sizeof(key), "%scanary", f->prefix);
+	r = etcd_delete_if(f->etcd, key, f->host, &ok, err, errlen);
+	if (r < 0)
+		return r;
+	f->canary_held = false;
+	return 0;
+}
+
+/*
+ * With more than one slot, a change no host of the pool has proven yet (a canary: CANARY) is tried on one host at a
+ * time: beside its slot it takes the pool's canary key (created only where none is, bound to the lease). Confirmations
+ * of a value the pool proved fill the other slots: canary, then waves. 0 when this host's canary may take a slot;
+ * 1 when another host's holds the key (named in canary_by).
+ */
+static int canary_step(struct fleet *f, bool want, bool canary, char *err, size_t errlen)
+{
+	struct holder h = {"", 0};
+	char key[256];
+	bool ok;
+	int r;
+
+	f->canary_by[0] = '\0';
+	if (!want || !canary || f->next.max_in_trial <= 1) {
+		/* Kept while its trial holds a slot; given back otherwise (a proposal that became a confirmation). */
+		return f->slot >= 0 && want && canary ? 0 : canary_release(f, err, errlen);
+	}
+	if (f->canary_held || f->slot >= 0)
+		return 0;
+	snprintf(key, sizeof(key), "%scanary", f->prefix);
+	r = etcd_create(f->etcd, key, f->host, f->lease, &ok, err, errlen);
+	if (r < 0)
+		return r;
+	if (ok) {
+		f->canary_held = true;
+		return 0;
+	}
+	r = etcd_range_prefix(f->etcd, key, canary_holder, &h, err, errlen);
+	if (r < 0)
+		return r;
+	if (h.value[0] && h.lease == 0) {
+		/* Without a lease (written by hand, or by something that is not an agent) it would hold for ever. */
+		r = etcd_delete_if(f->etcd, key, h.value, &ok, err, errlen);
+		if (r < 0)
+			return r;
+		if (ok)
+			log_warn("fleet: the canary key of pool %s was held by '%s' without a lease: deleted", f->next.pool,
+				 h.value);
+	}
+	fleet_copy_clean(f->canary_by, sizeof(f->canary_by), h.value[0] ? h.value : "?");
+	return 1;
+}
+
+/* A slot taken where none is held (the first free of max_in_trial), or the one held given back; with more than
+ * one, a canary's only beside the pool's canary key (canary_step). */
+static int slot_step(struct fleet *f, bool want, bool canary, char *err, size_t errlen)
 {
 	char key[256];
 	bool ok;
@@ -143,6 +225,9 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 				 f->rd.stale[i]);
 		f->rd.stale[i][0] = '\0';
 	}
+	r = canary_step(f, want, canary, err, errlen);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (want && f->slot < 0) {
 		for (int i = 0; i < f->next.max_in_trial; i++) {
 			snprintf(key, sizeof(key), "%sslots/%d", f->prefix, i);
@@ -151,10 +236,13 @@ static int slot_step(struct fleet *f, bool want, char *err, size_t errlen)
 				return r;
 			if (ok) {
 				f->slot = i;
-				log_info("fleet: %s took trial slot %d of pool %s", f->host, i, f->next.pool);
+				log_info("fleet: %s took trial slot %d of pool %s%s", f->host, i, f->next.pool,
+					 f->canary_held ? " (the pool's canary)" : "");
 				return 0;
 			}
 		}
+		/* No slot: the canary key is no use without one. */
+		return canary_release(f, err, errlen);
 	} else if (!want && f->slot >= 0) {
 		snprintf(key, sizeof(key), "%sslots/%d", f->prefix, f->slot);
 		r = etcd_delete_if(f->etcd, key, f->host, &ok, err, errlen);
@@ -254,11 +342,12 @@ static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 static void round_once(struct fleet *f)
 {
 	char err[512] = "", state[16], knob[FLEET_NAME_MAX];
-	bool want;
+	bool want, canary;
 	int r;
 
 	pthread_mutex_lock(&f->mu);
 	want = f->want;
+	canary = f->canary;
 	f->next.want_seq = f->want_seq;
 	strcpy(state, f->state);
 	strcpy(knob, f->knob);
@@ -286,7 +375,7 @@ static void round_once(struct fleet *f)
 		strcpy(f->next.max_in_trial_by, by);
 	}
 	if (r == 0)
-		r = slot_step(f, want, err, sizeof(err));
+		r = slot_step(f, want, canary, err, sizeof(err));
 	if (r == 0)
 		r = range(f, "slots/", err, sizeof(err));
 	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
@@ -323,6 +412,9 @@ static void round_once(struct fleet *f)
 		fleet_copy_clean(f->next.why, sizeof(f->next.why), f->next.why);
 		if (strcmp(f->next.why, f->view.why) != 0) /* said once, not each round */
 			log_warn("fleet: %s: no trial starts until it answers", f->next.why);
+	} else if (want && f->slot < 0 && f->canary_by[0]) {
+		snprintf(f->next.why, sizeof(f->next.why), "the canary of pool %s is %s's: a change no host of the pool has "
+			 "proven yet is tried on one host at a time", f->next.pool, f->canary_by);
 	} else if (want && f->slot < 0) {
 		char *p = f->next.why;
 		size_t left = sizeof(f->next.why);
@@ -477,14 +569,15 @@ void fleet_free(struct fleet *f)
 	free(f);
 }
 
-void fleet_tell(struct fleet *f, bool want, const char *state, const char *knob)
+void fleet_tell(struct fleet *f, bool want, bool canary, const char *state, const char *knob)
 {
 	pthread_mutex_lock(&f->mu);
-	if (want != f->want) {
+	if (want != f->want || (want && canary != f->canary)) {
 		f->want_seq++;
 		pthread_cond_signal(&f->cv);
 	}
 	f->want = want;
+	f->canary = canary;
 	fleet_copy(f->state, sizeof(f->state), state);
 	fleet_copy(f->knob, sizeof(f->knob), knob);
 	pthread_mutex_unlock(&f->mu);

@@ -16,7 +16,8 @@
 #      key without a lease is freed;
 #   6. the same fault on two more hosts (somaxconn 16, 400 clients that close each connection): h4's own trial keeps
 #      a longer listen queue and publishes its verdict; h5, loaded after it, proposes h4's value first, citing h4,
-#      and keeps it after its own trial; the overflows stop on both.
+#      starts it without an operator ([fleet] rollout = yes: the approval journaled as the pool's) and keeps it
+#      after its own trial; the overflows stop on both.
 TEST_NAME=fleet
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -86,6 +87,7 @@ setup_host() { # HOST BLOCK TICK [only]: its namespace, nginx, policies (only: l
 	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = web\nhost = h%s\nmax_in_trial = %s\nlease_ttl = 3s\n' \
 		$EPORT $h "$([ $h = 3 ] && echo 2 || echo 1)" >>"$TMP/h$h/agent.conf"
 	printf 'user = ngx\npassword_file = %s\n' "$TMP/etcd.password" >>"$TMP/h$h/agent.conf"
+	[ -z "${ROLLOUT:-}" ] || printf 'rollout = yes\n' >>"$TMP/h$h/agent.conf"
 	start_host_agent $h
 }
 for h in 1 2 3; do
@@ -241,9 +243,8 @@ ok "5. verdicts put into etcd by hand (somaxconn = 99999999, a knob named ../../
 # Then h5 under the same load: the pool's proven value is proposed first, citing h4, and kept after h5's own trial.
 # Both tune the listen queue alone (the other policies' files empty): 400 closing clients also pile up FIN_WAIT
 # sockets, and another symptom's proposal could come first and wait for its approval.
-for h in 4 5; do
-	NGINX_NS_SYSCTLS="net.core.somaxconn=16" setup_host $h 2s 250ms only
-done
+NGINX_NS_SYSCTLS="net.core.somaxconn=16" setup_host 4 2s 250ms only
+NGINX_NS_SYSCTLS="net.core.somaxconn=16" ROLLOUT=1 setup_host 5 2s 250ms only
 all_joined() { [ "$(hapi 4 /v1/fleet | jq '[.members[] | select(.alive)] | length')" = 5 ]; }
 wait_for 30 all_joined || fail "h4 and h5 did not join: $(hapi 4 /v1/fleet | jq -c '[.members[] | {host, alive}]')"
 [ "$(live_backlog ngxat-f4-$$ $((PORT + 4)))" = 16 ] && [ "$(live_backlog ngxat-f5-$$ $((PORT + 5)))" = 16 ] ||
@@ -273,13 +274,20 @@ kill "$LOAD4" 2>/dev/null
 knows() { hapi 5 /v1/fleet | jq -e '.verdicts[] | select(.host == "h4" and .knob == "listen_queue" and .kept)' >/dev/null; }
 wait_for 10 knows || fail "h5 does not list h4's verdict: $(hapi 5 /v1/fleet | jq -c .verdicts)"
 load 5 300
-wait_for 60 proposal 5 >/dev/null || fail "h5 did not propose: $(hapi 5 /v1/trials/current | jq -c '{state, reason}')"
-id5=$(proposal 5)
-prop5=$(hapi 5 /v1/proposals | jq -c ".proposals[] | select(.id == $id5)")
+# h5 has [fleet] rollout = yes: its proposal of the proven value starts without an operator, approved by the pool.
+change5() { hctl 5 --json history | jq -c -e '[.changes[] | select(.knob == "listen_queue")][0] // empty'; }
+wait_for 60 change5 >/dev/null || fail "h5 did not propose: $(hapi 5 /v1/trials/current | jq -c '{state, reason}')"
+prop5=$(change5)
+id5=$(jq .id <<<"$prop5")
 jq -e ".to == \"$to\" and (.why | test(\"kept on h4 \"))" <<<"$prop5" >/dev/null ||
 	fail "h5's first proposal is not h4's proven value citing it: $prop5"
-hctl 5 approve "$id5" --comment "fleet test" >/dev/null || fail "could not approve h5's proposal"
 wait_for 90 kept 5 "$id5" || fail "h5's change did not end kept: $(hapi 5 "/v1/changes/$id5" | jq -c '{state, detail}')"
+pool_approved='[.audit[] | select(.change_id == $id and .action == "approve" and .actor == "pool" and
+	(.detail | startswith("approved by the pool'"'"'s rollout ([fleet] rollout = yes): kept on h4 ")))] | length == 1'
+hctl 5 --json audit | jq -e --argjson id "$id5" "$pool_approved" >/dev/null ||
+	fail "h5's approval is not journaled as the pool's: $(hctl 5 --json audit | jq -c "[.audit[] | select(.change_id == $id5)]")"
+grep -q "proposal $id5 (listen_queue 16 -> $to) starts without an approval here: \[fleet\] rollout = yes" "$TMP/h5/agent.log" ||
+	fail "h5's log does not say why its trial started without an approval"
 [ "$(live_backlog ngxat-f5-$$ $((PORT + 5)))" = "$to" ] || fail "h5's live accept queue is $(live_backlog ngxat-f5-$$ $((PORT + 5))), not $to"
 kill "$LOAD5" 2>/dev/null
 # h4's verdict carries what its trial measured (the sequential rule's standardized effect over its valid pairs), and
@@ -292,5 +300,5 @@ grep -Eq "\"prior_pairs\":$(jq .pairs <<<"$pub")[,}]" <<<"$detail5" || fail "h5'
 pairs5=$(grep -o '"valid":[0-9]*' <<<"$detail5" | head -1 | cut -d: -f2)
 hctl 5 fleet | grep -q "^  kept    listen_queue 16 -> $to on h4, for listen_overflows: .* ($(jq .pairs <<<"$pub") pairs, effect " ||
 	fail "ngxctl fleet does not show h4's trial's pairs and effect: $(hctl 5 fleet | grep listen_queue)"
-ok "6. the same fault on h4 and h5: h4 kept listen_queue 16 -> $to on its own trial ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")); h5 proposed it first ($(jq -r .why <<<"$prop5" | cut -c1-100)) and kept it after its own trial, h4's effect its prior ($pairs5 pairs)"
+ok "6. the same fault on h4 and h5: h4 kept listen_queue 16 -> $to on its own trial ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")); h5 (rollout = yes) proposed it first ($(jq -r .why <<<"$prop5" | cut -c1-100)), started it approved by the pool and kept it after its own trial, h4's effect its prior ($pairs5 pairs)"
 echo "1..$checks"

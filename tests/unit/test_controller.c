@@ -305,6 +305,7 @@ static void step(struct host *h)
 			h->withdraws++;
 			break;
 		case INTENT_NOTE:
+		case INTENT_APPROVED:
 			break;
 		}
 	}
@@ -726,6 +727,90 @@ static void test_gate(void **state)
 	assert_true(rep.state == CONTROLLER_TRIAL || rep.state == CONTROLLER_CALIBRATING);
 	host_free(h);
 	free(h);
+}
+
+/* [fleet] rollout = yes: a proposal (propose mode: each waits for an operator) of a value a peer proved for the same
+ * symptom starts without an approval here, and the trial judges it; without rollout it waits; a value the pool
+ * proves no longer (a host with matching facts refuted it: its cause is gone) waits again for an operator, the
+ * rollout stopped; another value than the proven one waits; observe mode starts nothing. */
+static void test_rollout(void **state)
+{
+	static const struct {
+		bool rollout;
+		int cause;            /* 0: none, 1: the proposal's value, 2: another value */
+		bool drop;            /* the cause goes before the gate opens */
+		enum controller_mode mode;
+		bool starts;
+	} cases[] = {
+		{true, 1, false, CONTROLLER_MODE_PROPOSE, true},  {false, 1, false, CONTROLLER_MODE_PROPOSE, false},
+		{true, 1, true, CONTROLLER_MODE_PROPOSE, false},  {true, 2, false, CONTROLLER_MODE_PROPOSE, false},
+		{true, 0, false, CONTROLLER_MODE_PROPOSE, false}, {true, 1, false, CONTROLLER_MODE_OBSERVE, false},
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct host *h = calloc(1, sizeof(*h));
+		struct controller_report rep;
+		const struct plan_proposal *p;
+		struct plan_cause c;
+
+		assert_non_null(h);
+		host_init(h, CONTROLLER_MODE_PROPOSE, "auto");
+		h->cfg.rollout = cases[k].rollout;
+		host_start(h);
+		/* The gate closed (another host's trial), so the proposal waits where the cause finds it. */
+		controller_set_gate(h->ctl, false, "all 1 trial slots of pool web are taken: web-1 (" BUDGET ")");
+		for (int i = 0; i < 600 && h->proposals == 0; i++)
+			step(h);
+		assert_int_equal(h->proposals, 1);
+		p = controller_proposal(h->ctl);
+		assert_non_null(p);
+		memset(&c, 0, sizeof(c));
+		snprintf(c.id, sizeof(c.id), "pool.proven");
+		snprintf(c.knob, sizeof(c.knob), "%s", p->knob);
+		snprintf(c.to, sizeof(c.to), "%s", cases[k].cause == 1 ? p->to : "1200");
+		snprintf(c.evidence, sizeof(c.evidence), "kept on web-1 5 s ago");
+		c.while_fires = true;
+		c.symptom = p->detector;
+		c.prior_pairs = 4;
+		c.prior_effect = 8;
+		controller_set_causes(h->ctl, &c, cases[k].cause ? 1 : 0, h->now);
+		controller_report(h->ctl, &rep);
+		assert_int_equal(rep.confirming, cases[k].cause == 1);
+		if (cases[k].drop)
+			controller_set_causes(h->ctl, NULL, 0, h->now);
+		if (cases[k].mode != CONTROLLER_MODE_PROPOSE)
+			assert_int_equal(controller_set_mode(h->ctl, cases[k].mode), 0);
+		controller_set_gate(h->ctl, true, NULL);
+		run(h, 5);
+		controller_report(h->ctl, &rep);
+		if (cases[k].starts) {
+			assert_true(rep.state == CONTROLLER_TRIAL || rep.state == CONTROLLER_CALIBRATING);
+			const struct logged *ap = last_of(h, INTENT_APPROVED);
+			size_t i = 0;
+
+			/* Approved by the pool, and the approval says by what (journaled as the pool's). */
+			assert_true(rep.approved);
+			assert_non_null(ap);
+			assert_string_equal(ap->text, "kept on web-1 5 s ago");
+
+			while (i < h->nlog && !(h->log[i].kind == INTENT_NOTE &&
+						strstr(h->log[i].text, "starts without an approval here: [fleet] rollout "
+								       "= yes, and the pool proved it (kept on web-1")))
+				i++;
+			assert_true(i < h->nlog);
+			assert_non_null(run_to_verdict(h, 1800));
+		} else {
+			assert_int_equal(h->set_arms, 0);
+			assert_string_equal(h->budget, "300");
+			if (cases[k].mode == CONTROLLER_MODE_PROPOSE) {
+				assert_int_equal(rep.state, CONTROLLER_AWAITING);
+				assert_non_null(strstr(rep.reason, "waits for an operator's approval"));
+			}
+		}
+		host_free(h);
+		free(h);
+	}
 }
 
 static void test_mode_observe_stops_trial(void **state)
@@ -1335,6 +1420,7 @@ int main(void)
 		cmocka_unit_test(test_operator_proposal),
 		cmocka_unit_test(test_pause),
 		cmocka_unit_test(test_gate),
+		cmocka_unit_test(test_rollout),
 		cmocka_unit_test(test_mode_observe_stops_trial),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_guardrail_within_block),
