@@ -243,7 +243,8 @@ static void fleet_step(struct agent *a)
 	/* A slot is held until the verdict's own write is done too (the engine's queued final write puts arm A back). */
 	want = rep.wants_slot || rep.state == CONTROLLER_CALIBRATING || rep.state == CONTROLLER_TRIAL || rep.writing ||
 	       engine_busy(a->engine);
-	fleet_tell(a->fleet, want, !rep.confirming, controller_state_name(rep.state), rep.id ? rep.knob : "");
+	fleet_tell(a->fleet, want, !rep.confirming, controller_state_name(rep.state), rep.id ? rep.knob : "",
+		   rep.id ? rep.to : "");
 	open = fleet_gate(a->fleet, why, sizeof(why));
 	tuning_gate(a->tuning, open, why);
 	if (!fl && !(fl = a->fleet_loop = calloc(1, sizeof(*fl))))

@@ -1,7 +1,8 @@
 #!/bin/bash
-# What a pool buys (issue 24): N hosts with the same fault, fixed by N agents coordinated through etcd ([fleet],
-# max_in_trial 1: one trial at a time, what one host kept proposed first on the others) against N independent
-# agents (no [fleet]: all try at once). The fault: somaxconn 16 in each host's network namespace (nginx's default
+# What a pool buys (issue 24): N hosts with the same fault, fixed by N agents coordinated through etcd against N
+# independent agents (no [fleet]: all try at once). Two pools: "pool" ([fleet] max_in_trial 1: one trial at a time,
+# what one host kept proposed first on the others) and "waves" (max_in_trial N, rollout = yes: one canary, then the
+# confirmations of its value side by side). The fault: somaxconn 16 in each host's network namespace (nginx's default
 # backlog: a live accept queue of 16) under closing clients, which overflow it by hundreds a second; each agent in
 # mode auto with the listen queue alone to tune (listen.policy, approval auto, 2 s blocks, 250 ms ticks, 4 pairs).
 # Figures, not pass/fail, printed for each mode:
@@ -15,7 +16,7 @@
 #
 #   sudo bench/fleet.sh [BUILDDIR]        (default /work/main/build, or $builddir)
 #
-# Environment: BENCH_HOSTS (4), BENCH_CONNS (closing clients a host, 200), BENCH_MODES ("pool independent"),
+# Environment: BENCH_HOSTS (4), BENCH_CONNS (closing clients a host, 200), BENCH_MODES ("pool waves independent"),
 # BENCH_DEADLINE (s a mode may take, 600), BENCH_PORT (first nginx port, 18901; etcd on BENCH_PORT + 50).
 # shellcheck disable=SC2034 # read by lib.sh
 NGXAT_TEST_LOCKED=1 # a bench, not run beside the tests: no lock
@@ -30,7 +31,7 @@ need_cmd nginx wrk jq curl ip ss etcd etcdctl
 
 HOSTS=${BENCH_HOSTS:-4}
 CONNS=${BENCH_CONNS:-200}
-MODES=${BENCH_MODES:-pool independent}
+MODES=${BENCH_MODES:-pool waves independent}
 DEADLINE=${BENCH_DEADLINE:-600}
 PORT=${BENCH_PORT:-18901}
 EPORT=$((PORT + 50))
@@ -54,7 +55,7 @@ overflows() { # NS: ListenOverflows of the namespace
 
 # run MODE: N hosts, the load on all at once, until each is fixed or the deadline; one line per host, then the sums.
 run() {
-	local mode=$1 h d ns pids=() t0 now prev step fixed_n=0 api
+	local mode=$1 h d ns pids=() t0 now prev step fixed_n=0 api st in_trial most=0
 	local -A fixed ovf0 ovf_at at_a at_wait
 	d=$TMP/$mode
 	for ((h = 1; h <= HOSTS; h++)); do
@@ -73,6 +74,8 @@ run() {
 			>>"$d/h$h/agent.conf"
 		[ "$mode" = pool ] && printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = bench-%s\nhost = h%s\nmax_in_trial = 1\nlease_ttl = 3s\n' \
 			$EPORT $$ $h >>"$d/h$h/agent.conf"
+		[ "$mode" = waves ] && printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = bench-w%s\nhost = h%s\nmax_in_trial = %s\nrollout = yes\nlease_ttl = 3s\n' \
+			$EPORT $$ $h "$HOSTS" >>"$d/h$h/agent.conf"
 		ip netns exec "$ENS" "$AGENT" --foreground -c "$d/h$h/agent.conf" >"$d/h$h/agent.log" 2>&1 &
 		pids+=($!)
 		CLEANUP+=("kill -9 $!")
@@ -99,6 +102,7 @@ run() {
 		step=$(((now - prev) / 1000000))
 		prev=$now
 		(((now - t0) / 1000000000 >= DEADLINE)) && break
+		in_trial=0
 		for ((h = 1; h <= HOSTS; h++)); do
 			[ -n "${fixed[$h]:-}" ] && continue
 			api="curl -s --max-time 2 --unix-socket $d/h$h/api.sock http://localhost"
@@ -110,12 +114,15 @@ run() {
 				eval "kill \$LOAD$h" 2>/dev/null
 				continue
 			fi
-			case $($api/v1/trials/current | jq -r '.state + " " + .arm' 2>/dev/null) in
+			st=$($api/v1/trials/current | jq -r '.state + " " + .arm' 2>/dev/null)
+			case $st in
 			"trial A" | "calibrating A") at_a[$h]=$((at_a[$h] + step)) ;;
 			"trial B" | "calibrating B") ;;
 			*) at_wait[$h]=$((at_wait[$h] + step)) ;;
 			esac
+			case $st in trial* | calibrating*) in_trial=$((in_trial + 1)) ;; esac
 		done
+		((in_trial > most)) && most=$in_trial
 		sleep 0.5
 	done
 	local first=999999999 last=0 sum_ovf=0 sum_a=0 sum_wait=0
@@ -131,6 +138,8 @@ run() {
 		((fixed[$h] > last)) && last=${fixed[$h]}
 		sum_ovf=$((sum_ovf + ovf_at[$h])) sum_a=$((sum_a + at_a[$h])) sum_wait=$((sum_wait + at_wait[$h]))
 	done
+	# The canary's slot (the waves' pool): each host's log says whether its slot came with the canary key.
+	echo "# $mode: at most $most hosts in trial at once; $(cat "$d"/h*/agent.log | grep -c "(the pool's canary)") slots taken as the pool's canary"
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
 	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
 	for ((h = 1; h <= HOSTS; h++)); do nginx_stop_dir "$d/h$h/nginx"; ip netns del "ngxat-bf$h-$$" 2>/dev/null; done
@@ -152,11 +161,14 @@ while read -r mode first last ovf a wait; do
 		"$(awk -v v="$last" 'BEGIN {print v / 1000}')" "$(awk -v a="$last" -v b="$first" 'BEGIN {printf "%.2fx", a / b}')" \
 		"$ovf" "$(awk -v v="$a" 'BEGIN {print v / 1000}')" "$(awk -v v="$wait" 'BEGIN {print v / 1000}')"
 done <"$TMP/res"
-if grep -q '^pool ' "$TMP/res" && grep -q '^independent ' "$TMP/res"; then
-	read -r _ pf pl po _ _ < <(grep '^pool ' "$TMP/res")
+if grep -q '^independent ' "$TMP/res"; then
 	read -r _ _ _ io _ _ < <(grep '^independent ' "$TMP/res")
 	echo
-	echo "goal (the pool fixed in <= 1.5x one host's time, <= half the independent agents' overflows):" \
-		"$(awk -v a="$pl" -v b="$pf" 'BEGIN {printf "%.2fx", a / b}') one host's time, overflows" \
-		"$(awk -v a="$po" -v b="$io" 'BEGIN {printf "%.2fx", (b > 0 ? a / b : 0)}') the independent agents'"
+	for m in pool waves; do
+		grep -q "^$m " "$TMP/res" || continue
+		read -r _ pf pl po _ _ < <(grep "^$m " "$TMP/res")
+		echo "goal ($m: fixed in <= 1.5x one host's time, <= half the independent agents' overflows):" \
+			"$(awk -v a="$pl" -v b="$pf" 'BEGIN {printf "%.2fx", a / b}') one host's time, overflows" \
+			"$(awk -v a="$po" -v b="$io" 'BEGIN {printf "%.2fx", (b > 0 ? a / b : 0)}') the independent agents'"
+	done
 fi

@@ -28,7 +28,7 @@ struct fleet {
 	/* the loop's, under MU */
 	bool want, canary;
 	uint64_t want_seq;      /* one more at each change of WANT: a round's view says which it saw */
-	char state[16], knob[FLEET_NAME_MAX];
+	char state[16], knob[FLEET_NAME_MAX], to[FLEET_NAME_MAX];
 	struct fleet_view view; /* published at the end of each round, under MU */
 	/* the thread's own */
 	struct etcd *etcd;
@@ -40,7 +40,8 @@ struct fleet {
 	char member_value[512]; /* members/HOST as last put under LEASE ("" after a new lease) */
 	int slot;               /* held, or -1 */
 	bool canary_held;       /* the pool's canary key (slot_step) */
-	char canary_by[FLEET_NAME_MAX]; /* who holds it, when this host's canary waits for it */
+	char canary_by[FLEET_NAME_MAX]; /* who holds it, when this host's canary waits for it ... */
+	bool canary_proven;     /* ... or who has just proven its value */
 	char kernel[64];
 	int64_t cpus;
 	struct fleet_view next; /* being made by the round */
@@ -159,26 +160,52 @@ static int canary_release(struct fleet *f, char *err, size_t errlen)
 	return 0;
 }
 
+/* A peer's kept verdict on KNOB = TO, under this host's facts, in this round's read: its name, or NULL. */
+static const char *proven_by(const struct fleet *f, const char *knob, const char *to)
+{
+	struct pool_facts self = {f->host, f->kernel, f->cpus};
+
+	for (size_t i = 0; i < f->next.nverdicts; i++) {
+		const struct pool_verdict *v = &f->next.verdicts[i];
+
+		if (v->kept && strcmp(v->host, f->host) != 0 && strcmp(v->knob, knob) == 0 && strcmp(v->to, to) == 0 &&
+		    pool_facts_match(&self, v))
+			return v->host;
+	}
+	return NULL;
+}
+
 /*
  * With more than one slot, a change no host of the pool has proven yet (a canary: CANARY) is tried on one host at a
  * time: beside its slot it takes the pool's canary key (created only where none is, bound to the lease). Confirmations
- * of a value the pool proved fill the other slots: canary, then waves. 0 when this host's canary may take a slot;
- * 1 when another host's holds the key (named in canary_by).
+ * of a value the pool proved fill the other slots: canary, then waves. A canary of KNOB = TO that a peer has just
+ * proven (its verdict read this round, before the planner here made it a confirmation) takes nothing: the canary
+ * key the prover gave back at its verdict would go to a second canary of the same value (found by bench/fleet.sh).
+ * 0 when this host's canary may take a slot; 1 when it waits (canary_by says for whom).
  */
-static int canary_step(struct fleet *f, bool want, bool canary, char *err, size_t errlen)
+static int canary_step(struct fleet *f, bool want, bool canary, const char *knob, const char *to, char *err,
+		       size_t errlen)
 {
+	const char *by;
+
 	struct holder h = {"", 0};
 	char key[256];
 	bool ok;
 	int r;
 
 	f->canary_by[0] = '\0';
+	f->canary_proven = false;
 	if (!want || !canary || f->next.max_in_trial <= 1) {
 		/* Kept while its trial holds a slot; given back otherwise (a proposal that became a confirmation). */
 		return f->slot >= 0 && want && canary ? 0 : canary_release(f, err, errlen);
 	}
 	if (f->canary_held || f->slot >= 0)
 		return 0;
+	if ((by = proven_by(f, knob, to))) {
+		fleet_copy_clean(f->canary_by, sizeof(f->canary_by), by);
+		f->canary_proven = true;
+		return 1;
+	}
 	snprintf(key, sizeof(key), "%scanary", f->prefix);
 	r = etcd_create(f->etcd, key, f->host, f->lease, &ok, err, errlen);
 	if (r < 0)
@@ -205,7 +232,8 @@ static int canary_step(struct fleet *f, bool want, bool canary, char *err, size_
 
 /* A slot taken where none is held (the first free of max_in_trial), or the one held given back; with more than
  * one, a canary's only beside the pool's canary key (canary_step). */
-static int slot_step(struct fleet *f, bool want, bool canary, char *err, size_t errlen)
+static int slot_step(struct fleet *f, bool want, bool canary, const char *knob, const char *to, char *err,
+		     size_t errlen)
 {
 	char key[256];
 	bool ok;
@@ -225,7 +253,7 @@ static int slot_step(struct fleet *f, bool want, bool canary, char *err, size_t 
 				 f->rd.stale[i]);
 		f->rd.stale[i][0] = '\0';
 	}
-	r = canary_step(f, want, canary, err, errlen);
+	r = canary_step(f, want, canary, knob, to, err, errlen);
 	if (r != 0)
 		return r < 0 ? r : 0;
 	if (want && f->slot < 0) {
@@ -341,7 +369,7 @@ static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 
 static void round_once(struct fleet *f)
 {
-	char err[512] = "", state[16], knob[FLEET_NAME_MAX];
+	char err[512] = "", state[16], knob[FLEET_NAME_MAX], to[FLEET_NAME_MAX];
 	bool want, canary;
 	int r;
 
@@ -351,6 +379,7 @@ static void round_once(struct fleet *f)
 	f->next.want_seq = f->want_seq;
 	strcpy(state, f->state);
 	strcpy(knob, f->knob);
+	strcpy(to, f->to);
 	pthread_mutex_unlock(&f->mu);
 	f->next.n = 0;
 	f->next.nverdicts = 0;
@@ -374,17 +403,9 @@ static void round_once(struct fleet *f)
 				 f->next.max_in_trial);
 		strcpy(f->next.max_in_trial_by, by);
 	}
-	if (r == 0)
-		r = slot_step(f, want, canary, err, sizeof(err));
-	if (r == 0)
-		r = range(f, "slots/", err, sizeof(err));
-	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
-		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
-			 f->slot, f->next.pool, f->host);
-		f->slot = -1;
-	}
-	/* The rest: what the pool judged, and who was ever in it. A failure here closes no gate (a pool grown large
-	 * with verdicts must not stop every trial); the last verdicts read stay. */
+	/* What the pool judged, and who was ever in it (before the slots: a canary of a value a peer has just proven
+	 * takes none, canary_step). A failure here closes no gate (a pool grown large with verdicts must not stop every
+	 * trial); the last verdicts read stay. */
 	if (r == 0) {
 		char err2[512];
 		int r2 = put_verdicts(f, err2, sizeof(err2));
@@ -399,6 +420,15 @@ static void round_once(struct fleet *f)
 			f->next.nverdicts = f->view.nverdicts;
 		}
 	}
+	if (r == 0)
+		r = slot_step(f, want, canary, knob, to, err, sizeof(err));
+	if (r == 0)
+		r = range(f, "slots/", err, sizeof(err));
+	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
+		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
+			 f->slot, f->next.pool, f->host);
+		f->slot = -1;
+	}
 	f->next.reachable = r == 0;
 	if (r == 0)
 		f->next.ok_mono_ms = mono_ms();
@@ -412,9 +442,12 @@ static void round_once(struct fleet *f)
 		fleet_copy_clean(f->next.why, sizeof(f->next.why), f->next.why);
 		if (strcmp(f->next.why, f->view.why) != 0) /* said once, not each round */
 			log_warn("fleet: %s: no trial starts until it answers", f->next.why);
+	} else if (want && f->slot < 0 && f->canary_proven) {
+		snprintf(f->next.why, sizeof(f->next.why), "%.40s has just proven %.48s = %.32s in pool %.40s: this host "
+			 "confirms it once its planner has the pool's verdict", f->canary_by, knob, to, f->next.pool);
 	} else if (want && f->slot < 0 && f->canary_by[0]) {
-		snprintf(f->next.why, sizeof(f->next.why), "the canary of pool %s is %s's: a change no host of the pool has "
-			 "proven yet is tried on one host at a time", f->next.pool, f->canary_by);
+		snprintf(f->next.why, sizeof(f->next.why), "the canary of pool %.40s is %.40s's: a change no host of the pool "
+			 "has proven yet is tried on one host at a time", f->next.pool, f->canary_by);
 	} else if (want && f->slot < 0) {
 		char *p = f->next.why;
 		size_t left = sizeof(f->next.why);
@@ -569,7 +602,7 @@ void fleet_free(struct fleet *f)
 	free(f);
 }
 
-void fleet_tell(struct fleet *f, bool want, bool canary, const char *state, const char *knob)
+void fleet_tell(struct fleet *f, bool want, bool canary, const char *state, const char *knob, const char *to)
 {
 	pthread_mutex_lock(&f->mu);
 	if (want != f->want || (want && canary != f->canary)) {
@@ -580,6 +613,7 @@ void fleet_tell(struct fleet *f, bool want, bool canary, const char *state, cons
 	f->canary = canary;
 	fleet_copy(f->state, sizeof(f->state), state);
 	fleet_copy(f->knob, sizeof(f->knob), knob);
+	fleet_copy(f->to, sizeof(f->to), to);
 	pthread_mutex_unlock(&f->mu);
 }
 

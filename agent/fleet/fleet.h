@@ -92,8 +92,9 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 void fleet_free(struct fleet *f);
 /* What the loop says each tick: whether the controller WANTs a slot (a proposal ready to start, a calibration or
  * trial under way, a write of one in flight), whether its change is a CANARY (no host of the pool proved it: with
- * max_in_trial above 1, one canary at a time), its STATE and KNOB. A change of WANT (or CANARY) wakes the thread. */
-void fleet_tell(struct fleet *f, bool want, bool canary, const char *state, const char *knob);
+ * max_in_trial above 1, one canary at a time), its STATE, KNOB and the value TO it tries. A change of WANT (or
+ * CANARY) wakes the thread. */
+void fleet_tell(struct fleet *f, bool want, bool canary, const char *state, const char *knob, const char *to);
 /* Whether a trial may start: this host holds a slot, as of a round that saw the controller's want as it is now
  * and reached etcd less than half a lease ago. WHY says why not. */
 bool fleet_gate(struct fleet *f, char *why, size_t whylen);
