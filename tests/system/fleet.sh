@@ -14,10 +14,12 @@
 #      waiting trial starts by itself;
 #   5. verdicts put into etcd by hand, outside the local policy or naming a path, are refused and audited; a slot
 #      key without a lease is freed;
-#   6. the same fault on two more hosts (somaxconn 16, 400 clients that close each connection): h4's own trial keeps
-#      a longer listen queue and publishes its verdict; h5, loaded after it, proposes h4's value first, citing h4,
-#      starts it without an operator ([fleet] rollout = yes: the approval journaled as the pool's) and keeps it
-#      after its own trial; the overflows stop on both.
+#   6. the same fault on three more hosts of a pool of their own, max_in_trial 2 (somaxconn 16, 400 clients that
+#      close each connection): h4 and h5 at once, both approved: h4's trial is the pool's canary and h5's waits for
+#      it; h4 keeps a longer listen queue and publishes its verdict, h5 then confirms it; h6, loaded after it,
+#      proposes h4's value first, citing h4, starts it without an operator ([fleet] rollout = yes: the approval
+#      journaled as the pool's) and keeps it after its own trial; the canary key held by h4 alone, never more
+#      than 2 in trial.
 TEST_NAME=fleet
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
@@ -84,8 +86,8 @@ setup_host() { # HOST BLOCK TICK [only]: its namespace, nginx, policies (only: l
 	printf '[tuning]\nblock = %s\npairs = 4\ncalibrate_pairs = 0\ncooldown = 0s\nchanges_per_hour = 60\n' $block \
 		>>"$TMP/h$h/agent.conf"
 	# h3 would let two hosts in trial: the pool holds to the smallest its hosts set.
-	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = web\nhost = h%s\nmax_in_trial = %s\nlease_ttl = 3s\n' \
-		$EPORT $h "$([ $h = 3 ] && echo 2 || echo 1)" >>"$TMP/h$h/agent.conf"
+	printf '[fleet]\nendpoints = http://127.0.0.1:%s\npool = %s\nhost = h%s\nmax_in_trial = %s\nlease_ttl = 3s\n' \
+		$EPORT "${POOL:-web}" $h "${MAX_IN_TRIAL:-$([ $h = 3 ] && echo 2 || echo 1)}" >>"$TMP/h$h/agent.conf"
 	printf 'user = ngx\npassword_file = %s\n' "$TMP/etcd.password" >>"$TMP/h$h/agent.conf"
 	[ -z "${ROLLOUT:-}" ] || printf 'rollout = yes\n' >>"$TMP/h$h/agent.conf"
 	start_host_agent $h
@@ -237,18 +239,43 @@ grep -q "fleet: trial slot 0 of pool web was held by 'ghost' without a lease: de
 	fail "no agent said it freed the slot"
 ok "5. verdicts put into etcd by hand (somaxconn = 99999999, a knob named ../../etc/passwd) are listed, refused by h1 and audited; nothing written; a slot key without a lease is freed"
 
-# 6. The same fault on two more hosts: somaxconn 16 in their namespaces (nginx's default backlog: a live accept queue
-# of 16) and 400 clients that close each connection, which overflow it by hundreds a second. h4 alone under load
-# first: its own detector's proposal, approved, tried (2 s blocks, 250 ms ticks) and kept; its verdict goes to etcd.
-# Then h5 under the same load: the pool's proven value is proposed first, citing h4, and kept after h5's own trial.
-# Both tune the listen queue alone (the other policies' files empty): 400 closing clients also pile up FIN_WAIT
-# sockets, and another symptom's proposal could come first and wait for its approval.
-NGINX_NS_SYSCTLS="net.core.somaxconn=16" setup_host 4 2s 250ms only
-NGINX_NS_SYSCTLS="net.core.somaxconn=16" ROLLOUT=1 setup_host 5 2s 250ms only
-all_joined() { [ "$(hapi 4 /v1/fleet | jq '[.members[] | select(.alive)] | length')" = 5 ]; }
-wait_for 30 all_joined || fail "h4 and h5 did not join: $(hapi 4 /v1/fleet | jq -c '[.members[] | {host, alive}]')"
-[ "$(live_backlog ngxat-f4-$$ $((PORT + 4)))" = 16 ] && [ "$(live_backlog ngxat-f5-$$ $((PORT + 5)))" = 16 ] ||
-	fail "the live accept queues are not 16: $(live_backlog ngxat-f4-$$ $((PORT + 4))), $(live_backlog ngxat-f5-$$ $((PORT + 5)))"
+# 6. The same fault on three more hosts, a pool of their own (web2, max_in_trial 2): somaxconn 16 in their
+# namespaces (nginx's default backlog: a live accept queue of 16) and 400 clients that close each connection, which
+# overflow it by hundreds a second. h4 and h5 under load at once, each proposing the same longer queue, both
+# approved: h4's is the pool's canary, and h5's, a second canary of a change no host has proven, waits for it
+# although a slot is free. h4 keeps it (2 s blocks, 250 ms ticks) and publishes its verdict; h5's waiting proposal
+# then confirms it, h4's effect its prior. h6 ([fleet] rollout = yes) under load after h4's verdict: the pool's
+# proven value is proposed first, citing h4, starts without an operator (the approval journaled as the pool's), and
+# is kept after h6's own short trial, beside h5's (the wave). All tune the listen queue alone (the other policies'
+# files empty): 400 closing clients also pile up FIN_WAIT sockets, and another symptom's proposal could come first.
+for h in 4 5 6; do
+	NGINX_NS_SYSCTLS="net.core.somaxconn=16" POOL=web2 MAX_IN_TRIAL=2 ROLLOUT=$([ $h = 6 ] && echo 1) \
+		setup_host $h 2s 250ms only
+done
+all_joined() { [ "$(hapi 4 /v1/fleet | jq '[.members[] | select(.alive)] | length')" = 3 ]; }
+wait_for 30 all_joined || fail "h4, h5 and h6 did not join web2: $(hapi 4 /v1/fleet | jq -c '[.members[] | {host, alive}]')"
+for h in 4 5 6; do
+	[ "$(live_backlog ngxat-f$h-$$ $((PORT + h)))" = 16 ] ||
+		fail "h$h's live accept queue is not 16: $(live_backlog ngxat-f$h-$$ $((PORT + h)))"
+done
+# web2 sampled all along: the hosts in trial at once, and every holder of its canary key.
+sample2() {
+	local most=0 t h st c
+	while [ ! -e "$TMP/stop-sampling2" ]; do
+		t=0
+		for h in 4 5 6; do
+			st=$(hapi $h /v1/trials/current 2>/dev/null | jq -r .state 2>/dev/null)
+			case $st in trial | calibrating) t=$((t + 1)) ;; esac
+		done
+		((t > most)) && most=$t
+		c=$(ectl get /ngx-autotune/pools/web2/canary --print-value-only 2>/dev/null)
+		[ -z "$c" ] || grep -qx "$c" "$TMP/canaries" 2>/dev/null || echo "$c" >>"$TMP/canaries"
+		echo "$most" >"$TMP/most2.new" && mv -f "$TMP/most2.new" "$TMP/most2"
+		sleep 0.2
+	done
+}
+sample2 &
+CLEANUP+=("kill $!")
 load() { # HOST SECONDS: 400 closing clients against HOST's nginx
 	ip netns exec "ngxat-f$1-$$" timeout $(($2 + 10)) wrk -t2 -c400 -d"$2s" -H "Connection: close" \
 		"http://127.0.0.1:$((PORT + $1))/" >"$TMP/load$1.out" 2>&1 &
@@ -260,45 +287,68 @@ proposal() { # HOST: the id of its waiting listen_queue proposal
 }
 kept() { [ "$(hapi "$1" "/v1/changes/$2" | jq -r .state)" = kept ]; }
 load 4 300 # killed once kept: a trial that outlasts its load would measure nothing
+load 5 300
 wait_for 60 proposal 4 >/dev/null || fail "h4 did not propose a longer listen queue: $(hapi 4 /v1/trials/current | jq -c '{state, reason}')"
 id4=$(proposal 4)
 prop4=$(hapi 4 /v1/proposals | jq -c ".proposals[] | select(.id == $id4)")
 jq -e '.why | test("listen_overflows")' <<<"$prop4" >/dev/null || fail "h4's proposal is not its own detector's: $prop4"
 to=$(jq -r .to <<<"$prop4")
 hctl 4 approve "$id4" --comment "fleet test" >/dev/null || fail "could not approve h4's proposal"
+wait_for 10 sh -c "[ \"\$(curl -s --unix-socket $TMP/h4/api.sock http://localhost/v1/trials/current | jq -r .state)\" = trial ]" ||
+	fail "h4's trial did not start: $(hapi 4 /v1/trials/current | jq -c '{state, reason}')"
+wait_for 30 proposal 5 >/dev/null || fail "h5 did not propose: $(hapi 5 /v1/trials/current | jq -c '{state, reason}')"
+id5=$(proposal 5)
+prop5=$(hapi 5 /v1/proposals | jq -c ".proposals[] | select(.id == $id5)")
+jq -e ".to == \"$to\"" <<<"$prop5" >/dev/null || fail "h5 proposed another value than h4: $prop5 (h4: $to)"
+hctl 5 approve "$id5" --comment "fleet test" >/dev/null || fail "could not approve h5's proposal"
+canary_wait() { hapi 5 /v1/trials/current | jq -r .reason | grep -q "the canary of pool web2 is h4's"; }
+wait_for 10 canary_wait || fail "h5 does not wait for h4's canary: $(hapi 5 /v1/trials/current | jq -r .reason)"
+[ "$(state 5)" != trial ] || fail "h5 started a second canary beside h4's"
 wait_for 90 kept 4 "$id4" || fail "h4's change did not end kept: $(hapi 4 "/v1/changes/$id4" | jq -c '{state, detail}')"
-published() { ectl get /ngx-autotune/pools/web/verdicts/listen_queue/h4 --print-value-only | jq -e ".kept and .to == \"$to\"" >/dev/null; }
-wait_for 10 published || fail "h4's kept verdict is not in etcd: $(ectl get --prefix /ngx-autotune/pools/web/verdicts/)"
+published() { ectl get /ngx-autotune/pools/web2/verdicts/listen_queue/h4 --print-value-only | jq -e ".kept and .to == \"$to\"" >/dev/null; }
+wait_for 10 published || fail "h4's kept verdict is not in etcd: $(ectl get --prefix /ngx-autotune/pools/web2/verdicts/)"
 kill "$LOAD4" 2>/dev/null
-# h5 knows of it before its own fault starts (its next round with etcd, within a third of the lease).
-knows() { hapi 5 /v1/fleet | jq -e '.verdicts[] | select(.host == "h4" and .knob == "listen_queue" and .kept)' >/dev/null; }
-wait_for 10 knows || fail "h5 does not list h4's verdict: $(hapi 5 /v1/fleet | jq -c .verdicts)"
-load 5 300
-# h5 has [fleet] rollout = yes: its proposal of the proven value starts without an operator, approved by the pool.
-change5() { hctl 5 --json history | jq -c -e '[.changes[] | select(.knob == "listen_queue")][0] // empty'; }
-wait_for 60 change5 >/dev/null || fail "h5 did not propose: $(hapi 5 /v1/trials/current | jq -c '{state, reason}')"
-prop5=$(change5)
-id5=$(jq .id <<<"$prop5")
-jq -e ".to == \"$to\" and (.why | test(\"kept on h4 \"))" <<<"$prop5" >/dev/null ||
-	fail "h5's first proposal is not h4's proven value citing it: $prop5"
+# h6 knows of it before its own fault starts (its next round with etcd, within a third of the lease).
+knows() { hapi 6 /v1/fleet | jq -e '.verdicts[] | select(.host == "h4" and .knob == "listen_queue" and .kept)' >/dev/null; }
+wait_for 10 knows || fail "h6 does not list h4's verdict: $(hapi 6 /v1/fleet | jq -c .verdicts)"
+load 6 300
+# h6 has [fleet] rollout = yes: its proposal of the proven value starts without an operator, approved by the pool.
+change6() { hctl 6 --json history | jq -c -e '[.changes[] | select(.knob == "listen_queue")][0] // empty'; }
+wait_for 60 change6 >/dev/null || fail "h6 did not propose: $(hapi 6 /v1/trials/current | jq -c '{state, reason}')"
+prop6=$(change6)
+id6=$(jq .id <<<"$prop6")
+jq -e ".to == \"$to\" and (.why | test(\"kept on h4 \"))" <<<"$prop6" >/dev/null ||
+	fail "h6's first proposal is not h4's proven value citing it: $prop6"
 wait_for 90 kept 5 "$id5" || fail "h5's change did not end kept: $(hapi 5 "/v1/changes/$id5" | jq -c '{state, detail}')"
+wait_for 90 kept 6 "$id6" || fail "h6's change did not end kept: $(hapi 6 "/v1/changes/$id6" | jq -c '{state, detail}')"
+touch "$TMP/stop-sampling2"
+kill "$LOAD5" "$LOAD6" 2>/dev/null
 pool_approved='[.audit[] | select(.change_id == $id and .action == "approve" and .actor == "pool" and
 	(.detail | startswith("approved by the pool'"'"'s rollout ([fleet] rollout = yes): kept on h4 ")))] | length == 1'
-hctl 5 --json audit | jq -e --argjson id "$id5" "$pool_approved" >/dev/null ||
-	fail "h5's approval is not journaled as the pool's: $(hctl 5 --json audit | jq -c "[.audit[] | select(.change_id == $id5)]")"
-grep -q "proposal $id5 (listen_queue 16 -> $to) starts without an approval here: \[fleet\] rollout = yes" "$TMP/h5/agent.log" ||
-	fail "h5's log does not say why its trial started without an approval"
-[ "$(live_backlog ngxat-f5-$$ $((PORT + 5)))" = "$to" ] || fail "h5's live accept queue is $(live_backlog ngxat-f5-$$ $((PORT + 5))), not $to"
-kill "$LOAD5" 2>/dev/null
+hctl 6 --json audit | jq -e --argjson id "$id6" "$pool_approved" >/dev/null ||
+	fail "h6's approval is not journaled as the pool's: $(hctl 6 --json audit | jq -c "[.audit[] | select(.change_id == $id6)]")"
+grep -q "proposal $id6 (listen_queue 16 -> $to) starts without an approval here: \[fleet\] rollout = yes" "$TMP/h6/agent.log" ||
+	fail "h6's log does not say why its trial started without an approval"
+for h in 5 6; do
+	[ "$(live_backlog ngxat-f$h-$$ $((PORT + h)))" = "$to" ] ||
+		fail "h$h's live accept queue is $(live_backlog ngxat-f$h-$$ $((PORT + h))), not $to"
+done
+[ "$(cat "$TMP/canaries")" = h4 ] || fail "web2's canary key was held by: $(tr '\n' ' ' <"$TMP/canaries"), not h4 alone"
+grep -q "took trial slot . of pool web2 (the pool's canary)" "$TMP/h5/agent.log" && fail "h5 took a slot as a canary"
+most2=$(cat "$TMP/most2")
+[ "$most2" -le 2 ] || fail "$most2 hosts of web2 in trial at once (max_in_trial 2)"
 # h4's verdict carries what its trial measured (the sequential rule's standardized effect over its valid pairs), and
-# h5's trial took it as its prior.
-pub=$(ectl get /ngx-autotune/pools/web/verdicts/listen_queue/h4 --print-value-only)
+# the confirmations took it as their prior: h5's adopted by its waiting proposal, h6's from its proposal.
+pub=$(ectl get /ngx-autotune/pools/web2/verdicts/listen_queue/h4 --print-value-only)
 jq -e '(.effect | type) == "number" and .pairs >= 2' <<<"$pub" >/dev/null || fail "h4's verdict in etcd has no effect: $pub"
 pairs4=$(hapi 4 "/v1/changes/$id4" | jq -r .detail | grep -o '"valid":[0-9]*' | head -1 | cut -d: -f2)
-detail5=$(hapi 5 "/v1/changes/$id5" | jq -r .detail)
-grep -Eq "\"prior_pairs\":$(jq .pairs <<<"$pub")[,}]" <<<"$detail5" || fail "h5's trial did not take h4's effect as its prior: $detail5"
-pairs5=$(grep -o '"valid":[0-9]*' <<<"$detail5" | head -1 | cut -d: -f2)
-hctl 5 fleet | grep -q "^  kept    listen_queue 16 -> $to on h4, for listen_overflows: .* ($(jq .pairs <<<"$pub") pairs, effect " ||
-	fail "ngxctl fleet does not show h4's trial's pairs and effect: $(hctl 5 fleet | grep listen_queue)"
-ok "6. the same fault on h4 and h5: h4 kept listen_queue 16 -> $to on its own trial ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")); h5 (rollout = yes) proposed it first ($(jq -r .why <<<"$prop5" | cut -c1-100)), started it approved by the pool and kept it after its own trial, h4's effect its prior ($pairs5 pairs)"
+for h in 5 6; do
+	id=$(eval echo "\$id$h")
+	detail=$(hapi $h "/v1/changes/$id" | jq -r .detail)
+	grep -Eq "\"prior_pairs\":$(jq .pairs <<<"$pub")[,}]" <<<"$detail" || fail "h$h's trial did not take h4's effect as its prior: $detail"
+	eval "pairs$h=$(grep -o '"valid":[0-9]*' <<<"$detail" | head -1 | cut -d: -f2)"
+done
+hctl 6 fleet | grep -q "^  kept    listen_queue 16 -> $to on h4, for listen_overflows: .* ($(jq .pairs <<<"$pub") pairs, effect " ||
+	fail "ngxctl fleet does not show h4's trial's pairs and effect: $(hctl 6 fleet | grep listen_queue)"
+ok "6. the same fault on h4, h5, h6 (pool web2, max_in_trial 2): h4's canary kept listen_queue 16 -> $to ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")) while h5's approved second canary waited for it; h5 then confirmed it ($pairs5 pairs) and h6 (rollout = yes) proposed it first ($(jq -r .why <<<"$prop6" | cut -c1-90)), started it approved by the pool and kept it ($pairs6 pairs), h4's effect their prior; $most2 in trial at once"
 echo "1..$checks"
