@@ -243,15 +243,13 @@ static void fleet_step(struct agent *a)
 	/* A slot is held until the verdict's own write is done too (the engine's queued final write puts arm A back). */
 	want = rep.wants_slot || rep.state == CONTROLLER_CALIBRATING || rep.state == CONTROLLER_TRIAL || rep.writing ||
 	       engine_busy(a->engine);
-	fleet_tell(a->fleet, want, !rep.confirming, controller_state_name(rep.state), rep.id ? rep.knob : "",
-		   rep.id ? rep.to : "");
-	open = fleet_gate(a->fleet, why, sizeof(why));
-	tuning_gate(a->tuning, open, why);
-	if (!fl && !(fl = a->fleet_loop = calloc(1, sizeof(*fl))))
-		return;
+	if (!fl)
+		fl = a->fleet_loop = calloc(1, sizeof(*fl));
 	/* A verdict the pool can use: kept, or reverted because the objective got worse; one that said nothing about the
-	 * value (inconclusive, aborted by a guardrail or a pause, an error, an operator's revert) is not. */
-	{
+	 * value (inconclusive, aborted by a guardrail or a pause, an error, an operator's revert) is not. Queued before
+	 * the controller's want is told: a round in between would give the canary key back before the verdict that
+	 * proves its value is in etcd. */
+	if (fl) {
 		const struct tuning_verdict *last = tuning_last_verdict(a->tuning);
 
 		if (last && last->change_id != fl->published) {
@@ -270,6 +268,12 @@ static void fleet_step(struct agent *a)
 			}
 		}
 	}
+	fleet_tell(a->fleet, want, !rep.confirming, controller_state_name(rep.state), rep.id ? rep.knob : "",
+		   rep.id ? rep.to : "");
+	open = fleet_gate(a->fleet, why, sizeof(why));
+	tuning_gate(a->tuning, open, why);
+	if (!fl)
+		return;
 	/* The pool's causes when its verdicts or this host's policies change: each holds only while its symptom fires,
 	 * which the planner checks in the tick itself (computed here after the tick, a cause came one tick after the
 	 * symptom, and the symptom's own knob was proposed first: found on a real nginx, fleet.sh's step 6); and every

@@ -59,6 +59,9 @@ struct controller {
 	int64_t measure_from_ms;    /* the block's measured part starts here (after its settle, its old workers) */
 	int64_t drain_until_ms;     /* ... waiting for a reload's old workers no later than this */
 	uint32_t old_id;            /* the id of nginx.workers_old, 0 until seen */
+	double old_last;            /* its value in the last frame */
+	double old_before;          /* ... when the block's arm was written (old workers that were there before) */
+	bool block_written;         /* the block began with a write of its arm (else nothing reloaded for it) */
 	unsigned beside_old;        /* this trial's blocks measured beside old workers that outlived the wait */
 	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
@@ -344,8 +347,8 @@ static void end_trial(struct controller *ctl, enum judge_verdict v, enum plan_re
 	ctl->ev.verdict = v;
 	if (ctl->beside_old) {
 		/* The note goes wherever the reason goes. */
-		snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%s (%u block%s measured beside old nginx workers that "
-			 "outlived a block's wait)", why, ctl->beside_old, ctl->beside_old == 1 ? "" : "s");
+		snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%u block%s measured beside old nginx workers that "
+			 "outlived a block's wait; %s", ctl->beside_old, ctl->beside_old == 1 ? "" : "s", why);
 		why = ctl->ev.reason;
 	} else {
 		snprintf(ctl->ev.reason, sizeof(ctl->ev.reason), "%s", why);
@@ -386,6 +389,7 @@ static void start_block(struct controller *ctl)
 	ctl->block_end_ms = ctl->now_ms + ctl->prop.trial.block_ms;
 	ctl->measure_from_ms = ctl->now_ms + ctl->prop.trial.settle_ms;
 	ctl->drain_until_ms = ctl->block_end_ms;
+	ctl->block_written = false; /* controller_write_done says otherwise */
 }
 
 /* Workers of a reload's previous generation in frame FR (nginx.workers_old), 0 when none or not measured. */
@@ -402,20 +406,22 @@ static double old_workers(struct controller *ctl, const struct metric_registry *
  * A block measures one generation of nginx workers. A reload's old workers finish their connections after the
  * switch; on a saturated CPU they may outlive the settle (found on CI: gzip_comp_level 9 -> 5 under two busy loops,
  * the level-9 workers still compressing 1 MB answers for seconds into each B block, the new workers' accepts
- * stalled behind them, and B was stopped on overflows that were A's). While frame FR shows them, the measured part
- * starts after it, its length unchanged; no later than one block's length after the settle (a long download keeps
- * an old worker for as long as it lasts): then it measures beside them, and the trial's count says so. False when
- * the block was moved (nothing of FR counts).
+ * stalled behind them, and B was stopped on overflows that were A's). Only a block that began with a write of its
+ * arm, and only old workers beyond those there before that write (an operator's reload an hour ago that left a
+ * websocket's worker behind is no switch of this trial's). While frame FR shows them, the measured part starts
+ * after it, its length unchanged; no later than one measured length after the settle (a long download keeps an
+ * old worker for as long as it lasts): then it measures beside them, and the trial's count says so. False when the
+ * block was moved (nothing of FR counts).
  */
 static bool block_one_generation(struct controller *ctl, const struct metric_registry *reg, const struct frame *fr)
 {
 	int64_t measure = ctl->prop.trial.block_ms - ctl->prop.trial.settle_ms;
 	double old;
 
-	if (!fr || fr->ts_ms < ctl->measure_from_ms || ctl->acc.frames > 0)
+	if (!fr || !ctl->block_written || fr->ts_ms < ctl->measure_from_ms || ctl->acc.frames > 0)
 		return true;
 	old = old_workers(ctl, reg, fr);
-	if (old == 0 || ctl->drain_until_ms == INT64_MIN)
+	if (old <= ctl->old_before || ctl->drain_until_ms == INT64_MIN)
 		return true;
 	if (ctl->now_ms >= ctl->drain_until_ms) {
 		ctl->beside_old++;
@@ -455,6 +461,7 @@ static void next_block(struct controller *ctl)
 	ctl->writing = true;
 	ctl->block_active = false;
 	ctl->write_deadline_ms = ctl->now_ms + ctl->cfg.write_timeout_ms;
+	ctl->old_before = ctl->old_last;
 }
 
 static void begin_pair(struct controller *ctl)
@@ -1018,6 +1025,8 @@ int controller_tick(struct controller *ctl, int64_t now_ms, const struct metric_
 	if (fr && detect_push(ctl->det, reg, fr) < 0)
 		return -EINVAL;
 	ctl->reg = reg;
+	if (fr)
+		ctl->old_last = old_workers(ctl, reg, fr);
 	measuring = ctl->state == CONTROLLER_CALIBRATING || ctl->state == CONTROLLER_TRIAL;
 	if (ctl->have_now && now_ms < ctl->now_ms && measuring) {
 		/* Blocks are windows of time: one that runs backwards measures nothing. */
@@ -1113,6 +1122,7 @@ int controller_write_done(struct controller *ctl, bool ok)
 	if (ctl->want == CONTROLLER_ARM_B)
 		ctl->tried = true;
 	start_block(ctl);
+	ctl->block_written = true;
 	return 0;
 }
 

@@ -48,6 +48,12 @@ static bool refuted(const struct pool_facts *self, const struct pool_verdict *v,
 	return false;
 }
 
+bool pool_proves(const struct pool_facts *self, const struct pool_verdict *v, size_t n, const struct pool_verdict *k)
+{
+	return k->kept && strcmp(k->host, self->host) != 0 && pool_facts_match(self, k) && isfinite(k->effect) &&
+	       k->pairs >= 2 && k->pairs <= JUDGE_PAIRS_MAX && !refuted(self, v, n, k);
+}
+
 /* "12 min ago", "40 s ago", "3 h ago". */
 static void ago(int64_t now_ms, int64_t at_ms, char *out, size_t outlen)
 {

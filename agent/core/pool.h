@@ -55,6 +55,10 @@ struct pool_facts {
 
 /* Whether what V was proven under holds on SELF. */
 bool pool_facts_match(const struct pool_facts *self, const struct pool_verdict *v);
+/* Whether K (one of V[0..N)) proves its value for SELF as pool_causes takes it for a confirming trial: kept by
+ * another host under SELF's facts, with its trial's effect over 2 pairs or more, and refuted by none of V under
+ * SELF's facts. The local policy's check is pool_causes'. */
+bool pool_proves(const struct pool_facts *self, const struct pool_verdict *v, size_t n, const struct pool_verdict *k);
 
 /* Each of V[0..N): the kept ones usable here into CAUSES (at most MAX: their count returned), each a cause only
  * while its symptom fires (plan_cause.while_fires: the planner weighs it in the tick the symptom starts, before the

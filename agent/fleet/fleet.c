@@ -28,7 +28,7 @@ struct fleet {
 	/* the loop's, under MU */
 	bool want, canary;
 	uint64_t want_seq;      /* one more at each change of WANT: a round's view says which it saw */
-	char state[16], knob[FLEET_NAME_MAX], to[FLEET_NAME_MAX];
+	char state[16], knob[FLEET_NAME_MAX], to[KNOBVAL_TEXT_MAX];
 	struct fleet_view view; /* published at the end of each round, under MU */
 	/* the thread's own */
 	struct etcd *etcd;
@@ -42,6 +42,7 @@ struct fleet {
 	bool canary_held;       /* the pool's canary key (slot_step) */
 	char canary_by[FLEET_NAME_MAX]; /* who holds it, when this host's canary waits for it ... */
 	bool canary_proven;     /* ... or who has just proven its value */
+	unsigned proven_rounds; /* rounds this host's canary has waited for its planner to take that proof */
 	char kernel[64];
 	int64_t cpus;
 	struct fleet_view next; /* being made by the round */
@@ -127,7 +128,8 @@ static int put_member(struct fleet *f, const char *state, const char *knob, char
 }
 
 struct holder {
-	char value[FLEET_NAME_MAX]; /* as read, for a delete that checks it */
+	const char *key;            /* the canary key itself (a range on it also finds .../canaryX) */
+	char value[512];            /* as read, for a delete that checks it; "?" when longer */
 	int64_t lease;
 };
 
@@ -136,9 +138,9 @@ static int canary_holder(void *ctx, const char *key, const char *value, int64_t 
 {
 	struct holder *h = ctx;
 
-	(void)key;
-	if (strlen(value) < sizeof(h->value))
-		strcpy(h->value, value);
+	if (strcmp(key, h->key) != 0)
+		return 0;
+	snprintf(h->value, sizeof(h->value), "%s", strlen(value) < sizeof(h->value) ? value : "?");
 	h->lease = lease;
 	return 1;
 }
@@ -160,7 +162,8 @@ static int canary_release(struct fleet *f, char *err, size_t errlen)
 	return 0;
 }
 
-/* A peer's kept verdict on KNOB = TO, under this host's facts, in this round's read: its name, or NULL. */
+/* A peer's verdict in this round's read that proves KNOB = TO here as the planner takes it (pool_proves: kept under
+ * this host's facts, with its trial's effect, refuted by none): its host, or NULL. */
 static const char *proven_by(const struct fleet *f, const char *knob, const char *to)
 {
 	struct pool_facts self = {f->host, f->kernel, f->cpus};
@@ -168,8 +171,8 @@ static const char *proven_by(const struct fleet *f, const char *knob, const char
 	for (size_t i = 0; i < f->next.nverdicts; i++) {
 		const struct pool_verdict *v = &f->next.verdicts[i];
 
-		if (v->kept && strcmp(v->host, f->host) != 0 && strcmp(v->knob, knob) == 0 && strcmp(v->to, to) == 0 &&
-		    pool_facts_match(&self, v))
+		if (strcmp(v->knob, knob) == 0 && strcmp(v->to, to) == 0 &&
+		    pool_proves(&self, f->next.verdicts, f->next.nverdicts, v))
 			return v->host;
 	}
 	return NULL;
@@ -179,29 +182,33 @@ static const char *proven_by(const struct fleet *f, const char *knob, const char
  * With more than one slot, a change no host of the pool has proven yet (a canary: CANARY) is tried on one host at a
  * time: beside its slot it takes the pool's canary key (created only where none is, bound to the lease). Confirmations
  * of a value the pool proved fill the other slots: canary, then waves. A canary of KNOB = TO that a peer has just
- * proven (its verdict read this round, before the planner here made it a confirmation) takes nothing: the canary
- * key the prover gave back at its verdict would go to a second canary of the same value (found by bench/fleet.sh).
- * 0 when this host's canary may take a slot; 1 when it waits (canary_by says for whom).
+ * proven (its verdict read this round, before the planner here made it a confirmation) takes nothing for up to
+ * FLEET_PROVEN_WAIT_ROUNDS rounds: the canary key the prover gave back at its verdict would go to a second canary of
+ * the same value (found by bench/fleet.sh). 0 when this host's canary may take a slot; 1 when it waits (canary_by
+ * says for whom).
  */
 static int canary_step(struct fleet *f, bool want, bool canary, const char *knob, const char *to, char *err,
 		       size_t errlen)
 {
 	const char *by;
 
-	struct holder h = {"", 0};
+	struct holder h = {NULL, "", 0};
 	char key[256];
 	bool ok;
 	int r;
 
 	f->canary_by[0] = '\0';
 	f->canary_proven = false;
+	if (!want || !canary)
+		f->proven_rounds = 0;
 	if (!want || !canary || f->next.max_in_trial <= 1) {
 		/* Kept while its trial holds a slot; given back otherwise (a proposal that became a confirmation). */
 		return f->slot >= 0 && want && canary ? 0 : canary_release(f, err, errlen);
 	}
 	if (f->canary_held || f->slot >= 0)
 		return 0;
-	if ((by = proven_by(f, knob, to))) {
+	if ((by = proven_by(f, knob, to)) && f->proven_rounds < FLEET_PROVEN_WAIT_ROUNDS) {
+		f->proven_rounds++;
 		fleet_copy_clean(f->canary_by, sizeof(f->canary_by), by);
 		f->canary_proven = true;
 		return 1;
@@ -214,9 +221,16 @@ static int canary_step(struct fleet *f, bool want, bool canary, const char *knob
 		f->canary_held = true;
 		return 0;
 	}
+	h.key = key;
 	r = etcd_range_prefix(f->etcd, key, canary_holder, &h, err, errlen);
 	if (r < 0)
 		return r;
+	if (strcmp(h.value, f->host) == 0 && h.lease == f->lease) {
+		/* This host's own, on its live lease: a create that committed while its answer was lost (a timeout, then
+		 * the request again on another endpoint). */
+		f->canary_held = true;
+		return 0;
+	}
 	if (h.value[0] && h.lease == 0) {
 		/* Without a lease (written by hand, or by something that is not an agent) it would hold for ever. */
 		r = etcd_delete_if(f->etcd, key, h.value, &ok, err, errlen);
@@ -369,7 +383,7 @@ static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 
 static void round_once(struct fleet *f)
 {
-	char err[512] = "", state[16], knob[FLEET_NAME_MAX], to[FLEET_NAME_MAX];
+	char err[512] = "", state[16], knob[FLEET_NAME_MAX], to[KNOBVAL_TEXT_MAX];
 	bool want, canary;
 	int r;
 
@@ -485,7 +499,7 @@ static void *run(void *arg)
 	for (;;) {
 		struct timespec until;
 		int64_t period;
-		bool was;
+		uint64_t seen;
 
 		round_once(f);
 		/* A host that waits for a slot asks again each second: a slot given back is taken within one, not within
@@ -503,9 +517,10 @@ static void *run(void *arg)
 			until.tv_nsec -= 1000000000;
 		}
 		pthread_mutex_lock(&f->mu);
-		was = f->next.want; /* the one the round used: a change during the round wakes it at once */
-		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give). */
-		while (!f->stop && f->want == was && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
+		seen = f->next.want_seq; /* the one the round used: a change during the round wakes it at once */
+		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give, a
+		 * canary become a confirmation). */
+		while (!f->stop && f->want_seq == seen && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
 			;
 		if (f->stop) {
 			pthread_mutex_unlock(&f->mu);

@@ -25,6 +25,7 @@
 
 #define FLEET_MEMBERS_MAX 64
 #define FLEET_NAME_MAX 64
+#define FLEET_PROVEN_WAIT_ROUNDS 5 /* rounds a canary waits for its planner to take a peer's proof of its value */
 #define FLEET_WAIT_POLL_MS 1000 /* a host waiting for a trial slot asks etcd this often (else every third of the lease) */
 
 struct fleet_member {
