@@ -302,6 +302,7 @@
 #define API_K_FLEET_MAX "max_in_trial"         /* the pool's: the smallest its alive hosts set */
 #define API_K_FLEET_MAX_SET "max_in_trial_set" /* this host's [fleet] max_in_trial */
 #define API_K_FLEET_MAX_BY "max_in_trial_by"   /* the host that set the pool's below it, "" */
+#define API_K_FLEET_CANARY "canary"            /* the host whose trial is the pool's canary, "" */
 #define API_K_FLEET_ROUNDS "rounds"
 #define API_K_FLEET_FAILURES "failures"
 #define API_K_FLEET_MEMBERS "members"       /* [{host, alive, state, knob, agent, kernel, cpus, slot, max_in_trial}] */

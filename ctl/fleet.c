@@ -50,6 +50,9 @@ static int fleet_exec(struct ctl *ctl, int argc, char **argv)
 	if (s(r, API_K_FLEET_MAX_BY)[0])
 		printf("the pool's max_in_trial is %lld, set by %s (this host's is %lld): the smallest of its hosts' holds\n",
 		       n(r, API_K_FLEET_MAX), s(r, API_K_FLEET_MAX_BY), n(r, API_K_FLEET_MAX_SET));
+	if (s(r, API_K_FLEET_CANARY)[0])
+		printf("the pool's canary (a change no host has proven yet, one host at a time): %s\n",
+		       s(r, API_K_FLEET_CANARY));
 	if (json_is_true(json_object_get(r, API_K_FLEET_HELD)))
 		printf("trial slot %lld of %lld held: a trial may start or is under way\n", n(r, API_K_FLEET_SLOT),
 		       n(r, API_K_FLEET_MAX));
@@ -96,10 +99,11 @@ const struct ctl_verb verb_fleet = {
 	.summary = "the pool of hosts ([fleet]): members alive or gone, who is in trial and on what",
 	.help = "The pool this agent is a member of (GET /v1/fleet), as it last saw it in etcd: whether etcd answers,\n"
 		"whether this host holds a trial slot (at most [fleet] max_in_trial hosts of the pool are in trial at\n"
-		"once) or why it waits, and each member: alive (its lease kept) or gone, its tuning state, the knob of\n"
-		"its proposal or trial, the slot it holds, its agent's version, kernel and CPUs; then each host's last\n"
-		"verdict on each knob it tried (kept, or refuted: reverted for harm), with its trial's pairs and effect\n"
-		"(a confirming trial's prior here). Takes no arguments.\n"
+		"once) or why it waits, with max_in_trial above 1 the pool's canary (the host trying a change no host\n"
+		"has proven yet: one at a time), and each member: alive (its lease kept) or gone, its tuning state,\n"
+		"the knob of its proposal or trial, the slot it holds, its agent's version, kernel and CPUs; then each\n"
+		"host's last verdict on each knob it tried (kept, or refuted: reverted for harm), with its trial's pairs\n"
+		"and effect (a confirming trial's prior here). Takes no arguments.\n"
 		"\nExample:\n"
 		"  ngxctl fleet\n",
 	.exec = fleet_exec,

@@ -375,10 +375,12 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 	case INTENT_APPROVED: {
 		char detail[300];
 
-		snprintf(detail, sizeof(detail), "approved by the pool's rollout ([fleet] rollout = yes): %.200s", in->text);
+		snprintf(detail, sizeof(detail), "approved by the pool's rollout ([fleet] rollout = yes): %.200s",
+			 in->text);
 		if (t->change_id) {
 			engine_close_proposal(t->e, t->change_id, CHANGE_APPROVED, "pool", detail, t->now_ms);
-			events_proposal(t->change_id, t->knob, NULL, NULL, API_PROPOSAL_APPROVED, "pool", detail, t->now_ms);
+			events_proposal(t->change_id, t->knob, NULL, NULL, API_PROPOSAL_APPROVED, "pool", detail,
+					t->now_ms);
 		}
 		break;
 	}

@@ -438,6 +438,17 @@ static void round_once(struct fleet *f)
 		r = slot_step(f, want, canary, knob, to, err, sizeof(err));
 	if (r == 0)
 		r = range(f, "slots/", err, sizeof(err));
+	f->next.canary[0] = '\0';
+	if (r == 0 && f->next.max_in_trial > 1) {
+		/* Who the pool's canary is, for people (ngxctl fleet); nothing rests on it. */
+		char key[256];
+		struct holder h = {key, "", 0};
+
+		snprintf(key, sizeof(key), "%scanary", f->prefix);
+		if (etcd_range_prefix(f->etcd, key, canary_holder, &h, err, sizeof(err)) == 0)
+			fleet_copy_clean(f->next.canary, sizeof(f->next.canary), h.value);
+		err[0] = '\0';
+	}
 	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
 		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
 			 f->slot, f->next.pool, f->host);

@@ -49,6 +49,7 @@ struct fleet_view {
 	int64_t max_in_trial;  /* the pool's: the smallest its alive members set (fleet_pool_max) */
 	int64_t max_in_trial_set; /* this host's [fleet] max_in_trial */
 	char max_in_trial_by[FLEET_NAME_MAX]; /* the host that set the pool's, when it is below this host's */
+	char canary[FLEET_NAME_MAX]; /* the host whose trial holds the pool's canary key ("" none, or max_in_trial 1) */
 	bool want, held;       /* the controller wants a slot; this host holds one */
 	int slot;
 	size_t n;              /* members, this host's included */

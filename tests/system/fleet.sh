@@ -304,6 +304,8 @@ hctl 5 approve "$id5" --comment "fleet test" >/dev/null || fail "could not appro
 canary_wait() { hapi 5 /v1/trials/current | jq -r .reason | grep -q "the canary of pool web2 is h4's"; }
 wait_for 10 canary_wait || fail "h5 does not wait for h4's canary: $(hapi 5 /v1/trials/current | jq -r .reason)"
 [ "$(state 5)" != trial ] || fail "h5 started a second canary beside h4's"
+hctl 6 fleet | grep -qx "the pool's canary (a change no host has proven yet, one host at a time): h4" ||
+	fail "ngxctl fleet does not name h4 the pool's canary: $(hctl 6 fleet | head -4)"
 wait_for 90 kept 4 "$id4" || fail "h4's change did not end kept: $(hapi 4 "/v1/changes/$id4" | jq -c '{state, detail}')"
 published() { ectl get /ngx-autotune/pools/web2/verdicts/listen_queue/h4 --print-value-only | jq -e ".kept and .to == \"$to\"" >/dev/null; }
 wait_for 10 published || fail "h4's kept verdict is not in etcd: $(ectl get --prefix /ngx-autotune/pools/web2/verdicts/)"
