@@ -59,9 +59,8 @@ struct controller {
 	int64_t measure_from_ms;    /* the block's measured part starts here (after its settle, its old workers) */
 	int64_t drain_until_ms;     /* ... waiting for a reload's old workers no later than this */
 	uint32_t old_id;            /* the id of nginx.workers_old, 0 until seen */
-	double old_last;            /* its value in the last frame */
-	double old_before;          /* ... when the block's arm was written (old workers that were there before) */
-	bool block_written;         /* the block began with a write of its arm (else nothing reloaded for it) */
+	bool reloads;               /* a write of the trial's knob reloads nginx (policy_kind_reloads_nginx) */
+	bool block_written;         /* the block began with a write of its arm */
 	unsigned beside_old;        /* this trial's blocks measured beside old workers that outlived the wait */
 	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
@@ -407,21 +406,22 @@ static double old_workers(struct controller *ctl, const struct metric_registry *
  * switch; on a saturated CPU they may outlive the settle (found on CI: gzip_comp_level 9 -> 5 under two busy loops,
  * the level-9 workers still compressing 1 MB answers for seconds into each B block, the new workers' accepts
  * stalled behind them, and B was stopped on overflows that were A's). Only a block that began with a write of its
- * arm, and only old workers beyond those there before that write (an operator's reload an hour ago that left a
- * websocket's worker behind is no switch of this trial's). While frame FR shows them, the measured part starts
- * after it, its length unchanged; no later than one measured length after the settle (a long download keeps an
- * old worker for as long as it lasts): then it measures beside them, and the trial's count says so. False when the
- * block was moved (nothing of FR counts).
+ * arm that reloaded nginx: its old workers are that switch's (nginx_ctl lets an earlier generation go before it
+ * reloads), and no other knob's write makes any (an operator's reload an hour ago that left a websocket's worker
+ * behind is no switch of this trial's). While frame FR shows them, the measured part starts after it, its length
+ * unchanged; no later than one measured length after the settle (a long download keeps an old worker for as long
+ * as it lasts): then it measures beside them, and the trial's count says so. False when the block was moved
+ * (nothing of FR counts).
  */
 static bool block_one_generation(struct controller *ctl, const struct metric_registry *reg, const struct frame *fr)
 {
 	int64_t measure = ctl->prop.trial.block_ms - ctl->prop.trial.settle_ms;
 	double old;
 
-	if (!fr || !ctl->block_written || fr->ts_ms < ctl->measure_from_ms || ctl->acc.frames > 0)
+	if (!fr || !ctl->block_written || !ctl->reloads || fr->ts_ms < ctl->measure_from_ms || ctl->acc.frames > 0)
 		return true;
 	old = old_workers(ctl, reg, fr);
-	if (old <= ctl->old_before || ctl->drain_until_ms == INT64_MIN)
+	if (old == 0 || ctl->drain_until_ms == INT64_MIN)
 		return true;
 	if (ctl->now_ms >= ctl->drain_until_ms) {
 		ctl->beside_old++;
@@ -461,7 +461,6 @@ static void next_block(struct controller *ctl)
 	ctl->writing = true;
 	ctl->block_active = false;
 	ctl->write_deadline_ms = ctl->now_ms + ctl->cfg.write_timeout_ms;
-	ctl->old_before = ctl->old_last;
 }
 
 static void begin_pair(struct controller *ctl)
@@ -631,9 +630,11 @@ static void start(struct controller *ctl)
 	const struct plan_trial *t = &ctl->prop.trial;
 	const struct detect_reading *ovf, *unh;
 	struct controller_calib *c;
+	const struct knob_policy *kp = policy_find(ctl->set, ctl->prop.knob);
 	char why[CONTROLLER_TEXT_MAX];
 	size_t n = 0;
 
+	ctl->reloads = kp && policy_kind_reloads_nginx(kp->kind);
 	if (!ctl->approved && !(ctl->cfg.mode == CONTROLLER_MODE_AUTO && !ctl->prop.approval_required)) {
 		/* Started by the pool's rollout (may_start_here): the approval is the pool's, journaled as such. */
 		const struct plan_cause *pc = confirms(ctl);
@@ -1025,8 +1026,6 @@ int controller_tick(struct controller *ctl, int64_t now_ms, const struct metric_
 	if (fr && detect_push(ctl->det, reg, fr) < 0)
 		return -EINVAL;
 	ctl->reg = reg;
-	if (fr)
-		ctl->old_last = old_workers(ctl, reg, fr);
 	measuring = ctl->state == CONTROLLER_CALIBRATING || ctl->state == CONTROLLER_TRIAL;
 	if (ctl->have_now && now_ms < ctl->now_ms && measuring) {
 		/* Blocks are windows of time: one that runs backwards measures nothing. */

@@ -1710,3 +1710,9 @@ int policy_bounds_text(const struct knob_policy *p, char *buf, size_t len)
 	}
 	return 0;
 }
+
+bool policy_kind_reloads_nginx(enum policy_kind kind)
+{
+	return kind == POLICY_NGINX_DIRECTIVE || kind == POLICY_LISTEN_QUEUE || kind == POLICY_LISTEN_PARAM ||
+	       kind == POLICY_UPSTREAM_KEEPALIVE;
+}

@@ -47,6 +47,9 @@ enum policy_kind {
 	POLICY_KIND_COUNT
 };
 
+/* Whether a write of a knob of KIND reloads nginx (its directives, listen parameters, upstream keepalive). */
+bool policy_kind_reloads_nginx(enum policy_kind kind);
+
 enum policy_direction { POLICY_LOWER_IS_BETTER, POLICY_HIGHER_IS_BETTER };
 enum policy_cmp { POLICY_LE, POLICY_LT, POLICY_GE, POLICY_GT };
 
