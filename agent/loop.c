@@ -245,8 +245,9 @@ static void fleet_step(struct agent *a)
 	       engine_busy(a->engine);
 	if (!fl)
 		fl = a->fleet_loop = calloc(1, sizeof(*fl));
-	/* A verdict the pool can use: kept, or reverted because the objective got worse; one that said nothing about the
-	 * value (inconclusive, aborted by a guardrail or a pause, an error, an operator's revert) is not. Queued before
+	/* A verdict the pool can use: kept, or refuted: ended on harm shown (the objective worse, a guardrail, a trip
+	 * inside a block: the rollout stops at a host where the value does not hold); one that said nothing about the
+	 * value (inconclusive, a pause, a conflict, an error, an operator's revert) is not. Queued before
 	 * the controller's want is told: a round in between would give the canary key back before the verdict that
 	 * proves its value is in etcd. */
 	if (fl) {
@@ -254,7 +255,7 @@ static void fleet_step(struct agent *a)
 
 		if (last && last->change_id != fl->published) {
 			fl->published = last->change_id;
-			if (last->verdict == VERDICT_KEEP || last->verdict == VERDICT_REVERT) {
+			if (last->verdict == VERDICT_KEEP || last->harm) {
 				struct pool_verdict v = {.kept = last->verdict == VERDICT_KEEP};
 
 				snprintf(v.knob, sizeof(v.knob), "%s", last->knob);

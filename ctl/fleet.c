@@ -102,7 +102,7 @@ const struct ctl_verb verb_fleet = {
 		"once) or why it waits, with max_in_trial above 1 the pool's canary (the host trying a change no host\n"
 		"has proven yet: one at a time), and each member: alive (its lease kept) or gone, its tuning state,\n"
 		"the knob of its proposal or trial, the slot it holds, its agent's version, kernel and CPUs; then each\n"
-		"host's last verdict on each knob it tried (kept, or refuted: reverted for harm), with its trial's pairs\n"
+		"host's last verdict on each knob it tried (kept, or refuted: it showed harm), with its trial's pairs\n"
 		"and effect (a confirming trial's prior here). Takes no arguments.\n"
 		"\nExample:\n"
 		"  ngxctl fleet\n",

@@ -366,6 +366,7 @@ static void carry_out(struct tuning *t, const struct controller_intent *in)
 		snprintf(t->last.reason, sizeof(t->last.reason), "%s", in->ev && in->ev->reason[0] ? in->ev->reason : in->text);
 		t->last.effect = in->ev ? in->ev->seq_effect : NAN;
 		t->last.pairs = in->ev ? in->ev->nvalid : 0;
+		t->last.harm = in->harm;
 		t->change_id = 0;
 		break;
 	}

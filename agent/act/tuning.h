@@ -59,6 +59,7 @@ struct tuning_verdict {
 	char reason[256];             /* the judge's, one sentence */
 	double effect;                /* the sequential rule's standardized effect (judge_evidence.seq_effect) */
 	unsigned pairs;               /* ... over that many valid pairs */
+	bool harm;                    /* it ended on harm shown (controller_intent.harm) */
 };
 const struct tuning_verdict *tuning_last_verdict(const struct tuning *t);
 /* The pool's gate (controller_set_gate): whether a trial may start now, and why not. */

@@ -360,6 +360,7 @@ static void end_trial(struct controller *ctl, enum judge_verdict v, enum plan_re
 		in->write = !no_write && (ctl->writing || ctl->in_force != in->arm);
 		in->tried = ctl->tried;
 		in->verdict = v;
+		in->harm = r == PLAN_HARM || r == PLAN_ABORTED;
 		snprintf(in->text, sizeof(in->text), "%s", why);
 		in->ev = &ctl->ev;
 	}

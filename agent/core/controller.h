@@ -91,6 +91,8 @@ struct controller_intent {
 					    or an operator revert, when the agent must not write */
 	bool tried;                      /* KEEP, REVERT: arm B was written at least once */
 	enum judge_verdict verdict;      /* KEEP, REVERT, WITHDRAW */
+	bool harm;                       /* REVERT: the trial ended on harm it showed (the objective worse, a guardrail,
+					    a trip inside a block), not on an operator, a conflict or an error */
 	char text[CONTROLLER_TEXT_MAX];  /* the reason in one sentence */
 	const struct plan_proposal *prop;   /* PROPOSE: valid until the next controller call */
 	const struct judge_evidence *ev;    /* KEEP, REVERT: valid until the next controller call */

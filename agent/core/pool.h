@@ -37,7 +37,7 @@ struct pool_verdict {
 	char host[POOL_NAME_MAX];
 	char knob[POLICY_NAME_MAX];
 	char from[KNOBVAL_TEXT_MAX], to[KNOBVAL_TEXT_MAX];
-	bool kept;                  /* kept; false: reverted for harm (refuted) */
+	bool kept;                  /* kept; false: refuted (the objective worse, a guardrail's harm) */
 	char symptom[POOL_NAME_MAX]; /* the detector it was proposed for, "" for none */
 	char summary[POOL_TEXT_MAX]; /* the verdict's reason, one sentence */
 	char kernel[POOL_NAME_MAX];

@@ -8,7 +8,7 @@
  *   known/HOST    the same host's name and when it joined, without a lease (so that one gone is still listed)
  *   slots/I       the host in trial on slot I (0 <= I < max_in_trial), made only where none is (a transaction on
  *                 its create revision) and bound to the lease: a host that dies frees its slot when its lease ends
- *   verdicts/KNOB/HOST  HOST's last verdict on KNOB (kept, or reverted for harm) with the facts it was judged
+ *   verdicts/KNOB/HOST  HOST's last verdict on KNOB (kept, or refuted: harm shown) with the facts it was judged
  *                 under, without a lease: what the others may propose first (core/pool.h)
  * Fail closed: without etcd (unreachable, refused, a lease lost) no trial starts; a trial under way goes on as its
  * policy says. It joins again by itself when etcd answers.

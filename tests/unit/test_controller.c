@@ -90,7 +90,7 @@ struct logged {
 	enum controller_intent_kind kind;
 	enum controller_arm arm;
 	enum judge_verdict verdict;
-	bool write, tried;
+	bool write, tried, harm;
 	int64_t at_ms;
 	uint64_t id;
 	char value[32];
@@ -247,6 +247,7 @@ static void logit(struct host *h, const struct controller_intent *in)
 	l->verdict = in->verdict;
 	l->write = in->write;
 	l->tried = in->tried;
+	l->harm = in->harm;
 	l->at_ms = h->now;
 	l->id = in->id;
 	snprintf(l->value, sizeof(l->value), "%s", in->value);
@@ -663,6 +664,7 @@ static void test_pause(void **state)
 	v = last_of(h, INTENT_REVERT);
 	assert_non_null(v);
 	assert_int_equal(v->verdict, VERDICT_ABORTED);
+	assert_false(v->harm); /* a pause shows nothing about the value: the pool does not hear it refuted */
 	assert_true(v->write);
 	assert_string_equal(h->budget, "300");
 	run(h, 300);
@@ -908,6 +910,7 @@ static void test_guardrail_within_block(void **state)
 		v = run_to_verdict(h, 1800);
 		assert_non_null(v);
 		assert_int_equal(v->verdict, VERDICT_ABORTED);
+		assert_true(v->harm); /* the pool hears it refuted */
 		assert_string_equal(h->budget, "300");
 		assert_true(h->b_longest > 0);
 		assert_true(h->b_longest <= block);
