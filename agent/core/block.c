@@ -371,7 +371,9 @@ static void add_count(struct block_count *c, double events, double exposure)
 	c->exposure += exposure;
 	c->ticks++;
 	if (events > 0)
-		c->event_ticks++;
+		c->event_ticks++, c->run++;
+	else
+		c->run = 0;
 }
 
 static void add_buckets(struct hist *h, const double *bucket)

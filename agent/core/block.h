@@ -68,6 +68,7 @@ struct block_count {
 	double exposure;
 	uint32_t ticks;
 	uint32_t event_ticks; /* ticks with at least one event: the occurrences of a count that comes in bursts */
+	uint32_t run;         /* ticks with events in a row up to the last one added (0: none in the last) */
 };
 
 struct block_summary {

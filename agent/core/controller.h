@@ -52,6 +52,8 @@
 #define CONTROLLER_RATE_MAX 64     /* largest changes_per_hour */
 #define CONTROLLER_CALIB_MAX 16    /* objectives whose calibration is remembered (the oldest is forgotten) */
 #define CONTROLLER_TRIP_MIN_5XX 10 /* 5xx in a B block before its share may trip inside the block */
+#define CONTROLLER_TRIP_SUSTAIN_MS 2000 /* overflows or dropped connections in every tick this long: a trip inside the
+					  * block; a burst that ended is the pair's to judge */
 
 enum controller_mode {
 	CONTROLLER_MODE_OBSERVE, /* diagnose and advise only */

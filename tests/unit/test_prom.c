@@ -377,7 +377,7 @@ static void test_sampler_names_mapped(void **state)
 		"softirq.0.net_rx", "softirq.0.net_tx", "softirq.net_rx", "softirq.net_tx", "cpu.all.user",
 		"cpu.0.user", "cpu.0.system", "cpu.0.irq", "cpu.0.softirq", "cpu.0.idle", "cpu.0.iowait", "cpu.0.steal",
 		"sys.ctxt", "sys.procs_running", "sys.cpus", "irq.25.0", "irq.25.total", "irq.net_irqs", "nginx.workers",
-		"nginx.worker_run_ms", "nginx.worker_wait_ms", "nginx.worker_wait_max_ms", "nginx.worker_vcsw",
+		"nginx.workers_old", "nginx.worker_run_ms", "nginx.worker_wait_ms", "nginx.worker_wait_max_ms", "nginx.worker_vcsw",
 		"nginx.worker_ivcsw", "http.requests", "http.1xx", "http.2xx", "http.3xx", "http.4xx", "http.5xx",
 		"http.unparsed", "http.request_ms_sum", "http.upstream_ms_sum", "http.upstream_share", "http.p50_ms",
 		"http.p90_ms", "http.p99_ms", "http.backlog", "http.lat.b0", "nginx.err.worker_connections",

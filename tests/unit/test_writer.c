@@ -84,8 +84,10 @@ static void policies(struct policy_set *set)
 		fail_msg("%s", err);
 }
 
-/* The writer's asynchronous driver: the sysctl driver's write, answered 20 ms later from the loop (as nginx's
- * reload is). */
+/* The writer's asynchronous driver: the sysctl driver's write, answered LATER_MS later from the loop (as nginx's
+ * reload is). 20 ms was outrun once on CI: a test's read meant to come while the write was in flight came after it,
+ * under a parallel build. */
+#define LATER_MS 250
 static struct {
 	uv_timer_t t;
 	struct knob *k;
@@ -95,7 +97,7 @@ static struct {
 	void *ctx;
 } later;
 
-/* The write is made 20 ms after it was asked for, when the timer fires, and answered then. */
+/* The write is made LATER_MS after it was asked for, when the timer fires, and answered then. */
 static void later_fire(uv_timer_t *t)
 {
 	(void)t;
@@ -113,7 +115,7 @@ static int later_write(struct knob *k, const char *value, char *why, size_t whyl
 	snprintf(later.value, sizeof(later.value), "%s", value);
 	later.done = done;
 	later.ctx = ctx;
-	uv_timer_start(&later.t, later_fire, 20, 0);
+	uv_timer_start(&later.t, later_fire, LATER_MS, 0);
 	return -EINPROGRESS;
 }
 
@@ -691,7 +693,7 @@ static void test_writer_silent(void **state)
 }
 
 /* The read channel: the engine's knob reads and probes are the writer's (here its root holds another value than the
- * engine's, which has none), answered also while a write is in flight (the asynchronous driver holds it 20 ms); a
+ * engine's, which has none), answered also while a write is in flight (the asynchronous driver holds it LATER_MS); a
  * write there is refused; a silent writer costs one timeout, and the reads after it fail at once until its late
  * answer came. */
 static void test_read_channel(void **state)
@@ -724,12 +726,12 @@ static void test_read_channel(void **state)
 	assert_string_equal(got, "2048");
 	assert_int_equal(ek.ops->read(&ek, got, 3), -ERANGE);
 	assert_int_equal(ek.ops->probe(&ek, why, sizeof(why)), 0);
-	/* A read while the write is in flight (the writer's driver makes it 20 ms later): answered at once, with the
+	/* A read while the write is in flight (the writer's driver makes it LATER_MS later): answered at once, with the
 	 * value before it; then, read again, the value after it. */
 	assert_int_equal(ek.ops->write(&ek, "8192", why, sizeof(why), on_answer, &a), -EINPROGRESS);
 	assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
 	assert_string_equal(got, "2048");
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 4 * LATER_MS; i++) {
 		assert_int_equal(ek.ops->read(&ek, got, sizeof(got)), 0);
 		if (strcmp(got, "8192") == 0)
 			break;
