@@ -61,6 +61,7 @@ count() { grep -c "$1" "$TMP/agent.log"; }
 start_agent
 wait_for 10 grep -q READY=1 "$TMP/notify.log" || fail "no READY=1"
 id=$(ctl propose --now net.core.netdev_max_backlog=2000 | sed -n 's/^change \([0-9]*\):.*/\1/p')
+wait_for 5 sh -c "[ \"\$(cat '$BACKLOG')\" = 2000 ]" # written by the writer after the answer
 [ -n "$id" ] && [ "$(cat "$BACKLOG")" = 2000 ] && [ "$(change_state "$id")" = trial ] || fail "no trial in place"
 grep -qx "net.core.netdev_max_backlog 1000" "$DB.originals" ||
 	fail "the original was not copied to the originals file before the write: $(cat "$DB.originals" 2>&1)"
@@ -188,6 +189,7 @@ sid=$(api "/v1/changes?knob=net.core.somaxconn" | jq '[.changes[] | select(.kind
 wait_for 10 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/changes/$sid | jq -e '.state == \"kept\"'" ||
 	fail "change $sid not kept"
 ctl propose --now net.core.netdev_max_backlog=2000 >/dev/null || fail "propose backlog"
+wait_for 5 sh -c "[ \"\$(cat '$BACKLOG')\" = 2000 ]" # written by the writer after the answer
 [ "$(cat "$SOMAX")" = 4096 ] && [ "$(cat "$BACKLOG")" = 2000 ] || fail "somaxconn $(cat "$SOMAX"), backlog $(cat "$BACKLOG")"
 kill -9 $AGENT_PID
 wait $AGENT_PID 2>/dev/null

@@ -32,7 +32,9 @@ ok "values outside bounds, malformed values and unknown fields refused; nothing 
 # A proposal: journaled, written, verified, in trial, then kept after the settle time.
 ctl knobs | grep -q "^net.core.somaxconn *ok *128" || fail "knobs before: $(ctl knobs | grep somaxconn)"
 ctl propose --now net.core.somaxconn=4096 --why "listen overflows" | grep -q "change 1:" || fail "propose failed"
-[ "$(cat "$SOMAX")" = 4096 ] || fail "somaxconn not written"
+# The answer comes once the change is journaled and its write queued (the writer, a process of its own, writes it):
+# it lands within a tick or two.
+wait_for 5 sh -c "[ \"\$(cat '$SOMAX')\" = 4096 ]" || fail "somaxconn not written: $(cat "$SOMAX")"
 # Reports read a knob once per tick; the agent's own write must not leave the old value showing in that tick.
 ctl knobs | grep -q "^net.core.somaxconn *ok *4096 " ||
 	fail "knobs right after the write: $(ctl knobs | grep somaxconn)"
