@@ -63,6 +63,12 @@ struct controller {
 	bool block_written;         /* the block began with a write of its arm */
 	unsigned beside_old;        /* this trial's blocks measured beside old workers that outlived the wait */
 	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
+	int64_t win[2][2];          /* the measured windows [from, to) of the pair's A [0] and B [1] blocks */
+	unsigned control_pair;      /* the trial pair measured that waits for the peers' figures (0: none) */
+	int64_t control_until_ms;   /* ... judged on what came by then */
+	double control_d;           /* ... what came: the peers' mean d, over that many peers */
+	unsigned control_peers;
+	bool control_all;           /* ... every peer asked has answered */
 	double a_overflows, a_unhandled, a_5xx_share; /* this trial's A blocks, for the in-block trips */
 	double a_seconds;           /* ... and the seconds they measured */
 	unsigned a_blocks;
@@ -104,6 +110,7 @@ void controller_config_default(struct controller_config *cfg)
 	cfg->measure_min_ms = 8000;
 	cfg->seed = 1;
 	cfg->first_id = 1;
+	cfg->control_wait_ms = 0;
 	detect_config_default(&cfg->detect);
 	plan_config_default(&cfg->plan);
 	judge_config_default(&cfg->judge);
@@ -127,7 +134,7 @@ static bool config_ok(const struct controller_config *c)
 	if (c->calibrate_pairs && (c->calibrate_pairs < CALIB_PAIRS_MIN || c->calibrate_pairs > 16))
 		return false;
 	if (!(c->signal_events >= 0 && c->signal_events <= 1e9) || !ms_ok(c->measure_min_ms, 0) ||
-	    !ms_ok(c->causes_wait_ms, 0))
+	    !ms_ok(c->causes_wait_ms, 0) || !ms_ok(c->control_wait_ms, 0))
 		return false;
 	/* Every K the controller may hand the judge lies in 2..pairs_max. */
 	jc.pairs = jc.pairs_max;
@@ -306,6 +313,7 @@ static void remember(struct controller *ctl, enum plan_result r)
 
 static void clear_trial(struct controller *ctl)
 {
+	ctl->control_pair = 0;
 	ctl->block_active = false;
 	ctl->writing = false;
 	ctl->approved = false;
@@ -736,11 +744,46 @@ static void calib_pair_done(struct controller *ctl)
 	begin_trial(ctl, trial_pairs(ctl, &cal), &cal);
 }
 
+static void trial_pair_done(struct controller *ctl);
+
+/* A trial pair measured: judged now, or, in a pool (control_wait_ms), once its peers' figures over the same two
+ * windows came or the wait ended (run_blocks). */
+static void trial_pair_measured(struct controller *ctl)
+{
+	if (!ctl->cfg.control_wait_ms) {
+		trial_pair_done(ctl);
+		return;
+	}
+	ctl->control_pair = ctl->pair;
+	ctl->control_until_ms = ctl->now_ms + ctl->cfg.control_wait_ms;
+	ctl->control_d = NAN;
+	ctl->control_peers = 0;
+	ctl->control_all = false;
+	set_reason(ctl, "trial of %s %s -> %s: pair %u of %u measured; waiting up to %lld s for the pool's peers' "
+		   "figures over its two blocks", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pair, ctl->pairs,
+		   (long long)((ctl->cfg.control_wait_ms + 999) / 1000));
+}
+
+int controller_set_control(struct controller *ctl, unsigned pair, double d, unsigned peers, bool all)
+{
+	if (ctl->state != CONTROLLER_TRIAL || !ctl->control_pair || pair != ctl->control_pair)
+		return -ESTALE;
+	ctl->control_d = d;
+	ctl->control_peers = peers;
+	ctl->control_all = all;
+	return 0;
+}
+
 static void trial_pair_done(struct controller *ctl)
 {
 	const struct judge_evidence *ev;
 	bool done = false;
 
+	if (ctl->control_pair) {
+		/* The peers' figures as they came (judge_set_control judges the pair on its own with too few). */
+		ctl->control_pair = 0;
+		(void)judge_set_control(&ctl->judge, ctl->control_d, ctl->control_peers);
+	}
 	if (judge_add_pair(&ctl->judge, &ctl->sum[0], &ctl->sum[1], ctl->b_first, &done) < 0) {
 		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refused a pair");
 		return;
@@ -837,6 +880,11 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 		}
 		return;
 	}
+	if (ctl->control_pair) {
+		if (ctl->control_all || ctl->now_ms >= ctl->control_until_ms)
+			trial_pair_done(ctl);
+		return;
+	}
 	if (!ctl->block_active)
 		return;
 	if (!block_one_generation(ctl, reg, fr))
@@ -857,6 +905,8 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 	if (ctl->state == CONTROLLER_CALIBRATING)
 		s = &ctl->sum[ctl->blk];
 	block_acc_finish(&ctl->acc, s);
+	ctl->win[ctl->in_force == CONTROLLER_ARM_B][0] = ctl->measure_from_ms;
+	ctl->win[ctl->in_force == CONTROLLER_ARM_B][1] = ctl->block_end_ms;
 	if (ctl->state == CONTROLLER_TRIAL && ctl->in_force == CONTROLLER_ARM_A)
 		note_a_block(ctl, s);
 	if (ctl->blk == 0) {
@@ -867,7 +917,7 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 	if (ctl->state == CONTROLLER_CALIBRATING)
 		calib_pair_done(ctl);
 	else
-		trial_pair_done(ctl);
+		trial_pair_measured(ctl);
 }
 
 /* ---- observing -------------------------------------------------------------------------------------------- */
@@ -1377,6 +1427,12 @@ void controller_report(const struct controller *ctl, struct controller_report *o
 	out->wants_causes = ctl->wants_causes && ctl->state == CONTROLLER_OBSERVE;
 	out->causes_checked_ms = ctl->causes_checked_ms;
 	out->ncauses = ctl->ncauses;
+	if (ctl->state == CONTROLLER_TRIAL && ctl->control_pair) {
+		out->control_pair = ctl->control_pair;
+		memcpy(out->control_a_ms, ctl->win[0], sizeof(out->control_a_ms));
+		memcpy(out->control_b_ms, ctl->win[1], sizeof(out->control_b_ms));
+		out->control_until_ms = ctl->control_until_ms;
+	}
 }
 
 const struct plan_proposal *controller_proposal(const struct controller *ctl)

@@ -131,6 +131,10 @@ struct controller_config {
 	 * verdict of a host with matching facts refuted it since) starts without an approval here, in any mode but
 	 * observe; the trial judges it as any other. */
 	bool rollout;
+	/* [fleet]: the pool's peers as the control group (judge_set_control). At each trial pair's end the pair waits
+	 * up to this long for the caller's controller_set_control (the report's control_pair names the pair and its two
+	 * measured windows), then is judged with what came. 0: judged at once, on its own (a single host). */
+	int64_t control_wait_ms;
 	struct detect_config detect;
 	struct plan_config plan;
 	struct judge_config judge;      /* its pairs are replaced by the proposal's or the calibration's K */
@@ -164,6 +168,12 @@ struct controller_report {
 	bool wants_causes;              /* a symptom waits for a check of its causes: the caller should run one */
 	int64_t causes_checked_ms;      /* when the causes were last checked (controller_set_causes); 0: never */
 	size_t ncauses;
+	/* A trial pair measured that waits for its peers' figures (control_wait_ms): its number (0: none waits), the
+	 * measured windows [from, to) of its A and B blocks (frame time, ms since the epoch), and when it is judged
+	 * anyway. */
+	unsigned control_pair;
+	int64_t control_a_ms[2], control_b_ms[2];
+	int64_t control_until_ms;
 };
 
 struct controller;
@@ -232,6 +242,11 @@ int controller_set_mode(struct controller *ctl, enum controller_mode mode);
  * and expires as any waiting proposal); one under way goes on. Open by default. */
 void controller_set_gate(struct controller *ctl, bool open, const char *why);
 
+/* The peers' figures for trial pair PAIR (the report's control_pair): D, the mean over PEERS hosts of the pool not in
+ * trial of the objective's signed log ratio between the pair's B and A windows (judge_set_control); ALL when every
+ * peer that was asked has answered (the pair is judged at the next tick; otherwise when the wait ends, on what came
+ * last). PEERS 0: none could tell (the pair is judged on its own). 0, or -ESTALE when PAIR does not wait. */
+int controller_set_control(struct controller *ctl, unsigned pair, double d, unsigned peers, bool all);
 /* The state for the API. */
 void controller_report(const struct controller *ctl, struct controller_report *out);
 /* The current proposal, or NULL when there is none. */

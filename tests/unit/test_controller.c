@@ -356,6 +356,11 @@ static const struct logged *last_of(const struct host *h, enum controller_intent
 	return NULL;
 }
 
+static unsigned judge_evidence_npairs(const struct host *h)
+{
+	return controller_evidence(h->ctl)->npairs;
+}
+
 static enum controller_state state_of(const struct host *h)
 {
 	struct controller_report rep;
@@ -1003,6 +1008,93 @@ static void test_block_one_generation(void **state)
 	}
 }
 
+/* A pool's peers as the control group: each trial pair waits for their figures over its two measured windows, is
+ * judged with them when all came, and on its own when the wait ends without them. Without the wait (a single host)
+ * nothing waits. */
+static void test_peer_control(void **state)
+{
+	struct controller_report rep;
+	const struct judge_evidence *ev;
+	struct host *h = calloc(1, sizeof(*h));
+	int64_t measure, t0;
+	unsigned arms;
+
+	(void)state;
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	h->cfg.control_wait_ms = 5000;
+	host_start(h);
+	for (int i = 0; i < 1800; i++) {
+		step(h);
+		controller_report(h->ctl, &rep);
+		if (rep.control_pair)
+			break;
+	}
+	assert_int_equal(rep.state, CONTROLLER_TRIAL);
+	assert_int_equal(rep.control_pair, 1);
+	/* The two measured windows: one measured length each (after the settle), one after the other. */
+	measure = controller_proposal(h->ctl)->trial.block_ms - controller_proposal(h->ctl)->trial.settle_ms;
+	assert_int_equal(rep.control_a_ms[1] - rep.control_a_ms[0], measure);
+	assert_int_equal(rep.control_b_ms[1] - rep.control_b_ms[0], measure);
+	assert_true(rep.control_a_ms[1] <= rep.control_b_ms[0] || rep.control_b_ms[1] <= rep.control_a_ms[0]);
+	assert_true(rep.control_a_ms[1] <= h->now && rep.control_b_ms[1] <= h->now);
+	assert_int_equal(rep.control_until_ms, h->now + 5000);
+	assert_non_null(strstr(rep.reason, "waiting up to 5 s for the pool's peers' figures"));
+	/* Nothing is written or measured meanwhile; a stale or foreign pair is refused. */
+	arms = h->set_arms;
+	run(h, 3);
+	assert_int_equal(h->set_arms, arms);
+	assert_int_equal(judge_evidence_npairs(h), 0);
+	assert_int_equal(controller_set_control(h->ctl, 2, 0.1, 3, true), -ESTALE);
+	/* All came: judged at the next tick, the peers' mean taken from the pair's d. */
+	assert_int_equal(controller_set_control(h->ctl, 1, 0.05, 3, true), 0);
+	step(h);
+	ev = controller_evidence(h->ctl);
+	assert_int_equal(ev->npairs, 1);
+	assert_int_equal(ev->ncontrolled, 1);
+	assert_int_equal(ev->pair[0].control_peers, 3);
+	assert_true(fabs(ev->pair[0].control - 0.05) < 1e-9);
+	controller_report(h->ctl, &rep);
+	assert_int_equal(rep.control_pair, 0);
+	/* The next pair: no peer answers, so it is judged on its own when the wait ends, not before. */
+	for (int i = 0; i < 600; i++) {
+		step(h);
+		controller_report(h->ctl, &rep);
+		if (rep.control_pair)
+			break;
+	}
+	assert_int_equal(rep.control_pair, 2);
+	t0 = h->now;
+	/* A peer that answered meanwhile, too few to be a control: counted when the wait ends. */
+	assert_int_equal(controller_set_control(h->ctl, 2, 0.3, 1, false), 0);
+	while (controller_evidence(h->ctl)->npairs < 2 && h->now - t0 < 10000)
+		step(h);
+	assert_int_equal(h->now - t0, 5000);
+	ev = controller_evidence(h->ctl);
+	assert_int_equal(ev->ncontrolled, 1);
+	assert_true(isnan(ev->pair[1].control));
+	/* The trial goes on to its verdict, a real gain kept. */
+	assert_int_equal(run_to_verdict(h, 1800)->verdict, VERDICT_KEEP);
+	assert_int_equal(controller_set_control(h->ctl, 3, 0.1, 3, true), -ESTALE);
+	host_free(h);
+	free(h);
+
+	/* A single host: no pair ever waits. */
+	h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	host_start(h);
+	for (int i = 0; i < 1800 && !last_of(h, INTENT_KEEP); i++) {
+		step(h);
+		controller_report(h->ctl, &rep);
+		assert_int_equal(rep.control_pair, 0);
+	}
+	assert_non_null(last_of(h, INTENT_KEEP));
+	assert_int_equal(controller_evidence(h->ctl)->ncontrolled, 0);
+	host_free(h);
+	free(h);
+}
+
 static void test_conflict_ends_trial(void **state)
 {
 	struct host *h = calloc(1, sizeof(*h));
@@ -1476,6 +1568,7 @@ int main(void)
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_guardrail_within_block),
 		cmocka_unit_test(test_block_one_generation),
+		cmocka_unit_test(test_peer_control),
 		cmocka_unit_test(test_conflict_ends_trial),
 		cmocka_unit_test(test_operator_revert_ends_trial),
 		cmocka_unit_test(test_write_failure),
