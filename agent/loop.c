@@ -23,6 +23,7 @@
 #include "act/nginx_ctl.h"
 #include "report.h"
 #include "act/tuning.h"
+#include "fleet/control.h"
 #include "fleet/fleet.h"
 #include "log.h"
 #include "notify.h"
@@ -201,7 +202,64 @@ struct fleet_loop {
 	size_t next_audited;
 	bool refused[POOL_VERDICTS_MAX];
 	char why[POOL_VERDICTS_MAX][POOL_TEXT_MAX];
+	char answered[16][FLEET_NAME_MAX + 48]; /* the peers' asks answered (host, change, pair), a ring */
+	size_t next_answered;
 };
+
+/*
+ * The pool's peers as the control group. This host in trial: the pair that waits for its peers' figures is asked for
+ * (the controller's report names its windows), and what came is handed back, all of it once every peer not in trial
+ * answered; with fewer such peers than a control needs, at once (judged on its own). This host as a peer: each
+ * peer's ask is answered once, when both its windows are over here, with its objective's figure from this host's
+ * frames, or none when this host cannot tell (in trial itself, its frames without that figure).
+ */
+static void control_step(struct agent *a, struct fleet_loop *fl, const struct controller_report *rep, int64_t id)
+{
+	struct fleet_control fc;
+
+	if (rep->control_pair && id > 0) {
+		struct fleet_ask q = {.change = id, .pair = rep->control_pair, .dir = rep->control_dir};
+
+		snprintf(q.metric, sizeof(q.metric), "%s", rep->control_metric);
+		memcpy(q.a_ms, rep->control_a_ms, sizeof(q.a_ms));
+		memcpy(q.b_ms, rep->control_b_ms, sizeof(q.b_ms));
+		fleet_ask(a->fleet, &q);
+	} else {
+		fleet_ask(a->fleet, NULL);
+	}
+	fleet_control(a->fleet, &fc);
+	if (rep->control_pair && id > 0 && fc.change == id && fc.pair == rep->control_pair) {
+		bool few = fc.expected < JUDGE_CONTROL_MIN_PEERS;
+
+		(void)tuning_control(a->tuning, rep->control_pair, fc.peers ? fc.d_sum / fc.peers : NAN, fc.peers,
+				     few || fc.answered >= fc.expected);
+	}
+	for (size_t i = 0; i < fc.nasks; i++) {
+		const struct fleet_ask *q = &fc.asks[i];
+		bool busy = rep->state == CONTROLLER_TRIAL || rep->state == CONTROLLER_CALIBRATING || rep->writing;
+		char sig[FLEET_NAME_MAX + 48];
+		bool seen = false;
+		double d = NAN;
+		int r = 0;
+
+		if (q->a_ms[1] > a->fr.ts_ms || q->b_ms[1] > a->fr.ts_ms)
+			continue; /* not over here yet (the clocks of two hosts differ a little) */
+		snprintf(sig, sizeof(sig), "%s %lld %u", q->host, (long long)q->change, q->pair);
+		for (size_t k = 0; k < sizeof(fl->answered) / sizeof(fl->answered[0]) && !seen; k++)
+			seen = strcmp(fl->answered[k], sig) == 0;
+		if (seen)
+			continue;
+		snprintf(fl->answered[fl->next_answered], sizeof(fl->answered[0]), "%s", sig);
+		fl->next_answered = (fl->next_answered + 1) % (sizeof(fl->answered) / sizeof(fl->answered[0]));
+		if (!busy)
+			r = fleet_figure(a->store, a->reg, a->cfg.tick_ms, q, &d);
+		fleet_answer(a->fleet, q->host, q->change, q->pair, busy || r < 0 ? NAN : d);
+		log_info("fleet: %s's pair %u of change %lld (%s): %s", q->host, q->pair, (long long)q->change, q->metric,
+			 busy ? "no figure here: this host is in trial itself"
+			 : r < 0 ? "no figure here: its windows hold no data of it"
+				 : "this host's figure sent");
+	}
+}
 
 /* A value of the pool the local policy does not take: audited once (what comes from etcd is refused, never
  * written), and logged. */
@@ -275,6 +333,7 @@ static void fleet_step(struct agent *a)
 	tuning_gate(a->tuning, open, why);
 	if (!fl)
 		return;
+	control_step(a, fl, &rep, id);
 	/* The pool's causes when its verdicts or this host's policies change: each holds only while its symptom fires,
 	 * which the planner checks in the tick itself (computed here after the tick, a cause came one tick after the
 	 * symptom, and the symptom's own knob was proposed first: found on a real nginx, fleet.sh's step 6); and every

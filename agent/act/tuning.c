@@ -13,6 +13,7 @@
 #include "core/judge.h"
 #include "core/plan.h"
 #include "act/engine.h"
+#include "fleet/fleet.h"
 #include "api/events.h"
 #include "api/verdict_json.h"
 #include "store/store.h"
@@ -216,6 +217,8 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 	cc.tick_ms = cfg->tick_ms;
 	cc.loadgen = strcmp(cfg->measure, "loadgen") == 0;
 	cc.rollout = cfg->fleet_endpoints[0] && cfg->fleet_rollout;
+	/* In a pool, each trial pair waits for its peers' figures over its two blocks (the control group). */
+	cc.control_wait_ms = cfg->fleet_endpoints[0] ? FLEET_CONTROL_WAIT_MS : 0;
 	/* A new order of blocks each run: a fixed seed gave every run the same order (at 500 ms ticks, AB eight times
 	 * in a row), which a periodic load could line up with. Logged, so a run can be replayed. */
 	cc.seed = ((uint64_t)now_ms * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)cfg->tick_ms;
@@ -569,6 +572,11 @@ bool tuning_wants_causes(const struct tuning *t)
 void tuning_gate(struct tuning *t, bool open, const char *why)
 {
 	controller_set_gate(t->ctl, open, why);
+}
+
+int tuning_control(struct tuning *t, unsigned pair, double d, unsigned peers, bool all)
+{
+	return controller_set_control(t->ctl, pair, d, peers, all);
 }
 
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms)

@@ -64,6 +64,8 @@ struct tuning_verdict {
 const struct tuning_verdict *tuning_last_verdict(const struct tuning *t);
 /* The pool's gate (controller_set_gate): whether a trial may start now, and why not. */
 void tuning_gate(struct tuning *t, bool open, const char *why);
+/* The pool's peers' figures for the trial pair that waits for them (controller_set_control). 0 or -ESTALE. */
+int tuning_control(struct tuning *t, unsigned pair, double d, unsigned peers, bool all);
 /* Pause or resume proposing and trying. */
 void tuning_pause(struct tuning *t, bool pause, const char *actor, int64_t now_ms);
 /* The controller's report and the journal id of its proposal or trial (0 when none). */

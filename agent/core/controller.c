@@ -1432,6 +1432,8 @@ void controller_report(const struct controller *ctl, struct controller_report *o
 		memcpy(out->control_a_ms, ctl->win[0], sizeof(out->control_a_ms));
 		memcpy(out->control_b_ms, ctl->win[1], sizeof(out->control_b_ms));
 		out->control_until_ms = ctl->control_until_ms;
+		snprintf(out->control_metric, sizeof(out->control_metric), "%s", ctl->prop.trial.objective.metric);
+		out->control_dir = ctl->prop.trial.objective.dir;
 	}
 }
 

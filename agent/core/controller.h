@@ -174,6 +174,8 @@ struct controller_report {
 	unsigned control_pair;
 	int64_t control_a_ms[2], control_b_ms[2];
 	int64_t control_until_ms;
+	char control_metric[POLICY_METRIC_MAX]; /* ... the trial's objective, and which way is better */
+	enum policy_direction control_dir;
 };
 
 struct controller;

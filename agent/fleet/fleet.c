@@ -51,6 +51,21 @@ struct fleet {
 	size_t npending;
 	struct fleet_round rd;  /* what the round's range found of this host's (own_slot_seen, stale) */
 	int64_t ttl_ms;
+	/* The control group: the loop's ask and answers, and what was read, under MU */
+	bool asking;
+	struct fleet_ask ask;
+	struct fleet_answer_q {
+		char host[FLEET_NAME_MAX];
+		int64_t change;
+		unsigned pair;
+		double d;
+	} answers[FLEET_ASKS_MAX];
+	size_t nanswers;
+	uint64_t wake_seq;      /* one more at each ask or answer: the thread goes at once */
+	struct fleet_control control;
+	/* ... and the thread's own */
+	char ask_put[512];      /* control/HOST as last put ("" none) */
+	struct fleet_control next_control;
 };
 
 static int read_password(const char *path, char *out, size_t outlen, char *err, size_t errlen)
@@ -370,7 +385,7 @@ static int64_t mono_ms(void)
 /* The pool's keys under PREFIX/WHAT through on_key. */
 static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 {
-	char p[200];
+	char p[256];
 
 	snprintf(p, sizeof(p), "%s%s", f->prefix, what);
 	f->rd.prefix = f->prefix;
@@ -379,6 +394,101 @@ static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 	f->rd.lease = f->lease;
 	f->rd.next = &f->next;
 	return etcd_range_prefix(f->etcd, p, fleet_take_key, &f->rd, err, errlen);
+}
+
+/* The control group's keys: this host's ask put or deleted as the loop says, its answers to the peers' asks put, and
+ * the peers' asks and the answers to its own read. */
+static int control_round(struct fleet *f, char *err, size_t errlen)
+{
+	struct fleet_control *c = &f->next_control;
+	char key[400], *v = NULL;
+	struct fleet_ask ask;
+	bool asking;
+	int r = 0;
+
+	pthread_mutex_lock(&f->mu);
+	asking = f->asking;
+	ask = f->ask;
+	pthread_mutex_unlock(&f->mu);
+	snprintf(key, sizeof(key), "%scontrol/%s", f->prefix, f->host);
+	if (asking && !(v = fleet_ask_json(&ask))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (v && strlen(v) < sizeof(f->ask_put) && strcmp(v, f->ask_put) != 0) {
+		r = etcd_put(f->etcd, key, v, f->lease, err, errlen);
+		if (r == 0)
+			strcpy(f->ask_put, v);
+	} else if (!v && f->ask_put[0]) {
+		bool ok;
+
+		r = etcd_delete_if(f->etcd, key, f->ask_put, &ok, err, errlen);
+		if (r == 0)
+			f->ask_put[0] = '\0';
+	}
+	free(v);
+	while (r == 0) {
+		struct fleet_answer_q a;
+		json_t *j;
+
+		pthread_mutex_lock(&f->mu);
+		if (!f->nanswers) {
+			pthread_mutex_unlock(&f->mu);
+			break;
+		}
+		a = f->answers[0];
+		pthread_mutex_unlock(&f->mu);
+		j = json_pack("{s:I, s:I, s:o}", "change", (json_int_t)a.change, "pair", (json_int_t)a.pair, "d",
+			      isfinite(a.d) ? json_real(a.d) : json_null());
+		v = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(j);
+		if (!v) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		snprintf(key, sizeof(key), "%sanswers/%s/%s", f->prefix, a.host, f->host);
+		r = etcd_put(f->etcd, key, v, f->lease, err, errlen);
+		free(v);
+		if (r < 0)
+			break;
+		pthread_mutex_lock(&f->mu);
+		if (f->nanswers && strcmp(f->answers[0].host, a.host) == 0 && f->answers[0].change == a.change &&
+		    f->answers[0].pair == a.pair) {
+			memmove(f->answers, f->answers + 1, (f->nanswers - 1) * sizeof(f->answers[0]));
+			f->nanswers--;
+		}
+		pthread_mutex_unlock(&f->mu);
+	}
+	memset(c, 0, sizeof(*c));
+	if (asking) {
+		c->change = ask.change;
+		c->pair = ask.pair;
+	}
+	f->rd.control = c;
+	if (r == 0)
+		r = range(f, "control/", err, errlen);
+	if (r == 0 && asking) {
+		char what[FLEET_NAME_MAX + 16];
+
+		snprintf(what, sizeof(what), "answers/%s/", f->host);
+		r = range(f, what, err, errlen);
+	}
+	f->rd.control = NULL;
+	for (size_t i = 0; i < f->next.n; i++)
+		if (f->next.m[i].alive && strcmp(f->next.m[i].host, f->host) != 0 &&
+		    strcmp(f->next.m[i].state, "trial") != 0 && strcmp(f->next.m[i].state, "calibrating") != 0)
+			c->expected++;
+	return r;
+}
+
+/* Whether a host of the pool other than this one is in trial (its pairs wait for their peers' figures). */
+static bool peer_in_trial(const struct fleet *f)
+{
+	for (size_t i = 0; i < f->view.n; i++)
+		if (f->view.m[i].alive && strcmp(f->view.m[i].host, f->host) != 0 &&
+		    strcmp(f->view.m[i].state, "trial") == 0)
+			return true;
+	return false;
 }
 
 static void round_once(struct fleet *f)
@@ -449,6 +559,15 @@ static void round_once(struct fleet *f)
 			fleet_copy_clean(f->next.canary, sizeof(f->next.canary), h.value);
 		err[0] = '\0';
 	}
+	/* The control group: a failure closes no gate (a pair judged on its own is a trial as on a single host). */
+	if (r == 0) {
+		char err2[512];
+
+		if (control_round(f, err2, sizeof(err2)) < 0) {
+			log_warn("fleet: the pool's control group not read: %s", err2);
+			f->next_control = f->control;
+		}
+	}
 	if (r == 0 && f->slot >= 0 && !f->rd.own_slot_seen) {
 		log_warn("fleet: trial slot %d of pool %s is no longer %s's (deleted, or etcd lost its data): given up",
 			 f->slot, f->next.pool, f->host);
@@ -499,6 +618,8 @@ static void round_once(struct fleet *f)
 		f->next.verdicts_gen++;
 	pthread_mutex_lock(&f->mu);
 	f->view = f->next;
+	if (r == 0)
+		f->control = f->next_control;
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -510,15 +631,16 @@ static void *run(void *arg)
 	for (;;) {
 		struct timespec until;
 		int64_t period;
-		uint64_t seen;
+		uint64_t seen, wseen;
 
 		round_once(f);
 		/* A host that waits for a slot asks again each second: a slot given back is taken within one, not within
 		 * a third of the lease (the pool's hosts behind one another each waited that much more). */
 		pthread_mutex_lock(&f->mu);
-		period = f->view.want && !f->view.held && f->view.reachable && f->period_ms > FLEET_WAIT_POLL_MS
-				 ? FLEET_WAIT_POLL_MS
-				 : f->period_ms;
+		period = ((f->view.want && !f->view.held) || f->asking || peer_in_trial(f)) && f->view.reachable &&
+				 f->period_ms > FLEET_WAIT_POLL_MS
+			 ? FLEET_WAIT_POLL_MS
+			 : f->period_ms;
 		pthread_mutex_unlock(&f->mu);
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_sec += period / 1000;
@@ -529,9 +651,11 @@ static void *run(void *arg)
 		}
 		pthread_mutex_lock(&f->mu);
 		seen = f->next.want_seq; /* the one the round used: a change during the round wakes it at once */
+		wseen = f->wake_seq;
 		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give, a
-		 * canary become a confirmation). */
-		while (!f->stop && f->want_seq == seen && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
+		 * canary become a confirmation), or an ask or an answer waits to be put. */
+		while (!f->stop && f->want_seq == seen && f->wake_seq == wseen &&
+		       pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
 			;
 		if (f->stop) {
 			pthread_mutex_unlock(&f->mu);
@@ -691,6 +815,45 @@ void fleet_publish(struct fleet *f, const struct pool_verdict *v)
 	f->pending[f->npending].at_ms = wall_ms();
 	f->npending++;
 	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_ask(struct fleet *f, const struct fleet_ask *ask)
+{
+	pthread_mutex_lock(&f->mu);
+	if ((ask != NULL) != f->asking || (ask && memcmp(ask, &f->ask, sizeof(*ask)) != 0)) {
+		f->asking = ask != NULL;
+		if (ask)
+			f->ask = *ask;
+		f->wake_seq++;
+		pthread_cond_signal(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_answer(struct fleet *f, const char *host, int64_t change, unsigned pair, double d)
+{
+	struct fleet_answer_q *a;
+
+	pthread_mutex_lock(&f->mu);
+	if (f->nanswers == FLEET_ASKS_MAX) { /* the oldest dropped: its pair was judged long since */
+		memmove(f->answers, f->answers + 1, (f->nanswers - 1) * sizeof(f->answers[0]));
+		f->nanswers--;
+	}
+	a = &f->answers[f->nanswers++];
+	fleet_copy(a->host, sizeof(a->host), host);
+	a->change = change;
+	a->pair = pair;
+	a->d = d;
+	f->wake_seq++;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_control(struct fleet *f, struct fleet_control *out)
+{
+	pthread_mutex_lock(&f->mu);
+	*out = f->control;
 	pthread_mutex_unlock(&f->mu);
 }
 

@@ -10,6 +10,10 @@
  *                 its create revision) and bound to the lease: a host that dies frees its slot when its lease ends
  *   verdicts/KNOB/HOST  HOST's last verdict on KNOB (kept, or refuted: harm shown) with the facts it was judged
  *                 under, without a lease: what the others may propose first (core/pool.h)
+ *   control/HOST  HOST's trial pair that waits for its peers' figures: the objective and the two measured windows
+ *                 (fleet_ask), bound to its lease
+ *   answers/HOST/PEER  PEER's figure for that pair: the objective's signed log ratio between the same two windows on
+ *                 PEER, or none (blind, or in trial itself), bound to PEER's lease
  * Fail closed: without etcd (unreachable, refused, a lease lost) no trial starts; a trial under way goes on as its
  * policy says. It joins again by itself when etcd answers.
  */
@@ -26,7 +30,10 @@
 #define FLEET_MEMBERS_MAX 64
 #define FLEET_NAME_MAX 64
 #define FLEET_PROVEN_WAIT_ROUNDS 5 /* rounds a canary waits for its planner to take a peer's proof of its value */
-#define FLEET_WAIT_POLL_MS 1000 /* a host waiting for a trial slot asks etcd this often (else every third of the lease) */
+#define FLEET_WAIT_POLL_MS 1000 /* a host waiting for a trial slot asks etcd this often (else every third of the lease);
+				  * so do all while a host of the pool is in trial (its pairs wait for their peers) */
+#define FLEET_CONTROL_WAIT_MS 5000 /* a trial pair waits this long for its peers' figures (controller_set_control) */
+#define FLEET_ASKS_MAX 8
 
 struct fleet_member {
 	char host[FLEET_NAME_MAX];
@@ -61,6 +68,28 @@ struct fleet_view {
 	int64_t ok_mono_ms;    /* when a round last reached etcd wholly (CLOCK_MONOTONIC) */
 };
 
+/* A trial host's ask for its peers' figures over one pair's two blocks (control/HOST). */
+struct fleet_ask {
+	char host[FLEET_NAME_MAX];      /* who asks (read back; this host's own says "") */
+	int64_t change;                 /* its trial: the journal's change id */
+	unsigned pair;                  /* 1-based */
+	char metric[POLICY_METRIC_MAX]; /* the trial's objective ... */
+	enum policy_direction dir;      /* ... and which way is better */
+	int64_t a_ms[2], b_ms[2];       /* the measured windows [from, to) of its A and B blocks, ms since the epoch */
+};
+
+/* The control group as the last round read it. */
+struct fleet_control {
+	size_t nasks;                   /* the peers' asks (control/PEER), this host's not among them */
+	struct fleet_ask asks[FLEET_ASKS_MAX];
+	int64_t change;                 /* this host's ask the answers below are to (0: none asked) */
+	unsigned pair;
+	unsigned answered;              /* peers that answered it ... */
+	unsigned peers;                 /* ... of them those with a figure, whose figures sum to D_SUM */
+	double d_sum;
+	unsigned expected;              /* the pool's alive hosts not in trial, this one not counted: who may answer */
+};
+
 struct fleet;
 
 /* What one round reads of the pool's keys (fleet_take_key): this host's identity in, the round's view and what it
@@ -73,9 +102,10 @@ struct fleet_round {
 	struct fleet_view *next; /* the round's view: members and verdicts added */
 	bool own_slot_seen;     /* slots/SLOT found as this host's, under its lease */
 	char stale[16][FLEET_NAME_MAX]; /* slots/I (I < 16) held without a lease: never freed by themselves */
+	struct fleet_control *control;  /* the peers' asks and the answers to this host's CHANGE and PAIR added */
 };
 /* One key of the pool and its value read back (an etcd_kv_fn; CTX a struct fleet_round): a member, a host known,
- * a slot, a verdict; anything else ignored. Always 0. */
+ * a slot, a verdict, a peer's ask, an answer to this host's; anything else ignored. Always 0. */
 int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease);
 /* SRC (NULL: "") into DST of LEN bytes, cut to fit; the _clean one with anything but printable ASCII made '?' (the
  * API's JSON must stay valid UTF-8, a terminal's text free of escapes). */
@@ -107,6 +137,17 @@ uint64_t fleet_verdicts_gen(struct fleet *f);
 /* This host's verdict V (its knob, values, kept, symptom, summary; host, facts and time are filled here) published
  * at the next round. Up to 8 wait; more are dropped (the oldest kept). */
 void fleet_publish(struct fleet *f, const struct pool_verdict *v);
+/* This host's trial pair that waits for its peers' figures (ASK; NULL: none): put at the next round, at once. */
+void fleet_ask(struct fleet *f, const struct fleet_ask *ask);
+/* This host's figure D (NAN: none: blind, or in trial itself) for HOST's ask of CHANGE and PAIR: put at once. */
+void fleet_answer(struct fleet *f, const char *host, int64_t change, unsigned pair, double d);
+/* The control group as last read. */
+void fleet_control(struct fleet *f, struct fleet_control *out);
+/* The ask's JSON value (control/HOST), and one read back (HOST set by the caller): 0, or -EINVAL for a value that
+ * is not a valid ask (windows empty, reversed, overlapping or longer than an hour, a pair outside 1..JUDGE_PAIRS_MAX,
+ * an objective the judge does not know). */
+char *fleet_ask_json(const struct fleet_ask *ask);
+int fleet_ask_parse(const char *value, struct fleet_ask *out);
 /* This host's facts, as its verdicts carry them (for pool_causes). Valid while F lives. */
 void fleet_facts(struct fleet *f, struct pool_facts *out);
 

@@ -5,6 +5,7 @@
  */
 #include "build-config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -92,6 +93,103 @@ static void on_verdict(struct fleet_round *f, const char *rest, const char *valu
 	json_decref(j);
 }
 
+char *fleet_ask_json(const struct fleet_ask *q)
+{
+	json_t *j = json_pack("{s:I, s:I, s:s, s:s, s:[I, I], s:[I, I]}", "change", (json_int_t)q->change, "pair",
+			      (json_int_t)q->pair, "metric", q->metric, "better",
+			      q->dir == POLICY_HIGHER_IS_BETTER ? "higher" : "lower", "a", (json_int_t)q->a_ms[0],
+			      (json_int_t)q->a_ms[1], "b", (json_int_t)q->b_ms[0], (json_int_t)q->b_ms[1]);
+	char *v = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	json_decref(j);
+	return v;
+}
+
+/* A window [from, to) of J (an array of two integers): 0 or -EINVAL. */
+static int window_of(json_t *j, int64_t w[2])
+{
+	json_t *a = json_array_get(j, 0), *b = json_array_get(j, 1);
+
+	if (json_array_size(j) != 2 || !json_is_integer(a) || !json_is_integer(b))
+		return -EINVAL;
+	w[0] = json_integer_value(a);
+	w[1] = json_integer_value(b);
+	/* Since 2001, up to an hour long: what a block is. */
+	return w[0] > 1000000000000LL && w[1] > w[0] && w[1] - w[0] <= 3600000 ? 0 : -EINVAL;
+}
+
+int fleet_ask_parse(const char *value, struct fleet_ask *out)
+{
+	json_t *j = json_loads(value, 0, NULL);
+	const char *metric = json_string_value(json_object_get(j, "metric"));
+	const char *better = json_string_value(json_object_get(j, "better"));
+	json_int_t change = json_integer_value(json_object_get(j, "change"));
+	json_int_t pair = json_integer_value(json_object_get(j, "pair"));
+	int r = -EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(j) || !metric || !metric[0] || strlen(metric) >= sizeof(out->metric) || !better ||
+	    change < 1 || pair < 1 || pair > JUDGE_PAIRS_MAX || window_of(json_object_get(j, "a"), out->a_ms) < 0 ||
+	    window_of(json_object_get(j, "b"), out->b_ms) < 0 ||
+	    !(out->a_ms[1] <= out->b_ms[0] || out->b_ms[1] <= out->a_ms[0]))
+		goto out;
+	/* A metric's name: what the registry's names are made of, nothing a terminal or a path would take. */
+	if (strspn(metric, "abcdefghijklmnopqrstuvwxyz0123456789._") != strlen(metric))
+		goto out;
+	if (strcmp(better, "lower") == 0)
+		out->dir = POLICY_LOWER_IS_BETTER;
+	else if (strcmp(better, "higher") == 0)
+		out->dir = POLICY_HIGHER_IS_BETTER;
+	else
+		goto out;
+	strcpy(out->metric, metric);
+	out->change = change;
+	out->pair = (unsigned)pair;
+	r = 0;
+out:
+	json_decref(j);
+	return r;
+}
+
+/* control/HOST of a peer, read back: its ask (one per host: the key names it). */
+static void on_ask(struct fleet_round *f, const char *host, const char *value)
+{
+	struct fleet_control *c = f->control;
+	struct fleet_ask q;
+
+	if (!c || !host[0] || strchr(host, '/') || strcmp(host, f->host) == 0 || c->nasks == FLEET_ASKS_MAX ||
+	    fleet_ask_parse(value, &q) < 0)
+		return;
+	fleet_copy_clean(q.host, sizeof(q.host), host);
+	c->asks[c->nasks++] = q;
+}
+
+/* answers/HOST/PEER, read back: PEER's figure for this host's ask, counted when it answers the pair asked. A figure
+ * beyond the judge's bound of a control (a peer whose objective moved more than JUDGE_CONTROL_MAX between two
+ * blocks is no control of anything) counts as none. */
+static void on_answer(struct fleet_round *f, const char *rest, const char *value)
+{
+	struct fleet_control *c = f->control;
+	size_t hl = strlen(f->host);
+	json_t *j, *d;
+
+	if (!c || !c->change || strncmp(rest, f->host, hl) != 0 || rest[hl] != '/' || !rest[hl + 1] ||
+	    strchr(rest + hl + 1, '/') || strcmp(rest + hl + 1, f->host) == 0)
+		return;
+	j = json_loads(value, 0, NULL);
+	if (json_is_object(j) && json_integer_value(json_object_get(j, "change")) == c->change &&
+	    json_integer_value(json_object_get(j, "pair")) == (json_int_t)c->pair) {
+		c->answered++;
+		d = json_object_get(j, "d");
+		if (json_is_number(d) && isfinite(json_number_value(d)) &&
+		    fabs(json_number_value(d)) <= log(JUDGE_CONTROL_MAX)) {
+			c->peers++;
+			c->d_sum += json_number_value(d);
+		}
+	}
+	json_decref(j);
+}
+
 int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease)
 {
 	struct fleet_round *f = ctx;
@@ -130,6 +228,10 @@ int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease)
 			m->slot = (int)i;
 	} else if (strncmp(rest, "verdicts/", 9) == 0) {
 		on_verdict(f, rest + 9, value);
+	} else if (strncmp(rest, "control/", 8) == 0) {
+		on_ask(f, rest + 8, value);
+	} else if (strncmp(rest, "answers/", 8) == 0) {
+		on_answer(f, rest + 8, value);
 	}
 	return 0;
 }

@@ -201,6 +201,75 @@ static void test_hostile(void **state)
 
 /* The pool's max_in_trial: the smallest of this host's and of what its alive members say (a value outside 1..64, or
  * not a number, says nothing). */
+/* The control group's keys: asks made and read back, bad asks refused, answers counted only for the pair asked. */
+static void test_control(void **state)
+{
+	static const char *const bad[] = {
+		"", "[]", "{}", "not json",
+		/* a window reversed, empty, longer than an hour, before 2001, the two overlapping */
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[1764000020000,1764000010000],\"b\":[1764000030000,1764000040000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[1764000010000,1764000010000],\"b\":[1764000030000,1764000040000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[1764000010000,1764009999999],\"b\":[1764010000000,1764010001000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[10000,20000],\"b\":[30000,40000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[1764000010000,1764000030000],\"b\":[1764000020000,1764000040000]}",
+		/* a pair outside 1..32, no change, a metric naming a path or escapes, a direction unknown, a string */
+		"{\"change\":3,\"pair\":33,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[1764000010000,1764000020000],\"b\":[1764000030000,1764000040000]}",
+		"{\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":[1764000010000,1764000020000],\"b\":[1764000030000,1764000040000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"../../etc/passwd\",\"better\":\"higher\",\"a\":[1764000010000,1764000020000],\"b\":[1764000030000,1764000040000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\\u001b[2J\",\"better\":\"higher\",\"a\":[1764000010000,1764000020000],\"b\":[1764000030000,1764000040000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"up\",\"a\":[1764000010000,1764000020000],\"b\":[1764000030000,1764000040000]}",
+		"{\"change\":3,\"pair\":1,\"metric\":\"http.good_rate\",\"better\":\"higher\",\"a\":\"1764000010000\",\"b\":[1764000030000,1764000040000]}",
+	};
+	struct fleet_ask q = {.change = 12, .pair = 3, .metric = "client.p50_ms", .dir = POLICY_LOWER_IS_BETTER,
+			      .a_ms = {1764000010000LL, 1764000020000LL}, .b_ms = {1764000022000LL, 1764000032000LL}};
+	struct fleet_ask back;
+	struct fleet_control c;
+	struct fleet_view view;
+	struct fleet_round rd;
+	char *v;
+
+	(void)state;
+	v = fleet_ask_json(&q);
+	assert_non_null(v);
+	assert_int_equal(fleet_ask_parse(v, &back), 0);
+	assert_memory_equal(&q, &back, sizeof(q));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (fleet_ask_parse(bad[i], &back) != -EINVAL)
+			fail_msg("taken: %s", bad[i]);
+
+	memset(&view, 0, sizeof(view));
+	memset(&rd, 0, sizeof(rd));
+	memset(&c, 0, sizeof(c));
+	rd.prefix = PREFIX;
+	rd.host = "web-1";
+	rd.next = &view;
+	rd.control = &c;
+	c.change = 7;
+	c.pair = 2;
+	/* Peers' asks; this host's own and a key with a slash in its host are not. */
+	fleet_take_key(&rd, PREFIX "control/web-2", v, 1);
+	fleet_take_key(&rd, PREFIX "control/web-1", v, 1);
+	fleet_take_key(&rd, PREFIX "control/a/b", v, 1);
+	fleet_take_key(&rd, PREFIX "control/web-3", bad[4], 1);
+	assert_int_equal(c.nasks, 1);
+	assert_string_equal(c.asks[0].host, "web-2");
+	assert_int_equal(c.asks[0].pair, 3);
+	free(v);
+	/* Answers to this host's ask: change 7, pair 2. */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-2", "{\"change\":7,\"pair\":2,\"d\":0.25}", 1);
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-3", "{\"change\":7,\"pair\":2,\"d\":-0.05}", 1);
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-4", "{\"change\":7,\"pair\":2,\"d\":null}", 1);
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-5", "{\"change\":7,\"pair\":2,\"d\":9.0}", 1); /* 8000x */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-6", "{\"change\":7,\"pair\":1,\"d\":0.1}", 1); /* the last pair */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-7", "{\"change\":6,\"pair\":2,\"d\":0.1}", 1); /* another trial */
+	fleet_take_key(&rd, PREFIX "answers/web-10/web-8", "{\"change\":7,\"pair\":2,\"d\":0.1}", 1); /* another host */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-1", "{\"change\":7,\"pair\":2,\"d\":0.1}", 1); /* itself */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-9", "[1]", 1);
+	assert_int_equal(c.answered, 4);
+	assert_int_equal(c.peers, 2);
+	assert_true(fabs(c.d_sum - 0.20) < 1e-12);
+}
+
 static void test_pool_max(void **state)
 {
 	static char body[8192];
@@ -248,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_real_answer),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_pool_max),
+		cmocka_unit_test(test_control),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
