@@ -256,6 +256,7 @@ static void control_step(struct agent *a, struct fleet_loop *fl, const struct co
 		fleet_answer(a->fleet, q->host, q->change, q->pair, busy || r < 0 ? NAN : d);
 		log_info("fleet: %s's pair %u of change %lld (%s): %s", q->host, q->pair, (long long)q->change, q->metric,
 			 busy ? "no figure here: this host is in trial itself"
+			 : r == -ERANGE ? "no figure here: this host served too few requests in its windows to be a control"
 			 : r < 0 ? "no figure here: its windows hold no data of it"
 				 : "this host's figure sent");
 	}

@@ -373,6 +373,12 @@ static void end_trial(struct controller *ctl, enum judge_verdict v, enum plan_re
 		in->ev = &ctl->ev;
 	}
 	remember(ctl, r);
+	/* In a pool, which pairs had the peers as their control group, and why the others had not. */
+	if (ctl->cfg.control_wait_ms && ctl->ev.nvalid)
+		note(ctl, "change %llu (%s): %u of %u valid pairs judged against the pool's peers%s",
+		     (unsigned long long)ctl->id, ctl->prop.knob, ctl->ev.ncontrolled, ctl->ev.nvalid,
+		     ctl->ev.ncontrolled < ctl->ev.nvalid ? "; the others on their own (fewer than 2 peers not in trial "
+							    "had a figure over their two blocks)" : "");
 	/* The windows hold the host before and during the trial, not the host that stays. */
 	detect_reset(ctl->det);
 	set_reason(ctl, "%s %s -> %s: %s: %s", ctl->prop.knob, ctl->prop.from, ctl->prop.to, judge_verdict_name(v),

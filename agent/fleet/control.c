@@ -62,7 +62,14 @@ int fleet_figure(struct store *st, const struct metric_registry *reg, int64_t ti
 	if (r == 0) {
 		block_acc_finish(&x->acc[0], &x->sum[0]);
 		block_acc_finish(&x->acc[1], &x->sum[1]);
+		/* A host the balancer sends (almost) nothing is no control of the pool's traffic: its figure would say
+		 * "nothing moved" of what it cannot see. */
 		r = judge_pair_effect(&x->judge, &x->sum[0], &x->sum[1], d);
+		if (r == 0 &&
+		    !(x->sum[0].requests >= JUDGE_OUTAGE_MIN_REQUESTS && x->sum[1].requests >= JUDGE_OUTAGE_MIN_REQUESTS)) {
+			*d = NAN;
+			r = -ERANGE;
+		}
 	}
 	free(x);
 	return r;

@@ -17,8 +17,9 @@
 #include "store/store.h"
 
 /* Q's objective in this host's frames (ST, named by REG, TICK_MS apart): D, the signed log ratio between the B and
- * the A window (positive: better in B's). 0; -ENODATA (a window without data, no store); -EINVAL (an objective this
- * host does not measure in blocks); -ENOMEM; the store's -errno. */
+ * the A window (positive: better in B's). 0; -ENODATA (a window without data, no store); -ERANGE (this host served
+ * fewer than JUDGE_OUTAGE_MIN_REQUESTS requests in a window: no traffic of the pool's to be a control of); -EINVAL
+ * (a name no block takes; an objective this host has no figure of is -ENODATA); -ENOMEM; the store's -errno. */
 int fleet_figure(struct store *st, const struct metric_registry *reg, int64_t tick_ms, const struct fleet_ask *q,
 		 double *d);
 

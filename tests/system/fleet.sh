@@ -77,6 +77,11 @@ setup_host() { # HOST BLOCK TICK [only]: its namespace, nginx, policies (only: l
 	start_nginx_ns "ngxat-f$h-$$" $((PORT + h)) "$TMP/h$h/nginx" || fail "could not start nginx $h"
 	sed -e "s/^settle = .*/settle = 1s/" -e "s/^settle_min = .*/settle_min = 1s/" "$srcdir/policies/listen.policy" \
 		>"$TMP/h$h/policies.d/listen.policy"
+	# Pool web2's: a knob only an operator proposes, judged on what clients get (step 7).
+	[ "${POOL:-}" != web2 ] || printf '%s\n' "[knob net.ipv4.tcp_fin_timeout]" "kind = sysctl" \
+		"target = net.ipv4.tcp_fin_timeout" "type = int" "min = 15" "max = 60" "step = +15" "max_step = +15" \
+		"objective = http.good_rate higher" "guardrails = client.failure_rate lower" "settle = 1s" \
+		"settle_min = 1s" "approval = required" >"$TMP/h$h/policies.d/tcp.policy"
 	agent_conf "$TMP/h$h/agent.conf" $((PORT + h)) $tick
 	# include_dir: where the listen queue's driver keeps its backups of nginx.conf (as ngxctl setup makes it)
 	mkdir -p "$TMP/h$h/inc"
@@ -353,4 +358,31 @@ done
 hctl 6 fleet | grep -q "^  kept    listen_queue 16 -> $to on h4, for listen_overflows: .* ($(jq .pairs <<<"$pub") pairs, effect " ||
 	fail "ngxctl fleet does not show h4's trial's pairs and effect: $(hctl 6 fleet | grep listen_queue)"
 ok "6. the same fault on h4, h5, h6 (pool web2, max_in_trial 2): h4's canary kept listen_queue 16 -> $to ($pairs4 pairs) and published it (effect $(jq .effect <<<"$pub")) while h5's approved second canary waited for it; h5 then confirmed it ($pairs5 pairs) and h6 (rollout = yes) proposed it first ($(jq -r .why <<<"$prop6" | cut -c1-90)), started it approved by the pool and kept it ($pairs6 pairs), h4's effect their prior; $most2 in trial at once"
+
+# 7. The peers as the control group: h4, h5 and h6 under the same steady load; an operator's change on h4
+# (tcp_fin_timeout, judged on good responses a second) waits at each pair's end for h5's and h6's figures over its
+# two blocks, and each pair is judged against their mean: what moves the whole pool cancels.
+for h in 4 5 6; do
+	ip netns exec "ngxat-f$h-$$" timeout 150 wrk -t1 -c20 -d140s "http://127.0.0.1:$((PORT + h))/" \
+		>"$TMP/steady$h.out" 2>&1 &
+	CLEANUP+=("kill $!")
+done
+sleep 3
+hctl 4 propose net.ipv4.tcp_fin_timeout=45 --why "fleet test: the control group" >"$TMP/propose7.out" 2>&1 ||
+	fail "propose on h4 failed: $(cat "$TMP/propose7.out")"
+id7=$(grep -o 'change [0-9]*' "$TMP/propose7.out" | head -1 | cut -d' ' -f2)
+ended7() { hapi 4 "/v1/changes/$id7" | jq -e '.state | IN("kept", "reverted", "failed", "aborted")' >/dev/null; }
+wait_for 120 ended7 || fail "h4's change $id7 did not end: $(hapi 4 /v1/trials/current | jq -c '{state, reason}')"
+ev7=$(hapi 4 "/v1/changes/$id7" | jq -r .detail)
+controlled=$(grep -o '"controlled":[0-9]*' <<<"$ev7" | head -1 | cut -d: -f2)
+valid7=$(grep -o '"valid":[0-9]*' <<<"$ev7" | head -1 | cut -d: -f2)
+[ "${controlled:-0}" -ge 1 ] || fail "no pair of h4's trial was judged against its peers: $ev7 $(grep fleet: "$TMP/h5/agent.log" | tail -3)"
+grep -q '"control_peers":2' <<<"$ev7" || fail "h4's controlled pairs do not name 2 peers: $ev7"
+grep -q "tuning: change $id7 (net.ipv4.tcp_fin_timeout): $controlled of $valid7 valid pairs judged against the pool's peers" \
+	"$TMP/h4/agent.log" || fail "h4's log does not say which pairs had the control: $(grep "valid pairs judged" "$TMP/h4/agent.log")"
+for h in 5 6; do
+	grep -q "fleet: h4's pair [0-9]* of change $id7 (http.good_rate): this host's figure sent" "$TMP/h$h/agent.log" ||
+		fail "h$h sent no figure for h4's pairs: $(grep "fleet: h4's pair" "$TMP/h$h/agent.log" | tail -3)"
+done
+ok "7. the peers as the control group: h4's trial of tcp_fin_timeout 60 -> 45 under the same load as h5 and h6 had $controlled of $valid7 valid pairs judged against their figures over the same two blocks ($(hapi 4 "/v1/changes/$id7" | jq -r .state))"
 echo "1..$checks"

@@ -1076,6 +1076,14 @@ static void test_peer_control(void **state)
 	/* The trial goes on to its verdict, a real gain kept. */
 	assert_int_equal(run_to_verdict(h, 1800)->verdict, VERDICT_KEEP);
 	assert_int_equal(controller_set_control(h->ctl, 3, 0.1, 3, true), -ESTALE);
+	/* The audit trail says which pairs had the control, and why the others had not. */
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want), "1 of %u valid pairs judged against the pool's peers; the others on their own",
+			 controller_evidence(h->ctl)->nvalid);
+		assert_non_null(strstr(last_of(h, INTENT_NOTE)->text, want));
+	}
 	host_free(h);
 	free(h);
 
