@@ -1,10 +1,15 @@
 /* An answer of etcd's JSON gateway to the fleet's range of its pool's keys (etcd_range_answer into fleet_take_key):
  * whatever answers at an endpoint, or writes the pool's keys, is the network's. Every text the view keeps is
  * printable ASCII within its field; the counts stay within their arrays; a slot this host holds is seen only as
- * its own (its host, its lease). */
+ * its own (its host, its lease); a peer's ask taken has two windows that do not overlap and a metric of the
+ * registry's characters; the answers to this host's ask count no more figures than answers, each within the judge's
+ * bound of a control. */
 #include "fuzz.h"
 
 #include <errno.h>
+#include <math.h>
+
+#include "core/judge.h"
 
 #include "fleet/etcd.h"
 #include "fleet/fleet.h"
@@ -24,10 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fleet_view view;
 	static struct fleet_round rd;
+	static struct fleet_control c;
 	int r;
 
 	memset(&view, 0, sizeof(view));
 	memset(&rd, 0, sizeof(rd));
+	memset(&c, 0, sizeof(c));
+	c.change = 7;
+	c.pair = 2;
+	rd.control = &c;
 	rd.prefix = PREFIX;
 	rd.host = "web-1";
 	rd.slot = 0;
@@ -58,6 +68,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		clean(v->summary, sizeof(v->summary));
 		clean(v->kernel, sizeof(v->kernel));
 	}
+	FUZZ_CHECK(c.nasks <= FLEET_ASKS_MAX);
+	for (size_t i = 0; i < c.nasks; i++) {
+		const struct fleet_ask *q = &c.asks[i];
+
+		clean(q->host, sizeof(q->host));
+		clean(q->metric, sizeof(q->metric));
+		FUZZ_CHECK(q->metric[0] && strspn(q->metric, "abcdefghijklmnopqrstuvwxyz0123456789._") == strlen(q->metric));
+		FUZZ_CHECK(q->a_ms[0] < q->a_ms[1] && q->b_ms[0] < q->b_ms[1]);
+		FUZZ_CHECK(q->a_ms[1] <= q->b_ms[0] || q->b_ms[1] <= q->a_ms[0]);
+		FUZZ_CHECK(q->pair >= 1 && q->pair <= JUDGE_PAIRS_MAX && q->change >= 1);
+		FUZZ_CHECK(strcmp(q->host, "web-1") != 0);
+	}
+	FUZZ_CHECK(c.peers <= c.answered);
+	FUZZ_CHECK(fabs(c.d_sum) <= c.peers * log(JUDGE_CONTROL_MAX) + 1e-9);
 	for (size_t i = 0; i < 16; i++)
 		FUZZ_CHECK(strnlen(rd.stale[i], sizeof(rd.stale[i])) < sizeof(rd.stale[i]));
 	return 0;
