@@ -204,14 +204,43 @@ struct fleet_loop {
 	char why[POOL_VERDICTS_MAX][POOL_TEXT_MAX];
 	char answered[16][FLEET_NAME_MAX + 48]; /* the peers' asks answered (host, change, pair), a ring */
 	size_t next_answered;
+	struct {
+		char host[FLEET_NAME_MAX];
+		int64_t next_ms;              /* frame time before which this asker gets no other figure */
+	} askers[FLEET_ASKS_MAX * 2];         /* a ring */
+	size_t next_asker;
+	int64_t busy_ms;                      /* the last frame in which this host had a trial, calibration or write */
 };
+
+/* Whether ASKER may have a figure computed at frame time NOW; if so, none again for LEN ms (a real host's pairs are
+ * no closer than their two blocks: what etcd says cannot make this host read its frames faster than it writes
+ * them). */
+static bool asker_due(struct fleet_loop *fl, const char *asker, int64_t now, int64_t len)
+{
+	size_t n = sizeof(fl->askers) / sizeof(fl->askers[0]), i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(fl->askers[i].host, asker) == 0)
+			break;
+	if (i < n && now < fl->askers[i].next_ms && fl->askers[i].next_ms - now <= len)
+		return false;
+	if (i == n) {
+		i = fl->next_asker;
+		fl->next_asker = (fl->next_asker + 1) % n;
+		snprintf(fl->askers[i].host, sizeof(fl->askers[i].host), "%s", asker);
+	}
+	fl->askers[i].next_ms = now + len;
+	return true;
+}
 
 /*
  * The pool's peers as the control group. This host in trial: the pair that waits for its peers' figures is asked for
  * (the controller's report names its windows), and what came is handed back, all of it once every peer not in trial
  * answered; with fewer such peers than a control needs, at once (judged on its own). This host as a peer: each
- * peer's ask is answered once, when both its windows are over here, with its objective's figure from this host's
- * frames, or none when this host cannot tell (in trial itself, its frames without that figure).
+ * peer's ask is answered once, when both its windows are over here and the later ended at most
+ * FLEET_ASK_MAX_AGE_MS ago, with its objective's figure from this host's frames (one a tick), or none when this
+ * host cannot tell (a trial, calibration or write of its own in those windows, its frames without that figure, too
+ * few requests, asked again too soon).
  */
 static void control_step(struct agent *a, struct fleet_loop *fl, const struct controller_report *rep, int64_t id)
 {
@@ -234,16 +263,23 @@ static void control_step(struct agent *a, struct fleet_loop *fl, const struct co
 		(void)tuning_control(a->tuning, rep->control_pair, fc.peers ? fc.d_sum / fc.peers : NAN, fc.peers,
 				     few || fc.answered >= fc.expected);
 	}
-	for (size_t i = 0; i < fc.nasks; i++) {
+	if (rep->state == CONTROLLER_TRIAL || rep->state == CONTROLLER_CALIBRATING || rep->writing ||
+	    engine_busy(a->engine))
+		fl->busy_ms = a->fr.ts_ms;
+	for (size_t i = 0, figures = 0; i < fc.nasks; i++) {
 		const struct fleet_ask *q = &fc.asks[i];
-		bool busy = rep->state == CONTROLLER_TRIAL || rep->state == CONTROLLER_CALIBRATING || rep->writing;
+		int64_t first = q->a_ms[0] < q->b_ms[0] ? q->a_ms[0] : q->b_ms[0];
+		int64_t last = q->a_ms[1] > q->b_ms[1] ? q->a_ms[1] : q->b_ms[1];
+		bool busy = fl->busy_ms >= first;
 		char sig[FLEET_NAME_MAX + 48];
 		bool seen = false;
 		double d = NAN;
 		int r = 0;
 
-		if (q->a_ms[1] > a->fr.ts_ms || q->b_ms[1] > a->fr.ts_ms)
+		if (last > a->fr.ts_ms)
 			continue; /* not over here yet (the clocks of two hosts differ a little) */
+		if (!busy && a->fr.ts_ms - last <= FLEET_ASK_MAX_AGE_MS && figures)
+			continue; /* one figure a tick: the next tick */
 		snprintf(sig, sizeof(sig), "%s %lld %u", q->host, (long long)q->change, q->pair);
 		for (size_t k = 0; k < sizeof(fl->answered) / sizeof(fl->answered[0]) && !seen; k++)
 			seen = strcmp(fl->answered[k], sig) == 0;
@@ -251,14 +287,26 @@ static void control_step(struct agent *a, struct fleet_loop *fl, const struct co
 			continue;
 		snprintf(fl->answered[fl->next_answered], sizeof(fl->answered[0]), "%s", sig);
 		fl->next_answered = (fl->next_answered + 1) % (sizeof(fl->answered) / sizeof(fl->answered[0]));
-		if (!busy)
+		if (busy)
+			r = -EBUSY;
+		else if (a->fr.ts_ms - last > FLEET_ASK_MAX_AGE_MS)
+			r = -ETIME;
+		else if (!asker_due(fl, q->host, a->fr.ts_ms, (q->a_ms[1] - q->a_ms[0]) + (q->b_ms[1] - q->b_ms[0])))
+			r = -EAGAIN;
+		else {
+			figures++;
 			r = fleet_figure(a->store, a->reg, a->cfg.tick_ms, q, &d);
-		fleet_answer(a->fleet, q->host, q->change, q->pair, busy || r < 0 ? NAN : d);
-		log_info("fleet: %s's pair %u of change %lld (%s): %s", q->host, q->pair, (long long)q->change, q->metric,
-			 busy ? "no figure here: this host is in trial itself"
-			 : r == -ERANGE ? "no figure here: this host served too few requests in its windows to be a control"
-			 : r < 0 ? "no figure here: its windows hold no data of it"
-				 : "this host's figure sent");
+		}
+		fleet_answer(a->fleet, q->host, q->change, q->pair, r < 0 ? NAN : d);
+		/* What etcd can repeat at will (stale or too frequent asks) is logged at debug only. */
+		log_msg(r == -ETIME || r == -EAGAIN ? LOG_DEBUG : LOG_INFO, "fleet: %s's pair %u of change %lld (%s): %s",
+			q->host, q->pair, (long long)q->change, q->metric,
+			r == -EBUSY ? "no figure here: this host had a trial, calibration or write of its own in its windows"
+			: r == -ETIME ? "no figure here: its windows ended too long ago"
+			: r == -EAGAIN ? "no figure here: asked again sooner than its two blocks last"
+			: r == -ERANGE ? "no figure here: this host served too few requests in its windows to be a control"
+			: r < 0 ? "no figure here: its windows hold no data of it"
+				: "this host's figure sent");
 	}
 }
 

@@ -57,6 +57,7 @@ struct controller {
 	enum controller_arm in_force, want;
 	int64_t block_end_ms, write_deadline_ms;
 	int64_t measure_from_ms;    /* the block's measured part starts here (after its settle, its old workers) */
+	int64_t measure_to_ms;      /* ... and ends before this (its accumulator's window) */
 	int64_t drain_until_ms;     /* ... waiting for a reload's old workers no later than this */
 	uint32_t old_id;            /* the id of nginx.workers_old, 0 until seen */
 	bool reloads;               /* a write of the trial's knob reloads nginx (policy_kind_reloads_nginx) */
@@ -378,7 +379,8 @@ static void end_trial(struct controller *ctl, enum judge_verdict v, enum plan_re
 		note(ctl, "change %llu (%s): %u of %u valid pairs judged against the pool's peers%s",
 		     (unsigned long long)ctl->id, ctl->prop.knob, ctl->ev.ncontrolled, ctl->ev.nvalid,
 		     ctl->ev.ncontrolled < ctl->ev.nvalid ? "; the others on their own (fewer than 2 peers not in trial "
-							    "had a figure over their two blocks)" : "");
+							    "had a figure over their two blocks in time, or their mean moved "
+							    "more than 4x)" : "");
 	/* The windows hold the host before and during the trial, not the host that stays. */
 	detect_reset(ctl->det);
 	set_reason(ctl, "%s %s -> %s: %s: %s", ctl->prop.knob, ctl->prop.from, ctl->prop.to, judge_verdict_name(v),
@@ -402,6 +404,7 @@ static void start_block(struct controller *ctl)
 	ctl->block_active = true;
 	ctl->block_end_ms = ctl->now_ms + ctl->prop.trial.block_ms;
 	ctl->measure_from_ms = ctl->now_ms + ctl->prop.trial.settle_ms;
+	ctl->measure_to_ms = ctl->block_end_ms;
 	ctl->drain_until_ms = ctl->block_end_ms;
 	ctl->block_written = false; /* controller_write_done says otherwise */
 }
@@ -446,6 +449,7 @@ static bool block_one_generation(struct controller *ctl, const struct metric_reg
 	if (block_acc_start(&ctl->acc, &ctl->spec, ctl->now_ms + 1, ctl->now_ms + 1 + measure, 0) < 0)
 		return true;
 	ctl->measure_from_ms = ctl->now_ms + 1;
+	ctl->measure_to_ms = ctl->now_ms + 1 + measure;
 	ctl->block_end_ms = ctl->now_ms + measure;
 	set_reason(ctl, "trial of %s %s -> %s: pair %u, block %u waits for %.0f old nginx worker%s of the switch to "
 		   "finish", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pair, ctl->blk + 1, old,
@@ -912,7 +916,7 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 		s = &ctl->sum[ctl->blk];
 	block_acc_finish(&ctl->acc, s);
 	ctl->win[ctl->in_force == CONTROLLER_ARM_B][0] = ctl->measure_from_ms;
-	ctl->win[ctl->in_force == CONTROLLER_ARM_B][1] = ctl->block_end_ms;
+	ctl->win[ctl->in_force == CONTROLLER_ARM_B][1] = ctl->measure_to_ms;
 	if (ctl->state == CONTROLLER_TRIAL && ctl->in_force == CONTROLLER_ARM_A)
 		note_a_block(ctl, s);
 	if (ctl->blk == 0) {

@@ -276,8 +276,8 @@ int judge_set_prior(struct judge *j, double effect, unsigned pairs);
  * judged less D: a swing of the whole pool's traffic moves both and cancels, the host's own noise and the peers'
  * mean's remain. With fewer, D not finite or beyond JUDGE_CONTROL_MAX either way, the pair is judged on its own,
  * as it would be without peers, and the evidence counts which pairs had the control (ncontrolled). Gross harm in
- * one pair is judged on the worse of d and d less D: a control never hides harm. The simulator's pool scenario
- * uses it; the agent does not yet (its peers' figures are not exchanged). 0; -EINVAL (no judge). */
+ * one pair is judged on the worse of d and d less D: a control never hides harm. The agent's pool hands it the
+ * mean of its peers' figures (fleet/control.h); the simulator's pool scenario models it. 0; -EINVAL (no judge). */
 int judge_set_control(struct judge *j, double d, unsigned peers);
 /* Add the pair (A, B), B measured first when B_FIRST. Sets *DONE when a verdict is reached. 0; -EINVAL (the
  * summaries do not match the judge's metrics); -EALREADY after the verdict. */

@@ -108,6 +108,7 @@ static int lease_alive(struct fleet *f, char *err, size_t errlen)
 	r = etcd_grant(f->etcd, f->ttl_s, &f->lease, err, errlen);
 	if (r == 0) {
 		f->member_value[0] = '\0';
+		f->ask_put[0] = '\0'; /* control/HOST went with the old lease */
 		log_info("fleet: %s joined pool %s through %s (lease %" PRId64 ", %" PRId64 " s)", f->host,
 			 f->next.pool, etcd_endpoint(f->etcd), f->lease, f->ttl_s);
 	}
@@ -475,8 +476,7 @@ static int control_round(struct fleet *f, char *err, size_t errlen)
 	}
 	f->rd.control = NULL;
 	for (size_t i = 0; i < f->next.n; i++)
-		if (f->next.m[i].alive && strcmp(f->next.m[i].host, f->host) != 0 &&
-		    strcmp(f->next.m[i].state, "trial") != 0 && strcmp(f->next.m[i].state, "calibrating") != 0)
+		if (f->next.m[i].alive && strcmp(f->next.m[i].host, f->host) != 0 && !fleet_member_in_trial(&f->next.m[i]))
 			c->expected++;
 	return r;
 }
@@ -633,6 +633,9 @@ static void *run(void *arg)
 		int64_t period;
 		uint64_t seen, wseen;
 
+		pthread_mutex_lock(&f->mu);
+		wseen = f->wake_seq; /* before the round: an ask or an answer queued during it wakes the next at once */
+		pthread_mutex_unlock(&f->mu);
 		round_once(f);
 		/* A host that waits for a slot asks again each second: a slot given back is taken within one, not within
 		 * a third of the lease (the pool's hosts behind one another each waited that much more). */
@@ -651,7 +654,6 @@ static void *run(void *arg)
 		}
 		pthread_mutex_lock(&f->mu);
 		seen = f->next.want_seq; /* the one the round used: a change during the round wakes it at once */
-		wseen = f->wake_seq;
 		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give, a
 		 * canary become a confirmation), or an ask or an answer waits to be put. */
 		while (!f->stop && f->want_seq == seen && f->wake_seq == wseen &&

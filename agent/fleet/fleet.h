@@ -34,6 +34,7 @@
 				  * so do all while a host of the pool is in trial (its pairs wait for their peers) */
 #define FLEET_CONTROL_WAIT_MS 5000 /* a trial pair waits this long for its peers' figures (controller_set_control) */
 #define FLEET_ASKS_MAX 8
+#define FLEET_ASK_MAX_AGE_MS 60000 /* a peer's ask whose later window ended longer ago than this gets no figure */
 
 struct fleet_member {
 	char host[FLEET_NAME_MAX];
@@ -87,7 +88,8 @@ struct fleet_control {
 	unsigned answered;              /* peers that answered it ... */
 	unsigned peers;                 /* ... of them those with a figure, whose figures sum to D_SUM */
 	double d_sum;
-	unsigned expected;              /* the pool's alive hosts not in trial, this one not counted: who may answer */
+	unsigned expected;              /* the pool's alive hosts not in trial, this one not counted: who may answer
+					 * (answers from others are not counted) */
 };
 
 struct fleet;
@@ -143,9 +145,11 @@ void fleet_ask(struct fleet *f, const struct fleet_ask *ask);
 void fleet_answer(struct fleet *f, const char *host, int64_t change, unsigned pair, double d);
 /* The control group as last read. */
 void fleet_control(struct fleet *f, struct fleet_control *out);
+/* Whether member M is in a trial or calibration (its pairs are not a control; it answers no figure). */
+bool fleet_member_in_trial(const struct fleet_member *m);
 /* The ask's JSON value (control/HOST), and one read back (HOST set by the caller): 0, or -EINVAL for a value that
- * is not a valid ask (windows empty, reversed, overlapping or longer than an hour, a pair outside 1..JUDGE_PAIRS_MAX,
- * an objective the judge does not know). */
+ * is not a valid ask (windows empty, reversed, overlapping, longer than an hour or more than an hour apart, a pair
+ * outside 1..JUDGE_PAIRS_MAX, a metric's name of other characters than a registry's: [a-z0-9._]). */
 char *fleet_ask_json(const struct fleet_ask *ask);
 int fleet_ask_parse(const char *value, struct fleet_ask *out);
 /* This host's facts, as its verdicts carry them (for pool_causes). Valid while F lives. */

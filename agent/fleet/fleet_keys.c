@@ -131,7 +131,8 @@ int fleet_ask_parse(const char *value, struct fleet_ask *out)
 	if (!json_is_object(j) || !metric || !metric[0] || strlen(metric) >= sizeof(out->metric) || !better ||
 	    change < 1 || pair < 1 || pair > JUDGE_PAIRS_MAX || window_of(json_object_get(j, "a"), out->a_ms) < 0 ||
 	    window_of(json_object_get(j, "b"), out->b_ms) < 0 ||
-	    !(out->a_ms[1] <= out->b_ms[0] || out->b_ms[1] <= out->a_ms[0]))
+	    !(out->a_ms[1] <= out->b_ms[0] || out->b_ms[1] <= out->a_ms[0]) ||
+	    (out->a_ms[1] <= out->b_ms[0] ? out->b_ms[0] - out->a_ms[1] : out->a_ms[0] - out->b_ms[1]) > 3600000)
 		goto out;
 	/* A metric's name: what the registry's names are made of, nothing a terminal or a path would take. */
 	if (strspn(metric, "abcdefghijklmnopqrstuvwxyz0123456789._") != strlen(metric))
@@ -151,30 +152,49 @@ out:
 	return r;
 }
 
-/* control/HOST of a peer, read back: its ask (one per host: the key names it). */
+/* The alive member HOST of the round's view (its members are read first), or NULL. */
+static const struct fleet_member *alive_member(const struct fleet_round *f, const char *host)
+{
+	for (size_t i = 0; i < f->next->n; i++)
+		if (f->next->m[i].alive && strcmp(f->next->m[i].host, host) == 0)
+			return &f->next->m[i];
+	return NULL;
+}
+
+bool fleet_member_in_trial(const struct fleet_member *m)
+{
+	return strcmp(m->state, "trial") == 0 || strcmp(m->state, "calibrating") == 0;
+}
+
+/* control/HOST of a peer, read back: its ask (one per host: the key names it), taken only from an alive member in
+ * trial (keys of names that are none would take the places of real asks). */
 static void on_ask(struct fleet_round *f, const char *host, const char *value)
 {
 	struct fleet_control *c = f->control;
+	const struct fleet_member *m;
 	struct fleet_ask q;
 
 	if (!c || !host[0] || strchr(host, '/') || strcmp(host, f->host) == 0 || c->nasks == FLEET_ASKS_MAX ||
-	    fleet_ask_parse(value, &q) < 0)
+	    !(m = alive_member(f, host)) || strcmp(m->state, "trial") != 0 || fleet_ask_parse(value, &q) < 0)
 		return;
 	fleet_copy_clean(q.host, sizeof(q.host), host);
 	c->asks[c->nasks++] = q;
 }
 
-/* answers/HOST/PEER, read back: PEER's figure for this host's ask, counted when it answers the pair asked. A figure
- * beyond the judge's bound of a control (a peer whose objective moved more than JUDGE_CONTROL_MAX between two
- * blocks is no control of anything) counts as none. */
+/* answers/HOST/PEER, read back: PEER's figure for this host's ask, counted when it answers the pair asked and PEER
+ * is one of those expected to (an alive member not in trial: the same hosts fleet_control.expected counts). A
+ * figure beyond the judge's bound of a control (a peer whose objective moved more than JUDGE_CONTROL_MAX between
+ * two blocks is no control of anything) counts as none. */
 static void on_answer(struct fleet_round *f, const char *rest, const char *value)
 {
 	struct fleet_control *c = f->control;
 	size_t hl = strlen(f->host);
+	const struct fleet_member *m;
 	json_t *j, *d;
 
 	if (!c || !c->change || strncmp(rest, f->host, hl) != 0 || rest[hl] != '/' || !rest[hl + 1] ||
-	    strchr(rest + hl + 1, '/') || strcmp(rest + hl + 1, f->host) == 0)
+	    strchr(rest + hl + 1, '/') || strcmp(rest + hl + 1, f->host) == 0 ||
+	    !(m = alive_member(f, rest + hl + 1)) || fleet_member_in_trial(m))
 		return;
 	j = json_loads(value, 0, NULL);
 	if (json_is_object(j) && json_integer_value(json_object_get(j, "change")) == c->change &&

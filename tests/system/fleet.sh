@@ -19,8 +19,12 @@
 #      it; h4 keeps a longer listen queue and publishes its verdict, h5 then confirms it; h6, loaded after it,
 #      proposes h4's value first, citing h4, starts it without an operator ([fleet] rollout = yes: the approval
 #      journaled as the pool's) and keeps it after its own trial; the canary key held by h4 alone, never more
-#      than 2 in trial.
+#      than 2 in trial;
+#   7. the peers as the control group: a trial on h4 under the same load as h5 and h6 has its pairs judged against
+#      their figures over its two blocks.
+# Exclusive: it drives load (steps 6 and 7), and its trials judge what clients get.
 TEST_NAME=fleet
+TEST_EXCLUSIVE=1
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
 need_root

@@ -199,9 +199,8 @@ static void test_hostile(void **state)
 	assert_int_equal(view.n, 0);
 }
 
-/* The pool's max_in_trial: the smallest of this host's and of what its alive members say (a value outside 1..64, or
- * not a number, says nothing). */
-/* The control group's keys: asks made and read back, bad asks refused, answers counted only for the pair asked. */
+/* The control group's keys: asks made and read back, bad asks refused, asks taken from members in trial only,
+ * answers counted only for the pair asked and from members expected to answer (alive, not in trial). */
 static void test_control(void **state)
 {
 	static const char *const bad[] = {
@@ -246,17 +245,28 @@ static void test_control(void **state)
 	rd.control = &c;
 	c.change = 7;
 	c.pair = 2;
-	/* Peers' asks; this host's own and a key with a slash in its host are not. */
+	/* The members as the round read them first: web-2 and web-10 in trial, web-3..web-7 not, web-9 gone. */
+	for (int i = 1; i <= 10; i++) {
+		char key[128], val[128];
+
+		snprintf(key, sizeof(key), PREFIX "%s/web-%d", i == 9 ? "known" : "members", i);
+		snprintf(val, sizeof(val), "{\"state\":\"%s\"}", i == 2 || i == 10 ? "trial" : "observe");
+		fleet_take_key(&rd, key, val, 1);
+	}
+	/* Peers' asks; this host's own, a key with a slash in its host, a member's not in trial, a name no member has,
+	 * and a bad one are not. */
 	fleet_take_key(&rd, PREFIX "control/web-2", v, 1);
 	fleet_take_key(&rd, PREFIX "control/web-1", v, 1);
 	fleet_take_key(&rd, PREFIX "control/a/b", v, 1);
-	fleet_take_key(&rd, PREFIX "control/web-3", bad[4], 1);
+	fleet_take_key(&rd, PREFIX "control/web-4", v, 1);
+	fleet_take_key(&rd, PREFIX "control/nobody", v, 1);
+	fleet_take_key(&rd, PREFIX "control/web-10", bad[4], 1);
 	assert_int_equal(c.nasks, 1);
 	assert_string_equal(c.asks[0].host, "web-2");
 	assert_int_equal(c.asks[0].pair, 3);
 	free(v);
 	/* Answers to this host's ask: change 7, pair 2. */
-	fleet_take_key(&rd, PREFIX "answers/web-1/web-2", "{\"change\":7,\"pair\":2,\"d\":0.25}", 1);
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-8", "{\"change\":7,\"pair\":2,\"d\":0.25}", 1);
 	fleet_take_key(&rd, PREFIX "answers/web-1/web-3", "{\"change\":7,\"pair\":2,\"d\":-0.05}", 1);
 	fleet_take_key(&rd, PREFIX "answers/web-1/web-4", "{\"change\":7,\"pair\":2,\"d\":null}", 1);
 	fleet_take_key(&rd, PREFIX "answers/web-1/web-5", "{\"change\":7,\"pair\":2,\"d\":9.0}", 1); /* 8000x */
@@ -264,12 +274,17 @@ static void test_control(void **state)
 	fleet_take_key(&rd, PREFIX "answers/web-1/web-7", "{\"change\":6,\"pair\":2,\"d\":0.1}", 1); /* another trial */
 	fleet_take_key(&rd, PREFIX "answers/web-10/web-8", "{\"change\":7,\"pair\":2,\"d\":0.1}", 1); /* another host */
 	fleet_take_key(&rd, PREFIX "answers/web-1/web-1", "{\"change\":7,\"pair\":2,\"d\":0.1}", 1); /* itself */
-	fleet_take_key(&rd, PREFIX "answers/web-1/web-9", "[1]", 1);
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-9", "{\"change\":7,\"pair\":2,\"d\":0.1}", 1); /* gone */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-10", "{\"change\":7,\"pair\":2,\"d\":null}", 1); /* in trial */
+	fleet_take_key(&rd, PREFIX "answers/web-1/x1", "{\"change\":7,\"pair\":2,\"d\":0.3}", 1); /* no member */
+	fleet_take_key(&rd, PREFIX "answers/web-1/web-3", "[1]", 1);
 	assert_int_equal(c.answered, 4);
 	assert_int_equal(c.peers, 2);
 	assert_true(fabs(c.d_sum - 0.20) < 1e-12);
 }
 
+/* The pool's max_in_trial: the smallest of this host's and of what its alive members say (a value outside 1..64, or
+ * not a number, says nothing). */
 static void test_pool_max(void **state)
 {
 	static char body[8192];
