@@ -65,7 +65,10 @@ struct controller {
 	unsigned beside_old;        /* this trial's blocks measured beside old workers that outlived the wait */
 	unsigned pair, blk, pairs;           /* 1-based pair, its block (0 or 1), K */
 	int64_t win[2][2];          /* the measured windows [from, to) of the pair's A [0] and B [1] blocks */
-	unsigned control_pair;      /* the trial pair measured that waits for the peers' figures (0: none) */
+	unsigned control_pair;      /* the trial pair measured that waits for the peers' figures (0: none) ... */
+	struct block_summary pend_sum[2]; /* ... its blocks, order and windows (the next pair runs meanwhile) */
+	bool pend_b_first;
+	int64_t pend_win[2][2];
 	int64_t control_until_ms;   /* ... judged on what came by then */
 	double control_d;           /* ... what came: the peers' mean d, over that many peers */
 	unsigned control_peers;
@@ -754,24 +757,51 @@ static void calib_pair_done(struct controller *ctl)
 	begin_trial(ctl, trial_pairs(ctl, &cal), &cal);
 }
 
-static void trial_pair_done(struct controller *ctl);
+static void judge_pair(struct controller *ctl, const struct block_summary *sum, bool b_first, bool next);
 
-/* A trial pair measured: judged now, or, in a pool (control_wait_ms), once its peers' figures over the same two
- * windows came or the wait ended (run_blocks). */
+/* The pair that waits for its peers' figures judged with what came (judge_set_control judges it on its own with too
+ * few); the next pair, when none runs yet, begun if the judge wants one. */
+static void judge_pending(struct controller *ctl)
+{
+	bool running = ctl->pair > ctl->control_pair;
+
+	ctl->control_pair = 0;
+	(void)judge_set_control(&ctl->judge, ctl->control_d, ctl->control_peers);
+	judge_pair(ctl, ctl->pend_sum, ctl->pend_b_first, !running);
+}
+
+/*
+ * A trial pair measured: judged now, or, in a pool (control_wait_ms), once its peers' figures over the same two
+ * windows came or the wait ended (run_blocks). Meanwhile the next pair runs (its blocks watched by the trips as
+ * any): the wait costs the trial no time, and the arm in force is never left unwatched; only after the planned
+ * last pair does the trial hold, its arm in force, for the verdict.
+ */
 static void trial_pair_measured(struct controller *ctl)
 {
 	if (!ctl->cfg.control_wait_ms) {
-		trial_pair_done(ctl);
+		judge_pair(ctl, ctl->sum, ctl->b_first, true);
 		return;
+	}
+	if (ctl->control_pair) {
+		/* The next pair measured before its predecessor's figures came (blocks shorter than the wait). */
+		judge_pending(ctl);
+		if (ctl->state != CONTROLLER_TRIAL)
+			return;
 	}
 	ctl->control_pair = ctl->pair;
 	ctl->control_until_ms = ctl->now_ms + ctl->cfg.control_wait_ms;
 	ctl->control_d = NAN;
 	ctl->control_peers = 0;
 	ctl->control_all = false;
-	set_reason(ctl, "trial of %s %s -> %s: pair %u of %u measured; waiting up to %lld s for the pool's peers' "
-		   "figures over its two blocks", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pair, ctl->pairs,
-		   (long long)((ctl->cfg.control_wait_ms + 999) / 1000));
+	memcpy(ctl->pend_sum, ctl->sum, sizeof(ctl->pend_sum));
+	memcpy(ctl->pend_win, ctl->win, sizeof(ctl->pend_win));
+	ctl->pend_b_first = ctl->b_first;
+	if (ctl->pair < ctl->pairs)
+		begin_pair(ctl);
+	else
+		set_reason(ctl, "trial of %s %s -> %s: pair %u of %u measured; waiting up to %lld s for the pool's "
+			   "peers' figures over its two blocks", ctl->prop.knob, ctl->prop.from, ctl->prop.to, ctl->pair,
+			   ctl->pairs, (long long)((ctl->cfg.control_wait_ms + 999) / 1000));
 }
 
 int controller_set_control(struct controller *ctl, unsigned pair, double d, unsigned peers, bool all)
@@ -784,17 +814,13 @@ int controller_set_control(struct controller *ctl, unsigned pair, double d, unsi
 	return 0;
 }
 
-static void trial_pair_done(struct controller *ctl)
+/* The pair SUM ([0] A, [1] B; B first when B_FIRST) judged: the verdict, or the next pair begun when NEXT. */
+static void judge_pair(struct controller *ctl, const struct block_summary *sum, bool b_first, bool next)
 {
 	const struct judge_evidence *ev;
 	bool done = false;
 
-	if (ctl->control_pair) {
-		/* The peers' figures as they came (judge_set_control judges the pair on its own with too few). */
-		ctl->control_pair = 0;
-		(void)judge_set_control(&ctl->judge, ctl->control_d, ctl->control_peers);
-	}
-	if (judge_add_pair(&ctl->judge, &ctl->sum[0], &ctl->sum[1], ctl->b_first, &done) < 0) {
+	if (judge_add_pair(&ctl->judge, &sum[0], &sum[1], b_first, &done) < 0) {
 		end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, "the judge refused a pair");
 		return;
 	}
@@ -804,7 +830,8 @@ static void trial_pair_done(struct controller *ctl)
 		return;
 	}
 	set_reason(ctl, "%s", ev->reason);
-	begin_pair(ctl);
+	if (next)
+		begin_pair(ctl);
 }
 
 /* The A block just measured: the counts the in-block trips compare B against. */
@@ -882,17 +909,19 @@ static void run_blocks(struct controller *ctl, const struct metric_registry *reg
 	char why[CONTROLLER_TEXT_MAX];
 	struct block_summary *s;
 
+	/* A pair whose peers' figures came (or whose wait ended) is judged whatever the next one does: a verdict does
+	 * not wait for the next arm's write. */
+	if (ctl->control_pair && (ctl->control_all || ctl->now_ms >= ctl->control_until_ms)) {
+		judge_pending(ctl);
+		if (ctl->state != CONTROLLER_TRIAL)
+			return;
+	}
 	if (ctl->writing) {
 		if (ctl->now_ms >= ctl->write_deadline_ms) {
 			put(why, sizeof(why), "the write of arm %s was not done within %lld s",
 			    controller_arm_name(ctl->want), (long long)(ctl->cfg.write_timeout_ms / 1000));
 			end_trial(ctl, VERDICT_ERROR, PLAN_ERROR, false, why);
 		}
-		return;
-	}
-	if (ctl->control_pair) {
-		if (ctl->control_all || ctl->now_ms >= ctl->control_until_ms)
-			trial_pair_done(ctl);
 		return;
 	}
 	if (!ctl->block_active)
@@ -1439,8 +1468,8 @@ void controller_report(const struct controller *ctl, struct controller_report *o
 	out->ncauses = ctl->ncauses;
 	if (ctl->state == CONTROLLER_TRIAL && ctl->control_pair) {
 		out->control_pair = ctl->control_pair;
-		memcpy(out->control_a_ms, ctl->win[0], sizeof(out->control_a_ms));
-		memcpy(out->control_b_ms, ctl->win[1], sizeof(out->control_b_ms));
+		memcpy(out->control_a_ms, ctl->pend_win[0], sizeof(out->control_a_ms));
+		memcpy(out->control_b_ms, ctl->pend_win[1], sizeof(out->control_b_ms));
 		out->control_until_ms = ctl->control_until_ms;
 		snprintf(out->control_metric, sizeof(out->control_metric), "%s", ctl->prop.trial.objective.metric);
 		out->control_dir = ctl->prop.trial.objective.dir;

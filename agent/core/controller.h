@@ -133,7 +133,8 @@ struct controller_config {
 	bool rollout;
 	/* [fleet]: the pool's peers as the control group (judge_set_control). At each trial pair's end the pair waits
 	 * up to this long for the caller's controller_set_control (the report's control_pair names the pair and its two
-	 * measured windows), then is judged with what came. 0: judged at once, on its own (a single host). */
+	 * measured windows), then is judged with what came; the next pair runs meanwhile (after the planned last one
+	 * the trial holds its arm for the verdict). 0: judged at once, on its own (a single host). */
 	int64_t control_wait_ms;
 	struct detect_config detect;
 	struct plan_config plan;

@@ -1039,11 +1039,13 @@ static void test_peer_control(void **state)
 	assert_true(rep.control_a_ms[1] <= rep.control_b_ms[0] || rep.control_b_ms[1] <= rep.control_a_ms[0]);
 	assert_true(rep.control_a_ms[1] <= h->now && rep.control_b_ms[1] <= h->now);
 	assert_int_equal(rep.control_until_ms, h->now + 5000);
-	assert_non_null(strstr(rep.reason, "waiting up to 5 s for the pool's peers' figures"));
-	/* Nothing is written or measured meanwhile; a stale or foreign pair is refused. */
-	arms = h->set_arms;
+	/* The next pair runs meanwhile (its first arm written at once), the waiting one not judged yet; a stale or
+	 * foreign pair is refused. */
+	assert_int_equal(rep.pair, 2);
 	run(h, 3);
-	assert_int_equal(h->set_arms, arms);
+	controller_report(h->ctl, &rep);
+	assert_int_equal(rep.pair, 2);
+	assert_int_equal(rep.control_pair, 1);
 	assert_int_equal(judge_evidence_npairs(h), 0);
 	assert_int_equal(controller_set_control(h->ctl, 2, 0.1, 3, true), -ESTALE);
 	/* All came: judged at the next tick, the peers' mean taken from the pair's d. */
@@ -1084,6 +1086,35 @@ static void test_peer_control(void **state)
 			 controller_evidence(h->ctl)->nvalid);
 		assert_non_null(strstr(last_of(h, INTENT_NOTE)->text, want));
 	}
+	host_free(h);
+	free(h);
+
+	/* After the planned last pair the trial holds its arm for the verdict: nothing written meanwhile. */
+	h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	host_init(h, CONTROLLER_MODE_AUTO, "auto");
+	h->cfg.control_wait_ms = 5000;
+	h->cfg.plan.pairs = 2;
+	host_start(h);
+	for (int i = 0; i < 1800; i++) {
+		step(h);
+		controller_report(h->ctl, &rep);
+		if (rep.control_pair == 2)
+			break;
+		if (rep.control_pair == 1)
+			assert_int_equal(controller_set_control(h->ctl, 1, 0.0, 2, true), 0);
+	}
+	assert_int_equal(rep.control_pair, 2);
+	assert_int_equal(rep.pairs, 2);
+	assert_non_null(strstr(rep.reason, "waiting up to 5 s for the pool's peers' figures"));
+	arms = h->set_arms;
+	run(h, 3);
+	assert_int_equal(h->set_arms, arms);
+	assert_int_equal(state_of(h), CONTROLLER_TRIAL);
+	assert_int_equal(controller_set_control(h->ctl, 2, 0.0, 2, true), 0);
+	step(h);
+	assert_int_not_equal(state_of(h), CONTROLLER_TRIAL);
+	assert_int_equal(controller_evidence(h->ctl)->ncontrolled, 2);
 	host_free(h);
 	free(h);
 
