@@ -48,6 +48,9 @@ while [ $n -lt 4 ]; do
 	[ "$st" = kept ] || break
 	last=$to
 	[ "$left" -gt 0 ] || break
+	# Followed through past 1022 with the overflows down to a tenth: what the test asks. A further trial (a few
+	# overflows a second left at 2044, tried at 4088 and reverted: 130 s more in one CI run) is the agent's own.
+	[ "$to" -le 1022 ] || [ "$left" -gt $((before / 10 + 1)) ] || break
 	other=$(api /v1/proposals | jq -r '[.proposals[] | select(.knob != "listen_queue") | .knob] | join(" ")')
 	[ -z "$other" ] || fail "after keeping $to, with $left overflows/s left, the agent proposed $other"
 done
