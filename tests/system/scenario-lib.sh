@@ -325,11 +325,20 @@ good_rate() {
 		END { printf "%d\n", (t > 0 ? (n - bad) / t : 0) }'
 }
 
-# client_median NS URL SECONDS: what a new client sees, as the agent's synthetic client does: requests to URL from
-# inside NS one after another, each on a connection of its own, for SECONDS; prints the median time to the whole
-# answer in microseconds (a request that fails counts its time too), or -1 when none was made.
-client_median() {
+# client_times NS URL SECONDS: what a new client sees, as the agent's synthetic client does: requests to URL from
+# inside NS one after another, each on a connection of its own, for SECONDS; prints "MEDIAN MEAN", the median time
+# to the whole answer and the mean of those answered within a second, in microseconds (a request that fails counts
+# its time too; all of them when none was within a second), or "-1 -1" when none was made. A request of a second or more met a listen overflow (the kernel
+# sends its SYN-ACK again after 1 s), which the kernel's counter counts: the mean is the time of the others,
+# waits in the accept queue and a long tail included, which a median does not see.
+client_times() {
 	ip netns exec "$1" timeout $(($3 + 10)) bash -c 'end=$((SECONDS + $2))
 		while [ $SECONDS -lt $end ]; do curl -s -o /dev/null -m 5 -w "%{time_total}\n" "$1"; done' _ "$2" "$3" |
-		awk '{ printf "%d\n", $1 * 1000000 }' | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : -1 }'
+		awk '{ printf "%d\n", $1 * 1000000 }' | sort -n | awk '{ v[NR] = $1; all += $1; if ($1 < 1000000) { s += $1; k++ } }
+			END { if (NR) printf "%d %d\n", v[int((NR + 1) / 2)], k ? s / k : all / NR; else print "-1 -1" }'
+}
+
+# client_median NS URL SECONDS: the median of client_times, or -1 when no request was made.
+client_median() {
+	client_times "$@" | awk '{ print $1 }'
 }

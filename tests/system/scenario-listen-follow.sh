@@ -60,7 +60,10 @@ if { [ "${st:-}" = aborted ] || [ "${st:-}" = reverted ]; } && [ "$last" -le 102
 	# same at 1022, the median of those let in up 117%), a queue twice as long holds every client twice as long
 	# and refuses almost as many: the judge's ledger then weighs the rise over the few drops saved, and stops.
 	# The verdict must match what the test measures itself, the agent stopped: per 1000 connections, the
-	# overflows saved (1000 ms each) against a new client's median rise, both queues in turn, twice.
+	# overflows saved (1000 ms each) against the rise of a new client's mean time (its answers within a second: the
+	# others met an overflow, which the kernel counts), both queues in turn, twice. The mean, not the median: a
+	# longer queue holds a tail of clients longer, and the agent's ledger counts their waits (tcp.accept_wait), as it
+	# should; a CI run's median rose 44 -> 91 ms where the agent's ledger weighed a rise twice that.
 	kill -TERM "$AGENT_PID"
 	wait "$AGENT_PID" || fail "the agent did not exit 0"
 	backlog_to() {
@@ -71,14 +74,14 @@ if { [ "${st:-}" = aborted ] || [ "${st:-}" = reverted ]; } && [ "$last" -le 102
 			fail "live backlog $(live_backlog "$NS" $PORT) after the reload, not $1"
 		sleep 2
 	}
-	# measure_at ARM BACKLOG: the line "ARM overflows connections median_us" of 6 s at BACKLOG, into $TMP/queues (not
-	# through a command substitution: a fail in it would end only the subshell)
+	# measure_at ARM BACKLOG: the line "ARM overflows connections median_us mean_us" of 6 s at BACKLOG, into
+	# $TMP/queues (not through a command substitution: a fail in it would end only the subshell)
 	measure_at() {
-		local o0 p0 med
+		local o0 p0 times
 		backlog_to "$2"
 		o0=$(ns_netstat "$NS" ListenOverflows) p0=$(ns_snmp "$NS" PassiveOpens)
-		med=$(client_median "$NS" "http://127.0.0.1:$PORT/" 6)
-		echo "$1 $(($(ns_netstat "$NS" ListenOverflows) - o0)) $(($(ns_snmp "$NS" PassiveOpens) - p0)) $med" \
+		times=$(client_times "$NS" "http://127.0.0.1:$PORT/" 6)
+		echo "$1 $(($(ns_netstat "$NS" ListenOverflows) - o0)) $(($(ns_snmp "$NS" PassiveOpens) - p0)) $times" \
 			>>"$TMP/queues"
 	}
 	: >"$TMP/queues"
@@ -87,21 +90,21 @@ if { [ "${st:-}" = aborted ] || [ "${st:-}" = reverted ]; } && [ "$last" -le 102
 		measure_at b "$to"
 	done
 	kill -0 "$LOAD_PID" 2>/dev/null || fail "the load ended while the queues were measured"
-	# every line whole: counts, connections made, a median of requests made (client_median's -1: none)
-	awk 'NF != 4 || $2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $3 == 0 || $4 !~ /^[0-9]+$/ { bad = 1 }
+	# every line whole: counts, connections made, a median and a mean of requests made (client_times' -1: none)
+	awk 'NF != 5 || $2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $3 == 0 || $4 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/ { bad = 1 }
 		END { exit bad || NR != 4 }' "$TMP/queues" || fail "the queues were not measured: $(cat "$TMP/queues")"
 	m=$(cat "$TMP/queues")
-	read -r ov_a ov_b med_a med_b saved cost <<<"$(awk '
-		{ ov[$1] += $2; n[$1] += $3; med[$1] += $4 / 2 }
+	read -r ov_a ov_b med_a med_b mean_a mean_b saved cost <<<"$(awk '
+		{ ov[$1] += $2; n[$1] += $3; med[$1] += $4 / 2; mean[$1] += $5 / 2 }
 		END { a = n["a"] ? ov["a"] * 1000 / n["a"] : 0; b = n["b"] ? ov["b"] * 1000 / n["b"] : 0
-			printf "%.1f %.1f %.1f %.1f %d %d\n", a, b, med["a"] / 1000, med["b"] / 1000, (a - b) * 1000,
-				med["b"] - med["a"] }' <<<"$m")"
-	echo "# measured, agent stopped: overflows per 1000 connections $ov_a at $last, $ov_b at $to; a new client's median $med_a ms, $med_b ms"
-	echo "#   per 1000 connections: $saved ms saved by fewer overflows against $cost ms of a slower median"
+			printf "%.1f %.1f %.1f %.1f %.1f %.1f %d %d\n", a, b, med["a"] / 1000, med["b"] / 1000,
+				mean["a"] / 1000, mean["b"] / 1000, (a - b) * 1000, mean["b"] - mean["a"] }' <<<"$m")"
+	echo "# measured, agent stopped: overflows per 1000 connections $ov_a at $last, $ov_b at $to; a new client's median $med_a ms, $med_b ms; its mean $mean_a ms, $mean_b ms"
+	echo "#   per 1000 connections: $saved ms saved by fewer overflows against $cost ms of a slower mean"
 	# Wrong only where the longer queue is clearly worth it to clients: most overflows gone, and the time saved
-	# more than twice what the median's rise cost.
+	# more than twice what the mean's rise cost.
 	awk -v a="$ov_a" -v b="$ov_b" -v s="$saved" -v c="$cost" 'BEGIN { exit !(b * 2 < a && s > 0 && s > 2 * (c > 0 ? c : 0)) }' &&
-		fail "change $id $st, but $to is clearly worth it: overflows $ov_a -> $ov_b per 1000, the median $med_a -> $med_b ms"
+		fail "change $id $st, but $to is clearly worth it: overflows $ov_a -> $ov_b per 1000, the mean $mean_a -> $mean_b ms"
 	ok "the listen queue stopped at $last ($st at $to), as measured: $saved ms saved per 1000 connections against $cost ms"
 	echo "# $checks checks passed"
 	exit 0
