@@ -243,13 +243,14 @@ install_check() {
 [ -x build/ngx-autotune ] && step "make install DESTDIR=..." install_check
 
 # 2. The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, and the system tests that run
-#    the agent to a clean exit (LeakSanitizer then checks it too).
+#    the agent to a clean exit (LeakSanitizer then checks it too). The system tests that share the machine first,
+#    beside the unit tests (api-auth waits 16 s on a client that does not read), the ones that hold it alone last.
 rm -rf build-asan && mkdir build-asan
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 step "configure (ASan+UBSan)" sh -c "cd build-asan && ../configure --enable-werror CFLAGS='$san' LDFLAGS='$san' >configure.out 2>&1 || { tail -30 configure.out; exit 1; }" &&
 	step "make (ASan+UBSan)" make -C build-asan -j"$jobs" &&
 	ASAN_OPTIONS=detect_leaks=1 timed "tests under ASan+UBSan" run_check build-asan \
-		"$(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/cli-api.sh tests/system/nginx-live.sh tests/system/knobs-journal.sh tests/system/tuning-loop.sh tests/system/api-auth.sh"
+		"tests/system/api-auth.sh tests/system/cli-api.sh $(make -s -C build-asan print-unit-tests) tests/system/daemon-fakeroot.sh tests/system/knobs-journal.sh tests/system/nginx-live.sh tests/system/tuning-loop.sh"
 
 # 3. Every parser's libFuzzer target (tests/fuzz/README.md), built with clang, ASan and UBSan in a build of its own,
 #    each run for a few seconds on its seeds: one result, failed by any crash, leak, undefined behaviour or hang.

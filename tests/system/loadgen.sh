@@ -22,7 +22,7 @@ cat >>"$TMP/agent.conf" <<EOT
 mode = propose
 measure = loadgen
 pairs = 4
-block = 8s
+block = 6s
 calibrate_pairs = 0
 [loadgen]
 command = ip netns exec $NS wrk -t1 -c16 -d{seconds}s --latency http://127.0.0.1:$PORT/
