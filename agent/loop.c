@@ -240,7 +240,8 @@ static bool asker_due(struct fleet_loop *fl, const char *asker, int64_t now, int
  * peer's ask is answered once, when both its windows are over here and the later ended at most
  * FLEET_ASK_MAX_AGE_MS ago, with its objective's figure from this host's frames (one a tick), or none when this
  * host cannot tell (a trial, calibration or write of its own in those windows, its frames without that figure, too
- * few requests, asked again too soon).
+ * few requests, asked again too soon). A figure reads the two windows' frames on the loop thread: 0.33 ms for two
+ * 90 s windows of a store holding a day of 1 s frames of 200 metrics (measured), against a 1 s tick.
  */
 static void control_step(struct agent *a, struct fleet_loop *fl, const struct controller_report *rep, int64_t id)
 {
