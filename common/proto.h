@@ -305,6 +305,8 @@
 #define API_K_FLEET_CANARY "canary"            /* the host whose trial is the pool's canary, "" */
 #define API_K_FLEET_ROUNDS "rounds"
 #define API_K_FLEET_FAILURES "failures"
+#define API_K_FLEET_WATCHING "watching"     /* etcd streams the pool's changes to this host */
+#define API_K_FLEET_WAKES "wakes"           /* rounds a change of the pool woke */
 #define API_K_FLEET_MEMBERS "members"       /* [{host, alive, state, knob, agent, kernel, cpus, slot, max_in_trial}] */
 #define API_K_FLEET_ALIVE "alive"
 #define API_K_FLEET_STATE "state"

@@ -44,9 +44,11 @@ static int fleet_exec(struct ctl *ctl, int argc, char **argv)
 		json_decref(r);
 		return 0;
 	}
-	printf("pool %s, this host %s: %s through %s (%lld rounds, %lld failed)\n", s(r, API_K_FLEET_POOL),
+	printf("pool %s, this host %s: %s through %s (%lld rounds, %lld failed; %s)\n", s(r, API_K_FLEET_POOL),
 	       s(r, API_K_FLEET_HOST), json_is_true(json_object_get(r, API_K_FLEET_REACHABLE)) ? "etcd answers" :
-	       "etcd does not answer", s(r, API_K_FLEET_ENDPOINT), n(r, API_K_FLEET_ROUNDS), n(r, API_K_FLEET_FAILURES));
+	       "etcd does not answer", s(r, API_K_FLEET_ENDPOINT), n(r, API_K_FLEET_ROUNDS), n(r, API_K_FLEET_FAILURES),
+	       json_is_true(json_object_get(r, API_K_FLEET_WATCHING)) ? "watching the pool's changes" :
+	       "not watching: polling");
 	if (s(r, API_K_FLEET_MAX_BY)[0])
 		printf("the pool's max_in_trial is %lld, set by %s (this host's is %lld): the smallest of its hosts' holds\n",
 		       n(r, API_K_FLEET_MAX), s(r, API_K_FLEET_MAX_BY), n(r, API_K_FLEET_MAX_SET));

@@ -149,13 +149,14 @@ static json_t *fleet_json(struct agent *a, bool members)
 	if (!v)
 		return NULL;
 	fleet_view(a->fleet, v);
-	o = json_pack("{s:b, s:s, s:s, s:b, s:s, s:b, s:i, s:b, s:s, s:I, s:I, s:s, s:s, s:I, s:I}",
+	o = json_pack("{s:b, s:s, s:s, s:b, s:s, s:b, s:i, s:b, s:s, s:I, s:I, s:s, s:s, s:I, s:I, s:b, s:I}",
 		      API_K_FLEET_CONFIGURED, 1, API_K_FLEET_POOL, v->pool, API_K_FLEET_HOST, v->host,
 		      API_K_FLEET_REACHABLE, v->reachable, API_K_FLEET_WHY, v->why, API_K_FLEET_HELD, v->held,
 		      API_K_FLEET_SLOT, v->slot, API_K_FLEET_WANT, v->want, API_K_FLEET_ENDPOINT, v->endpoint,
 		      API_K_FLEET_MAX, (json_int_t)v->max_in_trial, API_K_FLEET_MAX_SET, (json_int_t)v->max_in_trial_set,
 		      API_K_FLEET_MAX_BY, v->max_in_trial_by, API_K_FLEET_CANARY, v->canary, API_K_FLEET_ROUNDS,
-		      (json_int_t)v->rounds, API_K_FLEET_FAILURES, (json_int_t)v->failures);
+		      (json_int_t)v->rounds, API_K_FLEET_FAILURES, (json_int_t)v->failures, API_K_FLEET_WATCHING,
+		      v->watching, API_K_FLEET_WAKES, (json_int_t)v->wakes);
 	if (o && members && (arr = json_array())) {
 		for (size_t i = 0; i < v->n; i++) {
 			const struct fleet_member *m = &v->m[i];

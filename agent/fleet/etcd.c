@@ -115,6 +115,21 @@ const char *etcd_endpoint(const struct etcd *e)
 	return e->endpoint[e->cur];
 }
 
+/* What every request sets: no signals (a thread's), no proxy, no redirect, http(s) only, and the TLS files. */
+static void tls_and_limits(struct etcd *e)
+{
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	if (e->ca)
+		curl_easy_setopt(e->curl, CURLOPT_CAINFO, e->ca);
+	if (e->cert) {
+		curl_easy_setopt(e->curl, CURLOPT_SSLCERT, e->cert);
+		curl_easy_setopt(e->curl, CURLOPT_SSLKEY, e->key);
+	}
+}
+
 /* One POST of BODY to PATH at endpoint I: the HTTP status, with the answer in *B; -1 with ERR when none came. */
 static long post(struct etcd *e, size_t i, const char *path, const char *body, struct buf *b, char *err,
 		 size_t errlen)
@@ -137,16 +152,7 @@ static long post(struct etcd *e, size_t i, const char *path, const char *body, s
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
 	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
-	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	if (e->ca)
-		curl_easy_setopt(e->curl, CURLOPT_CAINFO, e->ca);
-	if (e->cert) {
-		curl_easy_setopt(e->curl, CURLOPT_SSLCERT, e->cert);
-		curl_easy_setopt(e->curl, CURLOPT_SSLKEY, e->key);
-	}
+	tls_and_limits(e);
 	rc = curl_easy_perform(e->curl);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
@@ -421,5 +427,112 @@ int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *c
 		return r;
 	r = etcd_range_kvs(resp, prefix, fn, ctx);
 	json_decref(resp);
+	return r;
+}
+
+struct watch {
+	struct etcd_watch_buf w;
+	const char *prefix;
+	etcd_event_fn fn;
+	bool (*stop)(void *ctx);
+	void *ctx;
+	int r;        /* the feed's error, or 0 */
+	bool stopped; /* STOP said so */
+};
+
+static size_t on_watch_data(char *data, size_t size, size_t n, void *arg)
+{
+	struct watch *x = arg;
+
+	x->r = etcd_watch_feed(&x->w, data, size * n, x->prefix, x->fn, x->ctx);
+	return x->r < 0 ? 0 : size * n;
+}
+
+/* libcurl asks this at least once a second, also while nothing comes. */
+static int on_watch_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct watch *x = arg;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	x->stopped = x->stop(x->ctx);
+	return x->stopped;
+}
+
+int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn, bool (*stop)(void *ctx), void *ctx,
+	       char *err, size_t errlen)
+{
+	struct watch x = {.prefix = prefix, .fn = fn, .stop = stop, .ctx = ctx};
+	char url[CONFIG_PATH_MAX + 64], auth[sizeof(e->token) + 32], *body, *end;
+	struct curl_slist *h;
+	size_t i = e->cur, n = strlen(prefix);
+	long code = -1;
+	json_t *req;
+	CURLcode rc;
+	int r;
+
+	if (n == 0)
+		return -EINVAL;
+	/* A token anew for each watch: one made minutes ago may have expired (etcd's simple tokens do, unused). */
+	if (e->user)
+		e->token[0] = '\0';
+	if (e->user && (r = authenticate(e, i, err, errlen)) < 0) {
+		if (r == -EHOSTUNREACH)
+			e->cur = (i + 1) % e->n;
+		return r;
+	}
+	end = strdup(prefix);
+	if (!end)
+		return -ENOMEM;
+	end[n - 1]++; /* as etcd_range_prefix */
+	req = json_pack("{s:{s:o, s:o}}", "create_request", "key", b64(prefix), "range_end", b64(end));
+	free(end);
+	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!body) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	if (e->token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
+		h = curl_slist_append(h, auth);
+	}
+	snprintf(url, sizeof(url), "%s/v3/watch", e->endpoint[i]);
+	curl_easy_reset(e->curl);
+	curl_easy_setopt(e->curl, CURLOPT_URL, url);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_watch_progress);
+	curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, &x);
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, max_ms);
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
+	/* A peer gone without a word (a partition) is found by TCP's keepalive, not by a silence: a quiet pool is. */
+	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPIDLE, 10L);
+	curl_easy_setopt(e->curl, CURLOPT_TCP_KEEPINTVL, 5L);
+	tls_and_limits(e);
+	rc = curl_easy_perform(e->curl);
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(h);
+	free(body);
+	if (x.stopped || (rc == CURLE_OPERATION_TIMEDOUT && x.w.created)) {
+		r = 0;
+	} else if (x.r < 0) {
+		r = x.r;
+		snprintf(err, errlen, "%s/v3/watch: %s", e->endpoint[i], x.w.why);
+	} else if (code >= 400 && code < 500) {
+		r = -EACCES;
+		snprintf(err, errlen, "%s/v3/watch: HTTP %ld", e->endpoint[i], code);
+	} else {
+		/* Refused, timed out before etcd confirmed it, or ended by the other side: the next endpoint next. */
+		r = -EHOSTUNREACH;
+		snprintf(err, errlen, "%s/v3/watch: %s", e->endpoint[i],
+			 rc == CURLE_OK ? "the stream ended" : curl_easy_strerror(rc));
+		e->cur = (i + 1) % e->n;
+	}
+	etcd_watch_buf_free(&x.w);
 	return r;
 }

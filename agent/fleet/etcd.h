@@ -1,8 +1,8 @@
 /*
  * etcd: a client of etcd v3's JSON gateway (POST /v3/..., keys and values base64 in JSON) over libcurl, as much of
  * it as a pool of agents needs: leases (grant, keepalive, revoke), put, a create that succeeds only for a key that
- * does not exist (a transaction on its create revision), a delete only of a key that holds a given value, and the
- * range of a prefix.
+ * does not exist (a transaction on its create revision), a delete only of a key that holds a given value, the
+ * range of a prefix, and a watch of a prefix (POST /v3/watch: a stream of JSON lines).
  *
  * Blocking, one call at a time: the fleet's thread (fleet.h) owns it, never the loop. Each call tries the endpoints
  * in turn from the last one that answered, bounded by a timeout each; with a user, it authenticates first
@@ -52,7 +52,31 @@ int etcd_delete_if(struct etcd *e, const char *key, const char *value, bool *del
 typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value, int64_t lease);
 int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *ctx, char *err, size_t errlen);
 
+/* An event of a watch: KEY put (bound to LEASE, 0: none) or deleted (a lease's end deletes its keys too); KEY NULL
+ * once when etcd confirmed the watch. A negative return ends the watch with it. */
+typedef int (*etcd_event_fn)(void *ctx, const char *key, int64_t lease, bool deleted);
+/* Every change under PREFIX from now on, through FN, until STOP(CTX) says so (asked at least each second), MAX_MS
+ * passed (0 either way), or the stream ends or fails: -EHOSTUNREACH (the endpoint did not answer or went away: the
+ * next call tries the next), -EACCES, -ECANCELED (etcd ended the watch), -EPROTO, -EIO, FN's own, with ERR. On a
+ * handle of its own: it blocks for as long as it watches. */
+int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn, bool (*stop)(void *ctx), void *ctx,
+	       char *err, size_t errlen);
+
 /* ---- etcd_json.c: its answers read, pure (no network), fuzzed ---- */
+/* A watch's stream: one JSON object a line, fed as it comes. */
+struct etcd_watch_buf {
+	char *p;      /* the partial line kept */
+	size_t len;
+	bool created; /* etcd said it watches */
+	char why[160]; /* why the last feed failed: etcd's message, cleaned */
+};
+/* DATA (LEN bytes) of a watch's stream: each whole line read, its events under PREFIX through FN (etcd_watch). 0, or
+ * -EIO (etcd's error), -ECANCELED (etcd canceled the watch), -EPROTO (a line that is not etcd's, or longer than
+ * ETCD_ANSWER_MAX), -ENOMEM, FN's negative return; W->why says which. */
+int etcd_watch_feed(struct etcd_watch_buf *w, const char *data, size_t len, const char *prefix, etcd_event_fn fn,
+		    void *ctx);
+void etcd_watch_buf_free(struct etcd_watch_buf *w);
+
 /* An int64 of etcd's JSON (a string, as protobuf's JSON writes them, or a number): 0 or -EPROTO. */
 int etcd_int64_of(json_t *v, int64_t *out);
 /* V (base64) decoded into a NUL-terminated string (malloc'd): NULL when it is not base64 or holds a NUL. */

@@ -33,9 +33,12 @@ struct fleet {
 	/* the thread's own */
 	struct etcd *etcd;
 	char prefix[160];       /* /ngx-autotune/pools/POOL/ */
+	char pool[FLEET_NAME_MAX]; /* POOL (set once, before the threads) */
 	char host[FLEET_NAME_MAX];
 	int64_t ttl_s, period_ms, max_in_trial;
 	int64_t lease;          /* 0: none */
+	int64_t lease_ok_ms;    /* when etcd last renewed it (CLOCK_MONOTONIC) */
+	bool slow_said;         /* a round slower than a third of the lease logged, until one is not */
 	bool known_put;         /* known/HOST written since the start */
 	char member_value[512]; /* members/HOST as last put under LEASE ("" after a new lease) */
 	int slot;               /* held, or -1 */
@@ -66,6 +69,17 @@ struct fleet {
 	/* ... and the thread's own */
 	char ask_put[512];      /* control/HOST as last put ("" none) */
 	struct fleet_control next_control;
+	/* The watch of the pool's keys: a thread of its own on a client of its own (a watch blocks as long as it
+	 * lasts); under MU: */
+	pthread_t watcher;
+	bool watcher_started;
+	pthread_cond_t wcv;     /* the watcher's pause between two watches: fleet_free ends it */
+	bool watching;          /* etcd confirmed the watch, and it has not ended */
+	int64_t watch_lease;    /* the round's lease, for the watcher to know this host's own puts */
+	int64_t wakes;          /* rounds a change woke */
+	/* the watcher's own */
+	struct etcd *wetcd;
+	bool watch_said;        /* "watching" logged since the last failure */
 };
 
 static int read_password(const char *path, char *out, size_t outlen, char *err, size_t errlen)
@@ -90,6 +104,8 @@ static int read_password(const char *path, char *out, size_t outlen, char *err, 
 
 /* ---- one round with etcd (the thread's) ------------------------------------------------------------------- */
 
+static int64_t mono_ms(void);
+
 static int lease_alive(struct fleet *f, char *err, size_t errlen)
 {
 	int64_t ttl;
@@ -97,6 +113,8 @@ static int lease_alive(struct fleet *f, char *err, size_t errlen)
 
 	if (f->lease) {
 		r = etcd_keepalive(f->etcd, f->lease, &ttl, err, errlen);
+		if (r == 0)
+			f->lease_ok_ms = mono_ms();
 		if (r != -ENOENT)
 			return r;
 		/* Expired (etcd was away longer than its TTL): what it bound is gone, a slot too. */
@@ -107,6 +125,7 @@ static int lease_alive(struct fleet *f, char *err, size_t errlen)
 	}
 	r = etcd_grant(f->etcd, f->ttl_s, &f->lease, err, errlen);
 	if (r == 0) {
+		f->lease_ok_ms = mono_ms();
 		f->member_value[0] = '\0';
 		f->ask_put[0] = '\0'; /* control/HOST went with the old lease */
 		log_info("fleet: %s joined pool %s through %s (lease %" PRId64 ", %" PRId64 " s)", f->host,
@@ -383,11 +402,30 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The pool's keys under PREFIX/WHAT through on_key. */
+/* The lease renewed between a round's requests once a third of it passed: a round that etcd or this host makes slow
+ * (found in fleet.sh: two wrk of 400 clients on the 2 CPUs of six agents and etcd, each request 300 ms, a round of
+ * them 3 s and more) must not let it expire, and the host's slot and membership with it. */
+static int lease_due(struct fleet *f, char *err, size_t errlen)
+{
+	int64_t ttl;
+	int r;
+
+	if (!f->lease || mono_ms() - f->lease_ok_ms < f->ttl_ms / 3)
+		return 0;
+	r = etcd_keepalive(f->etcd, f->lease, &ttl, err, errlen);
+	if (r == 0)
+		f->lease_ok_ms = mono_ms();
+	return r;
+}
+
+/* The pool's keys under PREFIX/WHAT through on_key (the lease first, when due). */
 static int range(struct fleet *f, const char *what, char *err, size_t errlen)
 {
 	char p[256];
+	int r = lease_due(f, err, errlen);
 
+	if (r < 0)
+		return r;
 	snprintf(p, sizeof(p), "%s%s", f->prefix, what);
 	f->rd.prefix = f->prefix;
 	f->rd.host = f->host;
@@ -545,6 +583,8 @@ static void round_once(struct fleet *f)
 		}
 	}
 	if (r == 0)
+		r = lease_due(f, err, sizeof(err));
+	if (r == 0)
 		r = slot_step(f, want, canary, knob, to, err, sizeof(err));
 	if (r == 0)
 		r = range(f, "slots/", err, sizeof(err));
@@ -617,10 +657,87 @@ static void round_once(struct fleet *f)
 	    memcmp(f->next.verdicts, f->view.verdicts, f->next.nverdicts * sizeof(f->next.verdicts[0])) != 0)
 		f->next.verdicts_gen++;
 	pthread_mutex_lock(&f->mu);
+	f->next.watching = f->watching;
+	f->next.wakes = f->wakes;
 	f->view = f->next;
 	if (r == 0)
 		f->control = f->next_control;
+	f->watch_lease = f->lease;
 	pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- the watch (the watcher's thread) ---------------------------------------------------------------------- */
+
+static bool watch_stop(void *arg)
+{
+	struct fleet *f = arg;
+	bool stop;
+
+	pthread_mutex_lock(&f->mu);
+	stop = f->stop;
+	pthread_mutex_unlock(&f->mu);
+	return stop;
+}
+
+/* An event of the watch (an etcd_event_fn): a round at once for a change this host reads; KEY NULL: the watch is
+ * made, and a round at once reads what changed before it. */
+static int watch_event(void *arg, const char *key, int64_t lease, bool deleted)
+{
+	struct fleet *f = arg;
+
+	if (!key && !f->watch_said) {
+		log_info("fleet: watching pool %s through %s: a change wakes this host's round", f->pool,
+			 etcd_endpoint(f->wetcd));
+		f->watch_said = true;
+	}
+	if (key)
+		log_debug("fleet: %s %s%s", deleted ? "deleted" : "put", key, lease ? " (leased)" : "");
+	pthread_mutex_lock(&f->mu);
+	if (!key || fleet_watch_wakes(f->prefix, f->host, f->watch_lease, key, lease, deleted)) {
+		f->watching = true;
+		f->wake_seq++;
+		f->wakes += key != NULL;
+		pthread_cond_signal(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+static void *watch_run(void *arg)
+{
+	struct fleet *f = arg;
+	char err[512], said[512] = "";
+
+	for (;;) {
+		struct timespec until;
+		bool stop;
+		int r = etcd_watch(f->wetcd, f->prefix, FLEET_WATCH_MAX_MS, watch_event, watch_stop, f, err, sizeof(err));
+
+		pthread_mutex_lock(&f->mu);
+		f->watching = false;
+		stop = f->stop;
+		pthread_mutex_unlock(&f->mu);
+		if (stop)
+			break;
+		if (r == 0)
+			continue; /* made anew after FLEET_WATCH_MAX_MS */
+		/* Said once until it works again: while etcd is away its rounds say so each time they fail. */
+		if (strcmp(err, said) != 0)
+			log_info("fleet: the watch of pool %s ended: %s (its rounds ask etcd each second while a host is "
+				 "in trial or this one waits for a slot, until it watches again)", f->pool, err);
+		fleet_copy(said, sizeof(said), err);
+		f->watch_said = false;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += 1;
+		pthread_mutex_lock(&f->mu);
+		while (!f->stop && pthread_cond_timedwait(&f->wcv, &f->mu, &until) == 0)
+			;
+		stop = f->stop;
+		pthread_mutex_unlock(&f->mu);
+		if (stop)
+			break;
+	}
+	return NULL;
 }
 
 static void *run(void *arg)
@@ -630,28 +747,29 @@ static void *run(void *arg)
 
 	for (;;) {
 		struct timespec until;
-		int64_t period;
+		int64_t period, t0 = mono_ms(), took;
 		uint64_t seen, wseen;
 
 		pthread_mutex_lock(&f->mu);
 		wseen = f->wake_seq; /* before the round: an ask or an answer queued during it wakes the next at once */
 		pthread_mutex_unlock(&f->mu);
 		round_once(f);
+		took = mono_ms() - t0;
+		if (took > f->ttl_ms / 3 && !f->slow_said)
+			log_warn("fleet: a round with etcd took %" PRId64 " ms, more than a third of the lease (%" PRId64
+				 " ms): etcd or this host is slow; the lease is renewed between its requests", took, f->ttl_ms);
+		f->slow_said = took > f->ttl_ms / 3;
 		/* A host that waits for a slot asks again each second: a slot given back is taken within one, not within
 		 * a third of the lease (the pool's hosts behind one another each waited that much more). */
 		pthread_mutex_lock(&f->mu);
 		period = ((f->view.want && !f->view.held) || f->asking || peer_in_trial(f)) && f->view.reachable &&
-				 f->period_ms > FLEET_WAIT_POLL_MS
+				 !f->watching && f->period_ms > FLEET_WAIT_POLL_MS
 			 ? FLEET_WAIT_POLL_MS
 			 : f->period_ms;
 		pthread_mutex_unlock(&f->mu);
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += period / 1000;
-		until.tv_nsec += (period % 1000) * 1000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		/* From the round's start: a slow round shortens the wait, so that the lease is renewed every period. */
+		until.tv_sec = (t0 + period) / 1000;
+		until.tv_nsec = (t0 + period) % 1000 * 1000000;
 		pthread_mutex_lock(&f->mu);
 		seen = f->next.want_seq; /* the one the round used: a change during the round wakes it at once */
 		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give, a
@@ -694,6 +812,8 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 	}
 	o.password = password;
 	r = etcd_new(&o, &f->etcd);
+	if (r == 0 && (r = etcd_new(&o, &f->wetcd)) < 0)
+		etcd_free(f->etcd);
 	memset(password, 0, sizeof(password));
 	if (r < 0) {
 		snprintf(err, errlen, "[fleet] endpoints: %s", r == -EINVAL ? "none" : strerror(-r));
@@ -709,6 +829,7 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 		if (*p == '/')
 			*p = '_';
 	snprintf(f->prefix, sizeof(f->prefix), "/ngx-autotune/pools/%s/", cfg->fleet_pool);
+	fleet_copy(f->pool, sizeof(f->pool), cfg->fleet_pool);
 	f->ttl_s = (cfg->fleet_lease_ttl_ms + 999) / 1000;
 	f->ttl_ms = cfg->fleet_lease_ttl_ms;
 	f->period_ms = cfg->fleet_lease_ttl_ms / 3 > 500 ? cfg->fleet_lease_ttl_ms / 3 : 500;
@@ -727,14 +848,24 @@ int fleet_new(const struct config *cfg, struct fleet **out, char *err, size_t er
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&f->cv, &ca);
+	pthread_cond_init(&f->wcv, &ca);
 	pthread_condattr_destroy(&ca);
 	r = pthread_create(&f->thread, NULL, run, f);
 	if (r != 0) {
 		snprintf(err, errlen, "the fleet's thread: %s", strerror(r));
+		pthread_cond_destroy(&f->cv);
+		pthread_cond_destroy(&f->wcv);
+		pthread_mutex_destroy(&f->mu);
 		etcd_free(f->etcd);
+		etcd_free(f->wetcd);
 		free(f);
 		return -r;
 	}
+	/* Without a watch the rounds poll as they did: a pool works the same, only with more requests. */
+	r = pthread_create(&f->watcher, NULL, watch_run, f);
+	if (r != 0)
+		log_warn("fleet: no watch of pool %s (%s): its rounds poll etcd", cfg->fleet_pool, strerror(r));
+	f->watcher_started = r == 0;
 	*out = f;
 	return 0;
 }
@@ -746,11 +877,16 @@ void fleet_free(struct fleet *f)
 	pthread_mutex_lock(&f->mu);
 	f->stop = true;
 	pthread_cond_signal(&f->cv);
+	pthread_cond_signal(&f->wcv);
 	pthread_mutex_unlock(&f->mu);
 	pthread_join(f->thread, NULL);
+	if (f->watcher_started)
+		pthread_join(f->watcher, NULL); /* within a second: libcurl asks watch_stop at least that often */
 	pthread_cond_destroy(&f->cv);
+	pthread_cond_destroy(&f->wcv);
 	pthread_mutex_destroy(&f->mu);
 	etcd_free(f->etcd);
+	etcd_free(f->wetcd);
 	free(f);
 }
 

@@ -269,3 +269,18 @@ int64_t fleet_pool_max(const struct fleet_view *v, int64_t own, char *by, size_t
 		}
 	return most;
 }
+
+bool fleet_watch_wakes(const char *prefix, const char *host, int64_t own, const char *key, int64_t lease, bool deleted)
+{
+	size_t n = strlen(prefix), h = strlen(host);
+	const char *rest;
+
+	if (strncmp(key, prefix, n) != 0)
+		return false;
+	if (!deleted && lease && lease == own)
+		return false;
+	rest = key + n;
+	if (strncmp(rest, "answers/", 8) == 0)
+		return strncmp(rest + 8, host, h) == 0 && rest[8 + h] == '/';
+	return true;
+}

@@ -3,7 +3,8 @@
  * printable ASCII within its field; the counts stay within their arrays; a slot this host holds is seen only as
  * its own (its host, its lease); a peer's ask taken has two windows that do not overlap and a metric of the
  * registry's characters; the answers to this host's ask count no more figures than answers, each within the judge's
- * bound of a control. */
+ * bound of a control. The same bytes as a watch's stream (etcd_watch_feed, in two pieces cut where the first byte
+ * says): every event's key is under the pool's prefix, every error said in printable ASCII. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -25,8 +26,17 @@ static void clean(const char *s, size_t len)
 		FUZZ_CHECK(s[i] >= 0x20 && s[i] <= 0x7e);
 }
 
+static int on_event(void *ctx, const char *key, int64_t lease, bool deleted)
+{
+	(void)ctx, (void)lease, (void)deleted;
+	FUZZ_CHECK(!key || strncmp(key, PREFIX, strlen(PREFIX)) == 0);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct etcd_watch_buf w = {0};
+	size_t cut = size ? data[0] % (size + 1) : 0;
 	static struct fleet_view view;
 	static struct fleet_round rd;
 	static struct fleet_control c;
@@ -84,5 +94,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(fabs(c.d_sum) <= c.peers * log(JUDGE_CONTROL_MAX) + 1e-9);
 	for (size_t i = 0; i < 16; i++)
 		FUZZ_CHECK(strnlen(rd.stale[i], sizeof(rd.stale[i])) < sizeof(rd.stale[i]));
+	r = etcd_watch_feed(&w, (const char *)data, cut, PREFIX, on_event, NULL);
+	if (r == 0)
+		r = etcd_watch_feed(&w, (const char *)data + cut, size - cut, PREFIX, on_event, NULL);
+	FUZZ_CHECK(r == 0 || r == -EIO || r == -ECANCELED || r == -EPROTO || r == -ENOMEM);
+	clean(w.why, sizeof(w.why));
+	etcd_watch_buf_free(&w);
 	return 0;
 }

@@ -127,6 +127,27 @@ grep -qx 'ngxat_fleet_info{host="h1",pool="web"} 1' "$TMP/metrics1" &&
 	fail "/metrics lacks the pool's families: $(grep ngxat_fleet "$TMP/metrics1")"
 ok "1. three agents joined pool web: ngxctl fleet lists h1, h2, h3 alive, /metrics says it (pool and host labels); a key that is not clean text is listed cleaned"
 
+# Each agent watches the pool's keys: a key put by hand wakes every host's round (a change it reads), and the
+# agents' own puts wake no one back and forth (a round a second and a third of one for a wake at most, idle).
+watching() { for h in 1 2 3; do hapi $h /v1/fleet | jq -e .watching >/dev/null || return 1; done; }
+wait_for 10 watching || fail "not every agent watches the pool: $(for h in 1 2 3; do hapi $h /v1/fleet | jq -c '{host, watching}'; done)"
+for h in 1 2 3; do
+	grep -q "fleet: watching pool web through http://127.0.0.1:$EPORT: a change wakes this host's round" "$TMP/h$h/agent.log" ||
+		fail "h$h does not say it watches: $(grep 'fleet:' "$TMP/h$h/agent.log" | tail -3)"
+done
+fleet_sum() { for h in 1 2 3; do hapi $h /v1/fleet | jq ".$1"; done | awk '{ s += $1 } END { print s }'; }
+r0=$(fleet_sum rounds) w0=$(fleet_sum wakes) t0=$SECONDS
+sleep 5
+r1=$(fleet_sum rounds) w1=$(fleet_sum wakes) t1=$SECONDS
+[ $((r1 - r0)) -le $((3 * (t1 - t0 + 1) * 2)) ] ||
+	fail "the pool's rounds run away: $((r1 - r0)) rounds of 3 hosts in $((t1 - t0)) s ($((w1 - w0)) woken)"
+for h in 1 2 3; do eval "wk$h=$(hapi $h /v1/fleet | jq .wakes)"; done
+ectl put /ngx-autotune/pools/web/known/by-hand x >/dev/null || fail "etcdctl put failed"
+woken() { for h in 1 2 3; do [ "$(hapi $h /v1/fleet | jq .wakes)" -gt "$(eval echo "\$wk$h")" ] || return 1; done; }
+wait_for 3 woken || fail "a key put by hand did not wake every host's round: $(for h in 1 2 3; do echo "h$h $(eval echo "\$wk$h") -> $(hapi $h /v1/fleet | jq .wakes)"; done)"
+ectl del /ngx-autotune/pools/web/known/by-hand >/dev/null
+ok "1b. every agent watches the pool's keys: a key put by hand woke each host's round; idle, $((r1 - r0)) rounds of 3 hosts in $((t1 - t0)) s ($((w1 - w0)) woken): their own puts wake no one back and forth"
+
 # The sampler of the whole run: the slots etcd holds and the agents in trial, each 0.2 s; the most of each kept.
 sample() {
 	local most_slots=0 most_trials=0 s t h st
@@ -215,9 +236,12 @@ for h in 1 2 3; do
 	kill -0 "$(eval echo "\$AGENT$h")" && hapi $h /v1/status | jq -e .fleet >/dev/null || fail "agent h$h is not up without etcd"
 done
 grep -q "fleet: etcd unreachable: .* no trial starts until it answers" "$TMP/h2/agent.log" || fail "h2 did not log why"
+hapi 2 /v1/fleet | jq -e '.watching == false' >/dev/null || fail "h2 says it watches a pool whose etcd is gone"
 start_etcd
 wait_for 30 sh -c "[ \"\$(curl -s --unix-socket $TMP/h2/api.sock http://localhost/v1/trials/current | jq -r .state)\" = trial ]" ||
 	fail "h2's trial did not start when etcd came back: $(hapi 2 /v1/trials/current | jq -c '{state, reason}')"
+wait_for 10 watching || fail "the agents did not watch the pool again: $(for h in 1 2 3; do hapi $h /v1/fleet | jq -c '{host, watching}'; done)"
+grep -q "fleet: the watch of pool web ended: " "$TMP/h2/agent.log" || fail "h2 did not say its watch ended"
 touch "$TMP/stop-sampling"
 wait "$SAMPLER" 2>/dev/null
 read -r most_slots most_trials <"$TMP/most"

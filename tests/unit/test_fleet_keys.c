@@ -326,6 +326,149 @@ static void test_pool_max(void **state)
 	assert_string_equal(by, "h3");
 }
 
+
+/* A watch's stream as etcd 3.4's JSON gateway wrote it (POST /v3/watch on the pool's prefix, captured): the watch
+ * made, a member put under its lease, the same member deleted as its lease was revoked. */
+static const char watch_real[] =
+	"{\"result\":{\"header\":{\"cluster_id\":\"14841639068965178418\",\"member_id\":\"10276657743932975437\","
+	"\"revision\":\"4\",\"raft_term\":\"2\"},\"created\":true}}\n"
+	"{\"result\":{\"header\":{\"cluster_id\":\"14841639068965178418\",\"member_id\":\"10276657743932975437\","
+	"\"revision\":\"5\",\"raft_term\":\"2\"},\"events\":[{\"kv\":{\"key\":"
+	"\"L25neC1hdXRvdHVuZS9wb29scy93ZWIvbWVtYmVycy93ZWItMg==\",\"create_revision\":\"5\",\"mod_revision\":\"5\","
+	"\"version\":\"1\",\"value\":\"eyJob3N0Ijoid2ViLTIifQ==\",\"lease\":\"7587899374382863112\"}}]}}\n"
+	"{\"result\":{\"header\":{\"cluster_id\":\"14841639068965178418\",\"member_id\":\"10276657743932975437\","
+	"\"revision\":\"6\",\"raft_term\":\"2\"},\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":"
+	"\"L25neC1hdXRvdHVuZS9wb29scy93ZWIvbWVtYmVycy93ZWItMg==\",\"mod_revision\":\"6\"}}]}}\n";
+
+struct seen {
+	unsigned created, puts, deletes;
+	char key[256];
+	int64_t lease;
+	int ret; /* what the callback answers */
+};
+
+static int on_event(void *ctx, const char *key, int64_t lease, bool deleted)
+{
+	struct seen *s = ctx;
+
+	if (!key) {
+		s->created++;
+		return s->ret;
+	}
+	snprintf(s->key, sizeof(s->key), "%s", key);
+	s->lease = lease;
+	if (deleted)
+		s->deletes++;
+	else
+		s->puts++;
+	return s->ret;
+}
+
+static void test_watch_stream(void **state)
+{
+	static const struct {
+		const char *line; /* one line, newline added */
+		int want;
+		const char *why; /* in W.why, or NULL */
+	} bad[] = {
+		/* etcd 3.4's own, captured: a watch of a compacted revision, a key that is not base64 */
+		{"{\"result\":{\"header\":{\"cluster_id\":\"14841639068965178418\",\"raft_term\":\"2\"},\"canceled\":true,"
+		 "\"compact_revision\":\"6\"}}", -ECANCELED, "etcd canceled the watch"},
+		{"{\"error\":\"illegal base64 data at input byte 0\",\"message\":\"illegal base64 data at input byte 0\","
+		 "\"code\":2}", -EIO, "illegal base64 data at input byte 0"},
+		/* etcd 3.5's shape of an error, with a byte a terminal would obey */
+		{"{\"error\":{\"grpc_code\":16,\"message\":\"invalid auth token\\u001b[2J\"}}", -EIO,
+		 "invalid auth token?[2J"},
+		{"<html>502 Bad Gateway</html>", -EPROTO, "a line that is not etcd's"},
+		{"[1,2]", -EPROTO, NULL},
+		{"{\"result\":17}", -EPROTO, NULL},
+	};
+	struct etcd_watch_buf w = {0};
+	struct seen s = {0};
+
+	(void)state;
+	/* Fed a byte at a time, then whole: the same events. */
+	for (size_t i = 0; i < sizeof(watch_real) - 1; i++)
+		assert_int_equal(etcd_watch_feed(&w, watch_real + i, 1, PREFIX, on_event, &s), 0);
+	assert_true(w.created);
+	assert_int_equal(s.created, 1);
+	assert_int_equal(s.puts, 1);
+	assert_int_equal(s.deletes, 1);
+	assert_string_equal(s.key, PREFIX "members/web-2");
+	assert_int_equal(w.len, 0);
+	etcd_watch_buf_free(&w);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(etcd_watch_feed(&w, watch_real, sizeof(watch_real) - 1, PREFIX, on_event, &s), 0);
+	assert_int_equal(s.created + s.puts + s.deletes, 3);
+	/* A line cut short waits for the rest; another pool's keys are not this one's. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(etcd_watch_feed(&w, watch_real + 140, 60, PREFIX, on_event, &s), 0);
+	assert_int_equal(s.puts + s.deletes, 0);
+	etcd_watch_buf_free(&w);
+	assert_int_equal(etcd_watch_feed(&w, watch_real, sizeof(watch_real) - 1, "/ngx-autotune/pools/api/", on_event,
+					 &s), 0);
+	assert_int_equal(s.puts + s.deletes, 0);
+	etcd_watch_buf_free(&w);
+	/* The callback's error ends the feed with it. */
+	s.ret = -ENOSPC;
+	assert_int_equal(etcd_watch_feed(&w, watch_real, sizeof(watch_real) - 1, PREFIX, on_event, &s), -ENOSPC);
+	etcd_watch_buf_free(&w);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[512];
+
+		snprintf(line, sizeof(line), "%s\n", bad[i].line);
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(etcd_watch_feed(&w, line, strlen(line), PREFIX, on_event, &s), bad[i].want);
+		if (bad[i].why)
+			assert_non_null(strstr(w.why, bad[i].why));
+		assert_clean(w.why);
+		etcd_watch_buf_free(&w);
+	}
+	/* A line longer than an answer may be. */
+	{
+		size_t n = ETCD_ANSWER_MAX / 2 + 1;
+		char *big = malloc(n);
+
+		assert_non_null(big);
+		memset(big, ' ', n);
+		assert_int_equal(etcd_watch_feed(&w, big, n, PREFIX, on_event, &s), 0);
+		assert_int_equal(etcd_watch_feed(&w, big, n, PREFIX, on_event, &s), -EPROTO);
+		free(big);
+		etcd_watch_buf_free(&w);
+	}
+}
+
+/* Which changes of the pool wake a host's round: not its own puts, nor the answers to another's asks. */
+static void test_watch_wakes(void **state)
+{
+	static const struct {
+		const char *key;
+		int64_t lease;
+		bool deleted, wakes;
+	} cases[] = {
+		{PREFIX "members/web-2", 9, false, true},          /* a peer's state */
+		{PREFIX "members/web-2", 0, true, true},           /* a peer gone (its lease ended) */
+		{PREFIX "members/web-1", 7, false, false},         /* this host's own put */
+		{PREFIX "members/web-1", 0, true, true},           /* its own key deleted: not by itself */
+		{PREFIX "slots/0", 9, false, true},
+		{PREFIX "slots/0", 0, true, true},                 /* a slot freed */
+		{PREFIX "slots/1", 7, false, false},               /* this host's slot */
+		{PREFIX "control/web-2", 9, false, true},          /* a peer asks */
+		{PREFIX "answers/web-1/web-2", 9, false, true},    /* an answer to this host's ask */
+		{PREFIX "answers/web-2/web-3", 9, false, false},   /* to another's */
+		{PREFIX "answers/web-10/web-3", 9, false, false},  /* to another's whose name begins as this one's */
+		{PREFIX "answers/web-1", 9, false, false},
+		{PREFIX "verdicts/listen_queue/web-2", 0, false, true},
+		{"/ngx-autotune/pools/api/members/web-2", 9, false, false},
+		{"/ngx-autotune/pools/webx/members/web-2", 9, false, false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(fleet_watch_wakes(PREFIX, "web-1", 7, cases[i].key, cases[i].lease, cases[i].deleted),
+				 cases[i].wakes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +476,8 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_pool_max),
 		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_watch_stream),
+		cmocka_unit_test(test_watch_wakes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
