@@ -306,7 +306,7 @@
 #define API_K_FLEET_ROUNDS "rounds"
 #define API_K_FLEET_FAILURES "failures"
 #define API_K_FLEET_WATCHING "watching"     /* etcd streams the pool's changes to this host */
-#define API_K_FLEET_WAKES "wakes"           /* rounds a change of the pool woke */
+#define API_K_FLEET_WAKES "wakes"           /* changes of the pool that woke its round */
 #define API_K_FLEET_MEMBERS "members"       /* [{host, alive, state, knob, agent, kernel, cpus, slot, max_in_trial}] */
 #define API_K_FLEET_ALIVE "alive"
 #define API_K_FLEET_STATE "state"

@@ -139,7 +139,7 @@ static void write_fleet(struct prom_writer *w, struct agent *a)
 		prom_family(w, "ngxat_fleet_watching", PROM_GAUGE,
 			    "1 while etcd streams the pool's changes to this host (else its rounds poll).");
 		prom_sample(w, "", l, 2, v->watching ? 1 : 0);
-		prom_family(w, "ngxat_fleet_round_wakes_total", PROM_COUNTER, "Rounds a change of the pool woke.");
+		prom_family(w, "ngxat_fleet_round_wakes_total", PROM_COUNTER, "Changes of the pool that woke this host's round.");
 		prom_sample(w, "", l, 2, (double)v->wakes);
 	}
 	/* The pool as this host saw it last: each member (alive or gone; trying: in a calibration or trial, on which

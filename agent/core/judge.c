@@ -841,6 +841,7 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 		const struct block_value *va = &a->v[1 + g], *vb = &b->v[1 + g];
 		double x[JUDGE_PAIRS_MAX], mean = NAN, sd, lo = NAN, hi = NAN;
 		char c[EVFMT_TEXT_MAX], why[JUDGE_REASON_MAX];
+		bool gross_pair = false;
 		size_t k;
 
 		/* Weighed in the ledger, not a guardrail of its own: listen overflows come in bursts (a binomial
@@ -861,7 +862,8 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 				bounds(x, k, j->cfg.alpha_early, &mean, &sd, &lo, &hi, NULL);
 			/* One pair alone is no clear harm for an implied one: the synthetic client's median of a block
 			 * is a few dozen requests. */
-			if (!ge->implied && pe->g[g] < gross)
+			gross_pair = !ge->implied && pe->g[g] < gross;
+			if (gross_pair)
 				snprintf(why, sizeof(why), "guardrail %s failed at pair %u: %s in one pair", ge->metric,
 					 ev->npairs, guard_change(ge, pe->g[g], NAN, NAN, c, sizeof(c)));
 			else if (k >= 3 && hi < -log1p(j->cfg.guard_margin))
@@ -877,8 +879,9 @@ static bool guardrails(struct judge *j, const struct block_summary *a, const str
 			ge->outweighed = true;
 			continue;
 		}
-		/* A rise the ledger weighed against time it saved, without showing the loss: measured on. */
-		if (ge->saved_ms > 0.0 && !ledger_loss_shown(j, g))
+		/* A rise the ledger weighed against about as much time saved, without showing the loss: measured on
+		 * (never a gross pair: that is harm whatever the ledger). */
+		if (!gross_pair && ge->saved_ms > 0.0 && ge->saved_ms >= ge->cost_ms / 2 && !ledger_loss_shown(j, g))
 			continue;
 		ge->failed = true;
 		ge->failed_pair = ev->npairs;

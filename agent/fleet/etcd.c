@@ -470,8 +470,10 @@ int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn
 	CURLcode rc;
 	int r;
 
-	if (n == 0)
+	if (n == 0) {
+		snprintf(err, errlen, "no prefix to watch");
 		return -EINVAL;
+	}
 	/* A token anew for each watch: one made minutes ago may have expired (etcd's simple tokens do, unused). */
 	if (e->user)
 		e->token[0] = '\0';
@@ -481,8 +483,10 @@ int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn
 		return r;
 	}
 	end = strdup(prefix);
-	if (!end)
+	if (!end) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	end[n - 1]++; /* as etcd_range_prefix */
 	req = json_pack("{s:{s:o, s:o}}", "create_request", "key", b64(prefix), "range_end", b64(end));
 	free(end);
@@ -493,6 +497,9 @@ int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn
 		return -ENOMEM;
 	}
 	h = curl_slist_append(NULL, "Content-Type: application/json");
+	/* etcd's require-leader: a member that lost its leader ends the watch (a silent stream would say "watching"
+	 * while nothing comes), and the rounds poll until one with a leader answers. */
+	h = curl_slist_append(h, "Grpc-Metadata-hasleader: true");
 	if (e->token[0]) {
 		snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
 		h = curl_slist_append(h, auth);
@@ -524,7 +531,7 @@ int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn
 		r = x.r;
 		snprintf(err, errlen, "%s/v3/watch: %s", e->endpoint[i], x.w.why);
 	} else if (code >= 400 && code < 500) {
-		r = -EACCES;
+		r = code == 401 || code == 403 ? -EACCES : -EIO;
 		snprintf(err, errlen, "%s/v3/watch: HTTP %ld", e->endpoint[i], code);
 	} else {
 		/* Refused, timed out before etcd confirmed it, or ended by the other side: the next endpoint next. */

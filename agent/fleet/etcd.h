@@ -55,8 +55,9 @@ int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *c
 /* An event of a watch: KEY put (bound to LEASE, 0: none) or deleted (a lease's end deletes its keys too); KEY NULL
  * once when etcd confirmed the watch. A negative return ends the watch with it. */
 typedef int (*etcd_event_fn)(void *ctx, const char *key, int64_t lease, bool deleted);
-/* Every change under PREFIX from now on, through FN, until STOP(CTX) says so (asked at least each second), MAX_MS
- * passed (0 either way), or the stream ends or fails: -EHOSTUNREACH (the endpoint did not answer or went away: the
+/* Every change under PREFIX from now on, through FN, until STOP(CTX) says so (asked at least each second) or MAX_MS
+ * passed once etcd confirmed the watch (0 either way), or the stream ends or fails (a timeout before etcd confirmed
+ * it among them): -EHOSTUNREACH (the endpoint did not answer or went away: the
  * next call tries the next), -EACCES, -ECANCELED (etcd ended the watch), -EPROTO, -EIO, FN's own, with ERR. On a
  * handle of its own: it blocks for as long as it watches. */
 int etcd_watch(struct etcd *e, const char *prefix, long max_ms, etcd_event_fn fn, bool (*stop)(void *ctx), void *ctx,

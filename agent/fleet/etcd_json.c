@@ -138,11 +138,12 @@ static int watch_line(struct etcd_watch_buf *w, const char *line, size_t len, co
 	evs = json_object_get(res, "events");
 	json_array_foreach(evs, i, ev) {
 		json_t *kv = json_object_get(ev, "kv");
-		char *k = etcd_unb64(json_object_get(kv, "key"));
+		char *k;
 		int64_t lease = 0;
 
-		if (r != 0)
+		if (r < 0)
 			break;
+		k = etcd_unb64(json_object_get(kv, "key"));
 		if (json_object_get(kv, "lease"))
 			etcd_int64_of(json_object_get(kv, "lease"), &lease);
 		/* PUT is protobuf's default: left out of the JSON. */
@@ -158,7 +159,7 @@ static int watch_line(struct etcd_watch_buf *w, const char *line, size_t len, co
 int etcd_watch_feed(struct etcd_watch_buf *w, const char *data, size_t len, const char *prefix, etcd_event_fn fn,
 		    void *ctx)
 {
-	size_t start = 0;
+	size_t start = 0, i0 = w->len;
 	char *p;
 	int r = 0;
 
@@ -167,13 +168,16 @@ int etcd_watch_feed(struct etcd_watch_buf *w, const char *data, size_t len, cons
 		return -EPROTO;
 	}
 	p = realloc(w->p, w->len + len + 1);
-	if (!p)
+	if (!p) {
+		why(w, "out of memory", "");
 		return -ENOMEM;
+	}
 	w->p = p;
 	memcpy(w->p + w->len, data, len);
 	w->len += len;
-	/* Each whole line (one JSON object) read; a partial one kept for the next. */
-	for (size_t i = 0; i < w->len && r == 0; i++) {
+	/* Each whole line (one JSON object) read; a partial one kept for the next (it holds no newline: the search
+	 * starts where the new bytes do). */
+	for (size_t i = i0; i < w->len && r == 0; i++) {
 		if (w->p[i] != '\n')
 			continue;
 		if (i > start)

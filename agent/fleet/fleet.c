@@ -45,7 +45,7 @@ struct fleet {
 	bool canary_held;       /* the pool's canary key (slot_step) */
 	char canary_by[FLEET_NAME_MAX]; /* who holds it, when this host's canary waits for it ... */
 	bool canary_proven;     /* ... or who has just proven its value */
-	unsigned proven_rounds; /* rounds this host's canary has waited for its planner to take that proof */
+	int64_t proven_since_ms; /* since when this host's canary waits for its planner to take that proof (0: not) */
 	char kernel[64];
 	int64_t cpus;
 	struct fleet_view next; /* being made by the round */
@@ -79,7 +79,9 @@ struct fleet {
 	int64_t wakes;          /* rounds a change woke */
 	/* the watcher's own */
 	struct etcd *wetcd;
-	bool watch_said;        /* "watching" logged since the last failure */
+	bool watch_said;        /* "watching" logged since the last failure ... */
+	bool watch_failed_said; /* ... and its end since it last worked */
+	int64_t watch_backoff_ms; /* the pause before the next watch: 1 s, doubled to 30 s while it fails */
 };
 
 static int read_password(const char *path, char *out, size_t outlen, char *err, size_t errlen)
@@ -126,6 +128,9 @@ static int lease_alive(struct fleet *f, char *err, size_t errlen)
 	r = etcd_grant(f->etcd, f->ttl_s, &f->lease, err, errlen);
 	if (r == 0) {
 		f->lease_ok_ms = mono_ms();
+		pthread_mutex_lock(&f->mu);
+		f->watch_lease = f->lease; /* before its first put: the watcher knows this host's own puts */
+		pthread_mutex_unlock(&f->mu);
 		f->member_value[0] = '\0';
 		f->ask_put[0] = '\0'; /* control/HOST went with the old lease */
 		log_info("fleet: %s joined pool %s through %s (lease %" PRId64 ", %" PRId64 " s)", f->host,
@@ -218,8 +223,8 @@ static const char *proven_by(const struct fleet *f, const char *knob, const char
  * time: beside its slot it takes the pool's canary key (created only where none is, bound to the lease). Confirmations
  * of a value the pool proved fill the other slots: canary, then waves. A canary of KNOB = TO that a peer has just
  * proven (its verdict read this round, before the planner here made it a confirmation) takes nothing for up to
- * FLEET_PROVEN_WAIT_ROUNDS rounds: the canary key the prover gave back at its verdict would go to a second canary of
- * the same value (found by bench/fleet.sh). 0 when this host's canary may take a slot; 1 when it waits (canary_by
+ * FLEET_PROVEN_WAIT_MS (a time, not rounds: a change of the pool wakes a round at once): the canary key the prover
+ * gave back at its verdict would go to a second canary of the same value (found by bench/fleet.sh). 0 when this host's canary may take a slot; 1 when it waits (canary_by
  * says for whom).
  */
 static int canary_step(struct fleet *f, bool want, bool canary, const char *knob, const char *to, char *err,
@@ -235,15 +240,16 @@ static int canary_step(struct fleet *f, bool want, bool canary, const char *knob
 	f->canary_by[0] = '\0';
 	f->canary_proven = false;
 	if (!want || !canary)
-		f->proven_rounds = 0;
+		f->proven_since_ms = 0;
 	if (!want || !canary || f->next.max_in_trial <= 1) {
 		/* Kept while its trial holds a slot; given back otherwise (a proposal that became a confirmation). */
 		return f->slot >= 0 && want && canary ? 0 : canary_release(f, err, errlen);
 	}
 	if (f->canary_held || f->slot >= 0)
 		return 0;
-	if ((by = proven_by(f, knob, to)) && f->proven_rounds < FLEET_PROVEN_WAIT_ROUNDS) {
-		f->proven_rounds++;
+	if ((by = proven_by(f, knob, to)) && !f->proven_since_ms)
+		f->proven_since_ms = mono_ms();
+	if (by && mono_ms() - f->proven_since_ms < FLEET_PROVEN_WAIT_MS) {
 		fleet_copy_clean(f->canary_by, sizeof(f->canary_by), by);
 		f->canary_proven = true;
 		return 1;
@@ -690,8 +696,15 @@ static int watch_event(void *arg, const char *key, int64_t lease, bool deleted)
 			 etcd_endpoint(f->wetcd));
 		f->watch_said = true;
 	}
-	if (key)
-		log_debug("fleet: %s %s%s", deleted ? "deleted" : "put", key, lease ? " (leased)" : "");
+	if (key) {
+		char k[256];
+
+		fleet_copy_clean(k, sizeof(k), key); /* etcd's: anyone's who may write there */
+		log_debug("fleet: %s %s%s", deleted ? "deleted" : "put", k, lease ? " (leased)" : "");
+	} else {
+		f->watch_failed_said = false;
+		f->watch_backoff_ms = 0;
+	}
 	pthread_mutex_lock(&f->mu);
 	if (!key || fleet_watch_wakes(f->prefix, f->host, f->watch_lease, key, lease, deleted)) {
 		f->watching = true;
@@ -706,29 +719,41 @@ static int watch_event(void *arg, const char *key, int64_t lease, bool deleted)
 static void *watch_run(void *arg)
 {
 	struct fleet *f = arg;
-	char err[512], said[512] = "";
 
 	for (;;) {
 		struct timespec until;
+		char err[512] = "";
 		bool stop;
+		int64_t at;
 		int r = etcd_watch(f->wetcd, f->prefix, FLEET_WATCH_MAX_MS, watch_event, watch_stop, f, err, sizeof(err));
 
 		pthread_mutex_lock(&f->mu);
-		f->watching = false;
+		if (f->watching) {
+			/* The rounds poll again from now: one at once reads what the watch may have missed. */
+			f->watching = false;
+			f->wake_seq++;
+			pthread_cond_signal(&f->cv);
+		}
 		stop = f->stop;
 		pthread_mutex_unlock(&f->mu);
 		if (stop)
 			break;
 		if (r == 0)
 			continue; /* made anew after FLEET_WATCH_MAX_MS */
-		/* Said once until it works again: while etcd is away its rounds say so each time they fail. */
-		if (strcmp(err, said) != 0)
+		/* Said once until it works again (with several endpoints each says another error): while etcd is away
+		 * the rounds say so each time they fail. */
+		if (!f->watch_failed_said)
 			log_info("fleet: the watch of pool %s ended: %s (its rounds ask etcd each second while a host is "
 				 "in trial or this one waits for a slot, until it watches again)", f->pool, err);
-		fleet_copy(said, sizeof(said), err);
+		f->watch_failed_said = true;
 		f->watch_said = false;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += 1;
+		/* Each watch authenticates anew (a bcrypt on etcd): not each second for as long as it fails. */
+		f->watch_backoff_ms = f->watch_backoff_ms ? f->watch_backoff_ms * 2 : 1000;
+		if (f->watch_backoff_ms > FLEET_WATCH_BACKOFF_MAX_MS)
+			f->watch_backoff_ms = FLEET_WATCH_BACKOFF_MAX_MS;
+		at = mono_ms() + f->watch_backoff_ms;
+		until.tv_sec = at / 1000;
+		until.tv_nsec = at % 1000 * 1000000;
 		pthread_mutex_lock(&f->mu);
 		while (!f->stop && pthread_cond_timedwait(&f->wcv, &f->mu, &until) == 0)
 			;
@@ -767,9 +792,12 @@ static void *run(void *arg)
 			 ? FLEET_WAIT_POLL_MS
 			 : f->period_ms;
 		pthread_mutex_unlock(&f->mu);
-		/* From the round's start: a slow round shortens the wait, so that the lease is renewed every period. */
-		until.tv_sec = (t0 + period) / 1000;
-		until.tv_nsec = (t0 + period) % 1000 * 1000000;
+		/* From the round's start: a slow round shortens the wait (lease_due renews the lease within a round), but
+		 * a quarter of the period stays between two rounds, so that an etcd already slow is not asked back to
+		 * back. */
+		t0 = t0 + period > mono_ms() + period / 4 ? t0 + period : mono_ms() + period / 4;
+		until.tv_sec = t0 / 1000;
+		until.tv_nsec = t0 % 1000 * 1000000;
 		pthread_mutex_lock(&f->mu);
 		seen = f->next.want_seq; /* the one the round used: a change during the round wakes it at once */
 		/* Until the period ends, or sooner when the controller's want changed (a slot to take or to give, a

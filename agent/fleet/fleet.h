@@ -29,11 +29,12 @@
 
 #define FLEET_MEMBERS_MAX 64
 #define FLEET_NAME_MAX 64
-#define FLEET_PROVEN_WAIT_ROUNDS 5 /* rounds a canary waits for its planner to take a peer's proof of its value */
+#define FLEET_PROVEN_WAIT_MS 5000 /* a canary waits this long for its planner to take a peer's proof of its value */
 #define FLEET_WAIT_POLL_MS 1000 /* a host waiting for a trial slot asks etcd this often (else every third of the lease);
 				  * so do all while a host of the pool is in trial (its pairs wait for their peers); not
 				  * while it watches the pool's keys: a change wakes its round then */
 #define FLEET_WATCH_MAX_MS 300000 /* a watch is made anew this often (a stream that went quiet for good is ended) */
+#define FLEET_WATCH_BACKOFF_MAX_MS 30000 /* a watch that fails is tried again after 1 s, then twice as long, to this */
 #define FLEET_CONTROL_WAIT_MS 5000 /* a trial pair waits this long for its peers' figures (controller_set_control) */
 #define FLEET_ASKS_MAX 8
 #define FLEET_ASK_MAX_AGE_MS 60000 /* a peer's ask whose later window ended longer ago than this gets no figure */
@@ -70,7 +71,7 @@ struct fleet_view {
 	uint64_t want_seq;     /* the loop's want as this round saw it (fleet_tell's count of changes) */
 	int64_t ok_mono_ms;    /* when a round last reached etcd wholly (CLOCK_MONOTONIC) */
 	bool watching;         /* etcd streams the pool's changes to this host (its rounds go when one comes) */
-	int64_t wakes;         /* rounds a change of the pool woke */
+	int64_t wakes;         /* changes of the pool that woke its round (several at once wake one) */
 };
 
 /* A trial host's ask for its peers' figures over one pair's two blocks (control/HOST). */
@@ -114,7 +115,7 @@ struct fleet_round {
  * a slot, a verdict, a peer's ask, an answer to this host's; anything else ignored. Always 0. */
 int fleet_take_key(void *ctx, const char *key, const char *value, int64_t lease);
 /* Whether a change of KEY (put under LEASE, or DELETED) in pool PREFIX wakes HOST's round, whose lease is OWN: not
- * its own keys' puts, nor the answers to another host's asks (each peer's answer would wake every host of the pool:
+ * its own keys' puts (under its lease, or known/HOST and verdicts/KNOB/HOST), nor the answers to another host's asks (each peer's answer would wake every host of the pool:
  * a round of each per answer); everything else of the pool it reads. */
 bool fleet_watch_wakes(const char *prefix, const char *host, int64_t own, const char *key, int64_t lease, bool deleted);
 /* SRC (NULL: "") into DST of LEN bytes, cut to fit; the _clean one with anything but printable ASCII made '?' (the

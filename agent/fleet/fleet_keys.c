@@ -282,5 +282,11 @@ bool fleet_watch_wakes(const char *prefix, const char *host, int64_t own, const 
 	rest = key + n;
 	if (strncmp(rest, "answers/", 8) == 0)
 		return strncmp(rest + 8, host, h) == 0 && rest[8 + h] == '/';
+	/* This host's own keys without a lease: known/HOST, verdicts/KNOB/HOST. */
+	if (!deleted && strncmp(rest, "known/", 6) == 0 && strcmp(rest + 6, host) == 0)
+		return false;
+	if (!deleted && strncmp(rest, "verdicts/", 9) == 0 && strlen(rest) > h &&
+	    strcmp(rest + strlen(rest) - h, host) == 0 && rest[strlen(rest) - h - 1] == '/')
+		return false;
 	return true;
 }

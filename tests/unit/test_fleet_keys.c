@@ -395,11 +395,19 @@ static void test_watch_stream(void **state)
 	assert_int_equal(s.puts, 1);
 	assert_int_equal(s.deletes, 1);
 	assert_string_equal(s.key, PREFIX "members/web-2");
+	assert_int_equal(s.lease, 0); /* the delete's: a lease's end says no lease */
 	assert_int_equal(w.len, 0);
 	etcd_watch_buf_free(&w);
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(etcd_watch_feed(&w, watch_real, sizeof(watch_real) - 1, PREFIX, on_event, &s), 0);
 	assert_int_equal(s.created + s.puts + s.deletes, 3);
+	/* The put's lease, as the watcher tells this host's own puts by it. */
+	memset(&s, 0, sizeof(s));
+	etcd_watch_buf_free(&w);
+	assert_int_equal(etcd_watch_feed(&w, watch_real, strchr(strchr(watch_real, '\n') + 1, '\n') + 1 - watch_real,
+					 PREFIX, on_event, &s), 0);
+	assert_int_equal(s.puts, 1);
+	assert_true(s.lease == 7587899374382863112LL);
 	/* A line cut short waits for the rest; another pool's keys are not this one's. */
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(etcd_watch_feed(&w, watch_real + 140, 60, PREFIX, on_event, &s), 0);
@@ -459,6 +467,11 @@ static void test_watch_wakes(void **state)
 		{PREFIX "answers/web-10/web-3", 9, false, false},  /* to another's whose name begins as this one's */
 		{PREFIX "answers/web-1", 9, false, false},
 		{PREFIX "verdicts/listen_queue/web-2", 0, false, true},
+		{PREFIX "verdicts/listen_queue/web-1", 0, false, false}, /* this host's own, unleased */
+		{PREFIX "verdicts/listen_queue/xweb-1", 0, false, true},
+		{PREFIX "known/web-1", 0, false, false},
+		{PREFIX "known/web-10", 0, false, true},
+		{PREFIX "known/web-2", 0, false, true},
 		{"/ngx-autotune/pools/api/members/web-2", 9, false, false},
 		{"/ngx-autotune/pools/webx/members/web-2", 9, false, false},
 	};

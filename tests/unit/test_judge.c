@@ -1511,6 +1511,31 @@ static void test_ledger_tie(void **state)
 			assert_non_null(strstr(ev->reason, "clients got less"));
 		}
 	}
+
+	/* A policy's own latency guardrail: three pairs whose p99 rose 60 -> 100 ms for about as much time saved, then
+	 * one whose p99 went to 1000 ms is harm whatever the ledger says: ended at that pair. */
+	{
+		static const struct policy_metric own[] = {{"client.failure_rate", POLICY_LOWER_IS_BETTER, true, false},
+							   {"http.p99_ms", POLICY_LOWER_IS_BETTER, false, false}};
+		const struct om oa[] = {{"tcp.listen_overflows", 0, 137, 1}, {"client.failure_rate", 0, 0, 96},
+					{"http.p99_ms", 60, 0, 0}};
+		const struct judge_evidence *ev;
+		bool done = false;
+		int k;
+
+		start_om(&j, &cfg, &obj, own, ARRAY_LEN(own));
+		for (k = 0; k < 8 && !done; k++) {
+			const struct om b[] = {{"tcp.listen_overflows", 0, tie[k], 1}, {"client.failure_rate", 0, 0, 96},
+					       {"http.p99_ms", k == 3 ? 1000 : 100, 0, 0}};
+
+			pair_om(&j, oa, b, ARRAY_LEN(b), k, &done);
+		}
+		ev = judge_evidence(&j);
+		assert_true(done);
+		assert_int_equal(ev->verdict, VERDICT_ABORTED);
+		assert_int_equal(ev->npairs, 4);
+		assert_non_null(strstr(ev->reason, "in one pair"));
+	}
 }
 
 /* What the connections that were not answered lost is weighed in every trial, a guardrail of no policy's.
