@@ -201,6 +201,8 @@ struct judge {
 	double a_overflows, a_unhandled; /* events in the trial's A blocks so far */
 	double a_seconds;               /* ... and their seconds */
 	double b_overflows, b_unhandled, b_seconds; /* the same of its B blocks */
+	double a_requests, b_requests;  /* the requests each arm served, while every block's were read ... */
+	bool requests_unread;           /* ... or a block's were not: the trips' exposure is then the seconds */
 	uint32_t b_overflow_ticks, b_unhandled_ticks; /* ... and their ticks that had any */
 	double base_rate;               /* the objective's events per second before the trial (NAN: unknown) */
 	double base_overflow_rate;      /* listen overflows/s before the trial (0: none or unknown) */
@@ -254,7 +256,8 @@ bool judge_overflows_beyond_base(const struct judge *j, double events, double se
  * chance (found on a real nginx at 100 clients: gzip_comp_level 9 -> 5 aborted on "1 in the B block of pair 3,
  * none in A"); a listen queue too short makes dozens a second. The judge counts all B blocks of the trial so far
  * (a few in every B block add up), the controller's trip inside a block that block. A_SECONDS unknown (<= 0)
- * counts as B_SECONDS.
+ * counts as B_SECONDS. The judge's exposures are the requests each arm served where every block's were read (an
+ * arm that serves more accepts more connections), else the seconds.
  */
 bool judge_new_events_shown(const struct judge *j, double events, uint32_t event_ticks, double a_seconds,
 			    double b_seconds);

@@ -995,6 +995,50 @@ static void test_bursty_baseline(void **state)
 	}
 }
 
+/* The hard trip's exposure is what each arm served (CI, gzip_comp_level 9 -> 5 under 100 clients: B served 2.7 times
+ * the requests, 23 overflows in one B block in every tick of it beside none in A, and a change that cut CPU per
+ * request 65% was aborted on "new listen overflows"). The same overflows where both arms served alike, or where the
+ * requests were not read (the seconds then), still trip. */
+static void test_trip_exposure(void **state)
+{
+	static const struct policy_metric obj = {"cpu.busy_per_kreq", POLICY_LOWER_IS_BETTER, false, false};
+	const double served_b[] = {138, 50};
+	const bool read[] = {true, false};
+	struct judge_config cfg;
+	struct judge j;
+
+	(void)state;
+	judge_config_default(&cfg);
+	for (size_t s = 0; s < 2; s++)
+		for (size_t r = 0; r < 2; r++) {
+			struct block_summary a, b;
+			bool done = false;
+			unsigned k;
+
+			assert_int_equal(judge_start(&j, &cfg, &obj, NULL, 0), 0);
+			for (k = 0; k < 3 && !done; k++) {
+				count_block(&a, 100, 0.05);
+				count_block(&b, 36, 0.05 * served_b[s] / 50);
+				strcpy(a.v[0].name, obj.metric);
+				strcpy(b.v[0].name, obj.metric);
+				a.v[0].kind = b.v[0].kind = BLOCK_PER_KREQ;
+				a.requests = 50, b.requests = served_b[s];
+				a.requests_seen = b.requests_seen = read[r];
+				a.from_ms = 8000 * k, a.to_ms = a.from_ms + 4000;
+				b.from_ms = a.to_ms, b.to_ms = b.from_ms + 4000;
+				if (k == 2) {
+					b.overflows.events = 23;
+					b.overflows.event_ticks = 16; /* every tick of the block */
+				}
+				assert_int_equal(judge_add_pair(&j, &a, &b, false, &done), 0);
+			}
+			if (s == 0 && r == 0)
+				assert_false(judge_evidence(&j)->trip_overflow);
+			else
+				assert_true(judge_evidence(&j)->trip_overflow);
+		}
+}
+
 /* A guardrail missing in A alone (the old value's fault silenced it: nginx out of files, no synthetic request
  * finished in an A block) voids nothing; missing in B, it voids the pair as before. */
 static void test_guard_void_in_a(void **state)
@@ -1750,6 +1794,7 @@ int main(void)
 		cmocka_unit_test(test_latency_floor), cmocka_unit_test(test_internal_unshown),
 		cmocka_unit_test(test_time_ledger),
 		cmocka_unit_test(test_ledger_tie),
+		cmocka_unit_test(test_trip_exposure),
 		cmocka_unit_test(test_ledger_unanswered),
 		cmocka_unit_test(test_ledger_waits_once),
 		cmocka_unit_test(test_new_events),
