@@ -19,6 +19,10 @@
 # the acts, about 10 s); one Chromium, one agent.
 # Screenshots and the agent's log go to $builddir/artefacts/console/. Chromium and python3-websocket are required
 # (debian-deps.sh). CONSOLE_PORT sets the agent's TCP port (default 18212); the browser picks its own DevTools port.
+# It holds the machine alone: beside the other shared tests (a .deb built, another Chromium) the fake host's
+# counters are written late against the agent's ticks, and the A/A calibration found the noise too high to judge
+# (CI: +-5.3% over 16 pairs, above the 5% worth keeping): the trial the console draws never started.
+TEST_EXCLUSIVE=1
 TEST_NAME=console
 . "$(dirname "$0")/lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "system test skipped in distcheck: make check in the build tree runs it"
