@@ -214,7 +214,19 @@ check "ngxctl propose nginx.keepalive_requests=2000 --now" propose_when_free ngi
 	--why "container test"
 check "the change is live in nginx" wait_for 30 sh -c 'nginx -T 2>/dev/null | grep -q "keepalive_requests 2000;"'
 check "the change is journaled" sh -c 'ngxctl history | grep -q "nginx.keepalive_requests"'
-id=$(ngxctl --json history | jq -r '.changes[0].id')
+# change_id KNOB TO: the id of the change of KNOB to TO in the journal (not the newest row: the answer to
+# propose --now may come before its row is read back, and the newest was then the revert before it).
+change_id() {
+	local i id
+	for ((i = 0; i < 50; i++)); do
+		id=$(ngxctl --json history | jq -r --arg k "$1" --arg t "$2" \
+			'[.changes[] | select(.knob == $k and .kind == "change" and .to == $t)][0].id // empty')
+		[ -n "$id" ] && { echo "$id"; return 0; }
+		sleep 0.2
+	done
+	return 1
+}
+id=$(change_id nginx.keepalive_requests 2000)
 # Kept once the policy's settle time (1 s, the override) has passed; until then a stop would roll it back
 # (invariant 6).
 kept() { [ "$(ngxctl --json show "$id" | jq -r .state)" = kept ]; }
@@ -266,7 +278,7 @@ check "the refused removal left the agent running" wait_for 20 systemctl is-acti
 sed -i '$d' /etc/nginx/ngx-autotune/setup.conf # the edit undone: the file is as the setup wrote it
 # A kept change of nginx for the removal to put back (the override above still cuts the settle time to 1 s).
 check "ngxctl propose nginx.keepalive_requests=3000 --now" propose_when_free nginx.keepalive_requests=3000 --now
-id=$(ngxctl --json history | jq -r '.changes[0].id')
+id=$(change_id nginx.keepalive_requests 3000)
 check "the change is kept after its settle time (1 s)" wait_for 30 kept
 check "nginx runs it" sh -c 'nginx -T 2>/dev/null | grep -q "keepalive_requests 3000;"'
 check "apt-get remove ngx-autotune" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q ngx-autotune
