@@ -35,6 +35,11 @@ if [ "${NGXAT_REQUIRE_ALL:-}" = 1 ] || { [ "${CI:-}" = true ] && [ "$(id -u)" = 
 	echo "every check must run here (CI as root, or NGXAT_REQUIRE_ALL=1): a skip without an allowed reason fails"
 fi
 
+# The run's own deadline (NGXAT_RUN_BUDGET seconds, 4800: CI ends a run at 5400 s and then shows no summary): each
+# long step is bounded by what is left of it, and one that meets it fails, saying what was still running.
+deadline=$((SECONDS + ${NGXAT_RUN_BUDGET:-4800}))
+left() { echo $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)); }
+
 timed() { # timed NAME COMMAND...: COMMAND's status; its seconds go to the summary's "where the time went"
 	local name=$1 t0=$SECONDS rc
 	shift
@@ -162,12 +167,26 @@ run_check() { # run_check BUILDDIR [TESTS]: make check there and count its resul
 	local dir=$1 rc
 	rm -f "$dir/test-suite.log"
 	if [ $# -gt 1 ]; then
-		make -C "$dir" -j"$jobs" check TESTS="$2" >"$dir/check.out" 2>&1
+		timeout -k 30 "$(left)" make -C "$dir" -j"$jobs" check TESTS="$2" >"$dir/check.out" 2>&1
 	else
-		make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1
+		timeout -k 30 "$(left)" make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1
 	fi
 	rc=$?
 	grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' "$dir/check.out" | sed "s|^|$dir: |"
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		# The run's deadline: the tests still running (a log, no result) and the end of each one's log.
+		local log running=
+		for log in $(find "$dir/tests" -name '*.log' 2>/dev/null); do
+			[ -f "${log%.log}.trs" ] && continue
+			running="$running ${log#"$dir"/}"
+			echo "--- ${log#"$dir"/} at the run's deadline"
+			tail -n 30 "$log"
+		done
+		failed=$((failed + 1))
+		failures+=("make check in $dir: stopped at the run's deadline (NGXAT_RUN_BUDGET); running:${running:- none}")
+		count_log "$dir/test-suite.log"
+		return 1
+	fi
 	if [ ! -f "$dir/test-suite.log" ]; then
 		# The tests did not even build: that is a failure, not zero tests.
 		tail -n 30 "$dir/check.out"
@@ -260,7 +279,7 @@ fuzz_smoke() {
 		{ tail -30 build-fuzz/configure.out; return 1; }
 	# 3 s a target here, one per CPU at a time (21 targets: about 35 s, and 80 s of build); tests/fuzz/README.md has
 	# the longer runs.
-	make -C build-fuzz -j"$jobs" fuzz-smoke FUZZ_SECONDS=3 >build-fuzz/fuzz-smoke.out 2>&1
+	timeout -k 30 "$(left)" make -C build-fuzz -j"$jobs" fuzz-smoke FUZZ_SECONDS=3 >build-fuzz/fuzz-smoke.out 2>&1
 	local rc=$?
 	grep -E '^(ok|FAIL) fuzz_' build-fuzz/fuzz-smoke.out
 	[ $rc -eq 0 ] || tail -n 80 build-fuzz/fuzz-smoke.out
@@ -275,7 +294,7 @@ fuzz_smoke() {
 fuzz_t0=$SECONDS
 fuzz_smoke >build/fuzz-smoke.out 2>&1 &
 fuzz_pid=$!
-step "make distcheck" sh -c 'make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'
+step "make distcheck" sh -c 'timeout -k 30 '"$(left)"' make -C build -j'"$jobs"' distcheck NGXAT_DISTCHECK=1 >build/distcheck.out 2>&1 || { tail -40 build/distcheck.out; exit 1; }'
 wait "$fuzz_pid"
 fuzz_rc=$?
 echo "=== make fuzz-smoke (clang, libFuzzer)"
@@ -284,6 +303,6 @@ timings+=("$((SECONDS - fuzz_t0)) s make fuzz-smoke (clang, libFuzzer), beside d
 counted "make fuzz-smoke (clang, libFuzzer)" "$fuzz_rc"
 
 # Bounded (container-base.sh's timeouts); it ended long ago unless no system test ran.
-[ -z "$base_pid" ] || wait "$base_pid"
+[ -z "$base_pid" ] || { kill -0 "$base_pid" 2>/dev/null && timeout "$(left)" tail --pid="$base_pid" -f /dev/null; }
 summary
 [ "$failed" -eq 0 ]

@@ -9,6 +9,7 @@
 # the checks (one change waits out its 60 s settle time).
 TEST_EXCLUSIVE=1
 TEST_NAME=container
+TEST_TIMEOUT=900 # the base built here when the background build failed: a debootstrap, apt, the .deb
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pkg-lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "the container test runs in the main build (the tarball has no debian/)"

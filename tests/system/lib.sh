@@ -33,6 +33,46 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A test that hangs fails, and says where, instead of holding the run until CI's own limit kills it with no
+# summary (stop 31: CI ended past its 5400 s with nothing to show which test hung). The slowest test takes about
+# 230 s in CI; TEST_TIMEOUT (seconds, set before sourcing this file) bounds one that needs longer. At the bound the
+# watchdog prints the processes the test started, asks the script to fail (USR1, run once the command it waits on
+# ends) and ends that command; cleanup then runs as at any failure. Scripts run by a test (NGXAT_TEST_WATCHED) are
+# bounded by their caller's watchdog, not one of their own.
+watchdog_fire() {
+	echo "FAIL: the test ran past its bound of ${TEST_TIMEOUT:-600} s (at ${SECONDS}s); after check $checks it hung"
+	if [ -f "$TMP/agent.log" ]; then
+		echo "--- agent log (last 40 lines)"
+		tail -n 40 "$TMP/agent.log"
+	fi
+	exit 1
+}
+if [ -z "${NGXAT_TEST_WATCHED:-}" ]; then
+	export NGXAT_TEST_WATCHED=1
+	trap watchdog_fire USR1
+	(
+		trap - USR1
+		sleep "${TEST_TIMEOUT:-600}" &
+		sp=$!
+		trap 'kill $sp 2>/dev/null; exit 0' TERM
+		wait $sp || exit 0
+		# Every process the script started, but this watchdog and its own.
+		me=$BASHPID
+		tree=$(ps -eo pid=,ppid=,etimes=,stat=,args= | awk -v top=$$ -v me="$me" '
+			{ line[$1] = $0; parent[$1] = $2 }
+			END { for (p in line) { for (q = parent[p]; q in parent && q != top && q != me && q > 1; q = parent[q]) {}
+				if (q == top && p != me) print line[p] } }' | sort -n)
+		echo "--- the test's processes at its bound (pid, parent, seconds, state, command)"
+		head -n 60 <<<"$tree"
+		kill -USR1 $$
+		# The command the script waits on, and whatever it started: cleanup then runs as at any failure.
+		kill -TERM $(awk '{ print $1 }' <<<"$tree") 2>/dev/null
+		sleep 20
+		kill -KILL $(awk '{ print $1 }' <<<"$tree") 2>/dev/null
+	) &
+	CLEANUP=("kill $! 2>/dev/null")
+fi
+
 # Whether every check must run here: NGXAT_REQUIRE_ALL=1, or CI=true as root (the CI machine: Debian 12, root, the
 # packages of packaging/debian-deps.sh). Then skip is a failure; see tests/run-all.sh for how skips are counted.
 require_all() {
