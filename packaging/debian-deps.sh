@@ -8,9 +8,10 @@ libinih-dev libcmocka-dev nettle-dev"
 FUZZ="clang libclang-rt-14-dev"
 # chromium and python3-websocket: the console's end-to-end test (tests/system/console.sh, cdp.py); passwd and
 # util-linux: the test users of tests/system/api-auth.sh (useradd, runuser, setpriv); etcd-server and etcd-client:
-# the pool's etcd of tests/system/fleet.sh (started by the test, in a namespace of its own).
+# the pool's etcd of tests/system/fleet.sh (started by the test, in a namespace of its own); gdb: the threads of an
+# agent that a test's watchdog finds hung (tests/system/lib.sh).
 TEST="nginx-light libnginx-mod-http-echo wrk apache2-utils jq sqlite3 iproute2 procps systemd curl python3 chromium
-python3-websocket passwd util-linux etcd-server etcd-client"
+python3-websocket passwd util-linux etcd-server etcd-client gdb"
 # The package and its checks (tests/system/package.sh): debhelper and dpkg-dev build the .deb, lintian checks it,
 # rpm's rpmspec parses the RPM spec; debootstrap and systemd-container boot a real systemd for container.sh.
 PACKAGE="debhelper dpkg-dev fakeroot lintian rpm debootstrap systemd-container"

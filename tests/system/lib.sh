@@ -64,6 +64,14 @@ if [ -z "${NGXAT_TEST_WATCHED:-}" ]; then
 				if (q == top && p != me) print line[p] } }' | sort -n)
 		echo "--- the test's processes at its bound (pid, parent, seconds, state, command)"
 		head -n 60 <<<"$tree"
+		# Where each agent waits: its threads' stacks (an agent that did not end on SIGTERM is a finding).
+		if command -v gdb >/dev/null; then
+			awk '$5 ~ /ngx-autotune$/ { print $1 }' <<<"$tree" | head -n 4 | while read -r pid; do
+				echo "--- the threads of agent $pid"
+				timeout 30 gdb -q -batch -p "$pid" -ex "thread apply all bt 12" 2>/dev/null |
+					grep -E '^(Thread|#)' | head -n 80
+			done
+		fi
 		kill -USR1 $$
 		# The command the script waits on, and whatever it started: cleanup then runs as at any failure.
 		kill -TERM $(awk '{ print $1 }' <<<"$tree") 2>/dev/null
