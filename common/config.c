@@ -63,6 +63,7 @@ static const struct key keys[] = {
 	{"tuning", "mode", K_TUNING, F(mode), 0, 0},
 	{"tuning", "changes_per_hour", K_INT, F(changes_per_hour), 1, 60},
 	{"tuning", "cooldown", K_DURATION, F(cooldown_ms), 0, 86400000},
+	{"tuning", "window", K_DURATION, F(window_ms), 1000, 86400000},
 	{"tuning", "pairs", K_INT, F(pairs), 4, 16},
 	{"tuning", "block", K_DURATION, F(block_ms), 1000, 3600000},
 	{"tuning", "calibrate_pairs", K_INT, F(calibrate_pairs), 0, 16},
@@ -388,6 +389,14 @@ int config_load(const char *path, bool must_exist, struct config *cfg, char *err
 		if (!cfg->fleet_user[0] != !cfg->fleet_password_file[0] || !cfg->fleet_cert[0] != !cfg->fleet_key[0]) {
 			snprintf(err, errlen, "%s: [fleet] %s", path, !cfg->fleet_user[0] != !cfg->fleet_password_file[0]
 				 ? "user and password_file go together" : "cert and key go together");
+			return -EINVAL;
+		}
+		/* The window in ticks: at least 10 (a median of fewer says little), at most what a detector holds. */
+		if (cfg->window_ms && (cfg->window_ms / cfg->tick_ms < CONFIG_WINDOW_TICKS_MIN ||
+				       cfg->window_ms / cfg->tick_ms > CONFIG_WINDOW_TICKS_MAX)) {
+			snprintf(err, errlen, "%s: [tuning] window: %lld ms is %lld ticks of %lld ms; %d to %d ticks are "
+				 "needed", path, (long long)cfg->window_ms, (long long)(cfg->window_ms / cfg->tick_ms),
+				 (long long)cfg->tick_ms, CONFIG_WINDOW_TICKS_MIN, CONFIG_WINDOW_TICKS_MAX);
 			return -EINVAL;
 		}
 		if (strcmp(cfg->measure, "loadgen") == 0 && !cfg->loadgen_command[0]) {

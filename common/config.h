@@ -16,6 +16,8 @@
 #define CONFIG_PATH_MAX 512
 #define CONFIG_CLIENT_REQUESTS_MAX 32 /* [client] requests_per_tick */
 #define CONFIG_CLIENT_URLS_MAX 4      /* URLs in [client] url */
+#define CONFIG_WINDOW_TICKS_MIN 10    /* [tuning] window, in ticks */
+#define CONFIG_WINDOW_TICKS_MAX 3600  /* DETECT_WINDOW_MAX (agent/core/detect.h) */
 /*
  * [nginx] dump_max and memory_max by default: the agent with the largest dump it keeps and one nginx -T or -t it
  * runs (in the unit's cgroup, whose MemoryMax=64M counts both) stay below 64 MiB with room to spare (measured:
@@ -63,6 +65,7 @@ struct config {
 	char mode[16];            /* observe | propose | auto */
 	int64_t changes_per_hour; /* trials that may start in an hour */
 	int64_t cooldown_ms;      /* after a verdict, before the next proposal */
+	int64_t window_ms;        /* the detectors' window; 0: 60 ticks */
 	int64_t pairs;            /* K: A/B pairs of a trial */
 	int64_t block_ms;         /* measured part of a block, after the policy's settle time */
 	int64_t calibrate_pairs;  /* A/A pairs before an objective's first trial; 0: none */

@@ -47,6 +47,7 @@ struct tuning {
  * has seen it (the socket states, connections established to nginx among them, are counted every 10 s); the doctor
  * runs when asked. */
 #define CAUSES_WAIT_MS 10000
+_Static_assert(CONFIG_WINDOW_TICKS_MAX <= DETECT_WINDOW_MAX, "[tuning] window: more ticks than a detector holds");
 
 static int value_of(const char *knob, char *out, size_t outlen, void *ctx)
 {
@@ -210,6 +211,10 @@ int tuning_new(const struct config *cfg, struct engine *e, struct store *st, int
 	}
 	cc.changes_per_hour = (unsigned)cfg->changes_per_hour;
 	cc.cooldown_ms = cfg->cooldown_ms;
+	if (cfg->window_ms) { /* in ticks (config_load bounds it); a reading is valid from half of it */
+		cc.detect.window_ticks = (size_t)(cfg->window_ms / cfg->tick_ms);
+		cc.detect.min_ticks = cc.detect.window_ticks / 2;
+	}
 	cc.plan.pairs = (unsigned)cfg->pairs;
 	cc.plan.measure_ms = cfg->block_ms;
 	cc.calibrate_pairs = (unsigned)cfg->calibrate_pairs;

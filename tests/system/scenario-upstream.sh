@@ -29,7 +29,7 @@ ok "nginx in $NS proxies /app to a backend that takes 100 ms; somaxconn 16"
 
 t0=$(date +%s%3N)
 scn_load "$NS" 50 -t2 -c1000 -H "Connection: close" "http://127.0.0.1:$PORT/app"
-# A proposal needs a full window (60 ticks of 500 ms, "watching: N of 60" until then); wait for it, then 10 s more.
+# A proposal needs a full window (30 ticks of 500 ms, "watching: N of 30" until then); wait for it, then 10 s more.
 wait_for 60 sh -c "curl -s --unix-socket $TMP/api.sock http://localhost/v1/trials/current |
 	jq -e '.reason | test(\"^no proposal: .*bottleneck is the upstream\")'" || fail "status never said upstream: $(ctl trial)"
 sleep 10

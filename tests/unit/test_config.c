@@ -88,10 +88,11 @@ static void test_every_key(void **state)
 		   "stub_status_timeout = 150ms\naccess_log = \nerror_log = /tmp/e.log\ndump_max = 512K\n"
 		   "memory_max = 1G\n"
 		   "[doctor]\ninterval = 90s\nbackend_keepalive_timeout = 5s\n"
-		   "[tuning]\ncooldown = 5s\n"
+		   "[tuning]\ncooldown = 5s\nwindow = 5s\n"
 		   "[probes]\nnetlink = no\ninterrupts = off\nworkers = false\n");
 	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
 	assert_int_equal(c.cooldown_ms, 5000);
+	assert_int_equal(c.window_ms, 5000); /* 20 ticks of 250 ms */
 	assert_int_equal(c.tick_ms, 250);
 	assert_string_equal(c.root, "/tmp/fake");
 	assert_string_equal(c.socket_path, "/tmp/s.sock");
@@ -255,6 +256,37 @@ static void test_loadgen(void **state)
 	write_conf("[tuning]\nmode = auto\n");
 	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
 	assert_string_equal(c.measure, "passive");
+}
+
+/* [tuning] window is counted in ticks: 10 to 3600 of them, whatever the tick (the tick may come after it). */
+static void test_window_ticks(void **state)
+{
+	static const struct {
+		const char *conf;
+		int rc;
+		const char *err;
+	} cases[] = {
+		{"[tuning]\nwindow = 15s\n[agent]\ntick_interval = 500ms\n", 0, NULL},
+		{"[tuning]\nwindow = 10s\n", 0, NULL},
+		{"[tuning]\nwindow = 9s\n", -EINVAL, "window: 9000 ms is 9 ticks of 1000 ms; 10 to 3600 ticks are needed"},
+		{"[agent]\ntick_interval = 100ms\n[tuning]\nwindow = 6m\n", 0, NULL},
+		{"[agent]\ntick_interval = 100ms\n[tuning]\nwindow = 361s\n", -EINVAL, "3610 ticks of 100 ms"},
+		{"[tuning]\nwindow = 500ms\n", -EINVAL, "window: '500ms' is not a duration between"},
+	};
+	struct config c;
+	char err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_conf(cases[i].conf);
+		err[0] = '\0';
+		assert_int_equal(config_load(path, true, &c, err, sizeof(err)), cases[i].rc);
+		if (cases[i].err && !strstr(err, cases[i].err))
+			fail_msg("case %zu: '%s' does not say '%s'", i, err, cases[i].err);
+	}
+	write_conf("");
+	assert_int_equal(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.window_ms, 0); /* unset: 60 ticks */
 }
 
 /* inih reads at most a fixed number of bytes per line: a longer one is an error on its own line, not a
@@ -643,6 +675,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loadgen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_ticks, setup, teardown),
 		cmocka_unit_test(test_strutil),
 		cmocka_unit_test(test_str_to_pid),
 		cmocka_unit_test_setup_teardown(test_api_keys, setup, teardown),
