@@ -367,7 +367,17 @@ def console_scenario(args):
             raise CDPError("the token left page memory: storage/cookie/DOM/URL = %s" % stored)
         step("token entered; it is in no storage, cookie, DOM or URL")
         cdp.wait_for("!document.querySelector('button.approve[data-id=\"%d\"]').disabled" % pid, 5, "Approve enabled")
-        cdp.type_into(".proposal[data-id=\"%d\"] input.comment" % pid, "approved from the console")
+        comment = ".proposal[data-id=\"%d\"] input.comment" % pid
+        cdp.type_into(comment, "approved from the console")
+        # The list is drawn anew every 2 s (with the trial): what was typed must outlive it, with the focus (a CI run
+        # approved without the comment: the field was drawn again, empty, between the typing and the click).
+        cdp.eval("document.querySelector(%s).oldNode = true" % json.dumps(comment))
+        cdp.wait_for("!document.querySelector(%s).oldNode" % json.dumps(comment), 10, "the proposals drawn again")
+        kept = cdp.eval("[document.querySelector(%s).value, document.activeElement === document.querySelector(%s)]"
+                        % (json.dumps(comment), json.dumps(comment)))
+        if kept != ["approved from the console", True]:
+            raise CDPError("what was typed did not outlive the list drawn again: [value, focused] = %s" % kept)
+        step("the comment typed outlives the list drawn again, focused")
         cdp.click("button.approve[data-id=\"%d\"]" % pid)
         cdp.wait_for("document.getElementById('toast').textContent.includes('approved')", 10, "the approval")
         step("approved with a click")
