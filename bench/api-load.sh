@@ -12,6 +12,7 @@
 # e.g. -10 on a machine busy with other work; default: unchanged).
 # shellcheck disable=SC2034 # read by lib.sh
 NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=api-load-bench
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

@@ -15,6 +15,7 @@
 # BENCH_LIMIT (MiB, 64), BENCH_PORT (18621). Costs BENCH_SECONDS and a few more per size.
 # shellcheck disable=SC2034 # read by lib.sh
 NGXAT_TEST_LOCKED=1 # a bench, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=big-conf-bench
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

@@ -13,6 +13,7 @@
 # the window, from the histograms in its frames (microsecond buckets, within 6.25%).
 # shellcheck disable=SC2034 # read by lib.sh
 NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=bench-client
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

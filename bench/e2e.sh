@@ -45,6 +45,7 @@ BUILD=${1:-${builddir:-$(pwd)/build}}
 builddir=$(cd "$BUILD" && pwd) || exit 1
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=bench-e2e
 . "$srcdir/tests/system/lib.sh"
 . "$srcdir/tests/system/scenario-lib.sh"

@@ -20,6 +20,7 @@
 # BENCH_DEADLINE (s a mode may take, 600), BENCH_PORT (first nginx port, 18901; etcd on BENCH_PORT + 50).
 # shellcheck disable=SC2034 # read by lib.sh
 NGXAT_TEST_LOCKED=1 # a bench, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=bench-fleet
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

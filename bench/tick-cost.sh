@@ -15,6 +15,7 @@
 # utime+stime (10 ms clock ticks, but it keeps the time of threads that exited) is printed beside it as a check.
 # shellcheck disable=SC2034 # read by lib.sh
 NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=tick-cost
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-${builddir:-/work/main/build}}

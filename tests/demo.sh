@@ -33,6 +33,7 @@ make -s -C build -j"$(nproc)" ngx-autotune ngxctl tests/system/notify-listen || 
 builddir=$top/build
 srcdir=$top
 NGXAT_TEST_LOCKED=1 # a bench or the demo, not run beside the tests: no lock
+TEST_TIMEOUT=0 # bounded by its own arguments: no watchdog (tests/system/lib.sh)
 TEST_NAME=demo
 . tests/system/lib.sh
 . tests/system/scenario-lib.sh

@@ -39,6 +39,7 @@ fi
 # long step is bounded by what is left of it, and one that meets it fails, saying what was still running.
 deadline=$((SECONDS + ${NGXAT_RUN_BUDGET:-4800}))
 left() { echo $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)); }
+past_deadline() { [ $SECONDS -ge $deadline ]; }
 
 timed() { # timed NAME COMMAND...: COMMAND's status; its seconds go to the summary's "where the time went"
 	local name=$1 t0=$SECONDS rc
@@ -53,6 +54,10 @@ step() { # step NAME COMMAND...: a build step counts as one test
 	local name=$1
 	shift
 	echo "=== $name"
+	if past_deadline; then
+		counted "$name: not run, the run's deadline (NGXAT_RUN_BUDGET) had passed" 1
+		return 1
+	fi
 	timed "$name" "$@"
 	counted "$name" $?
 }
@@ -163,28 +168,55 @@ summary() { # the final lines: where the time went, what failed, what skipped an
 	echo "$passed passed, $failed failed, $skipped skipped"
 }
 
+running_logs() { # running_logs BUILDDIR: the end of the log of each test there that has no result yet
+	local log
+	for log in $(find "$1/tests" -name '*.log' 2>/dev/null); do
+		[ -f "${log%.log}.trs" ] && continue
+		echo "--- ${log#"$1"/} still running at the run's deadline"
+		tail -n 30 "$log"
+	done
+}
+
 run_check() { # run_check BUILDDIR [TESTS]: make check there and count its results
 	local dir=$1 rc
-	rm -f "$dir/test-suite.log"
+	local snap trs
+	rm -f "$dir/test-suite.log" "$dir/deadline.out"
+	if past_deadline; then
+		failed=$((failed + 1))
+		failures+=("make check in $dir: not run, the run's deadline (NGXAT_RUN_BUDGET) had passed")
+		return 1
+	fi
+	# 15 s before the deadline, what each test still running has logged (timeout's TERM then reaches the test
+	# drivers, which delete a running test's log).
+	(
+		sp=
+		trap '[ -z "$sp" ] || kill "$sp"; exit 0' TERM
+		sleep $(($(left) > 20 ? $(left) - 15 : 1)) &
+		sp=$!
+		wait $sp && running_logs "$dir" >"$dir/deadline.out"
+	) >/dev/null 2>&1 &
+	snap=$!
 	if [ $# -gt 1 ]; then
 		timeout -k 30 "$(left)" make -C "$dir" -j"$jobs" check TESTS="$2" >"$dir/check.out" 2>&1
 	else
 		timeout -k 30 "$(left)" make -C "$dir" -j"$jobs" check >"$dir/check.out" 2>&1
 	fi
 	rc=$?
+	kill "$snap" 2>/dev/null
 	grep -E '^(PASS|FAIL|SKIP|ERROR|XPASS|XFAIL):' "$dir/check.out" | sed "s|^|$dir: |"
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-		# The run's deadline: the tests still running (a log, no result) and the end of each one's log.
-		local log running=
-		for log in $(find "$dir/tests" -name '*.log' 2>/dev/null); do
-			[ -f "${log%.log}.trs" ] && continue
-			running="$running ${log#"$dir"/}"
-			echo "--- ${log#"$dir"/} at the run's deadline"
-			tail -n 30 "$log"
+		# The run's deadline: no test-suite.log; each test that ended counted from its .trs, and those still
+		# running named, with the end of each one's log.
+		for trs in $(find "$dir/tests" -name '*.trs' 2>/dev/null); do
+			case $(sed -n 's/^:test-result: //p' "$trs" | head -1) in
+			PASS | XFAIL) passed=$((passed + 1)) ;;
+			SKIP) skipped=$((skipped + 1)) skips+=("$dir: ${trs#"$dir"/}: (its reason: see its log)") ;;
+			*) failed=$((failed + 1)) failures+=("$dir: ${trs#"$dir"/}") ;;
+			esac
 		done
+		cat "$dir/deadline.out" 2>/dev/null
 		failed=$((failed + 1))
-		failures+=("make check in $dir: stopped at the run's deadline (NGXAT_RUN_BUDGET); running:${running:- none}")
-		count_log "$dir/test-suite.log"
+		failures+=("make check in $dir: stopped at the run's deadline (NGXAT_RUN_BUDGET); running:$(sed -n 's/^--- \([^ ]*\) .*/ \1/p' "$dir/deadline.out" 2>/dev/null | tr -d '\n')")
 		return 1
 	fi
 	if [ ! -f "$dir/test-suite.log" ]; then

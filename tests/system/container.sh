@@ -9,7 +9,7 @@
 # the checks (one change waits out its 60 s settle time).
 TEST_EXCLUSIVE=1
 TEST_NAME=container
-TEST_TIMEOUT=900 # the base built here when the background build failed: a debootstrap, apt, the .deb
+TEST_TIMEOUT=1500 # the .deb (up to 900 s), and the base built here when the background build failed: its layers
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pkg-lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "the container test runs in the main build (the tarball has no debian/)"

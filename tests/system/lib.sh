@@ -25,6 +25,8 @@ cleanup() {
 	local i
 	# how long the test ran, once it held its lock (tests/run-all.sh lists the slowest)
 	echo "# time: $SECONDS s"
+	# The watchdog first: a bound met during cleanup would end it half done (and fail a test that passed).
+	[ -z "${WATCHDOG:-}" ] || kill "$WATCHDOG" 2>/dev/null
 	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
 		eval "${CLEANUP[$i]}" >/dev/null 2>&1 || true
 	done
@@ -35,10 +37,11 @@ trap cleanup EXIT
 
 # A test that hangs fails, and says where, instead of holding the run until CI's own limit kills it with no
 # summary (stop 31: CI ended past its 5400 s with nothing to show which test hung). The slowest test takes about
-# 230 s in CI; TEST_TIMEOUT (seconds, set before sourcing this file) bounds one that needs longer. At the bound the
-# watchdog prints the processes the test started, asks the script to fail (USR1, run once the command it waits on
-# ends) and ends that command; cleanup then runs as at any failure. Scripts run by a test (NGXAT_TEST_WATCHED) are
-# bounded by their caller's watchdog, not one of their own.
+# 230 s in CI; TEST_TIMEOUT (seconds, set before sourcing this file) bounds one that needs longer, and 0 means no
+# watchdog (the benchmarks and the demo, bounded by their own arguments). At the bound the watchdog prints the
+# processes the test started and the threads of each agent among them, asks the script to fail (USR1, run once the
+# command it waits on ends) and ends those processes; cleanup then runs as at any failure. Scripts run by a test
+# (NGXAT_TEST_WATCHED) are bounded by their caller's watchdog, not one of their own.
 watchdog_fire() {
 	echo "FAIL: the test ran past its bound of ${TEST_TIMEOUT:-600} s (at ${SECONDS}s); after check $checks it hung"
 	if [ -f "$TMP/agent.log" ]; then
@@ -47,29 +50,35 @@ watchdog_fire() {
 	fi
 	exit 1
 }
-if [ -z "${NGXAT_TEST_WATCHED:-}" ]; then
+WATCHDOG=
+if [ -z "${NGXAT_TEST_WATCHED:-}" ] && [ "${TEST_TIMEOUT:-600}" != 0 ]; then
 	export NGXAT_TEST_WATCHED=1
 	trap watchdog_fire USR1
 	(
+		sp=
+		trap '[ -z "$sp" ] || kill "$sp" 2>/dev/null; exit 0' TERM
 		trap - USR1
-		sleep "${TEST_TIMEOUT:-600}" &
+		sleep "${TEST_TIMEOUT:-600}" >/dev/null 2>&1 &
 		sp=$!
-		trap 'kill $sp 2>/dev/null; exit 0' TERM
 		wait $sp || exit 0
-		# Every process the script started, but this watchdog and its own.
 		me=$BASHPID
+		# The script may be gone (killed outright): its pid is then no one's to signal.
+		[ "$(ps -o ppid= -p "$me" | tr -d ' ')" = $$ ] || exit 0
+		# Every process the script started, but this watchdog and its own.
 		tree=$(ps -eo pid=,ppid=,etimes=,stat=,args= | awk -v top=$$ -v me="$me" '
 			{ line[$1] = $0; parent[$1] = $2 }
 			END { for (p in line) { for (q = parent[p]; q in parent && q != top && q != me && q > 1; q = parent[q]) {}
 				if (q == top && p != me) print line[p] } }' | sort -n)
 		echo "--- the test's processes at its bound (pid, parent, seconds, state, command)"
 		head -n 60 <<<"$tree"
-		# Where each agent waits: its threads' stacks (an agent that did not end on SIGTERM is a finding).
+		# Where each agent waits: its threads' stacks (an agent that did not end on SIGTERM is a finding). Into a
+		# file first: gdb cut off by a closed pipe could leave the agent stopped.
 		if command -v gdb >/dev/null; then
 			awk '$5 ~ /ngx-autotune$/ { print $1 }' <<<"$tree" | head -n 4 | while read -r pid; do
 				echo "--- the threads of agent $pid"
-				timeout 30 gdb -q -batch -p "$pid" -ex "thread apply all bt 12" 2>/dev/null |
-					grep -E '^(Thread|#)' | head -n 80
+				timeout 30 gdb -q -batch -p "$pid" -ex "thread apply all bt 12" >"$TMP/gdb-$pid.out" 2>&1
+				kill -CONT "$pid" 2>/dev/null
+				grep -E '^(Thread|#)' "$TMP/gdb-$pid.out" | head -n 80
 			done
 		fi
 		kill -USR1 $$
@@ -78,7 +87,7 @@ if [ -z "${NGXAT_TEST_WATCHED:-}" ]; then
 		sleep 20
 		kill -KILL $(awk '{ print $1 }' <<<"$tree") 2>/dev/null
 	) &
-	CLEANUP=("kill $! 2>/dev/null")
+	WATCHDOG=$!
 fi
 
 # Whether every check must run here: NGXAT_REQUIRE_ALL=1, or CI=true as root (the CI machine: Debian 12, root, the

@@ -5,6 +5,7 @@
 # install, purge removes the state and the group, agent.conf is a conffile; the RPM spec parses (rpmspec -P),
 # names this version, and its %files cover everything make install installs.
 TEST_NAME=package
+TEST_TIMEOUT=1200 # the .deb built (pkg-lib.sh allows it 900 s), then installed and checked
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pkg-lib.sh"
 [ -z "${NGXAT_DISTCHECK:-}" ] || skip_allowed "packaging is checked in the main build (the tarball has no debian/)"

@@ -84,8 +84,8 @@ scn_netns() {
 	done
 }
 
-# scn_agent_conf FILE PORT [MODE]: the agent for scn_nginx's nginx: 500 ms ticks (the detectors' 60-tick window is
-# then 30 s), trials of 8 pairs of 2 s settle + 4 s blocks, no A/A calibration, a 5 s cooldown, and the shipped
+# scn_agent_conf FILE PORT [MODE]: the agent for scn_nginx's nginx: 500 ms ticks, the detectors' window 15 s (30 of
+# them), trials of 8 pairs of 2 s settle + 4 s blocks, no A/A calibration, a 5 s cooldown, and the shipped
 # policies with a 2 s settle time (overrides in $TMP/policies.d); SCN_ONLY=1 leaves the other policy files out.
 scn_agent_conf() {
 	local f=$1 port=$2 mode=${3:-propose} p
