@@ -181,6 +181,8 @@ struct judge_evidence {
 	double noise_sd;                /* the calibration's sd of d it was told (NAN: none) */
 	unsigned noise_n;               /* the calibration's pairs */
 	bool early;                     /* kept by the sequential rule before K */
+	bool measured_on;               /* past K: the bound showed a gain the pairs did not yet agree on (up to
+					 * pairs_max pairs) */
 	bool objective_internal;        /* the objective is an internal figure (block_metric_outcome) */
 	bool per_second;                /* the objective, a count per 1000 requests, was compared per second: the host
 					 * counted no requests (block_value.per_second) */

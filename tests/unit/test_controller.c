@@ -1095,6 +1095,7 @@ static void test_peer_control(void **state)
 	host_init(h, CONTROLLER_MODE_AUTO, "auto");
 	h->cfg.control_wait_ms = 5000;
 	h->cfg.plan.pairs = 2;
+	h->cfg.judge.pairs = h->cfg.judge.pairs_min = h->cfg.judge.pairs_max = 2; /* the verdict at 2, none past K */
 	host_start(h);
 	for (int i = 0; i < 1800; i++) {
 		step(h);
